@@ -1,0 +1,102 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { loadConfig } from '../config/config.js';
+import { createDb } from '../db/database.js';
+import { migrateToLatest } from '../db/migrator.js';
+import { createLogger } from '../lib/logger.js';
+import { ROLES, startService, type ProcessRole } from '../main.js';
+import { registerAdminCommands } from './admin.commands.js';
+import { failWith, printResult } from './output.js';
+
+function parseRoles(value: string, previous: ProcessRole[] = []): ProcessRole[] {
+  const roles = value.split(',').map((r) => r.trim());
+  for (const role of roles) {
+    if (!ROLES.includes(role as ProcessRole)) throw new InvalidArgumentError(`unknown role '${role}' (use ${ROLES.join(', ')})`);
+  }
+  return [...new Set([...previous, ...(roles as ProcessRole[])])];
+}
+
+/** How long a stopping process may take before it exits anyway. */
+const SHUTDOWN_TIMEOUT_MS = 30_000;
+
+export function buildProgram(): Command {
+  const program = new Command('mailroom')
+    .description('Mailroom: multi-tenant mail service — server, migrations and admin commands')
+    .showHelpAfterError()
+    .configureOutput({ outputError: (text, write) => write(text) });
+
+  program
+    .command('serve')
+    .description('run the service (all roles in one process unless --role is given)')
+    .option('--role <roles>', `role(s) to run: ${ROLES.join(', ')} (repeat or comma-separate)`, parseRoles)
+    .addHelpText('after', '\nExamples:\n  $ mailroom serve\n  $ MAILROOM_DATABASE_URL=postgres://localhost/mailroom mailroom serve --role api --role worker')
+    .action(async (opts: { role?: ProcessRole[] }) => {
+      let config;
+      try {
+        config = loadConfig();
+      } catch (err) {
+        failWith(err);
+      }
+      const logger = createLogger(config.logLevel);
+      const roles = opts.role ?? [...ROLES];
+      let running;
+      try {
+        running = await startService(config, roles, logger);
+      } catch (err) {
+        logger.fatal({ err }, 'start-up failed');
+        failWith(err);
+      }
+      logger.info({ roles, http: running.httpUrl }, 'mailroom started');
+      let stopping = false;
+      const shutdown = (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        logger.info({ signal }, 'shutting down');
+        const force = setTimeout(() => {
+          logger.error('shutdown took too long; exiting');
+          process.exit(1);
+        }, SHUTDOWN_TIMEOUT_MS);
+        force.unref();
+        running.stop().then(
+          () => {
+            logger.info('stopped');
+            process.exit(0);
+          },
+          (err: unknown) => {
+            logger.error({ err }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGTERM', () => shutdown('SIGTERM'));
+      process.on('SIGINT', () => shutdown('SIGINT'));
+    });
+
+  program
+    .command('migrate')
+    .description('apply pending database migrations (start-up does this too)')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  $ MAILROOM_DATABASE_URL=postgres://localhost/mailroom mailroom migrate')
+    .action(async (opts: { json?: boolean }) => {
+      try {
+        const config = loadConfig();
+        const database = createDb(config.databaseUrl);
+        try {
+          const applied = await migrateToLatest(database.db);
+          printResult({ ok: true, applied }, opts.json === true, [
+            applied.length === 0 ? 'database is up to date' : `applied ${applied.length} migration(s):\n  ${applied.join('\n  ')}`,
+          ]);
+        } finally {
+          await database.destroy();
+        }
+      } catch (err) {
+        failWith(err);
+      }
+    });
+
+  registerAdminCommands(program);
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  await buildProgram().parseAsync(argv);
+}

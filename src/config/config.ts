@@ -1,0 +1,161 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { parse as parseDotenv } from 'dotenv';
+
+/**
+ * Configuration: `MAILROOM_*` environment variables (contract §1), parsed once at start-up and
+ * frozen. A `.env` file in the working directory is read when present but never overrides a variable
+ * that is already set; a variable set to the empty string counts as unset.
+ */
+export interface Config {
+  databaseUrl: string;
+  httpHost: string;
+  httpPort: number;
+  smtpHost: string;
+  smtpPort: number;
+  hostedDomains: readonly string[];
+  smtpRelay: string | null;
+  mxPort: number;
+  dnsServers: readonly string[];
+  webhookAllowCidrs: readonly string[];
+  webhookBackoffBaseMs: number;
+  webhookTimeoutMs: number;
+  deliveryRetryBaseMs: number;
+  deliveryMaxAgeMs: number;
+  leaseMs: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Requests per minute per credential (per process); 0 turns the limit off. */
+  rateLimitPerMinute: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+interface Spec<T> {
+  name: string;
+  fallback: T;
+  parse: (raw: string) => T;
+  /** What a valid value looks like, for the error message. */
+  expect: string;
+}
+
+const intIn = (min: number, max: number) => (raw: string): number => {
+  if (!/^\d+$/.test(raw)) throw new Error('not a whole number');
+  const n = Number(raw);
+  if (n < min || n > max) throw new Error(`out of range ${min}..${max}`);
+  return n;
+};
+
+const list = (raw: string): string[] =>
+  raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+
+const DOMAIN = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+function parseDomains(raw: string): string[] {
+  const domains = list(raw.toLowerCase());
+  for (const d of domains) if (!DOMAIN.test(d)) throw new Error(`'${d}' is not a domain name`);
+  return domains;
+}
+
+function parseDatabaseUrl(raw: string): string {
+  if (raw.startsWith('sqlite:') && raw.length > 'sqlite:'.length) return raw;
+  if (/^postgres(ql)?:\/\//.test(raw)) {
+    new URL(raw); // throws on a malformed URL
+    return raw;
+  }
+  throw new Error('must start with sqlite: or postgres://');
+}
+
+function parseSmtpRelay(raw: string): string {
+  const url = new URL(raw);
+  if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new Error('must be smtp://… or smtps://…');
+  if (!url.hostname) throw new Error('has no host');
+  return raw;
+}
+
+function parseHostPorts(raw: string): string[] {
+  const entries = list(raw);
+  for (const e of entries) {
+    if (!/^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:]+\]|[0-9a-f:]+)(:\d{1,5})?$/i.test(e)) throw new Error(`'${e}' is not ip[:port]`);
+  }
+  return entries;
+}
+
+function parseCidrs(raw: string): string[] {
+  const entries = list(raw);
+  for (const e of entries) {
+    if (!/^[0-9a-f:.]+\/\d{1,3}$/i.test(e)) throw new Error(`'${e}' is not a CIDR such as 127.0.0.0/8`);
+  }
+  return entries;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const DAY_MS = 86_400_000;
+
+/** Read `.env` (if present) under the process environment, which always wins. */
+export function environmentWithDotenv(env: Env = process.env, dotenvPath = '.env'): Env {
+  const merged: Env = { ...env };
+  if (existsSync(dotenvPath)) {
+    const fromFile = parseDotenv(readFileSync(dotenvPath));
+    for (const [key, value] of Object.entries(fromFile)) {
+      if (merged[key] === undefined || merged[key] === '') merged[key] = value;
+    }
+  }
+  return merged;
+}
+
+/** Parse and validate the configuration; throws ConfigError listing every bad variable. */
+export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config> {
+  const problems: string[] = [];
+  function read<T>(spec: Spec<T>): T {
+    const raw = env[`MAILROOM_${spec.name}`];
+    if (raw === undefined || raw.trim() === '') return spec.fallback;
+    try {
+      return spec.parse(raw.trim());
+    } catch (err) {
+      problems.push(`MAILROOM_${spec.name}=${JSON.stringify(raw)}: ${(err as Error).message}; expected ${spec.expect}`);
+      return spec.fallback;
+    }
+  }
+  const port = (name: string, fallback: number) =>
+    read({ name, fallback, parse: intIn(0, 65535), expect: 'a port 0..65535 (0 picks a free port)' });
+  const ms = (name: string, fallback: number, min = 1) =>
+    read({ name, fallback, parse: intIn(min, 365 * DAY_MS), expect: `milliseconds (${min} or more)` });
+
+  const config: Config = {
+    databaseUrl: read({ name: 'DATABASE_URL', fallback: 'sqlite:./data/mailroom.db', parse: parseDatabaseUrl, expect: 'sqlite:PATH or postgres://user@host/db' }),
+    httpHost: read({ name: 'HTTP_HOST', fallback: '127.0.0.1', parse: (s) => s, expect: 'a host or IP' }),
+    httpPort: port('HTTP_PORT', 8080),
+    smtpHost: read({ name: 'SMTP_HOST', fallback: '127.0.0.1', parse: (s) => s, expect: 'a host or IP' }),
+    smtpPort: port('SMTP_PORT', 2525),
+    hostedDomains: read({ name: 'HOSTED_DOMAINS', fallback: ['mailroom.localhost'], parse: parseDomains, expect: 'a comma list of domains' }),
+    smtpRelay: read<string | null>({ name: 'SMTP_RELAY', fallback: null, parse: parseSmtpRelay, expect: 'smtp://[user:pass@]host:port' }),
+    mxPort: port('MX_PORT', 25),
+    dnsServers: read<string[]>({ name: 'DNS_SERVERS', fallback: [], parse: parseHostPorts, expect: 'a comma list of ip[:port]' }),
+    webhookAllowCidrs: read<string[]>({ name: 'WEBHOOK_ALLOW_CIDRS', fallback: [], parse: parseCidrs, expect: 'a comma list of CIDRs' }),
+    webhookBackoffBaseMs: ms('WEBHOOK_BACKOFF_BASE_MS', 5000),
+    webhookTimeoutMs: ms('WEBHOOK_TIMEOUT_MS', 10_000),
+    deliveryRetryBaseMs: ms('DELIVERY_RETRY_BASE_MS', 60_000),
+    deliveryMaxAgeMs: ms('DELIVERY_MAX_AGE_MS', 4 * DAY_MS),
+    leaseMs: ms('LEASE_MS', 30_000, 100),
+    logLevel: read({
+      name: 'LOG_LEVEL',
+      fallback: 'info',
+      parse: (s) => {
+        const level = LOG_LEVELS.find((l) => l === s.toLowerCase());
+        if (!level) throw new Error('unknown level');
+        return level;
+      },
+      expect: LOG_LEVELS.join('|'),
+    }),
+    rateLimitPerMinute: read({ name: 'RATE_LIMIT_PER_MINUTE', fallback: 1200, parse: intIn(0, 10_000_000), expect: 'a whole number (0 = off)' }),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
+}

@@ -1,0 +1,61 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import { POSTGRES, SQLITE, type DialectInfo } from './dialect.js';
+import type { Database } from './schema.js';
+
+export type Db = Kysely<Database>;
+
+export interface DbHandle {
+  db: Db;
+  dialect: DialectInfo;
+  /** Close every connection. */
+  destroy(): Promise<void>;
+}
+
+const SQLITE_BUSY_TIMEOUT_MS = 5000;
+const PG_POOL_SIZE = 10;
+const PG_INT8_OID = 20;
+
+const defaultParser = pg.types.getTypeParser.bind(pg.types) as (oid: number, format: 'text' | 'binary') => (value: string) => unknown;
+const int8AsNumber = ((oid: number, format: 'text' | 'binary' = 'text') =>
+  oid === PG_INT8_OID ? (value: string) => Number(value) : defaultParser(oid, format)) as typeof pg.types.getTypeParser;
+
+/**
+ * Open the database named by a URL: `sqlite:PATH` (better-sqlite3; WAL, busy timeout, foreign keys on)
+ * or `postgres://…` (a pg pool). Both store times as epoch milliseconds in BIGINT columns; pg is told
+ * to parse BIGINT as a JavaScript number (safe up to 2^53, far beyond any timestamp or counter here).
+ */
+export function createDb(url: string, options: { poolSize?: number } = {}): DbHandle {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length);
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const database = new SQLite(path);
+    database.pragma('journal_mode = WAL');
+    // FULL: a commit survives power loss, not only a process crash (accepted mail must never be lost).
+    database.pragma('synchronous = FULL');
+    database.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
+    database.pragma('foreign_keys = ON');
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+    return { db, dialect: SQLITE, destroy: () => db.destroy() };
+  }
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: options.poolSize ?? PG_POOL_SIZE,
+      types: { getTypeParser: int8AsNumber },
+    });
+    // An idle client that loses its connection must not crash the process; the pool replaces it.
+    pool.on('error', () => undefined);
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { db, dialect: POSTGRES, destroy: () => db.destroy() };
+  }
+  throw new Error(`unsupported database URL '${url}': use sqlite:PATH or postgres://…`);
+}
+
+/** A cheap round trip, for health checks. */
+export async function ping(db: Db): Promise<void> {
+  await sql`select 1`.execute(db);
+}

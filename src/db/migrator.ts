@@ -1,0 +1,29 @@
+import { Migrator, type Migration, type MigrationProvider, type MigrationResult } from 'kysely';
+import type { Db } from './database.js';
+import * as m20261121000100 from './migrations/20261121000100_tenancy.js';
+import * as m20261121000200 from './migrations/20261121000200_mailboxes.js';
+import * as m20261121000300 from './migrations/20261121000300_jobs_and_events.js';
+
+/**
+ * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
+ * name order. Kysely's migrator holds a lock while it runs (an advisory lock on PostgreSQL), so any
+ * number of processes may start at once.
+ */
+const MIGRATIONS: Record<string, Migration> = {
+  '20261121000100_tenancy': m20261121000100,
+  '20261121000200_mailboxes': m20261121000200,
+  '20261121000300_jobs_and_events': m20261121000300,
+};
+
+const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
+
+/** Apply every pending migration; returns the names applied now. */
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const migrator = new Migrator({ db, provider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r: MigrationResult) => r.status === 'Error');
+    throw new Error(`migration ${failed?.migrationName ?? '?'} failed: ${String((error as Error).message ?? error)}`, { cause: error });
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

@@ -1,0 +1,24 @@
+import type { JobTable } from '../jobs/job.table.js';
+import type { EventTable } from '../modules/events/event.table.js';
+import type { MailboxTable } from '../modules/mailboxes/mailbox.table.js';
+import type {
+  ApiKeyTable,
+  LoginFailureTable,
+  MembershipTable,
+  SessionTable,
+  UserTable,
+  WorkspaceTable,
+} from '../modules/tenancy/tenancy.table.js';
+
+/** Every table, as Kysely sees it. Row types live beside the feature that owns them. */
+export interface Database {
+  workspaces: WorkspaceTable;
+  users: UserTable;
+  memberships: MembershipTable;
+  api_keys: ApiKeyTable;
+  sessions: SessionTable;
+  login_failures: LoginFailureTable;
+  mailboxes: MailboxTable;
+  events: EventTable;
+  jobs: JobTable;
+}

@@ -1,0 +1,187 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import type { DialectInfo } from '../db/dialect.js';
+import type { Clock } from '../lib/clock.js';
+import { newId } from '../lib/ids.js';
+import type { JobTable } from './job.table.js';
+
+/** Claims per queue beyond which a job is given up (dead), unless the enqueuer says otherwise. */
+export const DEFAULT_MAX_ATTEMPTS = 25;
+/** Longest error text kept on a job row. */
+const MAX_ERROR_LENGTH = 2000;
+
+export interface EnqueueInput {
+  queue: string;
+  payload: unknown;
+  workspaceId?: string | null;
+  /** Earliest time to run (epoch ms); default now. */
+  runAt?: number;
+  maxAttempts?: number;
+}
+
+export interface ClaimedJob<P = unknown> {
+  id: string;
+  queue: string;
+  workspaceId: string | null;
+  payload: P;
+  /** This claim's number, 1 for the first. */
+  attempt: number;
+  maxAttempts: number;
+  /** The previous claim's lease expired without an outcome: its worker died or stalled mid-job. */
+  interrupted: boolean;
+  leaseToken: string;
+  createdAt: number;
+}
+
+export interface Queue {
+  /** Add a job inside the caller's transaction (or on its own when given the root db). */
+  enqueue(trx: Db, input: EnqueueInput): Promise<string>;
+  /** Lease up to `limit` due jobs of one queue; each stays invisible to others until its lease expires. */
+  claim<P = unknown>(queue: string, limit: number): Promise<ClaimedJob<P>[]>;
+  /** Extend a held lease; false when the lease was lost (another worker took the job over). */
+  renew(job: ClaimedJob<unknown>): Promise<boolean>;
+  /** The job succeeded: remove it. False when the lease was lost meanwhile. */
+  complete(job: ClaimedJob<unknown>, trx?: Db): Promise<boolean>;
+  /** Try again after `delayMs` (transient failure). */
+  retry(job: ClaimedJob<unknown>, error: string, delayMs: number, trx?: Db): Promise<boolean>;
+  /** Give up for good; the row stays as `dead` with its last error. */
+  bury(job: ClaimedJob<unknown>, error: string, trx?: Db): Promise<boolean>;
+  /** Hand a job back untouched (shutdown before it started): runnable now, the claim not counted. */
+  release(job: ClaimedJob<unknown>): Promise<boolean>;
+}
+
+export interface QueueDeps {
+  db: Db;
+  dialect: DialectInfo;
+  clock: Clock;
+  leaseMs: number;
+}
+
+function toClaimed<P>(row: JobTable): ClaimedJob<P> {
+  return {
+    id: row.id,
+    queue: row.queue,
+    workspaceId: row.workspace_id,
+    payload: JSON.parse(row.payload) as P,
+    attempt: row.attempts,
+    maxAttempts: row.max_attempts,
+    interrupted: row.interrupted === 1,
+    leaseToken: row.lease_token ?? '',
+    createdAt: row.created_at,
+  };
+}
+
+const truncate = (text: string): string => (text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH)}…` : text);
+
+/**
+ * The durable job queue shared by every worker process. A claimed job's `run_at` is its lease expiry,
+ * so one index serves both "due" and "lease expired" jobs. PostgreSQL claims with
+ * `FOR UPDATE SKIP LOCKED` (many workers, no blocking, no double claims); SQLite has one writer and the
+ * claim is a single UPDATE statement, which is atomic there.
+ */
+export function createQueue({ db, dialect, clock, leaseMs }: QueueDeps): Queue {
+  return {
+    async enqueue(trx, input) {
+      const now = clock.now();
+      const id = newId('job');
+      await trx
+        .insertInto('jobs')
+        .values({
+          id,
+          queue: input.queue,
+          workspace_id: input.workspaceId ?? null,
+          payload: JSON.stringify(input.payload),
+          state: 'pending',
+          attempts: 0,
+          max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+          run_at: input.runAt ?? now,
+          lease_token: null,
+          interrupted: 0,
+          last_error: null,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
+      return id;
+    },
+
+    async claim<P>(queue: string, limit: number) {
+      const now = clock.now();
+      const token = randomUUID();
+      const rows = await db
+        .updateTable('jobs')
+        .set({
+          lease_token: token,
+          run_at: now + leaseMs,
+          attempts: sql<number>`attempts + 1`,
+          // SET expressions read the row as it was: a non-null token means an earlier lease ran out.
+          interrupted: sql<number>`case when lease_token is null then 0 else 1 end`,
+          updated_at: now,
+        })
+        .where('id', 'in', (eb) => {
+          const due = eb
+            .selectFrom('jobs')
+            .select('id')
+            .where('queue', '=', queue)
+            .where('state', '=', 'pending')
+            .where('run_at', '<=', now)
+            .orderBy('run_at')
+            .limit(limit);
+          return dialect.supportsSkipLocked ? due.forUpdate().skipLocked() : due;
+        })
+        .returningAll()
+        .execute();
+      return rows.map((row) => toClaimed<P>(row)).sort((a, b) => a.id.localeCompare(b.id));
+    },
+
+    async renew(job) {
+      const now = clock.now();
+      const result = await db
+        .updateTable('jobs')
+        .set({ run_at: now + leaseMs, updated_at: now })
+        .where('id', '=', job.id)
+        .where('lease_token', '=', job.leaseToken)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
+    async complete(job, trx = db) {
+      const result = await trx.deleteFrom('jobs').where('id', '=', job.id).where('lease_token', '=', job.leaseToken).executeTakeFirst();
+      return result.numDeletedRows > 0n;
+    },
+
+    async retry(job, error, delayMs, trx = db) {
+      const now = clock.now();
+      const result = await trx
+        .updateTable('jobs')
+        .set({ run_at: now + Math.max(0, delayMs), lease_token: null, last_error: truncate(error), updated_at: now })
+        .where('id', '=', job.id)
+        .where('lease_token', '=', job.leaseToken)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
+    async bury(job, error, trx = db) {
+      const now = clock.now();
+      const result = await trx
+        .updateTable('jobs')
+        .set({ state: 'dead', lease_token: null, last_error: truncate(error), updated_at: now })
+        .where('id', '=', job.id)
+        .where('lease_token', '=', job.leaseToken)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
+    async release(job) {
+      const now = clock.now();
+      const result = await db
+        .updateTable('jobs')
+        .set({ run_at: now, lease_token: null, attempts: sql<number>`attempts - 1`, updated_at: now })
+        .where('id', '=', job.id)
+        .where('lease_token', '=', job.leaseToken)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+  };
+}

@@ -1,0 +1,169 @@
+import type { Logger } from '../lib/logger.js';
+import { backoffDelay, type BackoffPolicy } from './backoff.js';
+import type { ClaimedJob, Queue } from './queue.js';
+
+/** What a handler decided about one job. */
+export type JobOutcome =
+  | { type: 'done' }
+  | { type: 'retry'; error: string; delayMs?: number }
+  | { type: 'dead'; error: string };
+
+export interface JobHandler<P = unknown> {
+  queue: string;
+  /** Jobs of this queue run at once in this process. */
+  concurrency: number;
+  /** Delay after a thrown error or a retry without its own delay. */
+  backoff: BackoffPolicy;
+  /**
+   * Run one job. `signal` aborts when the lease is lost or the process must stop now. A handler that
+   * settles the job itself inside its own transaction (outbox style) returns `{type:'done'}` after
+   * calling `queue.complete(job, trx)`; completing twice is harmless.
+   */
+  handle(job: ClaimedJob<P>, signal: AbortSignal): Promise<JobOutcome>;
+}
+
+export interface WorkerOptions {
+  queue: Queue;
+  logger: Logger;
+  leaseMs: number;
+  /** Sleep between polls when a queue had nothing due. */
+  pollMs?: number;
+}
+
+export interface Worker {
+  start(): void;
+  /** Wake the poller of a queue now (work was just enqueued in this process). */
+  wake(queue?: string): void;
+  /** Stop claiming, wait up to `graceMs` for running jobs; jobs still running keep their lease until it expires. */
+  stop(graceMs?: number): Promise<void>;
+  /** Jobs running right now. */
+  active(): number;
+}
+
+const DEFAULT_POLL_MS = 200;
+const DEFAULT_GRACE_MS = 10_000;
+
+/**
+ * Runs handlers over the durable queue: claims up to each handler's free concurrency, renews the
+ * leases of running jobs every third of the lease, and settles each job with the handler's outcome.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- handlers of different payload types share one list
+export function createWorker(handlers: readonly JobHandler<any>[], options: WorkerOptions): Worker {
+  const { queue, logger, leaseMs } = options;
+  const pollMs = options.pollMs ?? DEFAULT_POLL_MS;
+  const running = new Map<string, { job: ClaimedJob<unknown>; controller: AbortController; done: Promise<void> }>();
+  const wakers = new Map<string, () => void>();
+  let stopping = false;
+  let renewTimer: NodeJS.Timeout | undefined;
+  const loops: Promise<void>[] = [];
+
+  async function settle(handler: JobHandler, job: ClaimedJob<unknown>, outcome: JobOutcome): Promise<void> {
+    if (outcome.type === 'done') {
+      await queue.complete(job);
+    } else if (outcome.type === 'dead' || job.attempt >= job.maxAttempts) {
+      await queue.bury(job, outcome.error);
+      logger.warn({ jobId: job.id, queue: job.queue, attempt: job.attempt, error: outcome.error }, 'job given up');
+    } else {
+      await queue.retry(job, outcome.error, outcome.delayMs ?? backoffDelay(handler.backoff, job.attempt));
+    }
+  }
+
+  async function run(handler: JobHandler, job: ClaimedJob<unknown>, controller: AbortController): Promise<void> {
+    let outcome: JobOutcome;
+    try {
+      outcome = await handler.handle(job, controller.signal);
+    } catch (err) {
+      logger.error({ err, jobId: job.id, queue: job.queue, attempt: job.attempt }, 'job handler threw');
+      outcome = { type: 'retry', error: err instanceof Error ? err.message : String(err) };
+    }
+    // Settling is guarded by the lease token: after a lost lease these writes change nothing.
+    try {
+      await settle(handler, job, outcome);
+    } catch (err) {
+      // The lease will expire and the job will be claimed again; nothing is lost.
+      logger.error({ err, jobId: job.id }, 'could not record job outcome');
+    }
+  }
+
+  function sleep(name: string): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, pollMs);
+      function done() {
+        clearTimeout(timer);
+        wakers.delete(name);
+        resolve();
+      }
+      wakers.set(name, done);
+    });
+  }
+
+  async function loop(handler: JobHandler): Promise<void> {
+    const mine = () => [...running.values()].filter((r) => r.job.queue === handler.queue).length;
+    while (!stopping) {
+      const free = handler.concurrency - mine();
+      let claimed: ClaimedJob<unknown>[] = [];
+      if (free > 0) {
+        try {
+          claimed = await queue.claim(handler.queue, free);
+        } catch (err) {
+          logger.error({ err, queue: handler.queue }, 'claim failed');
+        }
+      }
+      for (const job of claimed) {
+        if (stopping) {
+          await queue.release(job).catch(() => undefined);
+          continue;
+        }
+        const controller = new AbortController();
+        const entry = { job, controller, done: Promise.resolve() };
+        entry.done = run(handler, job, controller).finally(() => {
+          running.delete(job.id);
+          wakers.get(handler.queue)?.();
+        });
+        running.set(job.id, entry);
+      }
+      // Full or idle: wait for a slot, a wake-up or the next poll.
+      if (claimed.length === 0 || mine() >= handler.concurrency) await sleep(handler.queue);
+    }
+  }
+
+  async function renewAll(): Promise<void> {
+    for (const { job, controller } of running.values()) {
+      try {
+        if (!(await queue.renew(job))) controller.abort(new Error('lease lost'));
+      } catch (err) {
+        logger.warn({ err, jobId: job.id }, 'lease renewal failed');
+      }
+    }
+  }
+
+  return {
+    start() {
+      renewTimer = setInterval(() => void renewAll(), Math.max(50, Math.floor(leaseMs / 3)));
+      renewTimer.unref();
+      for (const handler of handlers) loops.push(loop(handler));
+    },
+    wake(name) {
+      if (name === undefined) for (const w of [...wakers.values()]) w();
+      else wakers.get(name)?.();
+    },
+    async stop(graceMs = DEFAULT_GRACE_MS) {
+      stopping = true;
+      for (const w of [...wakers.values()]) w();
+      await Promise.all(loops);
+      const all = Promise.all([...running.values()].map((r) => r.done));
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), graceMs);
+      });
+      const result = await Promise.race([all.then(() => 'done' as const), timedOut]);
+      clearTimeout(timer);
+      if (result === 'timeout') {
+        for (const r of running.values()) r.controller.abort(new Error('shutting down'));
+        logger.warn({ jobs: running.size }, 'stopped with jobs still running; their leases will expire');
+      }
+      clearInterval(renewTimer);
+    },
+    active: () => running.size,
+  };
+}

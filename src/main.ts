@@ -1,0 +1,115 @@
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config/config.js';
+import { createDb, ping, type DbHandle } from './db/database.js';
+import { migrateToLatest } from './db/migrator.js';
+import { createQueue, type Queue } from './jobs/queue.js';
+import { createWorker, type Worker } from './jobs/worker.js';
+import { systemClock, type Clock } from './lib/clock.js';
+import type { Logger } from './lib/logger.js';
+import { createEventsService, type EventsService } from './modules/events/events.service.js';
+import { createMailboxService, hostedDomainPolicy, type MailboxService } from './modules/mailboxes/mailbox.service.js';
+import { createMaintenance, type Maintenance } from './modules/tenancy/maintenance.js';
+import { createTenancyModule, type TenancyModule } from './modules/tenancy/tenancy.module.js';
+import { buildApp } from './transports/http/app.js';
+
+/** The roles one process can play; `serve` without --role plays all of them. */
+export const ROLES = ['api', 'smtp', 'worker'] as const;
+export type ProcessRole = (typeof ROLES)[number];
+
+export interface Services {
+  database: DbHandle;
+  clock: Clock;
+  tenancy: TenancyModule;
+  events: EventsService;
+  queue: Queue;
+  mailboxes: MailboxService;
+}
+
+/** Composition root: open the database, apply migrations, wire the feature modules. */
+export async function createServices(config: Readonly<Config>, options: { clock?: Clock; migrate?: boolean } = {}): Promise<Services> {
+  const database = createDb(config.databaseUrl);
+  const { db, dialect } = database;
+  try {
+    if (options.migrate !== false) await migrateToLatest(db);
+  } catch (err) {
+    await database.destroy();
+    throw err;
+  }
+  const clock = options.clock ?? systemClock;
+  return {
+    database,
+    clock,
+    tenancy: createTenancyModule({ db, clock }),
+    events: createEventsService({ clock }),
+    queue: createQueue({ db, dialect, clock, leaseMs: config.leaseMs }),
+    mailboxes: createMailboxService({ db, clock, domains: hostedDomainPolicy(config.hostedDomains) }),
+  };
+}
+
+export function createHttpApp(config: Readonly<Config>, services: Services, logger: Logger): Promise<FastifyInstance> {
+  return buildApp({
+    logger,
+    health: { check: () => ping(services.database.db) },
+    auth: services.tenancy.auth,
+    mailboxes: services.mailboxes,
+    rateLimitPerMinute: config.rateLimitPerMinute,
+  });
+}
+
+export interface RunningService {
+  /** The HTTP address when the api role runs (port 0 resolves to the picked port). */
+  httpUrl: string | null;
+  /** Graceful stop: close listeners, finish or release leased work, close the database. */
+  stop(): Promise<void>;
+}
+
+/** Start the given roles in this process. */
+export async function startService(config: Readonly<Config>, roles: readonly ProcessRole[], logger: Logger): Promise<RunningService> {
+  const services = await createServices(config);
+  const stoppers: Array<() => Promise<void>> = [];
+  let httpUrl: string | null = null;
+  try {
+    if (config.webhookAllowCidrs.length > 0) {
+      logger.warn({ cidrs: config.webhookAllowCidrs }, 'MAILROOM_WEBHOOK_ALLOW_CIDRS exempts these networks from the webhook address rules; use only for development and tests');
+    }
+    if (roles.includes('worker')) {
+      const worker: Worker = createWorker([], { queue: services.queue, logger, leaseMs: config.leaseMs });
+      const maintenance: Maintenance = createMaintenance({ db: services.database.db, clock: services.clock, logger });
+      worker.start();
+      maintenance.start();
+      stoppers.push(async () => {
+        maintenance.stop();
+        await worker.stop();
+      });
+      logger.info('worker role started');
+    }
+    if (roles.includes('smtp')) {
+      // The inbound SMTP listener is built with the message store (issue 3); the role is reserved.
+      logger.warn('smtp role: inbound SMTP is not part of this build yet');
+    }
+    if (roles.includes('api')) {
+      const app = await createHttpApp(config, services, logger);
+      const address = await app.listen({ host: config.httpHost, port: config.httpPort });
+      httpUrl = address;
+      stoppers.unshift(() => app.close());
+      logger.info({ url: address }, 'http api listening');
+    }
+  } catch (err) {
+    for (const stop of stoppers) await stop().catch(() => undefined);
+    await services.database.destroy();
+    throw err;
+  }
+  return {
+    httpUrl,
+    async stop() {
+      for (const stop of stoppers) {
+        try {
+          await stop();
+        } catch (err) {
+          logger.error({ err }, 'error while stopping');
+        }
+      }
+      await services.database.destroy();
+    },
+  };
+}

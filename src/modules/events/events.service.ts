@@ -1,0 +1,45 @@
+import type { Db } from '../../db/database.js';
+import type { Clock } from '../../lib/clock.js';
+import { iso } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import type { EmitInput, StoredEvent } from './event.types.js';
+
+/** Runs inside the producer's transaction for every emitted event (webhook fan-out registers here). */
+export type EventSubscriber = (trx: Db, event: StoredEvent) => Promise<void>;
+
+export interface EventsService {
+  /** Write an event in the caller's transaction and let every subscriber act in that same transaction. */
+  emit(trx: Db, input: EmitInput): Promise<StoredEvent>;
+  subscribe(subscriber: EventSubscriber): void;
+}
+
+/**
+ * The transactional outbox: an event is stored with the state change that caused it, never published
+ * after commit, so a crash cannot separate the two.
+ */
+export function createEventsService({ clock }: { clock: Clock }): EventsService {
+  const subscribers: EventSubscriber[] = [];
+  return {
+    async emit(trx, input) {
+      const createdAt = clock.now();
+      const id = newId('evt');
+      const payload = JSON.stringify({
+        event_id: id,
+        event_type: input.type,
+        created_at: iso(createdAt),
+        workspace_id: input.workspaceId,
+        data: input.data,
+      });
+      const event: StoredEvent = { id, workspaceId: input.workspaceId, type: input.type, payload, createdAt };
+      await trx
+        .insertInto('events')
+        .values({ id, workspace_id: input.workspaceId, type: input.type, payload, created_at: createdAt })
+        .execute();
+      for (const subscriber of subscribers) await subscriber(trx, event);
+      return event;
+    },
+    subscribe(subscriber) {
+      subscribers.push(subscriber);
+    },
+  };
+}

@@ -1,0 +1,18 @@
+/** A mailbox as the API shows it (contract §4). */
+export interface MailboxView {
+  address: string;
+  description: string;
+  created_at: string;
+  message_count: number;
+  unread_count: number;
+}
+
+export const MAX_DESCRIPTION_LENGTH = 1000;
+
+/**
+ * Which domains a workspace may create mailboxes (and send) in: the operator's hosted domains,
+ * plus the workspace's verified sending domains once that feature answers here.
+ */
+export interface DomainPolicy {
+  isAllowedDomain(workspaceId: string, domain: string): Promise<boolean>;
+}

@@ -1,0 +1,143 @@
+import type { Db } from '../../db/database.js';
+import type { Clock } from '../../lib/clock.js';
+import { iso } from '../../lib/clock.js';
+import { forbidden, invalid, notFound, rateLimited, unauthorized } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { DUMMY_PASSWORD_HASH, hashToken, newToken, verifyPassword } from '../../lib/secrets.js';
+import { tenancyRepository as repo } from './tenancy.repository.js';
+import type { LoginView, SessionContext, SessionView, TenantContext } from './tenancy.types.js';
+import { normalizeEmail } from './validation.js';
+
+const MINUTE_MS = 60_000;
+const DAY_MS = 86_400_000;
+/** Contract §3: sessions end after 14 days without use or 30 days after login, whichever is first. */
+export const SESSION_IDLE_MS = 14 * DAY_MS;
+export const SESSION_ABSOLUTE_MS = 30 * DAY_MS;
+/** Contract §3: 10 failed logins for one email within 15 minutes lock that email until the window passes. */
+export const LOGIN_FAILURE_LIMIT = 10;
+export const LOGIN_FAILURE_WINDOW_MS = 15 * MINUTE_MS;
+/** last_used_at / last_seen_at are written at most this often, so reads do not become writes. */
+const TOUCH_INTERVAL_MS = MINUTE_MS;
+
+export interface AuthService {
+  /** Resolve `Authorization: Bearer mrk_…` plus optional `X-Tenant-ID` to a tenant. */
+  authenticateApiKey(token: string, tenantHeader: string | undefined): Promise<TenantContext>;
+  /** Resolve an `X-Service-Session` token; throws 401 for unknown, revoked or expired sessions. */
+  authenticateSession(token: string): Promise<SessionContext>;
+  login(email: string, password: string): Promise<LoginView>;
+  logout(session: SessionContext): Promise<void>;
+  describe(session: SessionContext): Promise<SessionView>;
+  selectWorkspace(session: SessionContext, workspaceId: string): Promise<SessionView>;
+  /** The tenant a session acts for; 403 when no workspace is active. */
+  sessionTenant(session: SessionContext): TenantContext;
+}
+
+export function createAuthService({ db, clock }: { db: Db; clock: Clock }): AuthService {
+  async function view(session: { userId: string; email: string; activeWorkspaceId: string | null; expiresAt: number }): Promise<SessionView> {
+    const workspaces = await repo.listMembershipsOfUser(db, session.userId);
+    return {
+      ok: true,
+      expires_at: iso(session.expiresAt),
+      user: { user_id: session.userId, email: session.email },
+      workspaces: workspaces.map((w) => ({ workspace_id: w.workspace_id, name: w.name, role: w.role })),
+      active_workspace_id: session.activeWorkspaceId,
+    };
+  }
+
+  return {
+    async authenticateApiKey(token, tenantHeader) {
+      if (!token.startsWith('mrk_')) throw unauthorized('invalid_credential', 'the API key is not valid');
+      const key = await repo.findApiKeyByHash(db, hashToken(token));
+      if (!key) throw unauthorized('invalid_credential', 'the API key is not valid');
+      const now = clock.now();
+      if (key.last_used_at === null || now - key.last_used_at > TOUCH_INTERVAL_MS) await repo.touchApiKey(db, key.id, now);
+      const tenant = tenantHeader?.trim() || undefined;
+      if (key.workspace_id !== null) {
+        if (tenant !== undefined && tenant !== key.workspace_id) {
+          throw forbidden('tenant_mismatch', 'X-Tenant-ID names a workspace this API key does not belong to');
+        }
+        return { workspaceId: key.workspace_id, role: 'api_key', userId: null };
+      }
+      if (tenant === undefined) throw invalid('tenant_required', 'a platform API key needs an X-Tenant-ID header naming the workspace');
+      const workspace = await repo.findWorkspace(db, tenant);
+      if (!workspace) throw notFound('tenant_not_found', `no workspace ${tenant}`);
+      return { workspaceId: workspace.id, role: 'api_key', userId: null };
+    },
+
+    async authenticateSession(token) {
+      if (!token.startsWith('mrs_')) throw unauthorized('invalid_session', 'the session token is not valid');
+      const row = await repo.findSessionByHash(db, hashToken(token));
+      if (!row) throw unauthorized('invalid_session', 'the session token is not valid or has been logged out');
+      const now = clock.now();
+      if (row.expires_at <= now || row.last_seen_at + SESSION_IDLE_MS <= now) {
+        throw unauthorized('session_expired', 'the session has expired; log in again');
+      }
+      if (now - row.last_seen_at > TOUCH_INTERVAL_MS) await repo.touchSession(db, row.id, now);
+      return {
+        sessionId: row.id,
+        userId: row.user_id,
+        email: row.email,
+        // A workspace the user has left no longer counts as active.
+        activeWorkspaceId: row.role ? row.active_workspace_id : null,
+        role: row.role ?? null,
+        expiresAt: Math.min(row.expires_at, Math.max(row.last_seen_at, now) + SESSION_IDLE_MS),
+      };
+    },
+
+    async login(emailInput, password) {
+      const email = normalizeEmail(emailInput) ?? emailInput.trim().toLowerCase();
+      const now = clock.now();
+      const failures = await repo.loginFailuresSince(db, email, now - LOGIN_FAILURE_WINDOW_MS);
+      if (Number(failures.count) >= LOGIN_FAILURE_LIMIT) {
+        const oldest = Number(failures.oldest ?? now);
+        const retryAfter = Math.max(1, Math.ceil((oldest + LOGIN_FAILURE_WINDOW_MS - now) / 1000));
+        throw rateLimited('too_many_login_attempts', `too many failed logins for this email; try again in ${retryAfter} s`, retryAfter);
+      }
+      const user = await repo.findUserByEmail(db, email);
+      // An unknown email still costs one scrypt, so both failures take the same time.
+      const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
+      if (!user || !ok) {
+        await repo.clearLoginFailures(db, email, now - LOGIN_FAILURE_WINDOW_MS);
+        await repo.insertLoginFailure(db, newId('lst'), email, now);
+        throw unauthorized('invalid_credentials', 'email or password is wrong');
+      }
+      await repo.clearLoginFailures(db, email, now);
+      const memberships = await repo.listMembershipsOfUser(db, user.id);
+      const token = newToken('mrs');
+      const expiresAt = now + SESSION_ABSOLUTE_MS;
+      const activeWorkspaceId = memberships[0]?.workspace_id ?? null;
+      await repo.insertSession(db, {
+        id: newId('ses'),
+        user_id: user.id,
+        token_hash: hashToken(token),
+        active_workspace_id: activeWorkspaceId,
+        created_at: now,
+        last_seen_at: now,
+        expires_at: expiresAt,
+        revoked_at: null,
+      });
+      const described = await view({ userId: user.id, email: user.email, activeWorkspaceId, expiresAt: Math.min(expiresAt, now + SESSION_IDLE_MS) });
+      return { ...described, session_token: token };
+    },
+
+    async logout(session) {
+      await repo.revokeSession(db, session.sessionId, clock.now());
+    },
+
+    describe: (session) => view(session),
+
+    async selectWorkspace(session, workspaceId) {
+      const membership = await repo.findMembership(db, workspaceId, session.userId);
+      if (!membership) throw notFound('workspace_not_found', `no workspace ${workspaceId}`);
+      await repo.setActiveWorkspace(db, session.sessionId, workspaceId);
+      return view({ ...session, activeWorkspaceId: workspaceId });
+    },
+
+    sessionTenant(session) {
+      if (!session.activeWorkspaceId || !session.role) {
+        throw forbidden('no_active_workspace', 'select a workspace first (POST /app/api/workspaces/select)');
+      }
+      return { workspaceId: session.activeWorkspaceId, role: session.role, userId: session.userId };
+    },
+  };
+}

@@ -1,0 +1,86 @@
+import type { Db } from '../../db/database.js';
+import type { ApiKeyTable, MembershipTable, SessionTable, UserTable, WorkspaceTable } from './tenancy.table.js';
+
+/** Queries of the tenancy tables. Every function takes the connection or transaction to run on. */
+export const tenancyRepository = {
+  insertWorkspace: (db: Db, row: WorkspaceTable) => db.insertInto('workspaces').values(row).execute(),
+  findWorkspace: (db: Db, id: string) => db.selectFrom('workspaces').selectAll().where('id', '=', id).executeTakeFirst(),
+
+  insertUser: (db: Db, row: UserTable) => db.insertInto('users').values(row).execute(),
+  findUserByEmail: (db: Db, email: string) =>
+    db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst(),
+
+  insertMembership: (db: Db, row: MembershipTable) => db.insertInto('memberships').values(row).execute(),
+  findMembership: (db: Db, workspaceId: string, userId: string) =>
+    db
+      .selectFrom('memberships')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst(),
+  /** The user's workspaces, oldest membership first. */
+  listMembershipsOfUser: (db: Db, userId: string) =>
+    db
+      .selectFrom('memberships')
+      .innerJoin('workspaces', 'workspaces.id', 'memberships.workspace_id')
+      .select(['workspaces.id as workspace_id', 'workspaces.name as name', 'memberships.role as role'])
+      .where('memberships.user_id', '=', userId)
+      .orderBy('memberships.created_at')
+      .orderBy('workspaces.id')
+      .execute(),
+
+  insertApiKey: (db: Db, row: ApiKeyTable) => db.insertInto('api_keys').values(row).execute(),
+  findApiKeyByHash: (db: Db, tokenHash: string) =>
+    db
+      .selectFrom('api_keys')
+      .select(['id', 'workspace_id', 'last_used_at'])
+      .where('token_hash', '=', tokenHash)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst(),
+  touchApiKey: (db: Db, id: string, at: number) =>
+    db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute(),
+
+  insertSession: (db: Db, row: SessionTable) => db.insertInto('sessions').values(row).execute(),
+  /** A live (not revoked) session with its user and, when one is active, the user's role there. */
+  findSessionByHash: (db: Db, tokenHash: string) =>
+    db
+      .selectFrom('sessions')
+      .innerJoin('users', 'users.id', 'sessions.user_id')
+      .leftJoin('memberships', (join) =>
+        join
+          .onRef('memberships.workspace_id', '=', 'sessions.active_workspace_id')
+          .onRef('memberships.user_id', '=', 'sessions.user_id'),
+      )
+      .select([
+        'sessions.id as id',
+        'sessions.user_id as user_id',
+        'users.email as email',
+        'sessions.active_workspace_id as active_workspace_id',
+        'memberships.role as role',
+        'sessions.last_seen_at as last_seen_at',
+        'sessions.expires_at as expires_at',
+      ])
+      .where('sessions.token_hash', '=', tokenHash)
+      .where('sessions.revoked_at', 'is', null)
+      .executeTakeFirst(),
+  touchSession: (db: Db, id: string, at: number) =>
+    db.updateTable('sessions').set({ last_seen_at: at }).where('id', '=', id).execute(),
+  revokeSession: (db: Db, id: string, at: number) =>
+    db.updateTable('sessions').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute(),
+  setActiveWorkspace: (db: Db, id: string, workspaceId: string) =>
+    db.updateTable('sessions').set({ active_workspace_id: workspaceId }).where('id', '=', id).execute(),
+
+  insertLoginFailure: (db: Db, id: string, email: string, at: number) =>
+    db.insertInto('login_failures').values({ id, email, failed_at: at }).execute(),
+  /** Failures for an email since a time: how many, and the oldest. */
+  loginFailuresSince: (db: Db, email: string, since: number) =>
+    db
+      .selectFrom('login_failures')
+      .select((eb) => [eb.fn.countAll<number>().as('count'), eb.fn.min('failed_at').as('oldest')])
+      .where('email', '=', email)
+      .where('failed_at', '>', since)
+      .executeTakeFirstOrThrow(),
+  /** Forget an email's failures up to a time (all of them after a successful login). */
+  clearLoginFailures: (db: Db, email: string, upTo: number) =>
+    db.deleteFrom('login_failures').where('email', '=', email).where('failed_at', '<=', upTo).execute(),
+} as const;

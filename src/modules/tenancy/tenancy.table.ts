@@ -1,0 +1,51 @@
+/** Row types of the tenancy tables. Times are epoch milliseconds. */
+export const ROLES = ['owner', 'admin', 'member'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface WorkspaceTable {
+  id: string;
+  name: string;
+  created_at: number;
+}
+
+export interface UserTable {
+  id: string;
+  email: string;
+  password_hash: string;
+  created_at: number;
+}
+
+export interface MembershipTable {
+  workspace_id: string;
+  user_id: string;
+  role: Role;
+  created_at: number;
+}
+
+export interface ApiKeyTable {
+  id: string;
+  /** null for a platform (operator-level) key. */
+  workspace_id: string | null;
+  token_hash: string;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
+export interface SessionTable {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  active_workspace_id: string | null;
+  created_at: number;
+  last_seen_at: number;
+  /** Absolute expiry; the idle expiry is derived from last_seen_at. */
+  expires_at: number;
+  revoked_at: number | null;
+}
+
+export interface LoginFailureTable {
+  id: string;
+  email: string;
+  failed_at: number;
+}

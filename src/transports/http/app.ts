@@ -1,0 +1,128 @@
+import { createHash } from 'node:crypto';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from '../../lib/logger.js';
+import { newId } from '../../lib/ids.js';
+import type { MailboxService } from '../../modules/mailboxes/mailbox.service.js';
+import type { AuthService } from '../../modules/tenancy/auth.service.js';
+import { apiKeyAuth, credentialOf, sessionAuth, sessionOf, tenantOf } from './plugins/auth.js';
+import { registerErrorHandling } from './plugins/errors.js';
+import { createValidatorCompiler } from './plugins/validation.js';
+import { healthRoutes, type HealthCheck } from './routes/health.routes.js';
+import { mailboxRoutes } from './routes/mailboxes.routes.js';
+import { loginRoute, sessionRoutes } from './routes/session.routes.js';
+import { SHARED_SCHEMAS } from './schemas.js';
+
+/** Contract §2: a JSON body over 1 MiB answers 413. */
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+const RATE_WINDOW_MS = 60_000;
+
+export interface AppDeps {
+  logger: Logger;
+  health: HealthCheck;
+  auth: AuthService;
+  mailboxes: MailboxService;
+  /** Requests per minute per credential (0 = no limit). */
+  rateLimitPerMinute: number;
+}
+
+/**
+ * Build the HTTP application (not listening): the API-key surface at the root, the session surface
+ * under /app/api, /health and /openapi.json. Routes are thin: schema, one service call, a mapped result.
+ */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    // pino's Logger is a FastifyBaseLogger; the cast keeps the instance's default logger type.
+    // The cast keeps FastifyInstance's default logger type, which every route module is typed against.
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: BODY_LIMIT_BYTES,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : newId('evt').replace('evt_', 'req_');
+    },
+    requestIdLogLabel: 'request_id',
+    disableRequestLogging: false,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  });
+  app.decorateRequest('tenantContext', null);
+  app.decorateRequest('sessionContext', null);
+  app.addHook('onSend', async (request, reply) => {
+    void reply.header('x-request-id', request.id);
+  });
+
+  // Only JSON bodies: without a text/plain parser such a body answers 415.
+  app.removeContentTypeParser('text/plain');
+  app.setValidatorCompiler(createValidatorCompiler(SHARED_SCHEMAS));
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
+  registerErrorHandling(app);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Mailroom API',
+        version: '0.1.0',
+        description: 'API-key surface at the root, session surface under /app/api, transactional surface under /v1/transactional.',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'http', scheme: 'bearer', description: 'API key (mrk_…); optional X-Tenant-ID header' },
+          session: { type: 'apiKey', in: 'header', name: 'X-Service-Session' },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+  });
+
+  if (deps.rateLimitPerMinute > 0) {
+    await app.register(rateLimit, {
+      global: true,
+      max: deps.rateLimitPerMinute,
+      timeWindow: RATE_WINDOW_MS,
+      // Per credential (hashed, never kept in clear); anonymous calls are limited per address.
+      keyGenerator: (request) => {
+        const credential = credentialOf(request);
+        return credential ? createHash('sha256').update(credential).digest('base64url') : `ip:${request.ip}`;
+      },
+      errorResponseBuilder: (_request, context) => ({
+        statusCode: 429,
+        error: 'rate_limited',
+        detail: `more than ${context.max} requests in a minute; retry after ${Math.ceil(context.ttl / 1000)} s`,
+      }),
+    });
+  }
+
+  app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
+  await app.register(healthRoutes(deps.health));
+
+  // API-key surface.
+  await app.register(async (scope) => {
+    scope.addHook('onRequest', apiKeyAuth(deps.auth));
+    await scope.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant: tenantOf, surface: 'api-key', withItemRoutes: true }));
+  });
+
+  // Session surface.
+  await app.register(
+    async (scope) => {
+      await scope.register(loginRoute(deps.auth));
+      await scope.register(async (authed) => {
+        authed.addHook('onRequest', sessionAuth(deps.auth));
+        await authed.register(sessionRoutes(deps.auth));
+        await authed.register(
+          mailboxRoutes({
+            mailboxes: deps.mailboxes,
+            tenant: (request) => deps.auth.sessionTenant(sessionOf(request)),
+            surface: 'session',
+            withItemRoutes: false,
+          }),
+        );
+      });
+    },
+    { prefix: '/app/api' },
+  );
+
+  return app;
+}

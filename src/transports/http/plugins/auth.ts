@@ -1,0 +1,56 @@
+import type { FastifyRequest } from 'fastify';
+import { unauthorized } from '../../../lib/errors.js';
+import type { AuthService } from '../../../modules/tenancy/auth.service.js';
+import type { SessionContext, TenantContext } from '../../../modules/tenancy/tenancy.types.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the API-key hook (or derived from the session) on tenant-scoped routes. */
+    tenantContext: TenantContext | null;
+    /** Set by the session hook on /app/api routes. */
+    sessionContext: SessionContext | null;
+  }
+}
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+function headerValue(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** The credential a request carries (Bearer token or session header), for rate limiting by credential. */
+export function credentialOf(request: FastifyRequest): string | undefined {
+  return headerValue(request, 'authorization') ?? headerValue(request, 'x-service-session');
+}
+
+/** onRequest hook of the API-key surface: `Authorization: Bearer mrk_…` and optional `X-Tenant-ID`. */
+export function apiKeyAuth(auth: AuthService) {
+  return async (request: FastifyRequest): Promise<void> => {
+    const header = headerValue(request, 'authorization');
+    if (header === undefined) throw unauthorized('missing_credential', 'send Authorization: Bearer <API key>');
+    const match = BEARER.exec(header);
+    if (!match) throw unauthorized('invalid_credential', 'the Authorization header must be "Bearer <API key>"');
+    request.tenantContext = await auth.authenticateApiKey(match[1]!, headerValue(request, 'x-tenant-id'));
+  };
+}
+
+/** onRequest hook of the session surface: `X-Service-Session: mrs_…`. */
+export function sessionAuth(auth: AuthService) {
+  return async (request: FastifyRequest): Promise<void> => {
+    const token = headerValue(request, 'x-service-session')?.trim();
+    if (!token) throw unauthorized('missing_credential', 'send X-Service-Session: <session token> (POST /app/api/login gives one)');
+    request.sessionContext = await auth.authenticateSession(token);
+  };
+}
+
+/** The tenant of an API-key request; the hook guarantees it is set. */
+export function tenantOf(request: FastifyRequest): TenantContext {
+  if (!request.tenantContext) throw unauthorized('missing_credential', 'this route needs a credential');
+  return request.tenantContext;
+}
+
+export function sessionOf(request: FastifyRequest): SessionContext {
+  if (!request.sessionContext) throw unauthorized('missing_credential', 'this route needs a session');
+  return request.sessionContext;
+}

@@ -1,0 +1,81 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import type { MailboxService } from '../../../modules/mailboxes/mailbox.service.js';
+import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
+import { optionalBody } from '../plugins/validation.js';
+import { Email, MailboxInput, MailboxList, OkResponse, errors } from '../schemas.js';
+
+type Input = Static<typeof MailboxInput>;
+const AddressParams = Type.Object({ address: Email }, { additionalProperties: false });
+const NoQuery = Type.Object({}, { additionalProperties: false });
+
+export interface MailboxRouteOptions {
+  mailboxes: MailboxService;
+  tenant: (request: FastifyRequest) => TenantContext;
+  /** The surface's tag and security scheme, for the OpenAPI document. */
+  surface: 'api-key' | 'session';
+  /** Register GET/DELETE /mailboxes/{address} (the API-key surface has them; the seed gives the session surface only list and create). */
+  withItemRoutes: boolean;
+}
+
+/**
+ * Mailbox routes, mounted on both surfaces. POST takes `address` and `description` as query
+ * parameters or in a JSON body (the body wins where both are given).
+ */
+export function mailboxRoutes(options: MailboxRouteOptions): FastifyPluginAsync {
+  const { mailboxes, tenant, surface } = options;
+  const security = surface === 'api-key' ? [{ apiKey: [] }] : [{ session: [] }];
+  const tags = [surface === 'api-key' ? 'mailboxes (API key)' : 'mailboxes (session)'];
+  return async (app) => {
+    app.get(
+      '/mailboxes',
+      { schema: { summary: 'List mailboxes', tags, security, querystring: NoQuery, response: { 200: MailboxList, ...errors(400, 401, 403, 404, 429) } } },
+      async (request) => ({ mailboxes: await mailboxes.list(tenant(request)) }),
+    );
+
+    app.post(
+      '/mailboxes',
+      {
+        schema: {
+          summary: 'Create a mailbox',
+          tags,
+          security,
+          querystring: MailboxInput,
+          body: optionalBody(MailboxInput),
+          response: { 201: Type.Ref('Mailbox'), ...errors(400, 401, 403, 404, 409, 413, 415, 429) },
+        },
+      },
+      async (request, reply) => {
+        const input: Input = { ...(request.query as Input), ...((request.body as Input | undefined) ?? {}) };
+        return reply.code(201).send(await mailboxes.create(tenant(request), input));
+      },
+    );
+
+    if (!options.withItemRoutes) return;
+
+    app.get(
+      '/mailboxes/:address',
+      { schema: { summary: 'Get a mailbox', tags, security, params: AddressParams, querystring: NoQuery, response: { 200: Type.Ref('Mailbox'), ...errors(400, 401, 403, 404, 429) } } },
+      async (request) => mailboxes.get(tenant(request), (request.params as Static<typeof AddressParams>).address),
+    );
+
+    app.delete(
+      '/mailboxes/:address',
+      {
+        schema: {
+          summary: 'Delete a mailbox and everything in it',
+          tags,
+          security,
+          params: AddressParams,
+          querystring: NoQuery,
+          response: { 200: OkResponse, ...errors(400, 401, 403, 404, 429) },
+        },
+      },
+      async (request) => {
+        const { address } = request.params as Static<typeof AddressParams>;
+        await mailboxes.remove(tenant(request), address);
+        return { ok: true as const, address: address.toLowerCase() };
+      },
+    );
+  };
+}

@@ -1,0 +1,73 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { Type, type Static } from 'typebox';
+import type { AuthService } from '../../../modules/tenancy/auth.service.js';
+import { sessionOf } from '../plugins/auth.js';
+import { LoginResponse, OkResponse, errors } from '../schemas.js';
+
+const LoginBody = Type.Object(
+  {
+    email: Type.String({ minLength: 1, maxLength: 254 }),
+    password: Type.String({ minLength: 1, maxLength: 1024 }),
+  },
+  { additionalProperties: false },
+);
+const SelectBody = Type.Object({ workspace_id: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
+const NoQuery = Type.Object({}, { additionalProperties: false });
+const tags = ['session'];
+const security = [{ session: [] }];
+
+/** POST /app/api/login — the only session route without a session. */
+export function loginRoute(auth: AuthService): FastifyPluginAsync {
+  return async (app) => {
+    app.post(
+      '/login',
+      {
+        schema: {
+          summary: 'Log in with email and password',
+          tags,
+          security: [],
+          body: LoginBody,
+          response: { 200: LoginResponse, ...errors(400, 401, 413, 415, 429) },
+        },
+      },
+      async (request) => {
+        const { email, password } = request.body as Static<typeof LoginBody>;
+        return auth.login(email, password);
+      },
+    );
+  };
+}
+
+/** Session routes that need a session: logout, session, workspaces/select. */
+export function sessionRoutes(auth: AuthService): FastifyPluginAsync {
+  return async (app) => {
+    app.post(
+      '/logout',
+      { schema: { summary: 'End the session now', tags, security, querystring: NoQuery, response: { 200: OkResponse, ...errors(401, 429) } } },
+      async (request) => {
+        await auth.logout(sessionOf(request));
+        return { ok: true as const };
+      },
+    );
+
+    app.get(
+      '/session',
+      { schema: { summary: 'The session: user, workspaces, active workspace', tags, security, querystring: NoQuery, response: { 200: Type.Ref('Session'), ...errors(401, 429) } } },
+      async (request) => auth.describe(sessionOf(request)),
+    );
+
+    app.post(
+      '/workspaces/select',
+      {
+        schema: {
+          summary: 'Choose the active workspace',
+          tags,
+          security,
+          body: SelectBody,
+          response: { 200: Type.Ref('Session'), ...errors(400, 401, 404, 413, 415, 429) },
+        },
+      },
+      async (request) => auth.selectWorkspace(sessionOf(request), (request.body as Static<typeof SelectBody>).workspace_id),
+    );
+  };
+}
