@@ -1,0 +1,79 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, environmentWithDotenv, loadConfig } from '../src/config/config.js';
+
+describe('configuration', () => {
+  it('has the contract\'s defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      databaseUrl: 'sqlite:./data/mailroom.db',
+      httpHost: '127.0.0.1',
+      httpPort: 8080,
+      smtpHost: '127.0.0.1',
+      smtpPort: 2525,
+      hostedDomains: ['mailroom.localhost'],
+      smtpRelay: null,
+      mxPort: 25,
+      dnsServers: [],
+      webhookAllowCidrs: [],
+      webhookBackoffBaseMs: 5000,
+      webhookTimeoutMs: 10_000,
+      deliveryRetryBaseMs: 60_000,
+      deliveryMaxAgeMs: 345_600_000,
+      leaseMs: 30_000,
+    });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('parses every variable', () => {
+    const config = loadConfig({
+      MAILROOM_DATABASE_URL: 'postgres://u@localhost:5432/mr',
+      MAILROOM_HTTP_PORT: '0',
+      MAILROOM_HOSTED_DOMAINS: 'A.example, b.example ,',
+      MAILROOM_SMTP_RELAY: 'smtp://user:pass@relay.example:587',
+      MAILROOM_DNS_SERVERS: '127.0.0.1:5353,[::1]:53',
+      MAILROOM_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8',
+      MAILROOM_LEASE_MS: '1500',
+    });
+    expect(config).toMatchObject({
+      databaseUrl: 'postgres://u@localhost:5432/mr',
+      httpPort: 0,
+      hostedDomains: ['a.example', 'b.example'],
+      smtpRelay: 'smtp://user:pass@relay.example:587',
+      dnsServers: ['127.0.0.1:5353', '[::1]:53'],
+      webhookAllowCidrs: ['127.0.0.0/8'],
+      leaseMs: 1500,
+    });
+  });
+
+  it('treats an empty variable as unset', () => {
+    expect(loadConfig({ MAILROOM_HTTP_PORT: '', MAILROOM_SMTP_RELAY: '' })).toMatchObject({ httpPort: 8080, smtpRelay: null });
+  });
+
+  it('names every bad variable in one clear error', () => {
+    let error: unknown;
+    try {
+      loadConfig({ MAILROOM_HTTP_PORT: 'eighty', MAILROOM_DATABASE_URL: 'mysql://x', MAILROOM_LEASE_MS: '-5', MAILROOM_LOG_LEVEL: 'loud' });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems).toHaveLength(4);
+    expect(problems.join('\n')).toMatch(/MAILROOM_HTTP_PORT="eighty"/);
+    expect(problems.join('\n')).toMatch(/MAILROOM_DATABASE_URL="mysql:\/\/x": must start with sqlite: or postgres:\/\//);
+    expect(() => loadConfig({ MAILROOM_HTTP_PORT: '70000' })).toThrow(/out of range/);
+    expect(() => loadConfig({ MAILROOM_HOSTED_DOMAINS: 'not a domain' })).toThrow(/not a domain name/);
+    expect(() => loadConfig({ MAILROOM_SMTP_RELAY: 'http://x' })).toThrow(/smtp:\/\//);
+  });
+
+  it('reads .env under the environment, never over it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mailroom-env-'));
+    const path = join(dir, '.env');
+    writeFileSync(path, 'MAILROOM_HTTP_PORT=9999\nMAILROOM_SMTP_PORT=2626\nMAILROOM_MX_PORT=2727\n');
+    const env = environmentWithDotenv({ MAILROOM_HTTP_PORT: '1234', MAILROOM_SMTP_PORT: '' }, path);
+    expect(loadConfig(env)).toMatchObject({ httpPort: 1234, smtpPort: 2626, mxPort: 2727 });
+  });
+});
