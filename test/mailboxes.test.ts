@@ -37,7 +37,7 @@ describe(`mailboxes (${TEST_DIALECT})`, () => {
 
     const list = await h.app.inject({ method: 'GET', url: '/mailboxes', headers: bearer(acme.apiKey) });
     expect(list.statusCode).toBe(200);
-    expect((list.json() as { mailboxes: { address: string }[] }).mailboxes.map((m) => m.address)).toEqual(['sales@mailroom.localhost']);
+    expect(list.json<{ mailboxes: { address: string }[] }>().mailboxes.map((m) => m.address)).toEqual(['sales@mailroom.localhost']);
 
     const got = await h.app.inject({ method: 'GET', url: '/mailboxes/SALES@mailroom.localhost', headers: bearer(acme.apiKey) });
     expect(got.statusCode).toBe(200);
@@ -92,7 +92,7 @@ describe(`mailboxes (${TEST_DIALECT})`, () => {
     const viaKey = await h.app.inject({ method: 'GET', url: '/mailboxes', headers: bearer(acme.apiKey) });
     expect(viaSession.statusCode).toBe(200);
     expect(viaSession.json()).toEqual(viaKey.json());
-    expect((viaSession.json() as { mailboxes: { address: string }[] }).mailboxes.map((m) => m.address)).toContain('team@mailroom.localhost');
+    expect(viaSession.json<{ mailboxes: { address: string }[] }>().mailboxes.map((m) => m.address)).toContain('team@mailroom.localhost');
     const byOwner = await h.app.inject({ method: 'POST', url: '/app/api/mailboxes?address=owner-made@mailroom.localhost', headers: session(ownerToken) });
     expect(byOwner.statusCode).toBe(201);
   });

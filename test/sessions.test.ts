@@ -16,7 +16,7 @@ describe(`sessions and workspaces (${TEST_DIALECT})`, () => {
   it('logs in with the contract\'s response shape and the token works', async () => {
     const res = await h.app.inject({ method: 'POST', url: '/app/api/login', payload: { email: acme.ownerEmail.toUpperCase(), password: acme.password } });
     expect(res.statusCode).toBe(200);
-    const body = res.json() as Record<string, unknown>;
+    const body = res.json<Record<string, unknown>>();
     expect(body).toEqual({
       ok: true,
       session_token: expect.stringMatching(/^mrs_[\w-]{40,}$/) as unknown,
@@ -122,7 +122,7 @@ describe(`sessions and workspaces (${TEST_DIALECT})`, () => {
     expect(selected.statusCode).toBe(200);
     expect(selected.json()).toMatchObject({ active_workspace_id: second.workspace_id });
     const described = await h.app.inject({ method: 'GET', url: '/app/api/session', headers: session(token) });
-    expect((described.json() as { workspaces: unknown[] }).workspaces).toEqual([
+    expect(described.json<{ workspaces: unknown[] }>().workspaces).toEqual([
       { workspace_id: acme.workspaceId, name: 'Acme', role: 'owner' },
       { workspace_id: second.workspace_id, name: 'Second', role: 'member' },
     ]);
@@ -144,7 +144,7 @@ describe(`sessions and workspaces (${TEST_DIALECT})`, () => {
     await h.services.tenancy.admin.createUser({ email: 'loner@example.com', password: 'long enough pw' });
     const res = await h.app.inject({ method: 'POST', url: '/app/api/login', payload: { email: 'loner@example.com', password: 'long enough pw' } });
     expect(res.statusCode).toBe(200);
-    const body = res.json() as { session_token: string; workspaces: unknown[]; active_workspace_id: unknown };
+    const body = res.json<{ session_token: string; workspaces: unknown[]; active_workspace_id: unknown }>();
     expect(body.workspaces).toEqual([]);
     expect(body.active_workspace_id).toBeNull();
     const list = await h.app.inject({ method: 'GET', url: '/app/api/mailboxes', headers: session(body.session_token) });

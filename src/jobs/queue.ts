@@ -115,8 +115,9 @@ export function createQueue({ db, dialect, clock, leaseMs }: QueueDeps): Queue {
           lease_token: token,
           run_at: now + leaseMs,
           attempts: sql<number>`attempts + 1`,
-          // SET expressions read the row as it was: a non-null token means an earlier lease ran out.
-          interrupted: sql<number>`case when lease_token is null then 0 else 1 end`,
+          // SET expressions read the row as it was: a non-null token means an earlier lease ran out. A
+          // released claim (token cleared, flag untouched) passes the flag on: the run it interrupted is not undone.
+          interrupted: sql<number>`case when lease_token is null then interrupted else 1 end`,
           updated_at: now,
         })
         .where('id', 'in', (eb) => {
@@ -155,7 +156,7 @@ export function createQueue({ db, dialect, clock, leaseMs }: QueueDeps): Queue {
       const now = clock.now();
       const result = await trx
         .updateTable('jobs')
-        .set({ run_at: now + Math.max(0, delayMs), lease_token: null, last_error: truncate(error), updated_at: now })
+        .set({ run_at: now + Math.max(0, delayMs), lease_token: null, interrupted: 0, last_error: truncate(error), updated_at: now })
         .where('id', '=', job.id)
         .where('lease_token', '=', job.leaseToken)
         .executeTakeFirst();

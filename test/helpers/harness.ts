@@ -73,7 +73,7 @@ export async function memberSession(h: Harness, workspaceId: string, role: 'owne
 export async function login(h: Harness, email: string, password: string): Promise<string> {
   const res = await h.app.inject({ method: 'POST', url: '/app/api/login', payload: { email, password } });
   if (res.statusCode !== 200) throw new Error(`login failed: ${res.statusCode} ${res.body}`);
-  return (res.json() as { session_token: string }).session_token;
+  return res.json<{ session_token: string }>().session_token;
 }
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -81,7 +81,7 @@ export const session = (token: string) => ({ 'x-service-session': token });
 
 /** The `{error, detail}` body of a refused request, checked for shape. */
 export function errorOf(res: LightMyRequestResponse): { status: number; error: string; detail: string } {
-  const body = res.json() as { error: unknown; detail: unknown };
+  const body = res.json<{ error: unknown; detail: unknown }>();
   if (typeof body.error !== 'string' || typeof body.detail !== 'string') throw new Error(`not an error body: ${res.body}`);
   return { status: res.statusCode, error: body.error, detail: body.detail };
 }
