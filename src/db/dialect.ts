@@ -6,12 +6,10 @@ export interface DialectInfo {
   name: 'sqlite' | 'postgres';
   /** `SELECT … FOR UPDATE SKIP LOCKED` lets many workers claim from one queue without blocking. */
   supportsSkipLocked: boolean;
-  /** Writers are serialised by the engine (SQLite: one writer at a time, within one process one connection). */
-  singleWriter: boolean;
 }
 
-export const SQLITE: DialectInfo = { name: 'sqlite', supportsSkipLocked: false, singleWriter: true };
-export const POSTGRES: DialectInfo = { name: 'postgres', supportsSkipLocked: true, singleWriter: false };
+export const SQLITE: DialectInfo = { name: 'sqlite', supportsSkipLocked: false };
+export const POSTGRES: DialectInfo = { name: 'postgres', supportsSkipLocked: true };
 
 /** Whether an error from either driver is a unique-constraint violation. */
 export function isUniqueViolation(err: unknown): boolean {

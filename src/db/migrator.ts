@@ -6,8 +6,8 @@ import * as m20261121000300 from './migrations/20261121000300_jobs_and_events.js
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
- * name order. Kysely's migrator holds a lock while it runs (an advisory lock on PostgreSQL), so any
- * number of processes may start at once.
+ * name order. On PostgreSQL Kysely's migrator holds an advisory lock while it runs, so any number of
+ * processes may start at once; SQLite is the single-process embedded mode (one connection, no lock needed).
  */
 const MIGRATIONS: Record<string, Migration> = {
   '20261121000100_tenancy': m20261121000100,

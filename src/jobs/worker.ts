@@ -53,6 +53,8 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
   const pollMs = options.pollMs ?? DEFAULT_POLL_MS;
   const running = new Map<string, { job: ClaimedJob<unknown>; controller: AbortController; done: Promise<void> }>();
   const wakers = new Map<string, () => void>();
+  /** Queues woken while their poller was busy claiming: its next sleep returns at once instead. */
+  const missedWakes = new Set<string>();
   let stopping = false;
   let renewTimer: NodeJS.Timeout | undefined;
   const loops: Promise<void>[] = [];
@@ -70,11 +72,16 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
 
   async function run(handler: JobHandler, job: ClaimedJob<unknown>, controller: AbortController): Promise<void> {
     let outcome: JobOutcome;
-    try {
-      outcome = await handler.handle(job, controller.signal);
-    } catch (err) {
-      logger.error({ err, jobId: job.id, queue: job.queue, attempt: job.attempt }, 'job handler threw');
-      outcome = { type: 'retry', error: err instanceof Error ? err.message : String(err) };
+    if (job.attempt > job.maxAttempts) {
+      // Every allowed claim ran out without an outcome: a job that kills or stalls its worker is not run again.
+      outcome = { type: 'dead', error: `interrupted on each of its ${job.maxAttempts} allowed attempts` };
+    } else {
+      try {
+        outcome = await handler.handle(job, controller.signal);
+      } catch (err) {
+        logger.error({ err, jobId: job.id, queue: job.queue, attempt: job.attempt }, 'job handler threw');
+        outcome = { type: 'retry', error: err instanceof Error ? err.message : String(err) };
+      }
     }
     // Settling is guarded by the lease token: after a lost lease these writes change nothing.
     try {
@@ -86,6 +93,8 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
   }
 
   function sleep(name: string): Promise<void> {
+    // A stop or wake-up that came while the poller was claiming must not wait out a whole poll interval.
+    if (stopping || missedWakes.delete(name)) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(done, pollMs);
       function done() {
@@ -144,8 +153,12 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
       for (const handler of handlers) loops.push(loop(handler));
     },
     wake(name) {
-      if (name === undefined) for (const w of [...wakers.values()]) w();
-      else wakers.get(name)?.();
+      for (const handler of handlers) {
+        if (name !== undefined && handler.queue !== name) continue;
+        const waker = wakers.get(handler.queue);
+        if (waker) waker();
+        else missedWakes.add(handler.queue);
+      }
     },
     async stop(graceMs = DEFAULT_GRACE_MS) {
       stopping = true;

@@ -42,8 +42,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : newId('evt').replace('evt_', 'req_');
     },
-    requestIdLogLabel: 'request_id',
-    disableRequestLogging: false,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
   });
@@ -98,9 +96,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
   await app.register(healthRoutes(deps.health));
 
+  // Credentials are checked in preParsing: after the rate limit (onRequest), before the body is read,
+  // so a caller without a credential learns nothing about body rules (401 before 413/415/400).
   // API-key surface.
   await app.register(async (scope) => {
-    scope.addHook('onRequest', apiKeyAuth(deps.auth));
+    scope.addHook('preParsing', apiKeyAuth(deps.auth));
     await scope.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant: tenantOf, surface: 'api-key', withItemRoutes: true }));
   });
 
@@ -109,7 +109,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     async (scope) => {
       await scope.register(loginRoute(deps.auth));
       await scope.register(async (authed) => {
-        authed.addHook('onRequest', sessionAuth(deps.auth));
+        authed.addHook('preParsing', sessionAuth(deps.auth));
         await authed.register(sessionRoutes(deps.auth));
         await authed.register(
           mailboxRoutes({

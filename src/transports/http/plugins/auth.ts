@@ -24,23 +24,25 @@ export function credentialOf(request: FastifyRequest): string | undefined {
   return headerValue(request, 'authorization') ?? headerValue(request, 'x-service-session');
 }
 
-/** onRequest hook of the API-key surface: `Authorization: Bearer mrk_…` and optional `X-Tenant-ID`. */
+/** preParsing hook of the API-key surface: `Authorization: Bearer mrk_…` and optional `X-Tenant-ID`. */
 export function apiKeyAuth(auth: AuthService) {
-  return async (request: FastifyRequest): Promise<void> => {
+  return async <P>(request: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
     const header = headerValue(request, 'authorization');
     if (header === undefined) throw unauthorized('missing_credential', 'send Authorization: Bearer <API key>');
     const match = BEARER.exec(header);
     if (!match) throw unauthorized('invalid_credential', 'the Authorization header must be "Bearer <API key>"');
     request.tenantContext = await auth.authenticateApiKey(match[1]!, headerValue(request, 'x-tenant-id'));
+    return payload;
   };
 }
 
-/** onRequest hook of the session surface: `X-Service-Session: mrs_…`. */
+/** preParsing hook of the session surface: `X-Service-Session: mrs_…`. */
 export function sessionAuth(auth: AuthService) {
-  return async (request: FastifyRequest): Promise<void> => {
+  return async <P>(request: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
     const token = headerValue(request, 'x-service-session')?.trim();
     if (!token) throw unauthorized('missing_credential', 'send X-Service-Session: <session token> (POST /app/api/login gives one)');
     request.sessionContext = await auth.authenticateSession(token);
+    return payload;
   };
 }
 

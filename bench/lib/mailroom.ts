@@ -1,0 +1,122 @@
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freeLoopbackPort, type ManagedProcess, type ProcessGroup, waitForHttp } from './processes.js';
+import type { Scope } from './scope.js';
+import { profileFlags, type SuiteContext } from './suite.js';
+
+/** The repository root (bench/lib/ → ../..). */
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const OWN_BIN = join(ROOT, 'bin', 'mailroom.js');
+/**
+ * MAILROOM_BENCH_BIN runs another build's `bin/mailroom.js` (e.g. a git worktree holding a change),
+ * so two builds can be compared with the same harness; that build is not rebuilt by the bench.
+ */
+const OTHER_BIN = process.env.MAILROOM_BENCH_BIN?.trim() ? resolve(process.env.MAILROOM_BENCH_BIN.trim()) : null;
+const BIN = OTHER_BIN ?? OWN_BIN;
+const COMPILED_CLI = join(ROOT, 'dist', 'cli', 'index.js');
+const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+
+const BUILD_TIMEOUT_MS = 180_000;
+const CLI_TIMEOUT_MS = 60_000;
+const READY_TIMEOUT_MS = 30_000;
+
+/** The `mailroom` executable the bench runs (for the report). */
+export const MAILROOM_BIN = BIN;
+
+/** The hosted domain the bench creates its mailboxes in. */
+export const BENCH_DOMAIN = 'bench.mailroom.localhost';
+
+function newestFile(dir: string): { path: string; mtimeMs: number } {
+  let newest = { path: dir, mtimeMs: 0 };
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    const candidate = entry.isDirectory() ? newestFile(path) : { path, mtimeMs: statSync(path).mtimeMs };
+    if (candidate.mtimeMs > newest.mtimeMs) newest = candidate;
+  }
+  return newest;
+}
+
+/**
+ * The service runs from dist/ (as `mailroom serve` does in production). Build it when it is missing
+ * or older than src/, so a bench never measures stale code.
+ */
+export async function ensureBuilt(processes: ProcessGroup, log: (line: string) => void): Promise<void> {
+  if (OTHER_BIN) {
+    if (!existsSync(OTHER_BIN)) throw new Error(`MAILROOM_BENCH_BIN: no such file ${OTHER_BIN}`);
+    log(`service binary: ${OTHER_BIN} (MAILROOM_BENCH_BIN; not rebuilt)`);
+    return;
+  }
+  if (existsSync(COMPILED_CLI)) {
+    const newest = newestFile(join(ROOT, 'src'));
+    if (newest.mtimeMs <= statSync(COMPILED_CLI).mtimeMs) return;
+    log(`dist/ is older than ${relative(ROOT, newest.path)}: building (tsc -p tsconfig.build.json)…`);
+  } else {
+    log('dist/ is missing: building (tsc -p tsconfig.build.json)…');
+  }
+  await processes.run('build', { args: [TSC, '-p', 'tsconfig.build.json'], cwd: ROOT, env: process.env, timeoutMs: BUILD_TIMEOUT_MS });
+}
+
+/**
+ * The environment of a Mailroom child: the bench's own environment without any MAILROOM_* variable
+ * (a developer's settings must not change what is measured), plus exactly the given ones.
+ */
+export function mailroomEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('MAILROOM_')) env[key] = value;
+  return {
+    ...env,
+    MAILROOM_HOSTED_DOMAINS: BENCH_DOMAIN,
+    MAILROOM_LOG_LEVEL: 'warn',
+    MAILROOM_RATE_LIMIT_PER_MINUTE: '0',
+    ...vars,
+  };
+}
+
+export interface Tenant {
+  workspaceId: string;
+  apiKey: string;
+}
+
+/** `mailroom admin bootstrap --json` against the database (which also migrates it). */
+export async function bootstrapTenant(context: SuiteContext, databaseUrl: string): Promise<Tenant> {
+  const stdout = await context.processes.run('mailroom admin bootstrap', {
+    args: [BIN, 'admin', 'bootstrap', '--email', 'bench-owner@example.com', '--password', 'bench-password-1', '--workspace', 'Bench', '--json'],
+    // The work directory holds no .env, so only the variables given here configure the CLI.
+    cwd: context.workDir,
+    env: mailroomEnv({ MAILROOM_DATABASE_URL: databaseUrl }),
+    timeoutMs: CLI_TIMEOUT_MS,
+  });
+  const line = stdout.trim().split('\n').pop() ?? '';
+  const parsed = JSON.parse(line) as { workspace_id?: unknown; api_key?: unknown };
+  if (typeof parsed.workspace_id !== 'string' || typeof parsed.api_key !== 'string') {
+    throw new Error(`unexpected bootstrap output: ${stdout}`);
+  }
+  return { workspaceId: parsed.workspace_id, apiKey: parsed.api_key };
+}
+
+export interface RunningMailroom {
+  /** http://127.0.0.1:PORT */
+  url: string;
+  process: ManagedProcess;
+}
+
+/** `mailroom serve --role …` as a child process on a free loopback port; stopped when `scope` closes. */
+export async function startMailroom(context: SuiteContext, scope: Scope, databaseUrl: string, roles: readonly string[] = ['api']): Promise<RunningMailroom> {
+  const port = await freeLoopbackPort();
+  const proc = context.processes.start(`mailroom serve --role ${roles.join(',')}`, {
+    args: [...profileFlags(context.settings, `mailroom-${roles.join('-')}`), BIN, 'serve', ...roles.flatMap((r) => ['--role', r])],
+    cwd: context.workDir,
+    env: mailroomEnv({ MAILROOM_DATABASE_URL: databaseUrl, MAILROOM_HTTP_HOST: '127.0.0.1', MAILROOM_HTTP_PORT: String(port) }),
+  });
+  scope.defer(proc.name, () => proc.stop());
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${url}/health`, proc, READY_TIMEOUT_MS, context.signal);
+  return { url, process: proc };
+}
+
+/** Fail loudly when a child serving a measurement died during it (the numbers would be of errors). */
+export function assertAlive(proc: ManagedProcess): void {
+  const status = proc.exitStatus();
+  if (status) throw new Error(`${proc.name} exited during the run (code ${status.code ?? '?'}, signal ${status.signal ?? '-'})\n${proc.tail()}`);
+}

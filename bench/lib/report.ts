@@ -1,0 +1,71 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Measurement } from './load.js';
+import type { BenchSettings, ResultRow, SuiteResult } from './suite.js';
+
+const int = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+
+function ms(value: number): string {
+  // autocannon records latency in whole milliseconds.
+  if (Number.isInteger(value)) return String(value);
+  return value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2);
+}
+
+/** Server CPU per request, with its share of one core in brackets (about 100% = saturated). */
+function cpu(m: Measurement | null): string {
+  if (!m || m.serverCpuUsPerRequest === null) return '-';
+  const util = m.serverCpuUtilization === null ? '' : ` (${(m.serverCpuUtilization * 100).toFixed(0)}%)`;
+  return `${m.serverCpuUsPerRequest.toFixed(0)} µs${util}`;
+}
+
+function cells(row: ResultRow): string[] {
+  return [
+    row.suite,
+    row.case,
+    row.target,
+    `${int.format(row.rate)} ${row.unit}`,
+    row.latencyMs ? ms(row.latencyMs.p50) : '-',
+    row.latencyMs ? ms(row.latencyMs.p99) : '-',
+    cpu(row.measurement),
+    row.ratio === null ? '-' : row.role === 'baseline' ? '1 (baseline)' : `${row.ratio.toFixed(3)} (${(row.ratio * 100).toFixed(1)}%)`,
+  ];
+}
+
+/** A plain-text table of every row, followed by skipped and failed cases. */
+export function formatTable(results: readonly SuiteResult[]): string {
+  const header = ['suite', 'case', 'target', 'throughput', 'p50 ms', 'p99 ms', 'server CPU/req', 'vs baseline'];
+  const rows = results.flatMap((r) => r.rows.map(cells));
+  const numeric = new Set([3, 4, 5, 6]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (values: string[]) => values.map((v, i) => (numeric.has(i) ? v.padStart(widths[i]!) : v.padEnd(widths[i]!))).join('  ').trimEnd();
+  const out = [line(header), widths.map((w) => '-'.repeat(w)).join('  ')];
+  let previous = '';
+  for (const [i, row] of rows.entries()) {
+    const group = `${row[0]}/${row[1]}`;
+    if (i > 0 && group !== previous) out.push('');
+    previous = group;
+    out.push(line(row));
+  }
+  if (rows.length === 0) out.push('(no measurements)');
+  for (const r of results) {
+    for (const s of r.skipped) out.push(`skipped ${r.suite}/${s.case}: ${s.reason}`);
+    for (const f of r.failed) out.push(`FAILED  ${r.suite}/${f.case}: ${f.error.split('\n')[0] ?? ''}`);
+  }
+  return out.join('\n');
+}
+
+export interface Report {
+  started_at: string;
+  finished_at: string;
+  suites_requested: string[];
+  settings: BenchSettings;
+  environment: Record<string, unknown>;
+  results: SuiteResult[];
+  /** Suites that threw (as opposed to cases recorded as failed inside a suite). */
+  errors: Array<{ suite: string; error: string }>;
+}
+
+export function writeReport(path: string, report: Report): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify(report, null, 2)}\n`);
+}

@@ -1,0 +1,209 @@
+/**
+ * `npm run bench [-- <suite>…]`: load benchmarks that print ratios against a baseline measured in the
+ * same run. No argument runs every suite; `--list` names them. Not part of `npm test`.
+ *
+ * Environment: BENCH_DURATION_S (10), BENCH_WARMUP_S (2), BENCH_CONNECTIONS (50),
+ * BENCH_CPU_PROFILE (1: server children write .cpuprofile files to bench/results/profiles/),
+ * MAILROOM_BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/postgres), MAILROOM_BENCH_BIN (another
+ * build's bin/mailroom.js, to compare two builds).
+ * Results: a table on stdout and bench/results/latest.json.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { ensureBuilt, MAILROOM_BIN, ROOT } from './lib/mailroom.js';
+import { ProcessGroup } from './lib/processes.js';
+import { formatTable, writeReport, type Report } from './lib/report.js';
+import type { BenchSettings, Suite, SuiteResult } from './lib/suite.js';
+import { httpSuite } from './suites/http.suite.js';
+
+/** Every suite, in the order a bare `npm run bench` runs them. Add new suites here. */
+const SUITES: readonly Suite[] = [httpSuite];
+
+const RESULTS_FILE = join(ROOT, 'bench', 'results', 'latest.json');
+const PROFILE_DIR = join(ROOT, 'bench', 'results', 'profiles');
+/** After Ctrl-C, how long clean-up may take before children are killed and the bench exits. */
+const FORCE_EXIT_MS = 15_000;
+
+class UsageError extends Error {}
+
+function positiveInt(name: string, fallback: number, max: number): number {
+  const raw = process.env[name]?.trim();
+  if (!raw) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) throw new UsageError(`${name}=${JSON.stringify(raw)}: expected a whole number 1..${max}`);
+  return Number(raw);
+}
+
+function nonNegativeInt(name: string, fallback: number, max: number): number {
+  const raw = process.env[name]?.trim();
+  if (!raw) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) > max) throw new UsageError(`${name}=${JSON.stringify(raw)}: expected a whole number 0..${max}`);
+  return Number(raw);
+}
+
+function readSettings(): BenchSettings {
+  return {
+    durationS: positiveInt('BENCH_DURATION_S', 10, 3600),
+    warmupS: nonNegativeInt('BENCH_WARMUP_S', 2, 600),
+    connections: positiveInt('BENCH_CONNECTIONS', 50, 10_000),
+    cpuProfileDir: process.env.BENCH_CPU_PROFILE === '1' ? PROFILE_DIR : null,
+  };
+}
+
+function usage(): string {
+  const names = SUITES.map((s) => `  ${s.name.padEnd(10)} ${s.description}`).join('\n');
+  return [
+    'usage: npm run bench [-- <suite>…]      (no suite: run all)',
+    '       npm run bench -- --list',
+    '',
+    'suites:',
+    names,
+    '',
+    'environment: BENCH_DURATION_S (10), BENCH_WARMUP_S (2), BENCH_CONNECTIONS (50), BENCH_CPU_PROFILE (1: --cpu-prof',
+    '             every server child into bench/results/profiles/),',
+    '             MAILROOM_BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/postgres; loopback only),',
+    '             MAILROOM_BENCH_BIN (another build\'s bin/mailroom.js, e.g. in a git worktree; not rebuilt)',
+  ].join('\n');
+}
+
+function selectSuites(args: readonly string[]): Suite[] {
+  if (args.length === 0) return [...SUITES];
+  const chosen: Suite[] = [];
+  for (const arg of args) {
+    const suite = SUITES.find((s) => s.name === arg);
+    if (!suite) throw new UsageError(`unknown suite '${arg}' (known: ${SUITES.map((s) => s.name).join(', ')})`);
+    if (!chosen.includes(suite)) chosen.push(suite);
+  }
+  return chosen;
+}
+
+function gitRevision(): string | null {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: ROOT, timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim() !== '';
+    return dirty ? `${head}+dirty-src` : head;
+  } catch {
+    return null;
+  }
+}
+
+function environment(): Record<string, unknown> {
+  const cpu = cpus();
+  return {
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+    cpus: cpu.length,
+    cpu_model: cpu[0]?.model ?? null,
+    memory_gib: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+    load_average_at_start: loadavg().map((n) => Math.round(n * 100) / 100),
+    git: gitRevision(),
+    mailroom_bin: MAILROOM_BIN,
+  };
+}
+
+const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+async function main(): Promise<number> {
+  const args = process.argv.slice(2).filter((a) => a !== '--');
+  if (args.includes('--help') || args.includes('-h')) {
+    console.log(usage());
+    return 0;
+  }
+  if (args.includes('--list')) {
+    for (const s of SUITES) console.log(`${s.name}\t${s.description}`);
+    return 0;
+  }
+  const suites = selectSuites(args);
+  const settings = readSettings();
+
+  const processes = new ProcessGroup();
+  const workDir = mkdtempSync(join(tmpdir(), 'mailroom-bench-'));
+  // Whatever ends this process, no child and no temp file outlives it.
+  process.on('exit', () => {
+    processes.killAllNow();
+    rmSync(workDir, { recursive: true, force: true });
+  });
+
+  const controller = new AbortController();
+  let interruptedBy: string | null = null;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interruptedBy) {
+      console.error(`${signal} again: killing child processes now`);
+      process.exit(130);
+    }
+    interruptedBy = signal;
+    console.error(`\n${signal}: stopping the load and the child processes…`);
+    controller.abort(new Error(`interrupted by ${signal}`));
+    setTimeout(() => {
+      console.error(`clean-up took over ${FORCE_EXIT_MS / 1000} s: killing child processes`);
+      process.exit(130);
+    }, FORCE_EXIT_MS).unref();
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, onSignal);
+
+  const log = (line: string) => console.error(line);
+  const startedAt = new Date();
+  const results: SuiteResult[] = [];
+  const errors: Report['errors'] = [];
+  try {
+    log(`mailroom bench: ${suites.map((s) => s.name).join(', ')} — ${settings.durationS} s per target after ${settings.warmupS} s warm-up, ${settings.connections} connections`);
+    if (settings.cpuProfileDir) log(`CPU profiles (they slow the servers down; ratios are not comparable): ${settings.cpuProfileDir}`);
+    await ensureBuilt(processes, log);
+    for (const suite of suites) {
+      if (controller.signal.aborted) break;
+      const budgetS = suite.budgetS(settings);
+      const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(budgetS * 1000)]);
+      log(`\n▶ ${suite.name}: ${suite.description}`);
+      try {
+        results.push(await suite.run({ settings, processes, workDir, signal, log }));
+      } catch (err) {
+        const why = controller.signal.aborted ? message(controller.signal.reason) : signal.aborted ? `exceeded its budget of ${budgetS} s` : message(err);
+        log(`  suite ${suite.name} failed: ${why}`);
+        errors.push({ suite: suite.name, error: why });
+      } finally {
+        // A suite cleans up after itself; this catches whatever it left running.
+        if (processes.size > 0) await processes.stopAll();
+      }
+    }
+  } finally {
+    await processes.stopAll();
+  }
+
+  const report: Report = {
+    started_at: startedAt.toISOString(),
+    finished_at: new Date().toISOString(),
+    suites_requested: suites.map((s) => s.name),
+    settings,
+    environment: environment(),
+    results,
+    errors,
+  };
+  console.log(`\n${formatTable(results)}`);
+  console.log(
+    [
+      '',
+      'throughput: mean of per-second samples. vs baseline: subject ÷ baseline throughput of the same case (higher is better).',
+      'server CPU/req: CPU time the server process spent per request during the run; in brackets its share of one core',
+      '(about 100% = its event loop was the bottleneck). Steadier than req/s when other work shares the machine.',
+    ].join('\n'),
+  );
+  if (!interruptedBy) {
+    writeReport(RESULTS_FILE, report);
+    console.log(`results: ${RESULTS_FILE}`);
+  }
+  if (interruptedBy) return 130;
+  return errors.length > 0 || results.some((r) => r.failed.length > 0) ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    if (err instanceof UsageError) {
+      console.error(`bench: ${err.message}\n\n${usage()}`);
+      process.exit(2);
+    }
+    console.error('bench failed:', err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,37 @@
+/**
+ * The baseline of the http suite, run as its own process: a bare Fastify app (no logger, no hooks,
+ * no auth, no database) whose GET /mailboxes answers the very JSON document the real service gave
+ * for the bench workspace. The ratio service ÷ bare is then the cost of everything Mailroom adds.
+ *
+ *   BENCH_BARE_PORT       port on 127.0.0.1
+ *   BENCH_BARE_BODY_FILE  JSON file holding the body to answer
+ */
+import { readFileSync } from 'node:fs';
+import Fastify from 'fastify';
+
+const port = Number(process.env.BENCH_BARE_PORT);
+const bodyFile = process.env.BENCH_BARE_BODY_FILE;
+if (!Number.isInteger(port) || port <= 0 || !bodyFile) {
+  console.error('bare-http.server: set BENCH_BARE_PORT and BENCH_BARE_BODY_FILE');
+  process.exit(2);
+}
+const body = JSON.parse(readFileSync(bodyFile, 'utf8')) as unknown;
+
+const app = Fastify({ logger: false });
+// Serialized on every request, as the service's handler result is.
+app.get('/mailboxes', async () => body);
+app.get('/health', async () => ({ ok: true }));
+
+await app.listen({ host: '127.0.0.1', port });
+
+let stopping = false;
+const stop = () => {
+  if (stopping) return;
+  stopping = true;
+  app.close().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
