@@ -6,7 +6,16 @@ import { createQueue, type Queue } from './jobs/queue.js';
 import { createWorker, type Worker } from './jobs/worker.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import type { Logger } from './lib/logger.js';
+import { readFileSync } from 'node:fs';
+import { createDnsResolver } from './lib/dns.js';
+import { createLogger } from './lib/logger.js';
 import { createEventsService, type EventsService } from './modules/events/events.service.js';
+import { createListService, type ListService } from './modules/lists/list.service.js';
+import { createMailauthAuthenticator, type MessageAuthenticator } from './modules/messages/authentication.js';
+import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
+import { createMessageStore } from './modules/messages/message-store.js';
+import { createMessageService, type MessageService } from './modules/messages/message.service.js';
+import { createInboundSmtpServer } from './transports/smtp/inbound.server.js';
 import { createMailboxService, hostedDomainPolicy, type MailboxService } from './modules/mailboxes/mailbox.service.js';
 import { createMaintenance, type Maintenance } from './modules/tenancy/maintenance.js';
 import { createTenancyModule, type TenancyModule } from './modules/tenancy/tenancy.module.js';
@@ -23,10 +32,16 @@ export interface Services {
   events: EventsService;
   queue: Queue;
   mailboxes: MailboxService;
+  lists: ListService;
+  messages: MessageService;
+  inbound: InboundService;
 }
 
 /** Composition root: open the database, apply migrations, wire the feature modules. */
-export async function createServices(config: Readonly<Config>, options: { clock?: Clock; migrate?: boolean } = {}): Promise<Services> {
+export async function createServices(
+  config: Readonly<Config>,
+  options: { clock?: Clock; migrate?: boolean; logger?: Logger; authenticator?: MessageAuthenticator } = {},
+): Promise<Services> {
   const database = createDb(config.databaseUrl);
   const { db, dialect } = database;
   try {
@@ -36,13 +51,22 @@ export async function createServices(config: Readonly<Config>, options: { clock?
     throw err;
   }
   const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? createLogger('silent');
+  const events = createEventsService({ clock });
+  const lists = createListService({ db, clock });
+  const store = createMessageStore({ clock, dialect });
+  const authenticator =
+    options.authenticator ?? createMailauthAuthenticator({ resolve: createDnsResolver(config.dnsServers), hostname: config.smtpHostname });
   return {
     database,
     clock,
     tenancy: createTenancyModule({ db, clock }),
-    events: createEventsService({ clock }),
+    events,
     queue: createQueue({ db, dialect, clock, leaseMs: config.leaseMs }),
     mailboxes: createMailboxService({ db, clock, domains: hostedDomainPolicy(config.hostedDomains) }),
+    lists,
+    messages: createMessageService({ db, clock, dialect }),
+    inbound: createInboundService({ db, events, store, lists, authenticator, logger }),
   };
 }
 
@@ -52,6 +76,8 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     health: { check: () => ping(services.database.db) },
     auth: services.tenancy.auth,
     mailboxes: services.mailboxes,
+    messages: services.messages,
+    lists: services.lists,
     rateLimitPerMinute: config.rateLimitPerMinute,
   });
 }
@@ -59,15 +85,18 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
 export interface RunningService {
   /** The HTTP address when the api role runs (port 0 resolves to the picked port). */
   httpUrl: string | null;
+  /** The inbound SMTP port when the smtp role runs. */
+  smtpPort: number | null;
   /** Graceful stop: close listeners, finish or release leased work, close the database. */
   stop(): Promise<void>;
 }
 
 /** Start the given roles in this process. */
 export async function startService(config: Readonly<Config>, roles: readonly ProcessRole[], logger: Logger): Promise<RunningService> {
-  const services = await createServices(config);
+  const services = await createServices(config, { logger });
   const stoppers: Array<() => Promise<void>> = [];
   let httpUrl: string | null = null;
+  let smtpPort: number | null = null;
   try {
     if (config.webhookAllowCidrs.length > 0) {
       logger.warn({ cidrs: config.webhookAllowCidrs }, 'MAILROOM_WEBHOOK_ALLOW_CIDRS exempts these networks from the webhook address rules; use only for development and tests');
@@ -84,8 +113,20 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       logger.info('worker role started');
     }
     if (roles.includes('smtp')) {
-      // The inbound SMTP listener is built with the message store (issue 3); the role is reserved.
-      logger.warn('smtp role: inbound SMTP is not part of this build yet');
+      const smtp = createInboundSmtpServer({
+        inbound: services.inbound,
+        logger,
+        hostname: config.smtpHostname,
+        maxSize: config.smtpMaxSize,
+        tls:
+          config.smtpTlsKeyFile && config.smtpTlsCertFile
+            ? { key: readFileSync(config.smtpTlsKeyFile), cert: readFileSync(config.smtpTlsCertFile) }
+            : undefined,
+      });
+      smtpPort = await smtp.listen(config.smtpHost, config.smtpPort);
+      // Stop taking mail first: open sessions get 421 once the close time-out passes.
+      stoppers.unshift(() => smtp.close());
+      logger.info({ host: config.smtpHost, port: smtpPort }, 'smtp listening');
     }
     if (roles.includes('api')) {
       const app = await createHttpApp(config, services, logger);
@@ -101,6 +142,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
   }
   return {
     httpUrl,
+    smtpPort,
     async stop() {
       for (const stop of stoppers) {
         try {

@@ -128,9 +128,11 @@ describe(`sessions and workspaces (${TEST_DIALECT})`, () => {
     ]);
     expect(described.json()).toMatchObject({ active_workspace_id: second.workspace_id });
 
-    // The role follows the active workspace: a member may not create mailboxes there.
-    const asMember = await h.app.inject({ method: 'POST', url: '/app/api/mailboxes?address=m@mailroom.localhost', headers: session(token) });
-    expect(errorOf(asMember)).toMatchObject({ status: 403, error: 'forbidden_role' });
+    // Tenant routes now act in the selected workspace.
+    const created = await h.app.inject({ method: 'POST', url: '/app/api/mailboxes?address=second-ws@mailroom.localhost', headers: session(token) });
+    expect(created.statusCode).toBe(201);
+    const inSecond = await h.services.mailboxes.list({ workspaceId: second.workspace_id, role: 'api_key', userId: null });
+    expect(inSecond.map((m) => m.address)).toEqual(['second-ws@mailroom.localhost']);
 
     const foreign = await h.app.inject({ method: 'POST', url: '/app/api/workspaces/select', headers: session(token), payload: { workspace_id: stranger.workspaceId } });
     expect(errorOf(foreign)).toMatchObject({ status: 404, error: 'workspace_not_found' });

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { parse as parseDotenv } from 'dotenv';
 
 /**
@@ -12,6 +13,13 @@ export interface Config {
   httpPort: number;
   smtpHost: string;
   smtpPort: number;
+  /** Name in the SMTP greeting and in Authentication-Results. */
+  smtpHostname: string;
+  /** Largest inbound message in bytes (SIZE, 552 above it). */
+  smtpMaxSize: number;
+  /** PEM files for STARTTLS on the inbound listener; both or neither. */
+  smtpTlsKeyFile: string | null;
+  smtpTlsCertFile: string | null;
   hostedDomains: readonly string[];
   smtpRelay: string | null;
   mxPort: number;
@@ -94,6 +102,11 @@ function parseCidrs(raw: string): string[] {
   return entries;
 }
 
+function readableFile(raw: string): string {
+  if (!existsSync(raw)) throw new Error('no such file');
+  return raw;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const DAY_MS = 86_400_000;
@@ -134,6 +147,10 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     httpPort: port('HTTP_PORT', 8080),
     smtpHost: read({ name: 'SMTP_HOST', fallback: '127.0.0.1', parse: (s) => s, expect: 'a host or IP' }),
     smtpPort: port('SMTP_PORT', 2525),
+    smtpHostname: read({ name: 'SMTP_HOSTNAME', fallback: hostname(), parse: (v) => v.toLowerCase(), expect: 'a host name' }),
+    smtpMaxSize: read({ name: 'SMTP_MAX_SIZE', fallback: 25 * 1024 * 1024, parse: intIn(1024, 1024 * 1024 * 1024), expect: 'bytes, 1024 or more' }),
+    smtpTlsKeyFile: read<string | null>({ name: 'SMTP_TLS_KEY', fallback: null, parse: readableFile, expect: 'the path of a PEM private key' }),
+    smtpTlsCertFile: read<string | null>({ name: 'SMTP_TLS_CERT', fallback: null, parse: readableFile, expect: 'the path of a PEM certificate chain' }),
     hostedDomains: read({ name: 'HOSTED_DOMAINS', fallback: ['mailroom.localhost'], parse: parseDomains, expect: 'a comma list of domains' }),
     smtpRelay: read<string | null>({ name: 'SMTP_RELAY', fallback: null, parse: parseSmtpRelay, expect: 'smtp://[user:pass@]host:port' }),
     mxPort: port('MX_PORT', 25),
@@ -156,6 +173,9 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     }),
     rateLimitPerMinute: read({ name: 'RATE_LIMIT_PER_MINUTE', fallback: 1200, parse: intIn(0, 10_000_000), expect: 'a whole number (0 = off)' }),
   };
+  if ((config.smtpTlsKeyFile === null) !== (config.smtpTlsCertFile === null)) {
+    problems.push('MAILROOM_SMTP_TLS_KEY and MAILROOM_SMTP_TLS_CERT must be set together');
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
 }

@@ -1,3 +1,5 @@
+import { PostgresAdapter, type Kysely } from 'kysely';
+
 /**
  * What differs between the two databases, as capability flags in one place; the rest of the code
  * asks these flags instead of testing which database it runs on.
@@ -6,10 +8,17 @@ export interface DialectInfo {
   name: 'sqlite' | 'postgres';
   /** `SELECT … FOR UPDATE SKIP LOCKED` lets many workers claim from one queue without blocking. */
   supportsSkipLocked: boolean;
+  /** `SELECT … FOR UPDATE` row locks (PostgreSQL); SQLite serialises whole write transactions instead. */
+  supportsRowLocks: boolean;
 }
 
-export const SQLITE: DialectInfo = { name: 'sqlite', supportsSkipLocked: false };
-export const POSTGRES: DialectInfo = { name: 'postgres', supportsSkipLocked: true };
+export const SQLITE: DialectInfo = { name: 'sqlite', supportsSkipLocked: false, supportsRowLocks: false };
+export const POSTGRES: DialectInfo = { name: 'postgres', supportsSkipLocked: true, supportsRowLocks: true };
+
+/** The column type for raw bytes: BYTEA on PostgreSQL, BLOB on SQLite (both read back as a Buffer). */
+export function binaryColumnType(db: Kysely<unknown>): 'bytea' | 'blob' {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? 'bytea' : 'blob';
+}
 
 /** Whether an error from either driver is a unique-constraint violation. */
 export function isUniqueViolation(err: unknown): boolean {

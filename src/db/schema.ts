@@ -1,6 +1,16 @@
 import type { JobTable } from '../jobs/job.table.js';
 import type { EventTable } from '../modules/events/event.table.js';
+import type { ListEntryTable } from '../modules/lists/list.table.js';
 import type { MailboxTable } from '../modules/mailboxes/mailbox.table.js';
+import type {
+  AttachmentTable,
+  FolderCountTable,
+  MessageContentTable,
+  MessageLabelTable,
+  MessageTable,
+  ThreadRefTable,
+  ThreadTable,
+} from '../modules/messages/message.table.js';
 import type {
   ApiKeyTable,
   LoginFailureTable,
@@ -21,4 +31,12 @@ export interface Database {
   mailboxes: MailboxTable;
   events: EventTable;
   jobs: JobTable;
+  threads: ThreadTable;
+  messages: MessageTable;
+  message_contents: MessageContentTable;
+  attachments: AttachmentTable;
+  message_labels: MessageLabelTable;
+  thread_refs: ThreadRefTable;
+  list_entries: ListEntryTable;
+  folder_counts: FolderCountTable;
 }

@@ -1,25 +1,44 @@
 import type { Db } from '../../db/database.js';
 import type { MailboxTable } from './mailbox.table.js';
 
-/** Mailbox queries; every one filters by workspace. */
+export interface MailboxRow extends MailboxTable {
+  message_count: number;
+  unread_count: number;
+}
+
+/** Mailboxes with their message and unread counts summed from folder_counts. */
+function withCounts(db: Db, workspaceId: string) {
+  return db
+    .selectFrom('mailboxes')
+    .leftJoin(
+      (eb) =>
+        eb
+          .selectFrom('folder_counts')
+          .select((f) => ['mailbox_id', f.fn.sum<number>('total').as('total'), f.fn.sum<number>('unread').as('unread')])
+          .where('workspace_id', '=', workspaceId)
+          .groupBy('mailbox_id')
+          .as('fc'),
+      (join) => join.onRef('fc.mailbox_id', '=', 'mailboxes.id'),
+    )
+    .selectAll('mailboxes')
+    .select((eb) => [
+      eb.fn.coalesce('fc.total', eb.lit(0)).as('message_count'),
+      eb.fn.coalesce('fc.unread', eb.lit(0)).as('unread_count'),
+    ])
+    .where('mailboxes.workspace_id', '=', workspaceId);
+}
+
+/** Mailbox queries; every one filters by workspace (lookups by address for SMTP are service-wide on purpose). */
 export const mailboxRepository = {
   insert: (db: Db, row: MailboxTable) => db.insertInto('mailboxes').values(row).execute(),
   /** Newest first, then id, so the order is total. */
-  list: (db: Db, workspaceId: string) =>
-    db
-      .selectFrom('mailboxes')
-      .selectAll()
-      .where('workspace_id', '=', workspaceId)
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .execute(),
-  findByAddress: (db: Db, workspaceId: string, address: string) =>
-    db
-      .selectFrom('mailboxes')
-      .selectAll()
-      .where('workspace_id', '=', workspaceId)
-      .where('address', '=', address)
-      .executeTakeFirst(),
+  list: (db: Db, workspaceId: string): Promise<MailboxRow[]> =>
+    withCounts(db, workspaceId).orderBy('mailboxes.created_at', 'desc').orderBy('mailboxes.id', 'desc').execute(),
+  findByAddress: (db: Db, workspaceId: string, address: string): Promise<MailboxRow | undefined> =>
+    withCounts(db, workspaceId).where('mailboxes.address', '=', address).executeTakeFirst(),
+  /** The mailbox an address belongs to, in whichever workspace (inbound SMTP routing). */
+  findAnyByAddress: (db: Db, address: string) =>
+    db.selectFrom('mailboxes').select(['id', 'workspace_id', 'address']).where('address', '=', address).executeTakeFirst(),
   delete: (db: Db, workspaceId: string, id: string) =>
     db.deleteFrom('mailboxes').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
 } as const;

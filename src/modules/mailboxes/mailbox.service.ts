@@ -2,30 +2,30 @@ import type { Db } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/dialect.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
-import { conflict, forbidden, invalid, notFound } from '../../lib/errors.js';
+import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import { isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
+import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import type { MailboxTable } from './mailbox.table.js';
-import { mailboxRepository as repo } from './mailbox.repository.js';
+import { mailboxRepository as repo, type MailboxRow } from './mailbox.repository.js';
 import { MAX_DESCRIPTION_LENGTH, type DomainPolicy, type MailboxView } from './mailbox.types.js';
 
 export interface MailboxService {
   list(tenant: TenantContext): Promise<MailboxView[]>;
-  /** Create a mailbox in a hosted or verified domain; owner/admin (or an API key) only. */
+  /** Create a mailbox in a hosted or verified domain (any member of the workspace may). */
   create(tenant: TenantContext, input: { address?: string | undefined; description?: string | undefined }): Promise<MailboxView>;
   get(tenant: TenantContext, address: string): Promise<MailboxView>;
   /** Delete a mailbox and, through foreign keys, everything stored in it. */
   remove(tenant: TenantContext, address: string): Promise<void>;
 }
 
-export function toMailboxView(row: MailboxTable): MailboxView {
+export function toMailboxView(row: MailboxRow): MailboxView {
   return {
     address: row.address,
     description: row.description,
     created_at: iso(row.created_at),
-    message_count: row.message_count,
-    unread_count: row.unread_count,
+    message_count: Number(row.message_count),
+    unread_count: Number(row.unread_count),
   };
 }
 
@@ -36,7 +36,7 @@ export function hostedDomainPolicy(hostedDomains: readonly string[]): DomainPoli
 }
 
 export function createMailboxService({ db, clock, domains }: { db: Db; clock: Clock; domains: DomainPolicy }): MailboxService {
-  async function find(tenant: TenantContext, addressInput: string): Promise<MailboxTable> {
+  async function find(tenant: TenantContext, addressInput: string): Promise<MailboxRow> {
     const address = normalizeEmail(addressInput);
     const row = address ? await repo.findByAddress(db, tenant.workspaceId, address) : undefined;
     if (!row) throw notFound('mailbox_not_found', `no mailbox ${addressInput}`);
@@ -49,7 +49,6 @@ export function createMailboxService({ db, clock, domains }: { db: Db; clock: Cl
     },
 
     async create(tenant, input) {
-      if (!isAdmin(tenant.role)) throw forbidden('forbidden_role', 'creating a mailbox needs the owner or admin role');
       if (input.address === undefined) throw invalid('invalid_request', 'address is required');
       const address = normalizeEmail(input.address);
       if (!address) throw invalid('invalid_address', `'${input.address}' is not a valid email address`);
@@ -67,8 +66,6 @@ export function createMailboxService({ db, clock, domains }: { db: Db; clock: Cl
         workspace_id: tenant.workspaceId,
         address,
         description,
-        message_count: 0,
-        unread_count: 0,
         created_at: now,
         updated_at: now,
       };
@@ -78,7 +75,7 @@ export function createMailboxService({ db, clock, domains }: { db: Db; clock: Cl
         if (isUniqueViolation(err)) throw conflict('address_taken', `the address ${address} is already in use`);
         throw err;
       }
-      return toMailboxView(row);
+      return toMailboxView({ ...row, message_count: 0, unread_count: 0 });
     },
 
     async get(tenant, address) {
@@ -86,7 +83,6 @@ export function createMailboxService({ db, clock, domains }: { db: Db; clock: Cl
     },
 
     async remove(tenant, address) {
-      if (!isAdmin(tenant.role)) throw forbidden('forbidden_role', 'deleting a mailbox needs the owner or admin role');
       const row = await find(tenant, address);
       await repo.delete(db, tenant.workspaceId, row.id);
     },

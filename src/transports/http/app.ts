@@ -1,16 +1,20 @@
 import { createHash } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from '../../lib/logger.js';
 import { newId } from '../../lib/ids.js';
+import type { ListService } from '../../modules/lists/list.service.js';
 import type { MailboxService } from '../../modules/mailboxes/mailbox.service.js';
+import type { MessageService } from '../../modules/messages/message.service.js';
 import type { AuthService } from '../../modules/tenancy/auth.service.js';
 import { apiKeyAuth, credentialOf, sessionAuth, sessionOf, tenantOf } from './plugins/auth.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { createValidatorCompiler } from './plugins/validation.js';
 import { healthRoutes, type HealthCheck } from './routes/health.routes.js';
+import { listRoutes } from './routes/lists.routes.js';
 import { mailboxRoutes } from './routes/mailboxes.routes.js';
+import { messageRoutes } from './routes/messages.routes.js';
 import { loginRoute, sessionRoutes } from './routes/session.routes.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 
@@ -23,6 +27,8 @@ export interface AppDeps {
   health: HealthCheck;
   auth: AuthService;
   mailboxes: MailboxService;
+  messages: MessageService;
+  lists: ListService;
   /** Requests per minute per credential (0 = no limit). */
   rateLimitPerMinute: number;
 }
@@ -102,6 +108,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (scope) => {
     scope.addHook('preParsing', apiKeyAuth(deps.auth));
     await scope.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant: tenantOf, surface: 'api-key', withItemRoutes: true }));
+    await scope.register(messageRoutes({ messages: deps.messages, tenant: tenantOf, surface: 'api-key' }));
   });
 
   // Session surface.
@@ -111,14 +118,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await scope.register(async (authed) => {
         authed.addHook('preParsing', sessionAuth(deps.auth));
         await authed.register(sessionRoutes(deps.auth));
-        await authed.register(
-          mailboxRoutes({
-            mailboxes: deps.mailboxes,
-            tenant: (request) => deps.auth.sessionTenant(sessionOf(request)),
-            surface: 'session',
-            withItemRoutes: false,
-          }),
-        );
+        const tenant = (request: FastifyRequest) => deps.auth.sessionTenant(sessionOf(request));
+        await authed.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant, surface: 'session', withItemRoutes: false }));
+        await authed.register(messageRoutes({ messages: deps.messages, tenant, surface: 'session' }));
+        await authed.register(listRoutes({ lists: deps.lists, tenant }));
       });
     },
     { prefix: '/app/api' },

@@ -65,5 +65,89 @@ export const LoginResponse = Type.Object({
   active_workspace_id: Type.Union([Type.String(), Type.Null()]),
 });
 
+
+// ---- messages and threads ----
+
+export const Limit = Type.Integer({ minimum: 1, maximum: 500, default: 50, description: 'page size, 1..500' });
+export const Offset = Type.Integer({ minimum: 0, default: 0, description: 'items to skip' });
+export const ResourceId = Type.String({ minLength: 1, maxLength: 100 });
+export const Label = Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z0-9_.:-]+$' });
+
+const AddressSchema = Type.Object({ name: Type.String(), address: Type.String() });
+const AttachmentSchema = Type.Object({
+  attachment_id: Type.String(),
+  filename: Type.String(),
+  content_type: Type.String(),
+  size: Type.Integer(),
+  inline: Type.Boolean(),
+  content_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+});
+const messageListProperties = {
+  message_id: Type.String(),
+  mailbox: Type.String(),
+  direction: Type.Union([Type.Literal('inbound'), Type.Literal('outbound')]),
+  folder: Type.String(),
+  read: Type.Boolean(),
+  labels: Type.Array(Type.String()),
+  thread_id: Type.String(),
+  from: Type.Union([AddressSchema, Type.Null()]),
+  to: Type.Array(AddressSchema),
+  cc: Type.Array(AddressSchema),
+  subject: Type.String(),
+  date: Type.Union([Type.String(), Type.Null()]),
+  snippet: Type.String(),
+  size: Type.Integer(),
+  attachments: Type.Array(AttachmentSchema),
+  auth: Type.Object({ spf: Type.String(), dkim: Type.String(), dmarc: Type.String() }),
+  internet_message_id: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String(),
+};
+export const MessageListItem = Type.Object(messageListProperties, { $id: 'MessageListItem' });
+export const MessageDetail = Type.Object(
+  {
+    ...messageListProperties,
+    text: Type.Union([Type.String(), Type.Null()]),
+    html: Type.Union([Type.String(), Type.Null()]),
+    headers: Type.Array(Type.Object({ name: Type.String(), value: Type.String() })),
+  },
+  { $id: 'Message' },
+);
+export const MessagePage = Type.Object({
+  messages: Type.Array(Type.Ref('MessageListItem')),
+  total: Type.Integer(),
+  limit: Type.Integer(),
+  offset: Type.Integer(),
+});
+const threadProperties = {
+  thread_id: Type.String(),
+  mailbox: Type.String(),
+  subject: Type.String(),
+  labels: Type.Array(Type.String()),
+  message_count: Type.Integer(),
+  unread_count: Type.Integer(),
+  participants: Type.Array(Type.String()),
+  last_message_at: Type.String(),
+  snippet: Type.String(),
+};
+export const ThreadSchema = Type.Object(threadProperties, { $id: 'Thread' });
+export const ThreadDetail = Type.Object({ ...threadProperties, messages: Type.Array(Type.Ref('MessageListItem')) }, { $id: 'ThreadDetail' });
+export const AttachmentList = Type.Object({ attachments: Type.Array(AttachmentSchema) });
+export const LabelChange = Type.Object(
+  { add: Type.Optional(Type.Array(Label, { maxItems: 100 })), remove: Type.Optional(Type.Array(Label, { maxItems: 100 })) },
+  { additionalProperties: false },
+);
+export const LabelsResponse = Type.Object({ labels: Type.Array(Type.String()) });
+export const ListEntrySchema = Type.Object(
+  {
+    direction: Type.String(),
+    list_type: Type.String(),
+    entry: Type.String(),
+    kind: Type.String(),
+    reason: Type.Union([Type.String(), Type.Null()]),
+    created_at: Type.String(),
+  },
+  { $id: 'ListEntry' },
+);
+
 /** Every shared schema registered with `addSchema` so `Type.Ref` resolves. */
-export const SHARED_SCHEMAS = [ErrorResponse, MailboxSchema, SessionSchema];
+export const SHARED_SCHEMAS: TSchema[] = [ErrorResponse, MailboxSchema, SessionSchema, MessageListItem, MessageDetail, ThreadSchema, ThreadDetail, ListEntrySchema];

@@ -1,0 +1,111 @@
+import type { Db } from '../../db/database.js';
+import type { Logger } from '../../lib/logger.js';
+import type { EventsService } from '../events/events.service.js';
+import type { ListService } from '../lists/list.service.js';
+import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
+import { normalizeEmail } from '../tenancy/validation.js';
+import type { MessageAuthenticator } from './authentication.js';
+import type { MessageStore } from './message-store.js';
+import type { Folder } from './message.types.js';
+import { toMessageListView } from './message.views.js';
+import { parseMessage } from './mime.js';
+
+/** The SMTP envelope and connection facts of one transaction. */
+export interface Envelope {
+  mailFrom: string;
+  remoteIp: string;
+  helo: string;
+}
+
+export interface Recipient {
+  workspaceId: string;
+  mailboxId: string;
+  address: string;
+}
+
+export type RecipientVerdict =
+  | { ok: true; recipient: Recipient }
+  | { ok: false; reason: 'no_mailbox' | 'refused'; detail: string };
+
+export interface InboundService {
+  /** Decide a RCPT TO: an existing mailbox whose workspace's inbound lists let the sender through. */
+  checkRecipient(address: string, envelope: Envelope): Promise<RecipientVerdict>;
+  /**
+   * Store one copy per recipient (each in its own workspace) and emit `message.received` for each,
+   * all in one transaction: when this resolves the mail is durable; when it throws nothing is stored.
+   */
+  deliver(raw: Buffer, envelope: Envelope, recipients: readonly Recipient[]): Promise<string[]>;
+}
+
+export interface InboundDeps {
+  db: Db;
+  events: EventsService;
+  store: MessageStore;
+  lists: ListService;
+  authenticator: MessageAuthenticator;
+  logger: Logger;
+}
+
+/** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
+export function createInboundService({ db, events, store, lists, authenticator, logger }: InboundDeps): InboundService {
+  return {
+    async checkRecipient(rawAddress, envelope) {
+      const address = normalizeEmail(rawAddress);
+      const mailbox = address ? await mailboxRepository.findAnyByAddress(db, address) : undefined;
+      if (!mailbox) return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
+      const sender = normalizeEmail(envelope.mailFrom);
+      const verdict = await lists.evaluate(db, mailbox.workspace_id, 'inbound', { address: sender, ip: envelope.remoteIp });
+      if (verdict.decision === 'refuse') {
+        await db.transaction().execute((trx) =>
+          events.emit(trx, {
+            workspaceId: mailbox.workspace_id,
+            type: 'message.rejected',
+            data: { mailbox: mailbox.address, from: envelope.mailFrom, recipient: mailbox.address, remote_ip: envelope.remoteIp, reason: verdict.reason },
+          }),
+        );
+        logger.info({ recipient: mailbox.address, from: envelope.mailFrom, ip: envelope.remoteIp, reason: verdict.reason }, 'inbound mail refused by lists');
+        return { ok: false, reason: 'refused', detail: verdict.reason };
+      }
+      return { ok: true, recipient: { workspaceId: mailbox.workspace_id, mailboxId: mailbox.id, address: mailbox.address } };
+    },
+
+    async deliver(raw, envelope, recipients) {
+      const [auth, parsed] = await Promise.all([
+        authenticator.check(raw, { ip: envelope.remoteIp, helo: envelope.helo, sender: envelope.mailFrom }),
+        parseMessage(raw),
+      ]);
+      // Authentication-Results goes in front of the stored source and the header list (RFC 8601).
+      const stored = auth.headerLines ? Buffer.concat([Buffer.from(auth.headerLines.replace(/\r?\n$/, '') + '\r\n'), raw]) : raw;
+      if (auth.headerLines) {
+        const added = auth.headerLines
+          .split(/\r?\n(?![ \t])/)
+          .filter((line) => line.includes(':'))
+          .map((line) => ({ name: line.slice(0, line.indexOf(':')), value: line.slice(line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim() }));
+        parsed.headers.unshift(...added);
+      }
+      // DMARC failure is the clearest spam signal we have: such mail goes to the spam folder.
+      const folder: Folder = auth.summary.dmarc === 'fail' ? 'spam' : 'inbox';
+      const envelopeJson = { mail_from: envelope.mailFrom, remote_ip: envelope.remoteIp, helo: envelope.helo };
+      return db.transaction().execute(async (trx) => {
+        const ids: string[] = [];
+        for (const recipient of recipients) {
+          const row = await store.store(trx, {
+            workspaceId: recipient.workspaceId,
+            mailboxId: recipient.mailboxId,
+            mailboxAddress: recipient.address,
+            direction: 'inbound',
+            folder,
+            read: false,
+            raw: stored,
+            parsed,
+            auth: auth.summary,
+            envelope: { ...envelopeJson, rcpt_to: recipient.address },
+          });
+          await events.emit(trx, { workspaceId: recipient.workspaceId, type: 'message.received', data: { ...toMessageListView(row) } });
+          ids.push(row.id);
+        }
+        return ids;
+      });
+    },
+  };
+}

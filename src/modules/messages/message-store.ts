@@ -1,0 +1,166 @@
+import type { Db } from '../../db/database.js';
+import type { DialectInfo } from '../../db/dialect.js';
+import type { Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import type { AttachmentTable, MessageTable } from './message.table.js';
+import type { AttachmentView, AuthSummary, Folder } from './message.types.js';
+import { messageRepository as repo, type MessageRow } from './message.repository.js';
+import { snippetOf, type ParsedMessage } from './mime.js';
+import { normalizeSubject, shareParticipant, SUBJECT_THREAD_WINDOW_MS } from './threading.js';
+
+export interface StoreInput {
+  workspaceId: string;
+  mailboxId: string;
+  mailboxAddress: string;
+  direction: 'inbound' | 'outbound';
+  folder: Folder;
+  read: boolean;
+  labels?: readonly string[];
+  raw: Buffer;
+  parsed: ParsedMessage;
+  auth: AuthSummary;
+  envelope: Record<string, unknown>;
+}
+
+/** Largest participants list kept on a thread. */
+const MAX_PARTICIPANTS = 100;
+
+function participantsOf(parsed: ParsedMessage): string[] {
+  const all = [parsed.from, ...parsed.to, ...parsed.cc].filter((a): a is NonNullable<typeof a> => a !== null).map((a) => a.address);
+  return [...new Set(all)];
+}
+
+/**
+ * The one write path of the message store: SMTP ingest, sending and drafts all store a message
+ * copy through `store`, inside the caller's transaction (which also emits the event).
+ */
+export function createMessageStore({ clock, dialect }: { clock: Clock; dialect: DialectInfo }) {
+  /** The thread a new message joins (References/In-Reply-To first, then subject + participant), or a new one. */
+  async function resolveThread(trx: Db, input: StoreInput, now: number, participants: string[]): Promise<{ threadId: string | null; keys: string[] }> {
+    const { parsed } = input;
+    const refKeys = [...new Set([...(parsed.inReplyTo ? [parsed.inReplyTo] : []), ...parsed.references])];
+    const ownKey = parsed.messageId;
+    const keys = [...new Set([...refKeys, ...(ownKey ? [ownKey] : [])])];
+    const hits = await repo.threadsByRefs(trx, input.mailboxId, keys);
+    // A reference to an earlier message wins; a match on our own id means a reply arrived first.
+    const byRef = hits.find((h) => refKeys.includes(h.message_key)) ?? hits[0];
+    // thread_refs rows go with their thread (ON DELETE CASCADE), so a hit names a live thread.
+    if (byRef) return { threadId: byRef.thread_id, keys };
+    const subjectKey = normalizeSubject(parsed.subject);
+    if (subjectKey !== '') {
+      const candidates = await repo.threadsBySubject(trx, input.mailboxId, subjectKey, now - SUBJECT_THREAD_WINDOW_MS);
+      const match = candidates.find((c) => shareParticipant(JSON.parse(c.participants) as string[], participants));
+      if (match) return { threadId: match.id, keys };
+    }
+    return { threadId: null, keys };
+  }
+
+  return {
+    /** Store one copy of a message in one mailbox; returns the stored row (list-view columns). */
+    async store(trx: Db, input: StoreInput): Promise<MessageRow> {
+      const now = clock.now();
+      const { parsed } = input;
+      const participants = participantsOf(parsed);
+      const snippet = snippetOf(parsed);
+      const labels = [...new Set(input.labels ?? [])].sort();
+      const resolved = await resolveThread(trx, input, now, participants);
+      const { keys } = resolved;
+      // Locked so concurrent deliveries into one thread do not lose each other's counts (PostgreSQL).
+      const current = resolved.threadId ? await repo.lockThread(trx, input.workspaceId, resolved.threadId, dialect.supportsRowLocks) : undefined;
+
+      const unread = input.read ? 0 : 1;
+      let threadId: string;
+      if (current) {
+        threadId = current.id;
+        const merged = [...new Set([...(JSON.parse(current.participants) as string[]), ...participants])].slice(0, MAX_PARTICIPANTS);
+        const threadLabels = [...new Set([...(JSON.parse(current.labels) as string[]), ...labels])].sort();
+        await repo.updateThread(trx, input.workspaceId, threadId, {
+          participants: JSON.stringify(merged),
+          message_count: current.message_count + 1,
+          unread_count: current.unread_count + unread,
+          labels: JSON.stringify(threadLabels),
+          snippet,
+          last_message_at: Math.max(current.last_message_at, now),
+          updated_at: now,
+        });
+      } else {
+        threadId = newId('thr');
+        await repo.insertThread(trx, {
+          id: threadId,
+          workspace_id: input.workspaceId,
+          mailbox_id: input.mailboxId,
+          subject: parsed.subject,
+          subject_key: normalizeSubject(parsed.subject),
+          participants: JSON.stringify(participants.slice(0, MAX_PARTICIPANTS)),
+          message_count: 1,
+          unread_count: unread,
+          labels: JSON.stringify(labels),
+          snippet,
+          last_message_at: now,
+          created_at: now,
+          updated_at: now,
+        });
+      }
+
+      const messageId = newId('msg');
+      const attachmentRows: AttachmentTable[] = parsed.attachments.map((a) => ({
+        id: newId('att'),
+        workspace_id: input.workspaceId,
+        message_id: messageId,
+        filename: a.filename,
+        content_type: a.contentType,
+        size: a.content.length,
+        inline: a.inline ? 1 : 0,
+        content_id: a.contentId,
+        content: a.content,
+      }));
+      const attachmentViews: AttachmentView[] = attachmentRows.map((a) => ({
+        attachment_id: a.id,
+        filename: a.filename,
+        content_type: a.content_type,
+        size: a.size,
+        inline: a.inline === 1,
+        content_id: a.content_id,
+      }));
+      const row: MessageTable = {
+        id: messageId,
+        workspace_id: input.workspaceId,
+        mailbox_id: input.mailboxId,
+        thread_id: threadId,
+        direction: input.direction,
+        folder: input.folder,
+        read: input.read ? 1 : 0,
+        labels: JSON.stringify(labels),
+        from_json: JSON.stringify(parsed.from),
+        to_json: JSON.stringify(parsed.to),
+        cc_json: JSON.stringify(parsed.cc),
+        subject: parsed.subject,
+        snippet,
+        size: input.raw.length,
+        date: parsed.date,
+        internet_message_id: parsed.messageId,
+        auth_json: JSON.stringify(input.auth),
+        attachments_json: JSON.stringify(attachmentViews),
+        envelope_json: JSON.stringify(input.envelope),
+        created_at: now,
+        updated_at: now,
+      };
+      await repo.insertMessage(trx, row);
+      await repo.insertContent(trx, {
+        message_id: messageId,
+        workspace_id: input.workspaceId,
+        text_body: parsed.text,
+        html_body: parsed.html,
+        headers_json: JSON.stringify(parsed.headers),
+        raw: input.raw,
+      });
+      await repo.insertAttachments(trx, attachmentRows);
+      await repo.insertLabels(trx, input.workspaceId, messageId, labels);
+      await repo.insertRefs(trx, input.workspaceId, input.mailboxId, threadId, keys);
+      await repo.bumpFolder(trx, input.workspaceId, input.mailboxId, input.folder, 1, unread);
+      return { ...row, mailbox_address: input.mailboxAddress };
+    },
+  };
+}
+
+export type MessageStore = ReturnType<typeof createMessageStore>;

@@ -1,0 +1,267 @@
+import { sql } from 'kysely';
+import type { Db } from '../../db/database.js';
+import type {
+  AttachmentTable,
+  MessageContentTable,
+  MessageTable,
+  ThreadTable,
+} from './message.table.js';
+
+/** Columns of a message's list view, joined with its mailbox's address. */
+const LIST_COLUMNS = [
+  'messages.id',
+  'messages.workspace_id',
+  'messages.mailbox_id',
+  'messages.thread_id',
+  'messages.direction',
+  'messages.folder',
+  'messages.read',
+  'messages.labels',
+  'messages.from_json',
+  'messages.to_json',
+  'messages.cc_json',
+  'messages.subject',
+  'messages.snippet',
+  'messages.size',
+  'messages.date',
+  'messages.internet_message_id',
+  'messages.auth_json',
+  'messages.attachments_json',
+  'messages.envelope_json',
+  'messages.created_at',
+  'messages.updated_at',
+  'mailboxes.address as mailbox_address',
+] as const;
+
+export type MessageRow = MessageTable & { mailbox_address: string };
+export type ThreadRow = ThreadTable & { mailbox_address: string };
+
+export interface MessageFilter {
+  mailboxId?: string | undefined;
+  folder?: string | undefined;
+  label?: string | undefined;
+  threadId?: string | undefined;
+  unread?: boolean | undefined;
+}
+
+function filtered(db: Db, workspaceId: string, filter: MessageFilter) {
+  let query = db
+    .selectFrom('messages')
+    .innerJoin('mailboxes', 'mailboxes.id', 'messages.mailbox_id')
+    .where('messages.workspace_id', '=', workspaceId);
+  if (filter.mailboxId !== undefined) query = query.where('messages.mailbox_id', '=', filter.mailboxId);
+  if (filter.folder !== undefined) query = query.where('messages.folder', '=', filter.folder);
+  if (filter.threadId !== undefined) query = query.where('messages.thread_id', '=', filter.threadId);
+  if (filter.unread !== undefined) query = query.where('messages.read', '=', filter.unread ? 0 : 1);
+  if (filter.label !== undefined) {
+    const label = filter.label;
+    query = query.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('message_labels')
+          .select(sql<number>`1`.as('one'))
+          .whereRef('message_labels.message_id', '=', 'messages.id')
+          .where('message_labels.label', '=', label),
+      ),
+    );
+  }
+  return query;
+}
+
+/** Queries of the message store; every one filters by workspace. */
+export const messageRepository = {
+  insertThread: (db: Db, row: ThreadTable) => db.insertInto('threads').values(row).execute(),
+  insertMessage: (db: Db, row: MessageTable) => db.insertInto('messages').values(row).execute(),
+  insertContent: (db: Db, row: MessageContentTable) => db.insertInto('message_contents').values(row).execute(),
+  insertAttachments: async (db: Db, rows: AttachmentTable[]) => {
+    if (rows.length > 0) await db.insertInto('attachments').values(rows).execute();
+  },
+  insertLabels: async (db: Db, workspaceId: string, messageId: string, labels: readonly string[]) => {
+    if (labels.length === 0) return;
+    await db
+      .insertInto('message_labels')
+      .values(labels.map((label) => ({ message_id: messageId, workspace_id: workspaceId, label })))
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+  },
+  deleteLabels: async (db: Db, workspaceId: string, messageId: string, labels: readonly string[]) => {
+    if (labels.length === 0) return;
+    await db
+      .deleteFrom('message_labels')
+      .where('workspace_id', '=', workspaceId)
+      .where('message_id', '=', messageId)
+      .where('label', 'in', labels)
+      .execute();
+  },
+  labelsOf: async (db: Db, workspaceId: string, messageId: string): Promise<string[]> =>
+    (
+      await db
+        .selectFrom('message_labels')
+        .select('label')
+        .where('workspace_id', '=', workspaceId)
+        .where('message_id', '=', messageId)
+        .orderBy('label')
+        .execute()
+    ).map((r) => r.label),
+  /** The union of the labels of a thread's messages. */
+  threadLabels: async (db: Db, workspaceId: string, threadId: string): Promise<string[]> =>
+    (
+      await db
+        .selectFrom('message_labels')
+        .innerJoin('messages', 'messages.id', 'message_labels.message_id')
+        .select('message_labels.label')
+        .distinct()
+        .where('message_labels.workspace_id', '=', workspaceId)
+        .where('messages.thread_id', '=', threadId)
+        .orderBy('message_labels.label')
+        .execute()
+    ).map((r) => r.label),
+
+  /** Thread ids that any of these Message-IDs already point to in the mailbox. */
+  threadsByRefs: async (db: Db, mailboxId: string, keys: readonly string[]) => {
+    if (keys.length === 0) return [];
+    return db
+      .selectFrom('thread_refs')
+      .select(['message_key', 'thread_id'])
+      .where('mailbox_id', '=', mailboxId)
+      .where('message_key', 'in', keys)
+      .execute();
+  },
+  insertRefs: async (db: Db, workspaceId: string, mailboxId: string, threadId: string, keys: readonly string[]) => {
+    if (keys.length === 0) return;
+    await db
+      .insertInto('thread_refs')
+      .values(keys.map((message_key) => ({ workspace_id: workspaceId, mailbox_id: mailboxId, message_key, thread_id: threadId })))
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+  },
+  /** Recent threads of a mailbox with this normalised subject, newest first. */
+  threadsBySubject: (db: Db, mailboxId: string, subjectKey: string, since: number) =>
+    db
+      .selectFrom('threads')
+      .select(['id', 'participants'])
+      .where('mailbox_id', '=', mailboxId)
+      .where('subject_key', '=', subjectKey)
+      .where('last_message_at', '>=', since)
+      .orderBy('last_message_at', 'desc')
+      .limit(20)
+      .execute(),
+  findThread: (db: Db, workspaceId: string, threadId: string): Promise<ThreadRow | undefined> =>
+    db
+      .selectFrom('threads')
+      .innerJoin('mailboxes', 'mailboxes.id', 'threads.mailbox_id')
+      .selectAll('threads')
+      .select('mailboxes.address as mailbox_address')
+      .where('threads.workspace_id', '=', workspaceId)
+      .where('threads.id', '=', threadId)
+      .executeTakeFirst(),
+  /** Read a thread for update: on PostgreSQL the row stays locked until the transaction ends. */
+  lockThread: (db: Db, workspaceId: string, threadId: string, rowLocks: boolean): Promise<ThreadTable | undefined> => {
+    const query = db.selectFrom('threads').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', threadId);
+    return (rowLocks ? query.forUpdate() : query).executeTakeFirst();
+  },
+  updateThread: (db: Db, workspaceId: string, threadId: string, values: Partial<ThreadTable>) =>
+    db.updateTable('threads').set(values).where('workspace_id', '=', workspaceId).where('id', '=', threadId).execute(),
+  deleteThread: (db: Db, workspaceId: string, threadId: string) =>
+    db.deleteFrom('threads').where('workspace_id', '=', workspaceId).where('id', '=', threadId).execute(),
+  listThreads: (db: Db, workspaceId: string, filter: { mailboxId?: string | undefined; label?: string | undefined }, limit: number, offset: number) => {
+    let query = db
+      .selectFrom('threads')
+      .innerJoin('mailboxes', 'mailboxes.id', 'threads.mailbox_id')
+      .where('threads.workspace_id', '=', workspaceId);
+    if (filter.mailboxId !== undefined) query = query.where('threads.mailbox_id', '=', filter.mailboxId);
+    if (filter.label !== undefined) {
+      const label = filter.label;
+      query = query.where((eb) =>
+        eb.exists(
+          eb
+            .selectFrom('message_labels')
+            .innerJoin('messages', 'messages.id', 'message_labels.message_id')
+            .select(sql<number>`1`.as('one'))
+            .whereRef('messages.thread_id', '=', 'threads.id')
+            .where('message_labels.label', '=', label),
+        ),
+      );
+    }
+    return Promise.all([
+      query
+        .selectAll('threads')
+        .select('mailboxes.address as mailbox_address')
+        .orderBy('threads.last_message_at', 'desc')
+        .orderBy('threads.id', 'desc')
+        .limit(limit)
+        .offset(offset)
+        .execute(),
+      query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    ]).then(([rows, count]) => ({ rows: rows as ThreadRow[], total: Number(count.n) }));
+  },
+
+  listMessages: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<MessageRow[]> =>
+    filtered(db, workspaceId, filter)
+      .select(LIST_COLUMNS)
+      .orderBy('messages.created_at', 'desc')
+      .orderBy('messages.id', 'desc')
+      .limit(limit)
+      .offset(offset)
+      .execute(),
+  countMessages: async (db: Db, workspaceId: string, filter: MessageFilter): Promise<number> =>
+    Number((await filtered(db, workspaceId, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),
+  /** A thread's messages, oldest first. */
+  threadMessages: (db: Db, workspaceId: string, threadId: string): Promise<MessageRow[]> =>
+    filtered(db, workspaceId, { threadId }).select(LIST_COLUMNS).orderBy('messages.created_at', 'asc').orderBy('messages.id', 'asc').execute(),
+  findMessage: (db: Db, workspaceId: string, messageId: string): Promise<MessageRow | undefined> =>
+    filtered(db, workspaceId, {}).select(LIST_COLUMNS).where('messages.id', '=', messageId).executeTakeFirst(),
+  findContent: (db: Db, workspaceId: string, messageId: string, withRaw: boolean) =>
+    db
+      .selectFrom('message_contents')
+      .select(withRaw ? ['text_body', 'html_body', 'headers_json', 'raw'] : ['text_body', 'html_body', 'headers_json'])
+      .where('workspace_id', '=', workspaceId)
+      .where('message_id', '=', messageId)
+      .executeTakeFirst() as Promise<Partial<MessageContentTable> | undefined>,
+  updateMessage: (db: Db, workspaceId: string, messageId: string, values: Partial<MessageTable>) =>
+    db.updateTable('messages').set(values).where('workspace_id', '=', workspaceId).where('id', '=', messageId).execute(),
+  deleteMessage: (db: Db, workspaceId: string, messageId: string) =>
+    db.deleteFrom('messages').where('workspace_id', '=', workspaceId).where('id', '=', messageId).execute(),
+
+  findAttachment: (db: Db, workspaceId: string, messageId: string, attachmentId: string) =>
+    db
+      .selectFrom('attachments')
+      .select(['id', 'filename', 'content_type', 'size', 'content'])
+      .where('workspace_id', '=', workspaceId)
+      .where('message_id', '=', messageId)
+      .where('id', '=', attachmentId)
+      .executeTakeFirst(),
+
+  /** Add to a folder's counters (negative to take away), creating the row on first use. */
+  bumpFolder: (db: Db, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number) =>
+    db
+      .insertInto('folder_counts')
+      .values({ workspace_id: workspaceId, mailbox_id: mailboxId, folder, total, unread })
+      .onConflict((oc) =>
+        oc.columns(['mailbox_id', 'folder']).doUpdateSet({
+          total: sql<number>`folder_counts.total + ${total}`,
+          unread: sql<number>`folder_counts.unread + ${unread}`,
+        }),
+      )
+      .execute(),
+  /** Summed counters for a mailbox (or the workspace) and optionally one folder. */
+  folderTotals: async (db: Db, workspaceId: string, mailboxId: string | undefined, folder: string | undefined) => {
+    let query = db
+      .selectFrom('folder_counts')
+      .select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('total'), eb.lit(0)).as('total'), eb.fn.coalesce(eb.fn.sum<number>('unread'), eb.lit(0)).as('unread')])
+      .where('workspace_id', '=', workspaceId);
+    if (mailboxId !== undefined) query = query.where('mailbox_id', '=', mailboxId);
+    if (folder !== undefined) query = query.where('folder', '=', folder);
+    const row = await query.executeTakeFirstOrThrow();
+    return { total: Number(row.total), unread: Number(row.unread) };
+  },
+  folderBreakdown: (db: Db, workspaceId: string) =>
+    db
+      .selectFrom('folder_counts')
+      .select((eb) => ['folder', eb.fn.sum<number>('total').as('total'), eb.fn.sum<number>('unread').as('unread')])
+      .where('workspace_id', '=', workspaceId)
+      .groupBy('folder')
+      .execute(),
+  countThreads: async (db: Db, workspaceId: string) =>
+    Number((await db.selectFrom('threads').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow()).n),
+} as const;

@@ -1,0 +1,297 @@
+import { sql } from 'kysely';
+import type { Db } from '../../db/database.js';
+import type { DialectInfo } from '../../db/dialect.js';
+import type { Clock } from '../../lib/clock.js';
+import { invalid, notFound } from '../../lib/errors.js';
+import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
+import type { TenantContext } from '../tenancy/tenancy.types.js';
+import { normalizeEmail } from '../tenancy/validation.js';
+import { messageRepository as repo, type MessageFilter, type MessageRow } from './message.repository.js';
+import {
+  FOLDERS,
+  LABEL_PATTERN,
+  MAX_LABELS_PER_MESSAGE,
+  type AttachmentView,
+  type Folder,
+  type MessageListQuery,
+  type MessageListView,
+  type MessageView,
+  type ThreadDetailView,
+  type ThreadView,
+} from './message.types.js';
+import { toMessageListView, toThreadView } from './message.views.js';
+
+export interface MessagePage {
+  messages: MessageListView[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+export interface Download {
+  filename: string;
+  contentType: string;
+  content: Buffer;
+}
+
+export interface Stats {
+  mailboxes: number;
+  messages: number;
+  unread: number;
+  threads: number;
+  folders: Record<Folder, { total: number; unread: number }>;
+}
+
+export interface MessageService {
+  list(tenant: TenantContext, query: MessageListQuery): Promise<MessagePage>;
+  get(tenant: TenantContext, messageId: string, options: { markRead: boolean }): Promise<MessageView>;
+  setRead(tenant: TenantContext, messageId: string, read: boolean): Promise<{ ok: true; message_id: string; read: boolean }>;
+  move(tenant: TenantContext, messageId: string, folder: string): Promise<{ ok: true; message_id: string; folder: Folder }>;
+  remove(tenant: TenantContext, messageId: string): Promise<{ ok: true; message_id: string }>;
+  setLabels(tenant: TenantContext, messageId: string, change: { add?: string[] | undefined; remove?: string[] | undefined }): Promise<{ labels: string[] }>;
+  threadOf(tenant: TenantContext, messageId: string): Promise<ThreadDetailView>;
+  attachments(tenant: TenantContext, messageId: string): Promise<{ attachments: AttachmentView[] }>;
+  attachment(tenant: TenantContext, messageId: string, attachmentId: string): Promise<Download>;
+  raw(tenant: TenantContext, messageId: string): Promise<Download>;
+  stats(tenant: TenantContext): Promise<Stats>;
+  listThreads(tenant: TenantContext, query: { mailbox?: string | undefined; label?: string | undefined; limit: number; offset: number }): Promise<{ threads: ThreadView[]; total: number; limit: number; offset: number }>;
+  getThread(tenant: TenantContext, threadId: string): Promise<ThreadDetailView>;
+  setThreadLabels(tenant: TenantContext, threadId: string, change: { add?: string[] | undefined; remove?: string[] | undefined }): Promise<{ labels: string[] }>;
+}
+
+export function parseFolder(value: string): Folder {
+  const folder = FOLDERS.find((f) => f === value);
+  if (!folder) throw invalid('invalid_folder', `folder must be one of ${FOLDERS.join(', ')}`);
+  return folder;
+}
+
+function checkLabels(labels: readonly string[] | undefined): string[] {
+  const list = [...new Set(labels ?? [])];
+  for (const label of list) {
+    if (!LABEL_PATTERN.test(label)) throw invalid('invalid_label', `label '${label}' must be 1–64 characters of a-z 0-9 _ . : -`);
+  }
+  return list;
+}
+
+const messageNotFound = (id: string) => notFound('message_not_found', `no message ${id}`);
+
+/** Reading and organising stored mail, scoped to the caller's workspace. */
+export function createMessageService({ db, clock, dialect }: { db: Db; clock: Clock; dialect: DialectInfo }): MessageService {
+  async function mailboxId(tenant: TenantContext, address: string | undefined): Promise<string | undefined> {
+    if (address === undefined) return undefined;
+    const normalized = normalizeEmail(address);
+    const mailbox = normalized ? await mailboxRepository.findByAddress(db, tenant.workspaceId, normalized) : undefined;
+    if (!mailbox) throw notFound('mailbox_not_found', `no mailbox ${address}`);
+    return mailbox.id;
+  }
+
+  async function findMessage(conn: Db, tenant: TenantContext, messageId: string): Promise<MessageRow> {
+    const row = await repo.findMessage(conn, tenant.workspaceId, messageId);
+    if (!row) throw messageNotFound(messageId);
+    return row;
+  }
+
+  /** Flip a message's read flag and keep folder and thread counters true; false when nothing changed. */
+  async function applyRead(trx: Db, tenant: TenantContext, row: MessageRow, read: boolean): Promise<boolean> {
+    const result = await trx
+      .updateTable('messages')
+      .set({ read: read ? 1 : 0, updated_at: clock.now() })
+      .where('workspace_id', '=', tenant.workspaceId)
+      .where('id', '=', row.id)
+      .where('read', '=', read ? 0 : 1)
+      .executeTakeFirst();
+    if (result.numUpdatedRows === 0n) return false;
+    const delta = read ? -1 : 1;
+    await repo.bumpFolder(trx, tenant.workspaceId, row.mailbox_id, row.folder, 0, delta);
+    await trx
+      .updateTable('threads')
+      .set({ unread_count: sql<number>`unread_count + ${delta}` })
+      .where('workspace_id', '=', tenant.workspaceId)
+      .where('id', '=', row.thread_id)
+      .execute();
+    return true;
+  }
+
+  async function refreshThreadLabels(trx: Db, tenant: TenantContext, threadId: string): Promise<void> {
+    const labels = await repo.threadLabels(trx, tenant.workspaceId, threadId);
+    await repo.updateThread(trx, tenant.workspaceId, threadId, { labels: JSON.stringify(labels), updated_at: clock.now() });
+  }
+
+  async function changeLabels(trx: Db, tenant: TenantContext, row: MessageRow, add: string[], remove: string[]): Promise<string[]> {
+    await repo.deleteLabels(trx, tenant.workspaceId, row.id, remove);
+    await repo.insertLabels(trx, tenant.workspaceId, row.id, add.filter((l) => !remove.includes(l)));
+    const labels = await repo.labelsOf(trx, tenant.workspaceId, row.id);
+    if (labels.length > MAX_LABELS_PER_MESSAGE) throw invalid('too_many_labels', `a message carries at most ${MAX_LABELS_PER_MESSAGE} labels`);
+    await repo.updateMessage(trx, tenant.workspaceId, row.id, { labels: JSON.stringify(labels), updated_at: clock.now() });
+    return labels;
+  }
+
+  async function threadDetail(tenant: TenantContext, threadId: string): Promise<ThreadDetailView> {
+    const thread = await repo.findThread(db, tenant.workspaceId, threadId);
+    if (!thread) throw notFound('thread_not_found', `no thread ${threadId}`);
+    const messages = await repo.threadMessages(db, tenant.workspaceId, threadId);
+    return { ...toThreadView(thread), messages: messages.map(toMessageListView) };
+  }
+
+  return {
+    async list(tenant, query) {
+      const filter: MessageFilter = {
+        mailboxId: await mailboxId(tenant, query.mailbox),
+        folder: query.folder === undefined ? undefined : parseFolder(query.folder),
+        label: query.label,
+        threadId: query.thread_id,
+        unread: query.unread,
+      };
+      // Mailbox and folder alone are answered from the folder counters; other filters count rows.
+      const countersAnswer = filter.label === undefined && filter.threadId === undefined;
+      const [rows, total] = await Promise.all([
+        repo.listMessages(db, tenant.workspaceId, filter, query.limit, query.offset),
+        countersAnswer
+          ? repo.folderTotals(db, tenant.workspaceId, filter.mailboxId, filter.folder).then((t) =>
+              filter.unread === undefined ? t.total : filter.unread ? t.unread : t.total - t.unread,
+            )
+          : repo.countMessages(db, tenant.workspaceId, filter),
+      ]);
+      return { messages: rows.map(toMessageListView), total, limit: query.limit, offset: query.offset };
+    },
+
+    async get(tenant, messageId, { markRead }) {
+      let row = await findMessage(db, tenant, messageId);
+      if (markRead && row.read === 0) {
+        await db.transaction().execute((trx) => applyRead(trx, tenant, row, true));
+        row = { ...row, read: 1 };
+      }
+      const content = await repo.findContent(db, tenant.workspaceId, messageId, false);
+      return {
+        ...toMessageListView(row),
+        text: content?.text_body ?? null,
+        html: content?.html_body ?? null,
+        headers: content?.headers_json ? (JSON.parse(content.headers_json) as MessageView['headers']) : [],
+      };
+    },
+
+    async setRead(tenant, messageId, read) {
+      await db.transaction().execute(async (trx) => applyRead(trx, tenant, await findMessage(trx, tenant, messageId), read));
+      return { ok: true, message_id: messageId, read };
+    },
+
+    async move(tenant, messageId, folderName) {
+      const folder = parseFolder(folderName);
+      await db.transaction().execute(async (trx) => {
+        const row = await findMessage(trx, tenant, messageId);
+        if (row.folder === folder) return;
+        const result = await trx
+          .updateTable('messages')
+          .set({ folder, updated_at: clock.now() })
+          .where('workspace_id', '=', tenant.workspaceId)
+          .where('id', '=', row.id)
+          .where('folder', '=', row.folder)
+          .executeTakeFirst();
+        if (result.numUpdatedRows === 0n) return; // moved by someone else meanwhile
+        const unread = row.read === 1 ? 0 : 1;
+        await repo.bumpFolder(trx, tenant.workspaceId, row.mailbox_id, row.folder, -1, -unread);
+        await repo.bumpFolder(trx, tenant.workspaceId, row.mailbox_id, folder, 1, unread);
+      });
+      return { ok: true, message_id: messageId, folder };
+    },
+
+    async remove(tenant, messageId) {
+      await db.transaction().execute(async (trx) => {
+        const row = await findMessage(trx, tenant, messageId);
+        const thread = await repo.lockThread(trx, tenant.workspaceId, row.thread_id, dialect.supportsRowLocks);
+        await repo.deleteMessage(trx, tenant.workspaceId, row.id);
+        const unread = row.read === 1 ? 0 : 1;
+        await repo.bumpFolder(trx, tenant.workspaceId, row.mailbox_id, row.folder, -1, -unread);
+        if (!thread) return;
+        if (thread.message_count <= 1) {
+          await repo.deleteThread(trx, tenant.workspaceId, thread.id);
+          return;
+        }
+        const remaining = await repo.threadMessages(trx, tenant.workspaceId, thread.id);
+        const last = remaining[remaining.length - 1];
+        await repo.updateThread(trx, tenant.workspaceId, thread.id, {
+          message_count: remaining.length,
+          unread_count: remaining.filter((m) => m.read === 0).length,
+          last_message_at: last ? last.created_at : thread.last_message_at,
+          snippet: last ? last.snippet : thread.snippet,
+          updated_at: clock.now(),
+        });
+        await refreshThreadLabels(trx, tenant, thread.id);
+      });
+      return { ok: true, message_id: messageId };
+    },
+
+    async setLabels(tenant, messageId, change) {
+      const add = checkLabels(change.add);
+      const remove = checkLabels(change.remove);
+      const labels = await db.transaction().execute(async (trx) => {
+        const row = await findMessage(trx, tenant, messageId);
+        const result = await changeLabels(trx, tenant, row, add, remove);
+        await refreshThreadLabels(trx, tenant, row.thread_id);
+        return result;
+      });
+      return { labels };
+    },
+
+    async threadOf(tenant, messageId) {
+      const row = await findMessage(db, tenant, messageId);
+      return threadDetail(tenant, row.thread_id);
+    },
+
+    async attachments(tenant, messageId) {
+      const row = await findMessage(db, tenant, messageId);
+      return { attachments: toMessageListView(row).attachments };
+    },
+
+    async attachment(tenant, messageId, attachmentId) {
+      const found = await repo.findAttachment(db, tenant.workspaceId, messageId, attachmentId);
+      if (!found) throw notFound('attachment_not_found', `no attachment ${attachmentId} on message ${messageId}`);
+      return { filename: found.filename, contentType: found.content_type, content: Buffer.from(found.content) };
+    },
+
+    async raw(tenant, messageId) {
+      const content = await repo.findContent(db, tenant.workspaceId, messageId, true);
+      if (!content?.raw) throw messageNotFound(messageId);
+      return { filename: `${messageId}.eml`, contentType: 'message/rfc822', content: Buffer.from(content.raw) };
+    },
+
+    async stats(tenant) {
+      const [mailboxes, breakdown, threads] = await Promise.all([
+        mailboxRepository.list(db, tenant.workspaceId),
+        repo.folderBreakdown(db, tenant.workspaceId),
+        repo.countThreads(db, tenant.workspaceId),
+      ]);
+      const folders = Object.fromEntries(FOLDERS.map((f) => [f, { total: 0, unread: 0 }])) as Stats['folders'];
+      let messages = 0;
+      let unread = 0;
+      for (const row of breakdown) {
+        const folder = FOLDERS.find((f) => f === row.folder);
+        if (!folder) continue;
+        folders[folder] = { total: Number(row.total), unread: Number(row.unread) };
+        messages += Number(row.total);
+        unread += Number(row.unread);
+      }
+      return { mailboxes: mailboxes.length, messages, unread, threads, folders };
+    },
+
+    async listThreads(tenant, query) {
+      const { rows, total } = await repo.listThreads(db, tenant.workspaceId, { mailboxId: await mailboxId(tenant, query.mailbox), label: query.label }, query.limit, query.offset);
+      return { threads: rows.map(toThreadView), total, limit: query.limit, offset: query.offset };
+    },
+
+    getThread: (tenant, threadId) => threadDetail(tenant, threadId),
+
+    async setThreadLabels(tenant, threadId, change) {
+      const add = checkLabels(change.add);
+      const remove = checkLabels(change.remove);
+      const labels = await db.transaction().execute(async (trx) => {
+        const thread = await repo.findThread(trx, tenant.workspaceId, threadId);
+        if (!thread) throw notFound('thread_not_found', `no thread ${threadId}`);
+        for (const row of await repo.threadMessages(trx, tenant.workspaceId, threadId)) await changeLabels(trx, tenant, row, add, remove);
+        await refreshThreadLabels(trx, tenant, threadId);
+        return repo.threadLabels(trx, tenant.workspaceId, threadId);
+      });
+      return { labels };
+    },
+  };
+}

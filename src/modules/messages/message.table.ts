@@ -1,0 +1,87 @@
+/** Row types of the message store. Times are epoch milliseconds; *_json columns hold JSON text. */
+export interface ThreadTable {
+  id: string;
+  workspace_id: string;
+  mailbox_id: string;
+  subject: string;
+  /** Normalised subject (Re:/Fwd: stripped, lower case) for subject threading. */
+  subject_key: string;
+  /** JSON array of lower-case addresses. */
+  participants: string;
+  message_count: number;
+  unread_count: number;
+  /** JSON array: the union of the thread's messages' labels. */
+  labels: string;
+  snippet: string;
+  last_message_at: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface MessageTable {
+  id: string;
+  workspace_id: string;
+  mailbox_id: string;
+  thread_id: string;
+  direction: 'inbound' | 'outbound';
+  folder: string;
+  read: number;
+  /** JSON array of labels (the message_labels rows are the index for filtering). */
+  labels: string;
+  from_json: string;
+  to_json: string;
+  cc_json: string;
+  subject: string;
+  snippet: string;
+  size: number;
+  date: number | null;
+  internet_message_id: string | null;
+  auth_json: string;
+  attachments_json: string;
+  /** SMTP envelope: {mail_from, rcpt_to, remote_ip, helo}. */
+  envelope_json: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface MessageContentTable {
+  message_id: string;
+  workspace_id: string;
+  text_body: string | null;
+  html_body: string | null;
+  headers_json: string;
+  raw: Buffer;
+}
+
+export interface AttachmentTable {
+  id: string;
+  workspace_id: string;
+  message_id: string;
+  filename: string;
+  content_type: string;
+  size: number;
+  inline: number;
+  content_id: string | null;
+  content: Buffer;
+}
+
+export interface MessageLabelTable {
+  message_id: string;
+  workspace_id: string;
+  label: string;
+}
+
+export interface ThreadRefTable {
+  workspace_id: string;
+  mailbox_id: string;
+  message_key: string;
+  thread_id: string;
+}
+
+export interface FolderCountTable {
+  workspace_id: string;
+  mailbox_id: string;
+  folder: string;
+  total: number;
+  unread: number;
+}

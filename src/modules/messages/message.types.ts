@@ -1,0 +1,79 @@
+import type { AddressView } from './mime.js';
+
+/** Contract §4: the folders a message can be in. */
+export const FOLDERS = ['inbox', 'archive', 'sent', 'spam', 'trash'] as const;
+export type Folder = (typeof FOLDERS)[number];
+
+/** Contract §4: labels are 1–64 characters of [a-z0-9_.:-]. */
+export const LABEL_PATTERN = /^[a-z0-9_.:-]{1,64}$/;
+export const MAX_LABELS_PER_MESSAGE = 100;
+
+export interface AuthSummary {
+  spf: string;
+  dkim: string;
+  dmarc: string;
+}
+
+export interface AttachmentView {
+  attachment_id: string;
+  filename: string;
+  content_type: string;
+  size: number;
+  inline: boolean;
+  content_id?: string | null;
+}
+
+/** A message as lists show it (contract §4). */
+export interface MessageListView {
+  message_id: string;
+  mailbox: string;
+  direction: 'inbound' | 'outbound';
+  folder: string;
+  read: boolean;
+  labels: string[];
+  thread_id: string;
+  from: AddressView | null;
+  to: AddressView[];
+  cc: AddressView[];
+  subject: string;
+  date: string | null;
+  snippet: string;
+  size: number;
+  attachments: AttachmentView[];
+  auth: AuthSummary;
+  internet_message_id: string | null;
+  created_at: string;
+}
+
+/** The single-message view adds the bodies and headers. */
+export interface MessageView extends MessageListView {
+  text: string | null;
+  html: string | null;
+  headers: Array<{ name: string; value: string }>;
+}
+
+export interface ThreadView {
+  thread_id: string;
+  mailbox: string;
+  subject: string;
+  labels: string[];
+  message_count: number;
+  unread_count: number;
+  participants: string[];
+  last_message_at: string;
+  snippet: string;
+}
+
+export interface ThreadDetailView extends ThreadView {
+  messages: MessageListView[];
+}
+
+export interface MessageListQuery {
+  mailbox?: string | undefined;
+  folder?: string | undefined;
+  label?: string | undefined;
+  thread_id?: string | undefined;
+  unread?: boolean | undefined;
+  limit: number;
+  offset: number;
+}

@@ -1,0 +1,166 @@
+import PostalMime, { type Address, type Email } from 'postal-mime';
+
+/** An address as the API shows it. */
+export interface AddressView {
+  name: string;
+  address: string;
+}
+
+export interface ParsedAttachment {
+  filename: string;
+  contentType: string;
+  inline: boolean;
+  contentId: string | null;
+  content: Buffer;
+}
+
+/** What the store keeps of a message, whatever state its MIME is in. */
+export interface ParsedMessage {
+  from: AddressView | null;
+  to: AddressView[];
+  cc: AddressView[];
+  replyTo: AddressView[];
+  subject: string;
+  /** Epoch ms from the Date header, when it parses. */
+  date: number | null;
+  messageId: string | null;
+  inReplyTo: string | null;
+  references: string[];
+  text: string | null;
+  html: string | null;
+  headers: Array<{ name: string; value: string }>;
+  attachments: ParsedAttachment[];
+  /** Set when the MIME structure could not be parsed and only headers were salvaged. */
+  parseError: string | null;
+}
+
+/** RFC 5322 §2.1.1: a line is at most 998 characters; longer subjects are cut there. */
+export const MAX_SUBJECT_LENGTH = 998;
+/** Headers kept in the single-message view (the raw source keeps everything). */
+const MAX_HEADERS = 500;
+const MAX_HEADER_VALUE = 8192;
+/** postal-mime refuses a message whose headers pass this; we then salvage what we can. */
+const MAX_HEADERS_SIZE = 4 * 1024 * 1024;
+
+function flatten(addresses: Address[] | Address | undefined): AddressView[] {
+  if (!addresses) return [];
+  const list = Array.isArray(addresses) ? addresses : [addresses];
+  const out: AddressView[] = [];
+  for (const a of list) {
+    if (a.group) for (const m of a.group) out.push({ name: m.name, address: m.address.toLowerCase() });
+    else if (a.address) out.push({ name: a.name, address: a.address.toLowerCase() });
+  }
+  return out;
+}
+
+/** Message-IDs from a header value, without angle brackets, lower-cased (they compare case-insensitively here). */
+export function messageIds(value: string | undefined | null): string[] {
+  if (!value) return [];
+  const bracketed = value.match(/<[^<>\s]+>/g);
+  const ids = bracketed ? bracketed.map((id) => id.slice(1, -1)) : value.split(/\s+/);
+  return ids.map((id) => id.trim().toLowerCase()).filter((id) => id.length > 0 && id.length <= 998);
+}
+
+function parseDate(value: string | undefined): number | null {
+  if (!value) return null;
+  const ms = Date.parse(value);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+const clip = (value: string, max: number) => (value.length > max ? value.slice(0, max) : value);
+
+function fromEmail(email: Email): ParsedMessage {
+  const from = flatten(email.from)[0] ?? null;
+  return {
+    from,
+    to: flatten(email.to),
+    cc: flatten(email.cc),
+    replyTo: flatten(email.replyTo),
+    subject: clip((email.subject ?? '').replace(/[\r\n]+/g, ' ').trim(), MAX_SUBJECT_LENGTH),
+    date: parseDate(email.date),
+    messageId: messageIds(email.messageId)[0] ?? null,
+    inReplyTo: messageIds(email.inReplyTo)[0] ?? null,
+    references: messageIds(email.references),
+    text: email.text ?? null,
+    html: email.html ?? null,
+    headers: email.headers.slice(0, MAX_HEADERS).map((h) => ({ name: h.originalKey, value: clip(h.value, MAX_HEADER_VALUE) })),
+    attachments: email.attachments.map((a) => {
+      const content = typeof a.content === 'string' ? Buffer.from(a.content, 'base64') : Buffer.from(a.content instanceof ArrayBuffer ? new Uint8Array(a.content) : a.content);
+      const contentId = a.contentId ? a.contentId.replace(/^<|>$/g, '') : null;
+      return {
+        filename: a.filename ?? defaultFilename(a.mimeType),
+        contentType: a.mimeType || 'application/octet-stream',
+        inline: a.disposition === 'inline' || a.related === true,
+        contentId,
+        content,
+      };
+    }),
+    parseError: null,
+  };
+}
+
+function defaultFilename(mimeType: string): string {
+  if (mimeType === 'message/rfc822') return 'message.eml';
+  if (mimeType === 'text/calendar') return 'invite.ics';
+  const sub = mimeType.split('/')[1]?.replace(/[^a-z0-9.+-]/gi, '') ?? 'bin';
+  return `attachment.${sub || 'bin'}`;
+}
+
+/** Last resort for mail postal-mime rejects: unfold the header block by hand, keep the rest as text. */
+function salvage(raw: Buffer, error: string): ParsedMessage {
+  const text = raw.toString('latin1');
+  const split = text.search(/\r?\n\r?\n/);
+  const head = split === -1 ? text : text.slice(0, split);
+  const body = split === -1 ? '' : text.slice(split).replace(/^\r?\n\r?\n/, '');
+  const headers: Array<{ name: string; value: string }> = [];
+  for (const line of head.split(/\r?\n(?![ \t])/)) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    headers.push({ name: line.slice(0, colon).trim(), value: clip(line.slice(colon + 1).replace(/\r?\n[ \t]+/g, ' ').trim(), MAX_HEADER_VALUE) });
+    if (headers.length >= MAX_HEADERS) break;
+  }
+  const get = (name: string) => headers.find((h) => h.name.toLowerCase() === name)?.value;
+  const address = (value: string | undefined): AddressView[] =>
+    (value?.match(/[^\s<>,;"]+@[^\s<>,;"]+/g) ?? []).map((a) => ({ name: '', address: a.toLowerCase() }));
+  return {
+    from: address(get('from'))[0] ?? null,
+    to: address(get('to')),
+    cc: address(get('cc')),
+    replyTo: address(get('reply-to')),
+    subject: clip(get('subject') ?? '', MAX_SUBJECT_LENGTH),
+    date: parseDate(get('date')),
+    messageId: messageIds(get('message-id'))[0] ?? null,
+    inReplyTo: messageIds(get('in-reply-to'))[0] ?? null,
+    references: messageIds(get('references')),
+    text: body,
+    html: null,
+    headers,
+    attachments: [],
+    parseError: error,
+  };
+}
+
+/**
+ * Parse an RFC 5322 message. Never throws: mail that defeats the MIME parser is stored with what
+ * could be salvaged, and the raw bytes are always kept beside it.
+ */
+export async function parseMessage(raw: Buffer): Promise<ParsedMessage> {
+  try {
+    const email = await PostalMime.parse(raw, { attachmentEncoding: 'arraybuffer', maxHeadersSize: MAX_HEADERS_SIZE, rfc822Attachments: true });
+    return fromEmail(email);
+  } catch (err) {
+    return salvage(raw, err instanceof Error ? err.message : String(err));
+  }
+}
+
+/** A short plain-text preview: the start of the text body (or of the HTML without tags). */
+export function snippetOf(parsed: Pick<ParsedMessage, 'text' | 'html'>, length = 200): string {
+  const source = parsed.text ?? (parsed.html ? parsed.html.replace(/<style[\s\S]*?<\/style>|<script[\s\S]*?<\/script>/gi, ' ').replace(/<[^>]+>/g, ' ').replace(/&nbsp;/g, ' ') : '');
+  const flat = source
+    .split(/\r?\n/)
+    .filter((line) => !line.startsWith('>'))
+    .join(' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return flat.length > length ? `${flat.slice(0, length - 1)}…` : flat;
+}

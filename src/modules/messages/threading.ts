@@ -1,0 +1,23 @@
+/** Contract §4: subject threading joins a thread only within this window. */
+export const SUBJECT_THREAD_WINDOW_MS = 30 * 86_400_000;
+
+// Reply/forward prefixes in the languages mail clients commonly add, with optional counters
+// ("Re[2]:", "RE: RE:") and list tags ("[team] Re: …").
+const PREFIX = /^\s*(?:\[[^\]]{1,40}\]\s*)?(?:re|fw|fwd|aw|wg|sv|vs|antw|ref|rif|tr|odp|r|enc|res)\s*(?:\[\d+\]|\(\d+\))?\s*[:：]\s*/i;
+
+/** The subject with reply/forward prefixes removed, white space folded, lower-cased: threads compare by this. */
+export function normalizeSubject(subject: string): string {
+  let current = subject;
+  for (let i = 0; i < 20; i += 1) {
+    const next = current.replace(PREFIX, '');
+    if (next === current) break;
+    current = next;
+  }
+  return current.replace(/\s+/g, ' ').trim().toLowerCase();
+}
+
+/** Whether two participant lists share an address. */
+export function shareParticipant(a: readonly string[], b: readonly string[]): boolean {
+  const set = new Set(a);
+  return b.some((x) => set.has(x));
+}

@@ -1,0 +1,85 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import type { ListService } from '../../../modules/lists/list.service.js';
+import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
+import { Limit, Offset, errors } from '../schemas.js';
+
+const ListParams = Type.Object(
+  { direction: Type.String({ minLength: 1, maxLength: 16 }), list_type: Type.String({ minLength: 1, maxLength: 16 }) },
+  { additionalProperties: false },
+);
+// The entry is the rest of the path: CIDRs such as 2001:db8::/32 contain slashes.
+const EntryParams = Type.Object(
+  { direction: Type.String({ minLength: 1, maxLength: 16 }), list_type: Type.String({ minLength: 1, maxLength: 16 }), '*': Type.String({ minLength: 1, maxLength: 320 }) },
+  { additionalProperties: false },
+);
+const PageQuery = Type.Object({ limit: Type.Optional(Limit), offset: Type.Optional(Offset) }, { additionalProperties: false });
+const NoQuery = Type.Object({}, { additionalProperties: false });
+const EntryInput = Type.Object(
+  { entry: Type.String({ minLength: 1, maxLength: 320 }), reason: Type.Optional(Type.String({ maxLength: 500 })) },
+  { additionalProperties: false },
+);
+
+/** Allow/block lists on the session surface: /lists/{direction}/{list_type}[/{entry:path}]. */
+export function listRoutes({ lists, tenant }: { lists: ListService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsync {
+  const tags = ['lists'];
+  const security = [{ session: [] }];
+  return async (app) => {
+    app.get(
+      '/lists/:direction/:list_type',
+      {
+        schema: {
+          summary: 'Entries of one list, newest first',
+          tags,
+          security,
+          params: ListParams,
+          querystring: PageQuery,
+          response: { 200: Type.Object({ entries: Type.Array(Type.Ref('ListEntry')), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }), ...errors(400, 401, 403, 429) },
+        },
+      },
+      async (request) => {
+        const { direction, list_type } = request.params as Static<typeof ListParams>;
+        const q = request.query as Static<typeof PageQuery>;
+        return lists.list(tenant(request), direction, list_type, { limit: q.limit ?? 50, offset: q.offset ?? 0 });
+      },
+    );
+
+    app.post(
+      '/lists/:direction/:list_type',
+      {
+        schema: {
+          summary: 'Add an address, a domain, or (inbound) an IP or CIDR',
+          tags,
+          security,
+          params: ListParams,
+          querystring: NoQuery,
+          body: EntryInput,
+          response: { 201: Type.Ref('ListEntry'), ...errors(400, 401, 403, 409, 413, 415, 429) },
+        },
+      },
+      async (request, reply) => {
+        const { direction, list_type } = request.params as Static<typeof ListParams>;
+        return reply.code(201).send(await lists.add(tenant(request), direction, list_type, request.body as Static<typeof EntryInput>));
+      },
+    );
+
+    app.get(
+      '/lists/:direction/:list_type/*',
+      { schema: { summary: 'One entry', tags, security, params: EntryParams, querystring: NoQuery, response: { 200: Type.Ref('ListEntry'), ...errors(400, 401, 403, 404, 429) } } },
+      async (request) => {
+        const p = request.params as Static<typeof EntryParams>;
+        return lists.get(tenant(request), p.direction, p.list_type, p['*']);
+      },
+    );
+
+    app.delete(
+      '/lists/:direction/:list_type/*',
+      { schema: { summary: 'Remove an entry', tags, security, params: EntryParams, querystring: NoQuery, response: { 200: Type.Object({ ok: Type.Literal(true), entry: Type.String() }), ...errors(400, 401, 403, 404, 429) } } },
+      async (request) => {
+        const p = request.params as Static<typeof EntryParams>;
+        await lists.remove(tenant(request), p.direction, p.list_type, p['*']);
+        return { ok: true as const, entry: p['*'] };
+      },
+    );
+  };
+}

@@ -1,0 +1,192 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { invalid } from '../../../lib/errors.js';
+import type { MessageService } from '../../../modules/messages/message.service.js';
+import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
+import { optionalBody } from '../plugins/validation.js';
+import { AttachmentList, Email, Label, LabelChange, LabelsResponse, Limit, MessagePage, Offset, ResourceId, errors } from '../schemas.js';
+import { sendDownload } from './download.js';
+
+const MessageParams = Type.Object({ message_id: ResourceId }, { additionalProperties: false });
+const AttachmentParams = Type.Object({ message_id: ResourceId, attachment_id: ResourceId }, { additionalProperties: false });
+const ThreadParams = Type.Object({ thread_id: ResourceId }, { additionalProperties: false });
+const NoQuery = Type.Object({}, { additionalProperties: false });
+const GetQuery = Type.Object({ mark_read: Type.Optional(Type.Boolean({ default: false })) }, { additionalProperties: false });
+const ReadInput = Type.Object({ read: Type.Optional(Type.Boolean({ description: 'default true' })) }, { additionalProperties: false });
+const MoveInput = Type.Object({ folder: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })) }, { additionalProperties: false });
+const InboxQuery = Type.Object(
+  {
+    mailbox: Type.Optional(Email),
+    folder: Type.Optional(Type.String({ minLength: 1, maxLength: 32, default: 'inbox' })),
+    limit: Type.Optional(Limit),
+    offset: Type.Optional(Offset),
+  },
+  { additionalProperties: false },
+);
+const MessagesQuery = Type.Object(
+  {
+    mailbox: Type.Optional(Email),
+    folder: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
+    label: Type.Optional(Label),
+    thread_id: Type.Optional(ResourceId),
+    unread: Type.Optional(Type.Boolean()),
+    limit: Type.Optional(Limit),
+    offset: Type.Optional(Offset),
+  },
+  { additionalProperties: false },
+);
+const ThreadsQuery = Type.Object(
+  { mailbox: Type.Optional(Email), label: Type.Optional(Label), limit: Type.Optional(Limit), offset: Type.Optional(Offset) },
+  { additionalProperties: false },
+);
+const ActionResponse = Type.Object({ ok: Type.Literal(true), message_id: Type.String(), read: Type.Optional(Type.Boolean()), folder: Type.Optional(Type.String()) });
+const StatsResponse = Type.Object({
+  mailboxes: Type.Integer(),
+  messages: Type.Integer(),
+  unread: Type.Integer(),
+  threads: Type.Integer(),
+  folders: Type.Record(Type.String(), Type.Object({ total: Type.Integer(), unread: Type.Integer() })),
+});
+
+type Params = Static<typeof MessageParams>;
+
+export interface MessageRouteOptions {
+  messages: MessageService;
+  tenant: (request: FastifyRequest) => TenantContext;
+  surface: 'api-key' | 'session';
+}
+
+/** Merge query parameters and an optional JSON body (the body wins), as the contract allows on POST. */
+function input<T extends object>(request: FastifyRequest): T {
+  return { ...(request.query as T), ...((request.body as T | null | undefined) ?? {}) };
+}
+
+/**
+ * Message, thread and stats routes. Both surfaces get the same operations; the API-key surface lists
+ * with `GET /inbox` (folder defaults to inbox), the session surface with `GET /messages` and filters.
+ */
+export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsync {
+  const { messages, tenant, surface } = options;
+  const security = surface === 'api-key' ? [{ apiKey: [] }] : [{ session: [] }];
+  const tags = [surface === 'api-key' ? 'messages (API key)' : 'messages (session)'];
+  const common = errors(400, 401, 403, 404, 429);
+
+  return async (app) => {
+    if (surface === 'api-key') {
+      app.get(
+        '/inbox',
+        { schema: { summary: 'A page of one folder (default inbox), newest first', tags, security, querystring: InboxQuery, response: { 200: MessagePage, ...common } } },
+        async (request) => {
+          const q = request.query as Static<typeof InboxQuery>;
+          return messages.list(tenant(request), { mailbox: q.mailbox, folder: q.folder ?? 'inbox', limit: q.limit ?? 50, offset: q.offset ?? 0 });
+        },
+      );
+    } else {
+      app.get(
+        '/messages',
+        { schema: { summary: 'Messages of the workspace, filtered, newest first', tags, security, querystring: MessagesQuery, response: { 200: MessagePage, ...common } } },
+        async (request) => {
+          const q = request.query as Static<typeof MessagesQuery>;
+          return messages.list(tenant(request), { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 });
+        },
+      );
+    }
+
+    app.get(
+      '/messages/:message_id',
+      { schema: { summary: 'One message with text, html and headers', tags, security, params: MessageParams, querystring: GetQuery, response: { 200: Type.Ref('Message'), ...common } } },
+      async (request) =>
+        messages.get(tenant(request), (request.params as Params).message_id, { markRead: (request.query as Static<typeof GetQuery>).mark_read === true }),
+    );
+
+    app.post(
+      '/messages/:message_id/read',
+      { schema: { summary: 'Set the read flag (read defaults to true)', tags, security, params: MessageParams, querystring: ReadInput, body: optionalBody(ReadInput), response: { 200: ActionResponse, ...common } } },
+      async (request) => messages.setRead(tenant(request), (request.params as Params).message_id, input<Static<typeof ReadInput>>(request).read ?? true),
+    );
+
+    app.post(
+      '/messages/:message_id/move',
+      { schema: { summary: 'Move to a folder: inbox, archive, sent, spam, trash', tags, security, params: MessageParams, querystring: MoveInput, body: optionalBody(MoveInput), response: { 200: ActionResponse, ...common } } },
+      async (request) => {
+        const { folder } = input<Static<typeof MoveInput>>(request);
+        if (folder === undefined) throw invalid('invalid_request', 'folder is required (query parameter or JSON body)');
+        return messages.move(tenant(request), (request.params as Params).message_id, folder);
+      },
+    );
+
+    for (const [action, folder] of [['spam', 'spam'], ['not-spam', 'inbox']] as const) {
+      app.post(
+        `/messages/:message_id/${action}`,
+        { schema: { summary: `Move to ${folder}`, tags, security, params: MessageParams, querystring: NoQuery, response: { 200: ActionResponse, ...common } } },
+        async (request) => messages.move(tenant(request), (request.params as Params).message_id, folder),
+      );
+    }
+
+    app.delete(
+      '/messages/:message_id',
+      { schema: { summary: 'Delete a message for good', tags, security, params: MessageParams, querystring: NoQuery, response: { 200: ActionResponse, ...common } } },
+      async (request) => messages.remove(tenant(request), (request.params as Params).message_id),
+    );
+
+    app.post(
+      '/messages/:message_id/labels',
+      { schema: { summary: 'Add and remove labels', tags, security, params: MessageParams, querystring: NoQuery, body: LabelChange, response: { 200: LabelsResponse, ...errors(400, 401, 403, 404, 413, 415, 429) } } },
+      async (request) => messages.setLabels(tenant(request), (request.params as Params).message_id, request.body as Static<typeof LabelChange>),
+    );
+
+    app.get(
+      '/messages/:message_id/thread',
+      { schema: { summary: "The message's thread, messages oldest first", tags, security, params: MessageParams, querystring: NoQuery, response: { 200: Type.Ref('ThreadDetail'), ...common } } },
+      async (request) => messages.threadOf(tenant(request), (request.params as Params).message_id),
+    );
+
+    app.get(
+      '/messages/:message_id/attachments',
+      { schema: { summary: "The message's attachments", tags, security, params: MessageParams, querystring: NoQuery, response: { 200: AttachmentList, ...common } } },
+      async (request) => messages.attachments(tenant(request), (request.params as Params).message_id),
+    );
+
+    app.get(
+      '/messages/:message_id/attachments/:attachment_id',
+      { schema: { summary: 'Download an attachment', tags, security, params: AttachmentParams, querystring: NoQuery, response: common } },
+      async (request, reply) => {
+        const { message_id, attachment_id } = request.params as Static<typeof AttachmentParams>;
+        return sendDownload(reply, await messages.attachment(tenant(request), message_id, attachment_id));
+      },
+    );
+
+    app.get(
+      '/messages/:message_id/raw',
+      { schema: { summary: 'Download the RFC 5322 source (message/rfc822)', tags, security, params: MessageParams, querystring: NoQuery, response: common } },
+      async (request, reply) => sendDownload(reply, await messages.raw(tenant(request), (request.params as Params).message_id)),
+    );
+
+    app.get(
+      '/stats',
+      { schema: { summary: 'Counts of mailboxes, messages, unread and threads, per folder', tags, security, querystring: NoQuery, response: { 200: StatsResponse, ...common } } },
+      async (request) => messages.stats(tenant(request)),
+    );
+
+    app.get(
+      '/threads',
+      { schema: { summary: 'Threads, most recent first', tags, security, querystring: ThreadsQuery, response: { 200: Type.Object({ threads: Type.Array(Type.Ref('Thread')), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }), ...common } } },
+      async (request) => {
+        const q = request.query as Static<typeof ThreadsQuery>;
+        return messages.listThreads(tenant(request), { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 });
+      },
+    );
+
+    app.get(
+      '/threads/:thread_id',
+      { schema: { summary: 'A thread with its messages, oldest first', tags, security, params: ThreadParams, querystring: NoQuery, response: { 200: Type.Ref('ThreadDetail'), ...common } } },
+      async (request) => messages.getThread(tenant(request), (request.params as Static<typeof ThreadParams>).thread_id),
+    );
+
+    app.post(
+      '/threads/:thread_id/labels',
+      { schema: { summary: 'Add and remove labels on every message of a thread', tags, security, params: ThreadParams, querystring: NoQuery, body: LabelChange, response: { 200: LabelsResponse, ...errors(400, 401, 403, 404, 413, 415, 429) } } },
+      async (request) => messages.setThreadLabels(tenant(request), (request.params as Static<typeof ThreadParams>).thread_id, request.body as Static<typeof LabelChange>),
+    );
+  };
+}
