@@ -15,7 +15,9 @@ export interface InboundSmtpOptions {
   /** Largest message accepted (advertised with SIZE, enforced with 552). */
   maxSize: number;
   /** PEM key and certificate for STARTTLS; without them STARTTLS is not offered. */
-  tls?: { key: Buffer; cert: Buffer } | undefined;
+  tls?: { key: Buffer | string; cert: Buffer | string } | undefined;
+  /** How long close() lets open sessions finish before answering them 421 (default 5 s). */
+  closeTimeoutMs?: number;
 }
 
 export interface InboundSmtpServer {
@@ -50,7 +52,7 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
     disabledCommands: options.tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
     ...(options.tls ? { key: options.tls.key, cert: options.tls.cert } : {}),
     disableReverseLookup: true,
-    closeTimeout: CLOSE_TIMEOUT_MS,
+    closeTimeout: options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS,
     logger: false,
 
     onMailFrom(_address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
