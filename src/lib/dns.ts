@@ -13,5 +13,5 @@ export const DNS_TIMEOUT_MS = 3000;
 export function createDnsResolver(servers: readonly string[], timeoutMs = DNS_TIMEOUT_MS): DnsResolve {
   const resolver = new Resolver({ timeout: timeoutMs, tries: 2 });
   if (servers.length > 0) resolver.setServers([...servers]);
-  return (name, rrtype) => resolver.resolve(name, rrtype as 'TXT') as Promise<unknown>;
+  return (name, rrtype) => resolver.resolve(name, rrtype as 'TXT');
 }

@@ -28,7 +28,6 @@ export async function startMailHarness(env: Record<string, string> = {}): Promis
   });
   const smtpPort = await smtp.listen('127.0.0.1', 0);
   const transportOptions: SMTPTransport.Options = { host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true, name: 'client.test' };
-  const close = harness.close;
   return {
     ...harness,
     dns,
@@ -38,7 +37,7 @@ export async function startMailHarness(env: Record<string, string> = {}): Promis
     sendRaw: (raw, envelope) => nodemailer.createTransport(transportOptions).sendMail({ envelope, raw }),
     async close() {
       await smtp.close();
-      await close();
+      await harness.close();
       await dns.close();
     },
   };

@@ -88,7 +88,8 @@ export function createInboundService({ db, events, store, lists, authenticator, 
       const envelopeJson = { mail_from: envelope.mailFrom, remote_ip: envelope.remoteIp, helo: envelope.helo };
       return db.transaction().execute(async (trx) => {
         const ids: string[] = [];
-        for (const recipient of recipients) {
+        // One lock order for every transaction (PostgreSQL row locks on threads and folder counters).
+        for (const recipient of [...recipients].sort((a, b) => a.mailboxId.localeCompare(b.mailboxId))) {
           const row = await store.store(trx, {
             workspaceId: recipient.workspaceId,
             mailboxId: recipient.mailboxId,

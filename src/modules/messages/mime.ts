@@ -1,4 +1,4 @@
-import PostalMime, { type Address, type Email } from 'postal-mime';
+import PostalMime, { addressParser, decodeWords, type Address, type Email } from 'postal-mime';
 
 /** An address as the API shows it. */
 export interface AddressView {
@@ -42,13 +42,29 @@ const MAX_HEADER_VALUE = 8192;
 /** postal-mime refuses a message whose headers pass this; we then salvage what we can. */
 const MAX_HEADERS_SIZE = 4 * 1024 * 1024;
 
+/**
+ * Node ≥ 20.18.3 decodes windows-1252 — which the iso-8859-1 and us-ascii labels also mean (WHATWG) — as
+ * Latin-1, so bytes 0x80–0x9F come out as C1 controls instead of € … ™ “ ” (nodejs/node#60888). C1
+ * controls have no use in mail text, so on such a runtime they are mapped to what windows-1252 means.
+ */
+const C1_AS_LATIN1 = new TextDecoder('windows-1252').decode(Uint8Array.of(0x80)) !== '\u20ac';
+const WINDOWS_1252_C1 =
+  '\u20ac\u0081\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u008d\u017d\u008f' +
+  '\u0090\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u009d\u017e\u0178';
+
+/** Decoded text fit to store: windows-1252 repaired (above), and NUL made U+FFFD — PostgreSQL text refuses NUL, and with it the whole message. */
+function storable(value: string): string {
+  const repaired = C1_AS_LATIN1 ? value.replace(/[\u0080-\u009f]/g, (c) => WINDOWS_1252_C1[c.charCodeAt(0) - 0x80] ?? c) : value;
+  return repaired.replaceAll('\0', '\ufffd');
+}
+
 function flatten(addresses: Address[] | Address | undefined): AddressView[] {
   if (!addresses) return [];
   const list = Array.isArray(addresses) ? addresses : [addresses];
   const out: AddressView[] = [];
   for (const a of list) {
-    if (a.group) for (const m of a.group) out.push({ name: m.name, address: m.address.toLowerCase() });
-    else if (a.address) out.push({ name: a.name, address: a.address.toLowerCase() });
+    if (a.group) for (const m of a.group) out.push({ name: storable(m.name), address: m.address.toLowerCase() });
+    else if (a.address) out.push({ name: storable(a.name), address: a.address.toLowerCase() });
   }
   return out;
 }
@@ -58,7 +74,7 @@ export function messageIds(value: string | undefined | null): string[] {
   if (!value) return [];
   const bracketed = value.match(/<[^<>\s]+>/g);
   const ids = bracketed ? bracketed.map((id) => id.slice(1, -1)) : value.split(/\s+/);
-  return ids.map((id) => id.trim().toLowerCase()).filter((id) => id.length > 0 && id.length <= 998);
+  return ids.map((id) => storable(id.trim().toLowerCase())).filter((id) => id.length > 0 && id.length <= 998);
 }
 
 function parseDate(value: string | undefined): number | null {
@@ -76,20 +92,20 @@ function fromEmail(email: Email): ParsedMessage {
     to: flatten(email.to),
     cc: flatten(email.cc),
     replyTo: flatten(email.replyTo),
-    subject: clip((email.subject ?? '').replace(/[\r\n]+/g, ' ').trim(), MAX_SUBJECT_LENGTH),
+    subject: clip(storable((email.subject ?? '').replace(/[\r\n]+/g, ' ').trim()), MAX_SUBJECT_LENGTH),
     date: parseDate(email.date),
     messageId: messageIds(email.messageId)[0] ?? null,
     inReplyTo: messageIds(email.inReplyTo)[0] ?? null,
     references: messageIds(email.references),
-    text: email.text ?? null,
-    html: email.html ?? null,
+    text: email.text === undefined ? null : storable(email.text),
+    html: email.html === undefined ? null : storable(email.html),
     headers: email.headers.slice(0, MAX_HEADERS).map((h) => ({ name: h.originalKey, value: clip(h.value, MAX_HEADER_VALUE) })),
     attachments: email.attachments.map((a) => {
       const content = typeof a.content === 'string' ? Buffer.from(a.content, 'base64') : Buffer.from(a.content instanceof ArrayBuffer ? new Uint8Array(a.content) : a.content);
-      const contentId = a.contentId ? a.contentId.replace(/^<|>$/g, '') : null;
+      const contentId = a.contentId ? storable(a.contentId.replace(/^<|>$/g, '')) : null;
       return {
-        filename: a.filename ?? defaultFilename(a.mimeType),
-        contentType: a.mimeType || 'application/octet-stream',
+        filename: a.filename ? storable(a.filename) : defaultFilename(a.mimeType),
+        contentType: storable(a.mimeType || 'application/octet-stream'),
         inline: a.disposition === 'inline' || a.related === true,
         contentId,
         content,
@@ -106,6 +122,14 @@ function defaultFilename(mimeType: string): string {
   return `attachment.${sub || 'bin'}`;
 }
 
+/** Everything after the header block as UTF-8 text with LF line ends, or null when it is blank. */
+function bodyText(raw: Buffer): string | null {
+  const text = new TextDecoder().decode(raw);
+  const split = text.search(/\r?\n\r?\n/);
+  const body = split === -1 ? '' : text.slice(split).replace(/^\r?\n\r?\n/, '').replace(/\r\n/g, '\n');
+  return body.trim() === '' ? null : storable(body);
+}
+
 /** Last resort for mail postal-mime rejects: unfold the header block by hand, keep the rest as text. */
 function salvage(raw: Buffer, error: string): ParsedMessage {
   const text = raw.toString('latin1');
@@ -120,19 +144,18 @@ function salvage(raw: Buffer, error: string): ParsedMessage {
     if (headers.length >= MAX_HEADERS) break;
   }
   const get = (name: string) => headers.find((h) => h.name.toLowerCase() === name)?.value;
-  const address = (value: string | undefined): AddressView[] =>
-    (value?.match(/[^\s<>,;"]+@[^\s<>,;"]+/g) ?? []).map((a) => ({ name: '', address: a.toLowerCase() }));
+  const address = (value: string | undefined): AddressView[] => flatten(value ? addressParser(value) : undefined);
   return {
     from: address(get('from'))[0] ?? null,
     to: address(get('to')),
     cc: address(get('cc')),
     replyTo: address(get('reply-to')),
-    subject: clip(get('subject') ?? '', MAX_SUBJECT_LENGTH),
+    subject: clip(storable(decodeWords(get('subject') ?? '')), MAX_SUBJECT_LENGTH),
     date: parseDate(get('date')),
     messageId: messageIds(get('message-id'))[0] ?? null,
     inReplyTo: messageIds(get('in-reply-to'))[0] ?? null,
     references: messageIds(get('references')),
-    text: body,
+    text: storable(body),
     html: null,
     headers,
     attachments: [],
@@ -147,7 +170,11 @@ function salvage(raw: Buffer, error: string): ParsedMessage {
 export async function parseMessage(raw: Buffer): Promise<ParsedMessage> {
   try {
     const email = await PostalMime.parse(raw, { attachmentEncoding: 'arraybuffer', maxHeadersSize: MAX_HEADERS_SIZE, rfc822Attachments: true });
-    return fromEmail(email);
+    const parsed = fromEmail(email);
+    // A multipart whose boundary never appears is all preamble (RFC 2046 §5.1.1), which the parser
+    // drops: rather than show an empty message, keep such a body as text.
+    if (parsed.text === null && parsed.html === null && parsed.attachments.length === 0) parsed.text = bodyText(raw);
+    return parsed;
   } catch (err) {
     return salvage(raw, err instanceof Error ? err.message : String(err));
   }
