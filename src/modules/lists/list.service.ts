@@ -92,7 +92,8 @@ export interface ListService {
   list(tenant: TenantContext, direction: string, listType: string, page: { limit: number; offset: number }): Promise<{ entries: ListEntryView[]; total: number; limit: number; offset: number }>;
   add(tenant: TenantContext, direction: string, listType: string, input: { entry: string; reason?: string | undefined }): Promise<ListEntryView>;
   get(tenant: TenantContext, direction: string, listType: string, entry: string): Promise<ListEntryView>;
-  remove(tenant: TenantContext, direction: string, listType: string, entry: string): Promise<void>;
+  /** Remove an entry; returns it as stored (normalised). */
+  remove(tenant: TenantContext, direction: string, listType: string, entry: string): Promise<ListEntryView>;
   /**
    * Judge a peer against a workspace's lists: an allow match wins over a block match; a block match
    * refuses; a non-empty allow list refuses everything it does not match.
@@ -146,6 +147,7 @@ export function createListService({ db, clock }: { db: Db; clock: Clock }): List
     async remove(tenant, direction, listType, entry) {
       const row = await findOrThrow(tenant, direction, listType, entry);
       await repo.delete(db, tenant.workspaceId, row.id);
+      return toView(row);
     },
 
     async evaluate(conn, workspaceId, direction, subject) {

@@ -24,7 +24,16 @@ export interface MessageAuthenticator {
 const NO_AUTH: AuthSummary = { spf: 'none', dkim: 'none', dmarc: 'none' };
 
 interface Status {
-  status?: { result?: string };
+  status?: { result?: string; comment?: string | false };
+}
+
+/**
+ * A DKIM row's result. A body hash mismatch is a PERMFAIL (RFC 6376 §6.1.3), i.e. a failed
+ * verification, which RFC 8601 §2.7.1 reports as `fail`; mailauth, like Gmail, calls it `neutral`.
+ */
+function dkimResult(row: Status): string | undefined {
+  const result = row.status?.result;
+  return result === 'neutral' && row.status?.comment === 'body hash did not verify' ? 'fail' : result;
 }
 
 /** SPF, DKIM and DMARC with `mailauth`, its DNS through the service's resolver. */
@@ -42,8 +51,8 @@ export function createMailauthAuthenticator({ resolve, hostname }: { resolve: Dn
           disableArc: true,
           disableBimi: true,
         })) as { spf?: Status | false; dkim?: { results?: Status[] }; dmarc?: Status | false; headers?: string };
-        const dkimResults = result.dkim?.results ?? [];
-        const dkim = dkimResults.find((r) => r.status?.result === 'pass')?.status?.result ?? dkimResults[0]?.status?.result ?? 'none';
+        const dkimResults = (result.dkim?.results ?? []).map(dkimResult);
+        const dkim = dkimResults.find((r) => r === 'pass') ?? dkimResults[0] ?? 'none';
         return {
           summary: {
             spf: (result.spf && result.spf.status?.result) || 'none',

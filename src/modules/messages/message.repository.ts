@@ -193,7 +193,7 @@ export const messageRepository = {
         .offset(offset)
         .execute(),
       query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-    ]).then(([rows, count]) => ({ rows: rows as ThreadRow[], total: Number(count.n) }));
+    ]).then(([rows, count]) => ({ rows, total: Number(count.n) }));
   },
 
   listMessages: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<MessageRow[]> =>

@@ -77,8 +77,8 @@ export function listRoutes({ lists, tenant }: { lists: ListService; tenant: (req
       { schema: { summary: 'Remove an entry', tags, security, params: EntryParams, querystring: NoQuery, response: { 200: Type.Object({ ok: Type.Literal(true), entry: Type.String() }), ...errors(400, 401, 403, 404, 429) } } },
       async (request) => {
         const p = request.params as Static<typeof EntryParams>;
-        await lists.remove(tenant(request), p.direction, p.list_type, p['*']);
-        return { ok: true as const, entry: p['*'] };
+        const removed = await lists.remove(tenant(request), p.direction, p.list_type, p['*']);
+        return { ok: true as const, entry: removed.entry };
       },
     );
   };
