@@ -141,6 +141,14 @@ describe(`SPF, DKIM and DMARC of inbound mail through real DNS (${TEST_DIALECT})
     expect(stats.json<{ folders: Record<string, { total: number; unread: number }> }>().folders.spam).toEqual({ total: 1, unread: 1 });
   });
 
+  it('a DMARC failure under p=none is reported but the mail stays in the inbox', async () => {
+    h.dns.set('monitor-only.test', { TXT: ['v=spf1 -all'] });
+    h.dns.set('_dmarc.monitor-only.test', { TXT: ['v=DMARC1; p=none'] });
+    const m = await deliver({ from: 'eve@monitor-only.test', subject: 'monitoring only' });
+    expect(m.auth).toEqual({ spf: 'fail', dkim: 'none', dmarc: 'fail' });
+    expect(m.folder).toBe('inbox');
+  });
+
   it('DMARC passes on an aligned DKIM signature even when SPF fails, and such mail stays in the inbox', async () => {
     h.dns.set('aligned.test', { TXT: ['v=spf1 -all'] });
     h.dns.set('_dmarc.aligned.test', { TXT: ['v=DMARC1; p=reject'] });

@@ -14,6 +14,8 @@ export interface AuthOutcome {
   summary: AuthSummary;
   /** `Authentication-Results` (and `Received-SPF`) header lines to put in front of the stored message. */
   headerLines: string;
+  /** DMARC failed and the sender's domain asks for quarantine or reject: file it as spam. */
+  quarantine: boolean;
 }
 
 /** Checks SPF, DKIM and DMARC of an incoming message. */
@@ -50,7 +52,7 @@ export function createMailauthAuthenticator({ resolve, hostname }: { resolve: Dn
           resolver: resolve as (name: string, rrtype: string) => Promise<string[] | string[][]>,
           disableArc: true,
           disableBimi: true,
-        })) as { spf?: Status | false; dkim?: { results?: Status[] }; dmarc?: Status | false; headers?: string };
+        })) as { spf?: Status | false; dkim?: { results?: Status[] }; dmarc?: (Status & { policy?: string }) | false; headers?: string };
         const dkimResults = (result.dkim?.results ?? []).map(dkimResult);
         const dkim = dkimResults.find((r) => r === 'pass') ?? dkimResults[0] ?? 'none';
         return {
@@ -60,10 +62,11 @@ export function createMailauthAuthenticator({ resolve, hostname }: { resolve: Dn
             dmarc: (result.dmarc && result.dmarc.status?.result) || 'none',
           },
           headerLines: result.headers ?? '',
+          quarantine: result.dmarc !== false && result.dmarc?.status?.result === 'fail' && (result.dmarc.policy === 'reject' || result.dmarc.policy === 'quarantine'),
         };
       } catch {
         // Authentication is advice, never a reason to lose mail: record a temporary error.
-        return { summary: { spf: 'temperror', dkim: 'temperror', dmarc: 'temperror' }, headerLines: '' };
+        return { summary: { spf: 'temperror', dkim: 'temperror', dmarc: 'temperror' }, headerLines: '', quarantine: false };
       }
     },
   };

@@ -83,8 +83,8 @@ export function createInboundService({ db, events, store, lists, authenticator, 
           .map((line) => ({ name: line.slice(0, line.indexOf(':')), value: line.slice(line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim() }));
         parsed.headers.unshift(...added);
       }
-      // DMARC failure is the clearest spam signal we have: such mail goes to the spam folder.
-      const folder: Folder = auth.summary.dmarc === 'fail' ? 'spam' : 'inbox';
+      // A DMARC failure under a reject or quarantine policy is the clearest spam signal we have (RFC 7489 §6.3).
+      const folder: Folder = auth.quarantine ? 'spam' : 'inbox';
       const envelopeJson = { mail_from: envelope.mailFrom, remote_ip: envelope.remoteIp, helo: envelope.helo };
       return db.transaction().execute(async (trx) => {
         const ids: string[] = [];

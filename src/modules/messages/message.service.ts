@@ -102,13 +102,14 @@ export function createMessageService({ db, clock, dialect }: { db: Db; clock: Cl
       .executeTakeFirst();
     if (result.numUpdatedRows === 0n) return false;
     const delta = read ? -1 : 1;
-    await repo.bumpFolder(trx, tenant.workspaceId, row.mailbox_id, row.folder, 0, delta);
+    // Lock order everywhere: thread, then folder counters (in folder-name order).
     await trx
       .updateTable('threads')
       .set({ unread_count: sql<number>`unread_count + ${delta}` })
       .where('workspace_id', '=', tenant.workspaceId)
       .where('id', '=', row.thread_id)
       .execute();
+    await repo.bumpFolder(trx, tenant.workspaceId, row.mailbox_id, row.folder, 0, delta);
     return true;
   }
 
@@ -189,8 +190,12 @@ export function createMessageService({ db, clock, dialect }: { db: Db; clock: Cl
           .executeTakeFirst();
         if (result.numUpdatedRows === 0n) return; // moved by someone else meanwhile
         const unread = row.read === 1 ? 0 : 1;
-        await repo.bumpFolder(trx, tenant.workspaceId, row.mailbox_id, row.folder, -1, -unread);
-        await repo.bumpFolder(trx, tenant.workspaceId, row.mailbox_id, folder, 1, unread);
+        const changes: Array<[string, number]> = [
+          [row.folder, -1],
+          [folder, 1],
+        ];
+        changes.sort(([a], [b]) => a.localeCompare(b));
+        for (const [name, sign] of changes) await repo.bumpFolder(trx, tenant.workspaceId, row.mailbox_id, name, sign, sign * unread);
       });
       return { ok: true, message_id: messageId, folder };
     },

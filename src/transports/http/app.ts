@@ -44,6 +44,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
+    // Path parameters carry addresses (254) and list entries (320): above Fastify's default of 100.
+    maxParamLength: 512,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : newId('evt').replace('evt_', 'req_');

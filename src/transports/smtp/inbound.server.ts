@@ -46,7 +46,7 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
 
   const server = new SMTPServer({
     name: options.hostname,
-    banner: 'Mailroom ESMTP',
+    banner: 'Mailroom',
     size: maxSize,
     authOptional: true,
     disabledCommands: options.tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
