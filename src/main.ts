@@ -9,6 +9,8 @@ import type { Logger } from './lib/logger.js';
 import { readFileSync } from 'node:fs';
 import { createDnsResolver } from './lib/dns.js';
 import { createLogger } from './lib/logger.js';
+import { createPublicKey } from 'node:crypto';
+import { createDomainService, type DomainService } from './modules/domains/domain.service.js';
 import { createEventsService, type EventsService } from './modules/events/events.service.js';
 import { createListService, type ListService } from './modules/lists/list.service.js';
 import { createMailauthAuthenticator, type MessageAuthenticator } from './modules/messages/authentication.js';
@@ -16,7 +18,7 @@ import { createInboundService, type InboundService } from './modules/messages/in
 import { createMessageStore } from './modules/messages/message-store.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
 import { createInboundSmtpServer } from './transports/smtp/inbound.server.js';
-import { createMailboxService, hostedDomainPolicy, type MailboxService } from './modules/mailboxes/mailbox.service.js';
+import { createMailboxService, type MailboxService } from './modules/mailboxes/mailbox.service.js';
 import { createMaintenance, type Maintenance } from './modules/tenancy/maintenance.js';
 import { createTenancyModule, type TenancyModule } from './modules/tenancy/tenancy.module.js';
 import { buildApp } from './transports/http/app.js';
@@ -35,6 +37,7 @@ export interface Services {
   lists: ListService;
   messages: MessageService;
   inbound: InboundService;
+  domains: DomainService;
 }
 
 /** Composition root: open the database, apply migrations, wire the feature modules. */
@@ -55,19 +58,29 @@ export async function createServices(
   const events = createEventsService({ clock });
   const lists = createListService({ db, clock });
   const store = createMessageStore({ clock, dialect });
-  const authenticator =
-    options.authenticator ?? createMailauthAuthenticator({ resolve: createDnsResolver(config.dnsServers), hostname: config.smtpHostname });
+  const resolve = createDnsResolver(config.dnsServers);
+  const authenticator = options.authenticator ?? createMailauthAuthenticator({ resolve, hostname: config.smtpHostname });
+  const domains = createDomainService({ db, clock, events, resolve, hostedDomains: config.hostedDomains, hostedKey: operatorDkimKey(config) });
   return {
     database,
     clock,
     tenancy: createTenancyModule({ db, clock }),
     events,
     queue: createQueue({ db, dialect, clock, leaseMs: config.leaseMs }),
-    mailboxes: createMailboxService({ db, clock, domains: hostedDomainPolicy(config.hostedDomains) }),
+    mailboxes: createMailboxService({ db, clock, domains }),
+    domains,
     lists,
     messages: createMessageService({ db, clock, dialect }),
     inbound: createInboundService({ db, events, store, lists, authenticator, logger }),
   };
+}
+
+/** The operator's DKIM key for hosted domains (MAILROOM_DKIM_KEY), with its public half for the DNS record. */
+function operatorDkimKey(config: Readonly<Config>): { selector: string; privateKey: string; publicKey: string } | undefined {
+  if (!config.dkimKeyFile) return undefined;
+  const privateKey = readFileSync(config.dkimKeyFile, 'utf8');
+  const publicKey = createPublicKey(privateKey).export({ type: 'spki', format: 'der' }).toString('base64');
+  return { selector: config.dkimSelector, privateKey, publicKey };
 }
 
 export function createHttpApp(config: Readonly<Config>, services: Services, logger: Logger): Promise<FastifyInstance> {
@@ -78,6 +91,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     mailboxes: services.mailboxes,
     messages: services.messages,
     lists: services.lists,
+    domains: services.domains,
     rateLimitPerMinute: config.rateLimitPerMinute,
   });
 }

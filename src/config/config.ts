@@ -24,6 +24,9 @@ export interface Config {
   smtpRelay: string | null;
   mxPort: number;
   dnsServers: readonly string[];
+  /** PEM private key the service signs hosted-domain mail with; generated and stored at first start when unset. */
+  dkimKeyFile: string | null;
+  dkimSelector: string;
   webhookAllowCidrs: readonly string[];
   webhookBackoffBaseMs: number;
   webhookTimeoutMs: number;
@@ -155,6 +158,11 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     smtpRelay: read<string | null>({ name: 'SMTP_RELAY', fallback: null, parse: parseSmtpRelay, expect: 'smtp://[user:pass@]host:port' }),
     mxPort: port('MX_PORT', 25),
     dnsServers: read<string[]>({ name: 'DNS_SERVERS', fallback: [], parse: parseHostPorts, expect: 'a comma list of ip[:port]' }),
+    dkimKeyFile: read<string | null>({ name: 'DKIM_KEY', fallback: null, parse: readableFile, expect: 'the path of a PEM RSA private key' }),
+    dkimSelector: read({ name: 'DKIM_SELECTOR', fallback: 'mailroom', parse: (v) => {
+      if (!/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i.test(v)) throw new Error('not a DNS label');
+      return v.toLowerCase();
+    }, expect: 'a DNS label' }),
     webhookAllowCidrs: read<string[]>({ name: 'WEBHOOK_ALLOW_CIDRS', fallback: [], parse: parseCidrs, expect: 'a comma list of CIDRs' }),
     webhookBackoffBaseMs: ms('WEBHOOK_BACKOFF_BASE_MS', 5000),
     webhookTimeoutMs: ms('WEBHOOK_TIMEOUT_MS', 10_000),

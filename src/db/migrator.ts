@@ -4,6 +4,7 @@ import * as m20261121000100 from './migrations/20261121000100_tenancy.js';
 import * as m20261121000200 from './migrations/20261121000200_mailboxes.js';
 import * as m20261121000300 from './migrations/20261121000300_jobs_and_events.js';
 import * as m20261121000400 from './migrations/20261121000400_messages.js';
+import * as m20261121000500 from './migrations/20261121000500_sending.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -15,6 +16,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261121000200_mailboxes': m20261121000200,
   '20261121000300_jobs_and_events': m20261121000300,
   '20261121000400_messages': m20261121000400,
+  '20261121000500_sending': m20261121000500,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

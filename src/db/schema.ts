@@ -1,5 +1,7 @@
 import type { JobTable } from '../jobs/job.table.js';
 import type { EventTable } from '../modules/events/event.table.js';
+import type { SendingDomainTable, ServiceKeyTable } from '../modules/domains/domain.table.js';
+import type { DraftTable, OutboundTable } from '../modules/sending/sending.table.js';
 import type { ListEntryTable } from '../modules/lists/list.table.js';
 import type { MailboxTable } from '../modules/mailboxes/mailbox.table.js';
 import type {
@@ -39,4 +41,8 @@ export interface Database {
   thread_refs: ThreadRefTable;
   list_entries: ListEntryTable;
   folder_counts: FolderCountTable;
+  sending_domains: SendingDomainTable;
+  service_keys: ServiceKeyTable;
+  outbound: OutboundTable;
+  drafts: DraftTable;
 }

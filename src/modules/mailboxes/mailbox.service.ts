@@ -29,12 +29,6 @@ export function toMailboxView(row: MailboxRow): MailboxView {
   };
 }
 
-/** The operator's hosted domains (MAILROOM_HOSTED_DOMAINS): open to every workspace. */
-export function hostedDomainPolicy(hostedDomains: readonly string[]): DomainPolicy {
-  const hosted = new Set(hostedDomains.map((d) => d.toLowerCase()));
-  return { isAllowedDomain: async (_workspaceId, domain) => hosted.has(domain) };
-}
-
 export function createMailboxService({ db, clock, domains }: { db: Db; clock: Clock; domains: DomainPolicy }): MailboxService {
   async function find(tenant: TenantContext, addressInput: string): Promise<MailboxRow> {
     const address = normalizeEmail(addressInput);

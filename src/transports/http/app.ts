@@ -4,6 +4,7 @@ import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from '../../lib/logger.js';
 import { newId } from '../../lib/ids.js';
+import type { DomainService } from '../../modules/domains/domain.service.js';
 import type { ListService } from '../../modules/lists/list.service.js';
 import type { MailboxService } from '../../modules/mailboxes/mailbox.service.js';
 import type { MessageService } from '../../modules/messages/message.service.js';
@@ -12,6 +13,7 @@ import { apiKeyAuth, credentialOf, sessionAuth, sessionOf, tenantOf } from './pl
 import { registerErrorHandling } from './plugins/errors.js';
 import { createValidatorCompiler } from './plugins/validation.js';
 import { healthRoutes, type HealthCheck } from './routes/health.routes.js';
+import { domainRoutes } from './routes/domains.routes.js';
 import { listRoutes } from './routes/lists.routes.js';
 import { mailboxRoutes } from './routes/mailboxes.routes.js';
 import { messageRoutes } from './routes/messages.routes.js';
@@ -29,6 +31,7 @@ export interface AppDeps {
   mailboxes: MailboxService;
   messages: MessageService;
   lists: ListService;
+  domains: DomainService;
   /** Requests per minute per credential (0 = no limit). */
   rateLimitPerMinute: number;
 }
@@ -124,6 +127,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant, surface: 'session', withItemRoutes: false }));
         await authed.register(messageRoutes({ messages: deps.messages, tenant, surface: 'session' }));
         await authed.register(listRoutes({ lists: deps.lists, tenant }));
+        await authed.register(domainRoutes({ domains: deps.domains, tenant }));
       });
     },
     { prefix: '/app/api' },

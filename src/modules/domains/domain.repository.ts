@@ -1,0 +1,33 @@
+import type { Db } from '../../db/database.js';
+import type { SendingDomainTable, ServiceKeyTable } from './domain.table.js';
+
+/** Sending-domain queries; every one filters by workspace. */
+export const domainRepository = {
+  insert: (db: Db, row: SendingDomainTable) => db.insertInto('sending_domains').values(row).execute(),
+  list: (db: Db, workspaceId: string) =>
+    db.selectFrom('sending_domains').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at', 'desc').orderBy('id', 'desc').execute(),
+  find: (db: Db, workspaceId: string, id: string) =>
+    db.selectFrom('sending_domains').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
+  findVerifiedByName: (db: Db, workspaceId: string, domain: string) =>
+    db
+      .selectFrom('sending_domains')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .where('domain', '=', domain)
+      .where('status', '=', 'verified')
+      .executeTakeFirst(),
+  /** pending → verified; false when it already was (so the event is emitted once). */
+  markVerified: async (db: Db, workspaceId: string, id: string, at: number) =>
+    (
+      await db
+        .updateTable('sending_domains')
+        .set({ status: 'verified', verified_at: at })
+        .where('workspace_id', '=', workspaceId)
+        .where('id', '=', id)
+        .where('status', '=', 'pending')
+        .executeTakeFirst()
+    ).numUpdatedRows > 0n,
+  findServiceKey: (db: Db, name: string) => db.selectFrom('service_keys').selectAll().where('name', '=', name).executeTakeFirst(),
+  insertServiceKey: (db: Db, row: ServiceKeyTable) =>
+    db.insertInto('service_keys').values(row).onConflict((oc) => oc.column('name').doNothing()).execute(),
+} as const;

@@ -1,0 +1,187 @@
+import { randomBytes } from 'node:crypto';
+import type { Db } from '../../db/database.js';
+import { isUniqueViolation } from '../../db/dialect.js';
+import type { Clock } from '../../lib/clock.js';
+import { iso } from '../../lib/clock.js';
+import type { DnsResolve } from '../../lib/dns.js';
+import { conflict, forbidden, invalid, notFound } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { hashToken } from '../../lib/secrets.js';
+import type { EventsService } from '../events/events.service.js';
+import type { DomainPolicy } from '../mailboxes/mailbox.types.js';
+import { isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
+import { dkimRecord, generateDkimKeyPair } from './dkim-keys.js';
+import type { SendingDomainTable } from './domain.table.js';
+import { domainRepository as repo } from './domain.repository.js';
+
+export const VERIFICATION_PREFIX = 'mailroom-verification=';
+const DOMAIN = /^(?=.{4,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/;
+/** The key name of the service's own DKIM key (hosted domains). */
+export const HOSTED_KEY_NAME = 'hosted-dkim';
+
+export interface SendingDomainView {
+  domain_id: string;
+  domain: string;
+  status: 'pending' | 'verified';
+  dkim: { selector: string; record_name: string; record_type: 'TXT'; record_value: string };
+  created_at: string;
+  verified_at: string | null;
+}
+
+export interface CreatedDomainView extends SendingDomainView {
+  verification: { record_name: string; record_type: 'TXT'; record_value: string };
+}
+
+/** What outbound mail of a domain is signed with. */
+export interface SigningKey {
+  domain: string;
+  selector: string;
+  privateKey: string;
+}
+
+export interface DomainService extends DomainPolicy {
+  create(tenant: TenantContext, input: { domain: string }): Promise<CreatedDomainView>;
+  list(tenant: TenantContext): Promise<{ sending_domains: SendingDomainView[] }>;
+  get(tenant: TenantContext, domainId: string): Promise<SendingDomainView>;
+  /** Look the verification TXT record up; verified (and `domain.verified` emitted once) when it matches. */
+  verify(tenant: TenantContext, domainId: string): Promise<SendingDomainView>;
+  /** The DKIM key for mail from this domain: the domain's own when verified, the service key for hosted domains. */
+  signingKey(workspaceId: string, domain: string): Promise<SigningKey | null>;
+  /** The service's DKIM key for hosted domains, created and stored at first use when the operator gave none. */
+  hostedKey(): Promise<{ selector: string; privateKey: string; publicKey: string }>;
+}
+
+function toView(row: SendingDomainTable): SendingDomainView {
+  return {
+    domain_id: row.id,
+    domain: row.domain,
+    status: row.status,
+    dkim: { selector: row.dkim_selector, ...dkimRecord(row.dkim_selector, row.domain, row.dkim_public_key) },
+    created_at: iso(row.created_at),
+    verified_at: iso(row.verified_at),
+  };
+}
+
+function requireAdmin(tenant: TenantContext): void {
+  if (!isAdmin(tenant.role)) throw forbidden('forbidden_role', 'sending domains need the owner or admin role');
+}
+
+/** TXT answers come as arrays of character-strings; a record is their concatenation (RFC 7208 §3.3). */
+function txtValues(answer: unknown): string[] {
+  if (!Array.isArray(answer)) return [];
+  return answer.map((record: unknown) => (Array.isArray(record) ? record.join('') : String(record)));
+}
+
+export interface DomainDeps {
+  db: Db;
+  clock: Clock;
+  events: EventsService;
+  resolve: DnsResolve;
+  hostedDomains: readonly string[];
+  /** An operator-configured key for hosted domains (PEM) and its selector. */
+  hostedKey?: { selector: string; privateKey: string; publicKey: string } | undefined;
+}
+
+export function createDomainService({ db, clock, events, resolve, hostedDomains, hostedKey }: DomainDeps): DomainService {
+  const hosted = new Set(hostedDomains);
+  let cachedHostedKey = hostedKey;
+
+  async function find(tenant: TenantContext, domainId: string): Promise<SendingDomainTable> {
+    const row = await repo.find(db, tenant.workspaceId, domainId);
+    if (!row) throw notFound('domain_not_found', `no sending domain ${domainId}`);
+    return row;
+  }
+
+  const service: DomainService = {
+    async isAllowedDomain(workspaceId, domain) {
+      return hosted.has(domain) || (await repo.findVerifiedByName(db, workspaceId, domain)) !== undefined;
+    },
+
+    async create(tenant, input) {
+      requireAdmin(tenant);
+      const domain = input.domain.trim().toLowerCase().replace(/\.$/, '');
+      if (!DOMAIN.test(domain)) throw invalid('invalid_domain', `'${input.domain}' is not a domain name`);
+      if (hosted.has(domain)) throw invalid('invalid_domain', `${domain} is a hosted domain of this service; it needs no verification`);
+      const token = randomBytes(24).toString('base64url');
+      const keys = await generateDkimKeyPair();
+      const now = clock.now();
+      const selector = `mr${new Date(now).toISOString().slice(0, 7).replace('-', '')}`;
+      const row: SendingDomainTable = {
+        id: newId('dom'),
+        workspace_id: tenant.workspaceId,
+        domain,
+        status: 'pending',
+        verification_hash: hashToken(token),
+        dkim_selector: selector,
+        dkim_private_key: keys.privateKey,
+        dkim_public_key: keys.publicKey,
+        created_at: now,
+        verified_at: null,
+      };
+      try {
+        await repo.insert(db, row);
+      } catch (err) {
+        if (isUniqueViolation(err)) throw conflict('domain_exists', `${domain} is already a sending domain of this workspace`);
+        throw err;
+      }
+      return {
+        ...toView(row),
+        verification: { record_name: `_mailroom-verification.${domain}`, record_type: 'TXT', record_value: `${VERIFICATION_PREFIX}${token}` },
+      };
+    },
+
+    async list(tenant) {
+      requireAdmin(tenant);
+      return { sending_domains: (await repo.list(db, tenant.workspaceId)).map(toView) };
+    },
+
+    async get(tenant, domainId) {
+      requireAdmin(tenant);
+      return toView(await find(tenant, domainId));
+    },
+
+    async verify(tenant, domainId) {
+      requireAdmin(tenant);
+      const row = await find(tenant, domainId);
+      if (row.status === 'verified') return toView(row);
+      let values: string[] = [];
+      try {
+        values = txtValues(await resolve(`_mailroom-verification.${row.domain}`, 'TXT'));
+      } catch {
+        values = []; // NXDOMAIN, no TXT, time-out: simply not verified yet
+      }
+      const matches = values.some((v) => v.startsWith(VERIFICATION_PREFIX) && hashToken(v.slice(VERIFICATION_PREFIX.length).trim()) === row.verification_hash);
+      if (!matches) return toView(row);
+      const now = clock.now();
+      await db.transaction().execute(async (trx) => {
+        if (await repo.markVerified(trx, tenant.workspaceId, row.id, now)) {
+          await events.emit(trx, { workspaceId: tenant.workspaceId, type: 'domain.verified', data: { ...toView({ ...row, status: 'verified', verified_at: now }) } });
+        }
+      });
+      return toView(await find(tenant, domainId));
+    },
+
+    async signingKey(workspaceId, domain) {
+      const own = await repo.findVerifiedByName(db, workspaceId, domain);
+      if (own) return { domain, selector: own.dkim_selector, privateKey: own.dkim_private_key };
+      if (!hosted.has(domain)) return null;
+      const key = await service.hostedKey();
+      return { domain, selector: key.selector, privateKey: key.privateKey };
+    },
+
+    async hostedKey() {
+      if (cachedHostedKey) return cachedHostedKey;
+      let row = await repo.findServiceKey(db, HOSTED_KEY_NAME);
+      if (!row) {
+        const keys = await generateDkimKeyPair();
+        // Two processes starting at once may both generate; the first insert wins and both read it back.
+        await repo.insertServiceKey(db, { name: HOSTED_KEY_NAME, selector: 'mailroom', private_key: keys.privateKey, public_key: keys.publicKey, created_at: clock.now() });
+        row = await repo.findServiceKey(db, HOSTED_KEY_NAME);
+        if (!row) throw new Error('could not store the hosted DKIM key');
+      }
+      cachedHostedKey = { selector: row.selector, privateKey: row.private_key, publicKey: row.public_key };
+      return cachedHostedKey;
+    },
+  };
+  return service;
+}

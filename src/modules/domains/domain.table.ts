@@ -1,0 +1,25 @@
+export type DomainStatus = 'pending' | 'verified';
+
+export interface SendingDomainTable {
+  id: string;
+  workspace_id: string;
+  domain: string;
+  status: DomainStatus;
+  /** SHA-256 of the verification token; the token itself is shown once, at creation. */
+  verification_hash: string;
+  dkim_selector: string;
+  /** PKCS#8 PEM. */
+  dkim_private_key: string;
+  /** Base64 SPKI DER, as published in the `p=` tag. */
+  dkim_public_key: string;
+  created_at: number;
+  verified_at: number | null;
+}
+
+export interface ServiceKeyTable {
+  name: string;
+  selector: string;
+  private_key: string;
+  public_key: string;
+  created_at: number;
+}

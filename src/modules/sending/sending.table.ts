@@ -1,0 +1,34 @@
+export type DeliveryStatus = 'queued' | 'processing' | 'accepted' | 'failed' | 'unknown';
+export type RecipientStatus = 'pending' | 'accepted' | 'failed' | 'unknown';
+
+export interface OutboundTable {
+  message_id: string;
+  workspace_id: string;
+  status: DeliveryStatus;
+  /** The VERP return path bounces come back to. */
+  mail_from: string;
+  /** JSON: [{address, status, response, mx}] */
+  recipients_json: string;
+  /** JSON: [{at, mx, recipients, response, outcome}] */
+  attempts_json: string;
+  last_error: string | null;
+  smtp_response: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DraftTable {
+  id: string;
+  workspace_id: string;
+  mailbox_id: string;
+  to_json: string;
+  cc_json: string;
+  bcc_json: string;
+  subject: string;
+  body: string;
+  html: string | null;
+  /** The message_id (ours) this draft replies to. */
+  in_reply_to: string | null;
+  created_at: number;
+  updated_at: number;
+}

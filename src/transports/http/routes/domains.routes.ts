@@ -1,0 +1,57 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import type { DomainService } from '../../../modules/domains/domain.service.js';
+import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
+import { ResourceId, errors } from '../schemas.js';
+
+const DomainParams = Type.Object({ domain_id: ResourceId }, { additionalProperties: false });
+const NoQuery = Type.Object({}, { additionalProperties: false });
+const CreateBody = Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) }, { additionalProperties: false });
+const Record = Type.Object({ record_name: Type.String(), record_type: Type.Literal('TXT'), record_value: Type.String() });
+const domainProperties = {
+  domain_id: Type.String(),
+  domain: Type.String(),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('verified')]),
+  dkim: Type.Object({ selector: Type.String(), record_name: Type.String(), record_type: Type.Literal('TXT'), record_value: Type.String() }),
+  created_at: Type.String(),
+  verified_at: Type.Union([Type.String(), Type.Null()]),
+};
+const DomainSchema = Type.Object(domainProperties);
+const CreatedSchema = Type.Object({ ...domainProperties, verification: Record });
+
+/** Sending domains on the session surface (owner or admin of the active workspace). */
+export function domainRoutes({ domains, tenant }: { domains: DomainService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsync {
+  const tags = ['sending domains'];
+  const security = [{ session: [] }];
+  return async (app) => {
+    app.get(
+      '/sending-domains',
+      { schema: { summary: 'Sending domains of the workspace', tags, security, querystring: NoQuery, response: { 200: Type.Object({ sending_domains: Type.Array(DomainSchema) }), ...errors(401, 403, 429) } } },
+      async (request) => domains.list(tenant(request)),
+    );
+    app.post(
+      '/sending-domains',
+      {
+        schema: {
+          summary: 'Add a sending domain; the verification record is shown only in this answer',
+          tags,
+          security,
+          querystring: NoQuery,
+          body: CreateBody,
+          response: { 201: CreatedSchema, ...errors(400, 401, 403, 409, 413, 415, 429) },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await domains.create(tenant(request), request.body as Static<typeof CreateBody>)),
+    );
+    app.get(
+      '/sending-domains/:domain_id',
+      { schema: { summary: 'One sending domain', tags, security, params: DomainParams, querystring: NoQuery, response: { 200: DomainSchema, ...errors(401, 403, 404, 429) } } },
+      async (request) => domains.get(tenant(request), (request.params as Static<typeof DomainParams>).domain_id),
+    );
+    app.post(
+      '/sending-domains/:domain_id/verify',
+      { schema: { summary: 'Check the verification TXT record now', tags, security, params: DomainParams, querystring: NoQuery, response: { 200: DomainSchema, ...errors(401, 403, 404, 429) } } },
+      async (request) => domains.verify(tenant(request), (request.params as Static<typeof DomainParams>).domain_id),
+    );
+  };
+}
