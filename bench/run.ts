@@ -4,6 +4,7 @@
  *
  * Environment: BENCH_DURATION_S (10), BENCH_WARMUP_S (2), BENCH_CONNECTIONS (50),
  * BENCH_CPU_PROFILE (1: server children write .cpuprofile files to bench/results/profiles/),
+ * BENCH_INBOX_MESSAGES (100000: messages in the inbox suite's mailbox),
  * MAILROOM_BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/postgres), MAILROOM_BENCH_BIN (another
  * build's bin/mailroom.js, to compare two builds).
  * Results: a table on stdout and bench/results/latest.json.
@@ -17,9 +18,11 @@ import { ProcessGroup } from './lib/processes.js';
 import { formatTable, writeReport, type Report } from './lib/report.js';
 import type { BenchSettings, Suite, SuiteResult } from './lib/suite.js';
 import { httpSuite } from './suites/http.suite.js';
+import { inboxSuite } from './suites/inbox.suite.js';
+import { smtpSuite } from './suites/smtp.suite.js';
 
 /** Every suite, in the order a bare `npm run bench` runs them. Add new suites here. */
-const SUITES: readonly Suite[] = [httpSuite];
+const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite];
 
 const RESULTS_FILE = join(ROOT, 'bench', 'results', 'latest.json');
 const PROFILE_DIR = join(ROOT, 'bench', 'results', 'profiles');
@@ -63,7 +66,8 @@ function usage(): string {
     'environment: BENCH_DURATION_S (10), BENCH_WARMUP_S (2), BENCH_CONNECTIONS (50), BENCH_CPU_PROFILE (1: --cpu-prof',
     '             every server child into bench/results/profiles/),',
     '             MAILROOM_BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/postgres; loopback only),',
-    '             MAILROOM_BENCH_BIN (another build\'s bin/mailroom.js, e.g. in a git worktree; not rebuilt)',
+    '             MAILROOM_BENCH_BIN (another build\'s bin/mailroom.js, e.g. in a git worktree; not rebuilt),',
+    '             BENCH_INBOX_MESSAGES (100000: messages in the inbox suite\'s mailbox)',
   ].join('\n');
 }
 
@@ -183,9 +187,11 @@ async function main(): Promise<number> {
   console.log(
     [
       '',
-      'throughput: mean of per-second samples. vs baseline: subject ÷ baseline throughput of the same case (higher is better).',
-      'server CPU/req: CPU time the server process spent per request during the run; in brackets its share of one core',
-      '(about 100% = its event loop was the bottleneck). Steadier than req/s when other work shares the machine.',
+      'throughput: req/s = mean of per-second samples; msg/s = messages ÷ wall time of the measured run.',
+      'vs baseline: subject ÷ baseline throughput of the same case (higher is better).',
+      'p50/p99 ms: per request; for smtp-source cases from a latency probe (one message every 100 ms beside the load).',
+      'server CPU/op: CPU time the server process spent per request or message during the run; in brackets its share of',
+      'one core (about 100% = its event loop was the bottleneck). Steadier than req/s when other work shares the machine.',
     ].join('\n'),
   );
   if (!interruptedBy) {

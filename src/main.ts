@@ -3,7 +3,7 @@ import type { Config } from './config/config.js';
 import { createDb, ping, type DbHandle } from './db/database.js';
 import { migrateToLatest } from './db/migrator.js';
 import { createQueue, type Queue } from './jobs/queue.js';
-import { createWorker, type Worker } from './jobs/worker.js';
+import { createWorker, type JobHandler, type Worker } from './jobs/worker.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import type { Logger } from './lib/logger.js';
 import { readFileSync } from 'node:fs';
@@ -17,6 +17,11 @@ import { createMailauthAuthenticator, type MessageAuthenticator } from './module
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
 import { createMessageStore } from './modules/messages/message-store.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
+import { createDeliveryHandler } from './modules/sending/delivery.handler.js';
+import type { RouteResolver, SmtpDeliverer } from './modules/sending/delivery.types.js';
+import { createRouteResolver } from './modules/sending/routes.resolver.js';
+import { createSendingService, type SendingService } from './modules/sending/sending.service.js';
+import { createSmtpDeliverer } from './transports/smtp/outbound.client.js';
 import { createInboundSmtpServer } from './transports/smtp/inbound.server.js';
 import { createMailboxService, type MailboxService } from './modules/mailboxes/mailbox.service.js';
 import { createMaintenance, type Maintenance } from './modules/tenancy/maintenance.js';
@@ -38,12 +43,15 @@ export interface Services {
   messages: MessageService;
   inbound: InboundService;
   domains: DomainService;
+  sending: SendingService;
+  /** Job handlers the worker role runs. */
+  handlers: JobHandler[];
 }
 
 /** Composition root: open the database, apply migrations, wire the feature modules. */
 export async function createServices(
   config: Readonly<Config>,
-  options: { clock?: Clock; migrate?: boolean; logger?: Logger; authenticator?: MessageAuthenticator } = {},
+  options: { clock?: Clock; migrate?: boolean; logger?: Logger; authenticator?: MessageAuthenticator; deliverer?: SmtpDeliverer; routes?: RouteResolver } = {},
 ): Promise<Services> {
   const database = createDb(config.databaseUrl);
   const { db, dialect } = database;
@@ -61,12 +69,27 @@ export async function createServices(
   const resolve = createDnsResolver(config.dnsServers);
   const authenticator = options.authenticator ?? createMailauthAuthenticator({ resolve, hostname: config.smtpHostname });
   const domains = createDomainService({ db, clock, events, resolve, hostedDomains: config.hostedDomains, hostedKey: operatorDkimKey(config) });
+  const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs });
+  const sending = createSendingService({ db, clock, events, store, queue, lists, domains, bounceDomain: config.hostedDomains[0] ?? config.smtpHostname });
+  const delivery = createDeliveryHandler({
+    db,
+    clock,
+    logger,
+    events,
+    domains,
+    routes: options.routes ?? createRouteResolver({ resolve, mxPort: config.mxPort, relay: config.smtpRelay }),
+    deliverer: options.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname }),
+    retryBaseMs: config.deliveryRetryBaseMs,
+    maxAgeMs: config.deliveryMaxAgeMs,
+  });
   return {
     database,
     clock,
     tenancy: createTenancyModule({ db, clock }),
     events,
-    queue: createQueue({ db, dialect, clock, leaseMs: config.leaseMs }),
+    queue,
+    sending,
+    handlers: [delivery],
     mailboxes: createMailboxService({ db, clock, domains }),
     domains,
     lists,
@@ -92,6 +115,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     messages: services.messages,
     lists: services.lists,
     domains: services.domains,
+    sending: services.sending,
     rateLimitPerMinute: config.rateLimitPerMinute,
   });
 }
@@ -116,7 +140,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       logger.warn({ cidrs: config.webhookAllowCidrs }, 'MAILROOM_WEBHOOK_ALLOW_CIDRS exempts these networks from the webhook address rules; use only for development and tests');
     }
     if (roles.includes('worker')) {
-      const worker: Worker = createWorker([], { queue: services.queue, logger, leaseMs: config.leaseMs });
+      const worker: Worker = createWorker(services.handlers, { queue: services.queue, logger, leaseMs: config.leaseMs });
       const maintenance: Maintenance = createMaintenance({ db: services.database.db, clock: services.clock, logger });
       worker.start();
       maintenance.start();

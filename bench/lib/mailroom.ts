@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freeLoopbackPort, type ManagedProcess, type ProcessGroup, waitForHttp } from './processes.js';
+import { freeLoopbackPort, type ManagedProcess, type ProcessGroup, waitForHttp, waitForSmtp } from './processes.js';
 import type { Scope } from './scope.js';
 import { profileFlags, type SuiteContext } from './suite.js';
 
@@ -23,6 +23,8 @@ const READY_TIMEOUT_MS = 30_000;
 
 /** The `mailroom` executable the bench runs (for the report). */
 export const MAILROOM_BIN = BIN;
+/** The compiled service beside that executable (tools that call service code in-process load it from here). */
+export const SERVICE_DIST = join(dirname(BIN), '..', 'dist');
 
 /** The hosted domain the bench creates its mailboxes in. */
 export const BENCH_DOMAIN = 'bench.mailroom.localhost';
@@ -101,18 +103,71 @@ export interface RunningMailroom {
   process: ManagedProcess;
 }
 
-/** `mailroom serve --role …` as a child process on a free loopback port; stopped when `scope` closes. */
-export async function startMailroom(context: SuiteContext, scope: Scope, databaseUrl: string, roles: readonly string[] = ['api']): Promise<RunningMailroom> {
+/**
+ * `mailroom serve --role …` (roles including api) as a child process on a free loopback port;
+ * stopped when `scope` closes. `env` adds MAILROOM_* variables; `profileName` names its CPU profile
+ * directory when BENCH_CPU_PROFILE=1.
+ */
+export async function startMailroom(
+  context: SuiteContext,
+  scope: Scope,
+  databaseUrl: string,
+  roles: readonly string[] = ['api'],
+  options: { env?: Record<string, string>; profileName?: string } = {},
+): Promise<RunningMailroom> {
   const port = await freeLoopbackPort();
   const proc = context.processes.start(`mailroom serve --role ${roles.join(',')}`, {
-    args: [...profileFlags(context.settings, `mailroom-${roles.join('-')}`), BIN, 'serve', ...roles.flatMap((r) => ['--role', r])],
+    args: [...profileFlags(context.settings, options.profileName ?? `mailroom-${roles.join('-')}`), BIN, 'serve', ...roles.flatMap((r) => ['--role', r])],
     cwd: context.workDir,
-    env: mailroomEnv({ MAILROOM_DATABASE_URL: databaseUrl, MAILROOM_HTTP_HOST: '127.0.0.1', MAILROOM_HTTP_PORT: String(port) }),
+    env: mailroomEnv({ MAILROOM_DATABASE_URL: databaseUrl, MAILROOM_HTTP_HOST: '127.0.0.1', MAILROOM_HTTP_PORT: String(port), ...options.env }),
   });
   scope.defer(proc.name, () => proc.stop());
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/health`, proc, READY_TIMEOUT_MS, context.signal);
   return { url, process: proc };
+}
+
+export interface RunningSmtp {
+  /** The inbound SMTP port on 127.0.0.1. */
+  port: number;
+  process: ManagedProcess;
+}
+
+/**
+ * `mailroom serve --role smtp` alone (no HTTP listener) on a free loopback port, ready once it
+ * greets with 220; stopped when `scope` closes. `env` adds MAILROOM_* variables (e.g. the DNS servers).
+ */
+export async function startMailroomSmtp(
+  context: SuiteContext,
+  scope: Scope,
+  databaseUrl: string,
+  options: { env?: Record<string, string>; profileName?: string } = {},
+): Promise<RunningSmtp> {
+  const port = await freeLoopbackPort();
+  const proc = context.processes.start('mailroom serve --role smtp', {
+    args: [...profileFlags(context.settings, options.profileName ?? 'mailroom-smtp'), BIN, 'serve', '--role', 'smtp'],
+    cwd: context.workDir,
+    env: mailroomEnv({ MAILROOM_DATABASE_URL: databaseUrl, MAILROOM_SMTP_HOST: '127.0.0.1', MAILROOM_SMTP_PORT: String(port), ...options.env }),
+  });
+  scope.defer(proc.name, () => proc.stop());
+  await waitForSmtp(port, proc, READY_TIMEOUT_MS, context.signal);
+  return { port, process: proc };
+}
+
+/** An API call with a time limit; the answer's status and text. */
+export async function apiRequest(url: string, init: RequestInit, signal: AbortSignal): Promise<{ status: number; text: string }> {
+  const res = await fetch(url, { ...init, signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) });
+  return { status: res.status, text: await res.text() };
+}
+
+/** POST /mailboxes, as a client would; throws unless it answers 201. */
+export async function createMailbox(url: string, apiKey: string, address: string, description: string, signal: AbortSignal): Promise<void> {
+  const res = await apiRequest(
+    `${url}/mailboxes`,
+    { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ address, description }) },
+    signal,
+  );
+  if (res.status !== 201) throw new Error(`POST /mailboxes ${address} answered ${res.status}: ${res.text}`);
 }
 
 /** Fail loudly when a child serving a measurement died during it (the numbers would be of errors). */

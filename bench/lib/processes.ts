@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 
 /** Lines of a child's stdout+stderr kept for error messages. */
 const OUTPUT_TAIL_LINES = 40;
@@ -195,4 +195,64 @@ export async function waitForHttp(url: string, proc: ManagedProcess, timeoutMs: 
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`${proc.name} was not ready at ${url} within ${timeoutMs} ms (${last})\n${indent(proc.tail())}`);
+}
+
+/**
+ * Wait until the child prints a stdout line matching `pattern`; resolves with the match. Fails early
+ * when the child exits, and after `timeoutMs`.
+ */
+export async function waitForOutput(proc: ManagedProcess, pattern: RegExp, timeoutMs: number, signal: AbortSignal): Promise<RegExpMatchArray> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    signal.throwIfAborted();
+    const match = pattern.exec(proc.stdout());
+    if (match) return match;
+    const status = proc.exitStatus();
+    if (status) throw new Error(`${proc.name} exited before it was ready (${describeExit(status)})\n${indent(proc.tail())}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`${proc.name} did not print ${String(pattern)} within ${timeoutMs} ms\n${indent(proc.tail())}`);
+}
+
+/** One attempt: connect, read the greeting, QUIT. Resolves with the greeting line. */
+function smtpGreeting(port: number, timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    let buffer = '';
+    const timer = setTimeout(() => socket.destroy(new Error('no greeting')), timeoutMs);
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      buffer += chunk;
+      const end = buffer.indexOf('\r\n');
+      if (end === -1) return;
+      clearTimeout(timer);
+      const line = buffer.slice(0, end);
+      socket.end('QUIT\r\n');
+      if (line.startsWith('220 ')) resolve(line);
+      else reject(new Error(`greeting '${line}'`));
+    });
+    socket.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+}
+
+/** Poll 127.0.0.1:`port` until an SMTP server there greets with 220. Fails early when the child exits. */
+export async function waitForSmtp(port: number, proc: ManagedProcess, timeoutMs: number, signal: AbortSignal): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = 'no answer yet';
+  while (Date.now() < deadline) {
+    signal.throwIfAborted();
+    const status = proc.exitStatus();
+    if (status) throw new Error(`${proc.name} exited before it was ready (${describeExit(status)})\n${indent(proc.tail())}`);
+    try {
+      await smtpGreeting(port, 1000);
+      return;
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${proc.name} did not greet on SMTP port ${port} within ${timeoutMs} ms (${last})\n${indent(proc.tail())}`);
 }

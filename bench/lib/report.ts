@@ -6,12 +6,13 @@ import type { BenchSettings, ResultRow, SuiteResult } from './suite.js';
 const int = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
 
 function ms(value: number): string {
+  if (!Number.isFinite(value)) return '-';
   // autocannon records latency in whole milliseconds.
   if (Number.isInteger(value)) return String(value);
   return value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2);
 }
 
-/** Server CPU per request, with its share of one core in brackets (about 100% = saturated). */
+/** Server CPU per request (or message), with its share of one core in brackets (about 100% = saturated). */
 function cpu(m: Measurement | null): string {
   if (!m || m.serverCpuUsPerRequest === null) return '-';
   const util = m.serverCpuUtilization === null ? '' : ` (${(m.serverCpuUtilization * 100).toFixed(0)}%)`;
@@ -33,7 +34,7 @@ function cells(row: ResultRow): string[] {
 
 /** A plain-text table of every row, followed by skipped and failed cases. */
 export function formatTable(results: readonly SuiteResult[]): string {
-  const header = ['suite', 'case', 'target', 'throughput', 'p50 ms', 'p99 ms', 'server CPU/req', 'vs baseline'];
+  const header = ['suite', 'case', 'target', 'throughput', 'p50 ms', 'p99 ms', 'server CPU/op', 'vs baseline'];
   const rows = results.flatMap((r) => r.rows.map(cells));
   const numeric = new Set([3, 4, 5, 6]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
@@ -50,6 +51,15 @@ export function formatTable(results: readonly SuiteResult[]): string {
   for (const r of results) {
     for (const s of r.skipped) out.push(`skipped ${r.suite}/${s.case}: ${s.reason}`);
     for (const f of r.failed) out.push(`FAILED  ${r.suite}/${f.case}: ${f.error.split('\n')[0] ?? ''}`);
+  }
+  const goals = results.flatMap((r) => (r.goals ?? []).map((g) => ({ suite: r.suite, ...g })));
+  if (goals.length > 0) {
+    out.push('', 'goals:');
+    for (const g of goals) {
+      const verdict = g.met === null ? 'not measured' : g.met ? 'met' : 'NOT MET';
+      const measured = g.ratio === null ? '' : ` — measured ${g.ratio.toFixed(3)}×`;
+      out.push(`  ${verdict.padEnd(12)} ${g.suite}/${g.case}: ${g.goal} (≥ ${g.minRatio}× baseline)${measured}`);
+    }
   }
   return out.join('\n');
 }

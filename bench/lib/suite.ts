@@ -62,6 +62,27 @@ export interface SuiteResult {
   failed: Array<{ case: string; error: string }>;
   /** Facts worth keeping beside the numbers (database URLs, body sizes…). */
   info: Record<string, unknown>;
+  /** Targets the suite is held to (a ratio against its baseline), printed beside the table. */
+  goals?: Goal[];
+}
+
+/** "The subject of `case` reaches at least `minRatio` × its baseline." */
+export interface Goal {
+  /** The goal as stated (e.g. in the issue that asked for it). */
+  goal: string;
+  case: string;
+  minRatio: number;
+  /** The measured ratio; null when the case did not run. */
+  ratio: number | null;
+  /** null when the case did not run. */
+  met: boolean | null;
+}
+
+/** Check `minRatio` against the subject row of `caseName` (null ratio when that case has no row). */
+export function goal(result: SuiteResult, text: string, caseName: string, minRatio: number): Goal {
+  const row = result.rows.find((r) => r.case === caseName && r.role === 'subject');
+  const ratio = row?.ratio ?? null;
+  return { goal: text, case: caseName, minRatio, ratio, met: ratio === null ? null : ratio >= minRatio };
 }
 
 export interface Suite {

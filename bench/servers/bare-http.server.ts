@@ -1,10 +1,11 @@
 /**
- * The baseline of the http suite, run as its own process: a bare Fastify app (no logger, no hooks,
- * no auth, no database) whose GET /mailboxes answers the very JSON document the real service gave
- * for the bench workspace. The ratio service ÷ bare is then the cost of everything Mailroom adds.
+ * The baseline of the http and inbox suites, run as its own process: a bare Fastify app (no logger,
+ * no hooks, no auth, no database) whose one GET route answers the very JSON document the real service
+ * gave. The ratio service ÷ bare is then the cost of everything Mailroom adds.
  *
  *   BENCH_BARE_PORT       port on 127.0.0.1
  *   BENCH_BARE_BODY_FILE  JSON file holding the body to answer
+ *   BENCH_BARE_ROUTE      the route's path (default /mailboxes); any query string is accepted
  */
 import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
@@ -16,10 +17,11 @@ if (!Number.isInteger(port) || port <= 0 || !bodyFile) {
   process.exit(2);
 }
 const body = JSON.parse(readFileSync(bodyFile, 'utf8')) as unknown;
+const route = process.env.BENCH_BARE_ROUTE?.trim() || '/mailboxes';
 
 const app = Fastify({ logger: false });
 // Serialized on every request, as the service's handler result is.
-app.get('/mailboxes', async () => body);
+app.get(route, async () => body);
 app.get('/health', async () => ({ ok: true }));
 
 await app.listen({ host: '127.0.0.1', port });

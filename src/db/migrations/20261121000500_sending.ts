@@ -40,6 +40,8 @@ export async function up(db: AnyDb): Promise<void> {
     .addColumn('attempts_json', 'text', (c) => c.notNull())
     .addColumn('last_error', 'text')
     .addColumn('smtp_response', 'text')
+    // Set, durably, before the first byte of DATA goes out; a crash after it makes the outcome unknown.
+    .addColumn('data_started_at', 'bigint')
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .execute();

@@ -9,6 +9,8 @@ import { snippetOf, type ParsedMessage } from './mime.js';
 import { normalizeSubject, shareParticipant, SUBJECT_THREAD_WINDOW_MS } from './threading.js';
 
 export interface StoreInput {
+  /** A message id chosen by the caller (outbound mail names it in its VERP address); new by default. */
+  id?: string;
   workspaceId: string;
   mailboxId: string;
   mailboxAddress: string;
@@ -102,7 +104,7 @@ export function createMessageStore({ clock, dialect }: { clock: Clock; dialect: 
         });
       }
 
-      const messageId = newId('msg');
+      const messageId = input.id ?? newId('msg');
       const attachmentRows: AttachmentTable[] = parsed.attachments.map((a) => ({
         id: newId('att'),
         workspace_id: input.workspaceId,

@@ -13,6 +13,7 @@ export interface OutboundTable {
   attempts_json: string;
   last_error: string | null;
   smtp_response: string | null;
+  data_started_at: number | null;
   created_at: number;
   updated_at: number;
 }

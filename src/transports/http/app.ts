@@ -6,6 +6,7 @@ import type { Logger } from '../../lib/logger.js';
 import { newId } from '../../lib/ids.js';
 import type { DomainService } from '../../modules/domains/domain.service.js';
 import type { ListService } from '../../modules/lists/list.service.js';
+import type { SendingService } from '../../modules/sending/sending.service.js';
 import type { MailboxService } from '../../modules/mailboxes/mailbox.service.js';
 import type { MessageService } from '../../modules/messages/message.service.js';
 import type { AuthService } from '../../modules/tenancy/auth.service.js';
@@ -17,6 +18,7 @@ import { domainRoutes } from './routes/domains.routes.js';
 import { listRoutes } from './routes/lists.routes.js';
 import { mailboxRoutes } from './routes/mailboxes.routes.js';
 import { messageRoutes } from './routes/messages.routes.js';
+import { sendingRoutes } from './routes/sending.routes.js';
 import { loginRoute, sessionRoutes } from './routes/session.routes.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 
@@ -32,6 +34,7 @@ export interface AppDeps {
   messages: MessageService;
   lists: ListService;
   domains: DomainService;
+  sending: SendingService;
   /** Requests per minute per credential (0 = no limit). */
   rateLimitPerMinute: number;
 }
@@ -114,6 +117,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     scope.addHook('preParsing', apiKeyAuth(deps.auth));
     await scope.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant: tenantOf, surface: 'api-key', withItemRoutes: true }));
     await scope.register(messageRoutes({ messages: deps.messages, tenant: tenantOf, surface: 'api-key' }));
+    await scope.register(sendingRoutes({ sending: deps.sending, tenant: tenantOf, surface: 'api-key' }));
   });
 
   // Session surface.
@@ -128,6 +132,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(messageRoutes({ messages: deps.messages, tenant, surface: 'session' }));
         await authed.register(listRoutes({ lists: deps.lists, tenant }));
         await authed.register(domainRoutes({ domains: deps.domains, tenant }));
+        await authed.register(sendingRoutes({ sending: deps.sending, tenant, surface: 'session' }));
       });
     },
     { prefix: '/app/api' },

@@ -1,0 +1,86 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ROOT } from './mailroom.js';
+import { freeLoopbackPort, waitForHttp, waitForOutput, type ManagedProcess } from './processes.js';
+import type { Scope } from './scope.js';
+import { profileFlags, type SuiteContext } from './suite.js';
+
+const BARE_HTTP = join(ROOT, 'bench', 'servers', 'bare-http.server.ts');
+const BARE_SMTP = join(ROOT, 'bench', 'servers', 'bare-smtp.server.ts');
+const DNS_SERVER = join(ROOT, 'bench', 'servers', 'dns.server.ts');
+const READY_TIMEOUT_MS = 30_000;
+
+/** Start the bare Fastify baseline answering GET `route` with `body`; stopped when `scope` closes. */
+export async function startBareHttp(context: SuiteContext, scope: Scope, body: string, route = '/mailboxes'): Promise<{ url: string; process: ManagedProcess }> {
+  const bodyFile = join(context.workDir, `bare-body-${Date.now()}.json`);
+  writeFileSync(bodyFile, body);
+  const port = await freeLoopbackPort();
+  const proc = context.processes.start('bare fastify server', {
+    args: [...profileFlags(context.settings, 'bare-http'), '--import', 'tsx', BARE_HTTP],
+    // cwd is the repository so `--import tsx` resolves from its node_modules.
+    cwd: ROOT,
+    env: { ...process.env, BENCH_BARE_PORT: String(port), BENCH_BARE_BODY_FILE: bodyFile, BENCH_BARE_ROUTE: route },
+  });
+  scope.defer(proc.name, () => proc.stop());
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${url}/health`, proc, READY_TIMEOUT_MS, context.signal);
+  return { url, process: proc };
+}
+
+export interface BareSmtp {
+  port: number;
+  process: ManagedProcess;
+  /** Stop it and return how many messages it answered 250 (it prints the count on SIGTERM). */
+  stopAndCount(): Promise<number>;
+}
+
+/** Start the bare smtp-server sink (bench/servers/bare-smtp.server.ts); stopped when `scope` closes. */
+export async function startBareSmtp(context: SuiteContext, scope: Scope, maxSize: number, profileName = 'bare-smtp'): Promise<BareSmtp> {
+  const port = await freeLoopbackPort();
+  const proc = context.processes.start('bare smtp-server sink', {
+    args: [...profileFlags(context.settings, profileName), '--import', 'tsx', BARE_SMTP],
+    cwd: ROOT,
+    env: { ...process.env, BENCH_BARE_PORT: String(port), BENCH_BARE_MAX_SIZE: String(maxSize) },
+  });
+  scope.defer(proc.name, () => proc.stop());
+  await waitForOutput(proc, /^listening \d+$/m, READY_TIMEOUT_MS, context.signal);
+  return {
+    port,
+    process: proc,
+    async stopAndCount() {
+      await proc.stop();
+      const match = /^accepted (\d+)$/m.exec(proc.stdout());
+      if (!match) throw new Error(`${proc.name} did not report its count (${proc.tail()})`);
+      return Number(match[1]);
+    },
+  };
+}
+
+export interface BenchDns {
+  /** `127.0.0.1:PORT`, for MAILROOM_DNS_SERVERS. */
+  address: string;
+  process: ManagedProcess;
+  /** Stop it and return the queries it answered, by type. */
+  stopAndCount(): Promise<{ total: number; byType: Record<string, number> }>;
+}
+
+/** Start the loopback DNS server (NXDOMAIN for every name); stopped when `scope` closes. */
+export async function startBenchDns(context: SuiteContext, scope: Scope): Promise<BenchDns> {
+  const proc = context.processes.start('dns2 server', {
+    args: ['--import', 'tsx', DNS_SERVER],
+    cwd: ROOT,
+    env: { ...process.env },
+  });
+  scope.defer(proc.name, () => proc.stop());
+  const match = await waitForOutput(proc, /^listening (127\.0\.0\.1:\d+)$/m, READY_TIMEOUT_MS, context.signal);
+  return {
+    address: match[1]!,
+    process: proc,
+    async stopAndCount() {
+      await proc.stop();
+      const line = /^queries (\{.*\})$/m.exec(proc.stdout());
+      if (!line) throw new Error(`${proc.name} did not report its queries (${proc.tail()})`);
+      return JSON.parse(line[1]!) as { total: number; byType: Record<string, number> };
+    },
+  };
+}

@@ -1,0 +1,173 @@
+/**
+ * Summarise V8 .cpuprofile files (as written by BENCH_CPU_PROFILE=1) as text: where the busy time of
+ * the main thread went, by function (self time), by package or source area (self time) and by
+ * function including callees (inclusive time).
+ *
+ *   node --import tsx bench/tools/profile-summary.ts [--top N] [--match TEXT] [--callers TEXT] <file or directory>…
+ *
+ * Directories are searched for .cpuprofile files. --match keeps only files whose path contains TEXT.
+ * --callers adds, for the functions whose name or location contains TEXT, the call paths (up to 4
+ * frames) that time came through.
+ * Times are sampled wall time of the main thread: time blocked in a synchronous native call (a
+ * better-sqlite3 statement, an fsync) counts for the JS function that made it, while waiting on the
+ * event loop counts as (idle) and is left out of the percentages.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+}
+interface ProfileNode {
+  id: number;
+  callFrame: CallFrame;
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  startTime: number;
+  endTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+function profileFiles(paths: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const path of paths) {
+    if (statSync(path).isDirectory()) {
+      for (const entry of readdirSync(path)) out.push(...profileFiles([join(path, entry)]));
+    } else if (path.endsWith('.cpuprofile')) {
+      out.push(path);
+    }
+  }
+  return out.sort();
+}
+
+/** A short, stable location: the part after node_modules/ or after the repository root. */
+function where(url: string): string {
+  if (!url) return '';
+  const path = url.replace(/^file:\/\//, '');
+  const nm = path.lastIndexOf('/node_modules/');
+  if (nm !== -1) return path.slice(nm + '/node_modules/'.length);
+  const cwd = process.cwd();
+  return path.startsWith(cwd) ? relative(cwd, path) : path;
+}
+
+/** The package or area a frame belongs to: a node_modules package, a source directory, Node itself, or V8. */
+function area(frame: CallFrame): string {
+  const { url, functionName } = frame;
+  if (!url) return functionName.startsWith('(') ? functionName : '(native V8/C++)';
+  if (url.startsWith('node:')) return `node:${url.slice(5).split('/')[0]}`;
+  const path = url.replace(/^file:\/\//, '');
+  const nm = path.lastIndexOf('/node_modules/');
+  if (nm !== -1) {
+    const rest = path.slice(nm + '/node_modules/'.length).split('/');
+    return rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]!;
+  }
+  const local = where(url).split('/');
+  return local.length > 2 ? `${local[0]}/${local[1]}/${local[2]}` : local.join('/');
+}
+
+function key(frame: CallFrame): string {
+  const name = frame.functionName || '(anonymous)';
+  return frame.url ? `${name}  ${where(frame.url)}:${frame.lineNumber + 1}` : name;
+}
+
+const SPECIAL = new Set(['(idle)', '(program)', '(garbage collector)', '(root)']);
+
+function summarise(file: string, top: number, callersOf: string | null): string {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+
+  const self = new Map<string, number>();
+  const areas = new Map<string, number>();
+  const inclusive = new Map<string, number>();
+  const paths = new Map<string, number>();
+  let total = 0;
+  let idle = 0;
+  let gc = 0;
+  let program = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    // A sample's weight is the time until the next one (the last sample gets nothing).
+    const weight = (profile.timeDeltas[i + 1] ?? 0) / 1000;
+    const node = byId.get(profile.samples[i]!);
+    if (!node) continue;
+    total += weight;
+    const name = node.callFrame.functionName;
+    if (name === '(idle)') {
+      idle += weight;
+      continue;
+    }
+    if (name === '(garbage collector)') gc += weight;
+    if (name === '(program)') program += weight;
+    self.set(key(node.callFrame), (self.get(key(node.callFrame)) ?? 0) + weight);
+    areas.set(area(node.callFrame), (areas.get(area(node.callFrame)) ?? 0) + weight);
+    if (callersOf !== null) {
+      // The deepest frame that matches, and the frames above it.
+      const stack: string[] = [];
+      for (let id: number | undefined = node.id; id !== undefined; id = parent.get(id)) stack.push(key(byId.get(id)!.callFrame));
+      const at = stack.findIndex((k) => k.includes(callersOf));
+      if (at !== -1) {
+        const path = stack.slice(at, at + 5).join('\n      ← ');
+        paths.set(path, (paths.get(path) ?? 0) + weight);
+      }
+    }
+    const seen = new Set<string>();
+    for (let id: number | undefined = node.id; id !== undefined; id = parent.get(id)) {
+      const frame = byId.get(id)!.callFrame;
+      if (SPECIAL.has(frame.functionName)) continue;
+      const k = key(frame);
+      if (seen.has(k)) continue;
+      seen.add(k);
+      inclusive.set(k, (inclusive.get(k) ?? 0) + weight);
+    }
+  }
+  const busy = total - idle;
+  const pct = (ms: number) => `${((ms / busy) * 100).toFixed(1).padStart(5)}%`;
+  const ms = (value: number) => `${value.toFixed(0).padStart(7)} ms`;
+  const table = (title: string, entries: Map<string, number>, filter: (k: string) => boolean = () => true) => [
+    title,
+    ...[...entries.entries()]
+      .filter(([k]) => filter(k))
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([k, v]) => `  ${ms(v)} ${pct(v)}  ${k}`),
+  ];
+  const own = (k: string) => / (dist|src)\//.test(k);
+  return [
+    `== ${where(file)}`,
+    `sampled ${(total / 1000).toFixed(1)} s: busy ${(busy / 1000).toFixed(1)} s (garbage collector ${(gc / 1000).toFixed(1)} s, program ${(program / 1000).toFixed(1)} s), idle ${(idle / 1000).toFixed(1)} s; % of busy time`,
+    ...table('self time by package / area:', areas),
+    ...table(`self time, top ${top} functions:`, self),
+    ...table(`inclusive time (with callees), top ${top} functions of the service (dist/ or src/):`, inclusive, own),
+    ...table(`inclusive time (with callees), top ${top} functions anywhere:`, inclusive),
+    ...(callersOf === null ? [] : table(`call paths into functions matching '${callersOf}' (inclusive):`, paths)),
+    '',
+  ].join('\n');
+}
+
+const args = process.argv.slice(2);
+let top = 25;
+let match: string | null = null;
+let callers: string | null = null;
+const paths: string[] = [];
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === '--top') top = Number(args[++i]);
+  else if (args[i] === '--match') match = args[++i] ?? null;
+  else if (args[i] === '--callers') callers = args[++i] ?? null;
+  else paths.push(args[i]!);
+}
+if (paths.length === 0 || !Number.isInteger(top) || top < 1) {
+  console.error('usage: node --import tsx bench/tools/profile-summary.ts [--top N] [--match TEXT] [--callers TEXT] <file.cpuprofile | directory>…');
+  process.exit(2);
+}
+const files = profileFiles(paths).filter((f) => match === null || f.includes(match));
+if (files.length === 0) {
+  console.error('no .cpuprofile files found');
+  process.exit(1);
+}
+for (const file of files) console.log(summarise(file, top, callers));

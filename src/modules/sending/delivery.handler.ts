@@ -1,0 +1,206 @@
+import type { Db } from '../../db/database.js';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import { backoffDelay, type BackoffPolicy } from '../../jobs/backoff.js';
+import type { ClaimedJob } from '../../jobs/queue.js';
+import type { JobHandler, JobOutcome } from '../../jobs/worker.js';
+import type { DomainService } from '../domains/domain.service.js';
+import type { EventsService } from '../events/events.service.js';
+import { messageRepository } from '../messages/message.repository.js';
+import { toMessageListView } from '../messages/message.views.js';
+import { signMessage } from './dkim-sign.js';
+import { RouteError, type DeliveryResult, type RouteResolver, type SmtpDeliverer } from './delivery.types.js';
+import { domainOf } from './recipients.js';
+import type { DeliveryStatus, OutboundTable, RecipientStatus } from './sending.table.js';
+import { DELIVERY_QUEUE } from './sending.service.js';
+
+interface RecipientState {
+  address: string;
+  status: RecipientStatus;
+  response: string | null;
+  mx: string | null;
+}
+
+interface Attempt {
+  at: string;
+  mx: string | null;
+  recipients: string[];
+  outcome: DeliveryResult['type'] | 'no_route';
+  response: string;
+}
+
+export interface DeliveryDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  events: EventsService;
+  domains: DomainService;
+  routes: RouteResolver;
+  deliverer: SmtpDeliverer;
+  /** Contract §1: first retry after DELIVERY_RETRY_BASE_MS, doubling, capped at an hour, ±20%. */
+  retryBaseMs: number;
+  /** Contract §1: a message not accepted after this long fails (RFC 5321 §4.5.4.1). */
+  maxAgeMs: number;
+  concurrency?: number;
+}
+
+const HOUR_MS = 3_600_000;
+
+/** The delivery worker's job handler: one job per outbound message, recipients grouped per domain. */
+export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_id: string }> {
+  const { db, clock, logger, events, domains, routes, deliverer } = deps;
+  const backoff: BackoffPolicy = { baseMs: deps.retryBaseMs, factor: 2, capMs: HOUR_MS, jitter: 0.2 };
+
+  async function load(workspaceId: string, messageId: string): Promise<OutboundTable | undefined> {
+    return db.selectFrom('outbound').selectAll().where('workspace_id', '=', workspaceId).where('message_id', '=', messageId).executeTakeFirst();
+  }
+
+  /** Write the new state and the events it causes in one transaction. */
+  async function save(outbound: OutboundTable, recipients: RecipientState[], attempts: Attempt[], status: DeliveryStatus, emit: Array<{ type: 'message.accepted' | 'message.failed'; extra: Record<string, unknown> }>, lastError: string | null, smtpResponse: string | null): Promise<void> {
+    await db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('outbound')
+        .set({
+          status,
+          recipients_json: JSON.stringify(recipients),
+          attempts_json: JSON.stringify(attempts),
+          last_error: lastError,
+          smtp_response: smtpResponse,
+          data_started_at: null,
+          updated_at: clock.now(),
+        })
+        .where('workspace_id', '=', outbound.workspace_id)
+        .where('message_id', '=', outbound.message_id)
+        .execute();
+      if (emit.length > 0) {
+        const row = await messageRepository.findMessage(trx, outbound.workspace_id, outbound.message_id);
+        const view = row ? toMessageListView(row) : { message_id: outbound.message_id };
+        for (const e of emit) await events.emit(trx, { workspaceId: outbound.workspace_id, type: e.type, data: { ...view, status, ...e.extra } });
+      }
+    });
+  }
+
+  function overall(recipients: RecipientState[]): DeliveryStatus {
+    if (recipients.some((r) => r.status === 'pending')) return 'queued';
+    if (recipients.some((r) => r.status === 'unknown')) return 'unknown';
+    if (recipients.some((r) => r.status === 'accepted')) return 'accepted';
+    return 'failed';
+  }
+
+  async function handle(job: ClaimedJob<{ message_id: string }>): Promise<JobOutcome> {
+    const workspaceId = job.workspaceId ?? '';
+    const outbound = await load(workspaceId, job.payload.message_id);
+    if (!outbound || outbound.status === 'accepted' || outbound.status === 'failed' || outbound.status === 'unknown') return { type: 'done' };
+    const recipients = JSON.parse(outbound.recipients_json) as RecipientState[];
+    const attempts = JSON.parse(outbound.attempts_json) as Attempt[];
+    const now = clock.now();
+
+    // A worker died (or its lease ran out) after DATA began: the peer may have the message. Never resend.
+    if (outbound.data_started_at !== null) {
+      for (const r of recipients) if (r.status === 'pending') r.status = 'unknown';
+      attempts.push({ at: new Date(now).toISOString(), mx: null, recipients: [], outcome: 'ambiguous', response: 'delivery interrupted after DATA began' });
+      await save(outbound, recipients, attempts, 'unknown', [], 'delivery interrupted after DATA began; not retried to avoid a duplicate', outbound.smtp_response);
+      return { type: 'done' };
+    }
+
+    const emit: Array<{ type: 'message.accepted' | 'message.failed'; extra: Record<string, unknown> }> = [];
+    if (now - outbound.created_at > deps.maxAgeMs) {
+      for (const r of recipients) {
+        if (r.status !== 'pending') continue;
+        r.status = 'failed';
+        emit.push({ type: 'message.failed', extra: { recipient: r.address, reason: `not delivered within ${Math.round(deps.maxAgeMs / HOUR_MS)} h; last reply: ${r.response ?? 'none'}` } });
+      }
+      await save(outbound, recipients, attempts, overall(recipients), emit, 'gave up: maximum age reached', outbound.smtp_response);
+      return { type: 'done' };
+    }
+
+    await db.updateTable('outbound').set({ status: 'processing', updated_at: now }).where('workspace_id', '=', workspaceId).where('message_id', '=', outbound.message_id).execute();
+    const content = await messageRepository.findContent(db, workspaceId, outbound.message_id, true);
+    const message = await messageRepository.findMessage(db, workspaceId, outbound.message_id);
+    if (!content?.raw || !message) return { type: 'done' };
+    const fromDomain = domainOf(message.mailbox_address);
+    const key = await domains.signingKey(workspaceId, fromDomain);
+    const signed = key ? await signMessage(Buffer.from(content.raw), key) : Buffer.from(content.raw);
+
+    const groups = new Map<string, RecipientState[]>();
+    for (const r of recipients) {
+      if (r.status !== 'pending') continue;
+      const domain = domainOf(r.address);
+      groups.set(domain, [...(groups.get(domain) ?? []), r]);
+    }
+    let lastResponse: string | null = outbound.smtp_response;
+    let lastError: string | null = null;
+
+    for (const [domain, group] of groups) {
+      let candidates;
+      try {
+        candidates = await routes.routes(domain);
+      } catch (err) {
+        const permanent = err instanceof RouteError && err.permanent;
+        const reason = err instanceof Error ? err.message : String(err);
+        attempts.push({ at: new Date(clock.now()).toISOString(), mx: null, recipients: group.map((r) => r.address), outcome: 'no_route', response: reason });
+        lastError = reason;
+        for (const r of group) {
+          r.response = reason;
+          if (permanent) {
+            r.status = 'failed';
+            emit.push({ type: 'message.failed', extra: { recipient: r.address, reason } });
+          }
+        }
+        continue;
+      }
+      let result: DeliveryResult | null = null;
+      for (const route of candidates) {
+        result = await deliverer.deliver({
+          route,
+          mailFrom: outbound.mail_from,
+          recipients: group.map((r) => r.address),
+          message: signed,
+          onDataStart: async () => {
+            await db.updateTable('outbound').set({ data_started_at: clock.now() }).where('workspace_id', '=', workspaceId).where('message_id', '=', outbound.message_id).execute();
+          },
+        });
+        const mx = `${route.host}${route.address && route.address !== route.host ? ` [${route.address}]` : ''}:${route.port}`;
+        attempts.push({ at: new Date(clock.now()).toISOString(), mx, recipients: group.map((r) => r.address), outcome: result.type, response: result.response });
+        for (const r of group) r.mx = mx;
+        // Only a peer that could not have taken the message sends us on to the next host.
+        if (!(result.type === 'deferred' && result.beforeMail)) break;
+      }
+      if (!result) continue;
+      lastResponse = result.response;
+      const refusedBy = new Map(('refused' in result ? result.refused : []).map((x) => [x.recipient.toLowerCase(), x]));
+      for (const r of group) {
+        const refusal = refusedBy.get(r.address);
+        if (result.type === 'sent' && !refusal) {
+          r.status = 'accepted';
+          r.response = result.response;
+        } else if (result.type === 'ambiguous') {
+          r.status = 'unknown';
+          r.response = result.response;
+        } else {
+          const code = refusal?.code ?? (result.type === 'sent' ? 0 : result.code ?? 0);
+          r.response = refusal?.response ?? result.response;
+          if (code >= 500) {
+            r.status = 'failed';
+            emit.push({ type: 'message.failed', extra: { recipient: r.address, reason: r.response } });
+          } else {
+            lastError = r.response;
+          }
+        }
+      }
+      if (result.type === 'sent' && group.some((r) => r.status === 'accepted')) {
+        emit.push({ type: 'message.accepted', extra: { recipients: group.filter((r) => r.status === 'accepted').map((r) => r.address), smtp_response: result.response } });
+      }
+    }
+
+    const status = overall(recipients);
+    await save(outbound, recipients, attempts, status, emit, status === 'failed' ? lastError ?? lastResponse : lastError, lastResponse);
+    if (status === 'queued') {
+      logger.info({ messageId: outbound.message_id, attempt: job.attempt, error: lastError }, 'delivery deferred');
+      return { type: 'retry', error: lastError ?? 'deferred', delayMs: backoffDelay(backoff, job.attempt) };
+    }
+    return { type: 'done' };
+  }
+
+  return { queue: DELIVERY_QUEUE, concurrency: deps.concurrency ?? 8, backoff, handle };
+}

@@ -1,0 +1,243 @@
+import type { Db } from '../../db/database.js';
+import type { Clock } from '../../lib/clock.js';
+import { invalid, notFound, DomainError } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import type { Queue } from '../../jobs/queue.js';
+import type { DomainService } from '../domains/domain.service.js';
+import type { EventsService } from '../events/events.service.js';
+import type { ListService } from '../lists/list.service.js';
+import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
+import { notChecked } from '../messages/authentication.js';
+import type { MessageStore } from '../messages/message-store.js';
+import { MAX_SUBJECT_LENGTH, type ParsedMessage } from '../messages/mime.js';
+import { messageRepository } from '../messages/message.repository.js';
+import type { MessageListView } from '../messages/message.types.js';
+import { toMessageListView } from '../messages/message.views.js';
+import type { DeliveryStatus } from './sending.table.js';
+import type { TenantContext } from '../tenancy/tenancy.types.js';
+import { normalizeEmail } from '../tenancy/validation.js';
+import { composeMessage } from './compose.js';
+import { parseRecipients } from './recipients.js';
+
+export const DELIVERY_QUEUE = 'delivery';
+/** Contract §4 limits of a send. */
+export const MAX_BODY_LENGTH = 512 * 1024;
+export const MAX_NAME_LENGTH = 200;
+
+export interface SendInput {
+  from_mailbox: string;
+  from_name?: string | undefined;
+  reply_to?: string | undefined;
+  to: string | string[];
+  cc?: string | string[] | undefined;
+  bcc?: string | string[] | undefined;
+  subject: string;
+  body: string;
+  html?: string | undefined;
+  /** Internet Message-IDs this message answers (drafts that reply). */
+  inReplyTo?: string | undefined;
+  references?: string[] | undefined;
+}
+
+export interface Queued {
+  message_id: string;
+  status: 'queued';
+}
+
+export interface SentItem extends MessageListView {
+  status: DeliveryStatus;
+  recipients: Array<{ address: string; status: string; response: string | null; mx: string | null }>;
+  attempts: unknown[];
+  last_error: string | null;
+}
+
+export interface SendingService {
+  /** Outbound messages (the `sent` folder) with their delivery status, newest first. */
+  listSent(tenant: TenantContext, query: { mailbox?: string | undefined; limit: number; offset: number }): Promise<{ messages: SentItem[]; total: number; limit: number; offset: number }>;
+  /**
+   * The one way into the outbound pipeline (API, session, drafts, transactional): checks, composes,
+   * stores the `sent` copy, queues delivery and emits `message.sent`, all in the caller's transaction
+   * (or its own).
+   */
+  enqueue(tenant: TenantContext, input: SendInput, trx?: Db): Promise<Queued>;
+}
+
+export interface SendingDeps {
+  db: Db;
+  clock: Clock;
+  events: EventsService;
+  store: MessageStore;
+  queue: Queue;
+  lists: ListService;
+  domains: DomainService;
+  /** Domain of the VERP return path (bounces+<message_id>@<domain>), routed to our SMTP listener. */
+  bounceDomain: string;
+  /** Attempts before a delivery job gives up (its own max-age rule usually decides first). */
+  maxAttempts?: number;
+}
+
+/** `bounces+msg_…@bounce.domain`: bounces and complaints come back to this address and name their message. */
+export function verpAddress(messageId: string, bounceDomain: string): string {
+  return `bounces+${messageId}@${bounceDomain}`;
+}
+
+/** The message id in a VERP address, when it is one of ours. */
+export function parseVerp(address: string, bounceDomain: string): string | null {
+  const match = /^bounces\+(msg_[0-9a-z]{26})@(.+)$/.exec(address.toLowerCase());
+  return match && match[2] === bounceDomain ? match[1]! : null;
+}
+
+export function createSendingService(deps: SendingDeps): SendingService {
+  const { db, clock, events, store, queue, lists, domains, bounceDomain } = deps;
+
+  /** Everything that can refuse a send, read-only: runs before any write so a refusal leaves nothing behind. */
+  async function check(tenant: TenantContext, input: SendInput, conn: Db) {
+    const fromAddress = normalizeEmail(input.from_mailbox);
+    const mailbox = fromAddress ? await mailboxRepository.findByAddress(conn, tenant.workspaceId, fromAddress) : undefined;
+    if (!mailbox) throw notFound('mailbox_not_found', `no mailbox ${input.from_mailbox} in this workspace`);
+    const fromDomain = mailbox.address.slice(mailbox.address.lastIndexOf('@') + 1);
+    if (!(await domains.isAllowedDomain(tenant.workspaceId, fromDomain))) {
+      throw invalid('domain_not_verified', `${fromDomain} is neither a hosted domain nor a verified sending domain`);
+    }
+    const to = parseRecipients(input.to, 'to', { required: true });
+    const cc = parseRecipients(input.cc, 'cc', { required: false });
+    const bcc = parseRecipients(input.bcc, 'bcc', { required: false });
+    const all = [...new Set([...to, ...cc, ...bcc])];
+    if (all.length > 50) throw invalid('too_many_recipients', 'at most 50 recipients in all');
+    const subject = input.subject.replace(/[\r\n]+/g, ' ');
+    if (subject.length > MAX_SUBJECT_LENGTH) throw invalid('invalid_request', `subject must be at most ${MAX_SUBJECT_LENGTH} characters`);
+    if (input.body.length > MAX_BODY_LENGTH || (input.html?.length ?? 0) > MAX_BODY_LENGTH) {
+      throw invalid('invalid_request', `body and html must be at most ${MAX_BODY_LENGTH} characters`);
+    }
+    const replyTo = input.reply_to === undefined ? undefined : normalizeEmail(input.reply_to);
+    if (replyTo === null) throw invalid('invalid_request', `reply_to '${input.reply_to}' is not a valid email address`);
+    const fromName = (input.from_name ?? '').replace(/[\r\n]+/g, ' ').trim();
+    if (fromName.length > MAX_NAME_LENGTH) throw invalid('invalid_request', `from_name must be at most ${MAX_NAME_LENGTH} characters`);
+
+    const refused: Array<{ recipient: string; reason: string }> = [];
+    for (const recipient of all) {
+      const verdict = await lists.evaluate(conn, tenant.workspaceId, 'outbound', { address: recipient });
+      if (verdict.decision === 'refuse') refused.push({ recipient, reason: verdict.reason });
+    }
+    if (refused.length > 0) {
+      const error = new DomainError('unprocessable', 'recipient_blocked', `refused by the outbound lists: ${refused.map((r) => r.recipient).join(', ')}`);
+      // The refusal is recorded even though the request fails: its own transaction, committed (the
+      // checks run before the caller's writes, so no transaction of ours is open here).
+      await db.transaction().execute(async (own) => {
+        for (const r of refused) {
+          await events.emit(own, { workspaceId: tenant.workspaceId, type: 'message.rejected', data: { mailbox: mailbox.address, from: mailbox.address, recipient: r.recipient, reason: r.reason, direction: 'outbound' } });
+        }
+      });
+      throw error;
+    }
+    return { mailbox, fromDomain, to, cc, all, subject, replyTo, fromName };
+  }
+
+  async function write(tenant: TenantContext, input: SendInput, checked: Awaited<ReturnType<typeof check>>, trx: Db): Promise<Queued> {
+    const { mailbox, fromDomain, to, cc, all, subject, replyTo, fromName } = checked;
+    const messageId = newId('msg');
+    const now = clock.now();
+    const internetId = `${messageId}@${fromDomain}`;
+    const raw = await composeMessage({
+      messageId: internetId,
+      from: { name: fromName, address: mailbox.address },
+      to,
+      cc,
+      replyTo,
+      subject,
+      text: input.body,
+      html: input.html,
+      inReplyTo: input.inReplyTo,
+      references: input.references,
+      date: new Date(now),
+    });
+    const parsed: ParsedMessage = {
+      from: { name: fromName, address: mailbox.address },
+      to: to.map((address) => ({ name: '', address })),
+      cc: cc.map((address) => ({ name: '', address })),
+      replyTo: replyTo ? [{ name: '', address: replyTo }] : [],
+      subject,
+      date: now,
+      messageId: internetId.toLowerCase(),
+      inReplyTo: input.inReplyTo ?? null,
+      references: input.references ?? [],
+      text: input.body,
+      html: input.html ?? null,
+      headers: [],
+      attachments: [],
+      parseError: null,
+    };
+    const row = await store.store(trx, {
+      id: messageId,
+      workspaceId: tenant.workspaceId,
+      mailboxId: mailbox.id,
+      mailboxAddress: mailbox.address,
+      direction: 'outbound',
+      folder: 'sent',
+      read: true,
+      raw,
+      parsed,
+      auth: notChecked,
+      envelope: { mail_from: verpAddress(messageId, bounceDomain), rcpt_to: all },
+    });
+    await trx
+      .insertInto('outbound')
+      .values({
+        message_id: messageId,
+        workspace_id: tenant.workspaceId,
+        status: 'queued',
+        mail_from: verpAddress(messageId, bounceDomain),
+        recipients_json: JSON.stringify(all.map((address) => ({ address, status: 'pending', response: null, mx: null }))),
+        attempts_json: '[]',
+        last_error: null,
+        smtp_response: null,
+        data_started_at: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    await queue.enqueue(trx, { queue: DELIVERY_QUEUE, workspaceId: tenant.workspaceId, payload: { message_id: messageId }, maxAttempts: deps.maxAttempts ?? 1000 });
+    await events.emit(trx, { workspaceId: tenant.workspaceId, type: 'message.sent', data: { ...toMessageListView(row), status: 'queued' } });
+    return { message_id: messageId, status: 'queued' };
+  }
+
+  return {
+    async listSent(tenant, query) {
+      let mailboxId: string | undefined;
+      if (query.mailbox !== undefined) {
+        const address = normalizeEmail(query.mailbox);
+        const mailbox = address ? await mailboxRepository.findByAddress(db, tenant.workspaceId, address) : undefined;
+        if (!mailbox) throw notFound('mailbox_not_found', `no mailbox ${query.mailbox}`);
+        mailboxId = mailbox.id;
+      }
+      const filter = { mailboxId, folder: 'sent' };
+      const [rows, total] = await Promise.all([
+        messageRepository.listMessages(db, tenant.workspaceId, filter, query.limit, query.offset),
+        messageRepository.countMessages(db, tenant.workspaceId, filter),
+      ]);
+      const ids = rows.map((r) => r.id);
+      const states = ids.length === 0 ? [] : await db.selectFrom('outbound').selectAll().where('workspace_id', '=', tenant.workspaceId).where('message_id', 'in', ids).execute();
+      const byId = new Map(states.map((s) => [s.message_id, s]));
+      return {
+        messages: rows.map((row) => {
+          const state = byId.get(row.id);
+          return {
+            ...toMessageListView(row),
+            status: state?.status ?? 'accepted',
+            recipients: state ? (JSON.parse(state.recipients_json) as SentItem['recipients']) : [],
+            attempts: state ? (JSON.parse(state.attempts_json) as unknown[]) : [],
+            last_error: state?.last_error ?? null,
+          };
+        }),
+        total,
+        limit: query.limit,
+        offset: query.offset,
+      };
+    },
+
+    async enqueue(tenant, input, trx) {
+      const checked = await check(tenant, input, trx ?? db);
+      return trx ? write(tenant, input, checked, trx) : db.transaction().execute((own) => write(tenant, input, checked, own));
+    },
+  };
+}

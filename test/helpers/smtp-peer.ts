@@ -1,0 +1,88 @@
+import type { AddressInfo } from 'node:net';
+import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+
+export type PeerBehaviour = 'accept' | 'tempfail' | 'reject-rcpt' | 'reject-data' | 'drop-at-rcpt' | 'drop-after-dot' | 'hang-after-dot';
+
+export interface ReceivedMail {
+  mailFrom: string;
+  recipients: string[];
+  raw: Buffer;
+  secure: boolean;
+}
+
+/** A real SMTP peer on loopback (smtp-server) whose answers a test sets: the far end of outbound delivery. */
+export interface SmtpPeer {
+  port: number;
+  behaviour: PeerBehaviour;
+  /** Recipients refused at RCPT with 550 (in any behaviour). */
+  refuse: Set<string>;
+  /** Messages received completely (up to the final dot), whatever was answered. */
+  received: ReceivedMail[];
+  /** Messages answered 250. */
+  accepted: ReceivedMail[];
+  close(): Promise<void>;
+}
+
+export async function startSmtpPeer(): Promise<SmtpPeer> {
+  const peer = { behaviour: 'accept' as PeerBehaviour, refuse: new Set<string>(), received: [] as ReceivedMail[], accepted: [] as ReceivedMail[] };
+  const hangUp = (session: SMTPServerSession) => {
+    // smtp-server keeps each connection (whose id is the session id) and its socket in server.connections.
+    for (const conn of (server as unknown as { connections: Set<{ id: string; _socket: { destroy(): void } }> }).connections) {
+      if (conn.id === session.id) conn._socket.destroy();
+    }
+  };
+  const server: SMTPServer = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['AUTH', 'STARTTLS'],
+    disableReverseLookup: true,
+    logger: false,
+    onRcptTo(address, session, callback) {
+      if (peer.behaviour === 'drop-at-rcpt') {
+        hangUp(session); // gone before DATA: the message cannot have been taken
+        return;
+      }
+      if (peer.refuse.has(address.address.toLowerCase()) || peer.behaviour === 'reject-rcpt') {
+        callback(Object.assign(new Error('5.1.1 no such user here'), { responseCode: 550 }));
+        return;
+      }
+      callback();
+    },
+    onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+      });
+      stream.on('end', () => {
+        const mail: ReceivedMail = {
+          mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          recipients: session.envelope.rcptTo.map((r) => r.address),
+          raw: Buffer.concat(chunks),
+          secure: session.secure,
+        };
+        peer.received.push(mail);
+        switch (peer.behaviour) {
+          case 'tempfail':
+            callback(Object.assign(new Error('4.3.0 try again later'), { responseCode: 451 }));
+            return;
+          case 'reject-data':
+            callback(Object.assign(new Error('5.7.1 message refused'), { responseCode: 554 }));
+            return;
+          case 'drop-after-dot':
+            hangUp(session);
+            return;
+          case 'hang-after-dot':
+            return; // never answer
+          default:
+            peer.accepted.push(mail);
+            callback(null, '2.0.0 queued as peer-1');
+        }
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = (server.server.address() as AddressInfo).port;
+  return Object.assign(peer, {
+    port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  });
+}

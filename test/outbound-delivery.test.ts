@@ -1,0 +1,171 @@
+import { authenticate } from 'mailauth';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createWorker, type Worker } from '../src/jobs/worker.js';
+import { createDnsResolver } from '../src/lib/dns.js';
+import { createLogger } from '../src/lib/logger.js';
+import { TEST_DIALECT } from './helpers/database.js';
+import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import { startMailHarness, type MailHarness } from './helpers/mail.js';
+import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+
+interface Outbound {
+  status: string;
+  recipients_json: string;
+  attempts_json: string;
+  last_error: string | null;
+}
+
+describe(`outbound delivery (${TEST_DIALECT})`, () => {
+  let h: MailHarness;
+  let peer: SmtpPeer;
+  let worker: Worker;
+  let acme: Tenant;
+  let other: Tenant;
+  let publicKey: string;
+
+  beforeAll(async () => {
+    peer = await startSmtpPeer();
+    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port), MAILROOM_DELIVERY_RETRY_BASE_MS: '60000' });
+    // Two receiving domains whose MX is the loopback peer; a third with a null MX.
+    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
+    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
+    h.dns.set('second.test', { A: ['127.0.0.1'] }); // no MX: implicit MX on the A record
+    h.dns.set('nomail.test', { MX: [{ exchange: '.', priority: 0 }] });
+    publicKey = (await h.services.domains.hostedKey()).publicKey;
+    h.dns.set('mailroom._domainkey.mailroom.localhost', { TXT: [`v=DKIM1; k=rsa; p=${publicKey}`] });
+    acme = await createTenant(h, 'Acme');
+    other = await createTenant(h, 'Other');
+    await h.app.inject({ method: 'POST', url: '/mailboxes?address=news@mailroom.localhost', headers: bearer(acme.apiKey) });
+    await h.app.inject({ method: 'POST', url: '/mailboxes?address=theirs@mailroom.localhost', headers: bearer(other.apiKey) });
+    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
+    worker.start();
+  });
+  afterAll(async () => {
+    await worker.stop(2000);
+    await h.close();
+    await peer.close();
+  });
+  beforeEach(() => {
+    peer.behaviour = 'accept';
+    peer.refuse.clear();
+  });
+
+  const send = (body: Record<string, unknown>, key = acme.apiKey) => h.app.inject({ method: 'POST', url: '/send', headers: bearer(key), payload: { from_mailbox: 'news@mailroom.localhost', subject: 'Hi', body: 'Hello', ...body } });
+  const outbound = (id: string) => h.services.database.db.selectFrom('outbound').selectAll().where('message_id', '=', id).executeTakeFirstOrThrow() as Promise<Outbound>;
+  async function settle(id: string, until: (o: Outbound) => boolean = (o) => !['queued', 'processing'].includes(o.status), timeoutMs = 10_000): Promise<Outbound> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const row = await outbound(id);
+      if (until(row)) return row;
+      if (Date.now() > deadline) throw new Error(`outbound ${id} stuck at ${row.status}: ${row.attempts_json}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+  const eventsOf = async (type: string, id: string) =>
+    (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', type).execute())
+      .map((e) => JSON.parse(e.payload) as { data: Record<string, unknown> })
+      .filter((e) => e.data.message_id === id);
+
+  it('delivers by MX, DKIM-signed with a VERP return path, one transaction per recipient domain', async () => {
+    const res = await send({ to: 'a@peer.test, b@peer.test , c@second.test', subject: 'Quarterly numbers', html: '<p>Hello</p>', from_name: 'Acme News', reply_to: 'replies@acme.example' });
+    expect(res.statusCode).toBe(202);
+    const { message_id: id, status } = res.json<{ message_id: string; status: string }>();
+    expect(status).toBe('queued');
+    const done = await settle(id);
+    expect(done.status).toBe('accepted');
+
+    const mine = peer.accepted.filter((m) => m.mailFrom === `bounces+${id}@mailroom.localhost`);
+    expect(mine.map((m) => m.recipients.sort())).toEqual(expect.arrayContaining([['a@peer.test', 'b@peer.test'], ['c@second.test']]));
+    expect(mine).toHaveLength(2);
+
+    // The signature verifies independently (mailauth, the loopback DNS holding the published key).
+    const verdict = await authenticate(mine[0]!.raw, { ip: '127.0.0.1', helo: 'mx.mailroom.test', sender: mine[0]!.mailFrom, resolver: createDnsResolver([h.dns.address]) as never, disableArc: true, disableBimi: true });
+    const dkim = (verdict.dkim as { results: Array<{ status: { result: string }; signingDomain: string }> }).results[0]!;
+    expect(dkim.status.result).toBe('pass');
+    expect(dkim.signingDomain).toBe('mailroom.localhost');
+    const raw = mine[0]!.raw.toString();
+    expect(raw).toMatch(/^DKIM-Signature: /);
+    expect(raw).toContain('From: Acme News <news@mailroom.localhost>');
+    expect(raw).toContain('Reply-To: replies@acme.example');
+    expect(raw).toContain(`Message-ID: <${id}@mailroom.localhost>`);
+
+    const recipients = JSON.parse(done.recipients_json) as Array<{ address: string; status: string; mx: string }>;
+    expect(recipients.map((r) => [r.address, r.status])).toEqual([['a@peer.test', 'accepted'], ['b@peer.test', 'accepted'], ['c@second.test', 'accepted']]);
+    expect(recipients[0]!.mx).toBe(`mx1.peer.test [127.0.0.1]:${peer.port}`);
+    expect((JSON.parse(done.attempts_json) as unknown[]).length).toBe(2);
+
+    expect(await eventsOf('message.sent', id)).toHaveLength(1);
+    expect(await eventsOf('message.accepted', id)).toHaveLength(2);
+    // The copy in `sent`, with its status, on the session surface.
+    const token = (await memberSession(h, acme.workspaceId, 'member')).token;
+    const sent = await h.app.inject({ method: 'GET', url: '/app/api/sent', headers: session(token) });
+    const item = sent.json<{ messages: Array<{ message_id: string; folder: string; direction: string; status: string }> }>().messages.find((m) => m.message_id === id);
+    expect(item).toMatchObject({ folder: 'sent', direction: 'outbound', status: 'accepted' });
+  });
+
+  it('fails on a 5xx, per recipient, with message.failed naming the recipient and the reason', async () => {
+    peer.refuse.add('gone@peer.test');
+    const id = (await send({ to: ['gone@peer.test', 'here@peer.test'] })).json<{ message_id: string }>().message_id;
+    const done = await settle(id);
+    expect(done.status).toBe('accepted'); // one of two got it
+    const failed = await eventsOf('message.failed', id);
+    expect(failed).toHaveLength(1);
+    expect(failed[0]!.data).toMatchObject({ recipient: 'gone@peer.test', reason: expect.stringContaining('550') as unknown });
+
+    peer.behaviour = 'reject-data';
+    const id2 = (await send({ to: 'x@peer.test' })).json<{ message_id: string }>().message_id;
+    expect((await settle(id2)).status).toBe('failed');
+    const nomail = (await send({ to: 'y@nomail.test' })).json<{ message_id: string }>().message_id;
+    const noRoute = await settle(nomail);
+    expect(noRoute.status).toBe('failed');
+    expect(noRoute.last_error).toContain('null MX');
+  });
+
+  it('retries a 451 with backoff, then delivers', async () => {
+    peer.behaviour = 'tempfail';
+    const id = (await send({ to: 'later@peer.test' })).json<{ message_id: string }>().message_id;
+    const deferred = await settle(id, (o) => o.status === 'queued' && (JSON.parse(o.attempts_json) as unknown[]).length === 1);
+    expect(deferred.last_error).toContain('451');
+    peer.behaviour = 'accept';
+    h.clock.advance(2 * 60_000); // past the first retry (60 s ± 20%)
+    const done = await settle(id);
+    expect(done.status).toBe('accepted');
+    expect((JSON.parse(done.attempts_json) as unknown[]).length).toBe(2);
+  });
+
+  it('a connection dropped before DATA is retried; one dropped after it becomes unknown and is never retried', async () => {
+    // The peer hangs up before DATA: it cannot have the message, so a retry is safe. (Mid-body drops
+    // on loopback land after our last byte is in the kernel's buffer, which we must treat as ambiguous.)
+    peer.behaviour = 'drop-at-rcpt';
+    const before = (await send({ to: 'before@peer.test', subject: 'drop before' })).json<{ message_id: string }>().message_id;
+    await settle(before, (o) => o.status === 'queued' && (JSON.parse(o.attempts_json) as unknown[]).length >= 1);
+    peer.behaviour = 'accept';
+    h.clock.advance(2 * 60_000);
+    expect((await settle(before)).status).toBe('accepted');
+    expect(peer.accepted.filter((m) => m.recipients.includes('before@peer.test'))).toHaveLength(1);
+
+    peer.behaviour = 'drop-after-dot';
+    const after = (await send({ to: 'after@peer.test', subject: 'drop after' })).json<{ message_id: string }>().message_id;
+    const unknown = await settle(after);
+    expect(unknown.status).toBe('unknown');
+    peer.behaviour = 'accept';
+    h.clock.advance(10 * 60 * 60_000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await outbound(after)).status).toBe('unknown');
+    expect(peer.received.filter((m) => m.recipients.includes('after@peer.test'))).toHaveLength(1);
+  });
+
+  it('refuses blocked recipients with 422 and message.rejected, and other tenants\' mailboxes with 404', async () => {
+    const owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
+    expect((await h.app.inject({ method: 'POST', url: '/app/api/lists/outbound/block', headers: session(owner), payload: { entry: 'blocked.test' } })).statusCode).toBe(201);
+    const blocked = await send({ to: 'someone@blocked.test' });
+    expect(errorOf(blocked)).toMatchObject({ status: 422, error: 'recipient_blocked' });
+    const rejected = (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', 'message.rejected').execute()).map((e) => JSON.parse(e.payload) as { data: Record<string, unknown> });
+    expect(rejected.some((e) => e.data.recipient === 'someone@blocked.test')).toBe(true);
+
+    expect(errorOf(await send({ from_mailbox: 'theirs@mailroom.localhost', to: 'x@peer.test' }))).toMatchObject({ status: 404, error: 'mailbox_not_found' });
+    expect(errorOf(await send({ to: Array.from({ length: 51 }, (_, i) => `r${i}@peer.test`) }))).toMatchObject({ status: 400 });
+    expect(errorOf(await send({ to: 'not an address' }))).toMatchObject({ status: 400, error: 'invalid_recipient' });
+    expect(errorOf(await h.app.inject({ method: 'POST', url: '/send', headers: bearer(acme.apiKey), payload: { from_mailbox: 'news@mailroom.localhost', to: 'a@peer.test' } }))).toMatchObject({ status: 400 });
+  });
+});
