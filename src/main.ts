@@ -7,7 +7,7 @@ import { createWorker, type JobHandler, type Worker } from './jobs/worker.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import type { Logger } from './lib/logger.js';
 import { readFileSync } from 'node:fs';
-import { createDnsResolver } from './lib/dns.js';
+import { cachingResolver, createDnsResolver } from './lib/dns.js';
 import { createLogger } from './lib/logger.js';
 import { createPublicKey } from 'node:crypto';
 import { createDomainService, type DomainService } from './modules/domains/domain.service.js';
@@ -18,6 +18,7 @@ import { createInboundService, type InboundService } from './modules/messages/in
 import { createMessageStore } from './modules/messages/message-store.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
 import { createDeliveryHandler } from './modules/sending/delivery.handler.js';
+import { createDraftService, type DraftService } from './modules/sending/draft.service.js';
 import type { RouteResolver, SmtpDeliverer } from './modules/sending/delivery.types.js';
 import { createRouteResolver } from './modules/sending/routes.resolver.js';
 import { createSendingService, type SendingService } from './modules/sending/sending.service.js';
@@ -44,6 +45,7 @@ export interface Services {
   inbound: InboundService;
   domains: DomainService;
   sending: SendingService;
+  drafts: DraftService;
   /** Job handlers the worker role runs. */
   handlers: JobHandler[];
 }
@@ -67,10 +69,12 @@ export async function createServices(
   const lists = createListService({ db, clock });
   const store = createMessageStore({ clock, dialect });
   const resolve = createDnsResolver(config.dnsServers);
-  const authenticator = options.authenticator ?? createMailauthAuthenticator({ resolve, hostname: config.smtpHostname });
+  const authenticator = options.authenticator ?? createMailauthAuthenticator({ resolve: cachingResolver(resolve), hostname: config.smtpHostname });
   const domains = createDomainService({ db, clock, events, resolve, hostedDomains: config.hostedDomains, hostedKey: operatorDkimKey(config) });
   const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs });
-  const sending = createSendingService({ db, clock, events, store, queue, lists, domains, bounceDomain: config.hostedDomains[0] ?? config.smtpHostname });
+  // VERP return paths live in the first hosted domain, whose MX points at this service.
+  const bounceDomain = config.hostedDomains[0] ?? config.smtpHostname;
+  const sending = createSendingService({ db, clock, events, store, queue, lists, domains, bounceDomain });
   const delivery = createDeliveryHandler({
     db,
     clock,
@@ -89,12 +93,13 @@ export async function createServices(
     events,
     queue,
     sending,
+    drafts: createDraftService({ db, clock, sending }),
     handlers: [delivery],
     mailboxes: createMailboxService({ db, clock, domains }),
     domains,
     lists,
     messages: createMessageService({ db, clock, dialect }),
-    inbound: createInboundService({ db, events, store, lists, authenticator, logger }),
+    inbound: createInboundService({ db, events, store, lists, authenticator, logger, bounceDomain }),
   };
 }
 
@@ -116,6 +121,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     lists: services.lists,
     domains: services.domains,
     sending: services.sending,
+    drafts: services.drafts,
     rateLimitPerMinute: config.rateLimitPerMinute,
   });
 }

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 
-export type PeerBehaviour = 'accept' | 'tempfail' | 'reject-rcpt' | 'reject-data' | 'drop-at-rcpt' | 'drop-after-dot' | 'hang-after-dot';
+export type PeerBehaviour = 'accept' | 'tempfail' | 'reject-rcpt' | 'reject-data' | 'drop-at-rcpt' | 'drop-after-dot' | 'hang-after-dot' | 'hang-at-rcpt';
 
 export interface ReceivedMail {
   mailFrom: string;
@@ -20,11 +20,16 @@ export interface SmtpPeer {
   received: ReceivedMail[];
   /** Messages answered 250. */
   accepted: ReceivedMail[];
+  /** Recipients whose RCPT was left unanswered ('hang-at-rcpt'): the client is stuck before DATA. */
+  held: string[];
+  /** Answer every held RCPT now (250, or 550 for a refused recipient), letting those clients go on to DATA. */
+  releaseHeld(): void;
   close(): Promise<void>;
 }
 
 export async function startSmtpPeer(): Promise<SmtpPeer> {
-  const peer = { behaviour: 'accept' as PeerBehaviour, refuse: new Set<string>(), received: [] as ReceivedMail[], accepted: [] as ReceivedMail[] };
+  const peer = { behaviour: 'accept' as PeerBehaviour, refuse: new Set<string>(), received: [] as ReceivedMail[], accepted: [] as ReceivedMail[], held: [] as string[] };
+  const heldAnswers: Array<() => void> = [];
   const hangUp = (session: SMTPServerSession) => {
     // smtp-server keeps each connection (whose id is the session id) and its socket in server.connections.
     for (const conn of (server as unknown as { connections: Set<{ id: string; _socket: { destroy(): void } }> }).connections) {
@@ -41,11 +46,20 @@ export async function startSmtpPeer(): Promise<SmtpPeer> {
         hangUp(session); // gone before DATA: the message cannot have been taken
         return;
       }
-      if (peer.refuse.has(address.address.toLowerCase()) || peer.behaviour === 'reject-rcpt') {
-        callback(Object.assign(new Error('5.1.1 no such user here'), { responseCode: 550 }));
+      const answer = () => {
+        if (peer.refuse.has(address.address.toLowerCase()) || peer.behaviour === 'reject-rcpt') {
+          callback(Object.assign(new Error('5.1.1 no such user here'), { responseCode: 550 }));
+          return;
+        }
+        callback();
+      };
+      if (peer.behaviour === 'hang-at-rcpt') {
+        // No answer until releaseHeld(), if ever: the client waits before DATA.
+        peer.held.push(address.address.toLowerCase());
+        heldAnswers.push(answer);
         return;
       }
-      callback();
+      answer();
     },
     onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback) {
       const chunks: Buffer[] = [];
@@ -83,6 +97,9 @@ export async function startSmtpPeer(): Promise<SmtpPeer> {
   const port = (server.server.address() as AddressInfo).port;
   return Object.assign(peer, {
     port,
+    releaseHeld: () => {
+      for (const answer of heldAnswers.splice(0)) answer();
+    },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   });
 }

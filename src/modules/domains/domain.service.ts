@@ -93,8 +93,8 @@ export function createDomainService({ db, clock, events, resolve, hostedDomains,
   }
 
   const service: DomainService = {
-    async isAllowedDomain(workspaceId, domain) {
-      return hosted.has(domain) || (await repo.findVerifiedByName(db, workspaceId, domain)) !== undefined;
+    async isAllowedDomain(workspaceId, domain, conn = db) {
+      return hosted.has(domain) || (await repo.findVerifiedByName(conn, workspaceId, domain)) !== undefined;
     },
 
     async create(tenant, input) {

@@ -36,6 +36,9 @@ export const mailboxRepository = {
     withCounts(db, workspaceId).orderBy('mailboxes.created_at', 'desc').orderBy('mailboxes.id', 'desc').execute(),
   findByAddress: (db: Db, workspaceId: string, address: string): Promise<MailboxRow | undefined> =>
     withCounts(db, workspaceId).where('mailboxes.address', '=', address).executeTakeFirst(),
+  /** A mailbox's id by address, without counts (for filters). */
+  findIdByAddress: (db: Db, workspaceId: string, address: string) =>
+    db.selectFrom('mailboxes').select(['id', 'address']).where('workspace_id', '=', workspaceId).where('address', '=', address).executeTakeFirst(),
   /** The mailbox an address belongs to, in whichever workspace (inbound SMTP routing). */
   findAnyByAddress: (db: Db, address: string) =>
     db.selectFrom('mailboxes').select(['id', 'workspace_id', 'address']).where('address', '=', address).executeTakeFirst(),

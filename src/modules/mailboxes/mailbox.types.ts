@@ -1,3 +1,5 @@
+import type { Db } from '../../db/database.js';
+
 /** A mailbox as the API shows it (contract §4). */
 export interface MailboxView {
   address: string;
@@ -14,5 +16,6 @@ export const MAX_DESCRIPTION_LENGTH = 1000;
  * plus the workspace's verified sending domains once that feature answers here.
  */
 export interface DomainPolicy {
-  isAllowedDomain(workspaceId: string, domain: string): Promise<boolean>;
+  /** `conn`: the caller's transaction, when it has one open (SQLite has one connection: another query would wait on it). */
+  isAllowedDomain(workspaceId: string, domain: string, conn?: Db): Promise<boolean>;
 }

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { createGroupCommit } from '../../db/group-commit.js';
 import type { Logger } from '../../lib/logger.js';
 import type { EventsService } from '../events/events.service.js';
 import type { ListService } from '../lists/list.service.js';
@@ -8,7 +9,10 @@ import type { MessageAuthenticator } from './authentication.js';
 import type { MessageStore } from './message-store.js';
 import type { Folder } from './message.types.js';
 import { toMessageListView } from './message.views.js';
-import { parseMessage } from './mime.js';
+import { parseMessage, type ParsedMessage } from './mime.js';
+import { messageRepository } from './message.repository.js';
+import { parseDsn, parseFeedbackReport } from '../sending/reports.js';
+import { parseVerp } from '../sending/verp.js';
 
 /** The SMTP envelope and connection facts of one transaction. */
 export interface Envelope {
@@ -21,6 +25,8 @@ export interface Recipient {
   workspaceId: string;
   mailboxId: string;
   address: string;
+  /** Set for a VERP return address: the outbound message this bounce or complaint is about. */
+  reportFor?: string | undefined;
 }
 
 export type RecipientVerdict =
@@ -44,12 +50,47 @@ export interface InboundDeps {
   lists: ListService;
   authenticator: MessageAuthenticator;
   logger: Logger;
+  /** Domain of outbound mail's VERP return paths (bounces+msg_…@domain). */
+  bounceDomain: string;
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ db, events, store, lists, authenticator, logger }: InboundDeps): InboundService {
+export function createInboundService({ db, events, store, lists, authenticator, logger, bounceDomain }: InboundDeps): InboundService {
+  const commits = createGroupCommit(db);
+
+  /** A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the SMTP reply. */
+  async function recordReport(trx: Db, recipient: Recipient, parsed: ParsedMessage): Promise<string[]> {
+    const messageId = recipient.reportFor!;
+    const row = await messageRepository.findMessage(trx, recipient.workspaceId, messageId);
+    const view = row ? toMessageListView(row) : { message_id: messageId };
+    const feedback = parseFeedbackReport(parsed);
+    if (feedback) {
+      const outbound = await trx.selectFrom('outbound').select('recipients_json').where('message_id', '=', messageId).executeTakeFirst();
+      const sentTo = outbound ? (JSON.parse(outbound.recipients_json) as Array<{ address: string }>).map((r) => r.address) : [];
+      const complainer = feedback.recipient ?? (sentTo.length === 1 ? sentTo[0]! : null);
+      await events.emit(trx, { workspaceId: recipient.workspaceId, type: 'message.complained', data: { ...view, recipient: complainer, reason: feedback.feedbackType, user_agent: feedback.userAgent } });
+      return [`complaint:${messageId}`];
+    }
+    const failures = (parseDsn(parsed) ?? []).filter((r) => r.action === 'failed');
+    for (const failure of failures) {
+      await events.emit(trx, {
+        workspaceId: recipient.workspaceId,
+        type: 'message.bounced',
+        data: { ...view, recipient: failure.recipient, reason: failure.diagnostic ?? failure.status, status_code: failure.status },
+      });
+    }
+    if (failures.length === 0) logger.info({ messageId, subject: parsed.subject }, 'mail to a return path that is no failure report; dropped');
+    return [`report:${messageId}`];
+  }
+
   return {
     async checkRecipient(rawAddress, envelope) {
+      const reportFor = parseVerp(rawAddress, bounceDomain);
+      if (reportFor) {
+        const outbound = await db.selectFrom('outbound').select(['workspace_id']).where('message_id', '=', reportFor).executeTakeFirst();
+        if (!outbound) return { ok: false, reason: 'no_mailbox', detail: `no message behind ${rawAddress}` };
+        return { ok: true, recipient: { workspaceId: outbound.workspace_id, mailboxId: '', address: rawAddress.toLowerCase(), reportFor } };
+      }
       const address = normalizeEmail(rawAddress);
       const mailbox = address ? await mailboxRepository.findAnyByAddress(db, address) : undefined;
       if (!mailbox) return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
@@ -86,10 +127,15 @@ export function createInboundService({ db, events, store, lists, authenticator, 
       // A DMARC failure under a reject or quarantine policy is the clearest spam signal we have (RFC 7489 §6.3).
       const folder: Folder = auth.quarantine ? 'spam' : 'inbox';
       const envelopeJson = { mail_from: envelope.mailFrom, remote_ip: envelope.remoteIp, helo: envelope.helo };
-      return db.transaction().execute(async (trx) => {
+      // Deliveries arriving together share one transaction (one commit, one fsync): see group-commit.ts.
+      return commits.run(async (trx) => {
         const ids: string[] = [];
+        // Bounces and complaints are events about an outbound message, not mail for a mailbox.
+        for (const recipient of recipients) {
+          if (recipient.reportFor) ids.push(...(await recordReport(trx, recipient, parsed)));
+        }
         // One lock order for every transaction (PostgreSQL row locks on threads and folder counters).
-        for (const recipient of [...recipients].sort((a, b) => a.mailboxId.localeCompare(b.mailboxId))) {
+        for (const recipient of [...recipients].filter((r) => !r.reportFor).sort((a, b) => a.mailboxId.localeCompare(b.mailboxId))) {
           const row = await store.store(trx, {
             workspaceId: recipient.workspaceId,
             mailboxId: recipient.mailboxId,

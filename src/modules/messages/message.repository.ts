@@ -33,7 +33,30 @@ const LIST_COLUMNS = [
   'mailboxes.address as mailbox_address',
 ] as const;
 
+/** What a page of messages reads: the list view's columns only (no envelope, no bookkeeping). */
+const PAGE_COLUMNS = [
+  'messages.id',
+  'messages.thread_id',
+  'messages.direction',
+  'messages.folder',
+  'messages.read',
+  'messages.labels',
+  'messages.from_json',
+  'messages.to_json',
+  'messages.cc_json',
+  'messages.subject',
+  'messages.snippet',
+  'messages.size',
+  'messages.date',
+  'messages.internet_message_id',
+  'messages.auth_json',
+  'messages.attachments_json',
+  'messages.created_at',
+  'mailboxes.address as mailbox_address',
+] as const;
+
 export type MessageRow = MessageTable & { mailbox_address: string };
+export type MessagePageRow = Pick<MessageRow, 'id' | 'thread_id' | 'direction' | 'folder' | 'read' | 'labels' | 'from_json' | 'to_json' | 'cc_json' | 'subject' | 'snippet' | 'size' | 'date' | 'internet_message_id' | 'auth_json' | 'attachments_json' | 'created_at' | 'mailbox_address'>;
 export type ThreadRow = ThreadTable & { mailbox_address: string };
 
 export interface MessageFilter {
@@ -196,9 +219,9 @@ export const messageRepository = {
     ]).then(([rows, count]) => ({ rows, total: Number(count.n) }));
   },
 
-  listMessages: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<MessageRow[]> =>
+  listMessages: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<MessagePageRow[]> =>
     filtered(db, workspaceId, filter)
-      .select(LIST_COLUMNS)
+      .select(PAGE_COLUMNS)
       .orderBy('messages.created_at', 'desc')
       .orderBy('messages.id', 'desc')
       .limit(limit)

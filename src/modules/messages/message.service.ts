@@ -80,7 +80,7 @@ export function createMessageService({ db, clock, dialect }: { db: Db; clock: Cl
   async function mailboxId(tenant: TenantContext, address: string | undefined): Promise<string | undefined> {
     if (address === undefined) return undefined;
     const normalized = normalizeEmail(address);
-    const mailbox = normalized ? await mailboxRepository.findByAddress(db, tenant.workspaceId, normalized) : undefined;
+    const mailbox = normalized ? await mailboxRepository.findIdByAddress(db, tenant.workspaceId, normalized) : undefined;
     if (!mailbox) throw notFound('mailbox_not_found', `no mailbox ${address}`);
     return mailbox.id;
   }

@@ -1,12 +1,12 @@
 import { iso } from '../../lib/clock.js';
 import type { AttachmentView, AuthSummary, MessageListView, ThreadView } from './message.types.js';
-import type { MessageRow, ThreadRow } from './message.repository.js';
+import type { MessagePageRow, ThreadRow } from './message.repository.js';
 import type { AddressView } from './mime.js';
 
 const parse = <T>(text: string): T => JSON.parse(text) as T;
 
 /** A message row → the API's list view. */
-export function toMessageListView(row: MessageRow): MessageListView {
+export function toMessageListView(row: MessagePageRow): MessageListView {
   return {
     message_id: row.id,
     mailbox: row.mailbox_address,

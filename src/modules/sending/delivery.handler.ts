@@ -55,9 +55,23 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
     return db.selectFrom('outbound').selectAll().where('workspace_id', '=', workspaceId).where('message_id', '=', messageId).executeTakeFirst();
   }
 
-  /** Write the new state and the events it causes in one transaction. */
-  async function save(outbound: OutboundTable, recipients: RecipientState[], attempts: Attempt[], status: DeliveryStatus, emit: Array<{ type: 'message.accepted' | 'message.failed'; extra: Record<string, unknown> }>, lastError: string | null, smtpResponse: string | null): Promise<void> {
-    await db.transaction().execute(async (trx) => {
+  /**
+   * Whether this run still holds its job's lease (and, with `live`, the lease has not run out). A lease
+   * that ran out may have been claimed again, by another worker or by this one: two runs of one message
+   * must never both send it. The UPDATE locks the job row, so a concurrent claim waits for (PostgreSQL)
+   * or is serialized with (SQLite) the caller's transaction.
+   */
+  async function holdsLease(trx: Db, job: ClaimedJob<unknown>, live = false): Promise<boolean> {
+    const now = clock.now();
+    let update = trx.updateTable('jobs').set({ updated_at: now }).where('id', '=', job.id).where('lease_token', '=', job.leaseToken);
+    if (live) update = update.where('run_at', '>', now);
+    return (await update.executeTakeFirst()).numUpdatedRows > 0n;
+  }
+
+  /** Write the new state and the events it causes in one transaction; false (nothing written) when the job was taken over. */
+  async function save(job: ClaimedJob<unknown>, outbound: OutboundTable, recipients: RecipientState[], attempts: Attempt[], status: DeliveryStatus, emit: Array<{ type: 'message.accepted' | 'message.failed'; extra: Record<string, unknown> }>, lastError: string | null, smtpResponse: string | null): Promise<boolean> {
+    return db.transaction().execute(async (trx) => {
+      if (!(await holdsLease(trx, job))) return false;
       await trx
         .updateTable('outbound')
         .set({
@@ -77,6 +91,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
         const view = row ? toMessageListView(row) : { message_id: outbound.message_id };
         for (const e of emit) await events.emit(trx, { workspaceId: outbound.workspace_id, type: e.type, data: { ...view, status, ...e.extra } });
       }
+      return true;
     });
   }
 
@@ -99,7 +114,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
     if (outbound.data_started_at !== null) {
       for (const r of recipients) if (r.status === 'pending') r.status = 'unknown';
       attempts.push({ at: new Date(now).toISOString(), mx: null, recipients: [], outcome: 'ambiguous', response: 'delivery interrupted after DATA began' });
-      await save(outbound, recipients, attempts, 'unknown', [], 'delivery interrupted after DATA began; not retried to avoid a duplicate', outbound.smtp_response);
+      await save(job, outbound, recipients, attempts, 'unknown', [], 'delivery interrupted after DATA began; not retried to avoid a duplicate', outbound.smtp_response);
       return { type: 'done' };
     }
 
@@ -110,11 +125,16 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
         r.status = 'failed';
         emit.push({ type: 'message.failed', extra: { recipient: r.address, reason: `not delivered within ${Math.round(deps.maxAgeMs / HOUR_MS)} h; last reply: ${r.response ?? 'none'}` } });
       }
-      await save(outbound, recipients, attempts, overall(recipients), emit, 'gave up: maximum age reached', outbound.smtp_response);
+      await save(job, outbound, recipients, attempts, overall(recipients), emit, 'gave up: maximum age reached', outbound.smtp_response);
       return { type: 'done' };
     }
 
-    await db.updateTable('outbound').set({ status: 'processing', updated_at: now }).where('workspace_id', '=', workspaceId).where('message_id', '=', outbound.message_id).execute();
+    const started = await db.transaction().execute(async (trx) => {
+      if (!(await holdsLease(trx, job))) return false;
+      await trx.updateTable('outbound').set({ status: 'processing', updated_at: now }).where('workspace_id', '=', workspaceId).where('message_id', '=', outbound.message_id).execute();
+      return true;
+    });
+    if (!started) return { type: 'done' }; // another run owns the message now
     const content = await messageRepository.findContent(db, workspaceId, outbound.message_id, true);
     const message = await messageRepository.findMessage(db, workspaceId, outbound.message_id);
     if (!content?.raw || !message) return { type: 'done' };
@@ -157,7 +177,11 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
           recipients: group.map((r) => r.address),
           message: signed,
           onDataStart: async () => {
-            await db.updateTable('outbound').set({ data_started_at: clock.now() }).where('workspace_id', '=', workspaceId).where('message_id', '=', outbound.message_id).execute();
+            // No byte of DATA without a live lease: a run whose job was claimed again must not send a second copy.
+            await db.transaction().execute(async (trx) => {
+              if (!(await holdsLease(trx, job, true))) throw new Error('lease lost or expired before DATA; not sending');
+              await trx.updateTable('outbound').set({ data_started_at: clock.now() }).where('workspace_id', '=', workspaceId).where('message_id', '=', outbound.message_id).execute();
+            });
           },
         });
         const mx = `${route.host}${route.address && route.address !== route.host ? ` [${route.address}]` : ''}:${route.port}`;
@@ -194,7 +218,10 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
     }
 
     const status = overall(recipients);
-    await save(outbound, recipients, attempts, status, emit, status === 'failed' ? lastError ?? lastResponse : lastError, lastResponse);
+    if (!(await save(job, outbound, recipients, attempts, status, emit, status === 'failed' ? lastError ?? lastResponse : lastError, lastResponse))) {
+      logger.warn({ messageId: outbound.message_id, attempt: job.attempt }, 'delivery lease lost; another run owns the message');
+      return { type: 'done' };
+    }
     if (status === 'queued') {
       logger.info({ messageId: outbound.message_id, attempt: job.attempt, error: lastError }, 'delivery deferred');
       return { type: 'retry', error: lastError ?? 'deferred', delayMs: backoffDelay(backoff, job.attempt) };

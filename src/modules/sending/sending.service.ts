@@ -18,6 +18,7 @@ import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import { composeMessage } from './compose.js';
 import { parseRecipients } from './recipients.js';
+import { verpAddress } from './verp.js';
 
 export const DELIVERY_QUEUE = 'delivery';
 /** Contract §4 limits of a send. */
@@ -60,6 +61,13 @@ export interface SendingService {
    * (or its own).
    */
   enqueue(tenant: TenantContext, input: SendInput, trx?: Db): Promise<Queued>;
+  /**
+   * enqueue's checks alone, outside any transaction: a list refusal is recorded (`message.rejected`,
+   * committed) and thrown. A caller that passes its own transaction to enqueue runs this first: inside
+   * that transaction a refusal can only be thrown, not recorded (a second transaction would wait forever
+   * on SQLite's one connection, and the caller's rollback would undo one written inside its own).
+   */
+  check(tenant: TenantContext, input: SendInput): Promise<void>;
 }
 
 export interface SendingDeps {
@@ -76,27 +84,20 @@ export interface SendingDeps {
   maxAttempts?: number;
 }
 
-/** `bounces+msg_…@bounce.domain`: bounces and complaints come back to this address and name their message. */
-export function verpAddress(messageId: string, bounceDomain: string): string {
-  return `bounces+${messageId}@${bounceDomain}`;
-}
-
-/** The message id in a VERP address, when it is one of ours. */
-export function parseVerp(address: string, bounceDomain: string): string | null {
-  const match = /^bounces\+(msg_[0-9a-z]{26})@(.+)$/.exec(address.toLowerCase());
-  return match && match[2] === bounceDomain ? match[1]! : null;
-}
-
 export function createSendingService(deps: SendingDeps): SendingService {
   const { db, clock, events, store, queue, lists, domains, bounceDomain } = deps;
 
-  /** Everything that can refuse a send, read-only: runs before any write so a refusal leaves nothing behind. */
-  async function check(tenant: TenantContext, input: SendInput, conn: Db) {
+  /**
+   * Everything that can refuse a send, read-only: runs before any write so a refusal leaves nothing behind.
+   * `record`: commit list refusals as events in a transaction of their own (only when no caller's
+   * transaction is open, see `SendingService.check`).
+   */
+  async function check(tenant: TenantContext, input: SendInput, conn: Db, record: boolean) {
     const fromAddress = normalizeEmail(input.from_mailbox);
     const mailbox = fromAddress ? await mailboxRepository.findByAddress(conn, tenant.workspaceId, fromAddress) : undefined;
     if (!mailbox) throw notFound('mailbox_not_found', `no mailbox ${input.from_mailbox} in this workspace`);
     const fromDomain = mailbox.address.slice(mailbox.address.lastIndexOf('@') + 1);
-    if (!(await domains.isAllowedDomain(tenant.workspaceId, fromDomain))) {
+    if (!(await domains.isAllowedDomain(tenant.workspaceId, fromDomain, conn))) {
       throw invalid('domain_not_verified', `${fromDomain} is neither a hosted domain nor a verified sending domain`);
     }
     const to = parseRecipients(input.to, 'to', { required: true });
@@ -121,13 +122,16 @@ export function createSendingService(deps: SendingDeps): SendingService {
     }
     if (refused.length > 0) {
       const error = new DomainError('unprocessable', 'recipient_blocked', `refused by the outbound lists: ${refused.map((r) => r.recipient).join(', ')}`);
-      // The refusal is recorded even though the request fails: its own transaction, committed (the
-      // checks run before the caller's writes, so no transaction of ours is open here).
-      await db.transaction().execute(async (own) => {
-        for (const r of refused) {
-          await events.emit(own, { workspaceId: tenant.workspaceId, type: 'message.rejected', data: { mailbox: mailbox.address, from: mailbox.address, recipient: r.recipient, reason: r.reason, direction: 'outbound' } });
-        }
-      });
+      // The refusal is recorded even though the request fails: its own transaction, committed. Inside a
+      // caller's transaction it is not: the caller ran `check` (which recorded it) just before, so only a
+      // list changed in that instant goes unrecorded.
+      if (record) {
+        await db.transaction().execute(async (own) => {
+          for (const r of refused) {
+            await events.emit(own, { workspaceId: tenant.workspaceId, type: 'message.rejected', data: { mailbox: mailbox.address, from: mailbox.address, recipient: r.recipient, reason: r.reason, direction: 'outbound' } });
+          }
+        });
+      }
       throw error;
     }
     return { mailbox, fromDomain, to, cc, all, subject, replyTo, fromName };
@@ -159,8 +163,9 @@ export function createSendingService(deps: SendingDeps): SendingService {
       subject,
       date: now,
       messageId: internetId.toLowerCase(),
-      inReplyTo: input.inReplyTo ?? null,
-      references: input.references ?? [],
+      // The store's thread keys are lower-case (as the MIME parser gives them); the wire keeps the case.
+      inReplyTo: input.inReplyTo?.toLowerCase() ?? null,
+      references: (input.references ?? []).map((r) => r.toLowerCase()),
       text: input.body,
       html: input.html ?? null,
       headers: [],
@@ -236,8 +241,12 @@ export function createSendingService(deps: SendingDeps): SendingService {
     },
 
     async enqueue(tenant, input, trx) {
-      const checked = await check(tenant, input, trx ?? db);
+      const checked = await check(tenant, input, trx ?? db, trx === undefined);
       return trx ? write(tenant, input, checked, trx) : db.transaction().execute((own) => write(tenant, input, checked, own));
+    },
+
+    async check(tenant, input) {
+      await check(tenant, input, db, true);
     },
   };
 }

@@ -6,6 +6,7 @@ import type { Logger } from '../../lib/logger.js';
 import { newId } from '../../lib/ids.js';
 import type { DomainService } from '../../modules/domains/domain.service.js';
 import type { ListService } from '../../modules/lists/list.service.js';
+import type { DraftService } from '../../modules/sending/draft.service.js';
 import type { SendingService } from '../../modules/sending/sending.service.js';
 import type { MailboxService } from '../../modules/mailboxes/mailbox.service.js';
 import type { MessageService } from '../../modules/messages/message.service.js';
@@ -15,6 +16,7 @@ import { registerErrorHandling } from './plugins/errors.js';
 import { createValidatorCompiler } from './plugins/validation.js';
 import { healthRoutes, type HealthCheck } from './routes/health.routes.js';
 import { domainRoutes } from './routes/domains.routes.js';
+import { draftRoutes } from './routes/drafts.routes.js';
 import { listRoutes } from './routes/lists.routes.js';
 import { mailboxRoutes } from './routes/mailboxes.routes.js';
 import { messageRoutes } from './routes/messages.routes.js';
@@ -35,6 +37,7 @@ export interface AppDeps {
   lists: ListService;
   domains: DomainService;
   sending: SendingService;
+  drafts: DraftService;
   /** Requests per minute per credential (0 = no limit). */
   rateLimitPerMinute: number;
 }
@@ -51,7 +54,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT_BYTES,
     // Path parameters carry addresses (254) and list entries (320): above Fastify's default of 100.
-    maxParamLength: 512,
+    routerOptions: { maxParamLength: 512 },
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : newId('evt').replace('evt_', 'req_');
@@ -133,6 +136,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(listRoutes({ lists: deps.lists, tenant }));
         await authed.register(domainRoutes({ domains: deps.domains, tenant }));
         await authed.register(sendingRoutes({ sending: deps.sending, tenant, surface: 'session' }));
+        await authed.register(draftRoutes({ drafts: deps.drafts, tenant }));
       });
     },
     { prefix: '/app/api' },

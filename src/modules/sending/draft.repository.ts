@@ -1,0 +1,46 @@
+import type { Db } from '../../db/database.js';
+import type { DraftTable } from './sending.table.js';
+
+/** A draft row with its mailbox's address (the draft's `mailbox`, its From). */
+export type DraftRow = DraftTable & { mailbox_address: string };
+
+function withAddress(db: Db, workspaceId: string) {
+  return db
+    .selectFrom('drafts')
+    .innerJoin('mailboxes', 'mailboxes.id', 'drafts.mailbox_id')
+    .selectAll('drafts')
+    .select('mailboxes.address as mailbox_address')
+    .where('drafts.workspace_id', '=', workspaceId);
+}
+
+/** Draft queries; every one filters by workspace. */
+export const draftRepository = {
+  insert: (db: Db, row: DraftTable) => db.insertInto('drafts').values(row).execute(),
+  find: (db: Db, workspaceId: string, id: string): Promise<DraftRow | undefined> => withAddress(db, workspaceId).where('drafts.id', '=', id).executeTakeFirst(),
+  /** Newest first, then id, so pages never overlap. */
+  list: (db: Db, workspaceId: string, mailboxId: string | undefined, limit: number, offset: number): Promise<DraftRow[]> => {
+    let query = withAddress(db, workspaceId);
+    if (mailboxId !== undefined) query = query.where('drafts.mailbox_id', '=', mailboxId);
+    return query.orderBy('drafts.created_at', 'desc').orderBy('drafts.id', 'desc').limit(limit).offset(offset).execute();
+  },
+  count: async (db: Db, workspaceId: string, mailboxId: string | undefined): Promise<number> => {
+    let query = db.selectFrom('drafts').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId);
+    if (mailboxId !== undefined) query = query.where('mailbox_id', '=', mailboxId);
+    return Number((await query.executeTakeFirstOrThrow()).n);
+  },
+  /** Number of rows changed (0 when the draft is gone). */
+  update: async (db: Db, workspaceId: string, id: string, values: Partial<Omit<DraftTable, 'id' | 'workspace_id' | 'created_at'>>): Promise<number> =>
+    Number((await db.updateTable('drafts').set(values).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numUpdatedRows),
+  /** Number of rows removed (0 when the draft is gone). */
+  delete: async (db: Db, workspaceId: string, id: string): Promise<number> =>
+    Number((await db.deleteFrom('drafts').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numDeletedRows),
+  /** The address of a mailbox of the workspace, by id. */
+  mailboxAddress: async (db: Db, workspaceId: string, mailboxId: string): Promise<string | undefined> =>
+    (await db.selectFrom('mailboxes').select('address').where('workspace_id', '=', workspaceId).where('id', '=', mailboxId).executeTakeFirst())?.address,
+  /**
+   * Remove a draft and return what it held: the claim a send makes. Of two concurrent sends only one
+   * gets the row back (PostgreSQL: the second waits on the row lock, then finds it gone).
+   */
+  take: (db: Db, workspaceId: string, id: string): Promise<DraftTable | undefined> =>
+    db.deleteFrom('drafts').where('workspace_id', '=', workspaceId).where('id', '=', id).returningAll().executeTakeFirst(),
+} as const;

@@ -1,0 +1,213 @@
+import type { Db } from '../../db/database.js';
+import type { Clock } from '../../lib/clock.js';
+import { iso } from '../../lib/clock.js';
+import { notFound } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
+import { messageRepository } from '../messages/message.repository.js';
+import type { TenantContext } from '../tenancy/tenancy.types.js';
+import { normalizeEmail } from '../tenancy/validation.js';
+import { draftRepository as repo, type DraftRow } from './draft.repository.js';
+import { parseRecipients } from './recipients.js';
+import { rawHeaderFields, replyHeaders } from './reply.js';
+import type { Queued, SendInput, SendingService } from './sending.service.js';
+import type { DraftTable } from './sending.table.js';
+
+/** A draft as the API shows it (contract §4). */
+export interface DraftView {
+  draft_id: string;
+  mailbox: string;
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  subject: string;
+  body: string;
+  html: string | null;
+  in_reply_to: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The fields a draft is made of; on update, only those present change (null clears `html` and `in_reply_to`). */
+export interface DraftInput {
+  mailbox?: string | undefined;
+  to?: string[] | undefined;
+  cc?: string[] | undefined;
+  bcc?: string[] | undefined;
+  subject?: string | undefined;
+  body?: string | undefined;
+  html?: string | null | undefined;
+  in_reply_to?: string | null | undefined;
+}
+
+export interface DraftService {
+  /** Drafts of the workspace (or one mailbox), newest first. */
+  list(tenant: TenantContext, query: { mailbox?: string | undefined; limit: number; offset: number }): Promise<{ drafts: DraftView[]; total: number; limit: number; offset: number }>;
+  /** A new draft; only `mailbox` is required, the rest start empty. */
+  create(tenant: TenantContext, input: DraftInput & { mailbox: string }): Promise<DraftView>;
+  get(tenant: TenantContext, draftId: string): Promise<DraftView>;
+  /** Change the fields given, nothing else. */
+  update(tenant: TenantContext, draftId: string, input: DraftInput): Promise<DraftView>;
+  remove(tenant: TenantContext, draftId: string): Promise<{ ok: true; draft_id: string }>;
+  /** Hand the draft to `sending.enqueue` and delete it, in one transaction. */
+  send(tenant: TenantContext, draftId: string): Promise<Queued>;
+}
+
+export interface DraftDeps {
+  db: Db;
+  clock: Clock;
+  sending: Pick<SendingService, 'check' | 'enqueue'>;
+}
+
+const draftNotFound = (id: string) => notFound('draft_not_found', `no draft ${id}`);
+const parseList = (text: string) => JSON.parse(text) as string[];
+
+function toView(row: DraftRow): DraftView {
+  return {
+    draft_id: row.id,
+    mailbox: row.mailbox_address,
+    to: parseList(row.to_json),
+    cc: parseList(row.cc_json),
+    bcc: parseList(row.bcc_json),
+    subject: row.subject,
+    body: row.body,
+    html: row.html,
+    in_reply_to: row.in_reply_to,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+/** Drafts of the session surface: stored per workspace, sent through the one outbound entry. */
+export function createDraftService({ db, clock, sending }: DraftDeps): DraftService {
+  async function mailboxOf(conn: Db, tenant: TenantContext, address: string) {
+    const normalized = normalizeEmail(address);
+    const mailbox = normalized ? await mailboxRepository.findByAddress(conn, tenant.workspaceId, normalized) : undefined;
+    if (!mailbox) throw notFound('mailbox_not_found', `no mailbox ${address} in this workspace`);
+    return mailbox;
+  }
+
+  async function find(tenant: TenantContext, draftId: string): Promise<DraftRow> {
+    const row = await repo.find(db, tenant.workspaceId, draftId);
+    if (!row) throw draftNotFound(draftId);
+    return row;
+  }
+
+  /** The message a reply answers, in this workspace, or 404. */
+  async function original(conn: Db, tenant: TenantContext, messageId: string) {
+    const message = await messageRepository.findMessage(conn, tenant.workspaceId, messageId);
+    if (!message) throw notFound('message_not_found', `in_reply_to: no message ${messageId} in this workspace`);
+    return message;
+  }
+
+  /** The columns a draft input sets (normalised: addresses lower-case, each list de-duplicated). */
+  async function columns(tenant: TenantContext, input: DraftInput): Promise<Partial<DraftTable>> {
+    const values: Partial<DraftTable> = {};
+    if (input.mailbox !== undefined) values.mailbox_id = (await mailboxOf(db, tenant, input.mailbox)).id;
+    for (const field of ['to', 'cc', 'bcc'] as const) {
+      const list = input[field];
+      if (list !== undefined) values[`${field}_json`] = JSON.stringify(parseRecipients(list, field, { required: false }));
+    }
+    if (input.subject !== undefined) values.subject = input.subject;
+    if (input.body !== undefined) values.body = input.body;
+    if (input.html !== undefined) values.html = input.html;
+    if (input.in_reply_to !== undefined) {
+      values.in_reply_to = input.in_reply_to === null ? null : (await original(db, tenant, input.in_reply_to)).id;
+    }
+    return values;
+  }
+
+  /** What `sending.enqueue` gets for a draft: its From, recipients, content and, for a reply, the thread headers. */
+  async function sendInput(conn: Db, tenant: TenantContext, draft: DraftTable, from: string): Promise<SendInput> {
+    const input: SendInput = {
+      from_mailbox: from,
+      to: parseList(draft.to_json),
+      cc: parseList(draft.cc_json),
+      bcc: parseList(draft.bcc_json),
+      subject: draft.subject,
+      body: draft.body,
+      html: draft.html ?? undefined,
+    };
+    if (draft.in_reply_to !== null) {
+      const parent = await original(conn, tenant, draft.in_reply_to);
+      const content = await messageRepository.findContent(conn, tenant.workspaceId, parent.id, false);
+      let fields = JSON.parse(content?.headers_json ?? '[]') as Array<{ name: string; value: string }>;
+      // Our own outbound copies keep no parsed headers: read them from the stored source.
+      if (fields.length === 0) {
+        const raw = (await messageRepository.findContent(conn, tenant.workspaceId, parent.id, true))?.raw;
+        fields = raw ? rawHeaderFields(raw) : [];
+      }
+      const headers = replyHeaders(fields, parent.internet_message_id);
+      input.inReplyTo = headers.inReplyTo;
+      input.references = headers.references;
+    }
+    return input;
+  }
+
+  return {
+    async list(tenant, query) {
+      const mailboxId = query.mailbox === undefined ? undefined : (await mailboxOf(db, tenant, query.mailbox)).id;
+      const [rows, total] = await Promise.all([
+        repo.list(db, tenant.workspaceId, mailboxId, query.limit, query.offset),
+        repo.count(db, tenant.workspaceId, mailboxId),
+      ]);
+      return { drafts: rows.map(toView), total, limit: query.limit, offset: query.offset };
+    },
+
+    async create(tenant, input) {
+      const values = await columns(tenant, input);
+      const now = clock.now();
+      const id = newId('drf');
+      await repo.insert(db, {
+        id,
+        workspace_id: tenant.workspaceId,
+        mailbox_id: values.mailbox_id!,
+        to_json: values.to_json ?? '[]',
+        cc_json: values.cc_json ?? '[]',
+        bcc_json: values.bcc_json ?? '[]',
+        subject: values.subject ?? '',
+        body: values.body ?? '',
+        html: values.html ?? null,
+        in_reply_to: values.in_reply_to ?? null,
+        created_at: now,
+        updated_at: now,
+      });
+      return toView(await find(tenant, id));
+    },
+
+    async get(tenant, draftId) {
+      return toView(await find(tenant, draftId));
+    },
+
+    async update(tenant, draftId, input) {
+      await find(tenant, draftId);
+      const values = await columns(tenant, input);
+      if (Object.keys(values).length > 0) {
+        const changed = await repo.update(db, tenant.workspaceId, draftId, { ...values, updated_at: clock.now() });
+        if (changed === 0) throw draftNotFound(draftId);
+      }
+      return toView(await find(tenant, draftId));
+    },
+
+    async remove(tenant, draftId) {
+      if ((await repo.delete(db, tenant.workspaceId, draftId)) === 0) throw draftNotFound(draftId);
+      return { ok: true, draft_id: draftId };
+    },
+
+    async send(tenant, draftId) {
+      const draft = await find(tenant, draftId);
+      // Refusals (bad recipients, lists) are found, and list refusals recorded, before the transaction:
+      // inside it a refusal could only be thrown (see SendingService.check).
+      await sending.check(tenant, await sendInput(db, tenant, draft, draft.mailbox_address));
+      return db.transaction().execute(async (trx) => {
+        // Taking the row is the claim: a concurrent send of the same draft finds nothing and sends nothing.
+        const taken = await repo.take(trx, tenant.workspaceId, draftId);
+        if (!taken) throw draftNotFound(draftId);
+        // What was taken is what goes out, even if a PATCH landed after the check; enqueue checks it again.
+        const from = taken.mailbox_id === draft.mailbox_id ? draft.mailbox_address : await repo.mailboxAddress(trx, tenant.workspaceId, taken.mailbox_id);
+        if (from === undefined) throw draftNotFound(draftId);
+        return sending.enqueue(tenant, await sendInput(trx, tenant, taken, from), trx);
+      });
+    },
+  };
+}

@@ -1,0 +1,121 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import type { DraftService } from '../../../modules/sending/draft.service.js';
+import { MAX_RECIPIENTS } from '../../../modules/sending/recipients.js';
+import { MAX_BODY_LENGTH } from '../../../modules/sending/sending.service.js';
+import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
+import { Email, Limit, Offset, OkResponse, ResourceId, errors } from '../schemas.js';
+
+const Addresses = Type.Array(Email, { maxItems: MAX_RECIPIENTS, description: 'addresses, stored lower-case' });
+const fields = {
+  to: Addresses,
+  cc: Addresses,
+  bcc: Addresses,
+  subject: Type.String({ maxLength: 998 }),
+  body: Type.String({ maxLength: MAX_BODY_LENGTH, description: 'plain text' }),
+  html: Type.Union([Type.String({ maxLength: MAX_BODY_LENGTH }), Type.Null()]),
+  in_reply_to: Type.Union([ResourceId, Type.Null()], { description: 'message_id (msg_…) of a message of the workspace this draft answers' }),
+};
+const CreateBody = Type.Object(
+  {
+    mailbox: Email,
+    to: Type.Optional(fields.to),
+    cc: Type.Optional(fields.cc),
+    bcc: Type.Optional(fields.bcc),
+    subject: Type.Optional(fields.subject),
+    body: Type.Optional(fields.body),
+    html: Type.Optional(fields.html),
+    in_reply_to: Type.Optional(fields.in_reply_to),
+  },
+  { additionalProperties: false },
+);
+const PatchBody = Type.Object(
+  {
+    mailbox: Type.Optional(Email),
+    to: Type.Optional(fields.to),
+    cc: Type.Optional(fields.cc),
+    bcc: Type.Optional(fields.bcc),
+    subject: Type.Optional(fields.subject),
+    body: Type.Optional(fields.body),
+    html: Type.Optional(fields.html),
+    in_reply_to: Type.Optional(fields.in_reply_to),
+  },
+  { additionalProperties: false },
+);
+const Draft = Type.Object({
+  draft_id: Type.String(),
+  mailbox: Type.String(),
+  to: Type.Array(Type.String()),
+  cc: Type.Array(Type.String()),
+  bcc: Type.Array(Type.String()),
+  subject: Type.String(),
+  body: Type.String(),
+  html: Type.Union([Type.String(), Type.Null()]),
+  in_reply_to: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+});
+const DraftPage = Type.Object({ drafts: Type.Array(Draft), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() });
+const Queued = Type.Object({ message_id: Type.String(), status: Type.Literal('queued') });
+const DraftParams = Type.Object({ draft_id: ResourceId }, { additionalProperties: false });
+const ListQuery = Type.Object({ mailbox: Type.Optional(Email), limit: Type.Optional(Limit), offset: Type.Optional(Offset) }, { additionalProperties: false });
+const NoQuery = Type.Object({}, { additionalProperties: false });
+
+type Params = Static<typeof DraftParams>;
+
+/** Drafts (session surface): CRUD, and send, which hands the draft to the outbound pipeline and deletes it. */
+export function draftRoutes({ drafts, tenant }: { drafts: DraftService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsync {
+  const security = [{ session: [] }];
+  const tags = ['drafts'];
+  const common = errors(400, 401, 403, 404, 429);
+  const withBody = errors(400, 401, 403, 404, 413, 415, 429);
+  return async (app) => {
+    app.get(
+      '/drafts',
+      { schema: { summary: 'Drafts of the workspace, newest first', tags, security, querystring: ListQuery, response: { 200: DraftPage, ...common } } },
+      async (request) => {
+        const q = request.query as Static<typeof ListQuery>;
+        return drafts.list(tenant(request), { mailbox: q.mailbox, limit: q.limit ?? 50, offset: q.offset ?? 0 });
+      },
+    );
+
+    app.post(
+      '/drafts',
+      { schema: { summary: 'Create a draft (only mailbox is required)', tags, security, querystring: NoQuery, body: CreateBody, response: { 201: Draft, ...withBody } } },
+      async (request, reply) => reply.code(201).send(await drafts.create(tenant(request), request.body as Static<typeof CreateBody>)),
+    );
+
+    app.get(
+      '/drafts/:draft_id',
+      { schema: { summary: 'One draft', tags, security, params: DraftParams, querystring: NoQuery, response: { 200: Draft, ...common } } },
+      async (request) => drafts.get(tenant(request), (request.params as Params).draft_id),
+    );
+
+    app.patch(
+      '/drafts/:draft_id',
+      { schema: { summary: 'Change the fields given', tags, security, params: DraftParams, querystring: NoQuery, body: PatchBody, response: { 200: Draft, ...withBody } } },
+      async (request) => drafts.update(tenant(request), (request.params as Params).draft_id, request.body as Static<typeof PatchBody>),
+    );
+
+    app.delete(
+      '/drafts/:draft_id',
+      { schema: { summary: 'Delete a draft', tags, security, params: DraftParams, querystring: NoQuery, response: { 200: OkResponse, ...common } } },
+      async (request) => drafts.remove(tenant(request), (request.params as Params).draft_id),
+    );
+
+    app.post(
+      '/drafts/:draft_id/send',
+      {
+        schema: {
+          summary: 'Send the draft: queued for delivery, a copy in sent, the draft deleted (202)',
+          tags,
+          security,
+          params: DraftParams,
+          querystring: NoQuery,
+          response: { 202: Queued, ...errors(400, 401, 403, 404, 422, 429) },
+        },
+      },
+      async (request, reply) => reply.code(202).send(await drafts.send(tenant(request), (request.params as Params).draft_id)),
+    );
+  };
+}
