@@ -19,10 +19,11 @@ import { formatTable, writeReport, type Report } from './lib/report.js';
 import type { BenchSettings, Suite, SuiteResult } from './lib/suite.js';
 import { httpSuite } from './suites/http.suite.js';
 import { inboxSuite } from './suites/inbox.suite.js';
+import { outboundSuite } from './suites/outbound.suite.js';
 import { smtpSuite } from './suites/smtp.suite.js';
 
 /** Every suite, in the order a bare `npm run bench` runs them. Add new suites here. */
-const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite];
+const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite];
 
 const RESULTS_FILE = join(ROOT, 'bench', 'results', 'latest.json');
 const PROFILE_DIR = join(ROOT, 'bench', 'results', 'profiles');
@@ -192,6 +193,9 @@ async function main(): Promise<number> {
       'p50/p99 ms: per request; for smtp-source cases from a latency probe (one message every 100 ms beside the load).',
       'server CPU/op: CPU time the server process spent per request or message during the run; in brackets its share of',
       'one core (about 100% = its event loop was the bottleneck). Steadier than req/s when other work shares the machine.',
+      ...(results.some((r) => r.suite === 'outbound')
+        ? ['outbound: msg/s from the first send to the last acceptance; CPU/op is the sender\'s (the bench process for nodemailer);', 'the service\'s p50/p99 are POST /send answer times (queued), not delivery times.']
+        : []),
     ].join('\n'),
   );
   if (!interruptedBy) {

@@ -81,7 +81,7 @@ export async function createServices(
     logger,
     events,
     domains,
-    routes: options.routes ?? createRouteResolver({ resolve, mxPort: config.mxPort, relay: config.smtpRelay }),
+    routes: options.routes ?? createRouteResolver({ resolve: cachingResolver(resolve), mxPort: config.mxPort, relay: config.smtpRelay }),
     deliverer: options.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname }),
     retryBaseMs: config.deliveryRetryBaseMs,
     maxAgeMs: config.deliveryMaxAgeMs,

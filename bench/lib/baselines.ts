@@ -32,6 +32,8 @@ export interface BareSmtp {
   process: ManagedProcess;
   /** Stop it and return how many messages it answered 250 (it prints the count on SIGTERM). */
   stopAndCount(): Promise<number>;
+  /** Messages answered 250 so far and their bytes; it keeps running (SIGUSR2, answered with a `count <n> bytes <b>` line). */
+  count(signal: AbortSignal): Promise<{ messages: number; bytes: number }>;
 }
 
 /** Start the bare smtp-server sink (bench/servers/bare-smtp.server.ts); stopped when `scope` closes. */
@@ -53,7 +55,27 @@ export async function startBareSmtp(context: SuiteContext, scope: Scope, maxSize
       if (!match) throw new Error(`${proc.name} did not report its count (${proc.tail()})`);
       return Number(match[1]);
     },
+    async count(signal) {
+      const answers = () => [...proc.stdout().matchAll(/^count (\d+) bytes (\d+)$/gm)];
+      const before = answers().length;
+      assertRunning(proc);
+      process.kill(proc.pid!, 'SIGUSR2');
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const now = answers();
+        const last = now[now.length - 1];
+        if (now.length > before && last) return { messages: Number(last[1]), bytes: Number(last[2]) };
+        signal.throwIfAborted();
+        assertRunning(proc);
+        if (Date.now() > deadline) throw new Error(`${proc.name} did not answer SIGUSR2 with its count (${proc.tail()})`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    },
   };
+}
+
+function assertRunning(proc: ManagedProcess): void {
+  if (proc.exitStatus() || proc.pid === undefined) throw new Error(`${proc.name} is not running (${proc.tail()})`);
 }
 
 export interface BenchDns {
@@ -64,12 +86,23 @@ export interface BenchDns {
   stopAndCount(): Promise<{ total: number; byType: Record<string, number> }>;
 }
 
-/** Start the loopback DNS server (NXDOMAIN for every name); stopped when `scope` closes. */
-export async function startBenchDns(context: SuiteContext, scope: Scope): Promise<BenchDns> {
+/** A zone of the bench's DNS server (as in test/helpers/dns-server.ts). */
+export interface BenchZone {
+  A?: string[];
+  AAAA?: string[];
+  MX?: Array<{ exchange: string; priority: number }>;
+  TXT?: string[];
+}
+
+/**
+ * Start the loopback DNS server: the given zones (name → records), NXDOMAIN for every other name;
+ * stopped when `scope` closes.
+ */
+export async function startBenchDns(context: SuiteContext, scope: Scope, zones: Record<string, BenchZone> = {}): Promise<BenchDns> {
   const proc = context.processes.start('dns2 server', {
     args: ['--import', 'tsx', DNS_SERVER],
     cwd: ROOT,
-    env: { ...process.env },
+    env: { ...process.env, BENCH_DNS_ZONES: JSON.stringify(zones) },
   });
   scope.defer(proc.name, () => proc.stop());
   const match = await waitForOutput(proc, /^listening (127\.0\.0\.1:\d+)$/m, READY_TIMEOUT_MS, context.signal);

@@ -35,3 +35,41 @@ export function processCpuMs(pid: number | undefined): number | null {
     return null;
   }
 }
+
+/**
+ * CPU time of the whole machine so far (all cores, from /proc/stat), in milliseconds: busy (everything
+ * but idle and iowait) and total. null off Linux. Busy ÷ wall time between two readings is how many
+ * cores were in use, e.g. to see whether a run had the machine to itself or saturated it.
+ */
+export function machineCpuMs(): { busy: number; total: number } | null {
+  if (process.platform !== 'linux') return null;
+  const ticks = clockTicks();
+  if (ticks === null) return null;
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+    // cpu  user nice system idle iowait irq softirq steal guest guest_nice (guest time is already in user)
+    const fields = line.trim().split(/\s+/).slice(1, 9).map(Number);
+    if (fields.length < 8 || fields.some((n) => !Number.isFinite(n))) return null;
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = fields as [number, number, number, number, number, number, number, number];
+    const busy = user + nice + system + irq + softirq + steal;
+    return { busy: (busy * 1000) / ticks, total: ((busy + idle + iowait) * 1000) / ticks };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Scheduler statistics of a process's main thread (its event loop), in milliseconds so far: time on a
+ * CPU and time runnable but waiting for one (/proc/<pid>/schedstat). null where unavailable. Waiting
+ * for a CPU is neither CPU time nor idleness: it is what a machine busy with other work costs.
+ */
+export function mainThreadSchedMs(pid: number | undefined): { runMs: number; waitMs: number } | null {
+  if (pid === undefined || process.platform !== 'linux') return null;
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(/\s+/).map(Number);
+    if (run === undefined || wait === undefined || !Number.isFinite(run) || !Number.isFinite(wait)) return null;
+    return { runMs: run / 1e6, waitMs: wait / 1e6 };
+  } catch {
+    return null;
+  }
+}

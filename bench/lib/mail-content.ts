@@ -74,7 +74,8 @@ export function prose(random: () => number, bytes: number): string {
   return lines.join('\n');
 }
 
-function html(text: string): string {
+/** A simple HTML rendering of `prose` text (paragraphs), as an HTML alternative part. */
+export function html(text: string): string {
   const paragraphs = text
     .split('\n\n')
     .map((p) => `<p style="margin:0 0 12px 0;font-family:Arial,sans-serif">${p.replace(/\n/g, ' ')}</p>`)

@@ -75,6 +75,9 @@ export function mailroomEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
   };
 }
 
+/** The owner `bootstrapTenant` creates (for the session surface, /app/api/…). */
+export const BENCH_OWNER = { email: 'bench-owner@example.com', password: 'bench-password-1' } as const;
+
 export interface Tenant {
   workspaceId: string;
   apiKey: string;
@@ -83,7 +86,7 @@ export interface Tenant {
 /** `mailroom admin bootstrap --json` against the database (which also migrates it). */
 export async function bootstrapTenant(context: SuiteContext, databaseUrl: string): Promise<Tenant> {
   const stdout = await context.processes.run('mailroom admin bootstrap', {
-    args: [BIN, 'admin', 'bootstrap', '--email', 'bench-owner@example.com', '--password', 'bench-password-1', '--workspace', 'Bench', '--json'],
+    args: [BIN, 'admin', 'bootstrap', '--email', BENCH_OWNER.email, '--password', BENCH_OWNER.password, '--workspace', 'Bench', '--json'],
     // The work directory holds no .env, so only the variables given here configure the CLI.
     cwd: context.workDir,
     env: mailroomEnv({ MAILROOM_DATABASE_URL: databaseUrl }),
@@ -168,6 +171,14 @@ export async function createMailbox(url: string, apiKey: string, address: string
     signal,
   );
   if (res.status !== 201) throw new Error(`POST /mailboxes ${address} answered ${res.status}: ${res.text}`);
+}
+
+/** POST /app/api/login as the bench owner: a session token for the session surface (X-Service-Session). */
+export async function loginOwner(url: string, signal: AbortSignal): Promise<string> {
+  const res = await apiRequest(`${url}/app/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(BENCH_OWNER) }, signal);
+  const token = res.status === 200 ? (JSON.parse(res.text) as { session_token?: unknown }).session_token : undefined;
+  if (typeof token !== 'string') throw new Error(`POST /app/api/login answered ${res.status}: ${res.text.slice(0, 300)}`);
+  return token;
 }
 
 /** Fail loudly when a child serving a measurement died during it (the numbers would be of errors). */

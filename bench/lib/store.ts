@@ -46,3 +46,100 @@ export async function settleAfterBulkLoad(database: BenchDatabase): Promise<void
     await client.end().catch(() => undefined);
   }
 }
+
+/** Outbound messages by delivery status (queued, processing, accepted, failed, unknown), plus the queue. */
+export interface OutboundCounts {
+  /** Rows in `outbound`, by status. */
+  byStatus: Record<string, number>;
+  total: number;
+  /** Rows with a last_error (a deferred attempt, a failure), and one such error. */
+  withError: number;
+  firstError: string | null;
+  /** Jobs left in the delivery queue (a delivered message's job is deleted), by state. */
+  jobs: Record<string, number>;
+}
+
+export interface OutboundMonitor {
+  counts(): Promise<OutboundCounts>;
+  close(): Promise<void>;
+}
+
+const STATUS_SQL = 'select status, count(*) as n from outbound group by status';
+const ERROR_SQL = 'select count(*) as n, min(last_error) as first from outbound where last_error is not null';
+const JOBS_SQL = "select state, count(*) as n from jobs where queue = 'delivery' group by state";
+
+/**
+ * One open connection for polling the outbound pipeline's state while it runs (counting rows, not
+ * asking the API, so the poll costs the measured process nothing).
+ */
+export async function openOutboundMonitor(database: BenchDatabase): Promise<OutboundMonitor> {
+  const shape = (statuses: Array<{ status: string; n: number | string }>, errors: { n: number | string; first: string | null } | undefined, jobs: Array<{ state: string; n: number | string }>): OutboundCounts => {
+    const byStatus = Object.fromEntries(statuses.map((r) => [r.status, Number(r.n)]));
+    return {
+      byStatus,
+      total: Object.values(byStatus).reduce((a, b) => a + b, 0),
+      withError: Number(errors?.n ?? 0),
+      firstError: errors?.first ?? null,
+      jobs: Object.fromEntries(jobs.map((r) => [r.state, Number(r.n)])),
+    };
+  };
+  if (database.dialect === 'sqlite') {
+    const db = new SQLite(database.url.slice('sqlite:'.length), { readonly: true, fileMustExist: true });
+    const statuses = db.prepare(STATUS_SQL);
+    const errors = db.prepare(ERROR_SQL);
+    const jobs = db.prepare(JOBS_SQL);
+    return {
+      async counts() {
+        // One read transaction, so the three answers describe the same moment.
+        return db.transaction(() =>
+          shape(statuses.all() as Array<{ status: string; n: number }>, errors.get() as { n: number; first: string | null } | undefined, jobs.all() as Array<{ state: string; n: number }>),
+        )();
+      },
+      async close() {
+        db.close();
+      },
+    };
+  }
+  const client = new pg.Client({ connectionString: database.url, connectionTimeoutMillis: 5000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  return {
+    async counts() {
+      await client.query('begin isolation level repeatable read read only');
+      try {
+        const statuses = await client.query<{ status: string; n: string }>(STATUS_SQL);
+        const errors = await client.query<{ n: string; first: string | null }>(ERROR_SQL);
+        const jobs = await client.query<{ state: string; n: string }>(JOBS_SQL);
+        return shape(statuses.rows, errors.rows[0], jobs.rows);
+      } finally {
+        await client.query('commit');
+      }
+    },
+    async close() {
+      await client.end().catch(() => undefined);
+    },
+  };
+}
+
+/** The service's DKIM key for hosted domains, as it stored it (generated at its first signature). */
+export async function readHostedDkimKey(database: BenchDatabase): Promise<{ selector: string; privateKey: string } | null> {
+  const sql = "select selector, private_key from service_keys where name = 'hosted-dkim'";
+  if (database.dialect === 'sqlite') {
+    const db = new SQLite(database.url.slice('sqlite:'.length), { readonly: true, fileMustExist: true });
+    try {
+      const row = db.prepare(sql).get() as { selector: string; private_key: string } | undefined;
+      return row ? { selector: row.selector, privateKey: row.private_key } : null;
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: database.url, connectionTimeoutMillis: 5000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    const row = (await client.query<{ selector: string; private_key: string }>(sql)).rows[0];
+    return row ? { selector: row.selector, privateKey: row.private_key } : null;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}

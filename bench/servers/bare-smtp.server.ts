@@ -9,7 +9,8 @@
  *   BENCH_BARE_MAX_SIZE  SIZE limit in bytes (Mailroom's MAILROOM_SMTP_MAX_SIZE default: 25 MiB)
  *
  * On SIGTERM it prints `accepted <n>` (messages answered 250) before it exits, so the bench can
- * check that the load generator's messages all arrived.
+ * check that the load generator's messages all arrived; on SIGUSR2 it prints `count <n> bytes <total message bytes>` and goes on
+ * (the outbound suite checks each sender's messages on one sink).
  */
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
@@ -22,6 +23,8 @@ if (!Number.isInteger(port) || port <= 0 || !Number.isInteger(maxSize) || maxSiz
 }
 
 let accepted = 0;
+/** Bytes of the accepted messages (as received, dot-unstuffed). */
+let acceptedBytes = 0;
 
 const server = new SMTPServer({
   name: 'bare.bench.localhost',
@@ -34,7 +37,10 @@ const server = new SMTPServer({
   logger: false,
   onData(stream, _session, callback) {
     // Read to the final dot and drop the bytes; answer as Mailroom would (552 past the limit).
-    stream.on('data', () => undefined);
+    let bytes = 0;
+    stream.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+    });
     stream.on('error', (err: Error) => callback(err));
     stream.on('end', () => {
       if (stream.sizeExceeded) {
@@ -42,6 +48,7 @@ const server = new SMTPServer({
         return;
       }
       accepted++;
+      acceptedBytes += bytes;
       callback(null, '2.0.0 Discarded');
     });
   },
@@ -66,3 +73,4 @@ const stop = () => {
 };
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
+process.on('SIGUSR2', () => console.log(`count ${accepted} bytes ${acceptedBytes}`));

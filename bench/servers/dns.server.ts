@@ -1,14 +1,20 @@
 /**
- * The smtp suite's DNS server, run as its own process: the test suite's dns2 loopback server
- * (test/helpers/dns-server.ts) with no zones, so every SPF/DMARC lookup of the service gets NXDOMAIN
- * at once instead of waiting for a real resolver (or timing out without network).
+ * The bench's DNS server, run as its own process: the test suite's dns2 loopback server
+ * (test/helpers/dns-server.ts). Without zones (the smtp suite) every SPF/DMARC lookup of the service
+ * gets NXDOMAIN at once instead of waiting for a real resolver (or timing out without network).
+ *
+ *   BENCH_DNS_ZONES  optional JSON object, name → zone ({"A": [...], "MX": [{"exchange", "priority"}],
+ *                    "TXT": [...]}), e.g. the outbound suite's MX for its sink's domain; every other
+ *                    name is NXDOMAIN
  *
  * Prints `listening 127.0.0.1:PORT` when ready. On SIGTERM it prints `queries <json>` (how many of
  * each type it answered) before it exits, so the bench can report the lookups per message.
  */
-import { startDnsServer } from '../../test/helpers/dns-server.js';
+import { startDnsServer, type Zone } from '../../test/helpers/dns-server.js';
 
 const dns = await startDnsServer();
+const zones = process.env.BENCH_DNS_ZONES?.trim();
+if (zones) for (const [name, zone] of Object.entries(JSON.parse(zones) as Record<string, Zone>)) dns.set(name, zone);
 console.log(`listening ${dns.address}`);
 
 /** RR type numbers the service asks for, by name (others are printed as numbers). */

@@ -137,7 +137,8 @@ function summarise(file: string, top: number, callersOf: string | null): string 
       .slice(0, top)
       .map(([k, v]) => `  ${ms(v)} ${pct(v)}  ${k}`),
   ];
-  const own = (k: string) => / (dist|src)\//.test(k);
+  // This checkout's dist/ or src/, or another build's (MAILROOM_BENCH_BIN: an absolute path outside the cwd).
+  const own = (k: string) => / (dist|src)\//.test(k) || / \/\S*\/(dist|src)\//.test(k);
   return [
     `== ${where(file)}`,
     `sampled ${(total / 1000).toFixed(1)} s: busy ${(busy / 1000).toFixed(1)} s (garbage collector ${(gc / 1000).toFixed(1)} s, program ${(program / 1000).toFixed(1)} s), idle ${(idle / 1000).toFixed(1)} s; % of busy time`,
