@@ -70,7 +70,7 @@ export async function createServices(
   const store = createMessageStore({ clock, dialect });
   const resolve = createDnsResolver(config.dnsServers);
   const authenticator = options.authenticator ?? createMailauthAuthenticator({ resolve: cachingResolver(resolve), hostname: config.smtpHostname });
-  const domains = createDomainService({ db, clock, events, resolve, hostedDomains: config.hostedDomains, hostedKey: operatorDkimKey(config) });
+  const domains = createDomainService({ db, clock, events, resolve, hostedDomains: config.hostedDomains, hostedKey: operatorDkimKey(config), hostedSelector: config.dkimSelector });
   const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs });
   // VERP return paths live in the first hosted domain, whose MX points at this service.
   const bounceDomain = config.hostedDomains[0] ?? config.smtpHostname;

@@ -80,9 +80,11 @@ export interface DomainDeps {
   hostedDomains: readonly string[];
   /** An operator-configured key for hosted domains (PEM) and its selector. */
   hostedKey?: { selector: string; privateKey: string; publicKey: string } | undefined;
+  /** Selector of the key generated at first use when the operator configured none. */
+  hostedSelector?: string;
 }
 
-export function createDomainService({ db, clock, events, resolve, hostedDomains, hostedKey }: DomainDeps): DomainService {
+export function createDomainService({ db, clock, events, resolve, hostedDomains, hostedKey, hostedSelector = 'mailroom' }: DomainDeps): DomainService {
   const hosted = new Set(hostedDomains);
   let cachedHostedKey = hostedKey;
 
@@ -175,7 +177,7 @@ export function createDomainService({ db, clock, events, resolve, hostedDomains,
       if (!row) {
         const keys = await generateDkimKeyPair();
         // Two processes starting at once may both generate; the first insert wins and both read it back.
-        await repo.insertServiceKey(db, { name: HOSTED_KEY_NAME, selector: 'mailroom', private_key: keys.privateKey, public_key: keys.publicKey, created_at: clock.now() });
+        await repo.insertServiceKey(db, { name: HOSTED_KEY_NAME, selector: hostedSelector, private_key: keys.privateKey, public_key: keys.publicKey, created_at: clock.now() });
         row = await repo.findServiceKey(db, HOSTED_KEY_NAME);
         if (!row) throw new Error('could not store the hosted DKIM key');
       }

@@ -69,7 +69,9 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
       inbound.checkRecipient(address.address, envelopeOf(session)).then(
         (verdict) => {
           if (verdict.ok) {
-            if (!accepted.some((r) => r.mailboxId === verdict.recipient.mailboxId)) accepted.push(verdict.recipient);
+            // One copy per mailbox; return addresses (bounces) are distinct by the message they name.
+            const key = (r: Recipient) => r.reportFor ?? r.mailboxId;
+            if (!accepted.some((r) => key(r) === key(verdict.recipient))) accepted.push(verdict.recipient);
             recipients.set(session, accepted);
             callback();
           } else if (verdict.reason === 'no_mailbox') {
