@@ -7,32 +7,6 @@ import type {
   ThreadTable,
 } from './message.table.js';
 
-/** Columns of a message's list view, joined with its mailbox's address. */
-const LIST_COLUMNS = [
-  'messages.id',
-  'messages.workspace_id',
-  'messages.mailbox_id',
-  'messages.thread_id',
-  'messages.direction',
-  'messages.folder',
-  'messages.read',
-  'messages.labels',
-  'messages.from_json',
-  'messages.to_json',
-  'messages.cc_json',
-  'messages.subject',
-  'messages.snippet',
-  'messages.size',
-  'messages.date',
-  'messages.internet_message_id',
-  'messages.auth_json',
-  'messages.attachments_json',
-  'messages.envelope_json',
-  'messages.created_at',
-  'messages.updated_at',
-  'mailboxes.address as mailbox_address',
-] as const;
-
 /** What a page of messages reads: the list view's columns only (no envelope, no bookkeeping). */
 const PAGE_COLUMNS = [
   'messages.id',
@@ -54,6 +28,9 @@ const PAGE_COLUMNS = [
   'messages.created_at',
   'mailboxes.address as mailbox_address',
 ] as const;
+
+/** A whole message row (single lookups, which also need its mailbox, envelope and bookkeeping). */
+const LIST_COLUMNS = [...PAGE_COLUMNS, 'messages.workspace_id', 'messages.mailbox_id', 'messages.envelope_json', 'messages.updated_at'] as const;
 
 export type MessageRow = MessageTable & { mailbox_address: string };
 export type MessagePageRow = Pick<MessageRow, 'id' | 'thread_id' | 'direction' | 'folder' | 'read' | 'labels' | 'from_json' | 'to_json' | 'cc_json' | 'subject' | 'snippet' | 'size' | 'date' | 'internet_message_id' | 'auth_json' | 'attachments_json' | 'created_at' | 'mailbox_address'>;
