@@ -36,6 +36,9 @@ export function createGroupCommit(db: Db, maxBatch = MAX_BATCH): GroupCommit {
     draining = true;
     try {
       while (waiting.length > 0) {
+        // Let the event loop run once first: SQLite statements are synchronous, so without this turn no
+        // other caller could ever join a batch (the previous transaction never yielded to I/O).
+        await new Promise<void>((resolve) => setImmediate(resolve));
         const batch = waiting.splice(0, maxBatch);
         if (batch.length === 1) {
           await runAlone(batch[0]!);
