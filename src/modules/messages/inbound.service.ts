@@ -65,7 +65,7 @@ export function createInboundService({ db, events, store, lists, authenticator, 
     const view = row ? toMessageListView(row) : { message_id: messageId };
     const feedback = parseFeedbackReport(parsed);
     if (feedback) {
-      const outbound = await trx.selectFrom('outbound').select('recipients_json').where('message_id', '=', messageId).executeTakeFirst();
+      const outbound = await trx.selectFrom('outbound').select('recipients_json').where('workspace_id', '=', recipient.workspaceId).where('message_id', '=', messageId).executeTakeFirst();
       const sentTo = outbound ? (JSON.parse(outbound.recipients_json) as Array<{ address: string }>).map((r) => r.address) : [];
       const complainer = feedback.recipient ?? (sentTo.length === 1 ? sentTo[0]! : null);
       await events.emit(trx, { workspaceId: recipient.workspaceId, type: 'message.complained', data: { ...view, recipient: complainer, reason: feedback.feedbackType, user_agent: feedback.userAgent } });
