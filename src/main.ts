@@ -27,6 +27,8 @@ import { createInboundSmtpServer } from './transports/smtp/inbound.server.js';
 import { createMailboxService, type MailboxService } from './modules/mailboxes/mailbox.service.js';
 import { createMaintenance, type Maintenance } from './modules/tenancy/maintenance.js';
 import { createTenancyModule, type TenancyModule } from './modules/tenancy/tenancy.module.js';
+import { createServiceTokenService, type ServiceTokenService } from './modules/transactional/service-token.service.js';
+import { createTransactionalService, type TransactionalService } from './modules/transactional/transactional.service.js';
 import { buildApp } from './transports/http/app.js';
 
 /** The roles one process can play; `serve` without --role plays all of them. */
@@ -46,6 +48,8 @@ export interface Services {
   domains: DomainService;
   sending: SendingService;
   drafts: DraftService;
+  serviceTokens: ServiceTokenService;
+  transactional: TransactionalService;
   /** Job handlers the worker role runs. */
   handlers: JobHandler[];
 }
@@ -94,6 +98,8 @@ export async function createServices(
     queue,
     sending,
     drafts: createDraftService({ db, clock, sending }),
+    serviceTokens: createServiceTokenService({ db, clock }),
+    transactional: createTransactionalService({ db, clock, sending }),
     handlers: [delivery],
     mailboxes: createMailboxService({ db, clock, domains }),
     domains,
@@ -122,6 +128,8 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     domains: services.domains,
     sending: services.sending,
     drafts: services.drafts,
+    serviceTokens: services.serviceTokens,
+    transactional: services.transactional,
     rateLimitPerMinute: config.rateLimitPerMinute,
   });
 }

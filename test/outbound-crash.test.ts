@@ -230,6 +230,57 @@ describe(`kill -9 of the delivery worker never produces two copies (${TEST_DIALE
       if (second) await stop(second);
     }
   });
+  it('a transactional message killed after the final dot: unknown on its status lookup, one copy, a replay sends nothing', { timeout: 30_000 }, async () => {
+    const first = await serve();
+    let second: Serve | undefined;
+    try {
+      const owner = { 'x-service-session': sessionToken, 'content-type': 'application/json' };
+      // A verified sending domain (TXT on the loopback DNS), a mailbox in it and a service token for both.
+      const domain = (await (await fetch(`${first.url}/app/api/sending-domains`, { method: 'POST', headers: owner, body: JSON.stringify({ domain: 'crash.example' }) })).json()) as {
+        domain_id: string;
+        verification: { record_name: string; record_value: string };
+      };
+      dns.set(domain.verification.record_name, { TXT: [domain.verification.record_value] });
+      expect(((await (await fetch(`${first.url}/app/api/sending-domains/${domain.domain_id}/verify`, { method: 'POST', headers: { 'x-service-session': sessionToken } })).json()) as { status: string }).status).toBe('verified');
+      expect((await fetch(`${first.url}/app/api/mailboxes`, { method: 'POST', headers: owner, body: JSON.stringify({ address: 'codes@crash.example' }) })).status).toBe(201);
+      const tokenRes = await fetch(`${first.url}/app/api/service-tokens`, { method: 'POST', headers: owner, body: JSON.stringify({ name: 'codes', domain_id: domain.domain_id, mailbox: 'codes@crash.example' }) });
+      expect(tokenRes.status).toBe(201);
+      const serviceToken = ((await tokenRes.json()) as { token: string }).token;
+      const payload = JSON.stringify({ from_mailbox: 'codes@crash.example', to: 'tx-after-dot@peer.test', subject: 'Your code', body: '424242' });
+      const post = (server: Serve) =>
+        fetch(`${server.url}/v1/transactional/messages`, { method: 'POST', headers: { authorization: `Bearer ${serviceToken}`, 'idempotency-key': 'login-7', 'content-type': 'application/json' }, body: payload });
+      const status = async (server: Serve, id: string) =>
+        ((await (await fetch(`${server.url}/v1/transactional/messages/${id}`, { headers: { authorization: `Bearer ${serviceToken}` } })).json()) as { status: string; attempts: unknown[] }).status;
+
+      peer.behaviour = 'hang-after-dot';
+      const created = await post(first);
+      expect(created.status).toBe(202);
+      const id = ((await created.json()) as { message_id: string }).message_id;
+      await waitFor('the peer to receive the complete message', () => (copies(peer.received, 'tx-after-dot@peer.test') === 1 ? true : undefined));
+      expect(await status(first, id)).toBe('processing');
+
+      await kill9(first);
+      peer.behaviour = 'accept';
+      second = await serve();
+      const live = second;
+      await waitFor('the status to leave processing', async () => ((await status(live, id)) === 'processing' ? undefined : true), LEASE_MS + 8000);
+      expect(await status(second, id)).toBe('unknown');
+
+      // The caller retries its request: the original 202 comes back and nothing is sent again.
+      const retried = await post(second);
+      expect(retried.status).toBe(202);
+      expect(retried.headers.get('idempotent-replayed')).toBe('true');
+      expect(((await retried.json()) as { message_id: string }).message_id).toBe(id);
+      await sleep(Math.max(8 * RETRY_BASE_MS, 2 * LEASE_MS));
+      expect(await status(second, id)).toBe('unknown');
+      expect(copies(peer.received, 'tx-after-dot@peer.test')).toBe(1);
+      expect(copies(peer.accepted, 'tx-after-dot@peer.test')).toBe(0);
+      expect(await jobsOf(id)).toEqual([]);
+    } finally {
+      await stop(first);
+      if (second) await stop(second);
+    }
+  });
 });
 
 describe(`a delivery run whose job was claimed again sends nothing (${TEST_DIALECT})`, () => {

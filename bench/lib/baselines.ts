@@ -10,8 +10,17 @@ const BARE_SMTP = join(ROOT, 'bench', 'servers', 'bare-smtp.server.ts');
 const DNS_SERVER = join(ROOT, 'bench', 'servers', 'dns.server.ts');
 const READY_TIMEOUT_MS = 30_000;
 
-/** Start the bare Fastify baseline answering GET `route` with `body`; stopped when `scope` closes. */
-export async function startBareHttp(context: SuiteContext, scope: Scope, body: string, route = '/mailboxes'): Promise<{ url: string; process: ManagedProcess }> {
+/**
+ * Start the bare Fastify baseline answering `route` with `body` (GET, or POST with a JSON body and
+ * status `status`); stopped when `scope` closes.
+ */
+export async function startBareHttp(
+  context: SuiteContext,
+  scope: Scope,
+  body: string,
+  route = '/mailboxes',
+  options: { method?: 'GET' | 'POST'; status?: number } = {},
+): Promise<{ url: string; process: ManagedProcess }> {
   const bodyFile = join(context.workDir, `bare-body-${Date.now()}.json`);
   writeFileSync(bodyFile, body);
   const port = await freeLoopbackPort();
@@ -19,7 +28,7 @@ export async function startBareHttp(context: SuiteContext, scope: Scope, body: s
     args: [...profileFlags(context.settings, 'bare-http'), '--import', 'tsx', BARE_HTTP],
     // cwd is the repository so `--import tsx` resolves from its node_modules.
     cwd: ROOT,
-    env: { ...process.env, BENCH_BARE_PORT: String(port), BENCH_BARE_BODY_FILE: bodyFile, BENCH_BARE_ROUTE: route },
+    env: { ...process.env, BENCH_BARE_PORT: String(port), BENCH_BARE_BODY_FILE: bodyFile, BENCH_BARE_ROUTE: route, BENCH_BARE_METHOD: options.method ?? 'GET', BENCH_BARE_STATUS: String(options.status ?? 200) },
   });
   scope.defer(proc.name, () => proc.stop());
   const url = `http://127.0.0.1:${port}`;

@@ -9,6 +9,8 @@ export interface HttpLoad {
   method?: 'GET' | 'POST';
   headers?: Record<string, string>;
   body?: string;
+  /** Change each request before it is sent (e.g. a fresh Idempotency-Key header). */
+  setupRequest?: (request: autocannon.Request) => autocannon.Request;
   connections: number;
   /** Seconds of discarded load before the measured run (JIT, caches, connection pools). */
   warmupS: number;
@@ -62,6 +64,7 @@ export async function measureHttp(target: string, load: HttpLoad, signal: AbortS
     timeout: REQUEST_TIMEOUT_S,
     ...(load.headers ? { headers: load.headers } : {}),
     ...(load.body !== undefined ? { body: load.body } : {}),
+    ...(load.setupRequest ? { requests: [{ setupRequest: load.setupRequest }] } : {}),
   };
   if (load.warmupS > 0) await cannon({ ...options, duration: load.warmupS }, signal);
   const cpuBefore = processCpuMs(load.serverPid);

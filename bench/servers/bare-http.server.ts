@@ -6,6 +6,8 @@
  *   BENCH_BARE_PORT       port on 127.0.0.1
  *   BENCH_BARE_BODY_FILE  JSON file holding the body to answer
  *   BENCH_BARE_ROUTE      the route's path (default /mailboxes); any query string is accepted
+ *   BENCH_BARE_METHOD     GET (default) or POST (the JSON request body is parsed, then ignored)
+ *   BENCH_BARE_STATUS     the status answered (default 200)
  */
 import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
@@ -19,9 +21,12 @@ if (!Number.isInteger(port) || port <= 0 || !bodyFile) {
 const body = JSON.parse(readFileSync(bodyFile, 'utf8')) as unknown;
 const route = process.env.BENCH_BARE_ROUTE?.trim() || '/mailboxes';
 
+const method = process.env.BENCH_BARE_METHOD === 'POST' ? 'POST' : 'GET';
+const status = Number(process.env.BENCH_BARE_STATUS ?? 200) || 200;
+
 const app = Fastify({ logger: false });
 // Serialized on every request, as the service's handler result is.
-app.get(route, async () => body);
+app.route({ method, url: route, handler: async (_request, reply) => reply.code(status).send(body) });
 app.get('/health', async () => ({ ok: true }));
 
 await app.listen({ host: '127.0.0.1', port });

@@ -38,6 +38,8 @@ export interface SendInput {
   /** Internet Message-IDs this message answers (drafts that reply). */
   inReplyTo?: string | undefined;
   references?: string[] | undefined;
+  /** The id to give the message, for a caller that records it before the message is written (transactional). */
+  messageId?: string | undefined;
 }
 
 export interface Queued {
@@ -139,7 +141,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
 
   async function write(tenant: TenantContext, input: SendInput, checked: Awaited<ReturnType<typeof check>>, trx: Db): Promise<Queued> {
     const { mailbox, fromDomain, to, cc, all, subject, replyTo, fromName } = checked;
-    const messageId = newId('msg');
+    const messageId = input.messageId ?? newId('msg');
     const now = clock.now();
     const internetId = `${messageId}@${fromDomain}`;
     const raw = await composeMessage({

@@ -3,8 +3,11 @@ import type { Role } from './tenancy.table.js';
 /** Who is calling, after authentication, for a tenant-scoped operation. */
 export interface TenantContext {
   workspaceId: string;
-  /** The session user's role, or `api_key` (a workspace or platform key acts with admin rights). */
-  role: Role | 'api_key';
+  /**
+   * The session user's role, `api_key` (a workspace or platform key acts with admin rights), or
+   * `service_token` (a transactional token: it may send from its one mailbox and nothing else).
+   */
+  role: Role | 'api_key' | 'service_token';
   /** The user behind a session; null for API keys. */
   userId: string | null;
 }

@@ -11,7 +11,9 @@ import type { SendingService } from '../../modules/sending/sending.service.js';
 import type { MailboxService } from '../../modules/mailboxes/mailbox.service.js';
 import type { MessageService } from '../../modules/messages/message.service.js';
 import type { AuthService } from '../../modules/tenancy/auth.service.js';
-import { apiKeyAuth, credentialOf, sessionAuth, sessionOf, tenantOf } from './plugins/auth.js';
+import type { ServiceTokenService } from '../../modules/transactional/service-token.service.js';
+import type { TransactionalService } from '../../modules/transactional/transactional.service.js';
+import { apiKeyAuth, credentialOf, serviceTokenAuth, sessionAuth, sessionOf, tenantOf } from './plugins/auth.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { createValidatorCompiler } from './plugins/validation.js';
 import { healthRoutes, type HealthCheck } from './routes/health.routes.js';
@@ -21,6 +23,8 @@ import { listRoutes } from './routes/lists.routes.js';
 import { mailboxRoutes } from './routes/mailboxes.routes.js';
 import { messageRoutes } from './routes/messages.routes.js';
 import { sendingRoutes } from './routes/sending.routes.js';
+import { serviceTokenRoutes } from './routes/service-tokens.routes.js';
+import { transactionalRoutes } from './routes/transactional.routes.js';
 import { loginRoute, sessionRoutes } from './routes/session.routes.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 
@@ -38,6 +42,8 @@ export interface AppDeps {
   domains: DomainService;
   sending: SendingService;
   drafts: DraftService;
+  serviceTokens: ServiceTokenService;
+  transactional: TransactionalService;
   /** Requests per minute per credential (0 = no limit). */
   rateLimitPerMinute: number;
 }
@@ -64,6 +70,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.decorateRequest('tenantContext', null);
   app.decorateRequest('sessionContext', null);
+  app.decorateRequest('serviceTokenContext', null);
   app.addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);
   });
@@ -86,6 +93,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'API key (mrk_…); optional X-Tenant-ID header' },
           session: { type: 'apiKey', in: 'header', name: 'X-Service-Session' },
+          serviceToken: { type: 'http', scheme: 'bearer', description: 'service token (mst_…); transactional surface only' },
         },
       },
     },
@@ -137,9 +145,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(domainRoutes({ domains: deps.domains, tenant }));
         await authed.register(sendingRoutes({ sending: deps.sending, tenant, surface: 'session' }));
         await authed.register(draftRoutes({ drafts: deps.drafts, tenant }));
+        await authed.register(serviceTokenRoutes({ tokens: deps.serviceTokens, tenant }));
       });
     },
     { prefix: '/app/api' },
+  );
+
+  // Transactional surface: service tokens only (and they reach nothing else).
+  await app.register(
+    async (scope) => {
+      scope.addHook('preParsing', serviceTokenAuth(deps.serviceTokens));
+      await scope.register(transactionalRoutes({ transactional: deps.transactional }));
+    },
+    { prefix: '/v1/transactional' },
   );
 
   return app;

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { unauthorized } from '../../../lib/errors.js';
 import type { AuthService } from '../../../modules/tenancy/auth.service.js';
 import type { SessionContext, TenantContext } from '../../../modules/tenancy/tenancy.types.js';
+import type { ServiceTokenContext, ServiceTokenService } from '../../../modules/transactional/service-token.service.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -9,6 +10,8 @@ declare module 'fastify' {
     tenantContext: TenantContext | null;
     /** Set by the session hook on /app/api routes. */
     sessionContext: SessionContext | null;
+    /** Set by the service-token hook on /v1/transactional routes. */
+    serviceTokenContext: ServiceTokenContext | null;
   }
 }
 
@@ -55,4 +58,21 @@ export function tenantOf(request: FastifyRequest): TenantContext {
 export function sessionOf(request: FastifyRequest): SessionContext {
   if (!request.sessionContext) throw unauthorized('missing_credential', 'this route needs a session');
   return request.sessionContext;
+}
+
+/** preParsing hook of the transactional surface: `Authorization: Bearer mst_…` (nothing else gets in). */
+export function serviceTokenAuth(tokens: ServiceTokenService) {
+  return async <P>(request: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
+    const header = headerValue(request, 'authorization');
+    if (header === undefined) throw unauthorized('missing_credential', 'send Authorization: Bearer <service token>');
+    const match = BEARER.exec(header);
+    if (!match) throw unauthorized('invalid_credential', 'the Authorization header must be "Bearer <service token>"');
+    request.serviceTokenContext = await tokens.authenticate(match[1]!);
+    return payload;
+  };
+}
+
+export function serviceTokenOf(request: FastifyRequest): ServiceTokenContext {
+  if (!request.serviceTokenContext) throw unauthorized('missing_credential', 'this route needs a service token');
+  return request.serviceTokenContext;
 }

@@ -1,0 +1,154 @@
+import type { Db } from '../../db/database.js';
+import type { Clock } from '../../lib/clock.js';
+import { iso } from '../../lib/clock.js';
+import { forbidden, invalid, notFound, unauthorized } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { hashToken, newToken } from '../../lib/secrets.js';
+import { domainRepository } from '../domains/domain.repository.js';
+import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
+import { isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
+import { normalizeEmail } from '../tenancy/validation.js';
+import { serviceTokenRepository as repo, type ServiceTokenRow } from './service-token.repository.js';
+import { SERVICE_TOKEN_SCOPES, type ServiceTokenScope } from './transactional.table.js';
+
+/** last_used_at is written at most this often, so authentication does not turn every send into two writes. */
+const TOUCH_INTERVAL_MS = 60_000;
+export const MAX_TOKEN_NAME_LENGTH = 100;
+
+export interface ServiceTokenView {
+  token_id: string;
+  name: string;
+  scope: ServiceTokenScope;
+  domain_id: string;
+  mailbox: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+/** Create and rotate answer the plaintext credential, that once. */
+export interface ServiceTokenWithSecret extends ServiceTokenView {
+  token: string;
+}
+
+/** Who calls the transactional surface: one token, bound to one workspace, domain and mailbox. */
+export interface ServiceTokenContext {
+  tokenId: string;
+  workspaceId: string;
+  domainId: string;
+  mailboxId: string;
+  mailbox: string;
+  scope: ServiceTokenScope;
+}
+
+export interface CreateServiceTokenInput {
+  name?: string | undefined;
+  domain_id: string;
+  mailbox: string;
+  scope?: string | undefined;
+}
+
+export interface ServiceTokenService {
+  list(tenant: TenantContext): Promise<{ service_tokens: ServiceTokenView[] }>;
+  get(tenant: TenantContext, tokenId: string): Promise<ServiceTokenView>;
+  create(tenant: TenantContext, input: CreateServiceTokenInput): Promise<ServiceTokenWithSecret>;
+  /** A new credential for the same token; the old one stops working at once, idempotency keys stay. */
+  rotate(tenant: TenantContext, tokenId: string): Promise<ServiceTokenWithSecret>;
+  delete(tenant: TenantContext, tokenId: string): Promise<void>;
+  /** Resolve `Authorization: Bearer mst_…`; 401 for anything else. */
+  authenticate(credential: string): Promise<ServiceTokenContext>;
+}
+
+function toView(row: ServiceTokenRow): ServiceTokenView {
+  return {
+    token_id: row.id,
+    name: row.name,
+    scope: row.scope,
+    domain_id: row.domain_id,
+    mailbox: row.mailbox,
+    created_at: iso(row.created_at),
+    last_used_at: row.last_used_at === null ? null : iso(row.last_used_at),
+  };
+}
+
+function requireAdmin(tenant: TenantContext): void {
+  if (!isAdmin(tenant.role)) throw forbidden('forbidden_role', 'service tokens need the owner or admin role');
+}
+
+export function createServiceTokenService({ db, clock }: { db: Db; clock: Clock }): ServiceTokenService {
+  async function find(tenant: TenantContext, tokenId: string): Promise<ServiceTokenRow> {
+    const row = await repo.find(db, tenant.workspaceId, tokenId);
+    if (!row) throw notFound('service_token_not_found', `no service token ${tokenId}`);
+    return row;
+  }
+
+  return {
+    async list(tenant) {
+      requireAdmin(tenant);
+      return { service_tokens: (await repo.list(db, tenant.workspaceId)).map(toView) };
+    },
+
+    async get(tenant, tokenId) {
+      requireAdmin(tenant);
+      return toView(await find(tenant, tokenId));
+    },
+
+    async create(tenant, input) {
+      requireAdmin(tenant);
+      const scope = input.scope ?? 'message:send';
+      if (!(SERVICE_TOKEN_SCOPES as readonly string[]).includes(scope)) {
+        throw invalid('invalid_scope', `scope '${scope}' is not supported; the only scope is message:send`);
+      }
+      const name = (input.name ?? '').trim();
+      if (name.length > MAX_TOKEN_NAME_LENGTH) throw invalid('invalid_request', `name must be at most ${MAX_TOKEN_NAME_LENGTH} characters`);
+      // A domain of another workspace is indistinguishable from none (contract §2), and both are a bad body.
+      const domain = await domainRepository.find(db, tenant.workspaceId, input.domain_id);
+      if (!domain) throw invalid('domain_not_found', `no sending domain ${input.domain_id} in this workspace`);
+      if (domain.status !== 'verified') throw invalid('domain_not_verified', `${domain.domain} is not verified yet; verify it before creating a token for it`);
+      const address = normalizeEmail(input.mailbox);
+      const mailbox = address ? await mailboxRepository.findIdByAddress(db, tenant.workspaceId, address) : undefined;
+      if (!mailbox || !address) throw invalid('mailbox_not_found', `no mailbox ${input.mailbox} in this workspace`);
+      if (address.slice(address.lastIndexOf('@') + 1) !== domain.domain) {
+        throw invalid('mailbox_not_in_domain', `mailbox ${address} is not in the domain ${domain.domain}`);
+      }
+      const token = newToken('mst');
+      const row = {
+        id: newId('tok'),
+        workspace_id: tenant.workspaceId,
+        name,
+        scope: scope as ServiceTokenScope,
+        domain_id: domain.id,
+        mailbox_id: mailbox.id,
+        token_hash: hashToken(token),
+        created_at: clock.now(),
+        rotated_at: null,
+        last_used_at: null,
+      };
+      await repo.insert(db, row);
+      return { ...toView({ ...row, mailbox: address }), token };
+    },
+
+    async rotate(tenant, tokenId) {
+      requireAdmin(tenant);
+      const row = await find(tenant, tokenId);
+      const token = newToken('mst');
+      if (!(await repo.rotate(db, tenant.workspaceId, tokenId, hashToken(token), clock.now()))) {
+        throw notFound('service_token_not_found', `no service token ${tokenId}`);
+      }
+      return { ...toView(row), token };
+    },
+
+    async delete(tenant, tokenId) {
+      requireAdmin(tenant);
+      if (!(await repo.delete(db, tenant.workspaceId, tokenId))) throw notFound('service_token_not_found', `no service token ${tokenId}`);
+    },
+
+    async authenticate(credential) {
+      if (!credential.startsWith('mst_')) throw unauthorized('invalid_credential', 'the transactional API takes a service token (mst_…)');
+      const row = await repo.findByHash(db, hashToken(credential));
+      if (!row) throw unauthorized('invalid_credential', 'the service token is not valid, or has been rotated or revoked');
+      const now = clock.now();
+      if (row.last_used_at === null || now - row.last_used_at > TOUCH_INTERVAL_MS) await repo.touch(db, row.id, now);
+      return { tokenId: row.id, workspaceId: row.workspace_id, domainId: row.domain_id, mailboxId: row.mailbox_id, mailbox: row.mailbox, scope: row.scope };
+    },
+  };
+}

@@ -1,0 +1,81 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import type { TransactionalService } from '../../../modules/transactional/transactional.service.js';
+import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../../../modules/transactional/transactional.service.js';
+import { Email, ResourceId, errors } from '../schemas.js';
+import { serviceTokenOf } from '../plugins/auth.js';
+
+const Recipients = Type.Union([Type.String({ minLength: 3, maxLength: 50 * 256 }), Type.Array(Type.String({ minLength: 3, maxLength: 254 }), { minItems: 1, maxItems: 50 })]);
+/** Seed §4.3: exactly these fields; anything else is a 400, so nothing unvalidated reaches the canonical hash. */
+const TransactionalBody = Type.Object(
+  {
+    from_mailbox: Email,
+    to: Recipients,
+    subject: Type.String({ maxLength: 998 }),
+    body: Type.String({ maxLength: 512 * 1024 }),
+    html: Type.Optional(Type.String({ maxLength: 512 * 1024 })),
+    from_name: Type.Optional(Type.String({ maxLength: 200 })),
+    reply_to: Type.Optional(Email),
+  },
+  { additionalProperties: false },
+);
+const Queued = Type.Object({ message_id: Type.String(), status: Type.Literal('queued') });
+const Status = Type.Union(['queued', 'processing', 'accepted', 'failed', 'unknown'].map((s) => Type.Literal(s)));
+const MessageStatus = Type.Object({
+  message_id: Type.String(),
+  status: Status,
+  idempotency_key: Type.String(),
+  from_mailbox: Type.String(),
+  to: Type.Array(Type.String()),
+  subject: Type.String(),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+  attempts: Type.Array(Type.Object({}, { additionalProperties: true })),
+  last_error: Type.Union([Type.String(), Type.Null()]),
+  smtp_response: Type.Union([Type.String(), Type.Null()]),
+});
+const MessageParams = Type.Object({ message_id: ResourceId }, { additionalProperties: false });
+const NoQuery = Type.Object({}, { additionalProperties: false });
+const KeyQuery = Type.Object({ idempotency_key: Type.String({ minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_LENGTH }) }, { additionalProperties: false });
+
+function idempotencyKeyOf(request: FastifyRequest): string | undefined {
+  const value = request.headers['idempotency-key'];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** The transactional surface (/v1/transactional): service tokens only, exactly-once sends. */
+export function transactionalRoutes({ transactional }: { transactional: TransactionalService }): FastifyPluginAsync {
+  const tags = ['transactional'];
+  const security = [{ serviceToken: [] }];
+  return async (app) => {
+    app.post(
+      '/messages',
+      {
+        schema: {
+          summary: 'Queue one message exactly once per Idempotency-Key (202; a replay answers the first 202 with Idempotent-Replayed: true)',
+          tags,
+          security,
+          headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: '1–255 printable characters, stable per logical request' })) }),
+          querystring: NoQuery,
+          body: TransactionalBody,
+          response: { 202: Queued, ...errors(400, 401, 403, 409, 413, 415, 422, 429) },
+        },
+      },
+      async (request, reply) => {
+        const result = await transactional.send(serviceTokenOf(request), idempotencyKeyOf(request), request.body as Static<typeof TransactionalBody>);
+        if (result.replayed) void reply.header('idempotent-replayed', 'true');
+        return reply.code(202).send(result.body);
+      },
+    );
+    app.get(
+      '/messages/:message_id',
+      { schema: { summary: "A message's delivery status (this token's messages only)", tags, security, params: MessageParams, querystring: NoQuery, response: { 200: MessageStatus, ...errors(400, 401, 404, 429) } } },
+      async (request) => transactional.get(serviceTokenOf(request), (request.params as Static<typeof MessageParams>).message_id),
+    );
+    app.get(
+      '/messages',
+      { schema: { summary: 'The message created with an Idempotency-Key, with its status', tags, security, querystring: KeyQuery, response: { 200: MessageStatus, ...errors(400, 401, 404, 429) } } },
+      async (request) => transactional.getByKey(serviceTokenOf(request), (request.query as Static<typeof KeyQuery>).idempotency_key),
+    );
+  };
+}
