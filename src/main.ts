@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config/config.js';
 import { createDb, ping, type DbHandle } from './db/database.js';
+import { createGroupCommit, type GroupCommit } from './db/group-commit.js';
 import { migrateToLatest } from './db/migrator.js';
 import { createQueue, type Queue } from './jobs/queue.js';
 import { createWorker, type JobHandler, type Worker } from './jobs/worker.js';
@@ -41,6 +42,8 @@ export interface Services {
   tenancy: TenancyModule;
   events: EventsService;
   queue: Queue;
+  /** Shared commits of the hot write paths (inbound storage, sends, delivery state, job settlement). */
+  commits: GroupCommit;
   mailboxes: MailboxService;
   lists: ListService;
   messages: MessageService;
@@ -50,6 +53,8 @@ export interface Services {
   drafts: DraftService;
   serviceTokens: ServiceTokenService;
   transactional: TransactionalService;
+  /** The outbound SMTP client (its cached connections are closed at shutdown). */
+  deliverer: SmtpDeliverer;
   /** Job handlers the worker role runs. */
   handlers: JobHandler[];
 }
@@ -70,6 +75,7 @@ export async function createServices(
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger('silent');
   const events = createEventsService({ clock });
+  const commits = createGroupCommit(db);
   const lists = createListService({ db, clock });
   const store = createMessageStore({ clock, dialect });
   const resolve = createDnsResolver(config.dnsServers);
@@ -78,15 +84,17 @@ export async function createServices(
   const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs });
   // VERP return paths live in the first hosted domain, whose MX points at this service.
   const bounceDomain = config.hostedDomains[0] ?? config.smtpHostname;
-  const sending = createSendingService({ db, clock, events, store, queue, lists, domains, bounceDomain });
+  const sending = createSendingService({ db, clock, events, store, queue, lists, domains, bounceDomain, commits });
+  const deliverer = options.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname });
   const delivery = createDeliveryHandler({
     db,
+    commits,
     clock,
     logger,
     events,
     domains,
     routes: options.routes ?? createRouteResolver({ resolve: cachingResolver(resolve), mxPort: config.mxPort, relay: config.smtpRelay }),
-    deliverer: options.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname }),
+    deliverer,
     retryBaseMs: config.deliveryRetryBaseMs,
     maxAgeMs: config.deliveryMaxAgeMs,
   });
@@ -96,16 +104,18 @@ export async function createServices(
     tenancy: createTenancyModule({ db, clock }),
     events,
     queue,
+    commits,
     sending,
     drafts: createDraftService({ db, clock, sending }),
     serviceTokens: createServiceTokenService({ db, clock }),
     transactional: createTransactionalService({ db, clock, sending }),
     handlers: [delivery],
+    deliverer,
     mailboxes: createMailboxService({ db, clock, domains }),
     domains,
     lists,
     messages: createMessageService({ db, clock, dialect }),
-    inbound: createInboundService({ db, events, store, lists, authenticator, logger, bounceDomain }),
+    inbound: createInboundService({ db, events, store, lists, authenticator, logger, bounceDomain, commits }),
   };
 }
 
@@ -154,13 +164,14 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       logger.warn({ cidrs: config.webhookAllowCidrs }, 'MAILROOM_WEBHOOK_ALLOW_CIDRS exempts these networks from the webhook address rules; use only for development and tests');
     }
     if (roles.includes('worker')) {
-      const worker: Worker = createWorker(services.handlers, { queue: services.queue, logger, leaseMs: config.leaseMs });
+      const worker: Worker = createWorker(services.handlers, { queue: services.queue, logger, leaseMs: config.leaseMs, commits: services.commits });
       const maintenance: Maintenance = createMaintenance({ db: services.database.db, clock: services.clock, logger });
       worker.start();
       maintenance.start();
       stoppers.push(async () => {
         maintenance.stop();
         await worker.stop();
+        services.deliverer.close?.();
       });
       logger.info('worker role started');
     }

@@ -103,6 +103,36 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     expect(item).toMatchObject({ folder: 'sent', direction: 'outbound', status: 'accepted' });
   });
 
+  it('reuses one connection for consecutive messages to a host, and replaces one the peer closed without a failed attempt', async () => {
+    const ids: string[] = [];
+    for (const n of [1, 2, 3]) {
+      const id = (await send({ to: `reuse${n}@peer.test`, subject: `reuse ${n}` })).json<{ message_id: string }>().message_id;
+      expect((await settle(id)).status).toBe('accepted');
+      ids.push(id);
+    }
+    const sessionOf = (recipient: string) => peer.accepted.find((m) => m.recipients.includes(recipient))!.session;
+    expect(new Set([sessionOf('reuse1@peer.test'), sessionOf('reuse2@peer.test'), sessionOf('reuse3@peer.test')]).size).toBe(1);
+
+    // The peer hangs up on its idle clients; the next message goes over a new connection, in one attempt.
+    peer.dropConnections();
+    await new Promise((r) => setTimeout(r, 50));
+    const id = (await send({ to: 'reuse4@peer.test', subject: 'after the hang-up' })).json<{ message_id: string }>().message_id;
+    const done = await settle(id);
+    expect(done.status).toBe('accepted');
+    expect((JSON.parse(done.attempts_json) as Array<{ outcome: string }>).map((a) => a.outcome)).toEqual(['sent']);
+    expect(sessionOf('reuse4@peer.test')).not.toBe(sessionOf('reuse1@peer.test'));
+    expect(peer.accepted.filter((m) => m.recipients.includes('reuse4@peer.test'))).toHaveLength(1);
+
+    // A cached connection found dead only at MAIL FROM: the same attempt goes on over a new one.
+    peer.dropNextMailFrom = true;
+    const stale = (await send({ to: 'reuse5@peer.test', subject: 'stale connection' })).json<{ message_id: string }>().message_id;
+    const staleDone = await settle(stale);
+    expect(peer.dropNextMailFrom).toBe(false); // the reused connection was hung up on
+    expect(staleDone.status).toBe('accepted');
+    expect((JSON.parse(staleDone.attempts_json) as Array<{ outcome: string }>).map((a) => a.outcome)).toEqual(['sent']);
+    expect(sessionOf('reuse5@peer.test')).not.toBe(sessionOf('reuse4@peer.test'));
+  });
+
   it('fails on a 5xx, per recipient, with message.failed naming the recipient and the reason', async () => {
     peer.refuse.add('gone@peer.test');
     const id = (await send({ to: ['gone@peer.test', 'here@peer.test'] })).json<{ message_id: string }>().message_id;

@@ -1,3 +1,5 @@
+import type { Db } from '../db/database.js';
+import type { GroupCommit } from '../db/group-commit.js';
 import type { Logger } from '../lib/logger.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import type { ClaimedJob, Queue } from './queue.js';
@@ -28,6 +30,8 @@ export interface WorkerOptions {
   leaseMs: number;
   /** Sleep between polls when a queue had nothing due. */
   pollMs?: number;
+  /** Settle jobs through shared commits (db/group-commit.ts) instead of one commit each. */
+  commits?: GroupCommit;
 }
 
 export interface Worker {
@@ -60,13 +64,16 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
   const loops: Promise<void>[] = [];
 
   async function settle(handler: JobHandler, job: ClaimedJob<unknown>, outcome: JobOutcome): Promise<void> {
+    const commit = <T>(work: (trx?: Db) => Promise<T>): Promise<T> => (options.commits ? options.commits.run((trx) => work(trx)) : work());
     if (outcome.type === 'done') {
-      await queue.complete(job);
+      await commit((trx) => queue.complete(job, trx));
     } else if (outcome.type === 'dead' || job.attempt >= job.maxAttempts) {
-      await queue.bury(job, outcome.error);
+      const error = outcome.error;
+      await commit((trx) => queue.bury(job, error, trx));
       logger.warn({ jobId: job.id, queue: job.queue, attempt: job.attempt, error: outcome.error }, 'job given up');
     } else {
-      await queue.retry(job, outcome.error, outcome.delayMs ?? backoffDelay(handler.backoff, job.attempt));
+      const { error, delayMs } = outcome;
+      await commit((trx) => queue.retry(job, error, delayMs ?? backoffDelay(handler.backoff, job.attempt), trx));
     }
   }
 

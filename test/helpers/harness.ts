@@ -36,6 +36,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     database,
     async close() {
       await app.close();
+      services.deliverer.close?.();
       await services.database.destroy();
       await database.drop();
     },

@@ -8,6 +8,8 @@ export interface ReceivedMail {
   recipients: string[];
   raw: Buffer;
   secure: boolean;
+  /** The SMTP session (connection) it came over. */
+  session: string;
 }
 
 /** A real SMTP peer on loopback (smtp-server) whose answers a test sets: the far end of outbound delivery. */
@@ -22,13 +24,17 @@ export interface SmtpPeer {
   accepted: ReceivedMail[];
   /** Recipients whose RCPT was left unanswered ('hang-at-rcpt'): the client is stuck before DATA. */
   held: string[];
+  /** Hang up on the next MAIL FROM (once), as a server that timed the session out would. */
+  dropNextMailFrom: boolean;
+  /** Hang up every open connection now (as a server does with idle clients). */
+  dropConnections(): void;
   /** Answer every held RCPT now (250, or 550 for a refused recipient), letting those clients go on to DATA. */
   releaseHeld(): void;
   close(): Promise<void>;
 }
 
 export async function startSmtpPeer(): Promise<SmtpPeer> {
-  const peer = { behaviour: 'accept' as PeerBehaviour, refuse: new Set<string>(), received: [] as ReceivedMail[], accepted: [] as ReceivedMail[], held: [] as string[] };
+  const peer = { dropNextMailFrom: false, behaviour: 'accept' as PeerBehaviour, refuse: new Set<string>(), received: [] as ReceivedMail[], accepted: [] as ReceivedMail[], held: [] as string[] };
   const heldAnswers: Array<() => void> = [];
   const hangUp = (session: SMTPServerSession) => {
     // smtp-server keeps each connection (whose id is the session id) and its socket in server.connections.
@@ -41,6 +47,14 @@ export async function startSmtpPeer(): Promise<SmtpPeer> {
     disabledCommands: ['AUTH', 'STARTTLS'],
     disableReverseLookup: true,
     logger: false,
+    onMailFrom(_address, session, callback) {
+      if (peer.dropNextMailFrom) {
+        peer.dropNextMailFrom = false;
+        hangUp(session);
+        return;
+      }
+      callback();
+    },
     onRcptTo(address, session, callback) {
       if (peer.behaviour === 'drop-at-rcpt') {
         hangUp(session); // gone before DATA: the message cannot have been taken
@@ -72,6 +86,7 @@ export async function startSmtpPeer(): Promise<SmtpPeer> {
           recipients: session.envelope.rcptTo.map((r) => r.address),
           raw: Buffer.concat(chunks),
           secure: session.secure,
+          session: session.id,
         };
         peer.received.push(mail);
         switch (peer.behaviour) {
@@ -97,6 +112,9 @@ export async function startSmtpPeer(): Promise<SmtpPeer> {
   const port = (server.server.address() as AddressInfo).port;
   return Object.assign(peer, {
     port,
+    dropConnections: () => {
+      for (const conn of (server as unknown as { connections: Set<{ _socket: { destroy(): void } }> }).connections) conn._socket.destroy();
+    },
     releaseHeld: () => {
       for (const answer of heldAnswers.splice(0)) answer();
     },

@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.js';
-import { createGroupCommit } from '../../db/group-commit.js';
+import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
 import type { Logger } from '../../lib/logger.js';
 import type { EventsService } from '../events/events.service.js';
 import type { ListService } from '../lists/list.service.js';
@@ -52,11 +52,12 @@ export interface InboundDeps {
   logger: Logger;
   /** Domain of outbound mail's VERP return paths (bounces+msg_…@domain). */
   bounceDomain: string;
+  /** Shared commits: concurrent deliveries are stored in one transaction (see db/group-commit.ts). */
+  commits?: GroupCommit;
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ db, events, store, lists, authenticator, logger, bounceDomain }: InboundDeps): InboundService {
-  const commits = createGroupCommit(db);
+export function createInboundService({ db, events, store, lists, authenticator, logger, bounceDomain, commits = createGroupCommit(db) }: InboundDeps): InboundService {
 
   /** A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the SMTP reply. */
   async function recordReport(trx: Db, recipient: Recipient, parsed: ParsedMessage): Promise<string[]> {

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { backoffDelay, type BackoffPolicy } from '../../jobs/backoff.js';
@@ -42,6 +43,8 @@ export interface DeliveryDeps {
   /** Contract §1: a message not accepted after this long fails (RFC 5321 §4.5.4.1). */
   maxAgeMs: number;
   concurrency?: number;
+  /** Shared commits: state changes of concurrent deliveries share a transaction (db/group-commit.ts). */
+  commits?: GroupCommit;
 }
 
 const HOUR_MS = 3_600_000;
@@ -50,6 +53,8 @@ const HOUR_MS = 3_600_000;
 export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_id: string }> {
   const { db, clock, logger, events, domains, routes, deliverer } = deps;
   const backoff: BackoffPolicy = { baseMs: deps.retryBaseMs, factor: 2, capMs: HOUR_MS, jitter: 0.2 };
+  // Every unit below is safe to run again from the start, as group commit requires.
+  const commits = deps.commits ?? createGroupCommit(db);
 
   async function load(workspaceId: string, messageId: string): Promise<OutboundTable | undefined> {
     return db.selectFrom('outbound').selectAll().where('workspace_id', '=', workspaceId).where('message_id', '=', messageId).executeTakeFirst();
@@ -70,7 +75,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
 
   /** Write the new state and the events it causes in one transaction; false (nothing written) when the job was taken over. */
   async function save(job: ClaimedJob<unknown>, outbound: OutboundTable, recipients: RecipientState[], attempts: Attempt[], status: DeliveryStatus, emit: Array<{ type: 'message.accepted' | 'message.failed'; extra: Record<string, unknown> }>, lastError: string | null, smtpResponse: string | null): Promise<boolean> {
-    return db.transaction().execute(async (trx) => {
+    return commits.run(async (trx) => {
       if (!(await holdsLease(trx, job))) return false;
       await trx
         .updateTable('outbound')
@@ -129,7 +134,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
       return { type: 'done' };
     }
 
-    const started = await db.transaction().execute(async (trx) => {
+    const started = await commits.run(async (trx) => {
       if (!(await holdsLease(trx, job))) return false;
       await trx.updateTable('outbound').set({ status: 'processing', updated_at: now }).where('workspace_id', '=', workspaceId).where('message_id', '=', outbound.message_id).execute();
       return true;
@@ -178,7 +183,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
           message: signed,
           onDataStart: async () => {
             // No byte of DATA without a live lease: a run whose job was claimed again must not send a second copy.
-            await db.transaction().execute(async (trx) => {
+            await commits.run(async (trx) => {
               if (!(await holdsLease(trx, job, true))) throw new Error('lease lost or expired before DATA; not sending');
               await trx.updateTable('outbound').set({ data_started_at: clock.now() }).where('workspace_id', '=', workspaceId).where('message_id', '=', outbound.message_id).execute();
             });

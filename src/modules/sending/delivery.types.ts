@@ -39,6 +39,8 @@ export type DeliveryResult =
 /** Sends one SMTP transaction (implemented by the SMTP transport; tests use a real local peer). */
 export interface SmtpDeliverer {
   deliver(request: DeliveryRequest): Promise<DeliveryResult>;
+  /** Close connections kept open between deliveries (at shutdown). */
+  close?(): void;
 }
 
 /** Finds the hosts mail for a domain goes to, in the order to try them. */

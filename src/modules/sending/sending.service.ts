@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
 import type { Clock } from '../../lib/clock.js';
 import { invalid, notFound, DomainError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
@@ -82,12 +83,15 @@ export interface SendingDeps {
   domains: DomainService;
   /** Domain of the VERP return path (bounces+<message_id>@<domain>), routed to our SMTP listener. */
   bounceDomain: string;
+  /** Shared commits: concurrent sends share a transaction and its flush to disk (db/group-commit.ts). */
+  commits?: GroupCommit;
   /** Attempts before a delivery job gives up (its own max-age rule usually decides first). */
   maxAttempts?: number;
 }
 
 export function createSendingService(deps: SendingDeps): SendingService {
   const { db, clock, events, store, queue, lists, domains, bounceDomain } = deps;
+  const commits = deps.commits ?? createGroupCommit(db);
 
   /**
    * Everything that can refuse a send, read-only: runs before any write so a refusal leaves nothing behind.
@@ -244,7 +248,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
 
     async enqueue(tenant, input, trx) {
       const checked = await check(tenant, input, trx ?? db, trx === undefined);
-      return trx ? write(tenant, input, checked, trx) : db.transaction().execute((own) => write(tenant, input, checked, own));
+      return trx ? write(tenant, input, checked, trx) : commits.run((own) => write(tenant, input, checked, own));
     },
 
     async check(tenant, input) {

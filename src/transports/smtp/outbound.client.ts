@@ -20,98 +20,216 @@ function refusals(err: SmtpError | undefined): RecipientRefusal[] {
   return (err?.rejectedErrors ?? []).map((e) => ({ recipient: e.recipient ?? '', code: e.responseCode ?? 0, response: e.response ?? e.message }));
 }
 
+/** How long a connection may wait, idle, for the next message to the same host (Postfix caches for 2 s). */
+const IDLE_MS = 5_000;
+/** Messages over one connection before it is closed (a long-lived session is a risk, not a gain). */
+const MAX_MESSAGES_PER_CONNECTION = 100;
+/** Idle connections kept per destination. */
+const MAX_IDLE_PER_DESTINATION = 16;
+
+interface Cached {
+  connection: SMTPConnection;
+  messages: number;
+  timer: NodeJS.Timeout;
+  /** Removes the handlers that drop it from the cache when the peer hangs up while it waits. */
+  detach(): void;
+}
+
+export interface SmtpDelivererHandle extends SmtpDeliverer {
+  /** Close every idle connection (QUIT); deliveries in progress are not affected. */
+  close(): void;
+}
+
 /**
  * The outbound SMTP client (nodemailer's SMTPConnection): STARTTLS whenever the peer offers it
  * (opportunistic; certificates of MX hosts are not checked, as is common practice without DANE or
  * MTA-STS), and a message stream that asks the caller to record "DATA began" before its first byte,
  * so that a lost connection after that point is known to be ambiguous.
+ *
+ * After a transaction the peer answered 250, the connection waits up to IDLE_MS for the next message
+ * to the same host, address, port and credentials (a connection cache, as Postfix keeps one): a worker
+ * sending many messages to one domain pays for the TCP and TLS handshakes and the greeting once, not
+ * per message. A cached connection that turns out dead before any byte of the message went out is
+ * replaced by a new one for the same attempt.
  */
-export function createSmtpDeliverer({ heloName }: { heloName: string }): SmtpDeliverer {
-  return {
-    deliver(request: DeliveryRequest): Promise<DeliveryResult> {
-      return new Promise((resolve) => {
-        let dataStarted = false;
-        // All bytes handed to the connection: from here on the final dot may have reached the peer.
-        let dataComplete = false;
-        let settled = false;
-        const finish = (result: DeliveryResult) => {
-          if (settled) return;
-          settled = true;
-          connection.close();
-          resolve(result);
-        };
-        const connection = new SMTPConnection({
-          host: request.route.address ?? request.route.host,
-          port: request.route.port,
-          secure: request.route.secure === true,
-          servername: request.route.host,
-          opportunisticTLS: true,
-          name: heloName,
-          connectionTimeout: CONNECT_TIMEOUT_MS,
-          greetingTimeout: GREETING_TIMEOUT_MS,
-          socketTimeout: SOCKET_TIMEOUT_MS,
-          tls: { rejectUnauthorized: false, servername: request.route.host },
-          logger: false,
-        });
+export function createSmtpDeliverer({ heloName }: { heloName: string }): SmtpDelivererHandle {
+  const idle = new Map<string, Cached[]>();
 
-        const classify = (err: SmtpError): DeliveryResult => {
-          const code = typeof err.responseCode === 'number' ? err.responseCode : null;
-          const response = err.response ?? err.message;
-          if (dataComplete && code === null) return { type: 'ambiguous', response: `connection lost after the end of DATA: ${err.message}` };
-          if (code !== null && code >= 500) return { type: 'rejected', code, response, refused: refusals(err) };
-          return { type: 'deferred', code, response, refused: refusals(err), beforeMail: err.command === 'CONN' || err.code === 'ECONNECTION' || err.code === 'ETIMEDOUT' || err.code === 'EDNS' };
-        };
+  const keyOf = (route: DeliveryRequest['route']) => [route.host, route.address ?? '', route.port, route.secure === true ? 's' : '', route.auth?.user ?? ''].join('|');
 
-        connection.once('error', (err: SmtpError) => finish(classify(err)));
-        connection.once('end', () => {
-          if (!settled) finish(dataComplete ? { type: 'ambiguous', response: 'connection closed after the end of DATA' } : { type: 'deferred', code: null, response: 'connection closed', refused: [], beforeMail: !dataStarted });
-        });
+  function takeIdle(key: string): Cached | undefined {
+    const list = idle.get(key);
+    while (list && list.length > 0) {
+      const cached = list.pop()!;
+      clearTimeout(cached.timer);
+      cached.detach();
+      if (list.length === 0) idle.delete(key);
+      if (!(cached.connection as unknown as { _destroyed: boolean })._destroyed) return cached;
+    }
+    return undefined;
+  }
 
-        const send = () => {
-          // The message goes out in chunks as the socket drains, so a peer that hangs up mid-message is
-          // seen before our last byte (and the final dot) was handed over.
-          let offset = 0;
-          const message = new Readable({
-            read() {
-              if (!dataStarted) {
-                dataStarted = true;
-                // Hold the data until the caller's record of "DATA began" is durable.
-                request.onDataStart().then(
-                  () => this.push(next()),
-                  (err: unknown) => this.destroy(err instanceof Error ? err : new Error(String(err))),
-                );
-                return;
-              }
-              this.push(next());
-            },
-          });
-          const next = (): Buffer | null => {
-            if (offset >= request.message.length) return null;
-            const chunk = request.message.subarray(offset, offset + DATA_CHUNK_BYTES);
-            offset += chunk.length;
-            return chunk;
-          };
-          message.once('end', () => {
-            dataComplete = true;
-          });
-          connection.send({ from: request.mailFrom, to: request.recipients }, message, (err, info) => {
-            if (err) {
-              finish(classify(err));
+  function park(key: string, connection: SMTPConnection, messages: number): void {
+    const list = idle.get(key) ?? [];
+    if (messages >= MAX_MESSAGES_PER_CONNECTION || list.length >= MAX_IDLE_PER_DESTINATION) {
+      connection.quit();
+      return;
+    }
+    const drop = () => {
+      const current = idle.get(key);
+      const at = current?.indexOf(cached) ?? -1;
+      if (current && at >= 0) current.splice(at, 1);
+      if (current?.length === 0) idle.delete(key);
+      clearTimeout(cached.timer);
+      cached.detach();
+    };
+    const onGone = () => drop();
+    connection.on('error', onGone);
+    connection.on('end', onGone);
+    const cached: Cached = {
+      connection,
+      messages,
+      timer: setTimeout(() => {
+        drop();
+        connection.quit();
+      }, IDLE_MS),
+      detach: () => {
+        connection.off('error', onGone);
+        connection.off('end', onGone);
+      },
+    };
+    cached.timer.unref();
+    list.push(cached);
+    idle.set(key, list);
+  }
+
+  function open(request: DeliveryRequest): SMTPConnection {
+    const connection = new SMTPConnection({
+      host: request.route.address ?? request.route.host,
+      port: request.route.port,
+      secure: request.route.secure === true,
+      servername: request.route.host,
+      opportunisticTLS: true,
+      name: heloName,
+      connectionTimeout: CONNECT_TIMEOUT_MS,
+      greetingTimeout: GREETING_TIMEOUT_MS,
+      socketTimeout: SOCKET_TIMEOUT_MS,
+      tls: { rejectUnauthorized: false, servername: request.route.host },
+      logger: false,
+    });
+    // Each transaction listens for errors while it runs; this listener keeps a late error (after the
+    // transaction settled, or while the connection closes) from being an unhandled 'error' event.
+    connection.on('error', () => undefined);
+    return connection;
+  }
+
+  /** One transaction over `cached`'s connection, or over a new one. */
+  function transact(request: DeliveryRequest, cached: Cached | undefined): Promise<{ result: DeliveryResult; retryFresh: boolean }> {
+    const key = keyOf(request.route);
+    const connection = cached?.connection ?? open(request);
+    const reused = cached !== undefined;
+    return new Promise((resolve) => {
+      let dataStarted = false;
+      // All bytes handed to the connection: from here on the final dot may have reached the peer.
+      let dataComplete = false;
+      let settled = false;
+      const finish = (result: DeliveryResult, keep = false, retryFresh = false) => {
+        if (settled) return;
+        settled = true;
+        connection.off('error', onError);
+        connection.off('end', onEnd);
+        if (keep) park(key, connection, (cached?.messages ?? 0) + 1);
+        else connection.close();
+        resolve({ result, retryFresh });
+      };
+
+      const classify = (err: SmtpError): DeliveryResult => {
+        const code = typeof err.responseCode === 'number' ? err.responseCode : null;
+        const response = err.response ?? err.message;
+        if (dataComplete && code === null) return { type: 'ambiguous', response: `connection lost after the end of DATA: ${err.message}` };
+        if (code !== null && code >= 500) return { type: 'rejected', code, response, refused: refusals(err) };
+        return { type: 'deferred', code, response, refused: refusals(err), beforeMail: err.command === 'CONN' || err.code === 'ECONNECTION' || err.code === 'ETIMEDOUT' || err.code === 'EDNS' };
+      };
+      // A cached connection the peer closed meanwhile fails before our first byte of data: try a new one.
+      const staleFailure = (err: SmtpError) => reused && !dataStarted && typeof err.responseCode !== 'number';
+
+      const onError = (err: SmtpError) => finish(classify(err), false, staleFailure(err));
+      const onEnd = () => {
+        if (settled) return;
+        if (reused && !dataStarted) finish({ type: 'deferred', code: null, response: 'connection closed', refused: [], beforeMail: true }, false, true);
+        else finish(dataComplete ? { type: 'ambiguous', response: 'connection closed after the end of DATA' } : { type: 'deferred', code: null, response: 'connection closed', refused: [], beforeMail: !dataStarted });
+      };
+      connection.on('error', onError);
+      connection.on('end', onEnd);
+
+      const send = () => {
+        // The message goes out in chunks as the socket drains, so a peer that hangs up mid-message is
+        // seen before our last byte (and the final dot) was handed over.
+        let offset = 0;
+        const message = new Readable({
+          read() {
+            if (!dataStarted) {
+              dataStarted = true;
+              // Hold the data until the caller's record of "DATA began" is durable.
+              request.onDataStart().then(
+                () => this.push(next()),
+                (err: unknown) => this.destroy(err instanceof Error ? err : new Error(String(err))),
+              );
               return;
             }
-            const refusedErrors = refusals({ name: '', message: '', rejectedErrors: (info.rejectedErrors ?? []) });
-            finish({ type: 'sent', accepted: info.accepted.map(String), refused: refusedErrors, response: info.response });
-          });
-        };
-
-        connection.connect(() => {
-          if (request.route.auth) {
-            connection.login({ user: request.route.auth.user, pass: request.route.auth.pass }, (err) => (err ? finish(classify(err)) : send()));
-          } else {
-            send();
-          }
+            this.push(next());
+          },
         });
+        const next = (): Buffer | null => {
+          if (offset >= request.message.length) return null;
+          const chunk = request.message.subarray(offset, offset + DATA_CHUNK_BYTES);
+          offset += chunk.length;
+          return chunk;
+        };
+        message.once('end', () => {
+          dataComplete = true;
+        });
+        connection.send({ from: request.mailFrom, to: request.recipients }, message, (err, info) => {
+          if (err) {
+            finish(classify(err), false, staleFailure(err));
+            return;
+          }
+          const refusedErrors = refusals({ name: '', message: '', rejectedErrors: (info.rejectedErrors ?? []) });
+          // 250 after the final dot: the session is ready for the next MAIL FROM.
+          finish({ type: 'sent', accepted: info.accepted.map(String), refused: refusedErrors, response: info.response }, true);
+        });
+      };
+
+      if (reused) {
+        send();
+        return;
+      }
+      connection.connect(() => {
+        if (request.route.auth) {
+          connection.login({ user: request.route.auth.user, pass: request.route.auth.pass }, (err) => (err ? finish(classify(err)) : send()));
+        } else {
+          send();
+        }
       });
+    });
+  }
+
+  return {
+    async deliver(request) {
+      const cached = takeIdle(keyOf(request.route));
+      const first = await transact(request, cached);
+      if (cached && first.retryFresh) return (await transact(request, undefined)).result;
+      return first.result;
+    },
+    close() {
+      for (const [key, list] of idle) {
+        idle.delete(key);
+        for (const cached of list) {
+          clearTimeout(cached.timer);
+          cached.detach();
+          cached.connection.quit();
+        }
+      }
     },
   };
 }
