@@ -29,9 +29,9 @@ import { createMaintenance, type Maintenance } from './modules/tenancy/maintenan
 import { createTenancyModule, type TenancyModule } from './modules/tenancy/tenancy.module.js';
 import { buildApp } from './transports/http/app.js';
 
-/** The roles one process can play; `serve` without --role plays all of them. */
-export const ROLES = ['api', 'smtp', 'worker'] as const;
-export type ProcessRole = (typeof ROLES)[number];
+import type { ProcessRole } from './config/roles.js';
+// The role list lives in a module of its own so the CLI can name it without loading the service.
+export { ROLES, type ProcessRole } from './config/roles.js';
 
 export interface Services {
   database: DbHandle;
