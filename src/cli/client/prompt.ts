@@ -30,8 +30,9 @@ export async function promptLine(question: string, needed: string): Promise<stri
 export function promptHidden(question: string): Promise<string> {
   const stdin = process.stdin;
   if (!stdin.isTTY) return Promise.reject(new CliError('no terminal to ask for the password; pipe it in with --password-stdin'));
-  process.stderr.write(question);
+  // Echo goes off before the question shows, so nothing typed after it can appear on the screen.
   stdin.setRawMode(true);
+  process.stderr.write(question);
   stdin.setEncoding('utf8');
   stdin.resume();
   return new Promise((resolve, reject) => {
