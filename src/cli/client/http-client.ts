@@ -1,6 +1,6 @@
 import { ApiError, CliError } from './errors.js';
 
-/** How long one request may take before the client gives up. */
+/** How long the client waits for a server's answer to start (a download may then take as long as it takes). */
 export const REQUEST_TIMEOUT_MS = 30_000;
 export const DEFAULT_SERVER = 'http://127.0.0.1:8080';
 const USER_AGENT = 'mailroom-cli/0.1.0';
@@ -22,7 +22,6 @@ export interface Download {
 
 /** The session API as the commands see it: JSON in, JSON out, refusals as ApiError, no server as CliError. */
 export interface ApiClient {
-  readonly server: string;
   get<T>(path: string, query?: Query): Promise<T>;
   post<T>(path: string, body?: unknown): Promise<T>;
   patch<T>(path: string, body: unknown): Promise<T>;
@@ -126,10 +125,14 @@ export function createApiClient(server: string, token: string | null, timeoutMs:
       if (search) url += `?${search}`;
     }
     let response: Response;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new DOMException('no answer in time', 'TimeoutError')), timeoutMs);
     try {
-      response = await fetch(url, { method, headers, body, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+      response = await fetch(url, { method, headers, body, redirect: 'manual', signal: controller.signal });
     } catch (err) {
       throw new CliError(`cannot reach ${server} (${describeNetworkError(err, timeoutMs)})`);
+    } finally {
+      clearTimeout(timer);
     }
     if (response.status >= 300 && response.status < 400) {
       await response.body?.cancel();
@@ -152,7 +155,6 @@ export function createApiClient(server: string, token: string | null, timeoutMs:
   }
 
   return {
-    server,
     get: (path, query) => json('GET', path, { query }),
     post: (path, body) => json('POST', path, { body }),
     patch: (path, body) => json('PATCH', path, { body }),
