@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { DnsRecord, SendingDomain } from './api.types.js';
+import type { CreatedDomainView, DnsRecord, SendingDomain } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { CliError } from './errors.js';
 import { relativeTime, renderFields, renderTable, safeLine } from './format.js';
@@ -73,10 +73,11 @@ export function registerDomainCommands(program: Command): void {
     examples: ['mailroom domains create acme.example'],
   }).action(
     run(async (ctx, [name = '']) => {
-      const created = await ctx.api().post<SendingDomain>('/app/api/sending-domains', { domain: name });
-      const records: (readonly [string, DnsRecord])[] = [];
-      if (created.verification) records.push(['Verification (shown only now: keep it until it is published)', created.verification]);
-      records.push(['DKIM', created.dkim]);
+      const created = await ctx.api().post<CreatedDomainView>('/app/api/sending-domains', { domain: name });
+      const records: (readonly [string, DnsRecord])[] = [
+        ['Verification (shown only now: keep it until it is published)', created.verification],
+        ['DKIM', created.dkim],
+      ];
       ctx.show(created, () => [
         `added ${created.domain} (${created.domain_id}), ${created.status}`,
         '',

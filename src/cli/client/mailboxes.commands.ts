@@ -21,7 +21,7 @@ export function registerMailboxCommands(program: Command): void {
                 { header: 'ADDRESS', value: (m) => m.address },
                 { header: 'MESSAGES', value: (m) => String(m.message_count), align: 'right' },
                 { header: 'UNREAD', value: (m) => (m.unread_count > 0 ? String(m.unread_count) : ''), align: 'right', style: (t) => ctx.style.bold(t) },
-                { header: 'DESCRIPTION', value: (m) => m.description ?? '', max: 40 },
+                { header: 'DESCRIPTION', value: (m) => m.description, max: 40 },
                 { header: 'CREATED', value: (m) => relativeTime(m.created_at), style: (t) => ctx.style.dim(t) },
               ],
               ctx.style,
@@ -39,7 +39,7 @@ export function registerMailboxCommands(program: Command): void {
     .action(
       run<{ description?: string }>(async (ctx, [address = ''], options) => {
         const mailbox = await ctx.api().post<Mailbox>('/app/api/mailboxes', { address, description: options.description });
-        ctx.show(mailbox, () => [`created ${mailbox.address}`, ...renderFields([['Description', mailbox.description]], ctx.style)]);
+        ctx.show(mailbox, () => [`created ${mailbox.address}`, ...renderFields([['Description', mailbox.description || null]], ctx.style)]);
       }),
     );
 }

@@ -59,7 +59,6 @@ export function messageView(m: MessageDetail, style: Style, options: { html?: bo
       ['Cc', m.cc.length > 0 ? m.cc.map(formatAddress).join(', ') : null],
       ['Subject', m.subject || '(no subject)'],
       ['Date', m.date ? `${m.date} (${relativeTime(m.date)})` : null],
-      ['Status', m.status ?? null],
       ['Labels', m.labels.length > 0 ? m.labels.join(', ') : null],
       ['Thread', m.thread_id],
       ['Auth', m.direction === 'inbound' ? `spf=${m.auth.spf} dkim=${m.auth.dkim} dmarc=${m.auth.dmarc}` : null],
