@@ -32,9 +32,9 @@ import { createServiceTokenService, type ServiceTokenService } from './modules/t
 import { createTransactionalService, type TransactionalService } from './modules/transactional/transactional.service.js';
 import { buildApp } from './transports/http/app.js';
 
-/** The roles one process can play; `serve` without --role plays all of them. */
-export const ROLES = ['api', 'smtp', 'worker'] as const;
-export type ProcessRole = (typeof ROLES)[number];
+import type { ProcessRole } from './config/roles.js';
+// The role list lives in a module of its own so the CLI can name it without loading the service.
+export { ROLES, type ProcessRole } from './config/roles.js';
 
 export interface Services {
   database: DbHandle;

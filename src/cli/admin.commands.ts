@@ -1,11 +1,13 @@
 import type { Command } from 'commander';
 import { loadConfig } from '../config/config.js';
-import { createServices, type Services } from '../main.js';
+import type { Services } from '../main.js';
 import { failWith, printResult } from './output.js';
 
 /** Run an admin action against the configured database (migrating it first), then close it. */
 async function withServices<T>(action: (services: Services) => Promise<T>): Promise<T> {
-  const services = await createServices(loadConfig());
+  const config = loadConfig();
+  const { createServices } = await import('../main.js');
+  const services = await createServices(config);
   try {
     return await action(services);
   } finally {
@@ -18,7 +20,10 @@ interface JsonFlag {
 }
 
 export function registerAdminCommands(program: Command): void {
-  const admin = program.command('admin').description('operator commands: workspaces, users, memberships, API keys');
+  const admin = program
+    .command('admin')
+    .description('operator commands: workspaces, users, memberships, API keys')
+    .addHelpText('after', "\nExample:\n  $ mailroom admin bootstrap --email owner@example.com --password 's3cret-pass' --workspace Acme");
 
   admin
     .command('bootstrap')

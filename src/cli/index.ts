@@ -1,10 +1,8 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { loadConfig } from '../config/config.js';
-import { createDb } from '../db/database.js';
-import { migrateToLatest } from '../db/migrator.js';
-import { createLogger } from '../lib/logger.js';
-import { ROLES, startService, type ProcessRole } from '../main.js';
+import { ROLES, type ProcessRole } from '../config/roles.js';
 import { registerAdminCommands } from './admin.commands.js';
+import { registerClientCommands } from './client/register.js';
 import { failWith, printResult } from './output.js';
 
 function parseRoles(value: string, previous: ProcessRole[] = []): ProcessRole[] {
@@ -20,10 +18,21 @@ const SHUTDOWN_TIMEOUT_MS = 30_000;
 
 export function buildProgram(): Command {
   const program = new Command('mailroom')
-    .description('Mailroom: multi-tenant mail service — server, migrations and admin commands')
+    .description('Mailroom: multi-tenant mail service — the server, its operator commands, and a client for the session API')
     .showHelpAfterError()
-    .configureOutput({ outputError: (text, write) => write(text) });
+    .configureOutput({ outputError: (text, write) => write(text) })
+    .addHelpText(
+      'after',
+      [
+        '\nExamples:',
+        '  $ mailroom serve',
+        '  $ mailroom login --server http://127.0.0.1:8080 --email owner@example.com',
+        '  $ mailroom messages --unread',
+        '  $ mailroom help messages',
+      ].join('\n'),
+    );
 
+  program.commandsGroup('Server and operator commands:');
   program
     .command('serve')
     .description('run the service (all roles in one process unless --role is given)')
@@ -36,6 +45,8 @@ export function buildProgram(): Command {
       } catch (err) {
         failWith(err);
       }
+      // The service is loaded only by the commands that run it, so the client commands start quickly.
+      const [{ createLogger }, { startService }] = await Promise.all([import('../lib/logger.js'), import('../main.js')]);
       const logger = createLogger(config.logLevel);
       const roles = opts.role ?? [...ROLES];
       let running;
@@ -79,6 +90,7 @@ export function buildProgram(): Command {
     .action(async (opts: { json?: boolean }) => {
       try {
         const config = loadConfig();
+        const [{ createDb }, { migrateToLatest }] = await Promise.all([import('../db/database.js'), import('../db/migrator.js')]);
         const database = createDb(config.databaseUrl);
         try {
           const applied = await migrateToLatest(database.db);
@@ -94,6 +106,7 @@ export function buildProgram(): Command {
     });
 
   registerAdminCommands(program);
+  registerClientCommands(program);
   return program;
 }
 

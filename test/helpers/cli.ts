@@ -11,14 +11,21 @@ export interface CliResult {
   stderr: string;
 }
 
+export interface RunOptions {
+  /** Written to the command's standard input, which is then closed (without it, stdin is empty). */
+  input?: string;
+  cwd?: string;
+}
+
 /** Run the built `mailroom` command as a child process (npm test builds dist/ first). */
-export function runCli(args: string[], env: Record<string, string>, timeoutMs = 20_000): Promise<CliResult> {
+export function runCli(args: string[], env: Record<string, string>, timeoutMs = 20_000, options: RunOptions = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: ROOT,
+      cwd: options.cwd ?? ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
+    child.stdin.end(options.input);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -1,0 +1,182 @@
+import type { Command } from 'commander';
+import type { Draft, Page, Queued } from './api.types.js';
+import { composedContent, draftTemplate, isEmptyDraft, parseDraftText, withComposeOptions, type ComposeOptions, type EditableDraft } from './compose.js';
+import { group, leaf, run, type Context } from './context.js';
+import { CliError } from './errors.js';
+import { pageFooter, relativeTime, renderFields, renderTable, safeText } from './format.js';
+import { seg } from './http-client.js';
+import { withPaging, type PageOptions } from './options.js';
+import { editText } from './prompt.js';
+
+const path = (id: string, rest = '') => `/app/api/drafts/${seg(id)}${rest}`;
+
+function draftView(d: Draft, ctx: Context): string[] {
+  return [
+    ...renderFields(
+      [
+        ['Draft', d.draft_id],
+        ['From', d.mailbox],
+        ['To', d.to.join(', ') || '-'],
+        ['Cc', d.cc.length > 0 ? d.cc.join(', ') : null],
+        ['Bcc', d.bcc.length > 0 ? d.bcc.join(', ') : null],
+        ['Subject', d.subject || '(no subject)'],
+        ['In reply to', d.in_reply_to],
+        ['HTML', d.html !== null ? `yes (${d.html.length} characters)` : null],
+        ['Updated', relativeTime(d.updated_at)],
+      ],
+      ctx.style,
+    ),
+    '',
+    safeText(d.body) || ctx.style.dim('(no body)'),
+  ];
+}
+
+interface DraftOptions extends ComposeOptions {
+  mailbox?: string;
+  inReplyTo?: string;
+  /** false with --no-html: remove the HTML alternative. */
+  html?: boolean;
+  editor?: boolean;
+}
+
+type DraftChanges = Partial<Pick<Draft, 'mailbox' | 'to' | 'cc' | 'bcc' | 'subject' | 'body' | 'html' | 'in_reply_to'>>;
+
+/** The fields the options change, in the API's names; the others are left out. */
+async function changesFrom(options: DraftOptions): Promise<DraftChanges> {
+  const content = await composedContent(options);
+  const changes: DraftChanges = {
+    mailbox: options.mailbox,
+    to: options.to,
+    cc: options.cc,
+    bcc: options.bcc,
+    subject: options.subject,
+    body: content.body,
+    html: options.html === false ? null : content.html,
+    in_reply_to: options.inReplyTo,
+  };
+  return Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined));
+}
+
+/** Open the editor on these fields and give them back as edited. */
+function editDraft(fields: DraftChanges, mailbox: string): EditableDraft {
+  const start = { to: fields.to ?? [], cc: fields.cc ?? [], bcc: fields.bcc ?? [], subject: fields.subject ?? '', body: fields.body ?? '' };
+  return parseDraftText(editText(draftTemplate(start, mailbox)));
+}
+
+export function registerDraftCommands(program: Command): void {
+  const drafts = group(program, 'drafts', 'write, change and send drafts', [
+    'mailroom drafts create --mailbox support@mailroom.localhost --editor',
+    'mailroom drafts send drf_01m7yhqc9wcgbyps3d2mttenjj',
+  ]);
+
+  withPaging(
+    leaf(drafts, { name: 'list', isDefault: true, description: 'drafts of the active workspace, newest first', examples: ['mailroom drafts list --mailbox support@mailroom.localhost'] }).option(
+      '--mailbox <address>',
+      'only drafts sent from this mailbox',
+    ),
+  ).action(
+    run<PageOptions & { mailbox?: string }>(async (ctx, _args, options) => {
+      const page = await ctx.api().get<Page & { drafts: Draft[] }>('/app/api/drafts', { mailbox: options.mailbox, limit: options.limit, offset: options.offset });
+      ctx.show(page, () => [
+        ...(page.drafts.length > 0
+          ? renderTable(
+              page.drafts,
+              [
+                { header: 'ID', value: (d) => d.draft_id },
+                { header: 'FROM', value: (d) => d.mailbox, max: 30 },
+                { header: 'TO', value: (d) => d.to.join(', ') || '-', max: 30 },
+                { header: 'SUBJECT', value: (d) => d.subject || '(no subject)', max: 50 },
+                { header: 'UPDATED', value: (d) => relativeTime(d.updated_at), style: (t) => ctx.style.dim(t) },
+              ],
+              ctx.style,
+            )
+          : []),
+        ctx.style.dim(pageFooter(page, page.drafts.length, ['draft', 'drafts'])),
+      ]);
+    }),
+  );
+
+  leaf(drafts, { name: 'show <draft_id>', description: 'one draft with its body', examples: ['mailroom drafts show drf_01m7yhqc9wcgbyps3d2mttenjj'] }).action(
+    run(async (ctx, [id = '']) => {
+      const draft = await ctx.api().get<Draft>(path(id));
+      ctx.show(draft, () => draftView(draft, ctx));
+    }),
+  );
+
+  withComposeOptions(
+    leaf(drafts, {
+      name: 'create',
+      description: 'write a draft from options, or in $EDITOR with --editor',
+      examples: [
+        'mailroom drafts create --mailbox support@mailroom.localhost --to customer@example.com --subject "Your order" --body "It ships today."',
+        'mailroom drafts create --mailbox support@mailroom.localhost --in-reply-to msg_01m7yhqc9mjfqk5df8n7sq7rv5 --editor',
+      ],
+    }).requiredOption('--mailbox <address>', 'the mailbox it will be sent from'),
+    { required: false },
+  )
+    .option('--in-reply-to <message_id>', 'the message it answers (the reply joins its thread)')
+    .option('-e, --editor', 'write it in $VISUAL or $EDITOR; the other options fill it in first')
+    .action(
+      run<DraftOptions & { mailbox: string }>(async (ctx, _args, options) => {
+        const api = ctx.api();
+        let changes = await changesFrom(options);
+        if (options.editor) {
+          const edited = editDraft(changes, options.mailbox);
+          if (isEmptyDraft(edited)) throw new CliError('the draft is empty; nothing was saved');
+          changes = { ...changes, ...edited };
+        }
+        const draft = await api.post<Draft>('/app/api/drafts', changes);
+        ctx.show(draft, () => [`created ${draft.draft_id}`, ...draftView(draft, ctx)]);
+      }),
+    );
+
+  withComposeOptions(
+    leaf(drafts, {
+      name: 'edit <draft_id>',
+      description: 'change the fields given as options; without any, edit the draft in $EDITOR',
+      examples: ['mailroom drafts edit drf_01m7yhqc9wcgbyps3d2mttenjj', 'mailroom drafts edit drf_01m7yhqc9wcgbyps3d2mttenjj --cc billing@example.com --html-file reply.html'],
+    }).option('--mailbox <address>', 'send it from another mailbox'),
+    { required: false },
+  )
+    .option('--no-html', 'remove the HTML alternative')
+    .option('--in-reply-to <message_id>', 'the message it answers')
+    .option('-e, --editor', 'edit it in $VISUAL or $EDITOR even when options are given (they apply first)')
+    .action(
+      run<DraftOptions>(async (ctx, [id = ''], options) => {
+        const api = ctx.api();
+        const changes = await changesFrom(options);
+        if (Object.keys(changes).length === 0 || options.editor) {
+          const current = await api.get<Draft>(path(id));
+          Object.assign(changes, editDraft({ ...current, ...changes }, changes.mailbox ?? current.mailbox));
+          // Send only what differs from the draft as it is.
+          for (const key of Object.keys(changes) as (keyof DraftChanges)[]) {
+            if (JSON.stringify(changes[key]) === JSON.stringify(current[key])) delete changes[key];
+          }
+          if (Object.keys(changes).length === 0) {
+            ctx.show(current, () => [`no changes to ${id}`]);
+            return;
+          }
+        }
+        const draft = await api.patch<Draft>(path(id), changes);
+        ctx.show(draft, () => [`updated ${draft.draft_id}`, ...draftView(draft, ctx)]);
+      }),
+    );
+
+  leaf(drafts, {
+    name: 'send <draft_id>',
+    description: 'send a draft: it is queued for delivery, a copy goes to sent, and the draft is deleted',
+    examples: ['mailroom drafts send drf_01m7yhqc9wcgbyps3d2mttenjj'],
+  }).action(
+    run(async (ctx, [id = '']) => {
+      const queued = await ctx.api().post<Queued>(path(id, '/send'));
+      ctx.show(queued, () => [`sent ${id}: ${queued.message_id} is ${queued.status} (mailroom sent shows its delivery)`]);
+    }),
+  );
+
+  leaf(drafts, { name: 'delete <draft_id>', description: 'delete a draft', examples: ['mailroom drafts delete drf_01m7yhqc9wcgbyps3d2mttenjj'] }).action(
+    run(async (ctx, [id = '']) => {
+      const answer = await ctx.api().delete<{ ok: true; draft_id: string }>(path(id));
+      ctx.show(answer, () => [`deleted ${answer.draft_id}`]);
+    }),
+  );
+}

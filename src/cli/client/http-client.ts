@@ -1,0 +1,171 @@
+import { ApiError, CliError } from './errors.js';
+
+/** How long the client waits for a server's answer to start (a download may then take as long as it takes). */
+export const REQUEST_TIMEOUT_MS = 30_000;
+export const DEFAULT_SERVER = 'http://127.0.0.1:8080';
+const USER_AGENT = 'mailroom-cli/0.1.0';
+
+export type Query = Record<string, string | number | boolean | undefined>;
+
+export interface RequestOptions {
+  query?: Query;
+  /** A JSON body; `undefined` sends none. */
+  body?: unknown;
+}
+
+export interface Download {
+  response: Response;
+  contentType: string;
+  /** The file name from Content-Disposition (`filename*` preferred), unsanitised, or null. */
+  filename: string | null;
+}
+
+/** The session API as the commands see it: JSON in, JSON out, refusals as ApiError, no server as CliError. */
+export interface ApiClient {
+  get<T>(path: string, query?: Query): Promise<T>;
+  post<T>(path: string, body?: unknown): Promise<T>;
+  patch<T>(path: string, body: unknown): Promise<T>;
+  delete<T>(path: string): Promise<T>;
+  download(path: string): Promise<Download>;
+}
+
+/**
+ * A server URL as the user gave it, checked and normalised: http or https, no credentials, query or
+ * fragment, no trailing slash (a path prefix, for a server behind a reverse proxy, is kept).
+ */
+export function normaliseServer(value: string, from = '--server'): string {
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    throw new CliError(`${from} '${value}' is not a URL (for example ${DEFAULT_SERVER})`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CliError(`${from} must be an http:// or https:// URL, not '${value}'`);
+  if (url.username || url.password) throw new CliError(`${from} must not carry a user name or password`);
+  if (url.search || url.hash) throw new CliError(`${from} must not have a query or a fragment`);
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}
+
+/** Encode one path segment (ids, addresses, list entries with slashes). */
+export const seg = (value: string): string => encodeURIComponent(value);
+
+/** Why a request never got an answer, in a few words. */
+export function describeNetworkError(err: unknown, timeoutMs: number = REQUEST_TIMEOUT_MS): string {
+  if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) return `no answer within ${timeoutMs / 1000} s`;
+  const cause = err instanceof Error ? (err.cause as (Error & { code?: string; errors?: (Error & { code?: string })[] }) | undefined) : undefined;
+  const code = cause?.code ?? cause?.errors?.[0]?.code;
+  switch (code) {
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'host not found';
+    case 'ECONNRESET':
+    case 'UND_ERR_SOCKET':
+      return 'connection closed by the server';
+    case 'ETIMEDOUT':
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return 'connection timed out';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return 'host unreachable';
+    default:
+      if (cause?.message) return code && /CERT|TLS|SSL/i.test(code) ? `TLS: ${cause.message}` : cause.message;
+      return err instanceof Error ? err.message : String(err);
+  }
+}
+
+/** The `{error, detail}` of a refusal; other bodies (a proxy's HTML page, Fastify's own shapes) made into one. */
+function refusal(status: number, statusText: string, text: string): ApiError {
+  try {
+    const body = JSON.parse(text) as Record<string, unknown>;
+    if (typeof body.error === 'string' && typeof body.detail === 'string') return new ApiError(status, body.error, body.detail);
+    if (typeof body.message === 'string') return new ApiError(status, typeof body.code === 'string' ? body.code : 'error', body.message);
+  } catch {
+    // not JSON
+  }
+  const line = text.replace(/\s+/g, ' ').trim().slice(0, 120);
+  return new ApiError(status, statusText.toLowerCase().replace(/\W+/g, '_') || 'error', line || 'the server gave no detail');
+}
+
+/** Parse the value of Content-Disposition for its file name (RFC 6266: `filename*` wins over `filename`). */
+export function dispositionFilename(header: string | null): string | null {
+  if (!header) return null;
+  const extended = /filename\*\s*=\s*([^']*)'[^']*'([^;]+)/i.exec(header);
+  if (extended?.[2]) {
+    try {
+      return decodeURIComponent(extended[2].trim());
+    } catch {
+      // a broken encoding: fall back to the plain parameter
+    }
+  }
+  const plain = /filename\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;]+))/i.exec(header);
+  const value = plain?.[1]?.replace(/\\(.)/g, '$1') ?? plain?.[2]?.trim();
+  return value || null;
+}
+
+/**
+ * A client for one server, sending `token` (a session token) in X-Service-Session, or no credential
+ * when it is null (login). Redirects are not followed: the token would go wherever they point.
+ */
+export function createApiClient(server: string, token: string | null, timeoutMs: number = REQUEST_TIMEOUT_MS): ApiClient {
+  async function send(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT };
+    if (token !== null) headers['x-service-session'] = token;
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(options.body);
+    }
+    let url = `${server}${path}`;
+    if (options.query) {
+      const params = new URLSearchParams();
+      for (const [key, value] of Object.entries(options.query)) if (value !== undefined) params.set(key, String(value));
+      const search = params.toString();
+      if (search) url += `?${search}`;
+    }
+    let response: Response;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new DOMException('no answer in time', 'TimeoutError')), timeoutMs);
+    try {
+      response = await fetch(url, { method, headers, body, redirect: 'manual', signal: controller.signal });
+    } catch (err) {
+      throw new CliError(`cannot reach ${server} (${describeNetworkError(err, timeoutMs)})`);
+    } finally {
+      clearTimeout(timer);
+    }
+    if (response.status >= 300 && response.status < 400) {
+      await response.body?.cancel();
+      const location = response.headers.get('location');
+      throw new CliError(`${server} answered ${response.status}${location ? ` (redirect to ${location})` : ''}; redirects are not followed — check --server`);
+    }
+    if (!response.ok) throw refusal(response.status, response.statusText, await response.text());
+    return response;
+  }
+
+  async function json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    const response = await send(method, path, options);
+    const text = await response.text();
+    try {
+      // The server's response schemas are the contract; the commands read the fields they print.
+      return JSON.parse(text) as T;
+    } catch {
+      throw new CliError(`${server} answered ${method} ${path} with something that is not JSON; is it a Mailroom server?`);
+    }
+  }
+
+  return {
+    get: (path, query) => json('GET', path, { query }),
+    post: (path, body) => json('POST', path, { body }),
+    patch: (path, body) => json('PATCH', path, { body }),
+    delete: (path) => json('DELETE', path),
+    async download(path) {
+      const response = await send('GET', path);
+      return {
+        response,
+        contentType: response.headers.get('content-type') ?? 'application/octet-stream',
+        filename: dispositionFilename(response.headers.get('content-disposition')),
+      };
+    },
+  };
+}

@@ -1,0 +1,173 @@
+import { Option, type Command } from 'commander';
+import type { Attachment, Message, MessageDetail, Page, ThreadDetail } from './api.types.js';
+import { group, leaf, run, type Context } from './context.js';
+import { saveDownload } from './download.js';
+import { CliError } from './errors.js';
+import { formatBytes, pageFooter } from './format.js';
+import { seg } from './http-client.js';
+import { collect, withPaging, type PageOptions } from './options.js';
+import { attachmentTable, messageTable, messageView, threadView } from './views.js';
+
+const path = (id: string, rest = '') => `/app/api/messages/${seg(id)}${rest}`;
+
+interface ListOptions extends PageOptions {
+  mailbox?: string;
+  folder?: string;
+  label?: string;
+  thread?: string;
+  unread?: boolean;
+  read?: boolean;
+}
+
+async function list(ctx: Context, options: ListOptions): Promise<void> {
+  const page = await ctx.api().get<Page & { messages: Message[] }>('/app/api/messages', {
+    mailbox: options.mailbox,
+    folder: options.folder,
+    label: options.label,
+    thread_id: options.thread,
+    unread: options.unread ? true : options.read ? false : undefined,
+    limit: options.limit,
+    offset: options.offset,
+  });
+  ctx.show(page, () => [...(page.messages.length > 0 ? messageTable(page.messages, ctx.style) : []), ctx.style.dim(pageFooter(page, page.messages.length, ['message', 'messages']))]);
+}
+
+/** POST an action on one message and say what became of it. */
+async function act(ctx: Context, id: string, action: string, body: unknown, done: string): Promise<void> {
+  const answer = await ctx.api().post<{ ok: true; message_id: string }>(path(id, `/${action}`), body);
+  ctx.show(answer, () => [`${answer.message_id} ${done}`]);
+}
+
+export function registerMessageCommands(program: Command): void {
+  const messages = group(program, 'messages', 'read, move, label and download mail', [
+    'mailroom messages --mailbox support@mailroom.localhost --unread',
+    'mailroom messages show msg_01m7yfetj82xfwa7143xbzbx1z',
+  ]);
+
+  withPaging(
+    leaf(messages, {
+      name: 'list',
+      isDefault: true,
+      description: 'messages of the active workspace, newest first (* marks unread)',
+      examples: ['mailroom messages list --mailbox support@mailroom.localhost --folder inbox --unread', 'mailroom messages list --label billing --limit 20 --json'],
+    })
+      .option('--mailbox <address>', 'only this mailbox')
+      .option('--folder <folder>', 'only this folder: inbox, archive, sent, spam, trash')
+      .option('--label <label>', 'only messages with this label')
+      .option('--thread <thread_id>', 'only this thread')
+      .addOption(new Option('--unread', 'only unread messages').conflicts('read'))
+      .addOption(new Option('--read', 'only read messages')),
+  ).action(run<ListOptions>((ctx, _args, options) => list(ctx, options)));
+
+  leaf(messages, {
+    name: 'show <message_id>',
+    description: 'one message: its fields, attachments and text body',
+    examples: ['mailroom messages show msg_01m7yfetj82xfwa7143xbzbx1z --mark-read', 'mailroom messages show msg_01m7yfetj82xfwa7143xbzbx1z --headers --html'],
+  })
+    .option('--mark-read', 'mark it read')
+    .option('--html', 'print the HTML body (as sent: not rendered, not sanitised) instead of the text')
+    .option('--headers', 'print its header fields too')
+    .action(
+      run<{ markRead?: boolean; html?: boolean; headers?: boolean }>(async (ctx, [id = ''], options) => {
+        const message = await ctx.api().get<MessageDetail>(path(id), options.markRead ? { mark_read: true } : undefined);
+        ctx.show(message, () => messageView(message, ctx.style, options));
+      }),
+    );
+
+  leaf(messages, { name: 'read <message_id>', description: 'mark a message read', examples: ['mailroom messages read msg_01m7yfetj82xfwa7143xbzbx1z'] }).action(
+    run((ctx, [id = '']) => act(ctx, id, 'read', { read: true }, 'marked read')),
+  );
+  leaf(messages, { name: 'unread <message_id>', description: 'mark a message unread', examples: ['mailroom messages unread msg_01m7yfetj82xfwa7143xbzbx1z'] }).action(
+    run((ctx, [id = '']) => act(ctx, id, 'read', { read: false }, 'marked unread')),
+  );
+  leaf(messages, {
+    name: 'move <message_id> <folder>',
+    description: 'move a message to inbox, archive, sent, spam or trash',
+    examples: ['mailroom messages move msg_01m7yfetj82xfwa7143xbzbx1z archive'],
+  }).action(run((ctx, [id = '', folder = '']) => act(ctx, id, 'move', { folder }, `moved to ${folder}`)));
+  leaf(messages, { name: 'spam <message_id>', description: 'move a message to spam', examples: ['mailroom messages spam msg_01m7yfetj82xfwa7143xbzbx1z'] }).action(
+    run((ctx, [id = '']) => act(ctx, id, 'spam', undefined, 'moved to spam')),
+  );
+  leaf(messages, { name: 'not-spam <message_id>', description: 'move a message back to inbox', examples: ['mailroom messages not-spam msg_01m7yfetj82xfwa7143xbzbx1z'] }).action(
+    run((ctx, [id = '']) => act(ctx, id, 'not-spam', undefined, 'moved to inbox')),
+  );
+
+  leaf(messages, {
+    name: 'delete <message_id>',
+    description: 'delete a message for good (there is no undo)',
+    examples: ['mailroom messages delete msg_01m7yfetj82xfwa7143xbzbx1z --yes'],
+  })
+    .option('--yes', 'confirm: the message, its text and its attachments are gone for good')
+    .action(
+      run<{ yes?: boolean }>(async (ctx, [id = ''], options) => {
+        if (!options.yes) throw new CliError(`deleting ${id} cannot be undone; pass --yes to go ahead (or move it to trash)`);
+        const answer = await ctx.api().delete<{ ok: true; message_id: string }>(path(id));
+        ctx.show(answer, () => [`${answer.message_id} deleted`]);
+      }),
+    );
+
+  leaf(messages, {
+    name: 'label <message_id>',
+    description: 'add and remove labels (1–64 characters of a-z 0-9 _ . : -)',
+    examples: ['mailroom messages label msg_01m7yfetj82xfwa7143xbzbx1z --add billing --add vip', 'mailroom messages label msg_01m7yfetj82xfwa7143xbzbx1z --add urgent --remove vip'],
+  })
+    .option('--add <label>', 'a label to add (repeat, or separate with commas)', collect)
+    .option('--remove <label>', 'a label to remove (repeat, or separate with commas)', collect)
+    .action(
+      run<{ add?: string[]; remove?: string[] }>(async (ctx, [id = ''], options) => {
+        if (!options.add && !options.remove) throw new CliError('give --add or --remove (or both)');
+        const answer = await ctx.api().post<{ labels: string[] }>(path(id, '/labels'), { add: options.add, remove: options.remove });
+        ctx.show(answer, () => [`labels of ${id}: ${answer.labels.length > 0 ? answer.labels.join(', ') : '(none)'}`]);
+      }),
+    );
+
+  leaf(messages, { name: 'thread <message_id>', description: "the message's thread, oldest message first", examples: ['mailroom messages thread msg_01m7yfetj82xfwa7143xbzbx1z'] }).action(
+    run(async (ctx, [id = '']) => {
+      const thread = await ctx.api().get<ThreadDetail>(path(id, '/thread'));
+      ctx.show(thread, () => threadView(thread, ctx.style));
+    }),
+  );
+
+  leaf(messages, { name: 'attachments <message_id>', description: "the message's attachments", examples: ['mailroom messages attachments msg_01m7yfetj82xfwa7143xbzbx1z'] }).action(
+    run(async (ctx, [id = '']) => {
+      const answer = await ctx.api().get<{ attachments: Attachment[] }>(path(id, '/attachments'));
+      ctx.show(answer, () => (answer.attachments.length > 0 ? attachmentTable(answer.attachments, ctx.style) : ['no attachments']));
+    }),
+  );
+
+  leaf(messages, {
+    name: 'download <message_id> <attachment_id>',
+    description: "save an attachment, by default under its own name in this directory",
+    examples: [
+      'mailroom messages download msg_01m7yfetj82xfwa7143xbzbx1z att_01m7yfetj82xfwa7143xbzbx20',
+      'mailroom messages download msg_01m7yfetj82xfwa7143xbzbx1z att_01m7yfetj82xfwa7143xbzbx20 -o ~/Downloads/',
+      'mailroom messages download msg_01m7yfetj82xfwa7143xbzbx1z att_01m7yfetj82xfwa7143xbzbx20 -o - | less',
+    ],
+  })
+    .option('-o, --output <path>', 'a file, a directory, or - for standard output')
+    .option('--force', 'replace the file if it exists')
+    .action(
+      run<{ output?: string; force?: boolean }>(async (ctx, [id = '', attachmentId = ''], options) => {
+        const download = await ctx.api().download(path(id, `/attachments/${seg(attachmentId)}`));
+        const saved = await saveDownload(download, { ...options, fallbackName: attachmentId });
+        if (saved.path === null) return;
+        ctx.show({ ok: true, ...saved }, () => [`saved ${saved.path} (${formatBytes(saved.bytes)}, ${saved.content_type})`]);
+      }),
+    );
+
+  leaf(messages, {
+    name: 'raw <message_id>',
+    description: 'the message source as stored (RFC 5322), on standard output or into a file',
+    examples: ['mailroom messages raw msg_01m7yfetj82xfwa7143xbzbx1z | less', 'mailroom messages raw msg_01m7yfetj82xfwa7143xbzbx1z -o order.eml'],
+  })
+    .option('-o, --output <path>', 'a file or a directory instead of standard output')
+    .option('--force', 'replace the file if it exists')
+    .action(
+      run<{ output?: string; force?: boolean }>(async (ctx, [id = ''], options) => {
+        const download = await ctx.api().download(path(id, '/raw'));
+        const saved = await saveDownload(download, { output: options.output ?? '-', force: options.force, fallbackName: `${id}.eml` });
+        if (saved.path === null) return;
+        ctx.show({ ok: true, ...saved }, () => [`saved ${saved.path} (${formatBytes(saved.bytes)})`]);
+      }),
+    );
+}

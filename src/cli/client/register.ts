@@ -1,0 +1,26 @@
+import type { Command } from 'commander';
+import { registerDomainCommands } from './domains.commands.js';
+import { registerDraftCommands } from './drafts.commands.js';
+import { registerListCommands } from './lists.commands.js';
+import { registerMailboxCommands } from './mailboxes.commands.js';
+import { registerMessageCommands } from './messages.commands.js';
+import { registerSendingCommands } from './sending.commands.js';
+import { registerSessionCommands } from './session.commands.js';
+import { registerThreadCommands } from './threads.commands.js';
+import { registerTokenCommands } from './tokens.commands.js';
+import { registerWebhookCommands } from './webhooks.commands.js';
+
+/** The client of the session API: every command talks to a server over HTTP, never to the database. */
+export function registerClientCommands(program: Command): void {
+  program.commandsGroup('Client commands (session API; start with mailroom login):');
+  registerSessionCommands(program);
+  registerMailboxCommands(program);
+  registerMessageCommands(program);
+  registerThreadCommands(program);
+  registerDraftCommands(program);
+  registerSendingCommands(program);
+  registerListCommands(program);
+  registerDomainCommands(program);
+  registerTokenCommands(program);
+  registerWebhookCommands(program);
+}
