@@ -100,7 +100,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
    */
   async function check(tenant: TenantContext, input: SendInput, conn: Db, record: boolean) {
     const fromAddress = normalizeEmail(input.from_mailbox);
-    const mailbox = fromAddress ? await mailboxRepository.findByAddress(conn, tenant.workspaceId, fromAddress) : undefined;
+    const mailbox = fromAddress ? await mailboxRepository.findIdByAddress(conn, tenant.workspaceId, fromAddress) : undefined;
     if (!mailbox) throw notFound('mailbox_not_found', `no mailbox ${input.from_mailbox} in this workspace`);
     const fromDomain = mailbox.address.slice(mailbox.address.lastIndexOf('@') + 1);
     if (!(await domains.isAllowedDomain(tenant.workspaceId, fromDomain, conn))) {
