@@ -3,6 +3,7 @@ import type { Config } from './config/config.js';
 import { createDb, ping, type DbHandle } from './db/database.js';
 import { migrateToLatest } from './db/migrator.js';
 import { createQueue, type Queue } from './jobs/queue.js';
+import { createJobWakeups, type JobWakeups } from './jobs/wakeups.js';
 import { createWorker, type JobHandler, type Worker } from './jobs/worker.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import type { Logger } from './lib/logger.js';
@@ -27,7 +28,9 @@ import { createInboundSmtpServer } from './transports/smtp/inbound.server.js';
 import { createMailboxService, type MailboxService } from './modules/mailboxes/mailbox.service.js';
 import { createMaintenance, type Maintenance } from './modules/tenancy/maintenance.js';
 import { createTenancyModule, type TenancyModule } from './modules/tenancy/tenancy.module.js';
+import { createWebhooksModule, type WebhooksModule } from './modules/webhooks/webhooks.module.js';
 import { buildApp } from './transports/http/app.js';
+import { createWebhookClient } from './transports/http/webhook.client.js';
 
 /** The roles one process can play; `serve` without --role plays all of them. */
 export const ROLES = ['api', 'smtp', 'worker'] as const;
@@ -46,6 +49,9 @@ export interface Services {
   domains: DomainService;
   sending: SendingService;
   drafts: DraftService;
+  webhooks: WebhooksModule;
+  /** Producers in this process announce committed work here; a worker in this process subscribes its `wake`. */
+  wakeups: JobWakeups;
   /** Job handlers the worker role runs. */
   handlers: JobHandler[];
 }
@@ -86,6 +92,21 @@ export async function createServices(
     retryBaseMs: config.deliveryRetryBaseMs,
     maxAgeMs: config.deliveryMaxAgeMs,
   });
+  const wakeups = createJobWakeups();
+  const webhooks = createWebhooksModule({
+    db,
+    clock,
+    logger,
+    queue,
+    events,
+    // Uncached: every address check must see the answer the pinned connection will use.
+    resolve,
+    allowCidrs: config.webhookAllowCidrs,
+    sender: createWebhookClient(),
+    backoffBaseMs: config.webhookBackoffBaseMs,
+    timeoutMs: config.webhookTimeoutMs,
+    wake: (name) => wakeups.notify(name),
+  });
   return {
     database,
     clock,
@@ -94,7 +115,9 @@ export async function createServices(
     queue,
     sending,
     drafts: createDraftService({ db, clock, sending }),
-    handlers: [delivery],
+    handlers: [delivery, webhooks.handler],
+    webhooks,
+    wakeups,
     mailboxes: createMailboxService({ db, clock, domains }),
     domains,
     lists,
@@ -122,6 +145,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     domains: services.domains,
     sending: services.sending,
     drafts: services.drafts,
+    webhooks: services.webhooks.service,
     rateLimitPerMinute: config.rateLimitPerMinute,
   });
 }
@@ -148,11 +172,14 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
     if (roles.includes('worker')) {
       const worker: Worker = createWorker(services.handlers, { queue: services.queue, logger, leaseMs: config.leaseMs });
       const maintenance: Maintenance = createMaintenance({ db: services.database.db, clock: services.clock, logger });
+      const unsubscribe = services.wakeups.subscribe((name) => worker.wake(name));
       worker.start();
       maintenance.start();
       stoppers.push(async () => {
+        unsubscribe();
         maintenance.stop();
         await worker.stop();
+        await services.webhooks.close();
       });
       logger.info('worker role started');
     }

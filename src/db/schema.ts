@@ -4,6 +4,7 @@ import type { SendingDomainTable, ServiceKeyTable } from '../modules/domains/dom
 import type { DraftTable, OutboundTable } from '../modules/sending/sending.table.js';
 import type { ListEntryTable } from '../modules/lists/list.table.js';
 import type { MailboxTable } from '../modules/mailboxes/mailbox.table.js';
+import type { WebhookDeliveryTable, WebhookTable } from '../modules/webhooks/webhook.table.js';
 import type {
   AttachmentTable,
   FolderCountTable,
@@ -45,4 +46,6 @@ export interface Database {
   service_keys: ServiceKeyTable;
   outbound: OutboundTable;
   drafts: DraftTable;
+  webhooks: WebhookTable;
+  webhook_deliveries: WebhookDeliveryTable;
 }

@@ -12,6 +12,11 @@ export interface JobHandler<P = unknown> {
   queue: string;
   /** Jobs of this queue run at once in this process. */
   concurrency: number;
+  /**
+   * Jobs of one group (`groupKey`, e.g. one webhook endpoint) run at once in this process; unset = no
+   * limit. Jobs of a group at its limit are left in the queue, so one slow group cannot take every slot.
+   */
+  groupConcurrency?: number;
   /** Delay after a thrown error or a retry without its own delay. */
   backoff: BackoffPolicy;
   /**
@@ -108,18 +113,33 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
 
   async function loop(handler: JobHandler): Promise<void> {
     const mine = () => [...running.values()].filter((r) => r.job.queue === handler.queue).length;
+    const perGroup = handler.groupConcurrency;
+    /** Running jobs of this queue per group. */
+    const groups = () => {
+      const counts = new Map<string, number>();
+      for (const { job } of running.values()) {
+        if (job.queue === handler.queue && job.groupKey !== null) counts.set(job.groupKey, (counts.get(job.groupKey) ?? 0) + 1);
+      }
+      return counts;
+    };
     while (!stopping) {
       const free = handler.concurrency - mine();
       let claimed: ClaimedJob<unknown>[] = [];
       if (free > 0) {
         try {
-          claimed = await queue.claim(handler.queue, free);
+          const full = perGroup === undefined ? [] : [...groups()].filter(([, n]) => n >= perGroup).map(([group]) => group);
+          claimed = await queue.claim(handler.queue, free, full.length > 0 ? { excludeGroups: full } : undefined);
         } catch (err) {
           logger.error({ err, queue: handler.queue }, 'claim failed');
         }
       }
       for (const job of claimed) {
         if (stopping) {
+          await queue.release(job).catch(() => undefined);
+          continue;
+        }
+        if (perGroup !== undefined && job.groupKey !== null && (groups().get(job.groupKey) ?? 0) >= perGroup) {
+          // The batch held more of one group than may run at once: the rest go back, their claim not counted.
           await queue.release(job).catch(() => undefined);
           continue;
         }

@@ -11,6 +11,7 @@ import type { SendingService } from '../../modules/sending/sending.service.js';
 import type { MailboxService } from '../../modules/mailboxes/mailbox.service.js';
 import type { MessageService } from '../../modules/messages/message.service.js';
 import type { AuthService } from '../../modules/tenancy/auth.service.js';
+import type { WebhookService } from '../../modules/webhooks/webhook.service.js';
 import { apiKeyAuth, credentialOf, sessionAuth, sessionOf, tenantOf } from './plugins/auth.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { createValidatorCompiler } from './plugins/validation.js';
@@ -22,6 +23,7 @@ import { mailboxRoutes } from './routes/mailboxes.routes.js';
 import { messageRoutes } from './routes/messages.routes.js';
 import { sendingRoutes } from './routes/sending.routes.js';
 import { loginRoute, sessionRoutes } from './routes/session.routes.js';
+import { webhookRoutes } from './routes/webhooks.routes.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 
 /** Contract §2: a JSON body over 1 MiB answers 413. */
@@ -38,6 +40,7 @@ export interface AppDeps {
   domains: DomainService;
   sending: SendingService;
   drafts: DraftService;
+  webhooks: WebhookService;
   /** Requests per minute per credential (0 = no limit). */
   rateLimitPerMinute: number;
 }
@@ -137,6 +140,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(domainRoutes({ domains: deps.domains, tenant }));
         await authed.register(sendingRoutes({ sending: deps.sending, tenant, surface: 'session' }));
         await authed.register(draftRoutes({ drafts: deps.drafts, tenant }));
+        await authed.register(webhookRoutes({ webhooks: deps.webhooks, tenant }));
       });
     },
     { prefix: '/app/api' },

@@ -1,0 +1,177 @@
+import type { Db } from '../../db/database.js';
+import { backoffDelay, type BackoffPolicy } from '../../jobs/backoff.js';
+import type { ClaimedJob, Queue } from '../../jobs/queue.js';
+import type { JobHandler, JobOutcome } from '../../jobs/worker.js';
+import type { Clock } from '../../lib/clock.js';
+import { newId } from '../../lib/ids.js';
+import type { Logger } from '../../lib/logger.js';
+import { raceAbort, WebhookUrlRefused, type AddressRules } from './address-rules.js';
+import { signatureHeader } from './signing.js';
+import { webhookRepository as repo } from './webhook.repository.js';
+import { signingSecrets } from './webhook.service.js';
+import {
+  BACKOFF_FACTOR,
+  BACKOFF_JITTER,
+  DELIVERY_CONCURRENCY,
+  ENDPOINT_CONCURRENCY,
+  ERROR_BODY_EXCERPT,
+  MAX_ATTEMPTS,
+  MAX_RETRY_AFTER_MS,
+  WEBHOOK_QUEUE,
+  type WebhookJobPayload,
+  type WebhookSender,
+} from './webhook.types.js';
+
+export interface WebhookDeliveryDeps {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  queue: Pick<Queue, 'complete' | 'retry' | 'bury' | 'cancelGroup'>;
+  rules: AddressRules;
+  sender: WebhookSender;
+  /** Contract §1: MAILROOM_WEBHOOK_BACKOFF_BASE_MS, ×5 each retry, ±20%. */
+  backoffBaseMs: number;
+  /** Contract §1: MAILROOM_WEBHOOK_TIMEOUT_MS, for the whole attempt (DNS, connection, answer). */
+  timeoutMs: number;
+  concurrency?: number;
+  endpointConcurrency?: number;
+}
+
+const USER_AGENT = 'Mailroom-Webhooks/0.1';
+/** The longest wait the contract's schedule reaches (~22 h before the 8th attempt), with room for jitter. */
+const BACKOFF_CAP_MS = 48 * 3_600_000;
+
+/** What one attempt came to. */
+interface Attempt {
+  statusCode: number | null;
+  error: string | null;
+  success: boolean;
+  /** Milliseconds the receiver asked us to wait (429/503 with Retry-After), bounded to an hour. */
+  retryAfterMs: number | null;
+}
+
+/** Retry-After (RFC 9110 §10.2.3): delay-seconds or an HTTP date; null when absent or unreadable. */
+export function parseRetryAfter(value: string | null, now: number): number | null {
+  if (value === null) return null;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Math.min(Number(text) * 1000, MAX_RETRY_AFTER_MS);
+  const date = Date.parse(text);
+  if (Number.isNaN(date)) return null;
+  return Math.min(Math.max(0, date - now), MAX_RETRY_AFTER_MS);
+}
+
+const excerpt = (body: string) => {
+  const text = body.replace(/\s+/g, ' ').trim();
+  return text.length > ERROR_BODY_EXCERPT ? `${text.slice(0, ERROR_BODY_EXCERPT)}…` : text;
+};
+
+/**
+ * The webhook delivery worker's handler: one job per endpoint and event. Each attempt checks the URL
+ * against the address rules again (DNS may have changed), signs the stored event bytes, POSTs them over
+ * a connection pinned to the checked address, and records the attempt and the job's next step in one
+ * transaction.
+ */
+export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHandler<WebhookJobPayload> {
+  const { db, clock, logger, queue, rules, sender, timeoutMs } = deps;
+  const backoff: BackoffPolicy = { baseMs: deps.backoffBaseMs, factor: BACKOFF_FACTOR, capMs: BACKOFF_CAP_MS, jitter: BACKOFF_JITTER };
+
+  /** Why an attempt was cut short: the job's own signal (lease lost, shutdown) or the time-out. */
+  function stopped(jobSignal: AbortSignal, where: string): string {
+    if (jobSignal.aborted) return `aborted ${where}: ${jobSignal.reason instanceof Error ? jobSignal.reason.message : String(jobSignal.reason)}`;
+    return `timed out after ${timeoutMs} ms ${where}`;
+  }
+
+  /** One attempt; `signal` is the attempt's deadline (time-out or the job's signal, whichever first). */
+  async function attempt(url: string, eventId: string, body: string, secrets: string[], signal: AbortSignal, jobSignal: AbortSignal): Promise<Attempt> {
+    const failed = (error: string, statusCode: number | null = null): Attempt => ({ statusCode, error, success: false, retryAfterMs: null });
+    let target;
+    try {
+      target = await rules.check(url, signal);
+    } catch (err) {
+      if (err instanceof WebhookUrlRefused) return failed(`refused by the address rules: ${err.message}`);
+      if (signal.aborted) return failed(stopped(jobSignal, 'resolving the host'));
+      throw err;
+    }
+    // IPv4 first: a receiver reachable both ways is as likely to listen there, and v4 routes are commoner.
+    const pinned = target.addresses.find((a) => a.family === 4) ?? target.addresses[0]!;
+    const timestamp = Math.floor(clock.now() / 1000);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': USER_AGENT,
+      'webhook-id': eventId,
+      'webhook-timestamp': String(timestamp),
+    };
+    if (secrets.length > 0) headers['webhook-signature'] = signatureHeader(secrets, eventId, timestamp, body);
+    const response = await sender.send({ url: target.url, address: pinned.address, family: pinned.family, headers, body, signal });
+    if (response.type === 'error') {
+      return failed(signal.aborted ? stopped(jobSignal, `(${pinned.address})`) : `${response.error} (${pinned.address})`);
+    }
+    const code = response.statusCode;
+    if (code >= 200 && code < 300) return { statusCode: code, error: null, success: true, retryAfterMs: null };
+    const said = response.body === '' ? '' : `: ${excerpt(response.body)}`;
+    const error = code >= 300 && code < 400 ? `HTTP ${code} redirect (not followed)${said}` : `HTTP ${code}${said}`;
+    return { statusCode: code, error, success: false, retryAfterMs: code === 429 || code === 503 ? parseRetryAfter(response.retryAfter, clock.now()) : null };
+  }
+
+  async function handle(job: ClaimedJob<WebhookJobPayload>, signal: AbortSignal): Promise<JobOutcome> {
+    const workspaceId = job.workspaceId ?? '';
+    const { webhook_id: webhookId, event_id: eventId } = job.payload;
+    const target = await repo.target(db, workspaceId, webhookId, eventId);
+    // Deleted or inactive: no further attempts, pending retries included (contract §6).
+    if (!target || target.active !== 1 || target.payload === null || target.event_type === null) return { type: 'done' };
+
+    const startedAt = clock.now();
+    const started = performance.now();
+    const deadline = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+    let result: Attempt;
+    try {
+      result = await raceAbort(attempt(target.url, eventId, target.payload, signingSecrets(target, startedAt), deadline, signal), deadline);
+    } catch (err) {
+      if (!deadline.aborted) throw err;
+      result = { statusCode: null, error: stopped(signal, 'waiting for the answer'), success: false, retryAfterMs: null };
+    }
+    const durationMs = Math.round(performance.now() - started);
+
+    const gone = result.statusCode === 410;
+    const last = job.attempt >= Math.min(job.maxAttempts, MAX_ATTEMPTS);
+    await db.transaction().execute(async (trx) => {
+      await repo.recordAttempt(trx, {
+        id: newId('dlv'),
+        workspace_id: workspaceId,
+        webhook_id: webhookId,
+        event_id: eventId,
+        event_type: target.event_type!,
+        attempt: job.attempt,
+        status_code: result.statusCode,
+        error: gone ? `${result.error ?? 'HTTP 410'} (the endpoint is now inactive)` : result.error,
+        success: result.success ? 1 : 0,
+        duration_ms: durationMs,
+        delivered_at: startedAt,
+      });
+      if (result.success) {
+        await queue.complete(job, trx);
+      } else if (gone) {
+        // 410 Gone: the receiver says the endpoint no longer exists; stop, pending retries included.
+        await repo.deactivate(trx, workspaceId, webhookId, clock.now());
+        await queue.cancelGroup(trx, WEBHOOK_QUEUE, webhookId);
+      } else if (last) {
+        await queue.bury(job, `gave up after ${job.attempt} attempts; last: ${result.error ?? 'failed'}`, trx);
+      } else {
+        const delay = Math.max(backoffDelay(backoff, job.attempt), result.retryAfterMs ?? 0);
+        await queue.retry(job, result.error ?? 'failed', delay, trx);
+      }
+    });
+    if (gone) logger.info({ webhookId, eventId }, 'webhook endpoint answered 410 Gone; set inactive');
+    else if (!result.success && last) logger.warn({ webhookId, eventId, attempt: job.attempt, error: result.error }, 'webhook delivery given up');
+    // Settled above, in the attempt's transaction; the worker's own completion finds nothing left to do.
+    return { type: 'done' };
+  }
+
+  return {
+    queue: WEBHOOK_QUEUE,
+    concurrency: deps.concurrency ?? DELIVERY_CONCURRENCY,
+    groupConcurrency: deps.endpointConcurrency ?? ENDPOINT_CONCURRENCY,
+    backoff,
+    handle,
+  };
+}
