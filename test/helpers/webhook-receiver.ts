@@ -38,7 +38,6 @@ export async function startReceiver(options: { host?: string; port?: number } = 
   const host = options.host ?? '127.0.0.1';
   const received: ReceivedRequest[] = [];
   const waiters = new Set<() => void>();
-  let server: Server;
   const receiver: WebhookReceiver = {
     url: '',
     port: 0,
@@ -69,7 +68,7 @@ export async function startReceiver(options: { host?: string; port?: number } = 
         server.close(() => resolve());
       }),
   };
-  server = createServer((req, res) => {
+  const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {

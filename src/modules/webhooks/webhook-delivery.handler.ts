@@ -38,6 +38,8 @@ export interface WebhookDeliveryDeps {
 }
 
 const USER_AGENT = 'Mailroom-Webhooks/0.1';
+/** Past the time-out, how long an attempt may take to notice it before it is abandoned anyway. */
+const ABANDON_GRACE_MS = 1000;
 /** The longest wait the contract's schedule reaches (~22 h before the 8th attempt), with room for jitter. */
 const BACKOFF_CAP_MS = 48 * 3_600_000;
 
@@ -89,7 +91,7 @@ export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHand
       target = await rules.check(url, signal);
     } catch (err) {
       if (err instanceof WebhookUrlRefused) return failed(`refused by the address rules: ${err.message}`);
-      if (signal.aborted) return failed(stopped(jobSignal, 'resolving the host'));
+      if (signal.aborted) return failed(stopped(jobSignal, `resolving ${new URL(url).hostname}`));
       throw err;
     }
     // IPv4 first: a receiver reachable both ways is as likely to listen there, and v4 routes are commoner.
@@ -123,12 +125,14 @@ export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHand
     const startedAt = clock.now();
     const started = performance.now();
     const deadline = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+    // The attempt obeys `deadline` itself (and says where it was cut short); this only guards against one that would not.
+    const abandon = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs + ABANDON_GRACE_MS)]);
     let result: Attempt;
     try {
-      result = await raceAbort(attempt(target.url, eventId, target.payload, signingSecrets(target, startedAt), deadline, signal), deadline);
+      result = await raceAbort(attempt(target.url, eventId, target.payload, signingSecrets(target, startedAt), deadline, signal), abandon);
     } catch (err) {
-      if (!deadline.aborted) throw err;
-      result = { statusCode: null, error: stopped(signal, 'waiting for the answer'), success: false, retryAfterMs: null };
+      if (!abandon.aborted) throw err;
+      result = { statusCode: null, error: stopped(signal, '(no answer)'), success: false, retryAfterMs: null };
     }
     const durationMs = Math.round(performance.now() - started);
 
