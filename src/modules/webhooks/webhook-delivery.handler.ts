@@ -57,7 +57,8 @@ export function parseRetryAfter(value: string | null, now: number): number | nul
   if (value === null) return null;
   const text = value.trim();
   if (/^\d+$/.test(text)) return Math.min(Number(text) * 1000, MAX_RETRY_AFTER_MS);
-  const date = Date.parse(text);
+  // An HTTP-date starts with the day's name (IMF-fixdate, RFC 850 and asctime forms alike).
+  const date = /^[A-Za-z]{3}/.test(text) ? Date.parse(text) : Number.NaN;
   if (Number.isNaN(date)) return null;
   return Math.min(Math.max(0, date - now), MAX_RETRY_AFTER_MS);
 }
