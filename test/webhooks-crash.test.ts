@@ -35,10 +35,10 @@ describe(`kill -9 of a webhook worker mid-delivery loses no event (${TEST_DIALEC
     const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     children.add(child);
     let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     const started = new Promise<void>((resolve, reject) => {
-      child.stdout!.on('data', (d: Buffer) => {
+      child.stdout.on('data', (d: Buffer) => {
         if (d.toString().includes('"started"')) resolve();
       });
       void exited.then(() => reject(new Error(`worker exited before it started: ${stderr}`)));
