@@ -21,9 +21,10 @@ import { httpSuite } from './suites/http.suite.js';
 import { inboxSuite } from './suites/inbox.suite.js';
 import { outboundSuite } from './suites/outbound.suite.js';
 import { smtpSuite } from './suites/smtp.suite.js';
+import { webhooksSuite } from './suites/webhooks.suite.js';
 
 /** Every suite, in the order a bare `npm run bench` runs them. Add new suites here. */
-const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite];
+const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, webhooksSuite];
 
 const RESULTS_FILE = join(ROOT, 'bench', 'results', 'latest.json');
 const PROFILE_DIR = join(ROOT, 'bench', 'results', 'profiles');

@@ -95,6 +95,7 @@ export async function createServices(
   const wakeups = createJobWakeups();
   const webhooks = createWebhooksModule({
     db,
+    dialect,
     clock,
     logger,
     queue,

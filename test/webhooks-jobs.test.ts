@@ -111,12 +111,21 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
     expect((await jobsOf(db(), name)).map((j) => [j.group_key, j.max_attempts, j.state])).toEqual([['a', 8, 'pending'], ['a', 25, 'pending'], ['b', 25, 'pending'], [null, 25, 'pending']]);
     expect(await db().transaction().execute((trx) => services.queue.enqueueMany(trx, []))).toEqual([]);
 
-    const claimed = await services.queue.claim<{ n: number }>(name, 10, { excludeGroups: ['a'] });
+    // Group 'a' already runs its maximum here: the claim leaves it alone.
+    const claimed = await services.queue.claim<{ n: number }>(name, 10, { groups: { max: 1, running: new Map([['a', 1]]) } });
     expect(claimed.map((j) => [j.payload.n, j.groupKey])).toEqual([[3, 'b'], [4, null]]);
     for (const job of claimed) await services.queue.release(job);
+    // Room for one more of 'a' and none of 'b': one 'a', and the job without a group.
+    const some = await services.queue.claim<{ n: number }>(name, 10, { groups: { max: 2, running: new Map([['a', 1], ['b', 2]]) } });
+    expect(some.map((j) => j.payload.n)).toEqual([1, 4]);
+    for (const job of some) await services.queue.release(job);
+    // Nothing running: at most `max` of each group in one claim.
+    const capped = await services.queue.claim<{ n: number }>(name, 10, { groups: { max: 1, running: new Map() } });
+    expect(capped.map((j) => j.payload.n)).toEqual([1, 3, 4]);
+    for (const job of capped) await services.queue.release(job);
 
     // A leased job is cancelled too: its holder can settle nothing afterwards.
-    const [leased] = await services.queue.claim(name, 1, { excludeGroups: ['b'] });
+    const [leased] = await services.queue.claim(name, 1, { groups: { max: 1, running: new Map([['b', 1]]) } });
     expect(leased!.groupKey).toBe('a');
     expect(await services.queue.cancelGroup(db(), name, 'a')).toBe(2);
     expect(await services.queue.complete(leased!)).toBe(false);
@@ -124,7 +133,7 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
     expect(await services.queue.cancelGroup(db(), name, 'a')).toBe(0);
   });
 
-  it('runs at most groupConcurrency jobs of one group at once; other groups run meanwhile; surplus claims are not counted', async () => {
+  it('runs at most groupConcurrency jobs of one group at once; other groups run meanwhile', async () => {
     const name = uniqueQueue('fair');
     const running = new Map<string, number>();
     const peak = new Map<string, number>();
@@ -162,7 +171,7 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
       await eventually('every fast job', () => (finished.filter((f) => f.startsWith('fast')).length === 4 ? true : undefined), 5000);
       expect(running.get('slow')).toBe(2);
       const jobs = await jobsOf(db(), name);
-      // Two slow jobs hold leases; the four others wait, their surplus claims handed back uncounted.
+      // Two slow jobs hold leases; the four others were never claimed.
       expect(jobs.filter((j) => j.lease_token !== null)).toHaveLength(2);
       expect(jobs.filter((j) => j.lease_token === null).map((j) => j.attempts)).toEqual([0, 0, 0, 0]);
       releaseSlow();

@@ -12,6 +12,9 @@ export const DEFAULT_MAX_ATTEMPTS = 25;
 const MAX_ERROR_LENGTH = 2000;
 /** Rows per INSERT in `enqueueMany`. */
 const ENQUEUE_BATCH = 500;
+/** A grouped claim ranks this many due candidates per job it may take (at least GROUPED_SCAN_MIN). */
+const GROUPED_SCAN_FACTOR = 4;
+const GROUPED_SCAN_MIN = 64;
 
 export interface EnqueueInput {
   queue: string;
@@ -40,8 +43,11 @@ export interface ClaimedJob<P = unknown> {
 }
 
 export interface ClaimOptions {
-  /** Leave jobs of these groups alone (the worker already runs as many of them as it may). */
-  excludeGroups?: readonly string[];
+  /**
+   * Take at most `max` jobs of one group, counting the `running` ones (this worker's, by group): a
+   * group at `max` is skipped, so its backlog cannot fill the claim. Jobs without a group are not limited.
+   */
+  groups?: { max: number; running: ReadonlyMap<string, number> };
 }
 
 export interface Queue {
@@ -137,9 +143,9 @@ export function createQueue({ db, dialect, clock, leaseMs }: QueueDeps): Queue {
     },
 
     async claim<P>(queue: string, limit: number, options: ClaimOptions = {}) {
-      const excluded = options.excludeGroups ?? [];
       const now = clock.now();
       const token = randomUUID();
+      const groups = options.groups;
       const rows = await db
         .updateTable('jobs')
         .set({
@@ -152,15 +158,34 @@ export function createQueue({ db, dialect, clock, leaseMs }: QueueDeps): Queue {
           updated_at: now,
         })
         .where('id', 'in', (eb) => {
-          let due = eb
-            .selectFrom('jobs')
+          const due = eb.selectFrom('jobs').where('queue', '=', queue).where('state', '=', 'pending').where('run_at', '<=', now);
+          if (!groups) {
+            const first = due.select('id').orderBy('run_at').limit(limit);
+            return dialect.supportsSkipLocked ? first.forUpdate().skipLocked() : first;
+          }
+          // Grouped: the earliest due candidates of groups below their limit (rows locked by another
+          // claimer skipped), ranked within their group; each group contributes what it has room for.
+          const full = [...groups.running].filter(([, n]) => n >= groups.max).map(([group]) => group);
+          const partial = [...groups.running].filter(([, n]) => n > 0 && n < groups.max);
+          let candidates = due.select(['id', 'group_key', 'run_at']);
+          if (full.length > 0) candidates = candidates.where((w) => w.or([w('group_key', 'is', null), w('group_key', 'not in', full)]));
+          candidates = candidates.orderBy('run_at').orderBy('id').limit(Math.max(GROUPED_SCAN_MIN, limit * GROUPED_SCAN_FACTOR));
+          const locked = dialect.supportsSkipLocked ? candidates.forUpdate().skipLocked() : candidates;
+          const int = (n: number) => sql<number>`cast(${n} as integer)`;
+          const room =
+            partial.length === 0
+              ? int(groups.max)
+              : sql<number>`case group_key ${sql.join(partial.map(([group, n]) => sql`when ${group} then ${int(groups.max - n)}`), sql` `)} else ${int(groups.max)} end`;
+          const ranked = eb
+            .selectFrom(locked.as('candidate'))
+            .select(['id', 'group_key', 'run_at', sql<number>`row_number() over (partition by group_key order by run_at, id)`.as('rank')]);
+          return eb
+            .selectFrom(ranked.as('ranked'))
             .select('id')
-            .where('queue', '=', queue)
-            .where('state', '=', 'pending')
-            .where('run_at', '<=', now);
-          if (excluded.length > 0) due = due.where((w) => w.or([w('group_key', 'is', null), w('group_key', 'not in', [...excluded])]));
-          due = due.orderBy('run_at').limit(limit);
-          return dialect.supportsSkipLocked ? due.forUpdate().skipLocked() : due;
+            .where((w) => w.or([w('group_key', 'is', null), w('rank', '<=', room)]))
+            .orderBy('run_at')
+            .orderBy('id')
+            .limit(limit);
         })
         .returningAll()
         .execute();

@@ -5,6 +5,8 @@ import type { ClaimedJob, Queue } from './queue.js';
 /** What a handler decided about one job. */
 export type JobOutcome =
   | { type: 'done' }
+  /** The handler has already completed, retried or buried the job itself (in its own transaction): nothing left to do. */
+  | { type: 'settled' }
   | { type: 'retry'; error: string; delayMs?: number }
   | { type: 'dead'; error: string };
 
@@ -22,7 +24,8 @@ export interface JobHandler<P = unknown> {
   /**
    * Run one job. `signal` aborts when the lease is lost or the process must stop now. A handler that
    * settles the job itself inside its own transaction (outbox style) returns `{type:'done'}` after
-   * calling `queue.complete(job, trx)`; completing twice is harmless.
+   * calling `queue.complete(job, trx)` (completing twice is harmless), or `{type:'settled'}` when it
+   * has completed, retried or buried it and the worker should not touch it again.
    */
   handle(job: ClaimedJob<P>, signal: AbortSignal): Promise<JobOutcome>;
 }
@@ -65,6 +68,7 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
   const loops: Promise<void>[] = [];
 
   async function settle(handler: JobHandler, job: ClaimedJob<unknown>, outcome: JobOutcome): Promise<void> {
+    if (outcome.type === 'settled') return;
     if (outcome.type === 'done') {
       await queue.complete(job);
     } else if (outcome.type === 'dead' || job.attempt >= job.maxAttempts) {
@@ -127,8 +131,7 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
       let claimed: ClaimedJob<unknown>[] = [];
       if (free > 0) {
         try {
-          const full = perGroup === undefined ? [] : [...groups()].filter(([, n]) => n >= perGroup).map(([group]) => group);
-          claimed = await queue.claim(handler.queue, free, full.length > 0 ? { excludeGroups: full } : undefined);
+          claimed = await queue.claim(handler.queue, free, perGroup === undefined ? undefined : { groups: { max: perGroup, running: groups() } });
         } catch (err) {
           logger.error({ err, queue: handler.queue }, 'claim failed');
         }
@@ -139,7 +142,8 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
           continue;
         }
         if (perGroup !== undefined && job.groupKey !== null && (groups().get(job.groupKey) ?? 0) >= perGroup) {
-          // The batch held more of one group than may run at once: the rest go back, their claim not counted.
+          // Not expected (the claim counts the running jobs of each group), but never run more of a group
+          // than allowed: the surplus goes back, its claim not counted.
           await queue.release(job).catch(() => undefined);
           continue;
         }
@@ -151,8 +155,8 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
         });
         running.set(job.id, entry);
       }
-      // Full or idle: wait for a slot, a wake-up or the next poll.
-      if (claimed.length === 0 || mine() >= handler.concurrency) await sleep(handler.queue);
+      // Full, or the queue had no more than this claim took: wait for a slot, a wake-up or the next poll.
+      if (claimed.length < free || mine() >= handler.concurrency) await sleep(handler.queue);
     }
   }
 

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import type { DialectInfo } from '../../db/dialect.js';
 import { backoffDelay, type BackoffPolicy } from '../../jobs/backoff.js';
 import type { ClaimedJob, Queue } from '../../jobs/queue.js';
 import type { JobHandler, JobOutcome } from '../../jobs/worker.js';
@@ -6,8 +7,9 @@ import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
 import { raceAbort, WebhookUrlRefused, type AddressRules } from './address-rules.js';
+import { createAttemptLog, type NextStep } from './attempt-log.js';
 import { signatureHeader } from './signing.js';
-import { webhookRepository as repo } from './webhook.repository.js';
+import { webhookRepository as repo, type DeliveryTarget, type TargetKey } from './webhook.repository.js';
 import { signingSecrets } from './webhook.service.js';
 import {
   BACKOFF_FACTOR,
@@ -24,9 +26,10 @@ import {
 
 export interface WebhookDeliveryDeps {
   db: Db;
+  dialect: DialectInfo;
   clock: Clock;
   logger: Logger;
-  queue: Pick<Queue, 'complete' | 'retry' | 'bury' | 'cancelGroup'>;
+  queue: Pick<Queue, 'retry' | 'bury' | 'cancelGroup'>;
   rules: AddressRules;
   sender: WebhookSender;
   /** Contract §1: MAILROOM_WEBHOOK_BACKOFF_BASE_MS, ×5 each retry, ±20%. */
@@ -42,6 +45,27 @@ const USER_AGENT = 'Mailroom-Webhooks/0.1';
 const ABANDON_GRACE_MS = 1000;
 /** The longest wait the contract's schedule reaches (~22 h before the 8th attempt), with room for jitter. */
 const BACKOFF_CAP_MS = 48 * 3_600_000;
+
+/**
+ * Loads delivery targets in batches: the jobs of one claim start together, and their endpoints and
+ * events are read in one round trip instead of one each.
+ */
+function targetLoader(db: Db): (key: TargetKey) => Promise<DeliveryTarget | undefined> {
+  let pending: Array<{ key: TargetKey; resolve: (t: DeliveryTarget | undefined) => void; reject: (err: Error) => void }> = [];
+  const flush = () => {
+    const batch = pending;
+    pending = [];
+    repo.targets(db, batch.map((p) => p.key)).then(
+      (targets) => batch.forEach((p, i) => p.resolve(targets[i])),
+      (err: Error) => batch.forEach((p) => p.reject(err)),
+    );
+  };
+  return (key) =>
+    new Promise((resolve, reject) => {
+      if (pending.length === 0) setImmediate(flush);
+      pending.push({ key, resolve, reject });
+    });
+}
 
 /** What one attempt came to. */
 interface Attempt {
@@ -77,6 +101,9 @@ const excerpt = (body: string) => {
 export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHandler<WebhookJobPayload> {
   const { db, clock, logger, queue, rules, sender, timeoutMs } = deps;
   const backoff: BackoffPolicy = { baseMs: deps.backoffBaseMs, factor: BACKOFF_FACTOR, capMs: BACKOFF_CAP_MS, jitter: BACKOFF_JITTER };
+  // Attempts that finish together are recorded in one transaction: one commit (and flush) for many deliveries.
+  const attempts = createAttemptLog({ db, dialect: deps.dialect, clock, queue });
+  const loadTarget = targetLoader(db);
 
   /** Why an attempt was cut short: the job's own signal (lease lost, shutdown) or the time-out. */
   function stopped(jobSignal: AbortSignal, where: string): string {
@@ -119,7 +146,7 @@ export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHand
   async function handle(job: ClaimedJob<WebhookJobPayload>, signal: AbortSignal): Promise<JobOutcome> {
     const workspaceId = job.workspaceId ?? '';
     const { webhook_id: webhookId, event_id: eventId } = job.payload;
-    const target = await repo.target(db, workspaceId, webhookId, eventId);
+    const target = await loadTarget({ workspaceId, webhookId, eventId });
     // Deleted or inactive: no further attempts, pending retries included (contract §6).
     if (!target || target.active !== 1 || target.payload === null || target.event_type === null) return { type: 'done' };
 
@@ -139,37 +166,33 @@ export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHand
 
     const gone = result.statusCode === 410;
     const last = job.attempt >= Math.min(job.maxAttempts, MAX_ATTEMPTS);
-    await db.transaction().execute(async (trx) => {
-      await repo.recordAttempt(trx, {
+    let next: NextStep;
+    if (result.success) next = { type: 'complete' };
+    // 410 Gone: the receiver says the endpoint no longer exists; stop, pending retries included.
+    else if (gone) next = { type: 'deactivate' };
+    else if (last) next = { type: 'bury', error: `gave up after ${job.attempt} attempts; last: ${result.error ?? 'failed'}` };
+    else next = { type: 'retry', error: result.error ?? 'failed', delayMs: Math.max(backoffDelay(backoff, job.attempt), result.retryAfterMs ?? 0) };
+    await attempts.record(
+      {
         id: newId('dlv'),
         workspace_id: workspaceId,
         webhook_id: webhookId,
         event_id: eventId,
-        event_type: target.event_type!,
+        event_type: target.event_type,
         attempt: job.attempt,
         status_code: result.statusCode,
         error: gone ? `${result.error ?? 'HTTP 410'} (the endpoint is now inactive)` : result.error,
         success: result.success ? 1 : 0,
         duration_ms: durationMs,
         delivered_at: startedAt,
-      });
-      if (result.success) {
-        await queue.complete(job, trx);
-      } else if (gone) {
-        // 410 Gone: the receiver says the endpoint no longer exists; stop, pending retries included.
-        await repo.deactivate(trx, workspaceId, webhookId, clock.now());
-        await queue.cancelGroup(trx, WEBHOOK_QUEUE, webhookId);
-      } else if (last) {
-        await queue.bury(job, `gave up after ${job.attempt} attempts; last: ${result.error ?? 'failed'}`, trx);
-      } else {
-        const delay = Math.max(backoffDelay(backoff, job.attempt), result.retryAfterMs ?? 0);
-        await queue.retry(job, result.error ?? 'failed', delay, trx);
-      }
-    });
+      },
+      job,
+      next,
+    );
     if (gone) logger.info({ webhookId, eventId }, 'webhook endpoint answered 410 Gone; set inactive');
     else if (!result.success && last) logger.warn({ webhookId, eventId, attempt: job.attempt, error: result.error }, 'webhook delivery given up');
-    // Settled above, in the attempt's transaction; the worker's own completion finds nothing left to do.
-    return { type: 'done' };
+    // Settled above, in the attempt's transaction.
+    return { type: 'settled' };
   }
 
   return {

@@ -11,6 +11,13 @@ export interface DeliveryTarget {
   event_type: string | null;
 }
 
+/** One delivery job's endpoint and event. */
+export interface TargetKey {
+  workspaceId: string;
+  webhookId: string;
+  eventId: string;
+}
+
 /** Webhook endpoint and delivery queries; every one filters by workspace. */
 export const webhookRepository = {
   insert: (db: Db, row: WebhookTable) => db.insertInto('webhooks').values(row).execute(),
@@ -31,43 +38,35 @@ export const webhookRepository = {
     (await db.updateTable('webhooks').set({ active: 0, updated_at: at }).where('workspace_id', '=', workspaceId).where('id', '=', id).where('active', '=', 1).executeTakeFirst()).numUpdatedRows > 0n,
   delete: async (db: Db, workspaceId: string, id: string): Promise<number> =>
     Number((await db.deleteFrom('webhooks').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numDeletedRows),
-  /** The endpoint and the event of one delivery job, in one round trip; undefined when the endpoint is gone. */
-  target: (db: Db, workspaceId: string, webhookId: string, eventId: string): Promise<DeliveryTarget | undefined> =>
-    db
-      .selectFrom('webhooks')
-      .leftJoin('events', (join) => join.on('events.id', '=', eventId).on('events.workspace_id', '=', workspaceId))
-      .select(['webhooks.url', 'webhooks.active', 'webhooks.secret', 'webhooks.previous_secrets', 'events.payload', 'events.type as event_type'])
-      .where('webhooks.workspace_id', '=', workspaceId)
-      .where('webhooks.id', '=', webhookId)
-      .executeTakeFirst(),
   /**
-   * Append an attempt, unless its endpoint was deleted meanwhile (the history goes with the endpoint):
-   * INSERT … SELECT from the endpoint's row writes nothing when it is gone.
+   * The endpoints and events of several delivery jobs in two queries, each row checked against its
+   * job's workspace; undefined for a job whose endpoint is gone.
    */
-  recordAttempt: async (db: Db, row: WebhookDeliveryTable): Promise<void> => {
-    await db
-      .insertInto('webhook_deliveries')
-      .columns(['id', 'workspace_id', 'webhook_id', 'event_id', 'event_type', 'attempt', 'status_code', 'error', 'success', 'duration_ms', 'delivered_at'])
-      .expression((eb) =>
-        eb
-          .selectFrom('webhooks')
-          .select([
-            eb.val(row.id).as('id'),
-            eb.val(row.workspace_id).as('workspace_id'),
-            eb.val(row.webhook_id).as('webhook_id'),
-            eb.val(row.event_id).as('event_id'),
-            eb.val(row.event_type).as('event_type'),
-            eb.val(row.attempt).as('attempt'),
-            eb.val(row.status_code).as('status_code'),
-            eb.val(row.error).as('error'),
-            eb.val(row.success).as('success'),
-            eb.val(row.duration_ms).as('duration_ms'),
-            eb.val(row.delivered_at).as('delivered_at'),
-          ])
-          .where('workspace_id', '=', row.workspace_id)
-          .where('id', '=', row.webhook_id),
-      )
-      .execute();
+  targets: async (db: Db, keys: readonly TargetKey[]): Promise<Array<DeliveryTarget | undefined>> => {
+    const workspaces = [...new Set(keys.map((k) => k.workspaceId))];
+    const [hooks, events] = await Promise.all([
+      db
+        .selectFrom('webhooks')
+        .select(['id', 'workspace_id', 'url', 'active', 'secret', 'previous_secrets'])
+        .where('workspace_id', 'in', workspaces)
+        .where('id', 'in', [...new Set(keys.map((k) => k.webhookId))])
+        .execute(),
+      db
+        .selectFrom('events')
+        .select(['id', 'workspace_id', 'payload', 'type'])
+        .where('workspace_id', 'in', workspaces)
+        .where('id', 'in', [...new Set(keys.map((k) => k.eventId))])
+        .execute(),
+    ]);
+    const hookById = new Map(hooks.map((h) => [h.id, h]));
+    const eventById = new Map(events.map((e) => [e.id, e]));
+    return keys.map((key) => {
+      const hook = hookById.get(key.webhookId);
+      if (!hook || hook.workspace_id !== key.workspaceId) return undefined;
+      const event = eventById.get(key.eventId);
+      const own = event && event.workspace_id === key.workspaceId ? event : undefined;
+      return { url: hook.url, active: hook.active, secret: hook.secret, previous_secrets: hook.previous_secrets, payload: own?.payload ?? null, event_type: own?.type ?? null };
+    });
   },
   /** Newest first (then id, so attempts of one millisecond keep their order). */
   deliveries: (db: Db, workspaceId: string, webhookId: string, limit: number) =>

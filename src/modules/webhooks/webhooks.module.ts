@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import type { DialectInfo } from '../../db/dialect.js';
 import type { Queue } from '../../jobs/queue.js';
 import type { JobHandler } from '../../jobs/worker.js';
 import type { Clock } from '../../lib/clock.js';
@@ -20,6 +21,7 @@ export interface WebhooksModule {
 
 export interface WebhooksDeps {
   db: Db;
+  dialect: DialectInfo;
   clock: Clock;
   logger: Logger;
   queue: Queue;
@@ -42,6 +44,7 @@ export function createWebhooksModule(deps: WebhooksDeps): WebhooksModule {
   deps.events.subscribe((trx, event) => service.fanOut(trx, event));
   const handler = createWebhookDeliveryHandler({
     db: deps.db,
+    dialect: deps.dialect,
     clock: deps.clock,
     logger: deps.logger,
     queue: deps.queue,
