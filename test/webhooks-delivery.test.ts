@@ -2,11 +2,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENDPOINT_CONCURRENCY } from '../src/modules/webhooks/webhook.types.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, memberSession, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 import { startReceiver, type ReceivedRequest, type WebhookReceiver } from './helpers/webhook-receiver.js';
-import { eventually, SECRET_A, SECRET_B, sleep, startWorker, webhookApi, type DeliveryBody } from './helpers/webhooks.js';
+import { capturingLogger, eventually, SECRET_A, SECRET_B, sleep, startWorker, webhookApi, type DeliveryBody } from './helpers/webhooks.js';
 
 /**
  * Webhook delivery end to end (contract §6): the service's own worker POSTs to real HTTP receivers on
@@ -45,6 +46,7 @@ describe(`webhook delivery (${TEST_DIALECT})`, () => {
   let worker: ReturnType<typeof startWorker>;
   let receiver: WebhookReceiver;
   const receivers: WebhookReceiver[] = [];
+  const logged = capturingLogger();
 
   async function tenantApi(name: string): Promise<{ tenant: Tenant; api: Api }> {
     const tenant = await createTenant(h, name);
@@ -61,7 +63,7 @@ describe(`webhook delivery (${TEST_DIALECT})`, () => {
     h = await startMailHarness(env);
     // Signatures carry this clock's time; Standard Webhooks receivers refuse one more than 5 minutes off.
     h.clock.set(Date.now());
-    worker = startWorker(h);
+    worker = startWorker(h, 50, logged.logger);
     receiver = await newReceiver();
   });
   afterAll(async () => {
@@ -177,16 +179,17 @@ describe(`webhook delivery (${TEST_DIALECT})`, () => {
     const fast = await newReceiver();
     const slowHook = await api.add({ url: `${slow.url}/slow` });
     const fastHook = await api.add({ url: `${fast.url}/fast` });
-    for (let i = 0; i < 12; i += 1) await api.test(slowHook.webhook_id, { event_type: 'message.sent' });
-    await slow.waitFor(8, 3000);
+    const queued = ENDPOINT_CONCURRENCY + 4;
+    for (let i = 0; i < queued; i += 1) await api.test(slowHook.webhook_id, { event_type: 'message.sent' });
+    await slow.waitFor(ENDPOINT_CONCURRENCY, 3000);
     const started = Date.now();
     for (let i = 0; i < 5; i += 1) await api.test(fastHook.webhook_id, { event_type: 'message.sent' });
     await fast.waitFor(5, 3000);
-    // Delivered while the slow endpoint's 8 requests were still hanging, and well inside its time-out.
+    // Delivered while the slow endpoint's requests were still hanging, and well inside its time-out.
     expect(Date.now() - started).toBeLessThan(TIMEOUT_MS);
-    expect(slow.received).toHaveLength(8);
+    expect(slow.received).toHaveLength(ENDPOINT_CONCURRENCY);
 
-    const timedOut = await settle(h, api, slowHook.webhook_id, 12, 10_000);
+    const timedOut = await settle(h, api, slowHook.webhook_id, queued, 10_000);
     for (const attempt of timedOut) {
       expect(attempt).toMatchObject({ status_code: null, success: false, attempt: 1 });
       expect(attempt.error).toBe(`timed out after ${TIMEOUT_MS} ms (127.0.0.1)`);
@@ -307,6 +310,24 @@ describe(`webhook delivery (${TEST_DIALECT})`, () => {
     } finally {
       h.dns.onQuery = null;
     }
+  });
+
+  it('an endpoint deleted during its attempt: the attempt is dropped with the endpoint’s history, nothing fails', async () => {
+    const { api } = await tenantApi('Vanishing');
+    const r = await newReceiver();
+    r.answer = () => ({ status: 200, delayMs: 400 });
+    const hook = await api.add({ url: `${r.url}/vanishing` });
+    const keep = await api.add({ url: `${receiver.url}/kept` });
+    await api.test(hook.webhook_id, { event_type: 'message.sent' });
+    await api.test(keep.webhook_id, { event_type: 'message.sent' });
+    await r.waitFor(1, 5000);
+    expect((await api.remove(hook.webhook_id)).statusCode).toBe(200);
+    await sleep(700);
+    const db = h.services.database.db;
+    expect(await db.selectFrom('webhook_deliveries').select('id').where('webhook_id', '=', hook.webhook_id).execute()).toEqual([]);
+    expect(await webhookJobs(h, hook.webhook_id)).toEqual([]);
+    expect((await api.history(keep.webhook_id)).map((d) => d.success)).toEqual([true]);
+    expect(logged.lines.filter((l) => l.level >= 50)).toEqual([]);
   });
 
   it('records a refused connection as a failed attempt with the address it tried', async () => {

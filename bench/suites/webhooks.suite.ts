@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { Pool } from 'undici';
+import { DELIVERY_CONCURRENCY, ENDPOINT_CONCURRENCY } from '../../src/modules/webhooks/webhook.types.js';
 import { processCpuMs } from '../lib/cpu.js';
 import type { BenchDatabase } from '../lib/databases.js';
 import { DIALECTS, forEachDialect, freshDatabase } from '../lib/dialects.js';
@@ -22,9 +23,8 @@ const ENDPOINT_CASES = [1, 50] as const;
 const CALIBRATION_DELIVERIES = 3000;
 const MIN_DELIVERIES = 3000;
 const MAX_DELIVERIES = 200_000;
-/** Mailroom's worker: 64 deliveries at once, at most 8 per endpoint (webhook.types.ts); the baseline keeps the same bounds. */
-const OVERALL_CONCURRENCY = 64;
-const ENDPOINT_CONCURRENCY = 8;
+/** The worker's bounds (deliveries at once, and per endpoint); the baseline keeps the same. */
+const OVERALL_CONCURRENCY = DELIVERY_CONCURRENCY;
 /** Idle latency: one test event every this many ms. */
 const LATENCY_INTERVAL_MS = 100;
 const MIN_LATENCY_SAMPLES = 50;

@@ -1,6 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
+import { pino } from 'pino';
 import { createWorker, type Worker } from '../../src/jobs/worker.js';
-import { createLogger } from '../../src/lib/logger.js';
+import type { Logger } from '../../src/lib/logger.js';
 import type { Harness } from './harness.js';
 import { session } from './harness.js';
 
@@ -56,9 +57,16 @@ export function webhookApi(h: Harness, token: string) {
   };
 }
 
+/** A logger that keeps what is logged at warn and above (`msg` and level), for tests that expect no errors. */
+export function capturingLogger(): { logger: Logger; lines: Array<{ level: number; msg: string }> } {
+  const lines: Array<{ level: number; msg: string }> = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line) as { level: number; msg: string }) });
+  return { logger, lines };
+}
+
 /** The service's worker (every handler), woken by the service's own after-commit notifications as `serve` wires it. */
-export function startWorker(h: Harness, pollMs = 50): Worker & { close(): Promise<void> } {
-  const worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs });
+export function startWorker(h: Harness, pollMs = 50, logger: Logger = pino({ level: 'silent' })): Worker & { close(): Promise<void> } {
+  const worker = createWorker(h.services.handlers, { queue: h.services.queue, logger, leaseMs: h.config.leaseMs, pollMs });
   const unsubscribe = h.services.wakeups.subscribe((name) => worker.wake(name));
   worker.start();
   return Object.assign(worker, {

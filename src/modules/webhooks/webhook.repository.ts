@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.js';
-import type { WebhookDeliveryTable, WebhookTable } from './webhook.table.js';
+import type { WebhookTable } from './webhook.table.js';
 
 /** What a delivery attempt needs: the endpoint and the event's stored bytes. */
 export interface DeliveryTarget {
