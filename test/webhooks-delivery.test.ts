@@ -1,5 +1,8 @@
 import { createServer, type Server } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { createSecureContext } from 'node:tls';
+import selfsigned from 'selfsigned';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENDPOINT_CONCURRENCY } from '../src/modules/webhooks/webhook.types.js';
@@ -328,6 +331,47 @@ describe(`webhook delivery (${TEST_DIALECT})`, () => {
     expect(await webhookJobs(h, hook.webhook_id)).toEqual([]);
     expect((await api.history(keep.webhook_id)).map((d) => d.success)).toEqual([true]);
     expect(logged.lines.filter((l) => l.level >= 50)).toEqual([]);
+  });
+
+  it('keeps TLS bound to the host name over the pinned connection: SNI is the name, an untrusted certificate fails', async () => {
+    const { api } = await tenantApi('Tls');
+    const pems = await selfsigned.generate([{ name: 'commonName', value: 'secure.test' }], { notAfterDate: new Date(Date.now() + 86_400_000), keySize: 2048 });
+    const context = createSecureContext({ key: pems.private, cert: pems.cert });
+    // The name the client asks for in its ClientHello (SNI), before it sees (and refuses) the certificate.
+    const servernames: string[] = [];
+    let requests = 0;
+    const server = createTlsServer(
+      {
+        key: pems.private,
+        cert: pems.cert,
+        SNICallback: (name, done) => {
+          servernames.push(name);
+          done(null, context);
+        },
+      },
+      (_req, res) => {
+        requests += 1;
+        res.writeHead(204);
+        res.end();
+      },
+    );
+    server.on('tlsClientError', () => undefined);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      h.dns.set('secure.test', { A: ['127.0.0.1'] });
+      const hook = await api.add({ url: `https://secure.test:${port}/tls` });
+      await api.test(hook.webhook_id, { event_type: 'message.sent' });
+      const [attempt] = await settle(h, api, hook.webhook_id, 1);
+      expect(attempt).toMatchObject({ status_code: null, success: false });
+      expect(attempt!.error).toMatch(/self[- ]signed certificate.*\(127\.0\.0\.1\)$/);
+      expect(requests).toBe(0);
+      // The ClientHello carried the host name, not the address the connection was pinned to.
+      expect(servernames).toEqual(['secure.test']);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('records a refused connection as a failed attempt with the address it tried', async () => {
