@@ -22,9 +22,10 @@ import { inboxSuite } from './suites/inbox.suite.js';
 import { outboundSuite } from './suites/outbound.suite.js';
 import { smtpSuite } from './suites/smtp.suite.js';
 import { transactionalSuite } from './suites/transactional.suite.js';
+import { webhooksSuite } from './suites/webhooks.suite.js';
 
 /** Every suite, in the order a bare `npm run bench` runs them. Add new suites here. */
-const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite];
+const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, webhooksSuite];
 
 const RESULTS_FILE = join(ROOT, 'bench', 'results', 'latest.json');
 const PROFILE_DIR = join(ROOT, 'bench', 'results', 'profiles');

@@ -4,6 +4,7 @@ import { createDb, ping, type DbHandle } from './db/database.js';
 import { createGroupCommit, type GroupCommit } from './db/group-commit.js';
 import { migrateToLatest } from './db/migrator.js';
 import { createQueue, type Queue } from './jobs/queue.js';
+import { createJobWakeups, type JobWakeups } from './jobs/wakeups.js';
 import { createWorker, type JobHandler, type Worker } from './jobs/worker.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import type { Logger } from './lib/logger.js';
@@ -30,7 +31,9 @@ import { createMaintenance, type Maintenance } from './modules/tenancy/maintenan
 import { createTenancyModule, type TenancyModule } from './modules/tenancy/tenancy.module.js';
 import { createServiceTokenService, type ServiceTokenService } from './modules/transactional/service-token.service.js';
 import { createTransactionalService, type TransactionalService } from './modules/transactional/transactional.service.js';
+import { createWebhooksModule, type WebhooksModule } from './modules/webhooks/webhooks.module.js';
 import { buildApp } from './transports/http/app.js';
+import { createWebhookClient } from './transports/http/webhook.client.js';
 
 import type { ProcessRole } from './config/roles.js';
 // The role list lives in a module of its own so the CLI can name it without loading the service.
@@ -55,6 +58,9 @@ export interface Services {
   transactional: TransactionalService;
   /** The outbound SMTP client (its cached connections are closed at shutdown). */
   deliverer: SmtpDeliverer;
+  webhooks: WebhooksModule;
+  /** Producers in this process announce committed work here; a worker in this process subscribes its `wake`. */
+  wakeups: JobWakeups;
   /** Job handlers the worker role runs. */
   handlers: JobHandler[];
 }
@@ -98,6 +104,22 @@ export async function createServices(
     retryBaseMs: config.deliveryRetryBaseMs,
     maxAgeMs: config.deliveryMaxAgeMs,
   });
+  const wakeups = createJobWakeups();
+  const webhooks = createWebhooksModule({
+    db,
+    dialect,
+    clock,
+    logger,
+    queue,
+    events,
+    // Uncached: every address check must see the answer the pinned connection will use.
+    resolve,
+    allowCidrs: config.webhookAllowCidrs,
+    sender: createWebhookClient(),
+    backoffBaseMs: config.webhookBackoffBaseMs,
+    timeoutMs: config.webhookTimeoutMs,
+    wake: (name) => wakeups.notify(name),
+  });
   return {
     database,
     clock,
@@ -109,8 +131,10 @@ export async function createServices(
     drafts: createDraftService({ db, clock, sending }),
     serviceTokens: createServiceTokenService({ db, clock }),
     transactional: createTransactionalService({ db, clock, sending }),
-    handlers: [delivery],
     deliverer,
+    handlers: [delivery, webhooks.handler],
+    webhooks,
+    wakeups,
     mailboxes: createMailboxService({ db, clock, domains }),
     domains,
     lists,
@@ -140,6 +164,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     drafts: services.drafts,
     serviceTokens: services.serviceTokens,
     transactional: services.transactional,
+    webhooks: services.webhooks.service,
     rateLimitPerMinute: config.rateLimitPerMinute,
   });
 }
@@ -166,12 +191,15 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
     if (roles.includes('worker')) {
       const worker: Worker = createWorker(services.handlers, { queue: services.queue, logger, leaseMs: config.leaseMs, commits: services.commits });
       const maintenance: Maintenance = createMaintenance({ db: services.database.db, clock: services.clock, logger });
+      const unsubscribe = services.wakeups.subscribe((name) => worker.wake(name));
       worker.start();
       maintenance.start();
       stoppers.push(async () => {
+        unsubscribe();
         maintenance.stop();
         await worker.stop();
         services.deliverer.close?.();
+        await services.webhooks.close();
       });
       logger.info('worker role started');
     }

@@ -71,6 +71,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
         lease_token: null,
         interrupted: 0,
         last_error: null,
+        group_key: null,
         created_at: clock.now(),
         updated_at: clock.now(),
       });
@@ -85,6 +86,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
         interrupted: false,
         leaseToken: expect.any(String) as string,
         createdAt: clock.now(),
+        groupKey: null,
       });
       expect(job.leaseToken).not.toBe('');
       const row = await jobRow(db(), id);

@@ -57,8 +57,8 @@ export function formatTable(results: readonly SuiteResult[]): string {
     out.push('', 'goals:');
     for (const g of goals) {
       const verdict = g.met === null ? 'not measured' : g.met ? 'met' : 'NOT MET';
-      const measured = g.ratio === null ? '' : ` — measured ${g.ratio.toFixed(3)}×`;
-      out.push(`  ${verdict.padEnd(12)} ${g.suite}/${g.case}: ${g.goal} (≥ ${g.minRatio}× baseline)${measured}`);
+      const measured = g.measured !== undefined ? ` — measured ${g.measured}` : g.ratio === null ? '' : ` — measured ${g.ratio.toFixed(3)}×`;
+      out.push(`  ${verdict.padEnd(12)} ${g.suite}/${g.case}: ${g.goal} (${g.threshold ?? `≥ ${g.minRatio}× baseline`})${measured}`);
     }
   }
   return out.join('\n');

@@ -76,6 +76,10 @@ export interface Goal {
   ratio: number | null;
   /** null when the case did not run. */
   met: boolean | null;
+  /** An absolute goal instead of a ratio (e.g. "≥ 1,000 deliveries/s"): printed instead of "≥ minRatio× baseline". */
+  threshold?: string;
+  /** The measured value of an absolute goal, as printed (e.g. "1,234 deliveries/s"). */
+  measured?: string;
 }
 
 /** Check `minRatio` against the subject row of `caseName` (null ratio when that case has no row). */

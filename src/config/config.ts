@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parse as parseDotenv } from 'dotenv';
+import ipaddr from 'ipaddr.js';
 
 /**
  * Configuration: `MAILROOM_*` environment variables (contract §1), parsed once at start-up and
@@ -100,7 +101,7 @@ function parseHostPorts(raw: string): string[] {
 function parseCidrs(raw: string): string[] {
   const entries = list(raw);
   for (const e of entries) {
-    if (!/^[0-9a-f:.]+\/\d{1,3}$/i.test(e)) throw new Error(`'${e}' is not a CIDR such as 127.0.0.0/8`);
+    if (!/^[0-9a-f:.]+\/\d{1,3}$/i.test(e) || !ipaddr.isValidCIDR(e)) throw new Error(`'${e}' is not a CIDR such as 127.0.0.0/8`);
   }
   return entries;
 }

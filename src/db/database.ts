@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import pg from 'pg';
+import { withCommitHooks } from './commit-hooks.js';
 import { POSTGRES, SQLITE, type DialectInfo } from './dialect.js';
 import type { Database } from './schema.js';
 
@@ -65,7 +66,7 @@ export function createDb(url: string, options: { poolSize?: number } = {}): DbHa
     database.pragma('synchronous = FULL');
     database.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     database.pragma('foreign_keys = ON');
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+    const db = new Kysely<Database>({ dialect: withCommitHooks(new SqliteDialect({ database: withStatementCache(database) })) });
     return { db, dialect: SQLITE, destroy: () => db.destroy() };
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
@@ -76,7 +77,7 @@ export function createDb(url: string, options: { poolSize?: number } = {}): DbHa
     });
     // An idle client that loses its connection must not crash the process; the pool replaces it.
     pool.on('error', () => undefined);
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Database>({ dialect: withCommitHooks(new PostgresDialect({ pool })) });
     return { db, dialect: POSTGRES, destroy: () => db.destroy() };
   }
   throw new Error(`unsupported database URL '${url}': use sqlite:PATH or postgres://…`);

@@ -15,6 +15,8 @@ export interface JobTable {
   /** 1 when the last claim took over an expired lease (the previous holder died mid-job). */
   interrupted: number;
   last_error: string | null;
+  /** Jobs of one group (e.g. one webhook endpoint) are limited in how many run at once per worker; null = no group. */
+  group_key: string | null;
   created_at: number;
   updated_at: number;
 }

@@ -10,6 +10,11 @@ import type { JobTable } from './job.table.js';
 export const DEFAULT_MAX_ATTEMPTS = 25;
 /** Longest error text kept on a job row. */
 const MAX_ERROR_LENGTH = 2000;
+/** Rows per INSERT in `enqueueMany`. */
+const ENQUEUE_BATCH = 500;
+/** A grouped claim ranks this many due candidates per job it may take (at least GROUPED_SCAN_MIN). */
+const GROUPED_SCAN_FACTOR = 4;
+const GROUPED_SCAN_MIN = 64;
 
 export interface EnqueueInput {
   queue: string;
@@ -18,6 +23,8 @@ export interface EnqueueInput {
   /** Earliest time to run (epoch ms); default now. */
   runAt?: number;
   maxAttempts?: number;
+  /** Jobs sharing a group key (e.g. one webhook endpoint) can be limited in how many run at once, and cancelled together. */
+  groupKey?: string | null;
 }
 
 export interface ClaimedJob<P = unknown> {
@@ -32,13 +39,26 @@ export interface ClaimedJob<P = unknown> {
   interrupted: boolean;
   leaseToken: string;
   createdAt: number;
+  groupKey: string | null;
+}
+
+export interface ClaimOptions {
+  /**
+   * Take at most `max` jobs of one group, counting the `running` ones (this worker's, by group): a
+   * group at `max` is skipped, so its backlog cannot fill the claim. Jobs without a group are not limited.
+   */
+  groups?: { max: number; running: ReadonlyMap<string, number> };
 }
 
 export interface Queue {
   /** Add a job inside the caller's transaction (or on its own when given the root db). */
   enqueue(trx: Db, input: EnqueueInput): Promise<string>;
+  /** Add several jobs in one statement (same rules as `enqueue`); their ids, in order. */
+  enqueueMany(trx: Db, inputs: readonly EnqueueInput[]): Promise<string[]>;
   /** Lease up to `limit` due jobs of one queue; each stays invisible to others until its lease expires. */
-  claim<P = unknown>(queue: string, limit: number): Promise<ClaimedJob<P>[]>;
+  claim<P = unknown>(queue: string, limit: number, options?: ClaimOptions): Promise<ClaimedJob<P>[]>;
+  /** Remove every job of a group that is not dead, leased ones included (their holders lose the lease); the number removed. */
+  cancelGroup(trx: Db, queue: string, groupKey: string): Promise<number>;
   /** Extend a held lease; false when the lease was lost (another worker took the job over). */
   renew(job: ClaimedJob<unknown>): Promise<boolean>;
   /** The job succeeded: remove it. False when the lease was lost meanwhile. */
@@ -69,6 +89,7 @@ function toClaimed<P>(row: JobTable): ClaimedJob<P> {
     interrupted: row.interrupted === 1,
     leaseToken: row.lease_token ?? '',
     createdAt: row.created_at,
+    groupKey: row.group_key,
   };
 }
 
@@ -81,34 +102,50 @@ const truncate = (text: string): string => (text.length > MAX_ERROR_LENGTH ? `${
  * claim is a single UPDATE statement, which is atomic there.
  */
 export function createQueue({ db, dialect, clock, leaseMs }: QueueDeps): Queue {
+  function row(input: EnqueueInput, now: number): JobTable {
+    return {
+      id: newId('job'),
+      queue: input.queue,
+      workspace_id: input.workspaceId ?? null,
+      payload: JSON.stringify(input.payload),
+      state: 'pending',
+      attempts: 0,
+      max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      run_at: input.runAt ?? now,
+      lease_token: null,
+      interrupted: 0,
+      last_error: null,
+      group_key: input.groupKey ?? null,
+      created_at: now,
+      updated_at: now,
+    };
+  }
+
   return {
     async enqueue(trx, input) {
-      const now = clock.now();
-      const id = newId('job');
-      await trx
-        .insertInto('jobs')
-        .values({
-          id,
-          queue: input.queue,
-          workspace_id: input.workspaceId ?? null,
-          payload: JSON.stringify(input.payload),
-          state: 'pending',
-          attempts: 0,
-          max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-          run_at: input.runAt ?? now,
-          lease_token: null,
-          interrupted: 0,
-          last_error: null,
-          created_at: now,
-          updated_at: now,
-        })
-        .execute();
-      return id;
+      const values = row(input, clock.now());
+      await trx.insertInto('jobs').values(values).execute();
+      return values.id;
     },
 
-    async claim<P>(queue: string, limit: number) {
+    async enqueueMany(trx, inputs) {
+      if (inputs.length === 0) return [];
+      const now = clock.now();
+      const rows = inputs.map((input) => row(input, now));
+      // Bound the statement's parameters (SQLite allows 32766, PostgreSQL 65535; 14 columns a row).
+      for (let i = 0; i < rows.length; i += ENQUEUE_BATCH) await trx.insertInto('jobs').values(rows.slice(i, i + ENQUEUE_BATCH)).execute();
+      return rows.map((r) => r.id);
+    },
+
+    async cancelGroup(trx, queue, groupKey) {
+      const result = await trx.deleteFrom('jobs').where('queue', '=', queue).where('group_key', '=', groupKey).where('state', '=', 'pending').executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+
+    async claim<P>(queue: string, limit: number, options: ClaimOptions = {}) {
       const now = clock.now();
       const token = randomUUID();
+      const groups = options.groups;
       const rows = await db
         .updateTable('jobs')
         .set({
@@ -121,15 +158,34 @@ export function createQueue({ db, dialect, clock, leaseMs }: QueueDeps): Queue {
           updated_at: now,
         })
         .where('id', 'in', (eb) => {
-          const due = eb
-            .selectFrom('jobs')
+          const due = eb.selectFrom('jobs').where('queue', '=', queue).where('state', '=', 'pending').where('run_at', '<=', now);
+          if (!groups) {
+            const first = due.select('id').orderBy('run_at').limit(limit);
+            return dialect.supportsSkipLocked ? first.forUpdate().skipLocked() : first;
+          }
+          // Grouped: the earliest due candidates of groups below their limit (rows locked by another
+          // claimer skipped), ranked within their group; each group contributes what it has room for.
+          const full = [...groups.running].filter(([, n]) => n >= groups.max).map(([group]) => group);
+          const partial = [...groups.running].filter(([, n]) => n > 0 && n < groups.max);
+          let candidates = due.select(['id', 'group_key', 'run_at']);
+          if (full.length > 0) candidates = candidates.where((w) => w.or([w('group_key', 'is', null), w('group_key', 'not in', full)]));
+          candidates = candidates.orderBy('run_at').orderBy('id').limit(Math.max(GROUPED_SCAN_MIN, limit * GROUPED_SCAN_FACTOR));
+          const locked = dialect.supportsSkipLocked ? candidates.forUpdate().skipLocked() : candidates;
+          const int = (n: number) => sql<number>`cast(${n} as integer)`;
+          const room =
+            partial.length === 0
+              ? int(groups.max)
+              : sql<number>`case group_key ${sql.join(partial.map(([group, n]) => sql`when ${group} then ${int(groups.max - n)}`), sql` `)} else ${int(groups.max)} end`;
+          const ranked = eb
+            .selectFrom(locked.as('candidate'))
+            .select(['id', 'group_key', 'run_at', sql<number>`row_number() over (partition by group_key order by run_at, id)`.as('rank')]);
+          return eb
+            .selectFrom(ranked.as('ranked'))
             .select('id')
-            .where('queue', '=', queue)
-            .where('state', '=', 'pending')
-            .where('run_at', '<=', now)
+            .where((w) => w.or([w('group_key', 'is', null), w('rank', '<=', room)]))
             .orderBy('run_at')
+            .orderBy('id')
             .limit(limit);
-          return dialect.supportsSkipLocked ? due.forUpdate().skipLocked() : due;
         })
         .returningAll()
         .execute();

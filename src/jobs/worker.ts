@@ -7,6 +7,8 @@ import type { ClaimedJob, Queue } from './queue.js';
 /** What a handler decided about one job. */
 export type JobOutcome =
   | { type: 'done' }
+  /** The handler has already completed, retried or buried the job itself (in its own transaction): nothing left to do. */
+  | { type: 'settled' }
   | { type: 'retry'; error: string; delayMs?: number }
   | { type: 'dead'; error: string };
 
@@ -14,12 +16,18 @@ export interface JobHandler<P = unknown> {
   queue: string;
   /** Jobs of this queue run at once in this process. */
   concurrency: number;
+  /**
+   * Jobs of one group (`groupKey`, e.g. one webhook endpoint) run at once in this process; unset = no
+   * limit. Jobs of a group at its limit are left in the queue, so one slow group cannot take every slot.
+   */
+  groupConcurrency?: number;
   /** Delay after a thrown error or a retry without its own delay. */
   backoff: BackoffPolicy;
   /**
    * Run one job. `signal` aborts when the lease is lost or the process must stop now. A handler that
    * settles the job itself inside its own transaction (outbox style) returns `{type:'done'}` after
-   * calling `queue.complete(job, trx)`; completing twice is harmless.
+   * calling `queue.complete(job, trx)` (completing twice is harmless), or `{type:'settled'}` when it
+   * has completed, retried or buried it and the worker should not touch it again.
    */
   handle(job: ClaimedJob<P>, signal: AbortSignal): Promise<JobOutcome>;
 }
@@ -64,6 +72,7 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
   const loops: Promise<void>[] = [];
 
   async function settle(handler: JobHandler, job: ClaimedJob<unknown>, outcome: JobOutcome): Promise<void> {
+    if (outcome.type === 'settled') return;
     const commit = <T>(work: (trx?: Db) => Promise<T>): Promise<T> => (options.commits ? options.commits.run((trx) => work(trx)) : work());
     if (outcome.type === 'done') {
       await commit((trx) => queue.complete(job, trx));
@@ -115,18 +124,33 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
 
   async function loop(handler: JobHandler): Promise<void> {
     const mine = () => [...running.values()].filter((r) => r.job.queue === handler.queue).length;
+    const perGroup = handler.groupConcurrency;
+    /** Running jobs of this queue per group. */
+    const groups = () => {
+      const counts = new Map<string, number>();
+      for (const { job } of running.values()) {
+        if (job.queue === handler.queue && job.groupKey !== null) counts.set(job.groupKey, (counts.get(job.groupKey) ?? 0) + 1);
+      }
+      return counts;
+    };
     while (!stopping) {
       const free = handler.concurrency - mine();
       let claimed: ClaimedJob<unknown>[] = [];
       if (free > 0) {
         try {
-          claimed = await queue.claim(handler.queue, free);
+          claimed = await queue.claim(handler.queue, free, perGroup === undefined ? undefined : { groups: { max: perGroup, running: groups() } });
         } catch (err) {
           logger.error({ err, queue: handler.queue }, 'claim failed');
         }
       }
       for (const job of claimed) {
         if (stopping) {
+          await queue.release(job).catch(() => undefined);
+          continue;
+        }
+        if (perGroup !== undefined && job.groupKey !== null && (groups().get(job.groupKey) ?? 0) >= perGroup) {
+          // Not expected (the claim counts the running jobs of each group), but never run more of a group
+          // than allowed: the surplus goes back, its claim not counted.
           await queue.release(job).catch(() => undefined);
           continue;
         }
@@ -138,8 +162,8 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
         });
         running.set(job.id, entry);
       }
-      // Full or idle: wait for a slot, a wake-up or the next poll.
-      if (claimed.length === 0 || mine() >= handler.concurrency) await sleep(handler.queue);
+      // Full, or the queue had no more than this claim took: wait for a slot, a wake-up or the next poll.
+      if (claimed.length < free || mine() >= handler.concurrency) await sleep(handler.queue);
     }
   }
 

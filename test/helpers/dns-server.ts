@@ -16,6 +16,8 @@ export interface TestDnsServer {
   zones: Map<string, Zone>;
   set(name: string, zone: Zone): void;
   queries: Array<{ name: string; type: number }>;
+  /** Called for each question before it is answered (a test may change the zones for later questions). */
+  onQuery: ((name: string, type: number) => void) | null;
   close(): Promise<void>;
 }
 
@@ -29,6 +31,7 @@ function chunks(text: string): string[] {
 export async function startDnsServer(): Promise<TestDnsServer> {
   const zones = new Map<string, Zone>();
   const queries: TestDnsServer['queries'] = [];
+  const hooks: { onQuery: TestDnsServer['onQuery'] } = { onQuery: null };
   const server = dns2.createServer({
     udp: true,
     handle: (request, send) => {
@@ -37,6 +40,7 @@ export async function startDnsServer(): Promise<TestDnsServer> {
       if (question) {
         const name = question.name.toLowerCase().replace(/\.$/, '');
         queries.push({ name, type: question.type });
+        hooks.onQuery?.(name, question.type);
         const zone = zones.get(name);
         if (!zone) {
           response.header.rcode = 3; // NXDOMAIN
@@ -59,6 +63,12 @@ export async function startDnsServer(): Promise<TestDnsServer> {
     zones,
     set: (name, zone) => zones.set(name.toLowerCase(), zone),
     queries,
+    get onQuery() {
+      return hooks.onQuery;
+    },
+    set onQuery(hook) {
+      hooks.onQuery = hook;
+    },
     close: () => server.close(),
   };
 }

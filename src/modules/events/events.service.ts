@@ -8,8 +8,12 @@ import type { EmitInput, StoredEvent } from './event.types.js';
 export type EventSubscriber = (trx: Db, event: StoredEvent) => Promise<void>;
 
 export interface EventsService {
-  /** Write an event in the caller's transaction and let every subscriber act in that same transaction. */
-  emit(trx: Db, input: EmitInput): Promise<StoredEvent>;
+  /**
+   * Write an event in the caller's transaction and let every subscriber act in that same transaction.
+   * `fanOut: false` stores it without calling the subscribers: a synthetic event (a webhook test) whose
+   * caller routes it itself.
+   */
+  emit(trx: Db, input: EmitInput, options?: { fanOut?: boolean }): Promise<StoredEvent>;
   subscribe(subscriber: EventSubscriber): void;
 }
 
@@ -20,7 +24,7 @@ export interface EventsService {
 export function createEventsService({ clock }: { clock: Clock }): EventsService {
   const subscribers: EventSubscriber[] = [];
   return {
-    async emit(trx, input) {
+    async emit(trx, input, options = {}) {
       const createdAt = clock.now();
       const id = newId('evt');
       const payload = JSON.stringify({
@@ -35,7 +39,7 @@ export function createEventsService({ clock }: { clock: Clock }): EventsService 
         .insertInto('events')
         .values({ id, workspace_id: input.workspaceId, type: input.type, payload, created_at: createdAt })
         .execute();
-      for (const subscriber of subscribers) await subscriber(trx, event);
+      if (options.fanOut !== false) for (const subscriber of subscribers) await subscriber(trx, event);
       return event;
     },
     subscribe(subscriber) {

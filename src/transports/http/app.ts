@@ -14,6 +14,7 @@ import type { AuthService } from '../../modules/tenancy/auth.service.js';
 import type { ServiceTokenService } from '../../modules/transactional/service-token.service.js';
 import type { TransactionalService } from '../../modules/transactional/transactional.service.js';
 import { apiKeyAuth, credentialOf, serviceTokenAuth, sessionAuth, sessionOf, tenantOf } from './plugins/auth.js';
+import type { WebhookService } from '../../modules/webhooks/webhook.service.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { createValidatorCompiler } from './plugins/validation.js';
 import { healthRoutes, type HealthCheck } from './routes/health.routes.js';
@@ -26,6 +27,7 @@ import { sendingRoutes } from './routes/sending.routes.js';
 import { serviceTokenRoutes } from './routes/service-tokens.routes.js';
 import { transactionalRoutes } from './routes/transactional.routes.js';
 import { loginRoute, sessionRoutes } from './routes/session.routes.js';
+import { webhookRoutes } from './routes/webhooks.routes.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 
 /** Contract §2: a JSON body over 1 MiB answers 413. */
@@ -44,6 +46,7 @@ export interface AppDeps {
   drafts: DraftService;
   serviceTokens: ServiceTokenService;
   transactional: TransactionalService;
+  webhooks: WebhookService;
   /** Requests per minute per credential (0 = no limit). */
   rateLimitPerMinute: number;
 }
@@ -146,6 +149,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(sendingRoutes({ sending: deps.sending, tenant, surface: 'session' }));
         await authed.register(draftRoutes({ drafts: deps.drafts, tenant }));
         await authed.register(serviceTokenRoutes({ tokens: deps.serviceTokens, tenant }));
+        await authed.register(webhookRoutes({ webhooks: deps.webhooks, tenant }));
       });
     },
     { prefix: '/app/api' },

@@ -1,0 +1,107 @@
+import type { Db } from '../../db/database.js';
+import type { DialectInfo } from '../../db/dialect.js';
+import type { ClaimedJob, Queue } from '../../jobs/queue.js';
+import type { Clock } from '../../lib/clock.js';
+import { webhookRepository as repo } from './webhook.repository.js';
+import type { WebhookDeliveryTable } from './webhook.table.js';
+import { WEBHOOK_QUEUE } from './webhook.types.js';
+
+/** What becomes of a delivery job once its attempt is recorded. */
+export type NextStep =
+  | { type: 'complete' }
+  | { type: 'retry'; error: string; delayMs: number }
+  | { type: 'bury'; error: string }
+  /** 410 Gone: the endpoint becomes inactive and its other jobs are dropped. */
+  | { type: 'deactivate' };
+
+interface Settlement {
+  attempt: WebhookDeliveryTable;
+  job: ClaimedJob<unknown>;
+  next: NextStep;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** Most attempts recorded in one transaction. */
+const MAX_BATCH = 256;
+
+export interface AttemptLog {
+  /** Append an attempt to webhook_deliveries and settle its job, atomically; resolves once committed. */
+  record(attempt: WebhookDeliveryTable, job: ClaimedJob<unknown>, next: NextStep): Promise<void>;
+}
+
+/**
+ * Records delivery attempts in batches: the attempts that finish while a batch is being written share
+ * the next transaction, written with a handful of statements whatever its size (one INSERT of every
+ * attempt, one DELETE of every completed job), so the database does a fixed amount of work per batch
+ * rather than per delivery. An attempt whose endpoint was deleted meanwhile is not recorded (its history
+ * went with it). If a shared transaction fails, each attempt is recorded again on its own.
+ */
+export function createAttemptLog({ db, dialect, clock, queue }: { db: Db; dialect: DialectInfo; clock: Clock; queue: Pick<Queue, 'retry' | 'bury' | 'cancelGroup'> }): AttemptLog {
+  const waiting: Settlement[] = [];
+  let draining = false;
+
+  async function write(trx: Db, batch: readonly Settlement[]): Promise<void> {
+    // The endpoints still there; on PostgreSQL locked (FOR KEY SHARE) so that none is deleted before the attempts reference it.
+    let endpoints = trx
+      .selectFrom('webhooks')
+      .select('id')
+      .where('workspace_id', 'in', [...new Set(batch.map((s) => s.attempt.workspace_id))])
+      .where('id', 'in', [...new Set(batch.map((s) => s.attempt.webhook_id))]);
+    if (dialect.supportsRowLocks) endpoints = endpoints.forKeyShare();
+    const present = new Set((await endpoints.execute()).map((row) => row.id));
+    const rows = batch.map((s) => s.attempt).filter((a) => present.has(a.webhook_id));
+    if (rows.length > 0) await trx.insertInto('webhook_deliveries').values(rows).execute();
+    const completed = batch.filter((s) => s.next.type === 'complete');
+    if (completed.length > 0) {
+      // Guarded by each lease, as queue.complete is: a job taken over meanwhile stays with its new holder.
+      await trx
+        .deleteFrom('jobs')
+        .where((eb) => eb.or(completed.map((s) => eb.and([eb('id', '=', s.job.id), eb('lease_token', '=', s.job.leaseToken)]))))
+        .execute();
+    }
+    for (const s of batch) {
+      if (s.next.type === 'retry') await queue.retry(s.job, s.next.error, s.next.delayMs, trx);
+      else if (s.next.type === 'bury') await queue.bury(s.job, s.next.error, trx);
+      else if (s.next.type === 'deactivate') {
+        await repo.deactivate(trx, s.attempt.workspace_id, s.attempt.webhook_id, clock.now());
+        await queue.cancelGroup(trx, WEBHOOK_QUEUE, s.attempt.webhook_id);
+      }
+    }
+  }
+
+  async function drain(): Promise<void> {
+    draining = true;
+    try {
+      while (waiting.length > 0) {
+        // One turn of the event loop first, so that attempts finishing together share the transaction.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        const batch = waiting.splice(0, MAX_BATCH);
+        try {
+          await db.transaction().execute((trx) => write(trx, batch));
+          for (const s of batch) s.resolve();
+        } catch {
+          for (const s of batch) {
+            try {
+              await db.transaction().execute((trx) => write(trx, [s]));
+              s.resolve();
+            } catch (err) {
+              s.reject(err);
+            }
+          }
+        }
+      }
+    } finally {
+      draining = false;
+    }
+  }
+
+  return {
+    record(attempt, job, next) {
+      return new Promise<void>((resolve, reject) => {
+        waiting.push({ attempt, job, next, resolve, reject });
+        if (!draining) void drain();
+      });
+    },
+  };
+}

@@ -1,0 +1,82 @@
+import type { Db } from '../../db/database.js';
+import type { WebhookTable } from './webhook.table.js';
+
+/** What a delivery attempt needs: the endpoint and the event's stored bytes. */
+export interface DeliveryTarget {
+  url: string;
+  active: number;
+  secret: string | null;
+  previous_secrets: string;
+  payload: string | null;
+  event_type: string | null;
+}
+
+/** One delivery job's endpoint and event. */
+export interface TargetKey {
+  workspaceId: string;
+  webhookId: string;
+  eventId: string;
+}
+
+/** Webhook endpoint and delivery queries; every one filters by workspace. */
+export const webhookRepository = {
+  insert: (db: Db, row: WebhookTable) => db.insertInto('webhooks').values(row).execute(),
+  /** Newest first. */
+  list: (db: Db, workspaceId: string) =>
+    db.selectFrom('webhooks').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at', 'desc').orderBy('id', 'desc').execute(),
+  count: async (db: Db, workspaceId: string): Promise<number> =>
+    Number((await db.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow()).n),
+  find: (db: Db, workspaceId: string, id: string) =>
+    db.selectFrom('webhooks').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
+  /** The active endpoints of a workspace with their filters: what every event is matched against. */
+  active: (db: Db, workspaceId: string) =>
+    db.selectFrom('webhooks').select(['id', 'event_types']).where('workspace_id', '=', workspaceId).where('active', '=', 1).execute(),
+  update: async (db: Db, workspaceId: string, id: string, values: Partial<Omit<WebhookTable, 'id' | 'workspace_id' | 'created_at'>>): Promise<number> =>
+    Number((await db.updateTable('webhooks').set(values).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numUpdatedRows),
+  /** Active → inactive; false when it was inactive (or gone) already. */
+  deactivate: async (db: Db, workspaceId: string, id: string, at: number): Promise<boolean> =>
+    (await db.updateTable('webhooks').set({ active: 0, updated_at: at }).where('workspace_id', '=', workspaceId).where('id', '=', id).where('active', '=', 1).executeTakeFirst()).numUpdatedRows > 0n,
+  delete: async (db: Db, workspaceId: string, id: string): Promise<number> =>
+    Number((await db.deleteFrom('webhooks').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numDeletedRows),
+  /**
+   * The endpoints and events of several delivery jobs in two queries, each row checked against its
+   * job's workspace; undefined for a job whose endpoint is gone.
+   */
+  targets: async (db: Db, keys: readonly TargetKey[]): Promise<Array<DeliveryTarget | undefined>> => {
+    const workspaces = [...new Set(keys.map((k) => k.workspaceId))];
+    const [hooks, events] = await Promise.all([
+      db
+        .selectFrom('webhooks')
+        .select(['id', 'workspace_id', 'url', 'active', 'secret', 'previous_secrets'])
+        .where('workspace_id', 'in', workspaces)
+        .where('id', 'in', [...new Set(keys.map((k) => k.webhookId))])
+        .execute(),
+      db
+        .selectFrom('events')
+        .select(['id', 'workspace_id', 'payload', 'type'])
+        .where('workspace_id', 'in', workspaces)
+        .where('id', 'in', [...new Set(keys.map((k) => k.eventId))])
+        .execute(),
+    ]);
+    const hookById = new Map(hooks.map((h) => [h.id, h]));
+    const eventById = new Map(events.map((e) => [e.id, e]));
+    return keys.map((key) => {
+      const hook = hookById.get(key.webhookId);
+      if (!hook || hook.workspace_id !== key.workspaceId) return undefined;
+      const event = eventById.get(key.eventId);
+      const own = event && event.workspace_id === key.workspaceId ? event : undefined;
+      return { url: hook.url, active: hook.active, secret: hook.secret, previous_secrets: hook.previous_secrets, payload: own?.payload ?? null, event_type: own?.type ?? null };
+    });
+  },
+  /** Newest first (then id, so attempts of one millisecond keep their order). */
+  deliveries: (db: Db, workspaceId: string, webhookId: string, limit: number) =>
+    db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('workspace_id', '=', workspaceId)
+      .where('webhook_id', '=', webhookId)
+      .orderBy('delivered_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .execute(),
+} as const;

@@ -1,0 +1,238 @@
+import { afterCommit } from '../../db/commit-hooks.js';
+import type { Db } from '../../db/database.js';
+import type { Queue } from '../../jobs/queue.js';
+import type { Clock } from '../../lib/clock.js';
+import { iso } from '../../lib/clock.js';
+import { conflict, invalid, notFound } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { EVENT_TYPES, type EventType, type StoredEvent } from '../events/event.types.js';
+import type { EventsService } from '../events/events.service.js';
+import type { TenantContext } from '../tenancy/tenancy.types.js';
+import { WebhookUrlRefused, type AddressRules } from './address-rules.js';
+import { generateSecret, secretProblem } from './signing.js';
+import type { PreviousSecret, WebhookDeliveryTable, WebhookTable } from './webhook.table.js';
+import { webhookRepository as repo } from './webhook.repository.js';
+import {
+  MAX_ATTEMPTS,
+  MAX_PREVIOUS_SECRETS,
+  MAX_WEBHOOKS_PER_WORKSPACE,
+  SECRET_OVERLAP_MS,
+  WEBHOOK_QUEUE,
+  type CreatedWebhookView,
+  type DeliveryView,
+  type WebhookJobPayload,
+  type WebhookView,
+} from './webhook.types.js';
+
+export interface WebhookInput {
+  url?: string | undefined;
+  event_types?: string[] | undefined;
+  secret?: string | undefined;
+  active?: boolean | undefined;
+}
+
+export interface WebhookService {
+  list(tenant: TenantContext): Promise<{ webhooks: WebhookView[] }>;
+  /** A new endpoint; its URL passes the address rules now. Without `secret` one is generated and shown once. */
+  create(tenant: TenantContext, input: WebhookInput & { url: string }): Promise<CreatedWebhookView>;
+  get(tenant: TenantContext, webhookId: string): Promise<WebhookView>;
+  /** Change the fields given; a new secret keeps the old one signing for 24 hours; inactive drops pending retries. */
+  update(tenant: TenantContext, webhookId: string, input: WebhookInput): Promise<WebhookView>;
+  remove(tenant: TenantContext, webhookId: string): Promise<{ ok: true; webhook_id: string }>;
+  /** The endpoint's delivery attempts, newest first. */
+  deliveries(tenant: TenantContext, webhookId: string, limit: number): Promise<{ deliveries: DeliveryView[] }>;
+  /** Store one synthetic event (`data.test = true`) and queue it for this endpoint only, whatever its filter. */
+  test(tenant: TenantContext, webhookId: string, eventType: string): Promise<{ ok: true; event_id: string }>;
+  /** The outbox subscriber: one delivery job per active endpoint whose filter takes the event, in the producer's transaction. */
+  fanOut(trx: Db, event: StoredEvent): Promise<void>;
+}
+
+export interface WebhookDeps {
+  db: Db;
+  clock: Clock;
+  queue: Pick<Queue, 'enqueue' | 'enqueueMany' | 'cancelGroup'>;
+  events: Pick<EventsService, 'emit'>;
+  rules: AddressRules;
+  /** Called after a transaction that queued deliveries commits (wakes this process's worker). */
+  wake: (queue: string) => void;
+}
+
+const webhookNotFound = (id: string) => notFound('webhook_not_found', `no webhook ${id}`);
+const KNOWN_EVENTS = new Set<string>(EVENT_TYPES);
+
+export function toWebhookView(row: WebhookTable): WebhookView {
+  return {
+    webhook_id: row.id,
+    url: row.url,
+    event_types: JSON.parse(row.event_types) as string[],
+    active: row.active === 1,
+    has_secret: row.secret !== null,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+function toDeliveryView(row: WebhookDeliveryTable): DeliveryView {
+  return {
+    delivery_id: row.id,
+    event_id: row.event_id,
+    event_type: row.event_type,
+    attempt: row.attempt,
+    status_code: row.status_code,
+    error: row.error,
+    success: row.success === 1,
+    duration_ms: row.duration_ms,
+    delivered_at: iso(row.delivered_at),
+  };
+}
+
+/** Whether an endpoint's filter (JSON array; empty = every event) takes an event type. */
+export function filterTakes(eventTypes: string, type: string): boolean {
+  const list = JSON.parse(eventTypes) as string[];
+  return list.length === 0 || list.includes(type);
+}
+
+/** The filter as stored: known names only, each once, in the order given. */
+function normalizeEventTypes(list: string[]): string[] {
+  for (const name of list) {
+    if (!KNOWN_EVENTS.has(name)) throw invalid('invalid_event_type', `unknown event type '${name}' (known: ${EVENT_TYPES.join(', ')})`);
+  }
+  return [...new Set(list)];
+}
+
+/** The secrets an endpoint signs with at `now`: its own, then those replaced less than 24 hours ago. */
+export function signingSecrets(row: Pick<WebhookTable, 'secret' | 'previous_secrets'>, now: number): string[] {
+  const previous = (JSON.parse(row.previous_secrets) as PreviousSecret[]).filter((p) => p.until > now).map((p) => p.secret);
+  return [...(row.secret === null ? [] : [row.secret]), ...previous.filter((s) => s !== row.secret)];
+}
+
+/** Webhook endpoints (session surface, every role) and the fan-out of events to them. */
+export function createWebhookService({ db, clock, queue, events, rules, wake }: WebhookDeps): WebhookService {
+  async function find(tenant: TenantContext, webhookId: string): Promise<WebhookTable> {
+    const row = await repo.find(db, tenant.workspaceId, webhookId);
+    if (!row) throw webhookNotFound(webhookId);
+    return row;
+  }
+
+  /** The address rules at create and update: a refusal is the caller's error. */
+  async function checkUrl(raw: string): Promise<string> {
+    try {
+      return (await rules.check(raw)).url.href;
+    } catch (err) {
+      if (err instanceof WebhookUrlRefused) throw invalid('invalid_webhook_url', `${raw}: ${err.message}`);
+      throw err;
+    }
+  }
+
+  function checkSecret(secret: string): string {
+    const problem = secretProblem(secret);
+    if (problem) throw invalid('invalid_secret', problem);
+    return secret;
+  }
+
+  function job(workspaceId: string, webhookId: string, eventId: string) {
+    const payload: WebhookJobPayload = { webhook_id: webhookId, event_id: eventId };
+    return { queue: WEBHOOK_QUEUE, workspaceId, payload, groupKey: webhookId, maxAttempts: MAX_ATTEMPTS };
+  }
+
+  return {
+    async list(tenant) {
+      return { webhooks: (await repo.list(db, tenant.workspaceId)).map(toWebhookView) };
+    },
+
+    async create(tenant, input) {
+      const url = await checkUrl(input.url);
+      const eventTypes = normalizeEventTypes(input.event_types ?? []);
+      const generated = input.secret === undefined ? generateSecret() : null;
+      const secret = generated ?? checkSecret(input.secret!);
+      const now = clock.now();
+      const row: WebhookTable = {
+        id: newId('whk'),
+        workspace_id: tenant.workspaceId,
+        url,
+        event_types: JSON.stringify(eventTypes),
+        active: input.active === false ? 0 : 1,
+        secret,
+        previous_secrets: '[]',
+        created_at: now,
+        updated_at: now,
+      };
+      await db.transaction().execute(async (trx) => {
+        // Counted in the inserting transaction; two concurrent creates may both pass at the limit, which is harmless.
+        if ((await repo.count(trx, tenant.workspaceId)) >= MAX_WEBHOOKS_PER_WORKSPACE) {
+          throw conflict('too_many_webhooks', `a workspace may have at most ${MAX_WEBHOOKS_PER_WORKSPACE} webhooks`);
+        }
+        await repo.insert(trx, row);
+      });
+      return { ...toWebhookView(row), ...(generated ? { secret: generated } : {}) };
+    },
+
+    async get(tenant, webhookId) {
+      return toWebhookView(await find(tenant, webhookId));
+    },
+
+    async update(tenant, webhookId, input) {
+      const current = await find(tenant, webhookId);
+      const now = clock.now();
+      const values: Partial<WebhookTable> = {};
+      if (input.url !== undefined) values.url = await checkUrl(input.url);
+      if (input.event_types !== undefined) values.event_types = JSON.stringify(normalizeEventTypes(input.event_types));
+      if (input.secret !== undefined && checkSecret(input.secret) !== current.secret) {
+        const kept = (JSON.parse(current.previous_secrets) as PreviousSecret[]).filter((p) => p.until > now && p.secret !== input.secret);
+        if (current.secret !== null) kept.unshift({ secret: current.secret, until: now + SECRET_OVERLAP_MS });
+        values.secret = input.secret;
+        values.previous_secrets = JSON.stringify(kept.slice(0, MAX_PREVIOUS_SECRETS));
+      }
+      if (input.active !== undefined) values.active = input.active ? 1 : 0;
+      if (Object.keys(values).length > 0) {
+        values.updated_at = now;
+        await db.transaction().execute(async (trx) => {
+          if ((await repo.update(trx, tenant.workspaceId, webhookId, values)) === 0) throw webhookNotFound(webhookId);
+          // Contract §6: an inactive endpoint gets no further attempts, pending retries included.
+          if (values.active === 0) await queue.cancelGroup(trx, WEBHOOK_QUEUE, webhookId);
+        });
+      }
+      return toWebhookView(await find(tenant, webhookId));
+    },
+
+    async remove(tenant, webhookId) {
+      await db.transaction().execute(async (trx) => {
+        if ((await repo.delete(trx, tenant.workspaceId, webhookId)) === 0) throw webhookNotFound(webhookId);
+        await queue.cancelGroup(trx, WEBHOOK_QUEUE, webhookId);
+      });
+      return { ok: true, webhook_id: webhookId };
+    },
+
+    async deliveries(tenant, webhookId, limit) {
+      await find(tenant, webhookId);
+      return { deliveries: (await repo.deliveries(db, tenant.workspaceId, webhookId, limit)).map(toDeliveryView) };
+    },
+
+    async test(tenant, webhookId, eventType) {
+      if (!KNOWN_EVENTS.has(eventType)) throw invalid('invalid_event_type', `unknown event type '${eventType}' (known: ${EVENT_TYPES.join(', ')})`);
+      if (eventType === 'message.delivered') throw invalid('invalid_event_type', 'message.delivered is never emitted by this service, so it cannot be tested');
+      const row = await find(tenant, webhookId);
+      if (row.active !== 1) throw conflict('webhook_inactive', `webhook ${webhookId} is inactive; activate it first (PATCH active: true)`);
+      const event = await db.transaction().execute(async (trx) => {
+        // A real event row (its bytes are what is signed), routed by hand to this endpoint only.
+        const stored = await events.emit(
+          trx,
+          { workspaceId: tenant.workspaceId, type: eventType as Exclude<EventType, 'message.delivered'>, data: { test: true, webhook_id: webhookId } },
+          { fanOut: false },
+        );
+        await queue.enqueue(trx, job(tenant.workspaceId, webhookId, stored.id));
+        await afterCommit(trx, () => wake(WEBHOOK_QUEUE));
+        return stored;
+      });
+      return { ok: true, event_id: event.id };
+    },
+
+    async fanOut(trx, event) {
+      const endpoints = await repo.active(trx, event.workspaceId);
+      const targets = endpoints.filter((e) => filterTakes(e.event_types, event.type));
+      if (targets.length === 0) return;
+      await queue.enqueueMany(trx, targets.map((t) => job(event.workspaceId, t.id, event.id)));
+      await afterCommit(trx, () => wake(WEBHOOK_QUEUE));
+    },
+  };
+}

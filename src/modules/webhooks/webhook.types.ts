@@ -1,0 +1,88 @@
+/** The queue webhook delivery jobs go through (one job per endpoint and event). */
+export const WEBHOOK_QUEUE = 'webhook';
+/** Specification §8: attempts per endpoint and event. */
+export const MAX_ATTEMPTS = 8;
+/** Contract §1: each retry waits 5× the one before, ±20%. */
+export const BACKOFF_FACTOR = 5;
+export const BACKOFF_JITTER = 0.2;
+/** Contract §6: a Retry-After is honoured up to an hour. */
+export const MAX_RETRY_AFTER_MS = 3_600_000;
+/** Most of a receiver's answer that is read; the rest is discarded. */
+export const MAX_RESPONSE_BYTES = 64 * 1024;
+/** Most of the answer's text kept in a failed attempt's `error`. */
+export const ERROR_BODY_EXCERPT = 256;
+/** Contract §6: a replaced secret still signs for 24 hours. */
+export const SECRET_OVERLAP_MS = 24 * 3_600_000;
+/** Replaced secrets kept at most (a signature header per secret). */
+export const MAX_PREVIOUS_SECRETS = 10;
+/** Endpoints per workspace: every event is matched against all of them, in the producer's transaction. */
+export const MAX_WEBHOOKS_PER_WORKSPACE = 100;
+/** Deliveries one worker process runs at once, over all endpoints. */
+export const DELIVERY_CONCURRENCY = 64;
+/**
+ * Deliveries to one endpoint one worker process runs at once: a slow endpoint cannot take every slot,
+ * and a receiver gets at most this many requests at once from each worker.
+ */
+export const ENDPOINT_CONCURRENCY = 16;
+
+/** An endpoint as the API shows it (contract §6); the secret never appears. */
+export interface WebhookView {
+  webhook_id: string;
+  url: string;
+  event_types: string[];
+  active: boolean;
+  has_secret: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The creation answer: the endpoint, plus `secret` when the service generated it (shown this once). */
+export type CreatedWebhookView = WebhookView & { secret?: string };
+
+export interface DeliveryView {
+  delivery_id: string;
+  event_id: string;
+  event_type: string;
+  attempt: number;
+  status_code: number | null;
+  error: string | null;
+  success: boolean;
+  duration_ms: number;
+  delivered_at: string;
+}
+
+/** One POST to a receiver, over a connection pinned to an address the rules accepted. */
+export interface WebhookRequest {
+  url: URL;
+  /** The validated address to connect to; TLS still verifies the URL's host name. */
+  address: string;
+  family: 4 | 6;
+  headers: Record<string, string>;
+  body: string;
+  /** Aborts the request (the attempt's time-out, the worker's lease). */
+  signal: AbortSignal;
+}
+
+export type WebhookResponse =
+  | {
+      type: 'response';
+      statusCode: number;
+      /** The Retry-After header as sent, if any. */
+      retryAfter: string | null;
+      /** The start of the answer's body (at most MAX_RESPONSE_BYTES read), as text. */
+      body: string;
+    }
+  | { type: 'error'; error: string };
+
+/** Sends webhook requests; main.ts injects the HTTP client (transports/http/webhook.client.ts). */
+export interface WebhookSender {
+  send(request: WebhookRequest): Promise<WebhookResponse>;
+  /** Close pooled connections. */
+  close(): Promise<void>;
+}
+
+/** The job a fan-out writes: the event's stored bytes are read from `events` when it runs. */
+export interface WebhookJobPayload {
+  webhook_id: string;
+  event_id: string;
+}

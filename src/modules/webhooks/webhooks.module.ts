@@ -1,0 +1,57 @@
+import type { Db } from '../../db/database.js';
+import type { DialectInfo } from '../../db/dialect.js';
+import type { Queue } from '../../jobs/queue.js';
+import type { JobHandler } from '../../jobs/worker.js';
+import type { Clock } from '../../lib/clock.js';
+import type { DnsResolve } from '../../lib/dns.js';
+import type { Logger } from '../../lib/logger.js';
+import type { EventsService } from '../events/events.service.js';
+import { createAddressRules } from './address-rules.js';
+import { createWebhookDeliveryHandler } from './webhook-delivery.handler.js';
+import { createWebhookService, type WebhookService } from './webhook.service.js';
+import type { WebhookJobPayload, WebhookSender } from './webhook.types.js';
+
+export interface WebhooksModule {
+  service: WebhookService;
+  /** The delivery worker's job handler. */
+  handler: JobHandler<WebhookJobPayload>;
+  /** Close the sender's pooled connections (at shutdown). */
+  close(): Promise<void>;
+}
+
+export interface WebhooksDeps {
+  db: Db;
+  dialect: DialectInfo;
+  clock: Clock;
+  logger: Logger;
+  queue: Queue;
+  events: EventsService;
+  /** An uncached resolver over MAILROOM_DNS_SERVERS: each check must see the answer the connection will use. */
+  resolve: DnsResolve;
+  /** MAILROOM_WEBHOOK_ALLOW_CIDRS. */
+  allowCidrs: readonly string[];
+  sender: WebhookSender;
+  backoffBaseMs: number;
+  timeoutMs: number;
+  /** Wake this process's worker for a queue (after the enqueuing transaction commits). */
+  wake: (queue: string) => void;
+}
+
+/** Webhooks: endpoint management, the outbox subscriber that fans events out, and the delivery handler. */
+export function createWebhooksModule(deps: WebhooksDeps): WebhooksModule {
+  const rules = createAddressRules({ resolve: deps.resolve, allowCidrs: deps.allowCidrs });
+  const service = createWebhookService({ db: deps.db, clock: deps.clock, queue: deps.queue, events: deps.events, rules, wake: deps.wake });
+  deps.events.subscribe((trx, event) => service.fanOut(trx, event));
+  const handler = createWebhookDeliveryHandler({
+    db: deps.db,
+    dialect: deps.dialect,
+    clock: deps.clock,
+    logger: deps.logger,
+    queue: deps.queue,
+    rules,
+    sender: deps.sender,
+    backoffBaseMs: deps.backoffBaseMs,
+    timeoutMs: deps.timeoutMs,
+  });
+  return { service, handler, close: () => deps.sender.close() };
+}

@@ -1,0 +1,142 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { EVENT_TYPES } from '../../../modules/events/event.types.js';
+import { MAX_URL_LENGTH } from '../../../modules/webhooks/address-rules.js';
+import type { WebhookService } from '../../../modules/webhooks/webhook.service.js';
+import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
+import { Limit, OkResponse, ResourceId, errors } from '../schemas.js';
+
+const EventName = Type.String({ minLength: 1, maxLength: 64, description: `one of ${EVENT_TYPES.join(', ')}` });
+const fields = {
+  url: Type.String({ minLength: 1, maxLength: MAX_URL_LENGTH, description: 'http(s) URL of a public address; checked against the address rules' }),
+  event_types: Type.Array(EventName, { maxItems: 50, description: 'events to deliver; empty or omitted = every event' }),
+  secret: Type.String({ minLength: 1, maxLength: 200, description: 'whsec_ + base64 of a 24–64 byte key; never shown again' }),
+  active: Type.Boolean(),
+};
+const CreateBody = Type.Object(
+  { url: fields.url, event_types: Type.Optional(fields.event_types), secret: Type.Optional(fields.secret), active: Type.Optional(fields.active) },
+  { additionalProperties: false },
+);
+const PatchBody = Type.Object(
+  { url: Type.Optional(fields.url), event_types: Type.Optional(fields.event_types), secret: Type.Optional(fields.secret), active: Type.Optional(fields.active) },
+  { additionalProperties: false },
+);
+const TestBody = Type.Object({ event_type: EventName }, { additionalProperties: false });
+const webhookProperties = {
+  webhook_id: Type.String(),
+  url: Type.String(),
+  event_types: Type.Array(Type.String()),
+  active: Type.Boolean(),
+  has_secret: Type.Boolean(),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+};
+// Response schemas list every field shown: Fastify's serializer drops the rest, so no secret can slip out.
+const Webhook = Type.Object(webhookProperties);
+const CreatedWebhook = Type.Object({ ...webhookProperties, secret: Type.Optional(Type.String({ description: 'only when the service generated it, and only in this answer' })) });
+const Delivery = Type.Object({
+  delivery_id: Type.String(),
+  event_id: Type.String(),
+  event_type: Type.String(),
+  attempt: Type.Integer(),
+  status_code: Type.Union([Type.Integer(), Type.Null()]),
+  error: Type.Union([Type.String(), Type.Null()]),
+  success: Type.Boolean(),
+  duration_ms: Type.Integer(),
+  delivered_at: Type.String({ format: 'date-time' }),
+});
+const WebhookParams = Type.Object({ webhook_id: ResourceId }, { additionalProperties: false });
+const DeliveriesQuery = Type.Object({ limit: Type.Optional(Limit) }, { additionalProperties: false });
+const NoQuery = Type.Object({}, { additionalProperties: false });
+
+type Params = Static<typeof WebhookParams>;
+
+/** Webhook endpoints on the session surface (every role). */
+export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsync {
+  const tags = ['webhooks'];
+  const security = [{ session: [] }];
+  const common = errors(400, 401, 403, 404, 429);
+  const withBody = errors(400, 401, 403, 404, 413, 415, 429);
+  return async (app) => {
+    app.get(
+      '/webhooks',
+      { schema: { summary: 'Webhook endpoints of the workspace, newest first', tags, security, querystring: NoQuery, response: { 200: Type.Object({ webhooks: Type.Array(Webhook) }), ...common } } },
+      async (request) => webhooks.list(tenant(request)),
+    );
+
+    app.post(
+      '/webhooks',
+      {
+        schema: {
+          summary: 'Add an endpoint; without a secret one is generated and shown in this answer only',
+          tags,
+          security,
+          querystring: NoQuery,
+          body: CreateBody,
+          response: { 201: CreatedWebhook, ...errors(400, 401, 403, 409, 413, 415, 429) },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await webhooks.create(tenant(request), request.body as Static<typeof CreateBody>)),
+    );
+
+    app.get(
+      '/webhooks/:webhook_id',
+      { schema: { summary: 'One endpoint', tags, security, params: WebhookParams, querystring: NoQuery, response: { 200: Webhook, ...common } } },
+      async (request) => webhooks.get(tenant(request), (request.params as Params).webhook_id),
+    );
+
+    app.patch(
+      '/webhooks/:webhook_id',
+      {
+        schema: {
+          summary: 'Change the fields given (a new secret keeps the old one signing for 24 hours)',
+          tags,
+          security,
+          params: WebhookParams,
+          querystring: NoQuery,
+          body: PatchBody,
+          response: { 200: Webhook, ...withBody },
+        },
+      },
+      async (request) => webhooks.update(tenant(request), (request.params as Params).webhook_id, request.body as Static<typeof PatchBody>),
+    );
+
+    app.delete(
+      '/webhooks/:webhook_id',
+      { schema: { summary: 'Delete an endpoint, its pending deliveries and its history', tags, security, params: WebhookParams, querystring: NoQuery, response: { 200: OkResponse, ...common } } },
+      async (request) => webhooks.remove(tenant(request), (request.params as Params).webhook_id),
+    );
+
+    app.get(
+      '/webhooks/:webhook_id/deliveries',
+      {
+        schema: {
+          summary: 'Delivery attempts of the endpoint, newest first',
+          tags,
+          security,
+          params: WebhookParams,
+          querystring: DeliveriesQuery,
+          response: { 200: Type.Object({ deliveries: Type.Array(Delivery) }), ...common },
+        },
+      },
+      async (request) => webhooks.deliveries(tenant(request), (request.params as Params).webhook_id, (request.query as Static<typeof DeliveriesQuery>).limit ?? 50),
+    );
+
+    app.post(
+      '/webhooks/:webhook_id/test',
+      {
+        schema: {
+          summary: 'Queue one synthetic event of the given type for this endpoint only (202)',
+          tags,
+          security,
+          params: WebhookParams,
+          querystring: NoQuery,
+          body: TestBody,
+          response: { 202: Type.Object({ ok: Type.Literal(true), event_id: Type.String() }), ...errors(400, 401, 403, 404, 409, 413, 415, 429) },
+        },
+      },
+      async (request, reply) =>
+        reply.code(202).send(await webhooks.test(tenant(request), (request.params as Params).webhook_id, (request.body as Static<typeof TestBody>).event_type)),
+    );
+  };
+}

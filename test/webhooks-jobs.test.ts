@@ -1,0 +1,218 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config/config.js';
+import { afterCommit } from '../src/db/commit-hooks.js';
+import { createDb } from '../src/db/database.js';
+import { createWorker, type JobHandler } from '../src/jobs/worker.js';
+import { manualClock } from '../src/lib/clock.js';
+import { createLogger } from '../src/lib/logger.js';
+import { createServices, type Services } from '../src/main.js';
+import { createTestDatabase, TEST_DIALECT, type TestDatabase } from './helpers/database.js';
+import { jobsOf, uniqueQueue } from './helpers/jobs.js';
+import { eventually, sleep } from './helpers/webhooks.js';
+
+/**
+ * The queue features webhook delivery rests on: job groups (one group per endpoint) that limit how
+ * many of a group a worker runs at once and can be cancelled together, batched enqueues, and
+ * after-commit hooks that wake a worker only once the jobs it should claim are visible.
+ */
+describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
+  let database: TestDatabase;
+  let services: Services;
+  const clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 0));
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    services = await createServices(loadConfig({ MAILROOM_DATABASE_URL: database.url, MAILROOM_LOG_LEVEL: 'silent' }), { clock });
+  });
+  afterAll(async () => {
+    await services.database.destroy();
+    await database.drop();
+  });
+
+  const db = () => services.database.db;
+
+  it('afterCommit runs a hook once its transaction commits, never after a rollback, at once outside one', async () => {
+    const calls: string[] = [];
+    await db()
+      .transaction()
+      .execute(async (trx) => {
+        await afterCommit(trx, () => calls.push('committed'));
+        await sql`select 1`.execute(trx);
+        await sleep(20);
+        expect(calls).toEqual([]);
+      });
+    expect(calls).toEqual(['committed']);
+
+    await expect(
+      db()
+        .transaction()
+        .execute(async (trx) => {
+          await afterCommit(trx, () => calls.push('rolled back'));
+          throw new Error('no');
+        }),
+    ).rejects.toThrow('no');
+    // The next transaction on that connection does not inherit the dropped hook.
+    await db()
+      .transaction()
+      .execute(async (trx) => {
+        await afterCommit(trx, () => calls.push('second'));
+      });
+    expect(calls).toEqual(['committed', 'second']);
+
+    await afterCommit(db(), () => calls.push('no transaction'));
+    await sleep(5);
+    expect(calls).toEqual(['committed', 'second', 'no transaction']);
+  });
+
+  it('a hook sees its transaction’s rows from another connection (what a woken worker’s claim needs)', async () => {
+    const name = uniqueQueue('hook');
+    const other = createDb(database.url, { poolSize: 1 });
+    try {
+      let seen = -1;
+      const done = new Promise<void>((resolve) => {
+        void db()
+          .transaction()
+          .execute(async (trx) => {
+            await services.queue.enqueue(trx, { queue: name, payload: {} });
+            await afterCommit(trx, () => {
+              void other.db
+                .selectFrom('jobs')
+                .select('id')
+                .where('queue', '=', name)
+                .execute()
+                .then((rows) => {
+                  seen = rows.length;
+                  resolve();
+                });
+            });
+          });
+      });
+      await done;
+      expect(seen).toBe(1);
+    } finally {
+      await other.destroy();
+    }
+  });
+
+  it('enqueueMany writes every job in one go; claim can leave groups out; cancelGroup removes a group’s jobs', async () => {
+    const name = uniqueQueue('groups');
+    const ids = await db()
+      .transaction()
+      .execute((trx) =>
+        services.queue.enqueueMany(trx, [
+          { queue: name, payload: { n: 1 }, groupKey: 'a', maxAttempts: 8 },
+          { queue: name, payload: { n: 2 }, groupKey: 'a' },
+          { queue: name, payload: { n: 3 }, groupKey: 'b' },
+          { queue: name, payload: { n: 4 } },
+        ]),
+      );
+    expect(ids).toHaveLength(4);
+    expect((await jobsOf(db(), name)).map((j) => [j.group_key, j.max_attempts, j.state])).toEqual([['a', 8, 'pending'], ['a', 25, 'pending'], ['b', 25, 'pending'], [null, 25, 'pending']]);
+    expect(await db().transaction().execute((trx) => services.queue.enqueueMany(trx, []))).toEqual([]);
+
+    // Group 'a' already runs its maximum here: the claim leaves it alone.
+    const claimed = await services.queue.claim<{ n: number }>(name, 10, { groups: { max: 1, running: new Map([['a', 1]]) } });
+    expect(claimed.map((j) => [j.payload.n, j.groupKey])).toEqual([[3, 'b'], [4, null]]);
+    for (const job of claimed) await services.queue.release(job);
+    // Room for one more of 'a' and none of 'b': one 'a', and the job without a group.
+    const some = await services.queue.claim<{ n: number }>(name, 10, { groups: { max: 2, running: new Map([['a', 1], ['b', 2]]) } });
+    expect(some.map((j) => j.payload.n)).toEqual([1, 4]);
+    for (const job of some) await services.queue.release(job);
+    // Nothing running: at most `max` of each group in one claim.
+    const capped = await services.queue.claim<{ n: number }>(name, 10, { groups: { max: 1, running: new Map() } });
+    expect(capped.map((j) => j.payload.n)).toEqual([1, 3, 4]);
+    for (const job of capped) await services.queue.release(job);
+
+    // A leased job is cancelled too: its holder can settle nothing afterwards.
+    const [leased] = await services.queue.claim(name, 1, { groups: { max: 1, running: new Map([['b', 1]]) } });
+    expect(leased!.groupKey).toBe('a');
+    expect(await services.queue.cancelGroup(db(), name, 'a')).toBe(2);
+    expect(await services.queue.complete(leased!)).toBe(false);
+    expect((await jobsOf(db(), name)).map((j) => j.group_key)).toEqual(['b', null]);
+    expect(await services.queue.cancelGroup(db(), name, 'a')).toBe(0);
+  });
+
+  it('runs at most groupConcurrency jobs of one group at once; other groups run meanwhile', async () => {
+    const name = uniqueQueue('fair');
+    const running = new Map<string, number>();
+    const peak = new Map<string, number>();
+    const finished: string[] = [];
+    let releaseSlow!: () => void;
+    const slowGate = new Promise<void>((resolve) => {
+      releaseSlow = resolve;
+    });
+    const handler: JobHandler<{ group: string; n: number }> = {
+      queue: name,
+      concurrency: 10,
+      groupConcurrency: 2,
+      backoff: { baseMs: 10, factor: 1, capMs: 10, jitter: 0 },
+      async handle(job) {
+        const group = job.payload.group;
+        running.set(group, (running.get(group) ?? 0) + 1);
+        peak.set(group, Math.max(peak.get(group) ?? 0, running.get(group)!));
+        if (group === 'slow') await slowGate;
+        running.set(group, running.get(group)! - 1);
+        finished.push(`${group}${job.payload.n}`);
+        return { type: 'done' };
+      },
+    };
+    await db()
+      .transaction()
+      .execute((trx) =>
+        services.queue.enqueueMany(trx, [
+          ...Array.from({ length: 6 }, (_, n) => ({ queue: name, payload: { group: 'slow', n }, groupKey: 'slow' })),
+          ...Array.from({ length: 4 }, (_, n) => ({ queue: name, payload: { group: 'fast', n }, groupKey: 'fast' })),
+        ]),
+      );
+    const worker = createWorker([handler], { queue: services.queue, logger: createLogger('silent'), leaseMs: 30_000, pollMs: 10 });
+    worker.start();
+    try {
+      await eventually('every fast job', () => (finished.filter((f) => f.startsWith('fast')).length === 4 ? true : undefined), 5000);
+      expect(running.get('slow')).toBe(2);
+      const jobs = await jobsOf(db(), name);
+      // Two slow jobs hold leases; the four others were never claimed.
+      expect(jobs.filter((j) => j.lease_token !== null)).toHaveLength(2);
+      expect(jobs.filter((j) => j.lease_token === null).map((j) => j.attempts)).toEqual([0, 0, 0, 0]);
+      releaseSlow();
+      await eventually('every job', () => (finished.length === 10 ? true : undefined), 5000);
+      expect(peak.get('slow')).toBe(2);
+      expect(peak.get('fast')).toBeLessThanOrEqual(2);
+      expect(await jobsOf(db(), name)).toEqual([]);
+    } finally {
+      releaseSlow();
+      await worker.stop(1000);
+    }
+  });
+
+  it('a webhook fan-out wakes this process’s worker after the commit, without waiting for a poll', async () => {
+    const name = uniqueQueue('wake');
+    const handled: number[] = [];
+    const handler: JobHandler<{ n: number }> = {
+      queue: name,
+      concurrency: 1,
+      backoff: { baseMs: 10, factor: 1, capMs: 10, jitter: 0 },
+      async handle(job) {
+        handled.push(job.payload.n);
+        return { type: 'done' };
+      },
+    };
+    // A poll interval far beyond the test's waits: only the wake-up can get the job run in time.
+    const worker = createWorker([handler], { queue: services.queue, logger: createLogger('silent'), leaseMs: 30_000, pollMs: 60_000 });
+    const unsubscribe = services.wakeups.subscribe((queue) => worker.wake(queue));
+    worker.start();
+    try {
+      await sleep(50); // the first poll found nothing; the poller sleeps
+      await db()
+        .transaction()
+        .execute(async (trx) => {
+          await services.queue.enqueue(trx, { queue: name, payload: { n: 1 } });
+          await afterCommit(trx, () => services.wakeups.notify(name));
+        });
+      await eventually('the woken worker to run the job', () => (handled.length === 1 ? true : undefined), 2000, 5);
+    } finally {
+      unsubscribe();
+      await worker.stop(1000);
+    }
+  });
+});
