@@ -35,22 +35,31 @@ export interface AttemptLog {
  * the next transaction, written with a handful of statements whatever its size (one INSERT of every
  * attempt, one DELETE of every completed job), so the database does a fixed amount of work per batch
  * rather than per delivery. An attempt whose endpoint was deleted meanwhile is not recorded (its history
- * went with it). If a shared transaction fails, each attempt is recorded again on its own.
+ * went with it). If a shared transaction fails (such an endpoint's foreign key, a deadlock), each attempt is
+ * recorded again on its own.
  */
 export function createAttemptLog({ db, dialect, clock, queue }: { db: Db; dialect: DialectInfo; clock: Clock; queue: Pick<Queue, 'retry' | 'bury' | 'cancelGroup'> }): AttemptLog {
   const waiting: Settlement[] = [];
   let draining = false;
 
-  async function write(trx: Db, batch: readonly Settlement[]): Promise<void> {
-    // The endpoints still there; on PostgreSQL locked (FOR KEY SHARE) so that none is deleted before the attempts reference it.
-    let endpoints = trx
-      .selectFrom('webhooks')
-      .select('id')
-      .where('workspace_id', 'in', [...new Set(batch.map((s) => s.attempt.workspace_id))])
-      .where('id', 'in', [...new Set(batch.map((s) => s.attempt.webhook_id))]);
-    if (dialect.supportsRowLocks) endpoints = endpoints.forKeyShare();
-    const present = new Set((await endpoints.execute()).map((row) => row.id));
-    const rows = batch.map((s) => s.attempt).filter((a) => present.has(a.webhook_id));
+  /**
+   * Write a batch. `checked`: first read which endpoints are still there (on PostgreSQL locking them FOR KEY
+   * SHARE, so none is deleted before the attempts reference it) and leave out the attempts of the others.
+   * Unchecked, an endpoint deleted meanwhile makes the INSERT fail on its foreign key, and the batch is written
+   * again checked: one statement less for the common case.
+   */
+  async function write(trx: Db, batch: readonly Settlement[], checked: boolean): Promise<void> {
+    let rows = batch.map((s) => s.attempt);
+    if (checked) {
+      let endpoints = trx
+        .selectFrom('webhooks')
+        .select('id')
+        .where('workspace_id', 'in', [...new Set(rows.map((a) => a.workspace_id))])
+        .where('id', 'in', [...new Set(rows.map((a) => a.webhook_id))]);
+      if (dialect.supportsRowLocks) endpoints = endpoints.forKeyShare();
+      const present = new Set((await endpoints.execute()).map((row) => row.id));
+      rows = rows.filter((a) => present.has(a.webhook_id));
+    }
     if (rows.length > 0) await trx.insertInto('webhook_deliveries').values(rows).execute();
     const completed = batch.filter((s) => s.next.type === 'complete');
     if (completed.length > 0) {
@@ -78,12 +87,12 @@ export function createAttemptLog({ db, dialect, clock, queue }: { db: Db; dialec
         await new Promise<void>((resolve) => setImmediate(resolve));
         const batch = waiting.splice(0, MAX_BATCH);
         try {
-          await db.transaction().execute((trx) => write(trx, batch));
+          await db.transaction().execute((trx) => write(trx, batch, false));
           for (const s of batch) s.resolve();
         } catch {
           for (const s of batch) {
             try {
-              await db.transaction().execute((trx) => write(trx, [s]));
+              await db.transaction().execute((trx) => write(trx, [s], true));
               s.resolve();
             } catch (err) {
               s.reject(err);

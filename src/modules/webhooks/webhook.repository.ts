@@ -39,33 +39,33 @@ export const webhookRepository = {
   delete: async (db: Db, workspaceId: string, id: string): Promise<number> =>
     Number((await db.deleteFrom('webhooks').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numDeletedRows),
   /**
-   * The endpoints and events of several delivery jobs in two queries, each row checked against its
-   * job's workspace; undefined for a job whose endpoint is gone.
+   * The endpoints and events of several delivery jobs in two queries, each row matched by its id and its
+   * job's workspace (pairs, so that both databases look every row up by primary key); undefined for a job
+   * whose endpoint is gone.
    */
   targets: async (db: Db, keys: readonly TargetKey[]): Promise<Array<DeliveryTarget | undefined>> => {
-    const workspaces = [...new Set(keys.map((k) => k.workspaceId))];
+    const unique = <T>(items: T[], key: (t: T) => string) => [...new Map(items.map((t) => [key(t), t])).values()];
+    const hookKeys = unique([...keys], (k) => `${k.workspaceId} ${k.webhookId}`);
+    const eventKeys = unique([...keys], (k) => `${k.workspaceId} ${k.eventId}`);
     const [hooks, events] = await Promise.all([
       db
         .selectFrom('webhooks')
         .select(['id', 'workspace_id', 'url', 'active', 'secret', 'previous_secrets'])
-        .where('workspace_id', 'in', workspaces)
-        .where('id', 'in', [...new Set(keys.map((k) => k.webhookId))])
+        .where((eb) => eb.or(hookKeys.map((k) => eb.and([eb('id', '=', k.webhookId), eb('workspace_id', '=', k.workspaceId)]))))
         .execute(),
       db
         .selectFrom('events')
         .select(['id', 'workspace_id', 'payload', 'type'])
-        .where('workspace_id', 'in', workspaces)
-        .where('id', 'in', [...new Set(keys.map((k) => k.eventId))])
+        .where((eb) => eb.or(eventKeys.map((k) => eb.and([eb('id', '=', k.eventId), eb('workspace_id', '=', k.workspaceId)]))))
         .execute(),
     ]);
-    const hookById = new Map(hooks.map((h) => [h.id, h]));
-    const eventById = new Map(events.map((e) => [e.id, e]));
+    const hookByKey = new Map(hooks.map((h) => [`${h.workspace_id} ${h.id}`, h]));
+    const eventByKey = new Map(events.map((e) => [`${e.workspace_id} ${e.id}`, e]));
     return keys.map((key) => {
-      const hook = hookById.get(key.webhookId);
-      if (!hook || hook.workspace_id !== key.workspaceId) return undefined;
-      const event = eventById.get(key.eventId);
-      const own = event && event.workspace_id === key.workspaceId ? event : undefined;
-      return { url: hook.url, active: hook.active, secret: hook.secret, previous_secrets: hook.previous_secrets, payload: own?.payload ?? null, event_type: own?.type ?? null };
+      const hook = hookByKey.get(`${key.workspaceId} ${key.webhookId}`);
+      if (!hook) return undefined;
+      const event = eventByKey.get(`${key.workspaceId} ${key.eventId}`);
+      return { url: hook.url, active: hook.active, secret: hook.secret, previous_secrets: hook.previous_secrets, payload: event?.payload ?? null, event_type: event?.type ?? null };
     });
   },
   /** Newest first (then id, so attempts of one millisecond keep their order). */

@@ -18,12 +18,12 @@ export const MAX_PREVIOUS_SECRETS = 10;
 /** Endpoints per workspace: every event is matched against all of them, in the producer's transaction. */
 export const MAX_WEBHOOKS_PER_WORKSPACE = 100;
 /** Deliveries one worker process runs at once, over all endpoints. */
-export const DELIVERY_CONCURRENCY = 64;
+export const DELIVERY_CONCURRENCY = 128;
 /**
  * Deliveries to one endpoint one worker process runs at once: a slow endpoint cannot take every slot,
  * and a receiver gets at most this many requests at once from each worker.
  */
-export const ENDPOINT_CONCURRENCY = 16;
+export const ENDPOINT_CONCURRENCY = 32;
 
 /** An endpoint as the API shows it (contract §6); the secret never appears. */
 export interface WebhookView {
