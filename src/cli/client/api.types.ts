@@ -1,7 +1,6 @@
 // The session API's answers as the client reads them. For the resources this server has, they are the
 // service's own view types: type-only imports, so nothing of the service is loaded at run time, and a field
-// the server renames breaks the client's build instead of its output. Service tokens and webhooks are
-// written from the contract (§4, §6) until their modules exist.
+// the server renames breaks the client's build instead of its output.
 
 export type { AttachmentView as Attachment, MessageListView as Message, MessageView as MessageDetail, ThreadDetailView as ThreadDetail, ThreadView as Thread } from '../../modules/messages/message.types.js';
 export type { MailboxView as Mailbox } from '../../modules/mailboxes/mailbox.types.js';
@@ -9,6 +8,8 @@ export type { DraftView as Draft } from '../../modules/sending/draft.service.js'
 export type { Queued, SentItem as SentMessage } from '../../modules/sending/sending.service.js';
 export type { ListEntryView as ListEntry } from '../../modules/lists/list.service.js';
 export type { CreatedDomainView, SendingDomainView as SendingDomain } from '../../modules/domains/domain.service.js';
+import type { ServiceTokenView } from '../../modules/transactional/service-token.service.js';
+export type { CreatedWebhookView as CreatedWebhook, DeliveryView as WebhookDelivery, WebhookView as Webhook } from '../../modules/webhooks/webhook.types.js';
 export type { LoginView as LoginAnswer, SessionView as SessionInfo, WorkspaceMembershipView as WorkspaceMembership } from '../../modules/tenancy/tenancy.types.js';
 
 /** What every paginated list answer carries beside its items. */
@@ -25,36 +26,5 @@ export interface DnsRecord {
   record_value: string;
 }
 
-export interface ServiceToken {
-  token_id: string;
-  name: string;
-  scope: string;
-  domain_id: string;
-  mailbox: string;
-  created_at: string;
-  last_used_at: string | null;
-  /** The credential: only in the answers to create and rotate. */
-  token?: string;
-}
-
-export interface Webhook {
-  webhook_id: string;
-  url: string;
-  event_types: string[];
-  active: boolean;
-  has_secret: boolean;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface WebhookDelivery {
-  delivery_id: string;
-  event_id: string;
-  event_type: string;
-  attempt: number;
-  status_code: number | null;
-  error: string | null;
-  success: boolean;
-  duration_ms: number | null;
-  delivered_at: string;
-}
+/** A service token; `token` (the credential) is only in the answers to create and rotate. */
+export type ServiceToken = ServiceTokenView & { token?: string };

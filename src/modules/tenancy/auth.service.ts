@@ -17,7 +17,7 @@ export const SESSION_ABSOLUTE_MS = 30 * DAY_MS;
 export const LOGIN_FAILURE_LIMIT = 10;
 export const LOGIN_FAILURE_WINDOW_MS = 15 * MINUTE_MS;
 /** last_used_at / last_seen_at are written at most this often, so reads do not become writes. */
-const TOUCH_INTERVAL_MS = MINUTE_MS;
+export const TOUCH_INTERVAL_MS = MINUTE_MS;
 
 export interface AuthService {
   /** Resolve `Authorization: Bearer mrk_…` plus optional `X-Tenant-ID` to a tenant. */

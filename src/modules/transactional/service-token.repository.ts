@@ -30,7 +30,8 @@ export const serviceTokenRepository = {
         .where('id', '=', id)
         .executeTakeFirst()
     ).numUpdatedRows > 0n,
-  touch: (db: Db, id: string, at: number) => db.updateTable('service_tokens').set({ last_used_at: at }).where('id', '=', id).execute(),
+  touch: (db: Db, workspaceId: string, id: string, at: number) =>
+    db.updateTable('service_tokens').set({ last_used_at: at }).where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
   delete: async (db: Db, workspaceId: string, id: string): Promise<boolean> =>
     (await db.deleteFrom('service_tokens').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numDeletedRows > 0n,
 } as const;

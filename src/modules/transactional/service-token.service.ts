@@ -6,13 +6,12 @@ import { newId } from '../../lib/ids.js';
 import { hashToken, newToken } from '../../lib/secrets.js';
 import { domainRepository } from '../domains/domain.repository.js';
 import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
+import { TOUCH_INTERVAL_MS } from '../tenancy/auth.service.js';
 import { isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import { serviceTokenRepository as repo, type ServiceTokenRow } from './service-token.repository.js';
 import { SERVICE_TOKEN_SCOPES, type ServiceTokenScope } from './transactional.table.js';
 
-/** last_used_at is written at most this often, so authentication does not turn every send into two writes. */
-const TOUCH_INTERVAL_MS = 60_000;
 export const MAX_TOKEN_NAME_LENGTH = 100;
 
 export interface ServiceTokenView {
@@ -147,7 +146,7 @@ export function createServiceTokenService({ db, clock }: { db: Db; clock: Clock 
       const row = await repo.findByHash(db, hashToken(credential));
       if (!row) throw unauthorized('invalid_credential', 'the service token is not valid, or has been rotated or revoked');
       const now = clock.now();
-      if (row.last_used_at === null || now - row.last_used_at > TOUCH_INTERVAL_MS) await repo.touch(db, row.id, now);
+      if (row.last_used_at === null || now - row.last_used_at > TOUCH_INTERVAL_MS) await repo.touch(db, row.workspace_id, row.id, now);
       return { tokenId: row.id, workspaceId: row.workspace_id, domainId: row.domain_id, mailboxId: row.mailbox_id, mailbox: row.mailbox, scope: row.scope };
     },
   };

@@ -27,14 +27,19 @@ export function credentialOf(request: FastifyRequest): string | undefined {
   return headerValue(request, 'authorization') ?? headerValue(request, 'x-service-session');
 }
 
+/** The token of `Authorization: Bearer <token>`; 401 when the header is missing or has another shape. */
+function bearerToken(request: FastifyRequest, credential: string): string {
+  const header = headerValue(request, 'authorization');
+  if (header === undefined) throw unauthorized('missing_credential', `send Authorization: Bearer <${credential}>`);
+  const match = BEARER.exec(header);
+  if (!match) throw unauthorized('invalid_credential', `the Authorization header must be "Bearer <${credential}>"`);
+  return match[1]!;
+}
+
 /** preParsing hook of the API-key surface: `Authorization: Bearer mrk_…` and optional `X-Tenant-ID`. */
 export function apiKeyAuth(auth: AuthService) {
   return async <P>(request: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
-    const header = headerValue(request, 'authorization');
-    if (header === undefined) throw unauthorized('missing_credential', 'send Authorization: Bearer <API key>');
-    const match = BEARER.exec(header);
-    if (!match) throw unauthorized('invalid_credential', 'the Authorization header must be "Bearer <API key>"');
-    request.tenantContext = await auth.authenticateApiKey(match[1]!, headerValue(request, 'x-tenant-id'));
+    request.tenantContext = await auth.authenticateApiKey(bearerToken(request, 'API key'), headerValue(request, 'x-tenant-id'));
     return payload;
   };
 }
@@ -63,11 +68,7 @@ export function sessionOf(request: FastifyRequest): SessionContext {
 /** preParsing hook of the transactional surface: `Authorization: Bearer mst_…` (nothing else gets in). */
 export function serviceTokenAuth(tokens: ServiceTokenService) {
   return async <P>(request: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
-    const header = headerValue(request, 'authorization');
-    if (header === undefined) throw unauthorized('missing_credential', 'send Authorization: Bearer <service token>');
-    const match = BEARER.exec(header);
-    if (!match) throw unauthorized('invalid_credential', 'the Authorization header must be "Bearer <service token>"');
-    request.serviceTokenContext = await tokens.authenticate(match[1]!);
+    request.serviceTokenContext = await tokens.authenticate(bearerToken(request, 'service token'));
     return payload;
   };
 }

@@ -4,7 +4,8 @@ import type { SendingService } from '../../../modules/sending/sending.service.js
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { Email, Limit, Offset, errors } from '../schemas.js';
 
-const Recipients = Type.Union([Type.String({ minLength: 3, maxLength: 50 * 256 }), Type.Array(Type.String({ minLength: 3, maxLength: 254 }), { minItems: 1, maxItems: 50 })]);
+/** `to`, `cc`, `bcc`: one address, a comma list, or an array of 1–50 (contract §4 Sending). */
+export const Recipients = Type.Union([Type.String({ minLength: 3, maxLength: 50 * 256 }), Type.Array(Type.String({ minLength: 3, maxLength: 254 }), { minItems: 1, maxItems: 50 })]);
 export const SendBody = Type.Object(
   {
     from_mailbox: Email,

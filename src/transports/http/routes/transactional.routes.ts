@@ -4,8 +4,8 @@ import type { TransactionalService } from '../../../modules/transactional/transa
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../../../modules/transactional/transactional.service.js';
 import { Email, ResourceId, errors } from '../schemas.js';
 import { serviceTokenOf } from '../plugins/auth.js';
+import { Recipients } from './sending.routes.js';
 
-const Recipients = Type.Union([Type.String({ minLength: 3, maxLength: 50 * 256 }), Type.Array(Type.String({ minLength: 3, maxLength: 254 }), { minItems: 1, maxItems: 50 })]);
 /** Seed §4.3: exactly these fields; anything else is a 400, so nothing unvalidated reaches the canonical hash. */
 const TransactionalBody = Type.Object(
   {
