@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { ensureBuilt, MAILROOM_BIN, ROOT } from './lib/mailroom.js';
+import { ensureBuilt, MAILROOM_BIN, ROOT, serviceEnvOverrides } from './lib/mailroom.js';
 import { ProcessGroup } from './lib/processes.js';
 import { formatTable, writeReport, type Report } from './lib/report.js';
 import type { BenchSettings, Suite, SuiteResult } from './lib/suite.js';
@@ -54,6 +54,7 @@ function readSettings(): BenchSettings {
     warmupS: nonNegativeInt('BENCH_WARMUP_S', 2, 600),
     connections: positiveInt('BENCH_CONNECTIONS', 50, 10_000),
     cpuProfileDir: process.env.BENCH_CPU_PROFILE === '1' ? PROFILE_DIR : null,
+    serviceEnv: serviceEnvOverrides(),
   };
 }
 
@@ -70,7 +71,8 @@ function usage(): string {
     '             every server child into bench/results/profiles/),',
     '             MAILROOM_BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/postgres; loopback only),',
     '             MAILROOM_BENCH_BIN (another build\'s bin/mailroom.js, e.g. in a git worktree; not rebuilt),',
-    '             BENCH_INBOX_MESSAGES (100000: messages in the inbox suite\'s mailbox)',
+    '             BENCH_INBOX_MESSAGES (100000: messages in the inbox suite\'s mailbox),',
+    '             BENCH_SERVICE_ENV (\'MAILROOM_X=v …\': settings for every Mailroom child, to try a tuning)',
   ].join('\n');
 }
 

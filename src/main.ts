@@ -15,6 +15,8 @@ import { createPublicKey } from 'node:crypto';
 import { createDomainService, type DomainService } from './modules/domains/domain.service.js';
 import { createEventsService, type EventsService } from './modules/events/events.service.js';
 import { createListService, type ListService } from './modules/lists/list.service.js';
+import { createInProcessAnalyzer, type MessageAnalyzer } from './modules/messages/analysis.js';
+import { createThreadedAnalyzer } from './modules/messages/analysis-pool.js';
 import { createMailauthAuthenticator, type MessageAuthenticator } from './modules/messages/authentication.js';
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
 import { createMessageStore } from './modules/messages/message-store.js';
@@ -51,6 +53,8 @@ export interface Services {
   lists: ListService;
   messages: MessageService;
   inbound: InboundService;
+  /** Parser threads of inbound mail (started by the first message; close() stops them). */
+  analyzer: MessageAnalyzer;
   domains: DomainService;
   sending: SendingService;
   drafts: DraftService;
@@ -86,6 +90,11 @@ export async function createServices(
   const store = createMessageStore({ clock, dialect });
   const resolve = createDnsResolver(config.dnsServers);
   const authenticator = options.authenticator ?? createMailauthAuthenticator({ resolve: cachingResolver(resolve), hostname: config.smtpHostname });
+  // An authenticator given by the caller runs where it was made; otherwise parser threads do the work.
+  const analyzer =
+    options.authenticator || config.smtpParserThreads === 0
+      ? createInProcessAnalyzer(authenticator)
+      : createThreadedAnalyzer({ threads: config.smtpParserThreads, dnsServers: config.dnsServers, hostname: config.smtpHostname, fallback: authenticator, logger });
   const domains = createDomainService({ db, clock, events, resolve, hostedDomains: config.hostedDomains, hostedKey: operatorDkimKey(config), hostedSelector: config.dkimSelector });
   const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs });
   // VERP return paths live in the first hosted domain, whose MX points at this service.
@@ -139,7 +148,8 @@ export async function createServices(
     domains,
     lists,
     messages: createMessageService({ db, clock, dialect }),
-    inbound: createInboundService({ db, events, store, lists, authenticator, logger, bounceDomain, commits }),
+    inbound: createInboundService({ db, events, store, lists, analyzer, logger, bounceDomain, commits }),
+    analyzer,
   };
 }
 
@@ -216,7 +226,10 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       });
       smtpPort = await smtp.listen(config.smtpHost, config.smtpPort);
       // Stop taking mail first: open sessions get 421 once the close time-out passes.
-      stoppers.unshift(() => smtp.close());
+      stoppers.unshift(async () => {
+        await smtp.close();
+        await services.analyzer.close();
+      });
       logger.info({ host: config.smtpHost, port: smtpPort }, 'smtp listening');
     }
     if (roles.includes('api')) {

@@ -1,5 +1,5 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, environmentWithDotenv, loadConfig } from '../src/config/config.js';
@@ -25,6 +25,8 @@ describe('configuration', () => {
       leaseMs: 30_000,
     });
     expect(Object.isFrozen(config)).toBe(true);
+    // One per core but the main thread's, at least one, at most four.
+    expect(config.smtpParserThreads).toBe(Math.max(1, Math.min(4, availableParallelism() - 1)));
   });
 
   it('parses every variable', () => {
@@ -36,8 +38,10 @@ describe('configuration', () => {
       MAILROOM_DNS_SERVERS: '127.0.0.1:5353,[::1]:53',
       MAILROOM_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8',
       MAILROOM_LEASE_MS: '1500',
+      MAILROOM_SMTP_PARSER_THREADS: '0',
     });
     expect(config).toMatchObject({
+      smtpParserThreads: 0,
       databaseUrl: 'postgres://u@localhost:5432/mr',
       httpPort: 0,
       hostedDomains: ['a.example', 'b.example'],
@@ -55,13 +59,14 @@ describe('configuration', () => {
   it('names every bad variable in one clear error', () => {
     let error: unknown;
     try {
-      loadConfig({ MAILROOM_HTTP_PORT: 'eighty', MAILROOM_DATABASE_URL: 'mysql://x', MAILROOM_LEASE_MS: '-5', MAILROOM_LOG_LEVEL: 'loud' });
+      loadConfig({ MAILROOM_HTTP_PORT: 'eighty', MAILROOM_DATABASE_URL: 'mysql://x', MAILROOM_LEASE_MS: '-5', MAILROOM_LOG_LEVEL: 'loud', MAILROOM_SMTP_PARSER_THREADS: '65' });
     } catch (err) {
       error = err;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems;
-    expect(problems).toHaveLength(4);
+    expect(problems).toHaveLength(5);
+    expect(problems.join('\n')).toMatch(/MAILROOM_SMTP_PARSER_THREADS="65"/);
     expect(problems.join('\n')).toMatch(/MAILROOM_HTTP_PORT="eighty"/);
     expect(problems.join('\n')).toMatch(/MAILROOM_DATABASE_URL="mysql:\/\/x": must start with sqlite: or postgres:\/\//);
     expect(() => loadConfig({ MAILROOM_HTTP_PORT: '70000' })).toThrow(/out of range/);

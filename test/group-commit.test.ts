@@ -43,4 +43,48 @@ describe(`group commit (${TEST_DIALECT})`, () => {
     // The first unit starts alone; everything that queued meanwhile shares the next transaction.
     expect(seen.size).toBeLessThanOrEqual(3);
   });
+
+  /** Runs `unit` after `ms` on a timer (timers fire in order of expiry, so this is ordered against the group's wait). */
+  const later = <T>(ms: number, unit: () => Promise<T>) =>
+    new Promise<T>((resolve, reject) => {
+      setTimeout(() => void unit().then(resolve, reject), ms);
+    });
+
+  it('a batch waits for an announced unit and takes it along; without the announcement it does not', async () => {
+    const commits = createGroupCommit(h.services.database.db);
+    const seen: unknown[] = [];
+    const withdraw = commits.announce();
+    const first = commits.run(async (trx) => seen.push(trx));
+    const second = later(1, async () => {
+      const done = commits.run(async (trx) => seen.push(trx));
+      withdraw();
+      return done;
+    });
+    await Promise.all([first, second]);
+    expect(seen).toHaveLength(2);
+    expect(seen[0]).toBe(seen[1]);
+
+    // The same two units without an announcement: the first commits alone before the second arrives.
+    seen.length = 0;
+    const alone = commits.run(async (trx) => seen.push(trx));
+    await Promise.all([alone, later(1, () => commits.run(async (trx) => seen.push(trx)))]);
+    expect(seen).toHaveLength(2);
+    expect(seen[0]).not.toBe(seen[1]);
+  });
+
+  it('an announced unit that never comes holds a batch only briefly, and withdrawing twice counts once', async () => {
+    const commits = createGroupCommit(h.services.database.db);
+    const withdraw = commits.announce();
+    const other = commits.announce();
+    await expect(commits.run(async () => 'committed without it')).resolves.toBe('committed without it');
+    withdraw();
+    withdraw();
+    // `other` is still announced: a later batch still waits for it (briefly), then commits.
+    await expect(commits.run(async () => 'still committed')).resolves.toBe('still committed');
+    other();
+    const seen: unknown[] = [];
+    await Promise.all([commits.run(async (trx) => seen.push(trx)), later(1, () => commits.run(async (trx) => seen.push(trx)))]);
+    // Nothing announced any more: no waiting, two transactions.
+    expect(seen[0]).not.toBe(seen[1]);
+  });
 });

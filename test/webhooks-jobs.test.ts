@@ -169,6 +169,8 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
     worker.start();
     try {
       await eventually('every fast job', () => (finished.filter((f) => f.startsWith('fast')).length === 4 ? true : undefined), 5000);
+      // ... and settled: a handler returns a moment before its job's completion commits.
+      await eventually('every fast job settled', async () => ((await jobsOf(db(), name)).some((j) => j.group_key === 'fast') ? undefined : true), 5000);
       expect(running.get('slow')).toBe(2);
       const jobs = await jobsOf(db(), name);
       // Two slow jobs hold leases; the four others were never claimed.
@@ -178,7 +180,8 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
       await eventually('every job', () => (finished.length === 10 ? true : undefined), 5000);
       expect(peak.get('slow')).toBe(2);
       expect(peak.get('fast')).toBeLessThanOrEqual(2);
-      expect(await jobsOf(db(), name)).toEqual([]);
+      // A handler returns before its job is settled (the completion commits a moment later).
+      expect(await eventually('every job settled', async () => ((await jobsOf(db(), name)).length === 0 ? true : undefined), 5000)).toBe(true);
     } finally {
       releaseSlow();
       await worker.stop(1000);

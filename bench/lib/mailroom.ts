@@ -60,8 +60,23 @@ export async function ensureBuilt(processes: ProcessGroup, log: (line: string) =
 }
 
 /**
+ * Settings for every Mailroom child, to try a tuning: `BENCH_SERVICE_ENV='MAILROOM_SMTP_PARSER_THREADS=0 …'`
+ * (space-separated NAME=value pairs of MAILROOM_* variables). Recorded in the results.
+ */
+export function serviceEnvOverrides(): Record<string, string> {
+  const overrides: Record<string, string> = {};
+  for (const pair of (process.env.BENCH_SERVICE_ENV ?? '').split(/\s+/).filter(Boolean)) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0 || !pair.startsWith('MAILROOM_')) throw new Error(`BENCH_SERVICE_ENV: '${pair}' is not MAILROOM_NAME=value`);
+    overrides[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return overrides;
+}
+
+/**
  * The environment of a Mailroom child: the bench's own environment without any MAILROOM_* variable
- * (a developer's settings must not change what is measured), plus exactly the given ones.
+ * (a developer's settings must not change what is measured), plus exactly the given ones and
+ * BENCH_SERVICE_ENV's.
  */
 export function mailroomEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -72,6 +87,7 @@ export function mailroomEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
     MAILROOM_LOG_LEVEL: 'warn',
     MAILROOM_RATE_LIMIT_PER_MINUTE: '0',
     ...vars,
+    ...serviceEnvOverrides(),
   };
 }
 

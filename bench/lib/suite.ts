@@ -12,6 +12,8 @@ export interface BenchSettings {
   connections: number;
   /** When set (BENCH_CPU_PROFILE=1), servers run with --cpu-prof and write their profiles here. */
   cpuProfileDir: string | null;
+  /** MAILROOM_* settings given to every Mailroom child (BENCH_SERVICE_ENV), recorded with the results. */
+  serviceEnv: Record<string, string>;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { parse as parseDotenv } from 'dotenv';
 import ipaddr from 'ipaddr.js';
 
@@ -21,6 +21,8 @@ export interface Config {
   /** PEM files for STARTTLS on the inbound listener; both or neither. */
   smtpTlsKeyFile: string | null;
   smtpTlsCertFile: string | null;
+  /** Worker threads that parse and authenticate inbound mail; 0 does it on the main thread. */
+  smtpParserThreads: number;
   hostedDomains: readonly string[];
   smtpRelay: string | null;
   mxPort: number;
@@ -114,6 +116,13 @@ function readableFile(raw: string): string {
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const DAY_MS = 86_400_000;
+/** Most parser threads by default. */
+const MAX_DEFAULT_PARSER_THREADS = 4;
+
+/** One parser thread per core but one (the main thread speaks SMTP and writes the database), at least one, at most four. */
+function defaultParserThreads(): number {
+  return Math.max(1, Math.min(MAX_DEFAULT_PARSER_THREADS, availableParallelism() - 1));
+}
 
 /** Read `.env` (if present) under the process environment, which always wins. */
 export function environmentWithDotenv(env: Env = process.env, dotenvPath = '.env'): Env {
@@ -155,6 +164,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     smtpMaxSize: read({ name: 'SMTP_MAX_SIZE', fallback: 25 * 1024 * 1024, parse: intIn(1024, 1024 * 1024 * 1024), expect: 'bytes, 1024 or more' }),
     smtpTlsKeyFile: read<string | null>({ name: 'SMTP_TLS_KEY', fallback: null, parse: readableFile, expect: 'the path of a PEM private key' }),
     smtpTlsCertFile: read<string | null>({ name: 'SMTP_TLS_CERT', fallback: null, parse: readableFile, expect: 'the path of a PEM certificate chain' }),
+    smtpParserThreads: read({ name: 'SMTP_PARSER_THREADS', fallback: defaultParserThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
     hostedDomains: read({ name: 'HOSTED_DOMAINS', fallback: ['mailroom.localhost'], parse: parseDomains, expect: 'a comma list of domains' }),
     smtpRelay: read<string | null>({ name: 'SMTP_RELAY', fallback: null, parse: parseSmtpRelay, expect: 'smtp://[user:pass@]host:port' }),
     mxPort: port('MX_PORT', 25),

@@ -2,6 +2,8 @@ import type { Db } from './database.js';
 
 /** Most units of work one shared transaction carries. */
 const MAX_BATCH = 64;
+/** Longest a batch waits for announced units (see `announce`). */
+const MAX_SIBLING_WAIT_MS = 4;
 
 export interface GroupCommit {
   /**
@@ -12,6 +14,14 @@ export interface GroupCommit {
    * therefore be safe to run again from the start.
    */
   run<T>(work: (trx: Db) => Promise<T>): Promise<T>;
+  /**
+   * Say that a unit of work is on its way (a message being parsed before it is stored). While such
+   * units are announced, a batch waits for them a few milliseconds before it starts, as PostgreSQL's
+   * `commit_delay` waits for `commit_siblings`: under load the commits, and the index pages each one
+   * writes again, are shared by more units; with nothing announced nothing waits. Call the returned
+   * function once the unit has called `run` or given up.
+   */
+  announce(): () => void;
 }
 
 interface Unit {
@@ -23,6 +33,30 @@ interface Unit {
 export function createGroupCommit(db: Db, maxBatch = MAX_BATCH): GroupCommit {
   const waiting: Unit[] = [];
   let draining = false;
+  let announced = 0;
+  /** Wakes a batch that waits for announced units (a unit arrived or withdrew). */
+  let arrival: (() => void) | null = null;
+  const signal = () => {
+    const wake = arrival;
+    arrival = null;
+    wake?.();
+  };
+
+  /** Until every announced unit has arrived, the batch is full, or the wait is over. */
+  async function awaitSiblings(): Promise<void> {
+    const deadline = performance.now() + MAX_SIBLING_WAIT_MS;
+    while (announced > 0 && waiting.length < maxBatch) {
+      const left = deadline - performance.now();
+      if (left <= 0) return;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        arrival = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+  }
 
   async function runAlone(unit: Unit): Promise<void> {
     try {
@@ -39,6 +73,7 @@ export function createGroupCommit(db: Db, maxBatch = MAX_BATCH): GroupCommit {
         // Let the event loop run once first: SQLite statements are synchronous, so without this turn no
         // other caller could ever join a batch (the previous transaction never yielded to I/O).
         await new Promise<void>((resolve) => setImmediate(resolve));
+        await awaitSiblings();
         const batch = waiting.splice(0, maxBatch);
         if (batch.length === 1) {
           await runAlone(batch[0]!);
@@ -67,7 +102,18 @@ export function createGroupCommit(db: Db, maxBatch = MAX_BATCH): GroupCommit {
       return new Promise<T>((resolve, reject) => {
         waiting.push({ work, resolve: resolve as (value: unknown) => void, reject });
         if (!draining) void drain();
+        else signal();
       });
+    },
+    announce() {
+      announced++;
+      let withdrawn = false;
+      return () => {
+        if (withdrawn) return;
+        withdrawn = true;
+        announced--;
+        signal();
+      };
     },
   };
 }

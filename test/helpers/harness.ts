@@ -37,6 +37,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     async close() {
       await app.close();
       services.deliverer.close?.();
+      await services.analyzer.close();
       await services.database.destroy();
       await database.drop();
     },

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { insertRows } from '../../db/prepared.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
@@ -35,10 +36,7 @@ export function createEventsService({ clock }: { clock: Clock }): EventsService 
         data: input.data,
       });
       const event: StoredEvent = { id, workspaceId: input.workspaceId, type: input.type, payload, createdAt };
-      await trx
-        .insertInto('events')
-        .values({ id, workspace_id: input.workspaceId, type: input.type, payload, created_at: createdAt })
-        .execute();
+      await insertRows(trx, 'events', [{ id, workspace_id: input.workspaceId, type: input.type, payload, created_at: createdAt }]);
       if (options.fanOut !== false) for (const subscriber of subscribers) await subscriber(trx, event);
       return event;
     },

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { MailboxTable } from './mailbox.table.js';
 
 export interface MailboxRow extends MailboxTable {
@@ -28,6 +29,11 @@ function withCounts(db: Db, workspaceId: string) {
     .where('mailboxes.workspace_id', '=', workspaceId);
 }
 
+/** Looked up for every RCPT TO (prepared: see db/prepared.ts). */
+const findAnyByAddressQuery = preparedQuery<{ address: string }, Pick<MailboxTable, 'id' | 'workspace_id' | 'address'>>((db, p) =>
+  db.selectFrom('mailboxes').select(['id', 'workspace_id', 'address']).where('address', '=', p<string>('address')),
+);
+
 /** Mailbox queries; every one filters by workspace (lookups by address for SMTP are service-wide on purpose). */
 export const mailboxRepository = {
   insert: (db: Db, row: MailboxTable) => db.insertInto('mailboxes').values(row).execute(),
@@ -40,8 +46,7 @@ export const mailboxRepository = {
   findIdByAddress: (db: Db, workspaceId: string, address: string) =>
     db.selectFrom('mailboxes').select(['id', 'address']).where('workspace_id', '=', workspaceId).where('address', '=', address).executeTakeFirst(),
   /** The mailbox an address belongs to, in whichever workspace (inbound SMTP routing). */
-  findAnyByAddress: (db: Db, address: string) =>
-    db.selectFrom('mailboxes').select(['id', 'workspace_id', 'address']).where('address', '=', address).executeTakeFirst(),
+  findAnyByAddress: async (db: Db, address: string) => (await findAnyByAddressQuery(db, { address }))[0],
   delete: (db: Db, workspaceId: string, id: string) =>
     db.deleteFrom('mailboxes').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
 } as const;

@@ -5,11 +5,11 @@ import type { EventsService } from '../events/events.service.js';
 import type { ListService } from '../lists/list.service.js';
 import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
 import { normalizeEmail } from '../tenancy/validation.js';
-import type { MessageAuthenticator } from './authentication.js';
+import type { MessageAnalyzer } from './analysis.js';
 import type { MessageStore } from './message-store.js';
 import type { Folder } from './message.types.js';
 import { toMessageListView } from './message.views.js';
-import { parseMessage, type ParsedMessage } from './mime.js';
+import type { ParsedMessage } from './mime.js';
 import { messageRepository } from './message.repository.js';
 import { parseDsn, parseFeedbackReport } from '../sending/reports.js';
 import { parseVerp } from '../sending/verp.js';
@@ -48,7 +48,8 @@ export interface InboundDeps {
   events: EventsService;
   store: MessageStore;
   lists: ListService;
-  authenticator: MessageAuthenticator;
+  /** Parses and authenticates the raw message (on worker threads in a running service). */
+  analyzer: MessageAnalyzer;
   logger: Logger;
   /** Domain of outbound mail's VERP return paths (bounces+msg_…@domain). */
   bounceDomain: string;
@@ -57,7 +58,7 @@ export interface InboundDeps {
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ db, events, store, lists, authenticator, logger, bounceDomain, commits = createGroupCommit(db) }: InboundDeps): InboundService {
+export function createInboundService({ db, events, store, lists, analyzer, logger, bounceDomain, commits = createGroupCommit(db) }: InboundDeps): InboundService {
 
   /** A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the SMTP reply. */
   async function recordReport(trx: Db, recipient: Recipient, parsed: ParsedMessage): Promise<string[]> {
@@ -112,48 +113,47 @@ export function createInboundService({ db, events, store, lists, authenticator, 
     },
 
     async deliver(raw, envelope, recipients) {
-      const [auth, parsed] = await Promise.all([
-        authenticator.check(raw, { ip: envelope.remoteIp, helo: envelope.helo, sender: envelope.mailFrom }),
-        parseMessage(raw),
-      ]);
-      // Authentication-Results goes in front of the stored source and the header list (RFC 8601).
-      const stored = auth.headerLines ? Buffer.concat([Buffer.from(auth.headerLines.replace(/\r?\n$/, '') + '\r\n'), raw]) : raw;
-      if (auth.headerLines) {
-        const added = auth.headerLines
-          .split(/\r?\n(?![ \t])/)
-          .filter((line) => line.includes(':'))
-          .map((line) => ({ name: line.slice(0, line.indexOf(':')), value: line.slice(line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim() }));
-        parsed.headers.unshift(...added);
+      // Announced while it is parsed, so that a commit about to start waits briefly to take it along;
+      // withdrawn once it is queued for its commit (or has failed).
+      const arrived = commits.announce();
+      let committed: Promise<string[]>;
+      try {
+        const { parsed, auth } = await analyzer.analyze(raw, { ip: envelope.remoteIp, helo: envelope.helo, sender: envelope.mailFrom });
+        // Authentication-Results goes in front of the stored source, as the analysis put it in front of the headers (RFC 8601).
+        const stored = auth.headerLines ? Buffer.concat([Buffer.from(auth.headerLines.replace(/\r?\n$/, '') + '\r\n'), raw]) : raw;
+        // A DMARC failure under a reject or quarantine policy is the clearest spam signal we have (RFC 7489 §6.3).
+        const folder: Folder = auth.quarantine ? 'spam' : 'inbox';
+        const envelopeJson = { mail_from: envelope.mailFrom, remote_ip: envelope.remoteIp, helo: envelope.helo };
+        // Deliveries arriving together share one transaction (one commit, one fsync): see group-commit.ts.
+        committed = commits.run(async (trx) => {
+          const ids: string[] = [];
+          // Bounces and complaints are events about an outbound message, not mail for a mailbox.
+          for (const recipient of recipients) {
+            if (recipient.reportFor) ids.push(...(await recordReport(trx, recipient, parsed)));
+          }
+          // One lock order for every transaction (PostgreSQL row locks on threads and folder counters).
+          for (const recipient of [...recipients].filter((r) => !r.reportFor).sort((a, b) => a.mailboxId.localeCompare(b.mailboxId))) {
+            const row = await store.store(trx, {
+              workspaceId: recipient.workspaceId,
+              mailboxId: recipient.mailboxId,
+              mailboxAddress: recipient.address,
+              direction: 'inbound',
+              folder,
+              read: false,
+              raw: stored,
+              parsed,
+              auth: auth.summary,
+              envelope: { ...envelopeJson, rcpt_to: recipient.address },
+            });
+            await events.emit(trx, { workspaceId: recipient.workspaceId, type: 'message.received', data: { ...toMessageListView(row) } });
+            ids.push(row.id);
+          }
+          return ids;
+        });
+      } finally {
+        arrived();
       }
-      // A DMARC failure under a reject or quarantine policy is the clearest spam signal we have (RFC 7489 §6.3).
-      const folder: Folder = auth.quarantine ? 'spam' : 'inbox';
-      const envelopeJson = { mail_from: envelope.mailFrom, remote_ip: envelope.remoteIp, helo: envelope.helo };
-      // Deliveries arriving together share one transaction (one commit, one fsync): see group-commit.ts.
-      return commits.run(async (trx) => {
-        const ids: string[] = [];
-        // Bounces and complaints are events about an outbound message, not mail for a mailbox.
-        for (const recipient of recipients) {
-          if (recipient.reportFor) ids.push(...(await recordReport(trx, recipient, parsed)));
-        }
-        // One lock order for every transaction (PostgreSQL row locks on threads and folder counters).
-        for (const recipient of [...recipients].filter((r) => !r.reportFor).sort((a, b) => a.mailboxId.localeCompare(b.mailboxId))) {
-          const row = await store.store(trx, {
-            workspaceId: recipient.workspaceId,
-            mailboxId: recipient.mailboxId,
-            mailboxAddress: recipient.address,
-            direction: 'inbound',
-            folder,
-            read: false,
-            raw: stored,
-            parsed,
-            auth: auth.summary,
-            envelope: { ...envelopeJson, rcpt_to: recipient.address },
-          });
-          await events.emit(trx, { workspaceId: recipient.workspaceId, type: 'message.received', data: { ...toMessageListView(row) } });
-          ids.push(row.id);
-        }
-        return ids;
-      });
+      return committed;
     },
   };
 }

@@ -76,7 +76,7 @@ export function createMessageStore({ clock, dialect }: { clock: Clock; dialect: 
         threadId = current.id;
         const merged = [...new Set([...(JSON.parse(current.participants) as string[]), ...participants])].slice(0, MAX_PARTICIPANTS);
         const threadLabels = [...new Set([...(JSON.parse(current.labels) as string[]), ...labels])].sort();
-        await repo.updateThread(trx, input.workspaceId, threadId, {
+        await repo.addToThread(trx, input.workspaceId, threadId, {
           participants: JSON.stringify(merged),
           message_count: current.message_count + 1,
           unread_count: current.unread_count + unread,

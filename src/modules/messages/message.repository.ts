@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../../db/database.js';
+import { insertRows, preparedQuery } from '../../db/prepared.js';
 import type {
   AttachmentTable,
   MessageContentTable,
@@ -68,22 +69,64 @@ function filtered(db: Db, workspaceId: string, filter: MessageFilter) {
   return query;
 }
 
+const bumpFolderQuery = preparedQuery<{ workspaceId: string; mailboxId: string; folder: string; total: number; unread: number }, unknown>((db, p) =>
+  db
+    .insertInto('folder_counts')
+    .values({ workspace_id: p('workspaceId'), mailbox_id: p('mailboxId'), folder: p('folder'), total: p('total'), unread: p('unread') })
+    .onConflict((oc) =>
+      oc.columns(['mailbox_id', 'folder']).doUpdateSet({
+        total: sql<number>`folder_counts.total + ${p<number>('total')}`,
+        unread: sql<number>`folder_counts.unread + ${p<number>('unread')}`,
+      }),
+    ),
+);
+
+// The store's threading statements run for every stored message (prepared: see db/prepared.ts).
+const threadsByRefsQuery = preparedQuery<{ mailboxId: string; keys: readonly string[] }, { message_key: string; thread_id: string }>((db, p) =>
+  db.selectFrom('thread_refs').select(['message_key', 'thread_id']).where('mailbox_id', '=', p<string>('mailboxId')).where('message_key', 'in', p.list<string>('keys')),
+);
+const threadsBySubjectQuery = preparedQuery<{ mailboxId: string; subjectKey: string; since: number }, { id: string; participants: string }>((db, p) =>
+  db
+    .selectFrom('threads')
+    .select(['id', 'participants'])
+    .where('mailbox_id', '=', p<string>('mailboxId'))
+    .where('subject_key', '=', p<string>('subjectKey'))
+    .where('last_message_at', '>=', p<number>('since'))
+    .orderBy('last_message_at', 'desc')
+    .limit(20),
+);
+const readThreadQuery = preparedQuery<{ workspaceId: string; threadId: string }, ThreadTable>((db, p) =>
+  db.selectFrom('threads').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('id', '=', p<string>('threadId')),
+);
+const lockThreadQuery = preparedQuery<{ workspaceId: string; threadId: string }, ThreadTable>((db, p) =>
+  db.selectFrom('threads').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('id', '=', p<string>('threadId')).forUpdate(),
+);
+
+export type ThreadUpdate = Pick<ThreadTable, 'participants' | 'message_count' | 'unread_count' | 'labels' | 'snippet' | 'last_message_at' | 'updated_at'>;
+const addToThreadQuery = preparedQuery<ThreadUpdate & { workspaceId: string; threadId: string }, unknown>((db, p) =>
+  db
+    .updateTable('threads')
+    .set({
+      participants: p('participants'),
+      message_count: p('message_count'),
+      unread_count: p('unread_count'),
+      labels: p('labels'),
+      snippet: p('snippet'),
+      last_message_at: p('last_message_at'),
+      updated_at: p('updated_at'),
+    })
+    .where('workspace_id', '=', p<string>('workspaceId'))
+    .where('id', '=', p<string>('threadId')),
+);
+
 /** Queries of the message store; every one filters by workspace. */
 export const messageRepository = {
-  insertThread: (db: Db, row: ThreadTable) => db.insertInto('threads').values(row).execute(),
-  insertMessage: (db: Db, row: MessageTable) => db.insertInto('messages').values(row).execute(),
-  insertContent: (db: Db, row: MessageContentTable) => db.insertInto('message_contents').values(row).execute(),
-  insertAttachments: async (db: Db, rows: AttachmentTable[]) => {
-    if (rows.length > 0) await db.insertInto('attachments').values(rows).execute();
-  },
-  insertLabels: async (db: Db, workspaceId: string, messageId: string, labels: readonly string[]) => {
-    if (labels.length === 0) return;
-    await db
-      .insertInto('message_labels')
-      .values(labels.map((label) => ({ message_id: messageId, workspace_id: workspaceId, label })))
-      .onConflict((oc) => oc.doNothing())
-      .execute();
-  },
+  insertThread: (db: Db, row: ThreadTable) => insertRows(db, 'threads', [row]),
+  insertMessage: (db: Db, row: MessageTable) => insertRows(db, 'messages', [row]),
+  insertContent: (db: Db, row: MessageContentTable) => insertRows(db, 'message_contents', [row]),
+  insertAttachments: (db: Db, rows: AttachmentTable[]) => insertRows(db, 'attachments', rows),
+  insertLabels: (db: Db, workspaceId: string, messageId: string, labels: readonly string[]) =>
+    insertRows(db, 'message_labels', labels.map((label) => ({ message_id: messageId, workspace_id: workspaceId, label })), { ignoreConflicts: true }),
   deleteLabels: async (db: Db, workspaceId: string, messageId: string, labels: readonly string[]) => {
     if (labels.length === 0) return;
     await db
@@ -118,34 +161,11 @@ export const messageRepository = {
     ).map((r) => r.label),
 
   /** Thread ids that any of these Message-IDs already point to in the mailbox. */
-  threadsByRefs: async (db: Db, mailboxId: string, keys: readonly string[]) => {
-    if (keys.length === 0) return [];
-    return db
-      .selectFrom('thread_refs')
-      .select(['message_key', 'thread_id'])
-      .where('mailbox_id', '=', mailboxId)
-      .where('message_key', 'in', keys)
-      .execute();
-  },
-  insertRefs: async (db: Db, workspaceId: string, mailboxId: string, threadId: string, keys: readonly string[]) => {
-    if (keys.length === 0) return;
-    await db
-      .insertInto('thread_refs')
-      .values(keys.map((message_key) => ({ workspace_id: workspaceId, mailbox_id: mailboxId, message_key, thread_id: threadId })))
-      .onConflict((oc) => oc.doNothing())
-      .execute();
-  },
+  threadsByRefs: async (db: Db, mailboxId: string, keys: readonly string[]) => (keys.length === 0 ? [] : threadsByRefsQuery(db, { mailboxId, keys })),
+  insertRefs: (db: Db, workspaceId: string, mailboxId: string, threadId: string, keys: readonly string[]) =>
+    insertRows(db, 'thread_refs', keys.map((message_key) => ({ workspace_id: workspaceId, mailbox_id: mailboxId, message_key, thread_id: threadId })), { ignoreConflicts: true }),
   /** Recent threads of a mailbox with this normalised subject, newest first. */
-  threadsBySubject: (db: Db, mailboxId: string, subjectKey: string, since: number) =>
-    db
-      .selectFrom('threads')
-      .select(['id', 'participants'])
-      .where('mailbox_id', '=', mailboxId)
-      .where('subject_key', '=', subjectKey)
-      .where('last_message_at', '>=', since)
-      .orderBy('last_message_at', 'desc')
-      .limit(20)
-      .execute(),
+  threadsBySubject: (db: Db, mailboxId: string, subjectKey: string, since: number) => threadsBySubjectQuery(db, { mailboxId, subjectKey, since }),
   findThread: (db: Db, workspaceId: string, threadId: string): Promise<ThreadRow | undefined> =>
     db
       .selectFrom('threads')
@@ -156,9 +176,11 @@ export const messageRepository = {
       .where('threads.id', '=', threadId)
       .executeTakeFirst(),
   /** Read a thread for update: on PostgreSQL the row stays locked until the transaction ends. */
-  lockThread: (db: Db, workspaceId: string, threadId: string, rowLocks: boolean): Promise<ThreadTable | undefined> => {
-    const query = db.selectFrom('threads').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', threadId);
-    return (rowLocks ? query.forUpdate() : query).executeTakeFirst();
+  lockThread: async (db: Db, workspaceId: string, threadId: string, rowLocks: boolean): Promise<ThreadTable | undefined> =>
+    (await (rowLocks ? lockThreadQuery : readThreadQuery)(db, { workspaceId, threadId }))[0],
+  /** A new message's changes to its thread (the one shape the store writes). */
+  addToThread: async (db: Db, workspaceId: string, threadId: string, values: ThreadUpdate) => {
+    await addToThreadQuery(db, { ...values, workspaceId, threadId });
   },
   updateThread: (db: Db, workspaceId: string, threadId: string, values: Partial<ThreadTable>) =>
     db.updateTable('threads').set(values).where('workspace_id', '=', workspaceId).where('id', '=', threadId).execute(),
@@ -234,16 +256,7 @@ export const messageRepository = {
 
   /** Add to a folder's counters (negative to take away), creating the row on first use. */
   bumpFolder: (db: Db, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number) =>
-    db
-      .insertInto('folder_counts')
-      .values({ workspace_id: workspaceId, mailbox_id: mailboxId, folder, total, unread })
-      .onConflict((oc) =>
-        oc.columns(['mailbox_id', 'folder']).doUpdateSet({
-          total: sql<number>`folder_counts.total + ${total}`,
-          unread: sql<number>`folder_counts.unread + ${unread}`,
-        }),
-      )
-      .execute(),
+    bumpFolderQuery(db, { workspaceId, mailboxId, folder, total, unread }),
   /** Summed counters for a mailbox (or the workspace) and optionally one folder. */
   folderTotals: async (db: Db, workspaceId: string, mailboxId: string | undefined, folder: string | undefined) => {
     let query = db

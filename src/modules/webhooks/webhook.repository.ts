@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { WebhookTable } from './webhook.table.js';
 
 /** What a delivery attempt needs: the endpoint and the event's stored bytes. */
@@ -19,6 +20,11 @@ export interface TargetKey {
 }
 
 /** Webhook endpoint and delivery queries; every one filters by workspace. */
+/** Read for every event in its producer's transaction (prepared: see db/prepared.ts). */
+const activeQuery = preparedQuery<{ workspaceId: string }, Pick<WebhookTable, 'id' | 'event_types'>>((db, p) =>
+  db.selectFrom('webhooks').select(['id', 'event_types']).where('workspace_id', '=', p<string>('workspaceId')).where('active', '=', 1),
+);
+
 export const webhookRepository = {
   insert: (db: Db, row: WebhookTable) => db.insertInto('webhooks').values(row).execute(),
   /** Newest first. */
@@ -29,8 +35,7 @@ export const webhookRepository = {
   find: (db: Db, workspaceId: string, id: string) =>
     db.selectFrom('webhooks').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
   /** The active endpoints of a workspace with their filters: what every event is matched against. */
-  active: (db: Db, workspaceId: string) =>
-    db.selectFrom('webhooks').select(['id', 'event_types']).where('workspace_id', '=', workspaceId).where('active', '=', 1).execute(),
+  active: (db: Db, workspaceId: string) => activeQuery(db, { workspaceId }),
   update: async (db: Db, workspaceId: string, id: string, values: Partial<Omit<WebhookTable, 'id' | 'workspace_id' | 'created_at'>>): Promise<number> =>
     Number((await db.updateTable('webhooks').set(values).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numUpdatedRows),
   /** Active → inactive; false when it was inactive (or gone) already. */

@@ -1,0 +1,149 @@
+import { CompiledQuery, type Compilable, type Insertable } from 'kysely';
+import type { Db } from './database.js';
+import type { Database } from './schema.js';
+
+/**
+ * Statements of a fixed shape, built and compiled by Kysely once and afterwards run with new values.
+ *
+ * Kysely builds an operation tree, freezes it and compiles it to SQL on every call: 15–25 µs a
+ * statement, more than SQLite needs to run a small one. The hot paths (SMTP ingest stores a message
+ * with about ten statements, a send with about as many) run statements whose SQL text never changes,
+ * so the text is kept per shape and only the values are bound anew. Kysely still writes every
+ * statement (the same dialect, quoting and placeholders); nothing here writes SQL by hand. Kysely has
+ * no prepared-query API, hence this small cache.
+ */
+
+/** Compiled SQL text per dialect: the adapter object is shared by a Kysely instance and its transactions. */
+const texts = new WeakMap<object, Map<string, string | null>>();
+
+function textsFor(db: Db): Map<string, string | null> {
+  const adapter = db.getExecutor().adapter;
+  let map = texts.get(adapter);
+  if (!map) {
+    map = new Map();
+    texts.set(adapter, map);
+  }
+  return map;
+}
+
+type Row<T extends keyof Database> = Insertable<Database[T]>;
+
+/** The defined columns of the first row, when every row has exactly those (else null: not a fixed shape). */
+function columnsOf(rows: readonly Record<string, unknown>[]): string[] | null {
+  const first = rows[0]!;
+  const columns = Object.keys(first).filter((c) => first[c] !== undefined);
+  for (const row of rows) {
+    let defined = 0;
+    for (const key of Object.keys(row)) {
+      if (row[key] === undefined) continue;
+      if (!columns.includes(key)) return null;
+      defined++;
+    }
+    if (defined !== columns.length) return null;
+  }
+  return columns;
+}
+
+function valuesOf(rows: readonly Record<string, unknown>[], columns: readonly string[]): unknown[] {
+  const values: unknown[] = [];
+  for (const row of rows) for (const column of columns) values.push(row[column]);
+  return values;
+}
+
+const sameValues = (a: readonly unknown[], b: readonly unknown[]) => a.length === b.length && a.every((v, i) => v === b[i]);
+
+/**
+ * INSERT plain rows (values only, no expressions), optionally ignoring conflicts. The first insert of a
+ * shape (table, columns, row count, conflict rule) goes through Kysely and keeps its SQL text when the
+ * bound values are exactly the rows' values in column order; later ones bind new values to that text.
+ */
+export async function insertRows<T extends keyof Database>(db: Db, table: T, rows: readonly Row<T>[], options: { ignoreConflicts?: boolean } = {}): Promise<void> {
+  if (rows.length === 0) return;
+  const plain = rows as readonly Record<string, unknown>[];
+  const columns = columnsOf(plain);
+  const build = () => {
+    const query = db.insertInto(table).values(rows);
+    return options.ignoreConflicts ? query.onConflict((oc) => oc.doNothing()) : query;
+  };
+  if (!columns) {
+    await build().execute();
+    return;
+  }
+  const key = `insert ${table} ${rows.length} ${options.ignoreConflicts ? 'ignore' : 'fail'} ${columns.join(',')}`;
+  const cache = textsFor(db);
+  const values = valuesOf(plain, columns);
+  const text = cache.get(key);
+  if (text) {
+    await db.executeQuery(CompiledQuery.raw(text, values));
+    return;
+  }
+  const compiled = build().compile();
+  // Keep the text only if binding the values ourselves gives exactly what Kysely bound.
+  if (text === undefined) cache.set(key, sameValues(compiled.parameters, values) ? compiled.sql : null);
+  await db.executeQuery(compiled);
+}
+
+/** Named placeholders while a prepared query is built: typed as the column's value, they are marker strings. */
+export interface Param {
+  <V>(name: string): V;
+  /** One placeholder per element of the array parameter `name` (an IN list); each length is its own shape. */
+  list<V>(name: string): V[];
+}
+
+const MARKER = '\u0000mailroom-param:';
+
+/** A bound value of a prepared query: a named parameter (an element of an array one), or a value compiled into it. */
+type Slot = { name: string; index: number | null } | { name: null; value: unknown };
+
+interface Prepared {
+  sql: string;
+  slots: Slot[];
+}
+
+/** Array parameters and their lengths: queries differing in them have different SQL. */
+function shapeOf(params: Record<string, unknown>): string {
+  let shape = '';
+  for (const name in params) {
+    const value = params[name];
+    if (Array.isArray(value)) shape += `${name}:${value.length};`;
+  }
+  return shape;
+}
+
+/**
+ * A query whose shape is fixed and whose values are named parameters: `build` is called once per
+ * dialect (and per length of each array parameter) with `param(name)` markers in place of the values;
+ * the compiled text is kept and each call binds `params` by name. Values written literally in `build`
+ * (a LIMIT) stay as compiled.
+ */
+export function preparedQuery<P extends Record<string, unknown>, O>(build: (db: Db, param: Param) => Compilable<O>): (db: Db, params: P) => Promise<O[]> {
+  const cache = new WeakMap<object, Map<string, Prepared>>();
+  return async (db, params) => {
+    const adapter = db.getExecutor().adapter;
+    let shapes = cache.get(adapter);
+    if (!shapes) {
+      shapes = new Map();
+      cache.set(adapter, shapes);
+    }
+    const shape = shapeOf(params);
+    let entry = shapes.get(shape);
+    if (!entry) {
+      const param = (<V>(name: string) => `${MARKER}${name}` as V) as Param;
+      param.list = <V>(name: string) => (params[name] as unknown[]).map((_, i) => `${MARKER}${name}#${i}` as V);
+      const query = build(db, param).compile();
+      const slots = query.parameters.map((value): Slot => {
+        if (typeof value !== 'string' || !value.startsWith(MARKER)) return { name: null, value };
+        const [name, index] = value.slice(MARKER.length).split('#') as [string, string | undefined];
+        return { name, index: index === undefined ? null : Number(index) };
+      });
+      entry = { sql: query.sql, slots };
+      shapes.set(shape, entry);
+    }
+    const values = entry.slots.map((slot) => {
+      if (slot.name === null) return slot.value;
+      const value = params[slot.name];
+      return slot.index === null ? value : (value as unknown[])[slot.index];
+    });
+    return (await db.executeQuery<O>(CompiledQuery.raw(entry.sql, values))).rows;
+  };
+}
