@@ -33,6 +33,9 @@ function withCounts(db: Db, workspaceId: string) {
 const findAnyByAddressQuery = preparedQuery<{ address: string }, Pick<MailboxTable, 'id' | 'workspace_id' | 'address'>>((db, p) =>
   db.selectFrom('mailboxes').select(['id', 'workspace_id', 'address']).where('address', '=', p<string>('address')),
 );
+const idByAddressQuery = preparedQuery<{ workspaceId: string; address: string }, Pick<MailboxTable, 'id' | 'address'>>((db, p) =>
+  db.selectFrom('mailboxes').select(['id', 'address']).where('workspace_id', '=', p<string>('workspaceId')).where('address', '=', p<string>('address')),
+);
 
 /** Mailbox queries; every one filters by workspace (lookups by address for SMTP are service-wide on purpose). */
 export const mailboxRepository = {
@@ -43,8 +46,8 @@ export const mailboxRepository = {
   findByAddress: (db: Db, workspaceId: string, address: string): Promise<MailboxRow | undefined> =>
     withCounts(db, workspaceId).where('mailboxes.address', '=', address).executeTakeFirst(),
   /** A mailbox's id by address, without counts (for filters). */
-  findIdByAddress: (db: Db, workspaceId: string, address: string) =>
-    db.selectFrom('mailboxes').select(['id', 'address']).where('workspace_id', '=', workspaceId).where('address', '=', address).executeTakeFirst(),
+  /** A mailbox named by address in an API request (prepared: every filtered page asks it). */
+  findIdByAddress: async (db: Db, workspaceId: string, address: string) => (await idByAddressQuery(db, { workspaceId, address }))[0],
   /** The mailbox an address belongs to, in whichever workspace (inbound SMTP routing). */
   findAnyByAddress: async (db: Db, address: string) => (await findAnyByAddressQuery(db, { address }))[0],
   delete: (db: Db, workspaceId: string, id: string) =>

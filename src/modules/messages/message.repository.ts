@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
+import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Db } from '../../db/database.js';
-import { insertRows, preparedQuery } from '../../db/prepared.js';
+import type { Database } from '../../db/schema.js';
+import { insertRows, preparedQuery, type Param } from '../../db/prepared.js';
 import type {
   AttachmentTable,
   MessageContentTable,
@@ -30,10 +31,30 @@ const PAGE_COLUMNS = [
   'mailboxes.address as mailbox_address',
 ] as const;
 
+/**
+ * What a page of messages reads when it is answered as JSON text (message.views.ts, messagePageJson):
+ * `head` is the JSON of every field that needs no escaping, put together by the database — ids
+ * (newId's alphabet), direction and folder (fixed sets), and the columns the store writes as JSON in
+ * the view's shape — so that a row is six values instead of eighteen. The fields that may need
+ * escaping or formatting come as they are.
+ */
+const pageJsonColumns = [
+  sql<string>`'{"message_id":"' || messages.id || '","direction":"' || messages.direction || '","folder":"' || messages.folder || '","read":' || (case when messages.read = 1 then 'true' else 'false' end) || ',"labels":' || messages.labels || ',"thread_id":"' || messages.thread_id || '","from":' || messages.from_json || ',"to":' || messages.to_json || ',"cc":' || messages.cc_json || ',"size":' || cast(messages.size as text) || ',"attachments":' || messages.attachments_json || ',"auth":' || messages.auth_json`.as(
+    'head',
+  ),
+  'messages.subject',
+  'messages.snippet',
+  'messages.date',
+  'messages.internet_message_id',
+  'messages.created_at',
+  'mailboxes.address as mailbox_address',
+] as const;
+
 /** A whole message row (single lookups, which also need its mailbox, envelope and bookkeeping). */
 const LIST_COLUMNS = [...PAGE_COLUMNS, 'messages.workspace_id', 'messages.mailbox_id', 'messages.envelope_json', 'messages.updated_at'] as const;
 
 export type MessageRow = MessageTable & { mailbox_address: string };
+export type MessagePageJsonRow = Pick<MessageRow, 'subject' | 'snippet' | 'date' | 'internet_message_id' | 'created_at' | 'mailbox_address'> & { head: string };
 export type MessagePageRow = Pick<MessageRow, 'id' | 'thread_id' | 'direction' | 'folder' | 'read' | 'labels' | 'from_json' | 'to_json' | 'cc_json' | 'subject' | 'snippet' | 'size' | 'date' | 'internet_message_id' | 'auth_json' | 'attachments_json' | 'created_at' | 'mailbox_address'>;
 export type ThreadRow = ThreadTable & { mailbox_address: string };
 
@@ -45,7 +66,20 @@ export interface MessageFilter {
   unread?: boolean | undefined;
 }
 
-function filtered(db: Db, workspaceId: string, filter: MessageFilter) {
+/** A filter as the queries bind it: `read` instead of `unread`. */
+type BoundFilter = {
+  mailboxId?: string | undefined;
+  folder?: string | undefined;
+  label?: string | undefined;
+  threadId?: string | undefined;
+  read?: number | undefined;
+};
+
+function bound(filter: MessageFilter): BoundFilter {
+  return { mailboxId: filter.mailboxId, folder: filter.folder, label: filter.label, threadId: filter.threadId, read: filter.unread === undefined ? undefined : filter.unread ? 0 : 1 };
+}
+
+function filtered(db: Db, workspaceId: string, filter: BoundFilter) {
   let query = db
     .selectFrom('messages')
     .innerJoin('mailboxes', 'mailboxes.id', 'messages.mailbox_id')
@@ -53,7 +87,7 @@ function filtered(db: Db, workspaceId: string, filter: MessageFilter) {
   if (filter.mailboxId !== undefined) query = query.where('messages.mailbox_id', '=', filter.mailboxId);
   if (filter.folder !== undefined) query = query.where('messages.folder', '=', filter.folder);
   if (filter.threadId !== undefined) query = query.where('messages.thread_id', '=', filter.threadId);
-  if (filter.unread !== undefined) query = query.where('messages.read', '=', filter.unread ? 0 : 1);
+  if (filter.read !== undefined) query = query.where('messages.read', '=', filter.read);
   if (filter.label !== undefined) {
     const label = filter.label;
     query = query.where((eb) =>
@@ -65,6 +99,61 @@ function filtered(db: Db, workspaceId: string, filter: MessageFilter) {
           .where('message_labels.label', '=', label),
       ),
     );
+  }
+  return query;
+}
+
+type PageParams = BoundFilter & { workspaceId: string; limit: number; offset: number };
+type TotalsParams = { workspaceId: string; mailboxId?: string | undefined; folder?: string | undefined };
+
+/** Which filters a query has: each combination is its own prepared statement. */
+const combination = (filter: Record<string, unknown>) => Object.keys(filter).filter((k) => filter[k] !== undefined).sort().join(',');
+
+/** The same filter with parameter markers in place of the values that are present. */
+function markers(filter: BoundFilter, p: Param): BoundFilter {
+  return {
+    mailboxId: filter.mailboxId === undefined ? undefined : p<string>('mailboxId'),
+    folder: filter.folder === undefined ? undefined : p<string>('folder'),
+    label: filter.label === undefined ? undefined : p<string>('label'),
+    threadId: filter.threadId === undefined ? undefined : p<string>('threadId'),
+    read: filter.read === undefined ? undefined : p<number>('read'),
+  };
+}
+
+// A page of messages and its totals are asked by every list request (prepared: see db/prepared.ts).
+type PageQuery<R> = (db: Db, params: PageParams) => Promise<R[]>;
+const pageQueries = new Map<string, PageQuery<unknown>>();
+function pageQuery<R>(filter: BoundFilter, shape: 'rows' | 'json', select: (query: ReturnType<typeof filtered>) => SelectQueryBuilder<Database, 'messages' | 'mailboxes', R>): PageQuery<R> {
+  const key = `${shape}:${combination({ ...filter })}`;
+  let query = pageQueries.get(key) as PageQuery<R> | undefined;
+  if (!query) {
+    query = preparedQuery<PageParams, R>((db, p) =>
+      select(filtered(db, p<string>('workspaceId'), markers(filter, p)))
+        .orderBy('messages.created_at', 'desc')
+        .orderBy('messages.id', 'desc')
+        .limit(p<number>('limit'))
+        .offset(p<number>('offset')),
+    );
+    pageQueries.set(key, query);
+  }
+  return query;
+}
+
+const totalsQueries = new Map<string, (db: Db, params: TotalsParams) => Promise<Array<{ total: number; unread: number }>>>();
+function totalsQuery(params: TotalsParams) {
+  const key = combination({ mailboxId: params.mailboxId, folder: params.folder });
+  let query = totalsQueries.get(key);
+  if (!query) {
+    query = preparedQuery<TotalsParams, { total: number; unread: number }>((db, p) => {
+      let q = db
+        .selectFrom('folder_counts')
+        .select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('total'), eb.lit(0)).as('total'), eb.fn.coalesce(eb.fn.sum<number>('unread'), eb.lit(0)).as('unread')])
+        .where('workspace_id', '=', p<string>('workspaceId'));
+      if (params.mailboxId !== undefined) q = q.where('mailbox_id', '=', p<string>('mailboxId'));
+      if (params.folder !== undefined) q = q.where('folder', '=', p<string>('folder'));
+      return q;
+    });
+    totalsQueries.set(key, query);
   }
   return query;
 }
@@ -218,16 +307,18 @@ export const messageRepository = {
     ]).then(([rows, count]) => ({ rows, total: Number(count.n) }));
   },
 
-  listMessages: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<MessagePageRow[]> =>
-    filtered(db, workspaceId, filter)
-      .select(PAGE_COLUMNS)
-      .orderBy('messages.created_at', 'desc')
-      .orderBy('messages.id', 'desc')
-      .limit(limit)
-      .offset(offset)
-      .execute(),
+  /** A page of messages, newest first. */
+  listMessages: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<MessagePageRow[]> => {
+    const values = bound(filter);
+    return pageQuery(values, 'rows', (q) => q.select(PAGE_COLUMNS))(db, { ...values, workspaceId, limit, offset });
+  },
+  /** The same page as the pieces of its JSON text (messagePageJson). */
+  listMessagesJson: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<MessagePageJsonRow[]> => {
+    const values = bound(filter);
+    return pageQuery(values, 'json', (q) => q.select(pageJsonColumns))(db, { ...values, workspaceId, limit, offset });
+  },
   countMessages: async (db: Db, workspaceId: string, filter: MessageFilter): Promise<number> =>
-    Number((await filtered(db, workspaceId, filter).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),
+    Number((await filtered(db, workspaceId, bound(filter)).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),
   /** A thread's messages, oldest first. */
   threadMessages: (db: Db, workspaceId: string, threadId: string): Promise<MessageRow[]> =>
     filtered(db, workspaceId, { threadId }).select(LIST_COLUMNS).orderBy('messages.created_at', 'asc').orderBy('messages.id', 'asc').execute(),
@@ -259,13 +350,8 @@ export const messageRepository = {
     bumpFolderQuery(db, { workspaceId, mailboxId, folder, total, unread }),
   /** Summed counters for a mailbox (or the workspace) and optionally one folder. */
   folderTotals: async (db: Db, workspaceId: string, mailboxId: string | undefined, folder: string | undefined) => {
-    let query = db
-      .selectFrom('folder_counts')
-      .select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('total'), eb.lit(0)).as('total'), eb.fn.coalesce(eb.fn.sum<number>('unread'), eb.lit(0)).as('unread')])
-      .where('workspace_id', '=', workspaceId);
-    if (mailboxId !== undefined) query = query.where('mailbox_id', '=', mailboxId);
-    if (folder !== undefined) query = query.where('folder', '=', folder);
-    const row = await query.executeTakeFirstOrThrow();
+    const params = { workspaceId, mailboxId, folder };
+    const row = (await totalsQuery(params)(db, params))[0]!;
     return { total: Number(row.total), unread: Number(row.unread) };
   },
   folderBreakdown: (db: Db, workspaceId: string) =>

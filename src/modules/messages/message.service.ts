@@ -14,18 +14,15 @@ import {
   type AttachmentView,
   type Folder,
   type MessageListQuery,
-  type MessageListView,
   type MessageView,
   type ThreadDetailView,
   type ThreadView,
 } from './message.types.js';
-import { toMessageListView, toThreadView } from './message.views.js';
+import { messagePageJson, toMessageListView, toThreadView } from './message.views.js';
 
-export interface MessagePage {
-  messages: MessageListView[];
-  total: number;
-  limit: number;
-  offset: number;
+/** A page of messages as JSON text: `{messages: MessageListView[], total, limit, offset}` (see messagePageJson). */
+export interface MessagePageJson {
+  json: string;
 }
 
 export interface Download {
@@ -43,7 +40,7 @@ export interface Stats {
 }
 
 export interface MessageService {
-  list(tenant: TenantContext, query: MessageListQuery): Promise<MessagePage>;
+  list(tenant: TenantContext, query: MessageListQuery): Promise<MessagePageJson>;
   get(tenant: TenantContext, messageId: string, options: { markRead: boolean }): Promise<MessageView>;
   setRead(tenant: TenantContext, messageId: string, read: boolean): Promise<{ ok: true; message_id: string; read: boolean }>;
   move(tenant: TenantContext, messageId: string, folder: string): Promise<{ ok: true; message_id: string; folder: Folder }>;
@@ -146,14 +143,14 @@ export function createMessageService({ db, clock, dialect }: { db: Db; clock: Cl
       // Mailbox and folder alone are answered from the folder counters; other filters count rows.
       const countersAnswer = filter.label === undefined && filter.threadId === undefined;
       const [rows, total] = await Promise.all([
-        repo.listMessages(db, tenant.workspaceId, filter, query.limit, query.offset),
+        repo.listMessagesJson(db, tenant.workspaceId, filter, query.limit, query.offset),
         countersAnswer
           ? repo.folderTotals(db, tenant.workspaceId, filter.mailboxId, filter.folder).then((t) =>
               filter.unread === undefined ? t.total : filter.unread ? t.unread : t.total - t.unread,
             )
           : repo.countMessages(db, tenant.workspaceId, filter),
       ]);
-      return { messages: rows.map(toMessageListView), total, limit: query.limit, offset: query.offset };
+      return { json: messagePageJson(rows, total, query.limit, query.offset) };
     },
 
     async get(tenant, messageId, { markRead }) {

@@ -1,5 +1,32 @@
 import type { Db } from '../../db/database.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { ApiKeyTable, MembershipTable, SessionTable, UserTable, WorkspaceTable } from './tenancy.table.js';
+
+// Asked by every authenticated request: compiled once (db/prepared.ts).
+const apiKeyByHashQuery = preparedQuery<{ tokenHash: string }, Pick<ApiKeyTable, 'id' | 'workspace_id' | 'last_used_at'>>((db, p) =>
+  db.selectFrom('api_keys').select(['id', 'workspace_id', 'last_used_at']).where('token_hash', '=', p<string>('tokenHash')).where('revoked_at', 'is', null),
+);
+const sessionByHashQuery = preparedQuery((db, p) =>
+  db
+    .selectFrom('sessions')
+    .innerJoin('users', 'users.id', 'sessions.user_id')
+    .leftJoin('memberships', (join) =>
+      join
+        .onRef('memberships.workspace_id', '=', 'sessions.active_workspace_id')
+        .onRef('memberships.user_id', '=', 'sessions.user_id'),
+    )
+    .select([
+      'sessions.id as id',
+      'sessions.user_id as user_id',
+      'users.email as email',
+      'sessions.active_workspace_id as active_workspace_id',
+      'memberships.role as role',
+      'sessions.last_seen_at as last_seen_at',
+      'sessions.expires_at as expires_at',
+    ])
+    .where('sessions.token_hash', '=', p<string>('tokenHash'))
+    .where('sessions.revoked_at', 'is', null),
+);
 
 /** Queries of the tenancy tables. Every function takes the connection or transaction to run on. */
 export const tenancyRepository = {
@@ -30,39 +57,15 @@ export const tenancyRepository = {
       .execute(),
 
   insertApiKey: (db: Db, row: ApiKeyTable) => db.insertInto('api_keys').values(row).execute(),
-  findApiKeyByHash: (db: Db, tokenHash: string) =>
-    db
-      .selectFrom('api_keys')
-      .select(['id', 'workspace_id', 'last_used_at'])
-      .where('token_hash', '=', tokenHash)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst(),
+  /** Every API-key request asks this (prepared: see db/prepared.ts). */
+  findApiKeyByHash: async (db: Db, tokenHash: string) => (await apiKeyByHashQuery(db, { tokenHash }))[0],
   touchApiKey: (db: Db, id: string, at: number) =>
     db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute(),
 
   insertSession: (db: Db, row: SessionTable) => db.insertInto('sessions').values(row).execute(),
   /** A live (not revoked) session with its user and, when one is active, the user's role there. */
-  findSessionByHash: (db: Db, tokenHash: string) =>
-    db
-      .selectFrom('sessions')
-      .innerJoin('users', 'users.id', 'sessions.user_id')
-      .leftJoin('memberships', (join) =>
-        join
-          .onRef('memberships.workspace_id', '=', 'sessions.active_workspace_id')
-          .onRef('memberships.user_id', '=', 'sessions.user_id'),
-      )
-      .select([
-        'sessions.id as id',
-        'sessions.user_id as user_id',
-        'users.email as email',
-        'sessions.active_workspace_id as active_workspace_id',
-        'memberships.role as role',
-        'sessions.last_seen_at as last_seen_at',
-        'sessions.expires_at as expires_at',
-      ])
-      .where('sessions.token_hash', '=', tokenHash)
-      .where('sessions.revoked_at', 'is', null)
-      .executeTakeFirst(),
+  /** Every session request asks this (prepared). */
+  findSessionByHash: async (db: Db, tokenHash: string) => (await sessionByHashQuery(db, { tokenHash }))[0],
   touchSession: (db: Db, id: string, at: number) =>
     db.updateTable('sessions').set({ last_seen_at: at }).where('id', '=', id).execute(),
   revokeSession: (db: Db, id: string, at: number) =>

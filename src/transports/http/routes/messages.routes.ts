@@ -6,6 +6,7 @@ import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { optionalBody } from '../plugins/validation.js';
 import { AttachmentList, Email, Label, LabelChange, LabelsResponse, Limit, MessagePage, Offset, ResourceId, errors } from '../schemas.js';
 import { sendDownload } from './download.js';
+import { sendJsonText } from './json-text.js';
 
 const MessageParams = Type.Object({ message_id: ResourceId }, { additionalProperties: false });
 const AttachmentParams = Type.Object({ message_id: ResourceId, attachment_id: ResourceId }, { additionalProperties: false });
@@ -76,18 +77,20 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsync 
       app.get(
         '/inbox',
         { schema: { summary: 'A page of one folder (default inbox), newest first', tags, security, querystring: InboxQuery, response: { 200: MessagePage, ...common } } },
-        async (request) => {
+        async (request, reply) => {
           const q = request.query as Static<typeof InboxQuery>;
-          return messages.list(tenant(request), { mailbox: q.mailbox, folder: q.folder ?? 'inbox', limit: q.limit ?? 50, offset: q.offset ?? 0 });
+          const page = await messages.list(tenant(request), { mailbox: q.mailbox, folder: q.folder ?? 'inbox', limit: q.limit ?? 50, offset: q.offset ?? 0 });
+          return sendJsonText(reply, page.json);
         },
       );
     } else {
       app.get(
         '/messages',
         { schema: { summary: 'Messages of the workspace, filtered, newest first', tags, security, querystring: MessagesQuery, response: { 200: MessagePage, ...common } } },
-        async (request) => {
+        async (request, reply) => {
           const q = request.query as Static<typeof MessagesQuery>;
-          return messages.list(tenant(request), { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 });
+          const page = await messages.list(tenant(request), { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 });
+          return sendJsonText(reply, page.json);
         },
       );
     }
