@@ -92,4 +92,22 @@ describe(`prepared statements (${TEST_DIALECT})`, () => {
       .transaction()
       .execute(async (trx) => expect((await byIds(trx, { workspaceId, ids: ['evt_pd_2', 'evt_pd_3'], after: 2 })).map((r) => r.id)).toEqual(['evt_pd_3']));
   });
+
+  it('leaves out the conditions of parameters not given; each combination is its own statement', async () => {
+    await insertRows(db(), 'events', [row('evt_pe_1', 1), { ...row('evt_pe_2', 2), type: 'message.received' }, { ...row('evt_pe_3', 3), type: 'message.received' }]);
+    const events = preparedQuery<{ workspaceId: string; type?: string | undefined; after?: number | undefined }, { id: string }>((q, p) => {
+      let query = q.selectFrom('events').select('id').where('workspace_id', '=', p<string>('workspaceId')).where('id', 'like', 'evt_pe_%');
+      if (p.has('type')) query = query.where('type', '=', p<string>('type'));
+      if (p.has('after')) query = query.where('created_at', '>', p<number>('after'));
+      return query.orderBy('id');
+    });
+    const ids = async (params: { type?: string | undefined; after?: number | undefined }) => (await events(db(), { workspaceId, ...params })).map((r) => r.id);
+    expect(await ids({})).toEqual(['evt_pe_1', 'evt_pe_2', 'evt_pe_3']);
+    expect(await ids({ type: 'message.received' })).toEqual(['evt_pe_2', 'evt_pe_3']);
+    expect(await ids({ after: 2 })).toEqual(['evt_pe_3']);
+    expect(await ids({ type: 'message.sent', after: 0 })).toEqual(['evt_pe_1']);
+    // Given as undefined is the same as not given, and the earlier statements keep their own conditions.
+    expect(await ids({ type: undefined, after: undefined })).toEqual(['evt_pe_1', 'evt_pe_2', 'evt_pe_3']);
+    expect(await ids({ type: 'message.sent' })).toEqual(['evt_pe_1']);
+  });
 });

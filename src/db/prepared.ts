@@ -88,6 +88,8 @@ export interface Param {
   <V>(name: string): V;
   /** One placeholder per element of the array parameter `name` (an IN list); each length is its own shape. */
   list<V>(name: string): V[];
+  /** Whether the parameter `name` is given (not undefined): an optional filter. Each combination is its own shape. */
+  has(name: string): boolean;
 }
 
 const MARKER = '\u0000mailroom-param:';
@@ -100,19 +102,21 @@ interface Prepared {
   slots: Slot[];
 }
 
-/** Array parameters and their lengths: queries differing in them have different SQL. */
+/** Which parameters are given, and the lengths of the array ones: queries differing in them have different SQL. */
 function shapeOf(params: Record<string, unknown>): string {
   let shape = '';
   for (const name in params) {
     const value = params[name];
-    if (Array.isArray(value)) shape += `${name}:${value.length};`;
+    if (value === undefined) continue;
+    shape += Array.isArray(value) ? `${name}:${value.length};` : `${name};`;
   }
   return shape;
 }
 
 /**
  * A query whose shape is fixed and whose values are named parameters: `build` is called once per
- * dialect (and per length of each array parameter) with `param(name)` markers in place of the values;
+ * dialect (and per set of given parameters and length of each array parameter) with `param(name)`
+ * markers in place of the values, and `param.has(name)` to leave out an optional condition;
  * the compiled text is kept and each call binds `params` by name. Values written literally in `build`
  * (a LIMIT) stay as compiled.
  */
@@ -130,6 +134,7 @@ export function preparedQuery<P extends Record<string, unknown>, O>(build: (db: 
     if (!entry) {
       const param = (<V>(name: string) => `${MARKER}${name}` as V) as Param;
       param.list = <V>(name: string) => (params[name] as unknown[]).map((_, i) => `${MARKER}${name}#${i}` as V);
+      param.has = (name: string) => params[name] !== undefined;
       const query = build(db, param).compile();
       const slots = query.parameters.map((value): Slot => {
         if (typeof value !== 'string' || !value.startsWith(MARKER)) return { name: null, value };

@@ -45,8 +45,7 @@ export const mailboxRepository = {
     withCounts(db, workspaceId).orderBy('mailboxes.created_at', 'desc').orderBy('mailboxes.id', 'desc').execute(),
   findByAddress: (db: Db, workspaceId: string, address: string): Promise<MailboxRow | undefined> =>
     withCounts(db, workspaceId).where('mailboxes.address', '=', address).executeTakeFirst(),
-  /** A mailbox's id by address, without counts (for filters). */
-  /** A mailbox named by address in an API request (prepared: every filtered page asks it). */
+  /** A mailbox's id by address, without counts: for the filter of a page (prepared: every filtered page asks it). */
   findIdByAddress: async (db: Db, workspaceId: string, address: string) => (await idByAddressQuery(db, { workspaceId, address }))[0],
   /** The mailbox an address belongs to, in whichever workspace (inbound SMTP routing). */
   findAnyByAddress: async (db: Db, address: string) => (await findAnyByAddressQuery(db, { address }))[0],

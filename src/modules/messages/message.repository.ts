@@ -106,57 +106,33 @@ function filtered(db: Db, workspaceId: string, filter: BoundFilter) {
 type PageParams = BoundFilter & { workspaceId: string; limit: number; offset: number };
 type TotalsParams = { workspaceId: string; mailboxId?: string | undefined; folder?: string | undefined };
 
-/** Which filters a query has: each combination is its own prepared statement. */
-const combination = (filter: Record<string, unknown>) => Object.keys(filter).filter((k) => filter[k] !== undefined).sort().join(',');
-
-/** The same filter with parameter markers in place of the values that are present. */
-function markers(filter: BoundFilter, p: Param): BoundFilter {
+/** The filter's markers: a condition for each filter that is given (each combination is its own statement). */
+function markers(p: Param): BoundFilter {
   return {
-    mailboxId: filter.mailboxId === undefined ? undefined : p<string>('mailboxId'),
-    folder: filter.folder === undefined ? undefined : p<string>('folder'),
-    label: filter.label === undefined ? undefined : p<string>('label'),
-    threadId: filter.threadId === undefined ? undefined : p<string>('threadId'),
-    read: filter.read === undefined ? undefined : p<number>('read'),
+    mailboxId: p.has('mailboxId') ? p<string>('mailboxId') : undefined,
+    folder: p.has('folder') ? p<string>('folder') : undefined,
+    label: p.has('label') ? p<string>('label') : undefined,
+    threadId: p.has('threadId') ? p<string>('threadId') : undefined,
+    read: p.has('read') ? p<number>('read') : undefined,
   };
 }
 
-// A page of messages and its totals are asked by every list request (prepared: see db/prepared.ts).
-type PageQuery<R> = (db: Db, params: PageParams) => Promise<R[]>;
-const pageQueries = new Map<string, PageQuery<unknown>>();
-function pageQuery<R>(filter: BoundFilter, shape: 'rows' | 'json', select: (query: ReturnType<typeof filtered>) => SelectQueryBuilder<Database, 'messages' | 'mailboxes', R>): PageQuery<R> {
-  const key = `${shape}:${combination({ ...filter })}`;
-  let query = pageQueries.get(key) as PageQuery<R> | undefined;
-  if (!query) {
-    query = preparedQuery<PageParams, R>((db, p) =>
-      select(filtered(db, p<string>('workspaceId'), markers(filter, p)))
-        .orderBy('messages.created_at', 'desc')
-        .orderBy('messages.id', 'desc')
-        .limit(p<number>('limit'))
-        .offset(p<number>('offset')),
-    );
-    pageQueries.set(key, query);
-  }
-  return query;
+function newestFirst<R>(query: SelectQueryBuilder<Database, 'messages' | 'mailboxes', R>, p: Param) {
+  return query.orderBy('messages.created_at', 'desc').orderBy('messages.id', 'desc').limit(p<number>('limit')).offset(p<number>('offset'));
 }
 
-const totalsQueries = new Map<string, (db: Db, params: TotalsParams) => Promise<Array<{ total: number; unread: number }>>>();
-function totalsQuery(params: TotalsParams) {
-  const key = combination({ mailboxId: params.mailboxId, folder: params.folder });
-  let query = totalsQueries.get(key);
-  if (!query) {
-    query = preparedQuery<TotalsParams, { total: number; unread: number }>((db, p) => {
-      let q = db
-        .selectFrom('folder_counts')
-        .select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('total'), eb.lit(0)).as('total'), eb.fn.coalesce(eb.fn.sum<number>('unread'), eb.lit(0)).as('unread')])
-        .where('workspace_id', '=', p<string>('workspaceId'));
-      if (params.mailboxId !== undefined) q = q.where('mailbox_id', '=', p<string>('mailboxId'));
-      if (params.folder !== undefined) q = q.where('folder', '=', p<string>('folder'));
-      return q;
-    });
-    totalsQueries.set(key, query);
-  }
+// A page of messages and its totals are asked by every list request (prepared: see db/prepared.ts).
+const pageRowsQuery = preparedQuery<PageParams, MessagePageRow>((db, p) => newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select(PAGE_COLUMNS), p));
+const pageJsonQuery = preparedQuery<PageParams, MessagePageJsonRow>((db, p) => newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select(pageJsonColumns), p));
+const totalsQuery = preparedQuery<TotalsParams, { total: number; unread: number }>((db, p) => {
+  let query = db
+    .selectFrom('folder_counts')
+    .select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('total'), eb.lit(0)).as('total'), eb.fn.coalesce(eb.fn.sum<number>('unread'), eb.lit(0)).as('unread')])
+    .where('workspace_id', '=', p<string>('workspaceId'));
+  if (p.has('mailboxId')) query = query.where('mailbox_id', '=', p<string>('mailboxId'));
+  if (p.has('folder')) query = query.where('folder', '=', p<string>('folder'));
   return query;
-}
+});
 
 const bumpFolderQuery = preparedQuery<{ workspaceId: string; mailboxId: string; folder: string; total: number; unread: number }, unknown>((db, p) =>
   db
@@ -308,15 +284,11 @@ export const messageRepository = {
   },
 
   /** A page of messages, newest first. */
-  listMessages: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<MessagePageRow[]> => {
-    const values = bound(filter);
-    return pageQuery(values, 'rows', (q) => q.select(PAGE_COLUMNS))(db, { ...values, workspaceId, limit, offset });
-  },
+  listMessages: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<MessagePageRow[]> =>
+    pageRowsQuery(db, { ...bound(filter), workspaceId, limit, offset }),
   /** The same page as the pieces of its JSON text (messagePageJson). */
-  listMessagesJson: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<MessagePageJsonRow[]> => {
-    const values = bound(filter);
-    return pageQuery(values, 'json', (q) => q.select(pageJsonColumns))(db, { ...values, workspaceId, limit, offset });
-  },
+  listMessagesJson: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<MessagePageJsonRow[]> =>
+    pageJsonQuery(db, { ...bound(filter), workspaceId, limit, offset }),
   countMessages: async (db: Db, workspaceId: string, filter: MessageFilter): Promise<number> =>
     Number((await filtered(db, workspaceId, bound(filter)).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),
   /** A thread's messages, oldest first. */
@@ -350,8 +322,7 @@ export const messageRepository = {
     bumpFolderQuery(db, { workspaceId, mailboxId, folder, total, unread }),
   /** Summed counters for a mailbox (or the workspace) and optionally one folder. */
   folderTotals: async (db: Db, workspaceId: string, mailboxId: string | undefined, folder: string | undefined) => {
-    const params = { workspaceId, mailboxId, folder };
-    const row = (await totalsQuery(params)(db, params))[0]!;
+    const row = (await totalsQuery(db, { workspaceId, mailboxId, folder }))[0]!;
     return { total: Number(row.total), unread: Number(row.unread) };
   },
   folderBreakdown: (db: Db, workspaceId: string) =>

@@ -19,11 +19,12 @@ export interface TargetKey {
   eventId: string;
 }
 
-/** Webhook endpoint and delivery queries; every one filters by workspace. */
 /** Read for every event in its producer's transaction (prepared: see db/prepared.ts). */
 const activeQuery = preparedQuery<{ workspaceId: string }, Pick<WebhookTable, 'id' | 'event_types'>>((db, p) =>
   db.selectFrom('webhooks').select(['id', 'event_types']).where('workspace_id', '=', p<string>('workspaceId')).where('active', '=', 1),
 );
+
+/** Webhook endpoint and delivery queries; every one filters by workspace. */
 
 export const webhookRepository = {
   insert: (db: Db, row: WebhookTable) => db.insertInto('webhooks').values(row).execute(),
