@@ -48,6 +48,15 @@ const CASES: readonly CaseSpec[] = [
   { name: 'mime×10', what: 'nodemailer pool of 10 connections, real MIME (text+HTML, replies), 10% with a 100 KB attachment', kind: 'mime', sessions: 10, reuse: true, minMessages: 0, maxMessages: 0 },
 ];
 
+/** The cases to run: all, or those named in BENCH_SMTP_CASES (comma-separated, e.g. `reuse×10` or `reuse`, by prefix). */
+function selectedCases(): readonly CaseSpec[] {
+  const names = (process.env.BENCH_SMTP_CASES ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (names.length === 0) return CASES;
+  const chosen = CASES.filter((c) => names.some((n) => c.name.startsWith(n)));
+  if (chosen.length === 0) throw new Error(`BENCH_SMTP_CASES: no case matches ${names.join(', ')} (${CASES.map((c) => c.name).join(', ')})`);
+  return chosen;
+}
+
 interface Measured {
   measurement: Measurement;
   /** Messages answered 250 by this target in this case (warm-up, measured run and probe included). */
@@ -152,7 +161,7 @@ async function runDialect(context: SuiteContext, dialect: Dialect, smtpSource: s
     const dns = await startBenchDns(context, scope);
     const setup: DialectSetup = { dialect, database, dns, smtpSource };
 
-    for (const spec of CASES) {
+    for (const spec of selectedCases()) {
       context.signal.throwIfAborted();
       const caseName = `${dialect} ${spec.name}`;
       try {

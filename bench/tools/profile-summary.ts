@@ -3,11 +3,11 @@
  * the main thread went, by function (self time), by package or source area (self time) and by
  * function including callees (inclusive time).
  *
- *   node --import tsx bench/tools/profile-summary.ts [--top N] [--match TEXT] [--callers TEXT] <file or directory>…
+ *   node --import tsx bench/tools/profile-summary.ts [--top N] [--match TEXT] [--callers TEXT] [--depth N] <file or directory>…
  *
  * Directories are searched for .cpuprofile files. --match keeps only files whose path contains TEXT.
- * --callers adds, for the functions whose name or location contains TEXT, the call paths (up to 4
- * frames) that time came through.
+ * --callers adds, for the functions whose name or location contains TEXT, the call paths (up to
+ * --depth frames, default 4) that time came through.
  * Times are sampled wall time of the main thread: time blocked in a synchronous native call (a
  * better-sqlite3 statement, an fsync) counts for the JS function that made it, while waiting on the
  * event loop counts as (idle) and is left out of the percentages.
@@ -77,7 +77,7 @@ function key(frame: CallFrame): string {
 
 const SPECIAL = new Set(['(idle)', '(program)', '(garbage collector)', '(root)']);
 
-function summarise(file: string, top: number, callersOf: string | null): string {
+function summarise(file: string, top: number, callersOf: string | null, depth: number): string {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
@@ -112,7 +112,7 @@ function summarise(file: string, top: number, callersOf: string | null): string 
       for (let id: number | undefined = node.id; id !== undefined; id = parent.get(id)) stack.push(key(byId.get(id)!.callFrame));
       const at = stack.findIndex((k) => k.includes(callersOf));
       if (at !== -1) {
-        const path = stack.slice(at, at + 5).join('\n      ← ');
+        const path = stack.slice(at, at + depth + 1).join('\n      ← ');
         paths.set(path, (paths.get(path) ?? 0) + weight);
       }
     }
@@ -155,15 +155,17 @@ const args = process.argv.slice(2);
 let top = 25;
 let match: string | null = null;
 let callers: string | null = null;
+let depth = 4;
 const paths: string[] = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--top') top = Number(args[++i]);
   else if (args[i] === '--match') match = args[++i] ?? null;
   else if (args[i] === '--callers') callers = args[++i] ?? null;
+  else if (args[i] === '--depth') depth = Number(args[++i]);
   else paths.push(args[i]!);
 }
 if (paths.length === 0 || !Number.isInteger(top) || top < 1) {
-  console.error('usage: node --import tsx bench/tools/profile-summary.ts [--top N] [--match TEXT] [--callers TEXT] <file.cpuprofile | directory>…');
+  console.error('usage: node --import tsx bench/tools/profile-summary.ts [--top N] [--match TEXT] [--callers TEXT] [--depth N] <file.cpuprofile | directory>…');
   process.exit(2);
 }
 const files = profileFiles(paths).filter((f) => match === null || f.includes(match));
@@ -171,4 +173,4 @@ if (files.length === 0) {
   console.error('no .cpuprofile files found');
   process.exit(1);
 }
-for (const file of files) console.log(summarise(file, top, callers));
+for (const file of files) console.log(summarise(file, top, callers, depth));

@@ -104,7 +104,9 @@ function filtered(db: Db, workspaceId: string, filter: BoundFilter) {
 }
 
 type PageParams = BoundFilter & { workspaceId: string; limit: number; offset: number };
-type TotalsParams = { workspaceId: string; mailboxId?: string | undefined; folder?: string | undefined };
+type PageWithTotalsParams = { workspaceId: string; mailboxAddress?: string | undefined; folder?: string | undefined; read?: number | undefined; limit: number; offset: number };
+/** One row per message of the page, or a single row with null page fields when the page is empty. */
+type PageWithTotalsRow = { total: number | string; unread: number | string; mailbox_id: string | null } & { [K in keyof MessagePageJsonRow]: MessagePageJsonRow[K] | null };
 
 /** The filter's markers: a condition for each filter that is given (each combination is its own statement). */
 function markers(p: Param): BoundFilter {
@@ -124,14 +126,32 @@ function newestFirst<R>(query: SelectQueryBuilder<Database, 'messages' | 'mailbo
 // A page of messages and its totals are asked by every list request (prepared: see db/prepared.ts).
 const pageRowsQuery = preparedQuery<PageParams, MessagePageRow>((db, p) => newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select(PAGE_COLUMNS), p));
 const pageJsonQuery = preparedQuery<PageParams, MessagePageJsonRow>((db, p) => newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select(pageJsonColumns), p));
-const totalsQuery = preparedQuery<TotalsParams, { total: number; unread: number }>((db, p) => {
-  let query = db
+/**
+ * A page answered from the folder counters (filters: mailbox by address, folder, read) in one statement
+ * (one round trip on PostgreSQL): the counters' one-row sum, left-joined to the page, so an empty page
+ * still gives the totals; `mailbox_id` says whether the mailbox exists (null: no such mailbox here).
+ */
+const pageWithTotalsQuery = preparedQuery<PageWithTotalsParams, PageWithTotalsRow>((db, p) => {
+  const workspaceId = p<string>('workspaceId');
+  const mailbox = p.has('mailboxAddress')
+    ? db.selectFrom('mailboxes').select('mailboxes.id').where('mailboxes.workspace_id', '=', workspaceId).where('mailboxes.address', '=', p<string>('mailboxAddress'))
+    : null;
+  let totals = db
     .selectFrom('folder_counts')
     .select((eb) => [eb.fn.coalesce(eb.fn.sum<number>('total'), eb.lit(0)).as('total'), eb.fn.coalesce(eb.fn.sum<number>('unread'), eb.lit(0)).as('unread')])
-    .where('workspace_id', '=', p<string>('workspaceId'));
-  if (p.has('mailboxId')) query = query.where('mailbox_id', '=', p<string>('mailboxId'));
-  if (p.has('folder')) query = query.where('folder', '=', p<string>('folder'));
-  return query;
+    .where('folder_counts.workspace_id', '=', workspaceId);
+  if (mailbox) totals = totals.where('folder_counts.mailbox_id', '=', mailbox);
+  if (p.has('folder')) totals = totals.where('folder_counts.folder', '=', p<string>('folder'));
+  const counters = totals.select(mailbox ? mailbox.as('mailbox_id') : sql<string | null>`null`.as('mailbox_id'));
+  let page = filtered(db, workspaceId, { ...markers(p), mailboxId: undefined });
+  if (mailbox) page = page.where('messages.mailbox_id', '=', mailbox);
+  const rows = newestFirst(page.select([...pageJsonColumns, 'messages.id as id']), p);
+  return db
+    .selectFrom(counters.as('t'))
+    .leftJoin(rows.as('page'), (join) => join.onTrue())
+    .select(['t.total', 't.unread', 't.mailbox_id', 'page.head', 'page.subject', 'page.snippet', 'page.date', 'page.internet_message_id', 'page.created_at', 'page.mailbox_address'])
+    .orderBy('page.created_at', 'desc')
+    .orderBy('page.id', 'desc');
 });
 
 const bumpFolderQuery = preparedQuery<{ workspaceId: string; mailboxId: string; folder: string; total: number; unread: number }, unknown>((db, p) =>
@@ -289,6 +309,21 @@ export const messageRepository = {
   /** The same page as the pieces of its JSON text (messagePageJson). */
   listMessagesJson: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<MessagePageJsonRow[]> =>
     pageJsonQuery(db, { ...bound(filter), workspaceId, limit, offset }),
+  /**
+   * A page filtered by mailbox (address), folder and read state, with the folder counters' totals, in
+   * one statement; `mailboxFound` is false when the workspace has no such mailbox.
+   */
+  pageWithTotals: async (db: Db, workspaceId: string, filter: { mailboxAddress?: string | undefined; folder?: string | undefined; unread?: boolean | undefined }, limit: number, offset: number) => {
+    const read = filter.unread === undefined ? undefined : filter.unread ? 0 : 1;
+    const rows = await pageWithTotalsQuery(db, { workspaceId, mailboxAddress: filter.mailboxAddress, folder: filter.folder, read, limit, offset });
+    const first = rows[0]!;
+    return {
+      mailboxFound: filter.mailboxAddress === undefined || first.mailbox_id !== null,
+      total: Number(first.total),
+      unread: Number(first.unread),
+      rows: (first.head === null ? [] : rows) as MessagePageJsonRow[],
+    };
+  },
   countMessages: async (db: Db, workspaceId: string, filter: MessageFilter): Promise<number> =>
     Number((await filtered(db, workspaceId, bound(filter)).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),
   /** A thread's messages, oldest first. */
@@ -321,10 +356,6 @@ export const messageRepository = {
   bumpFolder: (db: Db, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number) =>
     bumpFolderQuery(db, { workspaceId, mailboxId, folder, total, unread }),
   /** Summed counters for a mailbox (or the workspace) and optionally one folder. */
-  folderTotals: async (db: Db, workspaceId: string, mailboxId: string | undefined, folder: string | undefined) => {
-    const row = (await totalsQuery(db, { workspaceId, mailboxId, folder }))[0]!;
-    return { total: Number(row.total), unread: Number(row.unread) };
-  },
   folderBreakdown: (db: Db, workspaceId: string) =>
     db
       .selectFrom('folder_counts')

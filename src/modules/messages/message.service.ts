@@ -133,22 +133,20 @@ export function createMessageService({ db, clock, dialect }: { db: Db; clock: Cl
 
   return {
     async list(tenant, query) {
-      const filter: MessageFilter = {
-        mailboxId: await mailboxId(tenant, query.mailbox),
-        folder: query.folder === undefined ? undefined : parseFolder(query.folder),
-        label: query.label,
-        threadId: query.thread_id,
-        unread: query.unread,
-      };
-      // Mailbox and folder alone are answered from the folder counters; other filters count rows.
-      const countersAnswer = filter.label === undefined && filter.threadId === undefined;
+      const folder = query.folder === undefined ? undefined : parseFolder(query.folder);
+      // Mailbox, folder and read state alone are answered with the folder counters, in one statement.
+      if (query.label === undefined && query.thread_id === undefined) {
+        const mailboxAddress = query.mailbox === undefined ? undefined : normalizeEmail(query.mailbox);
+        if (mailboxAddress === null) throw notFound('mailbox_not_found', `no mailbox ${query.mailbox}`);
+        const page = await repo.pageWithTotals(db, tenant.workspaceId, { mailboxAddress, folder, unread: query.unread }, query.limit, query.offset);
+        if (!page.mailboxFound) throw notFound('mailbox_not_found', `no mailbox ${query.mailbox}`);
+        const total = query.unread === undefined ? page.total : query.unread ? page.unread : page.total - page.unread;
+        return { json: messagePageJson(page.rows, total, query.limit, query.offset) };
+      }
+      const filter: MessageFilter = { mailboxId: await mailboxId(tenant, query.mailbox), folder, label: query.label, threadId: query.thread_id, unread: query.unread };
       const [rows, total] = await Promise.all([
         repo.listMessagesJson(db, tenant.workspaceId, filter, query.limit, query.offset),
-        countersAnswer
-          ? repo.folderTotals(db, tenant.workspaceId, filter.mailboxId, filter.folder).then((t) =>
-              filter.unread === undefined ? t.total : filter.unread ? t.unread : t.total - t.unread,
-            )
-          : repo.countMessages(db, tenant.workspaceId, filter),
+        repo.countMessages(db, tenant.workspaceId, filter),
       ]);
       return { json: messagePageJson(rows, total, query.limit, query.offset) };
     },
