@@ -22,6 +22,7 @@ import { createInboundService, type InboundService } from './modules/messages/in
 import { createMessageStore } from './modules/messages/message-store.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
 import { createDeliveryHandler } from './modules/sending/delivery.handler.js';
+import { createInProcessSigner, createThreadedSigner, type MessageSigner } from './modules/sending/signing-pool.js';
 import { createDraftService, type DraftService } from './modules/sending/draft.service.js';
 import type { RouteResolver, SmtpDeliverer } from './modules/sending/delivery.types.js';
 import { createRouteResolver } from './modules/sending/routes.resolver.js';
@@ -55,6 +56,8 @@ export interface Services {
   inbound: InboundService;
   /** Parser threads of inbound mail (started by the first message; close() stops them). */
   analyzer: MessageAnalyzer;
+  /** DKIM signing threads of outbound mail (started by the first signature; close() stops them). */
+  signer: MessageSigner;
   domains: DomainService;
   sending: SendingService;
   drafts: DraftService;
@@ -101,6 +104,7 @@ export async function createServices(
   const bounceDomain = config.hostedDomains[0] ?? config.smtpHostname;
   const sending = createSendingService({ db, clock, events, store, queue, lists, domains, bounceDomain, commits });
   const deliverer = options.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname });
+  const signer = config.dkimThreads === 0 ? createInProcessSigner() : createThreadedSigner({ threads: config.dkimThreads, logger });
   const delivery = createDeliveryHandler({
     db,
     commits,
@@ -110,6 +114,7 @@ export async function createServices(
     domains,
     routes: options.routes ?? createRouteResolver({ resolve: cachingResolver(resolve), mxPort: config.mxPort, relay: config.smtpRelay }),
     deliverer,
+    signer,
     retryBaseMs: config.deliveryRetryBaseMs,
     maxAgeMs: config.deliveryMaxAgeMs,
   });
@@ -150,6 +155,7 @@ export async function createServices(
     messages: createMessageService({ db, clock, dialect }),
     inbound: createInboundService({ db, events, store, lists, analyzer, logger, bounceDomain, commits }),
     analyzer,
+    signer,
   };
 }
 
@@ -209,6 +215,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
         maintenance.stop();
         await worker.stop();
         services.deliverer.close?.();
+        await services.signer.close();
         await services.webhooks.close();
       });
       logger.info('worker role started');

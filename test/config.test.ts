@@ -39,9 +39,11 @@ describe('configuration', () => {
       MAILROOM_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8',
       MAILROOM_LEASE_MS: '1500',
       MAILROOM_SMTP_PARSER_THREADS: '0',
+      MAILROOM_DKIM_THREADS: '3',
     });
     expect(config).toMatchObject({
       smtpParserThreads: 0,
+      dkimThreads: 3,
       databaseUrl: 'postgres://u@localhost:5432/mr',
       httpPort: 0,
       hostedDomains: ['a.example', 'b.example'],
@@ -59,14 +61,15 @@ describe('configuration', () => {
   it('names every bad variable in one clear error', () => {
     let error: unknown;
     try {
-      loadConfig({ MAILROOM_HTTP_PORT: 'eighty', MAILROOM_DATABASE_URL: 'mysql://x', MAILROOM_LEASE_MS: '-5', MAILROOM_LOG_LEVEL: 'loud', MAILROOM_SMTP_PARSER_THREADS: '65' });
+      loadConfig({ MAILROOM_HTTP_PORT: 'eighty', MAILROOM_DATABASE_URL: 'mysql://x', MAILROOM_LEASE_MS: '-5', MAILROOM_LOG_LEVEL: 'loud', MAILROOM_SMTP_PARSER_THREADS: '65', MAILROOM_DKIM_THREADS: '-1' });
     } catch (err) {
       error = err;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems;
-    expect(problems).toHaveLength(5);
+    expect(problems).toHaveLength(6);
     expect(problems.join('\n')).toMatch(/MAILROOM_SMTP_PARSER_THREADS="65"/);
+    expect(problems.join('\n')).toMatch(/MAILROOM_DKIM_THREADS="-1"/);
     expect(problems.join('\n')).toMatch(/MAILROOM_HTTP_PORT="eighty"/);
     expect(problems.join('\n')).toMatch(/MAILROOM_DATABASE_URL="mysql:\/\/x": must start with sqlite: or postgres:\/\//);
     expect(() => loadConfig({ MAILROOM_HTTP_PORT: '70000' })).toThrow(/out of range/);

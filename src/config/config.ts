@@ -23,6 +23,8 @@ export interface Config {
   smtpTlsCertFile: string | null;
   /** Worker threads that parse and authenticate inbound mail; 0 does it on the main thread. */
   smtpParserThreads: number;
+  /** Worker threads that DKIM-sign outbound mail; 0 signs on the main thread. */
+  dkimThreads: number;
   hostedDomains: readonly string[];
   smtpRelay: string | null;
   mxPort: number;
@@ -119,7 +121,7 @@ const DAY_MS = 86_400_000;
 /** Most parser threads by default. */
 const MAX_DEFAULT_PARSER_THREADS = 4;
 
-/** One parser thread per core but one (the main thread speaks SMTP and writes the database), at least one, at most four. */
+/** One thread per core but one (the main thread speaks SMTP or HTTP and writes the database), at least one, at most four (parser and DKIM threads). */
 function defaultParserThreads(): number {
   return Math.max(1, Math.min(MAX_DEFAULT_PARSER_THREADS, availableParallelism() - 1));
 }
@@ -165,6 +167,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     smtpTlsKeyFile: read<string | null>({ name: 'SMTP_TLS_KEY', fallback: null, parse: readableFile, expect: 'the path of a PEM private key' }),
     smtpTlsCertFile: read<string | null>({ name: 'SMTP_TLS_CERT', fallback: null, parse: readableFile, expect: 'the path of a PEM certificate chain' }),
     smtpParserThreads: read({ name: 'SMTP_PARSER_THREADS', fallback: defaultParserThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
+    dkimThreads: read({ name: 'DKIM_THREADS', fallback: defaultParserThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
     hostedDomains: read({ name: 'HOSTED_DOMAINS', fallback: ['mailroom.localhost'], parse: parseDomains, expect: 'a comma list of domains' }),
     smtpRelay: read<string | null>({ name: 'SMTP_RELAY', fallback: null, parse: parseSmtpRelay, expect: 'smtp://[user:pass@]host:port' }),
     mxPort: port('MX_PORT', 25),

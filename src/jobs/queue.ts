@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { DialectInfo } from '../db/dialect.js';
+import { preparedQuery } from '../db/prepared.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import type { JobTable } from './job.table.js';
@@ -92,6 +93,11 @@ function toClaimed<P>(row: JobTable): ClaimedJob<P> {
     groupKey: row.group_key,
   };
 }
+
+/** Every job ends here (prepared: see db/prepared.ts); a row back means the lease was still held. */
+const completeQuery = preparedQuery<{ id: string; leaseToken: string }, { id: string }>((db, p) =>
+  db.deleteFrom('jobs').where('id', '=', p<string>('id')).where('lease_token', '=', p<string>('leaseToken')).returning('id'),
+);
 
 const truncate = (text: string): string => (text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH)}…` : text);
 
@@ -204,8 +210,7 @@ export function createQueue({ db, dialect, clock, leaseMs }: QueueDeps): Queue {
     },
 
     async complete(job, trx = db) {
-      const result = await trx.deleteFrom('jobs').where('id', '=', job.id).where('lease_token', '=', job.leaseToken).executeTakeFirst();
-      return result.numDeletedRows > 0n;
+      return (await completeQuery(trx, { id: job.id, leaseToken: job.leaseToken })).length > 0;
     },
 
     async retry(job, error, delayMs, trx = db) {

@@ -38,6 +38,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
       await app.close();
       services.deliverer.close?.();
       await services.analyzer.close();
+      await services.signer.close();
       await services.database.destroy();
       await database.drop();
     },

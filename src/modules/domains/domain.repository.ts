@@ -1,5 +1,10 @@
 import type { Db } from '../../db/database.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { SendingDomainTable, ServiceKeyTable } from './domain.table.js';
+
+const verifiedByNameQuery = preparedQuery<{ workspaceId: string; domain: string }, SendingDomainTable>((db, p) =>
+  db.selectFrom('sending_domains').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('domain', '=', p<string>('domain')).where('status', '=', 'verified'),
+);
 
 /** Sending-domain queries; every one filters by workspace. */
 export const domainRepository = {
@@ -8,14 +13,8 @@ export const domainRepository = {
     db.selectFrom('sending_domains').selectAll().where('workspace_id', '=', workspaceId).orderBy('created_at', 'desc').orderBy('id', 'desc').execute(),
   find: (db: Db, workspaceId: string, id: string) =>
     db.selectFrom('sending_domains').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
-  findVerifiedByName: (db: Db, workspaceId: string, domain: string) =>
-    db
-      .selectFrom('sending_domains')
-      .selectAll()
-      .where('workspace_id', '=', workspaceId)
-      .where('domain', '=', domain)
-      .where('status', '=', 'verified')
-      .executeTakeFirst(),
+  /** Asked for every message sent (its DKIM key), so prepared (see db/prepared.ts). */
+  findVerifiedByName: async (db: Db, workspaceId: string, domain: string) => (await verifiedByNameQuery(db, { workspaceId, domain }))[0],
   /** pending → verified; false when it already was (so the event is emitted once). */
   markVerified: async (db: Db, workspaceId: string, id: string, at: number) =>
     (

@@ -154,6 +154,18 @@ const pageWithTotalsQuery = preparedQuery<PageWithTotalsParams, PageWithTotalsRo
     .orderBy('page.id', 'desc');
 });
 
+// Single-message reads of the send and delivery paths (prepared: see db/prepared.ts).
+const findMessageQuery = preparedQuery<{ workspaceId: string; messageId: string }, MessageRow>((db, p) =>
+  filtered(db, p<string>('workspaceId'), {}).select(LIST_COLUMNS).where('messages.id', '=', p<string>('messageId')),
+);
+const findContentQuery = preparedQuery<{ workspaceId: string; messageId: string; withRaw?: true | undefined }, Partial<MessageContentTable>>((db, p) =>
+  db
+    .selectFrom('message_contents')
+    .select(p.has('withRaw') ? ['text_body', 'html_body', 'headers_json', 'raw'] : ['text_body', 'html_body', 'headers_json'])
+    .where('workspace_id', '=', p<string>('workspaceId'))
+    .where('message_id', '=', p<string>('messageId')),
+);
+
 const bumpFolderQuery = preparedQuery<{ workspaceId: string; mailboxId: string; folder: string; total: number; unread: number }, unknown>((db, p) =>
   db
     .insertInto('folder_counts')
@@ -329,15 +341,9 @@ export const messageRepository = {
   /** A thread's messages, oldest first. */
   threadMessages: (db: Db, workspaceId: string, threadId: string): Promise<MessageRow[]> =>
     filtered(db, workspaceId, { threadId }).select(LIST_COLUMNS).orderBy('messages.created_at', 'asc').orderBy('messages.id', 'asc').execute(),
-  findMessage: (db: Db, workspaceId: string, messageId: string): Promise<MessageRow | undefined> =>
-    filtered(db, workspaceId, {}).select(LIST_COLUMNS).where('messages.id', '=', messageId).executeTakeFirst(),
-  findContent: (db: Db, workspaceId: string, messageId: string, withRaw: boolean) =>
-    db
-      .selectFrom('message_contents')
-      .select(withRaw ? ['text_body', 'html_body', 'headers_json', 'raw'] : ['text_body', 'html_body', 'headers_json'])
-      .where('workspace_id', '=', workspaceId)
-      .where('message_id', '=', messageId)
-      .executeTakeFirst() as Promise<Partial<MessageContentTable> | undefined>,
+  findMessage: async (db: Db, workspaceId: string, messageId: string): Promise<MessageRow | undefined> => (await findMessageQuery(db, { workspaceId, messageId }))[0],
+  findContent: async (db: Db, workspaceId: string, messageId: string, withRaw: boolean): Promise<Partial<MessageContentTable> | undefined> =>
+    (await findContentQuery(db, { workspaceId, messageId, withRaw: withRaw ? true : undefined }))[0],
   updateMessage: (db: Db, workspaceId: string, messageId: string, values: Partial<MessageTable>) =>
     db.updateTable('messages').set(values).where('workspace_id', '=', workspaceId).where('id', '=', messageId).execute(),
   deleteMessage: (db: Db, workspaceId: string, messageId: string) =>

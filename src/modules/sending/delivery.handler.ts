@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { backoffDelay, type BackoffPolicy } from '../../jobs/backoff.js';
@@ -9,11 +10,11 @@ import type { DomainService } from '../domains/domain.service.js';
 import type { EventsService } from '../events/events.service.js';
 import { messageRepository } from '../messages/message.repository.js';
 import { toMessageListView } from '../messages/message.views.js';
-import { signMessage } from './dkim-sign.js';
 import { RouteError, type DeliveryResult, type RouteResolver, type SmtpDeliverer } from './delivery.types.js';
 import { domainOf } from './recipients.js';
 import type { DeliveryStatus, OutboundTable, RecipientStatus } from './sending.table.js';
 import { DELIVERY_QUEUE } from './sending.service.js';
+import type { MessageSigner } from './signing-pool.js';
 
 interface RecipientState {
   address: string;
@@ -38,6 +39,8 @@ export interface DeliveryDeps {
   domains: DomainService;
   routes: RouteResolver;
   deliverer: SmtpDeliverer;
+  /** DKIM signatures (on worker threads in a running service). */
+  signer: MessageSigner;
   /** Contract §1: first retry after DELIVERY_RETRY_BASE_MS, doubling, capped at an hour, ±20%. */
   retryBaseMs: number;
   /** Contract §1: a message not accepted after this long fails (RFC 5321 §4.5.4.1). */
@@ -49,15 +52,49 @@ export interface DeliveryDeps {
 
 const HOUR_MS = 3_600_000;
 
+// Every delivery runs these statements (prepared: see db/prepared.ts).
+type MessageKey = { workspaceId: string; messageId: string };
+const loadQuery = preparedQuery<MessageKey, OutboundTable>((db, p) =>
+  db.selectFrom('outbound').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
+);
+/** Touches the job row if the lease is still this run's (and, with `liveAfter`, has not run out); a row back means it is. */
+const holdLeaseQuery = preparedQuery<{ id: string; leaseToken: string; now: number; liveAfter?: number | undefined }, { id: string }>((db, p) => {
+  let update = db.updateTable('jobs').set({ updated_at: p<number>('now') }).where('id', '=', p<string>('id')).where('lease_token', '=', p<string>('leaseToken'));
+  if (p.has('liveAfter')) update = update.where('run_at', '>', p<number>('liveAfter'));
+  return update.returning('id');
+});
+const markProcessingQuery = preparedQuery<MessageKey & { now: number }, never>((db, p) =>
+  db.updateTable('outbound').set({ status: 'processing', updated_at: p<number>('now') }).where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
+);
+const markDataStartedQuery = preparedQuery<MessageKey & { now: number }, never>((db, p) =>
+  db.updateTable('outbound').set({ data_started_at: p<number>('now') }).where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
+);
+type SaveParams = MessageKey & { status: DeliveryStatus; recipients: string; attempts: string; lastError: string | null; smtpResponse: string | null; now: number };
+const saveQuery = preparedQuery<SaveParams, never>((db, p) =>
+  db
+    .updateTable('outbound')
+    .set({
+      status: p<DeliveryStatus>('status'),
+      recipients_json: p<string>('recipients'),
+      attempts_json: p<string>('attempts'),
+      last_error: p<string | null>('lastError'),
+      smtp_response: p<string | null>('smtpResponse'),
+      data_started_at: null,
+      updated_at: p<number>('now'),
+    })
+    .where('workspace_id', '=', p<string>('workspaceId'))
+    .where('message_id', '=', p<string>('messageId')),
+);
+
 /** The delivery worker's job handler: one job per outbound message, recipients grouped per domain. */
 export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_id: string }> {
-  const { db, clock, logger, events, domains, routes, deliverer } = deps;
+  const { db, clock, logger, events, domains, routes, deliverer, signer } = deps;
   const backoff: BackoffPolicy = { baseMs: deps.retryBaseMs, factor: 2, capMs: HOUR_MS, jitter: 0.2 };
   // Every unit below is safe to run again from the start, as group commit requires.
   const commits = deps.commits ?? createGroupCommit(db);
 
   async function load(workspaceId: string, messageId: string): Promise<OutboundTable | undefined> {
-    return db.selectFrom('outbound').selectAll().where('workspace_id', '=', workspaceId).where('message_id', '=', messageId).executeTakeFirst();
+    return (await loadQuery(db, { workspaceId, messageId }))[0];
   }
 
   /**
@@ -68,29 +105,23 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
    */
   async function holdsLease(trx: Db, job: ClaimedJob<unknown>, live = false): Promise<boolean> {
     const now = clock.now();
-    let update = trx.updateTable('jobs').set({ updated_at: now }).where('id', '=', job.id).where('lease_token', '=', job.leaseToken);
-    if (live) update = update.where('run_at', '>', now);
-    return (await update.executeTakeFirst()).numUpdatedRows > 0n;
+    return (await holdLeaseQuery(trx, { id: job.id, leaseToken: job.leaseToken, now, liveAfter: live ? now : undefined })).length > 0;
   }
 
   /** Write the new state and the events it causes in one transaction; false (nothing written) when the job was taken over. */
   async function save(job: ClaimedJob<unknown>, outbound: OutboundTable, recipients: RecipientState[], attempts: Attempt[], status: DeliveryStatus, emit: Array<{ type: 'message.accepted' | 'message.failed'; extra: Record<string, unknown> }>, lastError: string | null, smtpResponse: string | null): Promise<boolean> {
     return commits.run(async (trx) => {
       if (!(await holdsLease(trx, job))) return false;
-      await trx
-        .updateTable('outbound')
-        .set({
-          status,
-          recipients_json: JSON.stringify(recipients),
-          attempts_json: JSON.stringify(attempts),
-          last_error: lastError,
-          smtp_response: smtpResponse,
-          data_started_at: null,
-          updated_at: clock.now(),
-        })
-        .where('workspace_id', '=', outbound.workspace_id)
-        .where('message_id', '=', outbound.message_id)
-        .execute();
+      await saveQuery(trx, {
+        workspaceId: outbound.workspace_id,
+        messageId: outbound.message_id,
+        status,
+        recipients: JSON.stringify(recipients),
+        attempts: JSON.stringify(attempts),
+        lastError,
+        smtpResponse,
+        now: clock.now(),
+      });
       if (emit.length > 0) {
         const row = await messageRepository.findMessage(trx, outbound.workspace_id, outbound.message_id);
         const view = row ? toMessageListView(row) : { message_id: outbound.message_id };
@@ -136,7 +167,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
 
     const started = await commits.run(async (trx) => {
       if (!(await holdsLease(trx, job))) return false;
-      await trx.updateTable('outbound').set({ status: 'processing', updated_at: now }).where('workspace_id', '=', workspaceId).where('message_id', '=', outbound.message_id).execute();
+      await markProcessingQuery(trx, { workspaceId, messageId: outbound.message_id, now });
       return true;
     });
     if (!started) return { type: 'done' }; // another run owns the message now
@@ -145,7 +176,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
     if (!content?.raw || !message) return { type: 'done' };
     const fromDomain = domainOf(message.mailbox_address);
     const key = await domains.signingKey(workspaceId, fromDomain);
-    const signed = key ? await signMessage(Buffer.from(content.raw), key) : Buffer.from(content.raw);
+    const signed = key ? await signer.sign(Buffer.from(content.raw), key) : Buffer.from(content.raw);
 
     const groups = new Map<string, RecipientState[]>();
     for (const r of recipients) {
@@ -185,7 +216,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
             // No byte of DATA without a live lease: a run whose job was claimed again must not send a second copy.
             await commits.run(async (trx) => {
               if (!(await holdsLease(trx, job, true))) throw new Error('lease lost or expired before DATA; not sending');
-              await trx.updateTable('outbound').set({ data_started_at: clock.now() }).where('workspace_id', '=', workspaceId).where('message_id', '=', outbound.message_id).execute();
+              await markDataStartedQuery(trx, { workspaceId, messageId: outbound.message_id, now: clock.now() });
             });
           },
         });

@@ -1,0 +1,83 @@
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import type { Logger } from './logger.js';
+
+export interface ThreadPoolOptions<T, R> {
+  /** `import.meta.url` of the module next to which the worker module lives. */
+  near: string;
+  /** The worker module's name without extension (`analysis.worker`): .js when built, .ts from source. */
+  worker: string;
+  threads: number;
+  /** Tasks one thread works on at once (more than one when tasks wait on I/O). */
+  tasksPerThread: number;
+  workerData?: unknown;
+  /** What the threads do, for the log (`analysis`, `DKIM signing`). */
+  what: string;
+  logger: Logger;
+  /** The same work in the calling thread: after close(), and when the pool cannot run a task (a thread died). */
+  inProcess: (task: T) => Promise<R>;
+  /** Turn what came back through structured clone into what callers expect (Uint8Array → Buffer). */
+  revive?: (result: R) => R;
+}
+
+export interface ThreadPool<T, R> {
+  run(task: T): Promise<R>;
+  /** Stop the threads; further tasks run in the calling thread. */
+  close(): Promise<void>;
+}
+
+/** The worker entry next to `near`; from source (tests, tsx) it needs tsx's loader. Built, the threads inherit the process's flags (e.g. --cpu-prof). */
+function workerEntry(near: string, worker: string): { filename: string; execArgv?: string[] } {
+  const here = fileURLToPath(near);
+  const fromSource = here.endsWith('.ts');
+  const filename = here.replace(/[^/\\]+\.(ts|js)$/, `${worker}.${fromSource ? 'ts' : 'js'}`);
+  return fromSource ? { filename, execArgv: [...process.execArgv, '--import', 'tsx'] } : { filename };
+}
+
+/**
+ * CPU-heavy work (MIME analysis, DKIM signatures) on a piscina pool of worker threads, so that the
+ * thread speaking SMTP or HTTP and writing the database spends no time on it. The threads start with the
+ * first task. A task the pool cannot run is done in the calling thread instead, so no mail is refused
+ * or held back for it.
+ */
+export function createThreadPool<T, R>(options: ThreadPoolOptions<T, R>): ThreadPool<T, R> {
+  let pool: Piscina<T, R> | null = null;
+  let closed = false;
+
+  function start(): Piscina<T, R> {
+    const entry = workerEntry(options.near, options.worker);
+    const created = new Piscina<T, R>({
+      filename: entry.filename,
+      ...(entry.execArgv ? { execArgv: entry.execArgv } : {}),
+      minThreads: options.threads,
+      maxThreads: options.threads,
+      concurrentTasksPerWorker: options.tasksPerThread,
+      // Tasks may await I/O (DNS): the threads' event loops must run between and during tasks.
+      atomics: 'disabled',
+      idleTimeout: Number.POSITIVE_INFINITY,
+      workerData: options.workerData,
+    });
+    created.on('error', (err: unknown) => options.logger.error({ err }, `${options.what} thread failed`));
+    return created;
+  }
+
+  return {
+    async run(task) {
+      if (closed) return options.inProcess(task);
+      pool ??= start();
+      try {
+        const result = await pool.run(task);
+        return options.revive ? options.revive(result) : result;
+      } catch (err) {
+        options.logger.error({ err }, `${options.what} thread failed; doing the work in the calling thread`);
+        return options.inProcess(task);
+      }
+    },
+    async close() {
+      closed = true;
+      const running = pool;
+      pool = null;
+      if (running) await running.destroy();
+    },
+  };
+}
