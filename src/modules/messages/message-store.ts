@@ -43,14 +43,14 @@ export function createMessageStore({ clock, dialect }: { clock: Clock; dialect: 
     const refKeys = [...new Set([...(parsed.inReplyTo ? [parsed.inReplyTo] : []), ...parsed.references])];
     const ownKey = parsed.messageId;
     const keys = [...new Set([...refKeys, ...(ownKey ? [ownKey] : [])])];
-    const hits = await repo.threadsByRefs(trx, input.mailboxId, keys);
+    const hits = await repo.threadsByRefs(trx, input.workspaceId, input.mailboxId, keys);
     // A reference to an earlier message wins; a match on our own id means a reply arrived first.
     const byRef = hits.find((h) => refKeys.includes(h.message_key)) ?? hits[0];
     // thread_refs rows go with their thread (ON DELETE CASCADE), so a hit names a live thread.
     if (byRef) return { threadId: byRef.thread_id, keys };
     const subjectKey = normalizeSubject(parsed.subject);
     if (subjectKey !== '') {
-      const candidates = await repo.threadsBySubject(trx, input.mailboxId, subjectKey, now - SUBJECT_THREAD_WINDOW_MS);
+      const candidates = await repo.threadsBySubject(trx, input.workspaceId, input.mailboxId, subjectKey, now - SUBJECT_THREAD_WINDOW_MS);
       const match = candidates.find((c) => shareParticipant(JSON.parse(c.participants) as string[], participants));
       if (match) return { threadId: match.id, keys };
     }

@@ -179,13 +179,19 @@ const bumpFolderQuery = preparedQuery<{ workspaceId: string; mailboxId: string; 
 );
 
 // The store's threading statements run for every stored message (prepared: see db/prepared.ts).
-const threadsByRefsQuery = preparedQuery<{ mailboxId: string; keys: readonly string[] }, { message_key: string; thread_id: string }>((db, p) =>
-  db.selectFrom('thread_refs').select(['message_key', 'thread_id']).where('mailbox_id', '=', p<string>('mailboxId')).where('message_key', 'in', p.list<string>('keys')),
+const threadsByRefsQuery = preparedQuery<{ workspaceId: string; mailboxId: string; keys: readonly string[] }, { message_key: string; thread_id: string }>((db, p) =>
+  db
+    .selectFrom('thread_refs')
+    .select(['message_key', 'thread_id'])
+    .where('workspace_id', '=', p<string>('workspaceId'))
+    .where('mailbox_id', '=', p<string>('mailboxId'))
+    .where('message_key', 'in', p.list<string>('keys')),
 );
-const threadsBySubjectQuery = preparedQuery<{ mailboxId: string; subjectKey: string; since: number }, { id: string; participants: string }>((db, p) =>
+const threadsBySubjectQuery = preparedQuery<{ workspaceId: string; mailboxId: string; subjectKey: string; since: number }, { id: string; participants: string }>((db, p) =>
   db
     .selectFrom('threads')
     .select(['id', 'participants'])
+    .where('workspace_id', '=', p<string>('workspaceId'))
     .where('mailbox_id', '=', p<string>('mailboxId'))
     .where('subject_key', '=', p<string>('subjectKey'))
     .where('last_message_at', '>=', p<number>('since'))
@@ -258,11 +264,11 @@ export const messageRepository = {
     ).map((r) => r.label),
 
   /** Thread ids that any of these Message-IDs already point to in the mailbox. */
-  threadsByRefs: async (db: Db, mailboxId: string, keys: readonly string[]) => (keys.length === 0 ? [] : threadsByRefsQuery(db, { mailboxId, keys })),
+  threadsByRefs: async (db: Db, workspaceId: string, mailboxId: string, keys: readonly string[]) => (keys.length === 0 ? [] : threadsByRefsQuery(db, { workspaceId, mailboxId, keys })),
   insertRefs: (db: Db, workspaceId: string, mailboxId: string, threadId: string, keys: readonly string[]) =>
     insertRows(db, 'thread_refs', keys.map((message_key) => ({ workspace_id: workspaceId, mailbox_id: mailboxId, message_key, thread_id: threadId })), { ignoreConflicts: true }),
   /** Recent threads of a mailbox with this normalised subject, newest first. */
-  threadsBySubject: (db: Db, mailboxId: string, subjectKey: string, since: number) => threadsBySubjectQuery(db, { mailboxId, subjectKey, since }),
+  threadsBySubject: (db: Db, workspaceId: string, mailboxId: string, subjectKey: string, since: number) => threadsBySubjectQuery(db, { workspaceId, mailboxId, subjectKey, since }),
   findThread: (db: Db, workspaceId: string, threadId: string): Promise<ThreadRow | undefined> =>
     db
       .selectFrom('threads')
