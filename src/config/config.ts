@@ -118,12 +118,12 @@ function readableFile(raw: string): string {
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 const DAY_MS = 86_400_000;
-/** Most parser threads by default. */
-const MAX_DEFAULT_PARSER_THREADS = 4;
+/** Most worker threads of a kind (parser, DKIM) by default. */
+const MAX_DEFAULT_THREADS = 4;
 
-/** One thread per core but one (the main thread speaks SMTP or HTTP and writes the database), at least one, at most four (parser and DKIM threads). */
-function defaultParserThreads(): number {
-  return Math.max(1, Math.min(MAX_DEFAULT_PARSER_THREADS, availableParallelism() - 1));
+/** One thread per core but one (the main thread speaks SMTP or HTTP and writes the database), at least one, at most four. */
+function defaultWorkerThreads(): number {
+  return Math.max(1, Math.min(MAX_DEFAULT_THREADS, availableParallelism() - 1));
 }
 
 /** Read `.env` (if present) under the process environment, which always wins. */
@@ -166,8 +166,8 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     smtpMaxSize: read({ name: 'SMTP_MAX_SIZE', fallback: 25 * 1024 * 1024, parse: intIn(1024, 1024 * 1024 * 1024), expect: 'bytes, 1024 or more' }),
     smtpTlsKeyFile: read<string | null>({ name: 'SMTP_TLS_KEY', fallback: null, parse: readableFile, expect: 'the path of a PEM private key' }),
     smtpTlsCertFile: read<string | null>({ name: 'SMTP_TLS_CERT', fallback: null, parse: readableFile, expect: 'the path of a PEM certificate chain' }),
-    smtpParserThreads: read({ name: 'SMTP_PARSER_THREADS', fallback: defaultParserThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
-    dkimThreads: read({ name: 'DKIM_THREADS', fallback: defaultParserThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
+    smtpParserThreads: read({ name: 'SMTP_PARSER_THREADS', fallback: defaultWorkerThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
+    dkimThreads: read({ name: 'DKIM_THREADS', fallback: defaultWorkerThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
     hostedDomains: read({ name: 'HOSTED_DOMAINS', fallback: ['mailroom.localhost'], parse: parseDomains, expect: 'a comma list of domains' }),
     smtpRelay: read<string | null>({ name: 'SMTP_RELAY', fallback: null, parse: parseSmtpRelay, expect: 'smtp://[user:pass@]host:port' }),
     mxPort: port('MX_PORT', 25),

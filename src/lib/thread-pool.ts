@@ -2,6 +2,11 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { Logger } from './logger.js';
 
+/** Bytes that came through structured clone (a plain Uint8Array) as a Buffer over the same memory. */
+export function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 export interface ThreadPoolOptions<T, R> {
   /** `import.meta.url` of the module next to which the worker module lives. */
   near: string;

@@ -1,4 +1,4 @@
-import { createThreadPool } from '../../lib/thread-pool.js';
+import { asBuffer, createThreadPool } from '../../lib/thread-pool.js';
 import type { Logger } from '../../lib/logger.js';
 import { analyzeMessage, type Analysis, type MessageAnalyzer } from './analysis.js';
 import type { AuthContext, MessageAuthenticator } from './authentication.js';
@@ -20,10 +20,7 @@ const TASKS_PER_THREAD = 8;
 
 /** Structured clone turns Buffers into plain Uint8Arrays; the store wants Buffers back. */
 function revive(analysis: Analysis): Analysis {
-  for (const attachment of analysis.parsed.attachments) {
-    const content = attachment.content as Uint8Array;
-    if (!Buffer.isBuffer(content)) attachment.content = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
-  }
+  for (const attachment of analysis.parsed.attachments) attachment.content = asBuffer(attachment.content);
   return analysis;
 }
 
@@ -42,7 +39,7 @@ export function createThreadedAnalyzer(options: { threads: number; dnsServers: r
     workerData,
     what: 'analysis',
     logger: options.logger,
-    inProcess: (task) => analyzeMessage(Buffer.from(task.raw.buffer, task.raw.byteOffset, task.raw.byteLength), task.context, options.fallback),
+    inProcess: (task) => analyzeMessage(asBuffer(task.raw), task.context, options.fallback),
     revive,
   });
   return {

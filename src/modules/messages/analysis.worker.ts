@@ -4,6 +4,7 @@
  */
 import { BufferBlob } from '../../lib/buffer-blob.js';
 import { cachingResolver, createDnsResolver } from '../../lib/dns.js';
+import { asBuffer } from '../../lib/thread-pool.js';
 import { analyzeMessage, type Analysis } from './analysis.js';
 import { createMailauthAuthenticator } from './authentication.js';
 import type { AnalysisTask, AnalysisWorkerData } from './analysis-pool.js';
@@ -16,6 +17,5 @@ const settings = workerData as AnalysisWorkerData;
 const authenticator = createMailauthAuthenticator({ resolve: cachingResolver(createDnsResolver(settings.dnsServers)), hostname: settings.hostname });
 
 export default function analyze(task: AnalysisTask): Promise<Analysis> {
-  const raw = Buffer.from(task.raw.buffer, task.raw.byteOffset, task.raw.byteLength);
-  return analyzeMessage(raw, task.context, authenticator);
+  return analyzeMessage(asBuffer(task.raw), task.context, authenticator);
 }

@@ -75,8 +75,11 @@ type BoundFilter = {
   read?: number | undefined;
 };
 
+/** The `read` column value an `unread` filter asks for. */
+const readFor = (unread: boolean | undefined): number | undefined => (unread === undefined ? undefined : unread ? 0 : 1);
+
 function bound(filter: MessageFilter): BoundFilter {
-  return { mailboxId: filter.mailboxId, folder: filter.folder, label: filter.label, threadId: filter.threadId, read: filter.unread === undefined ? undefined : filter.unread ? 0 : 1 };
+  return { mailboxId: filter.mailboxId, folder: filter.folder, label: filter.label, threadId: filter.threadId, read: readFor(filter.unread) };
 }
 
 function filtered(db: Db, workspaceId: string, filter: BoundFilter) {
@@ -332,8 +335,7 @@ export const messageRepository = {
    * one statement; `mailboxFound` is false when the workspace has no such mailbox.
    */
   pageWithTotals: async (db: Db, workspaceId: string, filter: { mailboxAddress?: string | undefined; folder?: string | undefined; unread?: boolean | undefined }, limit: number, offset: number) => {
-    const read = filter.unread === undefined ? undefined : filter.unread ? 0 : 1;
-    const rows = await pageWithTotalsQuery(db, { workspaceId, mailboxAddress: filter.mailboxAddress, folder: filter.folder, read, limit, offset });
+    const rows = await pageWithTotalsQuery(db, { workspaceId, mailboxAddress: filter.mailboxAddress, folder: filter.folder, read: readFor(filter.unread), limit, offset });
     const first = rows[0]!;
     return {
       mailboxFound: filter.mailboxAddress === undefined || first.mailbox_id !== null,
@@ -367,7 +369,7 @@ export const messageRepository = {
   /** Add to a folder's counters (negative to take away), creating the row on first use. */
   bumpFolder: (db: Db, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number) =>
     bumpFolderQuery(db, { workspaceId, mailboxId, folder, total, unread }),
-  /** Summed counters for a mailbox (or the workspace) and optionally one folder. */
+  /** The workspace's counters summed per folder. */
   folderBreakdown: (db: Db, workspaceId: string) =>
     db
       .selectFrom('folder_counts')

@@ -71,6 +71,7 @@ function checkLabels(labels: readonly string[] | undefined): string[] {
 }
 
 const messageNotFound = (id: string) => notFound('message_not_found', `no message ${id}`);
+const mailboxNotFound = (address: string | undefined) => notFound('mailbox_not_found', `no mailbox ${address}`);
 
 /** Reading and organising stored mail, scoped to the caller's workspace. */
 export function createMessageService({ db, clock, dialect }: { db: Db; clock: Clock; dialect: DialectInfo }): MessageService {
@@ -78,7 +79,7 @@ export function createMessageService({ db, clock, dialect }: { db: Db; clock: Cl
     if (address === undefined) return undefined;
     const normalized = normalizeEmail(address);
     const mailbox = normalized ? await mailboxRepository.findIdByAddress(db, tenant.workspaceId, normalized) : undefined;
-    if (!mailbox) throw notFound('mailbox_not_found', `no mailbox ${address}`);
+    if (!mailbox) throw mailboxNotFound(address);
     return mailbox.id;
   }
 
@@ -137,9 +138,9 @@ export function createMessageService({ db, clock, dialect }: { db: Db; clock: Cl
       // Mailbox, folder and read state alone are answered with the folder counters, in one statement.
       if (query.label === undefined && query.thread_id === undefined) {
         const mailboxAddress = query.mailbox === undefined ? undefined : normalizeEmail(query.mailbox);
-        if (mailboxAddress === null) throw notFound('mailbox_not_found', `no mailbox ${query.mailbox}`);
+        if (mailboxAddress === null) throw mailboxNotFound(query.mailbox);
         const page = await repo.pageWithTotals(db, tenant.workspaceId, { mailboxAddress, folder, unread: query.unread }, query.limit, query.offset);
-        if (!page.mailboxFound) throw notFound('mailbox_not_found', `no mailbox ${query.mailbox}`);
+        if (!page.mailboxFound) throw mailboxNotFound(query.mailbox);
         const total = query.unread === undefined ? page.total : query.unread ? page.unread : page.total - page.unread;
         return { json: messagePageJson(page.rows, total, query.limit, query.offset) };
       }

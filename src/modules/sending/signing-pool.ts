@@ -1,5 +1,5 @@
 import type { Logger } from '../../lib/logger.js';
-import { createThreadPool } from '../../lib/thread-pool.js';
+import { asBuffer, createThreadPool } from '../../lib/thread-pool.js';
 import type { SigningKey } from '../domains/domain.service.js';
 import { signMessage } from './dkim-sign.js';
 
@@ -19,8 +19,6 @@ export interface SigningTask {
 /** An RSA signature is pure CPU; two per thread keep a thread busy while the other's bytes travel. */
 const TASKS_PER_THREAD = 2;
 
-const toBuffer = (bytes: Uint8Array): Buffer => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
-
 /** Signing in the calling thread (MAILROOM_DKIM_THREADS=0, and tests that want no threads). */
 export function createInProcessSigner(): MessageSigner {
   return { sign: signMessage, close: () => Promise.resolve() };
@@ -39,8 +37,8 @@ export function createThreadedSigner(options: { threads: number; logger: Logger 
     tasksPerThread: TASKS_PER_THREAD,
     what: 'DKIM signing',
     logger: options.logger,
-    inProcess: (task) => signMessage(toBuffer(task.raw), task.key),
-    revive: toBuffer,
+    inProcess: (task) => signMessage(asBuffer(task.raw), task.key),
+    revive: asBuffer,
   });
   return {
     sign: (raw, key) => pool.run({ raw, key }),

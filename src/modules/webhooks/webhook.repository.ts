@@ -25,7 +25,6 @@ const activeQuery = preparedQuery<{ workspaceId: string }, Pick<WebhookTable, 'i
 );
 
 /** Webhook endpoint and delivery queries; every one filters by workspace. */
-
 export const webhookRepository = {
   insert: (db: Db, row: WebhookTable) => db.insertInto('webhooks').values(row).execute(),
   /** Newest first. */
