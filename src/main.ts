@@ -48,8 +48,13 @@ export interface Services {
   tenancy: TenancyModule;
   events: EventsService;
   queue: Queue;
-  /** Shared commits of the hot write paths (inbound storage, sends, delivery state, job settlement). */
+  /** Shared commits of the hot write paths (inbound storage, sends; on SQLite also delivery state and job settlement). */
   commits: GroupCommit;
+  /**
+   * Shared commits of the worker (delivery state, job settlement): on PostgreSQL a group of its own, so
+   * that a delivery's state change never waits behind a batch of sends; on SQLite `commits` itself.
+   */
+  workerCommits: GroupCommit;
   mailboxes: MailboxService;
   lists: ListService;
   messages: MessageService;
@@ -89,6 +94,9 @@ export async function createServices(
   const logger = options.logger ?? createLogger('silent');
   const events = createEventsService({ clock });
   const commits = createGroupCommit(db);
+  // PostgreSQL runs transactions side by side; the two groups share no row (sends insert outbound and
+  // job rows, the worker changes existing ones), so they cannot deadlock. SQLite has one writer: one group.
+  const workerCommits = dialect.supportsRowLocks ? createGroupCommit(db) : commits;
   const lists = createListService({ db, clock });
   const store = createMessageStore({ clock, dialect });
   const resolve = createDnsResolver(config.dnsServers);
@@ -107,7 +115,7 @@ export async function createServices(
   const signer = config.dkimThreads === 0 ? createInProcessSigner() : createThreadedSigner({ threads: config.dkimThreads, logger });
   const delivery = createDeliveryHandler({
     db,
-    commits,
+    commits: workerCommits,
     clock,
     logger,
     events,
@@ -141,6 +149,7 @@ export async function createServices(
     events,
     queue,
     commits,
+    workerCommits,
     sending,
     drafts: createDraftService({ db, clock, sending }),
     serviceTokens: createServiceTokenService({ db, clock }),
@@ -205,7 +214,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       logger.warn({ cidrs: config.webhookAllowCidrs }, 'MAILROOM_WEBHOOK_ALLOW_CIDRS exempts these networks from the webhook address rules; use only for development and tests');
     }
     if (roles.includes('worker')) {
-      const worker: Worker = createWorker(services.handlers, { queue: services.queue, logger, leaseMs: config.leaseMs, commits: services.commits });
+      const worker: Worker = createWorker(services.handlers, { queue: services.queue, logger, leaseMs: config.leaseMs, commits: services.workerCommits });
       const maintenance: Maintenance = createMaintenance({ db: services.database.db, clock: services.clock, logger });
       const unsubscribe = services.wakeups.subscribe((name) => worker.wake(name));
       worker.start();

@@ -5,6 +5,7 @@ import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from
 import pg from 'pg';
 import { withCommitHooks } from './commit-hooks.js';
 import { POSTGRES, SQLITE, type DialectInfo } from './dialect.js';
+import { withWriteCoalescing } from './write-coalescing.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -77,7 +78,7 @@ export function createDb(url: string, options: { poolSize?: number } = {}): DbHa
     });
     // An idle client that loses its connection must not crash the process; the pool replaces it.
     pool.on('error', () => undefined);
-    const db = new Kysely<Database>({ dialect: withCommitHooks(new PostgresDialect({ pool })) });
+    const db = new Kysely<Database>({ dialect: withCommitHooks(withWriteCoalescing(new PostgresDialect({ pool }))) });
     return { db, dialect: POSTGRES, destroy: () => db.destroy() };
   }
   throw new Error(`unsupported database URL '${url}': use sqlite:PATH or postgres://…`);

@@ -1,6 +1,7 @@
 import { CompiledQuery, type Compilable, type Insertable } from 'kysely';
 import type { Db } from './database.js';
 import type { Database } from './schema.js';
+import { deferrableWrite } from './write-coalescing.js';
 
 /**
  * Statements of a fixed shape, built and compiled by Kysely once and afterwards run with new values.
@@ -56,6 +57,8 @@ const sameValues = (a: readonly unknown[], b: readonly unknown[]) => a.length ==
  * INSERT plain rows (values only, no expressions), optionally ignoring conflicts. The first insert of a
  * shape (table, columns, row count, conflict rule) goes through Kysely and keeps its SQL text when the
  * bound values are exactly the rows' values in column order; later ones bind new values to that text.
+ * Inside a PostgreSQL transaction the insert may be sent together with the transaction's next writes
+ * (db/write-coalescing.ts): a constraint it breaks fails the transaction at its next statement or commit.
  */
 export async function insertRows<T extends keyof Database>(db: Db, table: T, rows: readonly Row<T>[], options: { ignoreConflicts?: boolean } = {}): Promise<void> {
   if (rows.length === 0) return;
@@ -74,13 +77,13 @@ export async function insertRows<T extends keyof Database>(db: Db, table: T, row
   const values = valuesOf(plain, columns);
   const text = cache.get(key);
   if (text) {
-    await db.executeQuery(CompiledQuery.raw(text, values));
+    await db.executeQuery(deferrableWrite(CompiledQuery.raw(text, values)));
     return;
   }
   const compiled = build().compile();
   // Keep the text only if binding the values ourselves gives exactly what Kysely bound.
   if (text === undefined) cache.set(key, sameValues(compiled.parameters, values) ? compiled.sql : null);
-  await db.executeQuery(compiled);
+  await db.executeQuery(deferrableWrite(compiled));
 }
 
 /** Named placeholders while a prepared query is built: typed as the column's value, they are marker strings. */
@@ -113,16 +116,10 @@ function shapeOf(params: Record<string, unknown>): string {
   return shape;
 }
 
-/**
- * A query whose shape is fixed and whose values are named parameters: `build` is called once per
- * dialect (and per set of given parameters and length of each array parameter) with `param(name)`
- * markers in place of the values, and `param.has(name)` to leave out an optional condition;
- * the compiled text is kept and each call binds `params` by name. Values written literally in `build`
- * (a LIMIT) stay as compiled.
- */
-export function preparedQuery<P extends Record<string, unknown>, O>(build: (db: Db, param: Param) => Compilable<O>): (db: Db, params: P) => Promise<O[]> {
+/** Binds `params` to the statement `build` gives, compiled once per shape (see `preparedQuery`). */
+function preparedStatement<P extends Record<string, unknown>, O>(build: (db: Db, param: Param) => Compilable<O>): (db: Db, params: P) => CompiledQuery<O> {
   const cache = new WeakMap<object, Map<string, Prepared>>();
-  return async (db, params) => {
+  return (db, params) => {
     const adapter = db.getExecutor().adapter;
     let shapes = cache.get(adapter);
     if (!shapes) {
@@ -149,6 +146,29 @@ export function preparedQuery<P extends Record<string, unknown>, O>(build: (db: 
       const value = params[slot.name];
       return slot.index === null ? value : (value as unknown[])[slot.index];
     });
-    return (await db.executeQuery<O>(CompiledQuery.raw(entry.sql, values))).rows;
+    return CompiledQuery.raw(entry.sql, values);
+  };
+}
+
+/**
+ * A query whose shape is fixed and whose values are named parameters: `build` is called once per
+ * dialect (and per set of given parameters and length of each array parameter) with `param(name)`
+ * markers in place of the values, and `param.has(name)` to leave out an optional condition;
+ * the compiled text is kept and each call binds `params` by name. Values written literally in `build`
+ * (a LIMIT) stay as compiled.
+ */
+export function preparedQuery<P extends Record<string, unknown>, O>(build: (db: Db, param: Param) => Compilable<O>): (db: Db, params: P) => Promise<O[]> {
+  const bind = preparedStatement<P, O>(build);
+  return async (db, params) => (await db.executeQuery<O>(bind(db, params))).rows;
+}
+
+/**
+ * A prepared write (as `preparedQuery`) whose caller reads no result: inside a PostgreSQL transaction
+ * it may be sent together with the transaction's next writes (db/write-coalescing.ts).
+ */
+export function preparedWrite<P extends Record<string, unknown>>(build: (db: Db, param: Param) => Compilable<unknown>): (db: Db, params: P) => Promise<void> {
+  const bind = preparedStatement<P, unknown>(build);
+  return async (db, params) => {
+    await db.executeQuery(deferrableWrite(bind(db, params)));
   };
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { DialectInfo } from '../db/dialect.js';
-import { preparedQuery } from '../db/prepared.js';
+import { insertRows, preparedQuery } from '../db/prepared.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import type { JobTable } from './job.table.js';
@@ -130,7 +130,7 @@ export function createQueue({ db, dialect, clock, leaseMs }: QueueDeps): Queue {
   return {
     async enqueue(trx, input) {
       const values = row(input, clock.now());
-      await trx.insertInto('jobs').values(values).execute();
+      await insertRows(trx, 'jobs', [values]);
       return values.id;
     },
 
@@ -139,7 +139,7 @@ export function createQueue({ db, dialect, clock, leaseMs }: QueueDeps): Queue {
       const now = clock.now();
       const rows = inputs.map((input) => row(input, now));
       // Bound the statement's parameters (SQLite allows 32766, PostgreSQL 65535; 14 columns a row).
-      for (let i = 0; i < rows.length; i += ENQUEUE_BATCH) await trx.insertInto('jobs').values(rows.slice(i, i + ENQUEUE_BATCH)).execute();
+      for (let i = 0; i < rows.length; i += ENQUEUE_BATCH) await insertRows(trx, 'jobs', rows.slice(i, i + ENQUEUE_BATCH));
       return rows.map((r) => r.id);
     },
 

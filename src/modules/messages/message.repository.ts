@@ -1,7 +1,7 @@
 import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
-import { insertRows, preparedQuery, type Param } from '../../db/prepared.js';
+import { insertRows, preparedQuery, preparedWrite, type Param } from '../../db/prepared.js';
 import type {
   AttachmentTable,
   MessageContentTable,
@@ -169,7 +169,7 @@ const findContentQuery = preparedQuery<{ workspaceId: string; messageId: string;
     .where('message_id', '=', p<string>('messageId')),
 );
 
-const bumpFolderQuery = preparedQuery<{ workspaceId: string; mailboxId: string; folder: string; total: number; unread: number }, unknown>((db, p) =>
+const bumpFolderQuery = preparedWrite<{ workspaceId: string; mailboxId: string; folder: string; total: number; unread: number }>((db, p) =>
   db
     .insertInto('folder_counts')
     .values({ workspace_id: p('workspaceId'), mailbox_id: p('mailboxId'), folder: p('folder'), total: p('total'), unread: p('unread') })
@@ -209,7 +209,7 @@ const lockThreadQuery = preparedQuery<{ workspaceId: string; threadId: string },
 );
 
 export type ThreadUpdate = Pick<ThreadTable, 'participants' | 'message_count' | 'unread_count' | 'labels' | 'snippet' | 'last_message_at' | 'updated_at'>;
-const addToThreadQuery = preparedQuery<ThreadUpdate & { workspaceId: string; threadId: string }, unknown>((db, p) =>
+const addToThreadQuery = preparedWrite<ThreadUpdate & { workspaceId: string; threadId: string }>((db, p) =>
   db
     .updateTable('threads')
     .set({

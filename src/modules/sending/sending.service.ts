@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
+import { insertRows } from '../../db/prepared.js';
 import type { Clock } from '../../lib/clock.js';
 import { invalid, notFound, DomainError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
@@ -191,9 +192,8 @@ export function createSendingService(deps: SendingDeps): SendingService {
       auth: notChecked,
       envelope: { mail_from: verpAddress(messageId, bounceDomain), rcpt_to: all },
     });
-    await trx
-      .insertInto('outbound')
-      .values({
+    await insertRows(trx, 'outbound', [
+      {
         message_id: messageId,
         workspace_id: tenant.workspaceId,
         status: 'queued',
@@ -205,8 +205,8 @@ export function createSendingService(deps: SendingDeps): SendingService {
         data_started_at: null,
         created_at: now,
         updated_at: now,
-      })
-      .execute();
+      },
+    ]);
     await queue.enqueue(trx, { queue: DELIVERY_QUEUE, workspaceId: tenant.workspaceId, payload: { message_id: messageId }, maxAttempts: deps.maxAttempts ?? 1000 });
     await events.emit(trx, { workspaceId: tenant.workspaceId, type: 'message.sent', data: { ...toMessageListView(row), status: 'queued' } });
     return { message_id: messageId, status: 'queued' };

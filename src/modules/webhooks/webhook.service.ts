@@ -107,6 +107,30 @@ export function signingSecrets(row: Pick<WebhookTable, 'secret' | 'previous_secr
 }
 
 /** Webhook endpoints (session surface, every role) and the fan-out of events to them. */
+type ActiveEndpoints = Awaited<ReturnType<typeof repo.active>>;
+/** The active endpoints read per transaction and workspace (see `activeEndpoints`). */
+const activeByTransaction = new WeakMap<Db, Map<string, Promise<ActiveEndpoints>>>();
+
+/**
+ * The active endpoints of a workspace, read once per transaction: a group commit (db/group-commit.ts)
+ * emits many events of one workspace in one transaction, and endpoints are only ever changed in
+ * transactions that emit no event, so one read serves them all. Outside a transaction, read each time.
+ */
+function activeEndpoints(trx: Db, workspaceId: string): Promise<ActiveEndpoints> {
+  if (!trx.isTransaction) return repo.active(trx, workspaceId);
+  let byWorkspace = activeByTransaction.get(trx);
+  if (!byWorkspace) {
+    byWorkspace = new Map();
+    activeByTransaction.set(trx, byWorkspace);
+  }
+  let endpoints = byWorkspace.get(workspaceId);
+  if (!endpoints) {
+    endpoints = repo.active(trx, workspaceId);
+    byWorkspace.set(workspaceId, endpoints);
+  }
+  return endpoints;
+}
+
 export function createWebhookService({ db, clock, queue, events, rules, wake }: WebhookDeps): WebhookService {
   async function find(tenant: TenantContext, webhookId: string): Promise<WebhookTable> {
     const row = await repo.find(db, tenant.workspaceId, webhookId);
@@ -228,7 +252,7 @@ export function createWebhookService({ db, clock, queue, events, rules, wake }: 
     },
 
     async fanOut(trx, event) {
-      const endpoints = await repo.active(trx, event.workspaceId);
+      const endpoints = await activeEndpoints(trx, event.workspaceId);
       const targets = endpoints.filter((e) => filterTakes(e.event_types, event.type));
       if (targets.length === 0) return;
       await queue.enqueueMany(trx, targets.map((t) => job(event.workspaceId, t.id, event.id)));

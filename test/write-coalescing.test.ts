@@ -1,0 +1,149 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isUniqueViolation } from '../src/db/dialect.js';
+import { insertRows } from '../src/db/prepared.js';
+import { messageRepository } from '../src/modules/messages/message.repository.js';
+import { TEST_DIALECT } from './helpers/database.js';
+import { startHarness, type Harness } from './helpers/harness.js';
+
+/**
+ * Deferrable writes (src/db/write-coalescing.ts): inside a PostgreSQL transaction they wait and go out
+ * together as one statement; on SQLite they run at once. Either way a transaction must see exactly
+ * what it would see if each had run at once.
+ */
+describe(`write coalescing (${TEST_DIALECT})`, () => {
+  let h: Harness;
+  let workspaceId: string;
+  let mailboxId: string;
+  const db = () => h.services.database.db;
+
+  beforeAll(async () => {
+    h = await startHarness({ MAILROOM_HOSTED_DOMAINS: 'coalesce.test' });
+    workspaceId = (await h.services.tenancy.admin.createWorkspace({ name: 'Coalescing' })).workspace_id;
+    await h.services.mailboxes.create({ workspaceId, role: 'owner', userId: null }, { address: 'box@coalesce.test' });
+    mailboxId = (await db().selectFrom('mailboxes').select('id').where('address', '=', 'box@coalesce.test').executeTakeFirstOrThrow()).id;
+  });
+  afterAll(async () => h.close());
+
+  const event = (id: string, n: number) => ({ id, workspace_id: workspaceId, type: 'message.sent', payload: `{"n":${n},"id":"${id}"}`, created_at: n });
+  const job = (id: string, n: number) => ({
+    id,
+    queue: 'coalesce-test',
+    workspace_id: workspaceId,
+    payload: `{"n":${n}}`,
+    state: 'pending' as const,
+    attempts: 0,
+    max_attempts: 3,
+    run_at: n,
+    lease_token: null,
+    interrupted: 0,
+    last_error: null,
+    group_key: null,
+    created_at: n,
+    updated_at: n,
+  });
+  const counts = async (folder: string) =>
+    db().selectFrom('folder_counts').select(['total', 'unread']).where('mailbox_id', '=', mailboxId).where('folder', '=', folder).executeTakeFirst();
+
+  it('writes to several tables keep every value, and the transaction reads them back before it commits', async () => {
+    const seen = await db()
+      .transaction()
+      .execute(async (trx) => {
+        await insertRows(trx, 'events', [event('evt_wc_1', 1), event('evt_wc_2', 2)]);
+        await insertRows(trx, 'jobs', [job('job_wc_1', 11)]);
+        await messageRepository.bumpFolder(trx, workspaceId, mailboxId, 'archive', 3, 2);
+        return {
+          events: await trx.selectFrom('events').select(['id', 'payload', 'created_at']).where('id', 'like', 'evt_wc_%').orderBy('id').execute(),
+          jobs: await trx.selectFrom('jobs').select(['id', 'payload', 'run_at']).where('id', '=', 'job_wc_1').execute(),
+        };
+      });
+    expect(seen.events.map((e) => [e.id, e.payload, Number(e.created_at)])).toEqual([
+      ['evt_wc_1', '{"n":1,"id":"evt_wc_1"}', 1],
+      ['evt_wc_2', '{"n":2,"id":"evt_wc_2"}', 2],
+    ]);
+    expect(seen.jobs.map((j) => [j.id, j.payload, Number(j.run_at)])).toEqual([['job_wc_1', '{"n":11}', 11]]);
+    expect(await counts('archive')).toEqual({ total: 3, unread: 2 });
+  });
+
+  it('two changes to one row in one transaction both count', async () => {
+    await db()
+      .transaction()
+      .execute(async (trx) => {
+        await messageRepository.bumpFolder(trx, workspaceId, mailboxId, 'trash', 1, 1);
+        await messageRepository.bumpFolder(trx, workspaceId, mailboxId, 'trash', 1, 0);
+        await insertRows(trx, 'events', [event('evt_wc_3', 3)]);
+        await messageRepository.bumpFolder(trx, workspaceId, mailboxId, 'trash', 5, 1);
+      });
+    expect(await counts('trash')).toEqual({ total: 7, unread: 2 });
+  });
+
+  it('a write that breaks a constraint fails its transaction, and none of the transaction stays', async () => {
+    const attempt = db()
+      .transaction()
+      .execute(async (trx) => {
+        await insertRows(trx, 'jobs', [job('job_wc_2', 12)]);
+        await messageRepository.bumpFolder(trx, workspaceId, mailboxId, 'spam', 1, 1);
+        // evt_wc_1 exists: a primary-key violation.
+        await insertRows(trx, 'events', [event('evt_wc_1', 99)]);
+      });
+    const err: unknown = await attempt.then(() => null, (e: unknown) => e);
+    expect(isUniqueViolation(err)).toBe(true);
+    expect(await db().selectFrom('jobs').select('id').where('id', '=', 'job_wc_2').execute()).toEqual([]);
+    expect(await counts('spam')).toBeUndefined();
+    const kept = await db().selectFrom('events').select('payload').where('id', '=', 'evt_wc_1').executeTakeFirstOrThrow();
+    expect(kept.payload).toBe('{"n":1,"id":"evt_wc_1"}');
+  });
+
+  it('on PostgreSQL a write waits in the transaction until its next statement; on SQLite it runs at once', async () => {
+    let insertOutcome = '';
+    let readOutcome = '';
+    await db()
+      .transaction()
+      .execute(async (trx) => {
+        insertOutcome = await insertRows(trx, 'events', [event('evt_wc_2', 98)]).then(
+          () => 'resolved',
+          (e: unknown) => (isUniqueViolation(e) ? 'unique violation' : String(e)),
+        );
+        if (insertOutcome !== 'resolved') return;
+        readOutcome = await trx
+          .selectFrom('workspaces')
+          .select('id')
+          .execute()
+          .then(
+            () => 'read',
+            (e: unknown) => (isUniqueViolation(e) ? 'unique violation' : String(e)),
+          );
+      })
+      .catch(() => undefined);
+    if (TEST_DIALECT === 'postgres') {
+      expect([insertOutcome, readOutcome]).toEqual(['resolved', 'unique violation']);
+    } else {
+      expect([insertOutcome, readOutcome]).toEqual(['unique violation', '']);
+    }
+  });
+
+  it('writes waiting when the transaction rolls back are never sent', async () => {
+    await db()
+      .transaction()
+      .execute(async (trx) => {
+        await insertRows(trx, 'events', [event('evt_wc_4', 4)]);
+        await messageRepository.bumpFolder(trx, workspaceId, mailboxId, 'drafts', 1, 0);
+        throw new Error('changed my mind');
+      })
+      .catch(() => undefined);
+    expect(await db().selectFrom('events').select('id').where('id', '=', 'evt_wc_4').execute()).toEqual([]);
+    expect(await counts('drafts')).toBeUndefined();
+    // The connection goes back to the pool clean: the next transaction on it sees no leftover write.
+    await db()
+      .transaction()
+      .execute(async (trx) => {
+        await insertRows(trx, 'events', [event('evt_wc_5', 5)]);
+      });
+    expect((await db().selectFrom('events').select('id').where('id', 'in', ['evt_wc_4', 'evt_wc_5']).execute()).map((r) => r.id)).toEqual(['evt_wc_5']);
+  });
+
+  it('outside a transaction a deferrable write runs at once', async () => {
+    await insertRows(db(), 'events', [event('evt_wc_6', 6)]);
+    const err: unknown = await insertRows(db(), 'events', [event('evt_wc_6', 7)]).then(() => null, (e: unknown) => e);
+    expect(isUniqueViolation(err)).toBe(true);
+  });
+});
