@@ -1,4 +1,4 @@
-import type { CompiledQuery, DatabaseConnection, Dialect, Driver, QueryResult } from 'kysely';
+import { CompiledQuery, type DatabaseConnection, type Dialect, type Driver, type QueryResult } from 'kysely';
 
 /**
  * Fewer round trips to PostgreSQL for the writes of a transaction whose outcome nobody reads.
@@ -68,7 +68,7 @@ async function flush(state: State): Promise<void> {
   state.waiting = [];
   if (writes.length === 1) {
     const [only] = writes as [Waiting];
-    await state.inner.executeQuery({ sql: only.sql, parameters: only.parameters } as CompiledQuery);
+    await state.inner.executeQuery(CompiledQuery.raw(only.sql, [...only.parameters]));
     return;
   }
   const parameters: unknown[] = [];
@@ -79,7 +79,7 @@ async function flush(state: State): Promise<void> {
   });
   const last = parts.pop()!;
   const sql = `with ${parts.map((text, i) => `w${i} as (${text})`).join(', ')} ${last}`;
-  await state.inner.executeQuery({ sql, parameters, query: undefined } as unknown as CompiledQuery);
+  await state.inner.executeQuery(CompiledQuery.raw(sql, parameters));
 }
 
 function wrapConnection(state: State): DatabaseConnection {

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
-import { preparedQuery } from '../../db/prepared.js';
+import { preparedQuery, preparedWrite } from '../../db/prepared.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { backoffDelay, type BackoffPolicy } from '../../jobs/backoff.js';
@@ -52,7 +52,8 @@ export interface DeliveryDeps {
 
 const HOUR_MS = 3_600_000;
 
-// Every delivery runs these statements (prepared: see db/prepared.ts).
+// Every delivery runs these statements (prepared: see db/prepared.ts; the three state updates are writes
+// nobody reads a result of, which PostgreSQL may send with the transaction's next statement).
 type MessageKey = { workspaceId: string; messageId: string };
 const loadQuery = preparedQuery<MessageKey, OutboundTable>((db, p) =>
   db.selectFrom('outbound').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
@@ -63,14 +64,14 @@ const holdLeaseQuery = preparedQuery<{ id: string; leaseToken: string; now: numb
   if (p.has('liveAfter')) update = update.where('run_at', '>', p<number>('liveAfter'));
   return update.returning('id');
 });
-const markProcessingQuery = preparedQuery<MessageKey & { now: number }, never>((db, p) =>
+const markProcessingQuery = preparedWrite<MessageKey & { now: number }>((db, p) =>
   db.updateTable('outbound').set({ status: 'processing', updated_at: p<number>('now') }).where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
 );
-const markDataStartedQuery = preparedQuery<MessageKey & { now: number }, never>((db, p) =>
+const markDataStartedQuery = preparedWrite<MessageKey & { now: number }>((db, p) =>
   db.updateTable('outbound').set({ data_started_at: p<number>('now') }).where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
 );
 type SaveParams = MessageKey & { status: DeliveryStatus; recipients: string; attempts: string; lastError: string | null; smtpResponse: string | null; now: number };
-const saveQuery = preparedQuery<SaveParams, never>((db, p) =>
+const saveQuery = preparedWrite<SaveParams>((db, p) =>
   db
     .updateTable('outbound')
     .set({
