@@ -115,6 +115,7 @@ export async function createServices(
   const signer = config.dkimThreads === 0 ? createInProcessSigner() : createThreadedSigner({ threads: config.dkimThreads, logger });
   const delivery = createDeliveryHandler({
     db,
+    queue,
     commits: workerCommits,
     clock,
     logger,

@@ -310,13 +310,14 @@ describe(`a delivery run whose job was claimed again sends nothing (${TEST_DIALE
       const [second] = await h.services.queue.claim('delivery', 1);
       expect(second).toMatchObject({ id: first!.id, attempt: 2, interrupted: true });
       peer.behaviour = 'accept';
-      expect(await handler.handle(second!, new AbortController().signal)).toEqual({ type: 'done' });
+      // The run settles its job itself, in the transaction that records the outcome.
+      expect(await handler.handle(second!, new AbortController().signal)).toEqual({ type: 'settled' });
       expect((await outbound()).status).toBe('accepted');
-      expect(await h.services.queue.complete(second!)).toBe(true);
+      expect(await h.services.database.db.selectFrom('jobs').select('id').where('id', '=', second!.id).execute()).toEqual([]);
 
       // The first run gets its RCPT answer now and would go on to DATA: it must not.
       peer.releaseHeld();
-      expect(await Promise.race([firstRun, sleep(10_000).then(() => 'still running' as const)])).toEqual({ type: 'done' });
+      expect(await Promise.race([firstRun, sleep(10_000).then(() => 'still running' as const)])).toEqual({ type: 'settled' });
       expect(peer.received.filter((m) => m.recipients.includes('twice@peer.test'))).toHaveLength(1);
       const row = await outbound();
       expect(row.status).toBe('accepted'); // the superseded run did not overwrite the outcome

@@ -52,6 +52,28 @@ export interface Worker {
   active(): number;
 }
 
+/**
+ * Record a handler's outcome on its job: completed, retried later, or buried once it is dead or out of
+ * attempts. Every write is guarded by the job's lease token, so after a lost lease nothing changes and
+ * this resolves false. For handlers that settle their job inside their own transaction (returning
+ * `{type:'settled'}`), the worker calls it otherwise.
+ */
+export async function settleJob(
+  deps: { queue: Queue; logger: Logger; backoff: BackoffPolicy },
+  job: ClaimedJob<unknown>,
+  outcome: Exclude<JobOutcome, { type: 'settled' }>,
+  trx?: Db,
+): Promise<boolean> {
+  const { queue, logger } = deps;
+  if (outcome.type === 'done') return queue.complete(job, trx);
+  if (outcome.type === 'dead' || job.attempt >= job.maxAttempts) {
+    const buried = await queue.bury(job, outcome.error, trx);
+    logger.warn({ jobId: job.id, queue: job.queue, attempt: job.attempt, error: outcome.error }, 'job given up');
+    return buried;
+  }
+  return queue.retry(job, outcome.error, outcome.delayMs ?? backoffDelay(deps.backoff, job.attempt), trx);
+}
+
 const DEFAULT_POLL_MS = 200;
 const DEFAULT_GRACE_MS = 10_000;
 
@@ -73,17 +95,8 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
 
   async function settle(handler: JobHandler, job: ClaimedJob<unknown>, outcome: JobOutcome): Promise<void> {
     if (outcome.type === 'settled') return;
-    const commit = <T>(work: (trx?: Db) => Promise<T>): Promise<T> => (options.commits ? options.commits.run((trx) => work(trx)) : work());
-    if (outcome.type === 'done') {
-      await commit((trx) => queue.complete(job, trx));
-    } else if (outcome.type === 'dead' || job.attempt >= job.maxAttempts) {
-      const error = outcome.error;
-      await commit((trx) => queue.bury(job, error, trx));
-      logger.warn({ jobId: job.id, queue: job.queue, attempt: job.attempt, error: outcome.error }, 'job given up');
-    } else {
-      const { error, delayMs } = outcome;
-      await commit((trx) => queue.retry(job, error, delayMs ?? backoffDelay(handler.backoff, job.attempt), trx));
-    }
+    const record = (trx?: Db) => settleJob({ queue, logger, backoff: handler.backoff }, job, outcome, trx);
+    await (options.commits ? options.commits.run((trx) => record(trx)) : record());
   }
 
   async function run(handler: JobHandler, job: ClaimedJob<unknown>, controller: AbortController): Promise<void> {

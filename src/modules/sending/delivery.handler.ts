@@ -5,10 +5,11 @@ import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { backoffDelay, type BackoffPolicy } from '../../jobs/backoff.js';
 import type { ClaimedJob } from '../../jobs/queue.js';
-import type { JobHandler, JobOutcome } from '../../jobs/worker.js';
+import { settleJob, type JobHandler, type JobOutcome } from '../../jobs/worker.js';
+import type { Queue } from '../../jobs/queue.js';
 import type { DomainService } from '../domains/domain.service.js';
 import type { EventsService } from '../events/events.service.js';
-import { messageRepository } from '../messages/message.repository.js';
+import { messageRepository, type MessageRow } from '../messages/message.repository.js';
 import { toMessageListView } from '../messages/message.views.js';
 import { RouteError, type DeliveryResult, type RouteResolver, type SmtpDeliverer } from './delivery.types.js';
 import { domainOf } from './recipients.js';
@@ -33,6 +34,8 @@ interface Attempt {
 
 export interface DeliveryDeps {
   db: Db;
+  /** The job queue, to settle a delivery's job in the transaction that records its outcome. */
+  queue: Queue;
   clock: Clock;
   logger: Logger;
   events: EventsService;
@@ -89,7 +92,7 @@ const saveQuery = preparedWrite<SaveParams>((db, p) =>
 
 /** The delivery worker's job handler: one job per outbound message, recipients grouped per domain. */
 export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_id: string }> {
-  const { db, clock, logger, events, domains, routes, deliverer, signer } = deps;
+  const { db, queue, clock, logger, events, domains, routes, deliverer, signer } = deps;
   const backoff: BackoffPolicy = { baseMs: deps.retryBaseMs, factor: 2, capMs: HOUR_MS, jitter: 0.2 };
   // Every unit below is safe to run again from the start, as group commit requires.
   const commits = deps.commits ?? createGroupCommit(db);
@@ -109,24 +112,34 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
     return (await holdLeaseQuery(trx, { id: job.id, leaseToken: job.leaseToken, now, liveAfter: live ? now : undefined })).length > 0;
   }
 
-  /** Write the new state and the events it causes in one transaction; false (nothing written) when the job was taken over. */
-  async function save(job: ClaimedJob<unknown>, outbound: OutboundTable, recipients: RecipientState[], attempts: Attempt[], status: DeliveryStatus, emit: Array<{ type: 'message.accepted' | 'message.failed'; extra: Record<string, unknown> }>, lastError: string | null, smtpResponse: string | null): Promise<boolean> {
+  /**
+   * Write the new state, the events it causes and the job's outcome in one transaction. Settling the job
+   * (guarded by its lease token) is also the lease check: when the job was taken over, nothing is written
+   * and this resolves false. `message` is the row read for this delivery (the events' view of it).
+   */
+  async function save(
+    job: ClaimedJob<unknown>,
+    outbound: OutboundTable,
+    message: MessageRow | undefined,
+    state: { recipients: RecipientState[]; attempts: Attempt[]; status: DeliveryStatus; lastError: string | null; smtpResponse: string | null },
+    emit: Array<{ type: 'message.accepted' | 'message.failed'; extra: Record<string, unknown> }>,
+    outcome: Exclude<JobOutcome, { type: 'settled' }>,
+  ): Promise<boolean> {
     return commits.run(async (trx) => {
-      if (!(await holdsLease(trx, job))) return false;
+      if (!(await settleJob({ queue, logger, backoff }, job, outcome, trx))) return false;
       await saveQuery(trx, {
         workspaceId: outbound.workspace_id,
         messageId: outbound.message_id,
-        status,
-        recipients: JSON.stringify(recipients),
-        attempts: JSON.stringify(attempts),
-        lastError,
-        smtpResponse,
+        status: state.status,
+        recipients: JSON.stringify(state.recipients),
+        attempts: JSON.stringify(state.attempts),
+        lastError: state.lastError,
+        smtpResponse: state.smtpResponse,
         now: clock.now(),
       });
       if (emit.length > 0) {
-        const row = await messageRepository.findMessage(trx, outbound.workspace_id, outbound.message_id);
-        const view = row ? toMessageListView(row) : { message_id: outbound.message_id };
-        for (const e of emit) await events.emit(trx, { workspaceId: outbound.workspace_id, type: e.type, data: { ...view, status, ...e.extra } });
+        const view = message ? toMessageListView(message) : { message_id: outbound.message_id };
+        for (const e of emit) await events.emit(trx, { workspaceId: outbound.workspace_id, type: e.type, data: { ...view, status: state.status, ...e.extra } });
       }
       return true;
     });
@@ -151,8 +164,9 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
     if (outbound.data_started_at !== null) {
       for (const r of recipients) if (r.status === 'pending') r.status = 'unknown';
       attempts.push({ at: new Date(now).toISOString(), mx: null, recipients: [], outcome: 'ambiguous', response: 'delivery interrupted after DATA began' });
-      await save(job, outbound, recipients, attempts, 'unknown', [], 'delivery interrupted after DATA began; not retried to avoid a duplicate', outbound.smtp_response);
-      return { type: 'done' };
+      const lastError = 'delivery interrupted after DATA began; not retried to avoid a duplicate';
+      await save(job, outbound, undefined, { recipients, attempts, status: 'unknown', lastError, smtpResponse: outbound.smtp_response }, [], { type: 'done' });
+      return { type: 'settled' };
     }
 
     const emit: Array<{ type: 'message.accepted' | 'message.failed'; extra: Record<string, unknown> }> = [];
@@ -162,8 +176,9 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
         r.status = 'failed';
         emit.push({ type: 'message.failed', extra: { recipient: r.address, reason: `not delivered within ${Math.round(deps.maxAgeMs / HOUR_MS)} h; last reply: ${r.response ?? 'none'}` } });
       }
-      await save(job, outbound, recipients, attempts, overall(recipients), emit, 'gave up: maximum age reached', outbound.smtp_response);
-      return { type: 'done' };
+      const message = await messageRepository.findMessage(db, workspaceId, outbound.message_id);
+      await save(job, outbound, message, { recipients, attempts, status: overall(recipients), lastError: 'gave up: maximum age reached', smtpResponse: outbound.smtp_response }, emit, { type: 'done' });
+      return { type: 'settled' };
     }
 
     const started = await commits.run(async (trx) => {
@@ -172,12 +187,11 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
       return true;
     });
     if (!started) return { type: 'done' }; // another run owns the message now
-    const content = await messageRepository.findContent(db, workspaceId, outbound.message_id, true);
-    const message = await messageRepository.findMessage(db, workspaceId, outbound.message_id);
-    if (!content?.raw || !message) return { type: 'done' };
+    const message = await messageRepository.findMessageWithRaw(db, workspaceId, outbound.message_id);
+    if (!message) return { type: 'done' };
     const fromDomain = domainOf(message.mailbox_address);
     const key = await domains.signingKey(workspaceId, fromDomain);
-    const signed = key ? await signer.sign(Buffer.from(content.raw), key) : Buffer.from(content.raw);
+    const signed = key ? await signer.sign(Buffer.from(message.raw), key) : Buffer.from(message.raw);
 
     const groups = new Map<string, RecipientState[]>();
     for (const r of recipients) {
@@ -255,15 +269,15 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
     }
 
     const status = overall(recipients);
-    if (!(await save(job, outbound, recipients, attempts, status, emit, status === 'failed' ? lastError ?? lastResponse : lastError, lastResponse))) {
+    const outcome: Exclude<JobOutcome, { type: 'settled' }> =
+      status === 'queued' ? { type: 'retry', error: lastError ?? 'deferred', delayMs: backoffDelay(backoff, job.attempt) } : { type: 'done' };
+    const state = { recipients, attempts, status, lastError: status === 'failed' ? lastError ?? lastResponse : lastError, smtpResponse: lastResponse };
+    if (!(await save(job, outbound, message, state, emit, outcome))) {
       logger.warn({ messageId: outbound.message_id, attempt: job.attempt }, 'delivery lease lost; another run owns the message');
-      return { type: 'done' };
-    }
-    if (status === 'queued') {
+    } else if (status === 'queued') {
       logger.info({ messageId: outbound.message_id, attempt: job.attempt, error: lastError }, 'delivery deferred');
-      return { type: 'retry', error: lastError ?? 'deferred', delayMs: backoffDelay(backoff, job.attempt) };
     }
-    return { type: 'done' };
+    return { type: 'settled' };
   }
 
   return { queue: DELIVERY_QUEUE, concurrency: deps.concurrency ?? 8, backoff, handle };
