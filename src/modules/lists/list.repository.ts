@@ -1,20 +1,35 @@
 import type { Db } from '../../db/database.js';
 import { preparedQuery } from '../../db/prepared.js';
-import type { ListDirection, ListEntryTable, ListType } from './list.table.js';
+import type { EntryKind, ListDirection, ListEntryTable, ListType } from './list.table.js';
 
-// Both run for every RCPT TO (prepared: see db/prepared.ts).
-const candidatesQuery = preparedQuery<{ workspaceId: string; direction: ListDirection; keys: readonly string[] }, Pick<ListEntryTable, 'list_type' | 'entry' | 'kind'>>((db, p) => {
+/** One row per entry that could match, each telling whether the list direction has an allow list at all. */
+export interface CandidateRow {
+  /** 0/1 on SQLite, a boolean on PostgreSQL. */
+  has_allow: number | boolean;
+  /** Null in the one row that comes back when no entry could match. */
+  list_type: ListType | null;
+  entry: string | null;
+  kind: EntryKind | null;
+}
+
+// Runs for every RCPT TO and every recipient of a send (prepared: see db/prepared.ts). The one-row
+// subquery carries "is there an allow list" even when no entry matches (the LEFT JOIN then gives one row
+// of nulls), so the decision takes one statement, not two.
+const candidatesQuery = preparedQuery<{ workspaceId: string; direction: ListDirection; keys: readonly string[] }, CandidateRow>((db, p) => {
   const keys = p.list<string>('keys');
+  const workspaceId = p<string>('workspaceId');
+  const direction = p<ListDirection>('direction');
+  const allowList = db.selectFrom('list_entries').select('id').where('workspace_id', '=', workspaceId).where('direction', '=', direction).where('list_type', '=', 'allow').limit(1);
   return db
-    .selectFrom('list_entries')
-    .select(['list_type', 'entry', 'kind'])
-    .where('workspace_id', '=', p<string>('workspaceId'))
-    .where('direction', '=', p<ListDirection>('direction'))
-    .where((eb) => eb.or([eb('kind', '=', 'ip'), ...(keys.length > 0 ? [eb('entry', 'in', keys)] : [])]));
+    .selectFrom(db.selectNoFrom((eb) => eb.exists(allowList).as('has_allow')).as('h'))
+    .leftJoin('list_entries as c', (join) =>
+      join
+        .on('c.workspace_id', '=', workspaceId)
+        .on('c.direction', '=', direction)
+        .on((eb) => eb.or([eb('c.kind', '=', 'ip'), ...(keys.length > 0 ? [eb('c.entry', 'in', keys)] : [])])),
+    )
+    .select(['h.has_allow', 'c.list_type', 'c.entry', 'c.kind']);
 });
-const hasAllowListQuery = preparedQuery<{ workspaceId: string; direction: ListDirection }, { id: string }>((db, p) =>
-  db.selectFrom('list_entries').select('id').where('workspace_id', '=', p<string>('workspaceId')).where('direction', '=', p<ListDirection>('direction')).where('list_type', '=', 'allow').limit(1),
-);
 
 /** List-entry queries; every one filters by workspace. */
 export const listRepository = {
@@ -54,7 +69,10 @@ export const listRepository = {
       .executeTakeFirst(),
   delete: (db: Db, workspaceId: string, id: string) =>
     db.deleteFrom('list_entries').where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
-  /** Entries that could match: the given address/domain keys, every IP entry, and whether an allow list exists. */
-  candidates: (db: Db, workspaceId: string, direction: ListDirection, keys: readonly string[]) => candidatesQuery(db, { workspaceId, direction, keys }),
-  hasAllowList: async (db: Db, workspaceId: string, direction: ListDirection) => (await hasAllowListQuery(db, { workspaceId, direction })).length > 0,
+  /** Entries that could match (the given address/domain keys, every IP entry), and whether an allow list exists: one statement. */
+  candidates: async (db: Db, workspaceId: string, direction: ListDirection, keys: readonly string[]) => {
+    const rows = await candidatesQuery(db, { workspaceId, direction, keys });
+    const entries = rows.flatMap((r) => (r.list_type !== null && r.entry !== null && r.kind !== null ? [{ list_type: r.list_type, entry: r.entry, kind: r.kind }] : []));
+    return { entries, hasAllow: rows.some((r) => Boolean(r.has_allow)) };
+  },
 } as const;

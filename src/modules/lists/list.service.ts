@@ -152,7 +152,7 @@ export function createListService({ db, clock }: { db: Db; clock: Clock }): List
 
     async evaluate(conn, workspaceId, direction, subject) {
       const keys = matchKeys(subject.address?.toLowerCase() ?? null);
-      const [entries, hasAllow] = await Promise.all([repo.candidates(conn, workspaceId, direction, keys), repo.hasAllowList(conn, workspaceId, direction)]);
+      const { entries, hasAllow } = await repo.candidates(conn, workspaceId, direction, keys);
       let ip: ipaddr.IPv4 | ipaddr.IPv6 | null = null;
       if (subject.ip && ipaddr.isValid(subject.ip)) ip = ipaddr.process(subject.ip);
       const matching = entries.filter((e) => (e.kind === 'ip' ? ip !== null && ipMatches(e.entry, ip) : keys.includes(e.entry)));
