@@ -116,6 +116,7 @@ export async function createServices(
   const delivery = createDeliveryHandler({
     db,
     queue,
+    dialect,
     commits: workerCommits,
     clock,
     logger,

@@ -28,7 +28,7 @@ describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
     acme = await createTenant(h, 'Acme');
     other = await createTenant(h, 'Other');
     acmeSession = (await memberSession(h, acme.workspaceId, 'member')).token;
-    for (const address of ['support@mailroom.localhost', 'sales@mailroom.localhost', 'threads@mailroom.localhost', 'lists@mailroom.localhost', 'org@mailroom.localhost']) {
+    for (const address of ['support@mailroom.localhost', 'sales@mailroom.localhost', 'threads@mailroom.localhost', 'threads2@mailroom.localhost', 'lists@mailroom.localhost', 'org@mailroom.localhost']) {
       expect((await h.app.inject({ method: 'POST', url: `/mailboxes?address=${address}`, headers: bearer(acme.apiKey) })).statusCode).toBe(201);
     }
     expect((await h.app.inject({ method: 'POST', url: '/mailboxes?address=elsewhere@mailroom.localhost', headers: bearer(other.apiKey) })).statusCode).toBe(201);
@@ -203,5 +203,30 @@ describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
     expect(detail.participants).toEqual(['frank@sender.test', 'threads@mailroom.localhost']);
     const viaMessage = await h.app.inject({ method: 'GET', url: `/app/api/messages/${page.messages[0]!.message_id}/thread`, headers: session(acmeSession) });
     expect(viaMessage.statusCode).toBe(200);
+  });
+
+  it('prefers a reference over a subject match, and of two subject matches the thread with the latest message', async () => {
+    const base = { from: 'grace@sender.test', to: 'threads2@mailroom.localhost' };
+    await h.send({ ...base, subject: 'Roadmap', text: 'root', messageId: '<roadmap-root@sender.test>' });
+    // A second thread with the same subject among strangers (the mailbox only in Bcc), so it does not join the first…
+    await h.send({ from: 'heidi@other.test', to: 'ivan@other.test', bcc: 'threads2@mailroom.localhost', subject: 'Roadmap', text: 'other' });
+    // …then grace writes to it by reference: now both threads share grace, and the second has the latest message.
+    const other = (await inbox('threads2@mailroom.localhost')).messages.find((m) => m.snippet === 'other')!;
+    const otherId = other.internet_message_id as string;
+    // The test clock stands still unless moved: each thread's last message gets its own time.
+    h.clock.advance(1000);
+    await h.send({ ...base, subject: 'Re: Roadmap', text: 'joins other', inReplyTo: `<${otherId}>`, references: [`<${otherId}>`] });
+    // A reference to the first thread wins over the second thread's later subject match.
+    h.clock.advance(1000);
+    await h.send({ ...base, subject: 'Re: Roadmap', text: 'by reference', inReplyTo: '<roadmap-root@sender.test>', references: ['<roadmap-root@sender.test>'] });
+    // No headers: the subject thread with the latest message that shares a participant (the first, by now).
+    await h.send({ ...base, subject: 'Roadmap', text: 'by subject' });
+
+    const page = await inbox('threads2@mailroom.localhost');
+    const threadOf = (text: string) => page.messages.find((m) => m.snippet === text)!.thread_id;
+    expect(threadOf('other')).not.toBe(threadOf('root'));
+    expect(threadOf('joins other')).toBe(threadOf('other'));
+    expect(threadOf('by reference')).toBe(threadOf('root'));
+    expect(threadOf('by subject')).toBe(threadOf('root'));
   });
 });

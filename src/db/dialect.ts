@@ -10,10 +10,12 @@ export interface DialectInfo {
   supportsSkipLocked: boolean;
   /** `SELECT … FOR UPDATE` row locks (PostgreSQL); SQLite serialises whole write transactions instead. */
   supportsRowLocks: boolean;
+  /** INSERT/UPDATE/DELETE inside `WITH` (PostgreSQL): two writes in one statement. SQLite allows only SELECT there. */
+  supportsWritableCte: boolean;
 }
 
-export const SQLITE: DialectInfo = { name: 'sqlite', supportsSkipLocked: false, supportsRowLocks: false };
-export const POSTGRES: DialectInfo = { name: 'postgres', supportsSkipLocked: true, supportsRowLocks: true };
+export const SQLITE: DialectInfo = { name: 'sqlite', supportsSkipLocked: false, supportsRowLocks: false, supportsWritableCte: false };
+export const POSTGRES: DialectInfo = { name: 'postgres', supportsSkipLocked: true, supportsRowLocks: true, supportsWritableCte: true };
 
 /** The column type for raw bytes: BYTEA on PostgreSQL, BLOB on SQLite (both read back as a Buffer). */
 export function binaryColumnType(db: Kysely<unknown>): 'bytea' | 'blob' {

@@ -43,17 +43,17 @@ export function createMessageStore({ clock, dialect }: { clock: Clock; dialect: 
     const refKeys = [...new Set([...(parsed.inReplyTo ? [parsed.inReplyTo] : []), ...parsed.references])];
     const ownKey = parsed.messageId;
     const keys = [...new Set([...refKeys, ...(ownKey ? [ownKey] : [])])];
-    const hits = await repo.threadsByRefs(trx, input.workspaceId, input.mailboxId, keys);
+    const subjectKey = normalizeSubject(parsed.subject);
+    const candidates = await repo.threadCandidates(trx, input.workspaceId, input.mailboxId, keys, subjectKey, now - SUBJECT_THREAD_WINDOW_MS);
+    const hits = candidates.filter((c) => c.message_key !== null);
     // A reference to an earlier message wins; a match on our own id means a reply arrived first.
-    const byRef = hits.find((h) => refKeys.includes(h.message_key)) ?? hits[0];
+    const byRef = hits.find((h) => refKeys.includes(h.message_key!)) ?? hits[0];
     // thread_refs rows go with their thread (ON DELETE CASCADE), so a hit names a live thread.
     if (byRef) return { threadId: byRef.thread_id, keys };
-    const subjectKey = normalizeSubject(parsed.subject);
-    if (subjectKey !== '') {
-      const candidates = await repo.threadsBySubject(trx, input.workspaceId, input.mailboxId, subjectKey, now - SUBJECT_THREAD_WINDOW_MS);
-      const match = candidates.find((c) => shareParticipant(JSON.parse(c.participants) as string[], participants));
-      if (match) return { threadId: match.id, keys };
-    }
+    // Otherwise the most recent thread with the subject that shares a participant.
+    const bySubject = candidates.filter((c) => c.participants !== null).sort((a, b) => (b.last_message_at ?? 0) - (a.last_message_at ?? 0));
+    const match = bySubject.find((c) => shareParticipant(JSON.parse(c.participants!) as string[], participants));
+    if (match) return { threadId: match.thread_id, keys };
     return { threadId: null, keys };
   }
 

@@ -189,25 +189,40 @@ const bumpFolderQuery = preparedWrite<{ workspaceId: string; mailboxId: string; 
 );
 
 // The store's threading statements run for every stored message (prepared: see db/prepared.ts).
-const threadsByRefsQuery = preparedQuery<{ workspaceId: string; mailboxId: string; keys: readonly string[] }, { message_key: string; thread_id: string }>((db, p) =>
-  db
-    .selectFrom('thread_refs')
-    .select(['message_key', 'thread_id'])
-    .where('workspace_id', '=', p<string>('workspaceId'))
-    .where('mailbox_id', '=', p<string>('mailboxId'))
-    .where('message_key', 'in', p.list<string>('keys')),
-);
-const threadsBySubjectQuery = preparedQuery<{ workspaceId: string; mailboxId: string; subjectKey: string; since: number }, { id: string; participants: string }>((db, p) =>
-  db
+/** A thread a new message may join: by a reference (`message_key` set) or by subject (`participants` set). */
+export interface ThreadCandidate {
+  thread_id: string;
+  message_key: string | null;
+  participants: string | null;
+  last_message_at: number | null;
+}
+// Both ways a new message finds its thread in one statement: the threads its references (and its own
+// Message-ID) name, and the recent threads of the mailbox with its normalised subject. The subject part
+// is wasted when a reference hits, but it is an index lookup, and a second round trip costs more.
+const threadCandidatesQuery = preparedQuery<{ workspaceId: string; mailboxId: string; keys?: readonly string[] | undefined; subjectKey?: string | undefined; since: number }, ThreadCandidate>((db, p) => {
+  const workspaceId = p<string>('workspaceId');
+  const mailboxId = p<string>('mailboxId');
+  const recent = db
     .selectFrom('threads')
-    .select(['id', 'participants'])
-    .where('workspace_id', '=', p<string>('workspaceId'))
-    .where('mailbox_id', '=', p<string>('mailboxId'))
+    .select(['id', 'participants', 'last_message_at'])
+    .where('workspace_id', '=', workspaceId)
+    .where('mailbox_id', '=', mailboxId)
     .where('subject_key', '=', p<string>('subjectKey'))
     .where('last_message_at', '>=', p<number>('since'))
     .orderBy('last_message_at', 'desc')
-    .limit(20),
-);
+    .limit(20);
+  const bySubject = db
+    .selectFrom(recent.as('s'))
+    .select(['s.id as thread_id', sql<string | null>`null`.as('message_key'), 's.participants', 's.last_message_at']);
+  if (!p.has('keys')) return bySubject;
+  const byRef = db
+    .selectFrom('thread_refs')
+    .select((eb) => ['thread_id', eb.ref('message_key').$castTo<string | null>().as('message_key'), sql<string | null>`null`.as('participants'), sql<number | null>`null`.as('last_message_at')])
+    .where('workspace_id', '=', workspaceId)
+    .where('mailbox_id', '=', mailboxId)
+    .where('message_key', 'in', p.list<string>('keys'));
+  return p.has('subjectKey') ? byRef.unionAll(bySubject) : byRef;
+});
 const readThreadQuery = preparedQuery<{ workspaceId: string; threadId: string }, ThreadTable>((db, p) =>
   db.selectFrom('threads').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('id', '=', p<string>('threadId')),
 );
@@ -274,11 +289,16 @@ export const messageRepository = {
     ).map((r) => r.label),
 
   /** Thread ids that any of these Message-IDs already point to in the mailbox. */
-  threadsByRefs: async (db: Db, workspaceId: string, mailboxId: string, keys: readonly string[]) => (keys.length === 0 ? [] : threadsByRefsQuery(db, { workspaceId, mailboxId, keys })),
+  /**
+   * Threads a new message may join: those its reference keys name, and (with a subject key) the recent threads
+   * with that subject since `since`. One statement; no statement at all when there is nothing to look up.
+   */
+  threadCandidates: async (db: Db, workspaceId: string, mailboxId: string, keys: readonly string[], subjectKey: string, since: number): Promise<ThreadCandidate[]> =>
+    keys.length === 0 && subjectKey === ''
+      ? []
+      : threadCandidatesQuery(db, { workspaceId, mailboxId, keys: keys.length > 0 ? keys : undefined, subjectKey: subjectKey === '' ? undefined : subjectKey, since }),
   insertRefs: (db: Db, workspaceId: string, mailboxId: string, threadId: string, keys: readonly string[]) =>
     insertRows(db, 'thread_refs', keys.map((message_key) => ({ workspace_id: workspaceId, mailbox_id: mailboxId, message_key, thread_id: threadId })), { ignoreConflicts: true }),
-  /** Recent threads of a mailbox with this normalised subject, newest first. */
-  threadsBySubject: (db: Db, workspaceId: string, mailboxId: string, subjectKey: string, since: number) => threadsBySubjectQuery(db, { workspaceId, mailboxId, subjectKey, since }),
   findThread: (db: Db, workspaceId: string, threadId: string): Promise<ThreadRow | undefined> =>
     db
       .selectFrom('threads')

@@ -1,6 +1,7 @@
 import type { Db } from '../../db/database.js';
 import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
-import { preparedQuery, preparedWrite } from '../../db/prepared.js';
+import type { DialectInfo } from '../../db/dialect.js';
+import { preparedQuery, preparedWrite, type Param } from '../../db/prepared.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { backoffDelay, type BackoffPolicy } from '../../jobs/backoff.js';
@@ -34,6 +35,7 @@ interface Attempt {
 
 export interface DeliveryDeps {
   db: Db;
+  dialect: DialectInfo;
   /** The job queue, to settle a delivery's job in the transaction that records its outcome. */
   queue: Queue;
   clock: Clock;
@@ -61,18 +63,51 @@ type MessageKey = { workspaceId: string; messageId: string };
 const loadQuery = preparedQuery<MessageKey, OutboundTable>((db, p) =>
   db.selectFrom('outbound').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
 );
-/** Touches the job row if the lease is still this run's (and, with `liveAfter`, has not run out); a row back means it is. */
-const holdLeaseQuery = preparedQuery<{ id: string; leaseToken: string; now: number; liveAfter?: number | undefined }, { id: string }>((db, p) => {
+type LeaseParams = { id: string; leaseToken: string; now: number; liveAfter?: number | undefined };
+/** The job row, touched if the lease is still this run's (and, with `liveAfter`, has not run out). */
+function leaseUpdate(db: Pick<Db, 'updateTable'>, p: Param) {
   let update = db.updateTable('jobs').set({ updated_at: p<number>('now') }).where('id', '=', p<string>('id')).where('lease_token', '=', p<string>('leaseToken'));
   if (p.has('liveAfter')) update = update.where('run_at', '>', p<number>('liveAfter'));
-  return update.returning('id');
-});
-const markProcessingQuery = preparedWrite<MessageKey & { now: number }>((db, p) =>
-  db.updateTable('outbound').set({ status: 'processing', updated_at: p<number>('now') }).where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
-);
-const markDataStartedQuery = preparedWrite<MessageKey & { now: number }>((db, p) =>
-  db.updateTable('outbound').set({ data_started_at: p<number>('now') }).where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
-);
+  return update;
+}
+/** A row back means the lease is still this run's. */
+const holdLeaseQuery = preparedQuery<LeaseParams, { id: string }>((db, p) => leaseUpdate(db, p).returning('id'));
+/** The two marks a run puts on its outbound row: it has started, and its DATA has begun. */
+type Mark = 'processing' | 'data_started';
+const markQueries: Record<Mark, (db: Db, params: MessageKey & { now: number }) => Promise<void>> = {
+  processing: preparedWrite((db, p) =>
+    db.updateTable('outbound').set({ status: 'processing', updated_at: p<number>('now') }).where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
+  ),
+  data_started: preparedWrite((db, p) =>
+    db.updateTable('outbound').set({ data_started_at: p<number>('now') }).where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
+  ),
+};
+/**
+ * The lease check and a mark in one statement, where the database has writable CTEs (PostgreSQL): the outbound
+ * row changes only if the job row's lease matched, and a row back says both happened. Two round trips become one.
+ */
+const leaseAndMarkQueries: Record<Mark, (db: Db, params: MessageKey & LeaseParams) => Promise<Array<{ message_id: string }>>> = {
+  processing: preparedQuery((db, p) =>
+    db
+      .with('lease', (qc) => leaseUpdate(qc, p).returning('id'))
+      .updateTable('outbound')
+      .set({ status: 'processing', updated_at: p<number>('now') })
+      .where('workspace_id', '=', p<string>('workspaceId'))
+      .where('message_id', '=', p<string>('messageId'))
+      .where((eb) => eb.exists(eb.selectFrom('lease').select('lease.id')))
+      .returning('outbound.message_id'),
+  ),
+  data_started: preparedQuery((db, p) =>
+    db
+      .with('lease', (qc) => leaseUpdate(qc, p).returning('id'))
+      .updateTable('outbound')
+      .set({ data_started_at: p<number>('now') })
+      .where('workspace_id', '=', p<string>('workspaceId'))
+      .where('message_id', '=', p<string>('messageId'))
+      .where((eb) => eb.exists(eb.selectFrom('lease').select('lease.id')))
+      .returning('outbound.message_id'),
+  ),
+};
 type SaveParams = MessageKey & { status: DeliveryStatus; recipients: string; attempts: string; lastError: string | null; smtpResponse: string | null; now: number };
 const saveQuery = preparedWrite<SaveParams>((db, p) =>
   db
@@ -92,7 +127,7 @@ const saveQuery = preparedWrite<SaveParams>((db, p) =>
 
 /** The delivery worker's job handler: one job per outbound message, recipients grouped per domain. */
 export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_id: string }> {
-  const { db, queue, clock, logger, events, domains, routes, deliverer, signer } = deps;
+  const { db, dialect, queue, clock, logger, events, domains, routes, deliverer, signer } = deps;
   const backoff: BackoffPolicy = { baseMs: deps.retryBaseMs, factor: 2, capMs: HOUR_MS, jitter: 0.2 };
   // Every unit below is safe to run again from the start, as group commit requires.
   const commits = deps.commits ?? createGroupCommit(db);
@@ -102,14 +137,18 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
   }
 
   /**
-   * Whether this run still holds its job's lease (and, with `live`, the lease has not run out). A lease
-   * that ran out may have been claimed again, by another worker or by this one: two runs of one message
-   * must never both send it. The UPDATE locks the job row, so a concurrent claim waits for (PostgreSQL)
-   * or is serialized with (SQLite) the caller's transaction.
+   * Whether this run still holds its job's lease (and, with `live`, the lease has not run out); if so, put `mark`
+   * on the outbound row in the same transaction. A lease that ran out may have been claimed again, by another
+   * worker or by this one: two runs of one message must never both send it. The UPDATE locks the job row, so a
+   * concurrent claim waits for (PostgreSQL) or is serialized with (SQLite) the caller's transaction.
    */
-  async function holdsLease(trx: Db, job: ClaimedJob<unknown>, live = false): Promise<boolean> {
+  async function holdLeaseAndMark(trx: Db, job: ClaimedJob<unknown>, key: MessageKey, mark: Mark, live: boolean): Promise<boolean> {
     const now = clock.now();
-    return (await holdLeaseQuery(trx, { id: job.id, leaseToken: job.leaseToken, now, liveAfter: live ? now : undefined })).length > 0;
+    const lease: LeaseParams = { id: job.id, leaseToken: job.leaseToken, now, liveAfter: live ? now : undefined };
+    if (dialect.supportsWritableCte) return (await leaseAndMarkQueries[mark](trx, { ...key, ...lease })).length > 0;
+    if ((await holdLeaseQuery(trx, lease)).length === 0) return false;
+    await markQueries[mark](trx, { ...key, now });
+    return true;
   }
 
   /**
@@ -181,11 +220,8 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
       return { type: 'settled' };
     }
 
-    const started = await commits.run(async (trx) => {
-      if (!(await holdsLease(trx, job))) return false;
-      await markProcessingQuery(trx, { workspaceId, messageId: outbound.message_id, now });
-      return true;
-    });
+    const outboundKey: MessageKey = { workspaceId, messageId: outbound.message_id };
+    const started = await commits.run((trx) => holdLeaseAndMark(trx, job, outboundKey, 'processing', false));
     if (!started) return { type: 'done' }; // another run owns the message now
     const message = await messageRepository.findMessageWithRaw(db, workspaceId, outbound.message_id);
     if (!message) return { type: 'done' };
@@ -230,8 +266,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
           onDataStart: async () => {
             // No byte of DATA without a live lease: a run whose job was claimed again must not send a second copy.
             await commits.run(async (trx) => {
-              if (!(await holdsLease(trx, job, true))) throw new Error('lease lost or expired before DATA; not sending');
-              await markDataStartedQuery(trx, { workspaceId, messageId: outbound.message_id, now: clock.now() });
+              if (!(await holdLeaseAndMark(trx, job, outboundKey, 'data_started', true))) throw new Error('lease lost or expired before DATA; not sending');
             });
           },
         });
