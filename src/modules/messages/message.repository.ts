@@ -161,13 +161,15 @@ const pageWithTotalsQuery = preparedQuery<PageWithTotalsParams, PageWithTotalsRo
 const findMessageQuery = preparedQuery<{ workspaceId: string; messageId: string }, MessageRow>((db, p) =>
   filtered(db, p<string>('workspaceId'), {}).select(LIST_COLUMNS).where('messages.id', '=', p<string>('messageId')),
 );
-/** A message with its raw source in one read (the delivery worker's). */
-const findMessageWithRawQuery = preparedQuery<{ workspaceId: string; messageId: string }, MessageRow & { raw: Buffer }>((db, p) =>
-  filtered(db, p<string>('workspaceId'), {})
+/**
+ * A message (list-view columns) with its raw source, as a query to narrow and extend: the delivery worker joins
+ * its delivery state to it, so that a delivery reads everything it needs in one statement.
+ */
+export function messageWithRawQuery(db: Db, workspaceId: string) {
+  return filtered(db, workspaceId, {})
     .innerJoin('message_contents', (join) => join.onRef('message_contents.message_id', '=', 'messages.id').onRef('message_contents.workspace_id', '=', 'messages.workspace_id'))
-    .select([...LIST_COLUMNS, 'message_contents.raw'])
-    .where('messages.id', '=', p<string>('messageId')),
-);
+    .select([...LIST_COLUMNS, 'message_contents.raw']);
+}
 const findContentQuery = preparedQuery<{ workspaceId: string; messageId: string; withRaw?: true | undefined }, Partial<MessageContentTable>>((db, p) =>
   db
     .selectFrom('message_contents')
@@ -377,8 +379,6 @@ export const messageRepository = {
   threadMessages: (db: Db, workspaceId: string, threadId: string): Promise<MessageRow[]> =>
     filtered(db, workspaceId, { threadId }).select(LIST_COLUMNS).orderBy('messages.created_at', 'asc').orderBy('messages.id', 'asc').execute(),
   findMessage: async (db: Db, workspaceId: string, messageId: string): Promise<MessageRow | undefined> => (await findMessageQuery(db, { workspaceId, messageId }))[0],
-  findMessageWithRaw: async (db: Db, workspaceId: string, messageId: string): Promise<(MessageRow & { raw: Buffer }) | undefined> =>
-    (await findMessageWithRawQuery(db, { workspaceId, messageId }))[0],
   findContent: async (db: Db, workspaceId: string, messageId: string, withRaw: boolean): Promise<Partial<MessageContentTable> | undefined> =>
     (await findContentQuery(db, { workspaceId, messageId, withRaw: withRaw ? true : undefined }))[0],
   updateMessage: (db: Db, workspaceId: string, messageId: string, values: Partial<MessageTable>) =>

@@ -10,7 +10,7 @@ import { settleJob, type JobHandler, type JobOutcome } from '../../jobs/worker.j
 import type { Queue } from '../../jobs/queue.js';
 import type { DomainService } from '../domains/domain.service.js';
 import type { EventsService } from '../events/events.service.js';
-import { messageRepository, type MessageRow } from '../messages/message.repository.js';
+import { messageWithRawQuery, type MessageRow } from '../messages/message.repository.js';
 import { toMessageListView } from '../messages/message.views.js';
 import { RouteError, type DeliveryResult, type RouteResolver, type SmtpDeliverer } from './delivery.types.js';
 import { domainOf } from './recipients.js';
@@ -60,8 +60,28 @@ const HOUR_MS = 3_600_000;
 // Every delivery runs these statements (prepared: see db/prepared.ts; the three state updates are writes
 // nobody reads a result of, which PostgreSQL may send with the transaction's next statement).
 type MessageKey = { workspaceId: string; messageId: string };
-const loadQuery = preparedQuery<MessageKey, OutboundTable>((db, p) =>
-  db.selectFrom('outbound').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
+/** The outbound row's columns beside the message's own (those two share a name with the message's are renamed). */
+type Loaded = MessageRow & { raw: Buffer } & Omit<OutboundTable, 'message_id' | 'workspace_id' | 'status' | 'created_at' | 'updated_at'> & {
+  delivery_status: DeliveryStatus;
+  outbound_created_at: number;
+  outbound_updated_at: number;
+};
+/** A delivery's one read: the delivery state, the message (for the events' view) and its raw source. */
+const loadQuery = preparedQuery<MessageKey, Loaded>((db, p) =>
+  messageWithRawQuery(db, p<string>('workspaceId'))
+    .innerJoin('outbound', (join) => join.onRef('outbound.message_id', '=', 'messages.id').onRef('outbound.workspace_id', '=', 'messages.workspace_id'))
+    .select([
+      'outbound.status as delivery_status',
+      'outbound.mail_from',
+      'outbound.recipients_json',
+      'outbound.attempts_json',
+      'outbound.last_error',
+      'outbound.smtp_response',
+      'outbound.data_started_at',
+      'outbound.created_at as outbound_created_at',
+      'outbound.updated_at as outbound_updated_at',
+    ])
+    .where('messages.id', '=', p<string>('messageId')),
 );
 type LeaseParams = { id: string; leaseToken: string; now: number; liveAfter?: number | undefined };
 /** The job row, touched if the lease is still this run's (and, with `liveAfter`, has not run out). */
@@ -132,8 +152,24 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
   // Every unit below is safe to run again from the start, as group commit requires.
   const commits = deps.commits ?? createGroupCommit(db);
 
-  async function load(workspaceId: string, messageId: string): Promise<OutboundTable | undefined> {
-    return (await loadQuery(db, { workspaceId, messageId }))[0];
+  /** The delivery state and the message; none when the message (and with it its state) was deleted. */
+  async function load(workspaceId: string, messageId: string): Promise<{ outbound: OutboundTable; message: Loaded } | undefined> {
+    const row = (await loadQuery(db, { workspaceId, messageId }))[0];
+    if (!row) return undefined;
+    const outbound: OutboundTable = {
+      message_id: row.id,
+      workspace_id: row.workspace_id,
+      status: row.delivery_status,
+      mail_from: row.mail_from,
+      recipients_json: row.recipients_json,
+      attempts_json: row.attempts_json,
+      last_error: row.last_error,
+      smtp_response: row.smtp_response,
+      data_started_at: row.data_started_at,
+      created_at: row.outbound_created_at,
+      updated_at: row.outbound_updated_at,
+    };
+    return { outbound, message: row };
   }
 
   /**
@@ -193,8 +229,10 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
 
   async function handle(job: ClaimedJob<{ message_id: string }>): Promise<JobOutcome> {
     const workspaceId = job.workspaceId ?? '';
-    const outbound = await load(workspaceId, job.payload.message_id);
-    if (!outbound || outbound.status === 'accepted' || outbound.status === 'failed' || outbound.status === 'unknown') return { type: 'done' };
+    const loaded = await load(workspaceId, job.payload.message_id);
+    if (!loaded) return { type: 'done' };
+    const { outbound, message } = loaded;
+    if (outbound.status === 'accepted' || outbound.status === 'failed' || outbound.status === 'unknown') return { type: 'done' };
     const recipients = JSON.parse(outbound.recipients_json) as RecipientState[];
     const attempts = JSON.parse(outbound.attempts_json) as Attempt[];
     const now = clock.now();
@@ -215,7 +253,6 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
         r.status = 'failed';
         emit.push({ type: 'message.failed', extra: { recipient: r.address, reason: `not delivered within ${Math.round(deps.maxAgeMs / HOUR_MS)} h; last reply: ${r.response ?? 'none'}` } });
       }
-      const message = await messageRepository.findMessage(db, workspaceId, outbound.message_id);
       await save(job, outbound, message, { recipients, attempts, status: overall(recipients), lastError: 'gave up: maximum age reached', smtpResponse: outbound.smtp_response }, emit, { type: 'done' });
       return { type: 'settled' };
     }
@@ -223,8 +260,6 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
     const outboundKey: MessageKey = { workspaceId, messageId: outbound.message_id };
     const started = await commits.run((trx) => holdLeaseAndMark(trx, job, outboundKey, 'processing', false));
     if (!started) return { type: 'done' }; // another run owns the message now
-    const message = await messageRepository.findMessageWithRaw(db, workspaceId, outbound.message_id);
-    if (!message) return { type: 'done' };
     const fromDomain = domainOf(message.mailbox_address);
     const key = await domains.signingKey(workspaceId, fromDomain);
     const signed = key ? await signer.sign(Buffer.from(message.raw), key) : Buffer.from(message.raw);
