@@ -290,7 +290,6 @@ export const messageRepository = {
         .execute()
     ).map((r) => r.label),
 
-  /** Thread ids that any of these Message-IDs already point to in the mailbox. */
   /**
    * Threads a new message may join: those its reference keys name, and (with a subject key) the recent threads
    * with that subject since `since`. One statement; no statement at all when there is nothing to look up.

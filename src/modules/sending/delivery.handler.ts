@@ -1,3 +1,4 @@
+import type { Updateable } from 'kysely';
 import type { Db } from '../../db/database.js';
 import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
 import type { DialectInfo } from '../../db/dialect.js';
@@ -5,9 +6,8 @@ import { preparedQuery, preparedWrite, type Param } from '../../db/prepared.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { backoffDelay, type BackoffPolicy } from '../../jobs/backoff.js';
-import type { ClaimedJob } from '../../jobs/queue.js';
+import type { ClaimedJob, Queue } from '../../jobs/queue.js';
 import { settleJob, type JobHandler, type JobOutcome } from '../../jobs/worker.js';
-import type { Queue } from '../../jobs/queue.js';
 import type { DomainService } from '../domains/domain.service.js';
 import type { EventsService } from '../events/events.service.js';
 import { messageWithRawQuery, type MessageRow } from '../messages/message.repository.js';
@@ -57,10 +57,10 @@ export interface DeliveryDeps {
 
 const HOUR_MS = 3_600_000;
 
-// Every delivery runs these statements (prepared: see db/prepared.ts; the three state updates are writes
-// nobody reads a result of, which PostgreSQL may send with the transaction's next statement).
+// Every delivery runs these statements (prepared: see db/prepared.ts; the state updates that are writes nobody
+// reads a result of may be sent with the transaction's next statement on PostgreSQL).
 type MessageKey = { workspaceId: string; messageId: string };
-/** The outbound row's columns beside the message's own (those two share a name with the message's are renamed). */
+/** The message's columns and the outbound row's; outbound columns whose names the message also has are renamed. */
 type Loaded = MessageRow & { raw: Buffer } & Omit<OutboundTable, 'message_id' | 'workspace_id' | 'status' | 'created_at' | 'updated_at'> & {
   delivery_status: DeliveryStatus;
   outbound_created_at: number;
@@ -94,40 +94,32 @@ function leaseUpdate(db: Pick<Db, 'updateTable'>, p: Param) {
 const holdLeaseQuery = preparedQuery<LeaseParams, { id: string }>((db, p) => leaseUpdate(db, p).returning('id'));
 /** The two marks a run puts on its outbound row: it has started, and its DATA has begun. */
 type Mark = 'processing' | 'data_started';
-const markQueries: Record<Mark, (db: Db, params: MessageKey & { now: number }) => Promise<void>> = {
-  processing: preparedWrite((db, p) =>
-    db.updateTable('outbound').set({ status: 'processing', updated_at: p<number>('now') }).where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
-  ),
-  data_started: preparedWrite((db, p) =>
-    db.updateTable('outbound').set({ data_started_at: p<number>('now') }).where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
-  ),
+const MARK_VALUES: Record<Mark, (p: Param) => Updateable<OutboundTable>> = {
+  processing: (p) => ({ status: 'processing', updated_at: p<number>('now') }),
+  data_started: (p) => ({ data_started_at: p<number>('now') }),
 };
+/** A mark alone (after a separate lease check). */
+const markQuery = (mark: Mark) =>
+  preparedWrite<MessageKey & { now: number }>((db, p) =>
+    db.updateTable('outbound').set(MARK_VALUES[mark](p)).where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
+  );
 /**
  * The lease check and a mark in one statement, where the database has writable CTEs (PostgreSQL): the outbound
  * row changes only if the job row's lease matched, and a row back says both happened. Two round trips become one.
  */
-const leaseAndMarkQueries: Record<Mark, (db: Db, params: MessageKey & LeaseParams) => Promise<Array<{ message_id: string }>>> = {
-  processing: preparedQuery((db, p) =>
+const leaseAndMarkQuery = (mark: Mark) =>
+  preparedQuery<MessageKey & LeaseParams, { message_id: string }>((db, p) =>
     db
       .with('lease', (qc) => leaseUpdate(qc, p).returning('id'))
       .updateTable('outbound')
-      .set({ status: 'processing', updated_at: p<number>('now') })
+      .set(MARK_VALUES[mark](p))
       .where('workspace_id', '=', p<string>('workspaceId'))
       .where('message_id', '=', p<string>('messageId'))
       .where((eb) => eb.exists(eb.selectFrom('lease').select('lease.id')))
       .returning('outbound.message_id'),
-  ),
-  data_started: preparedQuery((db, p) =>
-    db
-      .with('lease', (qc) => leaseUpdate(qc, p).returning('id'))
-      .updateTable('outbound')
-      .set({ data_started_at: p<number>('now') })
-      .where('workspace_id', '=', p<string>('workspaceId'))
-      .where('message_id', '=', p<string>('messageId'))
-      .where((eb) => eb.exists(eb.selectFrom('lease').select('lease.id')))
-      .returning('outbound.message_id'),
-  ),
-};
+  );
+const markQueries = { processing: markQuery('processing'), data_started: markQuery('data_started') };
+const leaseAndMarkQueries = { processing: leaseAndMarkQuery('processing'), data_started: leaseAndMarkQuery('data_started') };
 type SaveParams = MessageKey & { status: DeliveryStatus; recipients: string; attempts: string; lastError: string | null; smtpResponse: string | null; now: number };
 const saveQuery = preparedWrite<SaveParams>((db, p) =>
   db
