@@ -4,7 +4,8 @@
  *
  * Environment: BENCH_DURATION_S (10), BENCH_WARMUP_S (2), BENCH_CONNECTIONS (50),
  * BENCH_CPU_PROFILE (1: server children write .cpuprofile files to bench/results/profiles/),
- * BENCH_INBOX_MESSAGES (100000: messages in the inbox suite's mailbox),
+ * BENCH_INBOX_MESSAGES (100000: messages in the inbox suite's mailbox), BENCH_REPEAT (1: runs of each suite; the
+ * report gives each case's run with the median ratio),
  * MAILROOM_BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/postgres), MAILROOM_BENCH_BIN (another
  * build's bin/mailroom.js, to compare two builds).
  * Results: a table on stdout and bench/results/latest.json.
@@ -16,6 +17,7 @@ import { join } from 'node:path';
 import { ensureBuilt, MAILROOM_BIN, ROOT, serviceEnvOverrides } from './lib/mailroom.js';
 import { ProcessGroup } from './lib/processes.js';
 import { formatTable, writeReport, type Report } from './lib/report.js';
+import { mergeRepeats } from './lib/repeat.js';
 import type { BenchSettings, Suite, SuiteResult } from './lib/suite.js';
 import { httpSuite } from './suites/http.suite.js';
 import { inboxSuite } from './suites/inbox.suite.js';
@@ -55,6 +57,7 @@ function readSettings(): BenchSettings {
     connections: positiveInt('BENCH_CONNECTIONS', 50, 10_000),
     cpuProfileDir: process.env.BENCH_CPU_PROFILE === '1' ? PROFILE_DIR : null,
     serviceEnv: serviceEnvOverrides(),
+    repeat: positiveInt('BENCH_REPEAT', 1, 20),
   };
 }
 
@@ -72,7 +75,8 @@ function usage(): string {
     '             MAILROOM_BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/postgres; loopback only),',
     '             MAILROOM_BENCH_BIN (another build\'s bin/mailroom.js, e.g. in a git worktree; not rebuilt),',
     '             BENCH_INBOX_MESSAGES (100000: messages in the inbox suite\'s mailbox),',
-    '             BENCH_SERVICE_ENV (\'MAILROOM_X=v …\': settings for every Mailroom child, to try a tuning)',
+    '             BENCH_SERVICE_ENV (\'MAILROOM_X=v …\': settings for every Mailroom child, to try a tuning),',
+    '             BENCH_REPEAT (1: runs of each suite; each case reported from its run with the median ratio)',
   ].join('\n');
 }
 
@@ -162,18 +166,22 @@ async function main(): Promise<number> {
     for (const suite of suites) {
       if (controller.signal.aborted) break;
       const budgetS = suite.budgetS(settings);
-      const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(budgetS * 1000)]);
-      log(`\n▶ ${suite.name}: ${suite.description}`);
-      try {
-        results.push(await suite.run({ settings, processes, workDir, signal, log }));
-      } catch (err) {
-        const why = controller.signal.aborted ? message(controller.signal.reason) : signal.aborted ? `exceeded its budget of ${budgetS} s` : message(err);
-        log(`  suite ${suite.name} failed: ${why}`);
-        errors.push({ suite: suite.name, error: why });
-      } finally {
-        // A suite cleans up after itself; this catches whatever it left running.
-        if (processes.size > 0) await processes.stopAll();
+      const runs: SuiteResult[] = [];
+      for (let run = 1; run <= settings.repeat && !controller.signal.aborted; run++) {
+        const signal = AbortSignal.any([controller.signal, AbortSignal.timeout(budgetS * 1000)]);
+        log(`\n▶ ${suite.name}${settings.repeat > 1 ? ` (run ${run} of ${settings.repeat})` : ''}: ${suite.description}`);
+        try {
+          runs.push(await suite.run({ settings, processes, workDir, signal, log }));
+        } catch (err) {
+          const why = controller.signal.aborted ? message(controller.signal.reason) : signal.aborted ? `exceeded its budget of ${budgetS} s` : message(err);
+          log(`  suite ${suite.name} failed: ${why}`);
+          errors.push({ suite: suite.name, error: settings.repeat > 1 ? `run ${run}: ${why}` : why });
+        } finally {
+          // A suite cleans up after itself; this catches whatever it left running.
+          if (processes.size > 0) await processes.stopAll();
+        }
       }
+      if (runs.length > 0) results.push(mergeRepeats(runs));
     }
   } finally {
     await processes.stopAll();

@@ -14,6 +14,8 @@ export interface BenchSettings {
   cpuProfileDir: string | null;
   /** MAILROOM_* settings given to every Mailroom child (BENCH_SERVICE_ENV), recorded with the results. */
   serviceEnv: Record<string, string>;
+  /** Runs of each suite (BENCH_REPEAT); the report gives each case's median run (lib/repeat.ts). */
+  repeat: number;
 }
 
 /**
