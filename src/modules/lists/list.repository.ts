@@ -3,7 +3,7 @@ import { preparedQuery } from '../../db/prepared.js';
 import type { EntryKind, ListDirection, ListEntryTable, ListType } from './list.table.js';
 
 /** One row per entry that could match, each telling whether the list direction has an allow list at all. */
-export interface CandidateRow {
+interface CandidateRow {
   /** 0/1 on SQLite, a boolean on PostgreSQL. */
   has_allow: number | boolean;
   /** Null in the one row that comes back when no entry could match. */

@@ -187,7 +187,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
   async function save(
     job: ClaimedJob<unknown>,
     outbound: OutboundTable,
-    message: MessageRow | undefined,
+    message: MessageRow,
     state: { recipients: RecipientState[]; attempts: Attempt[]; status: DeliveryStatus; lastError: string | null; smtpResponse: string | null },
     emit: Array<{ type: 'message.accepted' | 'message.failed'; extra: Record<string, unknown> }>,
     outcome: Exclude<JobOutcome, { type: 'settled' }>,
@@ -205,7 +205,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
         now: clock.now(),
       });
       if (emit.length > 0) {
-        const view = message ? toMessageListView(message) : { message_id: outbound.message_id };
+        const view = toMessageListView(message);
         for (const e of emit) await events.emit(trx, { workspaceId: outbound.workspace_id, type: e.type, data: { ...view, status: state.status, ...e.extra } });
       }
       return true;
@@ -234,7 +234,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
       for (const r of recipients) if (r.status === 'pending') r.status = 'unknown';
       attempts.push({ at: new Date(now).toISOString(), mx: null, recipients: [], outcome: 'ambiguous', response: 'delivery interrupted after DATA began' });
       const lastError = 'delivery interrupted after DATA began; not retried to avoid a duplicate';
-      await save(job, outbound, undefined, { recipients, attempts, status: 'unknown', lastError, smtpResponse: outbound.smtp_response }, [], { type: 'done' });
+      await save(job, outbound, message, { recipients, attempts, status: 'unknown', lastError, smtpResponse: outbound.smtp_response }, [], { type: 'done' });
       return { type: 'settled' };
     }
 

@@ -106,7 +106,6 @@ export function signingSecrets(row: Pick<WebhookTable, 'secret' | 'previous_secr
   return [...(row.secret === null ? [] : [row.secret]), ...previous.filter((s) => s !== row.secret)];
 }
 
-/** Webhook endpoints (session surface, every role) and the fan-out of events to them. */
 type ActiveEndpoints = Awaited<ReturnType<typeof repo.active>>;
 /** The active endpoints read per transaction and workspace (see `activeEndpoints`). */
 const activeByTransaction = new WeakMap<Db, Map<string, Promise<ActiveEndpoints>>>();
@@ -131,6 +130,7 @@ function activeEndpoints(trx: Db, workspaceId: string): Promise<ActiveEndpoints>
   return endpoints;
 }
 
+/** Webhook endpoints (session surface, every role) and the fan-out of events to them. */
 export function createWebhookService({ db, clock, queue, events, rules, wake }: WebhookDeps): WebhookService {
   async function find(tenant: TenantContext, webhookId: string): Promise<WebhookTable> {
     const row = await repo.find(db, tenant.workspaceId, webhookId);
