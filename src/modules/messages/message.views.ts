@@ -1,4 +1,5 @@
 import { iso } from '../../lib/clock.js';
+import { jsonString } from '../../lib/json-string.js';
 import type { AttachmentView, AuthSummary, MessageListView, ThreadView } from './message.types.js';
 import type { MessagePageJsonRow, MessagePageRow, ThreadRow } from './message.repository.js';
 import type { AddressView } from './mime.js';
@@ -43,7 +44,7 @@ export function toThreadView(row: ThreadRow): ThreadView {
   };
 }
 
-const str = (value: string) => JSON.stringify(value);
+const str = jsonString;
 
 /**
  * The JSON text of a page of messages (`MessagePage`): for each row the JSON of
