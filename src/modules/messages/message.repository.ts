@@ -120,14 +120,15 @@ function markers(p: Param): BoundFilter {
   };
 }
 
-function newestFirst<R>(query: SelectQueryBuilder<Database, 'messages' | 'mailboxes', R>, p: Param) {
-  return query.orderBy('messages.created_at', 'desc').orderBy('messages.id', 'desc').limit(p<number>('limit')).offset(p<number>('offset'));
+function newestFirst<Q extends SelectQueryBuilder<Database, 'messages', object>>(query: Q, p: Param): Q {
+  // Ordering and limits keep the query's tables and selection: the builder is still a Q.
+  return query.orderBy('messages.created_at', 'desc').orderBy('messages.id', 'desc').limit(p<number>('limit')).offset(p<number>('offset')) as Q;
 }
 
 // A page of messages and its totals are asked by every list request (prepared: see db/prepared.ts).
 const pageRowsQuery = preparedQuery<PageParams, MessagePageRow>((db, p) => newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select(PAGE_COLUMNS), p));
 const pageJsonQuery = preparedQuery<PageParams, MessagePageJsonRow>((db, p) => newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select(pageJsonColumns), p));
-/** The page of `pageWithTotals` without its totals: the JSON pieces of each message, and its mailbox's address when not filtered by mailbox. */
+/** A row of `pageWithTotals`: the JSON pieces of a message, the totals, and its mailbox's address (only when not filtered by mailbox). */
 type TotalsPageRow = Omit<MessagePageJsonRow, 'mailbox_address'> & { mailbox_address?: string; total: number | string; unread: number | string };
 /** The folder counters' sums and whether the mailbox exists (`mailbox_id` null: no such mailbox here). */
 type CounterSumsRow = { total: number | string; unread: number | string; mailbox_id: string | null };
@@ -163,10 +164,8 @@ const pageWithTotalsQuery = preparedQuery<PageWithTotalsParams, TotalsPageRow>((
   let page = db.selectFrom('messages').where('messages.workspace_id', '=', p<string>('workspaceId'));
   if (p.has('folder')) page = page.where('messages.folder', '=', p<string>('folder'));
   if (p.has('read')) page = page.where('messages.read', '=', p<number>('read'));
-  const newest = <Q extends SelectQueryBuilder<Database, 'messages', object>>(query: Q) =>
-    query.orderBy('messages.created_at', 'desc').orderBy('messages.id', 'desc').limit(p<number>('limit')).offset(p<number>('offset'));
-  if (p.has('mailboxAddress')) return newest(page.where('messages.mailbox_id', '=', mailboxByAddress(db, p)).select([...totals, ...messageJsonColumns]));
-  return newest(page.innerJoin('mailboxes', 'mailboxes.id', 'messages.mailbox_id').select([...totals, ...messageJsonColumns, 'mailboxes.address as mailbox_address']));
+  if (p.has('mailboxAddress')) return newestFirst(page.where('messages.mailbox_id', '=', mailboxByAddress(db, p)).select([...totals, ...messageJsonColumns]), p);
+  return newestFirst(page.innerJoin('mailboxes', 'mailboxes.id', 'messages.mailbox_id').select([...totals, ...messageJsonColumns, 'mailboxes.address as mailbox_address']), p);
 });
 /** The counters' sums alone (an empty page), with whether the mailbox exists. */
 const counterSumsQuery = preparedQuery<Omit<PageWithTotalsParams, 'read' | 'limit' | 'offset'>, CounterSumsRow>((db, p) =>
