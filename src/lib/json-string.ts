@@ -8,6 +8,8 @@
  * regular-expression check. Anything else goes to `JSON.stringify`. U+2028/U+2029 need no escape in
  * JSON; they go to `JSON.stringify` too, which leaves them as they are.
  */
+// Control characters are exactly what this must find (JSON escapes U+0000–U+001F).
+// eslint-disable-next-line no-control-regex
 const NEEDS_STRINGIFY = /["\\\u0000-\u001f\u2028\u2029\ud800-\udfff]/;
 
 export function jsonString(value: string): string {
