@@ -1,4 +1,4 @@
-import { sql, type SelectQueryBuilder } from 'kysely';
+import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
 import { insertRows, preparedQuery, preparedWrite, type Param } from '../../db/prepared.js';
@@ -146,6 +146,9 @@ function countersOf(db: Db, p: Param) {
   return counters;
 }
 
+/** A folder counter column summed over the counters of a filter (0 when there are none). */
+const sumOf = (column: 'total' | 'unread') => (eb: ExpressionBuilder<Database, 'folder_counts'>) => eb.fn.coalesce(eb.fn.sum<number>(column), eb.lit(0)).as(column);
+
 /**
  * A page (filters: mailbox by address, folder, read) with the folder counters' sums as two uncorrelated
  * scalar subqueries, which both databases evaluate once per statement: one statement (one round trip on
@@ -158,8 +161,8 @@ function countersOf(db: Db, p: Param) {
 const pageWithTotalsQuery = preparedQuery<PageWithTotalsParams, TotalsPageRow>((db, p) => {
   const sums = countersOf(db, p);
   const totals = [
-    sums.select((eb) => eb.fn.coalesce(eb.fn.sum<number>('total'), eb.lit(0)).as('total')).$asScalar().as('total'),
-    sums.select((eb) => eb.fn.coalesce(eb.fn.sum<number>('unread'), eb.lit(0)).as('unread')).$asScalar().as('unread'),
+    sums.select(sumOf('total')).$asScalar().as('total'),
+    sums.select(sumOf('unread')).$asScalar().as('unread'),
   ];
   let page = db.selectFrom('messages').where('messages.workspace_id', '=', p<string>('workspaceId'));
   if (p.has('folder')) page = page.where('messages.folder', '=', p<string>('folder'));
@@ -170,8 +173,8 @@ const pageWithTotalsQuery = preparedQuery<PageWithTotalsParams, TotalsPageRow>((
 /** The counters' sums alone (an empty page), with whether the mailbox exists. */
 const counterSumsQuery = preparedQuery<Omit<PageWithTotalsParams, 'read' | 'limit' | 'offset'>, CounterSumsRow>((db, p) =>
   countersOf(db, p).select((eb) => [
-    eb.fn.coalesce(eb.fn.sum<number>('total'), eb.lit(0)).as('total'),
-    eb.fn.coalesce(eb.fn.sum<number>('unread'), eb.lit(0)).as('unread'),
+    sumOf('total')(eb),
+    sumOf('unread')(eb),
     p.has('mailboxAddress') ? mailboxByAddress(db, p).$asScalar().as('mailbox_id') : sql<string | null>`null`.as('mailbox_id'),
   ]),
 );
