@@ -19,6 +19,7 @@ import { createInProcessAnalyzer, type MessageAnalyzer } from './modules/message
 import { createThreadedAnalyzer } from './modules/messages/analysis-pool.js';
 import { createMailauthAuthenticator, type MessageAuthenticator } from './modules/messages/authentication.js';
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
+import { createStoreThread, type StoreThread } from './modules/messages/store-thread.js';
 import { createMessageStore } from './modules/messages/message-store.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
 import { createDeliveryHandler } from './modules/sending/delivery.handler.js';
@@ -61,6 +62,8 @@ export interface Services {
   inbound: InboundService;
   /** Parser threads of inbound mail (started by the first message; close() stops them). */
   analyzer: MessageAnalyzer;
+  /** The thread inbound mail is stored on, when asked for (started by the first message; close() stops it). */
+  storeThread: StoreThread | null;
   /** DKIM signing threads of outbound mail (started by the first signature; close() stops them). */
   signer: MessageSigner;
   domains: DomainService;
@@ -80,9 +83,20 @@ export interface Services {
 /** Composition root: open the database, apply migrations, wire the feature modules. */
 export async function createServices(
   config: Readonly<Config>,
-  options: { clock?: Clock; migrate?: boolean; logger?: Logger; authenticator?: MessageAuthenticator; deliverer?: SmtpDeliverer; routes?: RouteResolver } = {},
+  options: {
+    clock?: Clock;
+    migrate?: boolean;
+    logger?: Logger;
+    authenticator?: MessageAuthenticator;
+    deliverer?: SmtpDeliverer;
+    routes?: RouteResolver;
+    /** Store inbound mail on a store thread of its own (the smtp role of `mailroom serve`). */
+    storeThread?: boolean;
+    /** SQLite: the write lock of another thread's handle on the same database (the store thread's). */
+    writeLock?: SharedArrayBuffer | undefined;
+  } = {},
 ): Promise<Services> {
-  const database = createDb(config.databaseUrl);
+  const database = createDb(config.databaseUrl, options.writeLock ? { writeLock: options.writeLock } : {});
   const { db, dialect } = database;
   try {
     if (options.migrate !== false) await migrateToLatest(db);
@@ -93,6 +107,7 @@ export async function createServices(
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger('silent');
   const events = createEventsService({ clock });
+  const wakeups = createJobWakeups();
   const commits = createGroupCommit(db);
   // PostgreSQL runs transactions side by side; the two groups share no row (sends insert outbound and
   // job rows, the worker changes existing ones), so they cannot deadlock. SQLite has one writer: one group.
@@ -106,6 +121,9 @@ export async function createServices(
     options.authenticator || config.smtpParserThreads === 0
       ? createInProcessAnalyzer(authenticator)
       : createThreadedAnalyzer({ threads: config.smtpParserThreads, dnsServers: config.dnsServers, hostname: config.smtpHostname, fallback: authenticator, logger });
+  const storeThread = options.storeThread
+    ? createStoreThread({ config, writeLock: database.writeLock, logger, onWake: (queue) => wakeups.notify(queue) })
+    : null;
   const domains = createDomainService({ db, clock, events, resolve, hostedDomains: config.hostedDomains, hostedKey: operatorDkimKey(config), hostedSelector: config.dkimSelector });
   const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs });
   // VERP return paths live in the first hosted domain, whose MX points at this service.
@@ -128,7 +146,6 @@ export async function createServices(
     retryBaseMs: config.deliveryRetryBaseMs,
     maxAgeMs: config.deliveryMaxAgeMs,
   });
-  const wakeups = createJobWakeups();
   const webhooks = createWebhooksModule({
     db,
     dialect,
@@ -164,8 +181,9 @@ export async function createServices(
     domains,
     lists,
     messages: createMessageService({ db, clock, dialect }),
-    inbound: createInboundService({ db, events, store, lists, analyzer, logger, bounceDomain, commits }),
+    inbound: createInboundService({ db, events, store, lists, analyzer, logger, bounceDomain, commits, storeThread: storeThread ?? undefined }),
     analyzer,
+    storeThread,
     signer,
   };
 }
@@ -207,7 +225,7 @@ export interface RunningService {
 
 /** Start the given roles in this process. */
 export async function startService(config: Readonly<Config>, roles: readonly ProcessRole[], logger: Logger): Promise<RunningService> {
-  const services = await createServices(config, { logger });
+  const services = await createServices(config, { logger, storeThread: roles.includes('smtp') && config.smtpStoreThread });
   const stoppers: Array<() => Promise<void>> = [];
   let httpUrl: string | null = null;
   let smtpPort: number | null = null;
@@ -246,6 +264,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       // Stop taking mail first: open sessions get 421 once the close time-out passes.
       stoppers.unshift(async () => {
         await smtp.close();
+        await services.storeThread?.close();
         await services.analyzer.close();
       });
       logger.info({ host: config.smtpHost, port: smtpPort }, 'smtp listening');

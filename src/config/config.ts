@@ -23,6 +23,8 @@ export interface Config {
   smtpTlsCertFile: string | null;
   /** Worker threads that parse and authenticate inbound mail; 0 does it on the main thread. */
   smtpParserThreads: number;
+  /** The smtp role stores inbound mail on a thread of its own (true) or on the thread that speaks SMTP. */
+  smtpStoreThread: boolean;
   /** Worker threads that DKIM-sign outbound mail; 0 signs on the main thread. */
   dkimThreads: number;
   hostedDomains: readonly string[];
@@ -110,6 +112,12 @@ function parseCidrs(raw: string): string[] {
   return entries;
 }
 
+function parseSwitch(raw: string): boolean {
+  if (/^(1|true|on|yes)$/i.test(raw)) return true;
+  if (/^(0|false|off|no)$/i.test(raw)) return false;
+  throw new Error('not on or off');
+}
+
 function readableFile(raw: string): string {
   if (!existsSync(raw)) throw new Error('no such file');
   return raw;
@@ -167,6 +175,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     smtpTlsKeyFile: read<string | null>({ name: 'SMTP_TLS_KEY', fallback: null, parse: readableFile, expect: 'the path of a PEM private key' }),
     smtpTlsCertFile: read<string | null>({ name: 'SMTP_TLS_CERT', fallback: null, parse: readableFile, expect: 'the path of a PEM certificate chain' }),
     smtpParserThreads: read({ name: 'SMTP_PARSER_THREADS', fallback: defaultWorkerThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
+    smtpStoreThread: read({ name: 'SMTP_STORE_THREAD', fallback: true, parse: parseSwitch, expect: 'on or off (1/0, true/false)' }),
     dkimThreads: read({ name: 'DKIM_THREADS', fallback: defaultWorkerThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
     hostedDomains: read({ name: 'HOSTED_DOMAINS', fallback: ['mailroom.localhost'], parse: parseDomains, expect: 'a comma list of domains' }),
     smtpRelay: read<string | null>({ name: 'SMTP_RELAY', fallback: null, parse: parseSmtpRelay, expect: 'smtp://[user:pass@]host:port' }),

@@ -4,6 +4,8 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import pg from 'pg';
 import { withCommitHooks } from './commit-hooks.js';
+import { withWriteLock } from './locked-writes.js';
+import { createWriteLock, openWriteLock, type WriteLock } from './write-lock.js';
 import { POSTGRES, SQLITE, type DialectInfo } from './dialect.js';
 import { withWriteCoalescing } from './write-coalescing.js';
 import type { Database } from './schema.js';
@@ -13,6 +15,8 @@ export type Db = Kysely<Database>;
 export interface DbHandle {
   db: Db;
   dialect: DialectInfo;
+  /** SQLite: the lock this handle's writes take, to share with another thread's handle (`createDb(url, {writeLock})`). */
+  writeLock: WriteLock | null;
   /** Close every connection. */
   destroy(): Promise<void>;
 }
@@ -57,7 +61,7 @@ function withStatementCache(database: SQLite.Database): SqliteDatabase {
  * or `postgres://…` (a pg pool). Both store times as epoch milliseconds in BIGINT columns; pg is told
  * to parse BIGINT as a JavaScript number (safe up to 2^53, far beyond any timestamp or counter here).
  */
-export function createDb(url: string, options: { poolSize?: number } = {}): DbHandle {
+export function createDb(url: string, options: { poolSize?: number; writeLock?: SharedArrayBuffer } = {}): DbHandle {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -67,8 +71,10 @@ export function createDb(url: string, options: { poolSize?: number } = {}): DbHa
     database.pragma('synchronous = FULL');
     database.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     database.pragma('foreign_keys = ON');
-    const db = new Kysely<Database>({ dialect: withCommitHooks(new SqliteDialect({ database: withStatementCache(database) })) });
-    return { db, dialect: SQLITE, destroy: () => db.destroy() };
+    // Writes of this process's connections to this file (this thread's and the inbound store thread's) take turns.
+    const writeLock = options.writeLock ? openWriteLock(options.writeLock) : createWriteLock();
+    const db = new Kysely<Database>({ dialect: withCommitHooks(withWriteLock(new SqliteDialect({ database: withStatementCache(database) }), writeLock)) });
+    return { db, dialect: SQLITE, writeLock, destroy: () => db.destroy() };
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
     const pool = new pg.Pool({
@@ -79,7 +85,7 @@ export function createDb(url: string, options: { poolSize?: number } = {}): DbHa
     // An idle client that loses its connection must not crash the process; the pool replaces it.
     pool.on('error', () => undefined);
     const db = new Kysely<Database>({ dialect: withCommitHooks(withWriteCoalescing(new PostgresDialect({ pool }))) });
-    return { db, dialect: POSTGRES, destroy: () => db.destroy() };
+    return { db, dialect: POSTGRES, writeLock: null, destroy: () => db.destroy() };
   }
   throw new Error(`unsupported database URL '${url}': use sqlite:PATH or postgres://…`);
 }

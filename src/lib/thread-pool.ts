@@ -1,4 +1,5 @@
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker, type WorkerOptions } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { Logger } from './logger.js';
 
@@ -32,11 +33,23 @@ export interface ThreadPool<T, R> {
 }
 
 /** The worker entry next to `near`; from source (tests, tsx) it needs tsx's loader. Built, the threads inherit the process's flags (e.g. --cpu-prof). */
-function workerEntry(near: string, worker: string): { filename: string; execArgv?: string[] } {
+export function workerEntry(near: string, worker: string): { filename: string; execArgv?: string[] } {
   const here = fileURLToPath(near);
   const fromSource = here.endsWith('.ts');
   const filename = here.replace(/[^/\\]+\.(ts|js)$/, `${worker}.${fromSource ? 'ts' : 'js'}`);
   return fromSource ? { filename, execArgv: [...process.execArgv, '--import', 'tsx'] } : { filename };
+}
+
+/**
+ * A worker thread running the module `worker` next to `near`. Built, that is the module itself. From
+ * source, a Worker given a .ts file fails before any `--import` loader applies, so the thread first
+ * registers tsx's loader, then imports the module (piscina's own entry does the same for its pools).
+ */
+export function startWorkerThread(near: string, worker: string, options: WorkerOptions): Worker {
+  const entry = workerEntry(near, worker);
+  if (!entry.execArgv) return new Worker(entry.filename, options);
+  const source = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(pathToFileURL(entry.filename).href)}); })`;
+  return new Worker(source, { ...options, eval: true });
 }
 
 /**
@@ -59,6 +72,9 @@ export function createThreadPool<T, R>(options: ThreadPoolOptions<T, R>): Thread
       concurrentTasksPerWorker: options.tasksPerThread,
       // Tasks may await I/O (DNS): the threads' event loops must run between and during tasks.
       atomics: 'disabled',
+      // Piscina records every task's wait and run time in histograms by default; nothing reads them, and
+      // recording cost about 35 µs of the calling thread per task (measured with a 10 KB analysis).
+      recordTiming: false,
       idleTimeout: Number.POSITIVE_INFINITY,
       workerData: options.workerData,
     });

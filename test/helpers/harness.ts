@@ -15,7 +15,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
+export async function startHarness(env: Record<string, string> = {}, options: { storeThread?: boolean } = {}): Promise<Harness> {
   const database = await createTestDatabase();
   const config = loadConfig({
     MAILROOM_DATABASE_URL: database.url,
@@ -25,7 +25,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     ...env,
   });
   const clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 0));
-  const services = await createServices(config, { clock });
+  const services = await createServices(config, { clock, ...options });
   const app = await createHttpApp(config, services, createLogger('silent'));
   await app.ready();
   return {
@@ -37,6 +37,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     async close() {
       await app.close();
       services.deliverer.close?.();
+      await services.storeThread?.close();
       await services.analyzer.close();
       await services.signer.close();
       await services.database.destroy();

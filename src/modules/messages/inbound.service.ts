@@ -5,7 +5,7 @@ import type { EventsService } from '../events/events.service.js';
 import type { ListService } from '../lists/list.service.js';
 import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
 import { normalizeEmail } from '../tenancy/validation.js';
-import type { MessageAnalyzer } from './analysis.js';
+import type { Analysis, MessageAnalyzer } from './analysis.js';
 import type { MessageStore } from './message-store.js';
 import type { Folder } from './message.types.js';
 import { toMessageListView } from './message.views.js';
@@ -33,12 +33,26 @@ export type RecipientVerdict =
   | { ok: true; recipient: Recipient }
   | { ok: false; reason: 'no_mailbox' | 'refused'; detail: string };
 
-export interface InboundService {
+/** One SMTP transaction's message once it is parsed and authenticated: what storing it needs. */
+export interface AnalyzedDelivery {
+  raw: Buffer;
+  envelope: Envelope;
+  recipients: readonly Recipient[];
+  analysis: Analysis;
+}
+
+/** Where analysed deliveries are stored: in this thread (`InboundService.store`) or another (`store-thread.ts`). */
+export interface DeliveryStore {
+  /** Resolves with the stored copies' ids once they are committed; throws when nothing was stored. */
+  store(delivery: AnalyzedDelivery): Promise<string[]>;
+}
+
+export interface InboundService extends DeliveryStore {
   /** Decide a RCPT TO: an existing mailbox whose workspace's inbound lists let the sender through. */
   checkRecipient(address: string, envelope: Envelope): Promise<RecipientVerdict>;
   /**
-   * Store one copy per recipient (each in its own workspace) and emit `message.received` for each,
-   * all in one transaction: when this resolves the mail is durable; when it throws nothing is stored.
+   * Analyse, then store one copy per recipient (each in its own workspace) and emit `message.received`
+   * for each, all in one transaction: when this resolves the mail is durable; when it throws nothing is stored.
    */
   deliver(raw: Buffer, envelope: Envelope, recipients: readonly Recipient[]): Promise<string[]>;
 }
@@ -55,10 +69,12 @@ export interface InboundDeps {
   bounceDomain: string;
   /** Shared commits: concurrent deliveries are stored in one transaction (see db/group-commit.ts). */
   commits?: GroupCommit;
+  /** Store analysed deliveries there (the smtp role's store thread) instead of in this thread. */
+  storeThread?: DeliveryStore | undefined;
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ db, events, store, lists, analyzer, logger, bounceDomain, commits = createGroupCommit(db) }: InboundDeps): InboundService {
+export function createInboundService({ db, events, store, lists, analyzer, logger, bounceDomain, commits = createGroupCommit(db), storeThread }: InboundDeps): InboundService {
 
   /** A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the SMTP reply. */
   async function recordReport(trx: Db, recipient: Recipient, parsed: ParsedMessage): Promise<string[]> {
@@ -83,6 +99,43 @@ export function createInboundService({ db, events, store, lists, analyzer, logge
     }
     if (failures.length === 0) logger.info({ messageId, subject: parsed.subject }, 'mail to a return path that is no failure report; dropped');
     return [`report:${messageId}`];
+  }
+
+  /** The second half of `deliver`: one group-commit unit storing every copy of an analysed message. */
+  function storeAnalyzed({ raw, envelope, recipients, analysis }: AnalyzedDelivery): Promise<string[]> {
+    const { parsed, auth } = analysis;
+    // Authentication-Results goes in front of the stored source, as the analysis put it in front of the headers (RFC 8601).
+    const stored = auth.headerLines ? Buffer.concat([Buffer.from(auth.headerLines.replace(/\r?\n$/, '') + '\r\n'), raw]) : raw;
+    // A DMARC failure under a reject or quarantine policy is the clearest spam signal we have (RFC 7489 §6.3).
+    const folder: Folder = auth.quarantine ? 'spam' : 'inbox';
+    const envelopeJson = { mail_from: envelope.mailFrom, remote_ip: envelope.remoteIp, helo: envelope.helo };
+    // Deliveries arriving together share one transaction (one commit, one fsync): see group-commit.ts.
+    // `run` queues the unit before it returns, which is what `deliver`'s announcement waits for.
+    return commits.run(async (trx) => {
+      const ids: string[] = [];
+      // Bounces and complaints are events about an outbound message, not mail for a mailbox.
+      for (const recipient of recipients) {
+        if (recipient.reportFor) ids.push(...(await recordReport(trx, recipient, parsed)));
+      }
+      // One lock order for every transaction (PostgreSQL row locks on threads and folder counters).
+      for (const recipient of [...recipients].filter((r) => !r.reportFor).sort((a, b) => a.mailboxId.localeCompare(b.mailboxId))) {
+        const row = await store.store(trx, {
+          workspaceId: recipient.workspaceId,
+          mailboxId: recipient.mailboxId,
+          mailboxAddress: recipient.address,
+          direction: 'inbound',
+          folder,
+          read: false,
+          raw: stored,
+          parsed,
+          auth: auth.summary,
+          envelope: { ...envelopeJson, rcpt_to: recipient.address },
+        });
+        await events.emit(trx, { workspaceId: recipient.workspaceId, type: 'message.received', data: { ...toMessageListView(row) } });
+        ids.push(row.id);
+      }
+      return ids;
+    });
   }
 
   return {
@@ -113,47 +166,21 @@ export function createInboundService({ db, events, store, lists, analyzer, logge
     },
 
     async deliver(raw, envelope, recipients) {
+      const context = { ip: envelope.remoteIp, helo: envelope.helo, sender: envelope.mailFrom };
+      // Another thread stores it: that thread's commits cannot wait for an analysis running here.
+      if (storeThread) return storeThread.store({ raw, envelope, recipients, analysis: await analyzer.analyze(raw, context) });
       // Announced while it is parsed, so that a commit about to start waits briefly to take it along;
       // withdrawn once it is queued for its commit (or has failed).
       const arrived = commits.announce();
       let committed: Promise<string[]>;
       try {
-        const { parsed, auth } = await analyzer.analyze(raw, { ip: envelope.remoteIp, helo: envelope.helo, sender: envelope.mailFrom });
-        // Authentication-Results goes in front of the stored source, as the analysis put it in front of the headers (RFC 8601).
-        const stored = auth.headerLines ? Buffer.concat([Buffer.from(auth.headerLines.replace(/\r?\n$/, '') + '\r\n'), raw]) : raw;
-        // A DMARC failure under a reject or quarantine policy is the clearest spam signal we have (RFC 7489 §6.3).
-        const folder: Folder = auth.quarantine ? 'spam' : 'inbox';
-        const envelopeJson = { mail_from: envelope.mailFrom, remote_ip: envelope.remoteIp, helo: envelope.helo };
-        // Deliveries arriving together share one transaction (one commit, one fsync): see group-commit.ts.
-        committed = commits.run(async (trx) => {
-          const ids: string[] = [];
-          // Bounces and complaints are events about an outbound message, not mail for a mailbox.
-          for (const recipient of recipients) {
-            if (recipient.reportFor) ids.push(...(await recordReport(trx, recipient, parsed)));
-          }
-          // One lock order for every transaction (PostgreSQL row locks on threads and folder counters).
-          for (const recipient of [...recipients].filter((r) => !r.reportFor).sort((a, b) => a.mailboxId.localeCompare(b.mailboxId))) {
-            const row = await store.store(trx, {
-              workspaceId: recipient.workspaceId,
-              mailboxId: recipient.mailboxId,
-              mailboxAddress: recipient.address,
-              direction: 'inbound',
-              folder,
-              read: false,
-              raw: stored,
-              parsed,
-              auth: auth.summary,
-              envelope: { ...envelopeJson, rcpt_to: recipient.address },
-            });
-            await events.emit(trx, { workspaceId: recipient.workspaceId, type: 'message.received', data: { ...toMessageListView(row) } });
-            ids.push(row.id);
-          }
-          return ids;
-        });
+        committed = storeAnalyzed({ raw, envelope, recipients, analysis: await analyzer.analyze(raw, context) });
       } finally {
         arrived();
       }
       return committed;
     },
+
+    store: storeAnalyzed,
   };
 }

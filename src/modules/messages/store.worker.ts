@@ -1,0 +1,45 @@
+/**
+ * Entry of the smtp role's store thread (see store-thread.ts): its own services and database
+ * connection, storing the analysed deliveries the SMTP thread sends it. Runs in a worker thread only.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { createLogger } from '../../lib/logger.js';
+import { createServices } from '../../main.js';
+import { reviveDelivery, type StoreReply, type StoreRequest, type StoreWorkerData } from './store-thread.js';
+
+const settings = workerData as StoreWorkerData;
+const port = parentPort!;
+const reply = (message: StoreReply) => port.postMessage(message);
+
+const logger = createLogger(settings.config.logLevel);
+// The starting thread has migrated the database already.
+const services = await createServices(settings.config, { migrate: false, logger, writeLock: settings.writeLock ?? undefined });
+// A worker role runs in the starting thread: wake it for the jobs these deliveries enqueue.
+services.wakeups.subscribe((queue) => reply({ wake: queue }));
+
+const underway = new Set<Promise<unknown>>();
+
+port.on('message', (request: StoreRequest) => {
+  if ('close' in request) {
+    void (async () => {
+      await Promise.allSettled([...underway]);
+      await services.analyzer.close();
+      await services.database.destroy();
+      reply({ closed: true });
+      port.close();
+    })();
+    return;
+  }
+  // A delivery that cannot even be read back fails alone, as a rejected promise, never as a crash of the thread.
+  const stored = Promise.resolve()
+    .then(() => services.inbound.store(reviveDelivery(request.delivery)))
+    .then(
+    (ids) => reply({ id: request.id, ids }),
+    (err: unknown) => {
+      logger.error({ err }, 'storing inbound mail failed');
+      reply({ id: request.id, error: err instanceof Error ? err.message : String(err) });
+    },
+  );
+  underway.add(stored);
+  void stored.finally(() => underway.delete(stored));
+});
