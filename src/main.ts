@@ -250,6 +250,12 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       logger.info('worker role started');
     }
     if (roles.includes('smtp')) {
+      // Loaded and connected before the first message, which then does not wait for a thread to start.
+      await services.storeThread?.start();
+      stoppers.unshift(async () => {
+        await services.storeThread?.close();
+        await services.analyzer.close();
+      });
       const smtp = createInboundSmtpServer({
         inbound: services.inbound,
         logger,
@@ -261,12 +267,8 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
             : undefined,
       });
       smtpPort = await smtp.listen(config.smtpHost, config.smtpPort);
-      // Stop taking mail first: open sessions get 421 once the close time-out passes.
-      stoppers.unshift(async () => {
-        await smtp.close();
-        await services.storeThread?.close();
-        await services.analyzer.close();
-      });
+      // Stop taking mail first (open sessions get 421 once the close time-out passes), then let the store thread finish.
+      stoppers.unshift(() => smtp.close());
       logger.info({ host: config.smtpHost, port: smtpPort }, 'smtp listening');
     }
     if (roles.includes('api')) {

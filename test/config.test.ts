@@ -23,6 +23,7 @@ describe('configuration', () => {
       deliveryRetryBaseMs: 60_000,
       deliveryMaxAgeMs: 345_600_000,
       leaseMs: 30_000,
+      smtpStoreThread: true,
     });
     expect(Object.isFrozen(config)).toBe(true);
     // One per core but the main thread's, at least one, at most four.
@@ -40,8 +41,10 @@ describe('configuration', () => {
       MAILROOM_LEASE_MS: '1500',
       MAILROOM_SMTP_PARSER_THREADS: '0',
       MAILROOM_DKIM_THREADS: '3',
+      MAILROOM_SMTP_STORE_THREAD: 'off',
     });
     expect(config).toMatchObject({
+      smtpStoreThread: false,
       smtpParserThreads: 0,
       dkimThreads: 3,
       databaseUrl: 'postgres://u@localhost:5432/mr',
@@ -75,6 +78,9 @@ describe('configuration', () => {
     expect(() => loadConfig({ MAILROOM_HTTP_PORT: '70000' })).toThrow(/out of range/);
     expect(() => loadConfig({ MAILROOM_HOSTED_DOMAINS: 'not a domain' })).toThrow(/not a domain name/);
     expect(() => loadConfig({ MAILROOM_SMTP_RELAY: 'http://x' })).toThrow(/smtp:\/\//);
+    expect(() => loadConfig({ MAILROOM_SMTP_STORE_THREAD: 'maybe' })).toThrow(/MAILROOM_SMTP_STORE_THREAD="maybe": not on or off/);
+    for (const on of ['1', 'true', 'ON', 'yes']) expect(loadConfig({ MAILROOM_SMTP_STORE_THREAD: on }).smtpStoreThread).toBe(true);
+    for (const off of ['0', 'false', 'Off', 'no']) expect(loadConfig({ MAILROOM_SMTP_STORE_THREAD: off }).smtpStoreThread).toBe(false);
   });
 
   it('reads .env under the environment, never over it', () => {

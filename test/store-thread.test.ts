@@ -1,6 +1,8 @@
 import { threadId as mainThreadId } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../src/lib/logger.js';
 import type { AnalyzedDelivery, Recipient } from '../src/modules/messages/inbound.service.js';
+import { createStoreThread } from '../src/modules/messages/store-thread.js';
 import { WEBHOOK_QUEUE } from '../src/modules/webhooks/webhook.types.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, memberSession, type Tenant } from './helpers/harness.js';
@@ -96,6 +98,15 @@ describe(`a store thread that dies (${TEST_DIALECT})`, () => {
     expect((await h.app.inject({ method: 'POST', url: `/mailboxes?address=${MAILBOX}`, headers: bearer(acme.apiKey) })).statusCode).toBe(201);
   });
   afterAll(async () => h.close());
+
+  it('starts before the first delivery when asked, and says so when it cannot start', async () => {
+    expect(h.services.storeThread!.threadId).toBeNull();
+    await h.services.storeThread!.start();
+    expect(h.services.storeThread!.threadId).not.toBeNull();
+    const broken = createStoreThread({ config: { ...h.config, databaseUrl: 'sqlite:/etc/hostname/mailroom.db' }, writeLock: null, logger: createLogger('silent'), onWake: () => undefined });
+    await expect(broken.start()).rejects.toThrow(/could not start: .*EEXIST/);
+    expect(broken.threadId).toBeNull();
+  });
 
   it('fails only the deliveries it held (451: nothing acknowledged is lost), and the next delivery starts a new thread', async () => {
     const first = await h.send({ from: 'alice@sender.test', to: MAILBOX, subject: 'Before', text: 'x' });

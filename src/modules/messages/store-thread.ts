@@ -16,7 +16,7 @@ export interface StoreWorkerData {
 /** Main thread → store thread. */
 export type StoreRequest = { id: number; delivery: AnalyzedDelivery } | { close: true };
 /** Store thread → main thread. */
-export type StoreReply = { id: number; ids: string[] } | { id: number; error: string } | { wake: string } | { closed: true };
+export type StoreReply = { ready: true } | { failed: string } | { id: number; ids: string[] } | { id: number; error: string } | { wake: string } | { closed: true };
 
 /** Structured clone turns Buffers into plain Uint8Arrays; the store wants Buffers back. */
 export function reviveDelivery(delivery: AnalyzedDelivery): AnalyzedDelivery {
@@ -26,8 +26,13 @@ export function reviveDelivery(delivery: AnalyzedDelivery): AnalyzedDelivery {
 }
 
 export interface StoreThread extends DeliveryStore {
-  /** The running thread's id, or null before the first delivery and after it stopped. */
+  /** The running thread's id, or null before it started and after it stopped. */
   readonly threadId: number | null;
+  /**
+   * Start the thread now (the smtp role does, before it listens) and resolve once it can store: its modules
+   * are loaded and its database is open. Rejects if it cannot start. Otherwise the first delivery starts it.
+   */
+  start(): Promise<void>;
   /** Let the deliveries under way finish, then stop the thread. */
   close(): Promise<void>;
   /** Stop the thread at once, as a crash would: the deliveries it holds fail, and the next delivery starts a new thread. */
@@ -45,8 +50,8 @@ const CLOSE_TIMEOUT_MS = 15_000;
 /**
  * The smtp role's store thread: a worker thread with its own services and database connection that
  * stores analysed deliveries (threads, copies, counters, `message.received`) through its own group
- * commit, so that the thread speaking SMTP never waits for a transaction or an fsync. It starts with the
- * first delivery. Job wake-ups it causes (a webhook delivery enqueued by `message.received`) are passed
+ * commit, so that the thread speaking SMTP never waits for a transaction or an fsync. `start()` starts it;
+ * a delivery that finds none (the first, or the first after a crash) starts one. Job wake-ups it causes (a webhook delivery enqueued by `message.received`) are passed
  * to `onWake` here, for a worker role of this process. If the thread dies, the deliveries it held fail
  * (SMTP 451, so their senders retry: nothing acknowledged is lost) and the next delivery starts a new one.
  */
@@ -54,6 +59,8 @@ export function createStoreThread(options: { config: Readonly<Config>; writeLock
   const { logger } = options;
   const pending = new Map<number, Pending>();
   let worker: Worker | null = null;
+  /** Settles when the running thread is ready (or failed to be). */
+  let ready: Promise<void> = Promise.resolve();
   let next = 0;
   let closing: Promise<void> | null = null;
 
@@ -65,6 +72,17 @@ export function createStoreThread(options: { config: Readonly<Config>; writeLock
   function start(): Worker {
     const workerData: StoreWorkerData = { config: { ...options.config }, writeLock: options.writeLock?.buffer ?? null };
     const started = startWorkerThread(import.meta.url, 'store.worker', { workerData });
+    ready = new Promise<void>((resolve, reject) => {
+      let failure: string | null = null;
+      started.once('message', (reply: StoreReply) => {
+        if ('failed' in reply) failure = reply.failed;
+        else resolve();
+      });
+      // Settled once the thread is gone, so that a failed start leaves no thread behind.
+      started.once('exit', (code) => reject(new Error(failure ? `the inbound store thread could not start: ${failure}` : `the inbound store thread stopped while starting (exit code ${code})`)));
+    });
+    // Whoever waits for it sees the failure; a delivery that started the thread sees its own.
+    ready.catch(() => undefined);
     started.on('message', (reply: StoreReply) => {
       if ('wake' in reply) {
         options.onWake(reply.wake);
@@ -91,6 +109,10 @@ export function createStoreThread(options: { config: Readonly<Config>; writeLock
   return {
     get threadId() {
       return worker?.threadId ?? null;
+    },
+    start() {
+      worker ??= start();
+      return ready;
     },
     store(delivery) {
       if (closing) return Promise.reject(new Error('the store thread is closing'));

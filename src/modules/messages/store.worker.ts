@@ -12,8 +12,17 @@ const port = parentPort!;
 const reply = (message: StoreReply) => port.postMessage(message);
 
 const logger = createLogger(settings.config.logLevel);
-// The starting thread has migrated the database already.
-const services = await createServices(settings.config, { migrate: false, logger, writeLock: settings.writeLock ?? undefined });
+async function open() {
+  try {
+    // The starting thread has migrated the database already.
+    return await createServices(settings.config, { migrate: false, logger, writeLock: settings.writeLock ?? undefined });
+  } catch (err) {
+    reply({ failed: err instanceof Error ? err.message : String(err) });
+    // Ends this thread only; a loader left running (tsx from source) would otherwise keep it alive.
+    process.exit(1);
+  }
+}
+const services = await open();
 // A worker role runs in the starting thread: wake it for the jobs these deliveries enqueue.
 services.wakeups.subscribe((queue) => reply({ wake: queue }));
 
@@ -43,3 +52,4 @@ port.on('message', (request: StoreRequest) => {
   underway.add(stored);
   void stored.finally(() => underway.delete(stored));
 });
+reply({ ready: true });
