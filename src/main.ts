@@ -62,7 +62,7 @@ export interface Services {
   inbound: InboundService;
   /** Parser threads of inbound mail (started by the first message; close() stops them). */
   analyzer: MessageAnalyzer;
-  /** The thread inbound mail is stored on, when asked for (started by the first message; close() stops it). */
+  /** The thread inbound mail is stored on, when asked for (`startService` starts it with the smtp role; close() stops it). */
   storeThread: StoreThread | null;
   /** DKIM signing threads of outbound mail (started by the first signature; close() stops them). */
   signer: MessageSigner;

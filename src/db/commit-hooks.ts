@@ -1,5 +1,6 @@
 import type { DatabaseConnection, Dialect, Driver } from 'kysely';
 import type { Db } from './database.js';
+import { forwardSavepoints, wrapDriverOf } from './dialect-wrapper.js';
 
 /** Callbacks waiting for the open transaction of a connection to commit. */
 const waiting = new WeakMap<DatabaseConnection, Array<() => void>>();
@@ -40,11 +41,7 @@ function wrapDriver(inner: Driver): Driver {
     releaseConnection: (connection) => inner.releaseConnection(connection),
     destroy: () => inner.destroy(),
   };
-  // Kysely asks whether the driver has savepoints at all, so only forward those the inner one has.
-  if (inner.savepoint) driver.savepoint = inner.savepoint.bind(inner);
-  if (inner.rollbackToSavepoint) driver.rollbackToSavepoint = inner.rollbackToSavepoint.bind(inner);
-  if (inner.releaseSavepoint) driver.releaseSavepoint = inner.releaseSavepoint.bind(inner);
-  return driver;
+  return forwardSavepoints(driver, inner);
 }
 
 /**
@@ -53,12 +50,7 @@ function wrapDriver(inner: Driver): Driver {
  * connection (a worker's claim) must not start before the rows it needs are visible.
  */
 export function withCommitHooks(dialect: Dialect): Dialect {
-  return {
-    createAdapter: () => dialect.createAdapter(),
-    createDriver: () => wrapDriver(dialect.createDriver()),
-    createIntrospector: (db) => dialect.createIntrospector(db),
-    createQueryCompiler: () => dialect.createQueryCompiler(),
-  };
+  return wrapDriverOf(dialect, wrapDriver);
 }
 
 /**

@@ -1,4 +1,5 @@
 import { CompiledQuery, type DatabaseConnection, type Dialect, type Driver, type QueryResult } from 'kysely';
+import { forwardSavepoints, wrapDriverOf } from './dialect-wrapper.js';
 import type { WriteLock } from './write-lock.js';
 
 /** Statements that only read: they run without the lock (WAL readers never wait for the writer). */
@@ -16,12 +17,7 @@ function readsOnly(query: CompiledQuery): boolean {
  * Reads take nothing. Connections of one process therefore write one at a time, in the order they asked.
  */
 export function withWriteLock(dialect: Dialect, lock: WriteLock): Dialect {
-  return {
-    createAdapter: () => dialect.createAdapter(),
-    createDriver: () => wrapDriver(dialect.createDriver(), lock),
-    createIntrospector: (db) => dialect.createIntrospector(db),
-    createQueryCompiler: () => dialect.createQueryCompiler(),
-  };
+  return wrapDriverOf(dialect, (inner) => wrapDriver(inner, lock));
 }
 
 function wrapDriver(inner: Driver, lock: WriteLock): Driver {
@@ -82,9 +78,6 @@ function wrapDriver(inner: Driver, lock: WriteLock): Driver {
     releaseConnection: (connection) => inner.releaseConnection(connection),
     destroy: () => inner.destroy(),
   };
-  // Savepoints run inside a transaction, which already holds the lock; Kysely asks whether they exist at all.
-  if (inner.savepoint) driver.savepoint = inner.savepoint.bind(inner);
-  if (inner.rollbackToSavepoint) driver.rollbackToSavepoint = inner.rollbackToSavepoint.bind(inner);
-  if (inner.releaseSavepoint) driver.releaseSavepoint = inner.releaseSavepoint.bind(inner);
-  return driver;
+  // Savepoints run inside a transaction, which already holds the lock.
+  return forwardSavepoints(driver, inner);
 }

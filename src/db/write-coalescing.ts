@@ -1,4 +1,5 @@
 import { CompiledQuery, type DatabaseConnection, type Dialect, type Driver, type QueryResult } from 'kysely';
+import { wrapDriverOf } from './dialect-wrapper.js';
 
 /**
  * Fewer round trips to PostgreSQL for the writes of a transaction whose outcome nobody reads.
@@ -105,74 +106,68 @@ function wrapConnection(state: State): DatabaseConnection {
 
 /** A PostgreSQL dialect whose transactions send deferrable writes together (see above). */
 export function withWriteCoalescing(dialect: Dialect): Dialect {
-  return {
-    createAdapter: () => dialect.createAdapter(),
-    createIntrospector: (db) => dialect.createIntrospector(db),
-    createQueryCompiler: () => dialect.createQueryCompiler(),
-    createDriver(): Driver {
-      const inner = dialect.createDriver();
-      const wrappers = new WeakMap<DatabaseConnection, DatabaseConnection>();
-      const states = new WeakMap<DatabaseConnection, State>();
-      const stateOf = (connection: DatabaseConnection) => states.get(connection)!;
-      const driver: Driver = {
-        init: () => inner.init(),
-        async acquireConnection() {
-          const connection = await inner.acquireConnection();
-          let wrapper = wrappers.get(connection);
-          if (!wrapper) {
-            const state: State = { inner: connection, waiting: null };
-            wrapper = wrapConnection(state);
-            wrappers.set(connection, wrapper);
-            states.set(wrapper, state);
-          }
-          return wrapper;
-        },
-        async beginTransaction(connection, settings) {
-          const state = stateOf(connection);
-          await inner.beginTransaction(state.inner, settings);
-          state.waiting = [];
-        },
-        async commitTransaction(connection) {
-          const state = stateOf(connection);
-          try {
-            await flush(state);
-          } finally {
-            state.waiting = null;
-          }
-          await inner.commitTransaction(state.inner);
-        },
-        async rollbackTransaction(connection) {
-          const state = stateOf(connection);
+  return wrapDriverOf(dialect, (inner): Driver => {
+    const wrappers = new WeakMap<DatabaseConnection, DatabaseConnection>();
+    const states = new WeakMap<DatabaseConnection, State>();
+    const stateOf = (connection: DatabaseConnection) => states.get(connection)!;
+    const driver: Driver = {
+      init: () => inner.init(),
+      async acquireConnection() {
+        const connection = await inner.acquireConnection();
+        let wrapper = wrappers.get(connection);
+        if (!wrapper) {
+          const state: State = { inner: connection, waiting: null };
+          wrapper = wrapConnection(state);
+          wrappers.set(connection, wrapper);
+          states.set(wrapper, state);
+        }
+        return wrapper;
+      },
+      async beginTransaction(connection, settings) {
+        const state = stateOf(connection);
+        await inner.beginTransaction(state.inner, settings);
+        state.waiting = [];
+      },
+      async commitTransaction(connection) {
+        const state = stateOf(connection);
+        try {
+          await flush(state);
+        } finally {
           state.waiting = null;
-          await inner.rollbackTransaction(state.inner);
-        },
-        releaseConnection: (connection) => inner.releaseConnection(stateOf(connection).inner),
-        destroy: () => inner.destroy(),
+        }
+        await inner.commitTransaction(state.inner);
+      },
+      async rollbackTransaction(connection) {
+        const state = stateOf(connection);
+        state.waiting = null;
+        await inner.rollbackTransaction(state.inner);
+      },
+      releaseConnection: (connection) => inner.releaseConnection(stateOf(connection).inner),
+      destroy: () => inner.destroy(),
+    };
+    if (inner.savepoint) {
+      const savepoint = inner.savepoint.bind(inner);
+      driver.savepoint = async (connection, name, compile) => {
+        await flush(stateOf(connection));
+        await savepoint(stateOf(connection).inner, name, compile);
       };
-      if (inner.savepoint) {
-        const savepoint = inner.savepoint.bind(inner);
-        driver.savepoint = async (connection, name, compile) => {
-          await flush(stateOf(connection));
-          await savepoint(stateOf(connection).inner, name, compile);
-        };
-      }
-      if (inner.rollbackToSavepoint) {
-        const rollbackTo = inner.rollbackToSavepoint.bind(inner);
-        // Writes issued after the savepoint and not yet sent are undone by not sending them.
-        driver.rollbackToSavepoint = async (connection, name, compile) => {
-          const state = stateOf(connection);
-          state.waiting = [];
-          await rollbackTo(state.inner, name, compile);
-        };
-      }
-      if (inner.releaseSavepoint) {
-        const release = inner.releaseSavepoint.bind(inner);
-        driver.releaseSavepoint = async (connection, name, compile) => {
-          await flush(stateOf(connection));
-          await release(stateOf(connection).inner, name, compile);
-        };
-      }
-      return driver;
-    },
-  };
+    }
+    if (inner.rollbackToSavepoint) {
+      const rollbackTo = inner.rollbackToSavepoint.bind(inner);
+      // Writes issued after the savepoint and not yet sent are undone by not sending them.
+      driver.rollbackToSavepoint = async (connection, name, compile) => {
+        const state = stateOf(connection);
+        state.waiting = [];
+        await rollbackTo(state.inner, name, compile);
+      };
+    }
+    if (inner.releaseSavepoint) {
+      const release = inner.releaseSavepoint.bind(inner);
+      driver.releaseSavepoint = async (connection, name, compile) => {
+        await flush(stateOf(connection));
+        await release(stateOf(connection).inner, name, compile);
+      };
+    }
+    return driver;
+  });
 }

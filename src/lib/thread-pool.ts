@@ -33,7 +33,7 @@ export interface ThreadPool<T, R> {
 }
 
 /** The worker entry next to `near`; from source (tests, tsx) it needs tsx's loader. Built, the threads inherit the process's flags (e.g. --cpu-prof). */
-export function workerEntry(near: string, worker: string): { filename: string; execArgv?: string[] } {
+function workerEntry(near: string, worker: string): { filename: string; execArgv?: string[] } {
   const here = fileURLToPath(near);
   const fromSource = here.endsWith('.ts');
   const filename = here.replace(/[^/\\]+\.(ts|js)$/, `${worker}.${fromSource ? 'ts' : 'js'}`);

@@ -72,11 +72,17 @@ export function createStoreThread(options: { config: Readonly<Config>; writeLock
   function start(): Worker {
     const workerData: StoreWorkerData = { config: { ...options.config }, writeLock: options.writeLock?.buffer ?? null };
     const started = startWorkerThread(import.meta.url, 'store.worker', { workerData });
+    /** Whether it said it was ready (its first message); a thread that stops before that could not start. */
+    let running = false;
     ready = new Promise<void>((resolve, reject) => {
       let failure: string | null = null;
       started.once('message', (reply: StoreReply) => {
-        if ('failed' in reply) failure = reply.failed;
-        else resolve();
+        if ('failed' in reply) {
+          failure = reply.failed;
+          return;
+        }
+        running = true;
+        resolve();
       });
       // Settled once the thread is gone, so that a failed start leaves no thread behind.
       started.once('exit', (code) => reject(new Error(failure ? `the inbound store thread could not start: ${failure}` : `the inbound store thread stopped while starting (exit code ${code})`)));
@@ -98,9 +104,14 @@ export function createStoreThread(options: { config: Readonly<Config>; writeLock
     started.on('exit', (code) => {
       if (worker === started) worker = null;
       if (closing) return;
-      logger.error({ code }, 'inbound store thread stopped; its deliveries under way get 451 and the next delivery starts a new thread');
-      // It may have died holding the write lock, or waiting in line for it: nobody else would ever get it.
-      options.writeLock?.abandon();
+      if (running) {
+        logger.error({ code }, 'inbound store thread stopped; its deliveries under way get 451 and the next delivery starts a new thread');
+        // It may have died holding the write lock, or waiting in line for it: nobody else would ever get it.
+        options.writeLock?.abandon();
+      } else {
+        // It wrote nothing before it was ready, so it never took a ticket of the write lock.
+        logger.error({ code }, 'inbound store thread could not start; its deliveries get 451 and the next delivery tries again');
+      }
       fail(new Error('the store thread stopped'));
     });
     return started;
