@@ -3,7 +3,6 @@ import type { Config } from '../../config/config.js';
 import type { WriteLock } from '../../db/write-lock.js';
 import type { Logger } from '../../lib/logger.js';
 import { asBuffer, startWorkerThread } from '../../lib/thread-pool.js';
-import type { Analysis } from './analysis.js';
 import type { AnalyzedDelivery, DeliveryStore } from './inbound.service.js';
 
 /** What the store thread is started with. */
@@ -16,12 +15,11 @@ export interface StoreWorkerData {
 /** Main thread → store thread. */
 export type StoreRequest = { id: number; delivery: AnalyzedDelivery } | { close: true };
 /** Store thread → main thread. */
-export type StoreReply = { ready: true } | { failed: string } | { id: number; ids: string[] } | { id: number; error: string } | { wake: string } | { closed: true };
+export type StoreReply = { ready: true } | { failed: string } | { id: number; ids: string[] } | { id: number; error: string } | { wake: string };
 
 /** Structured clone turns Buffers into plain Uint8Arrays; the store wants Buffers back. */
 export function reviveDelivery(delivery: AnalyzedDelivery): AnalyzedDelivery {
-  const analysis: Analysis = delivery.analysis;
-  for (const attachment of analysis.parsed.attachments) attachment.content = asBuffer(attachment.content);
+  for (const attachment of delivery.analysis.parsed.attachments) attachment.content = asBuffer(attachment.content);
   return { ...delivery, raw: asBuffer(delivery.raw) };
 }
 
@@ -51,8 +49,9 @@ const CLOSE_TIMEOUT_MS = 15_000;
  * The smtp role's store thread: a worker thread with its own services and database connection that
  * stores analysed deliveries (threads, copies, counters, `message.received`) through its own group
  * commit, so that the thread speaking SMTP never waits for a transaction or an fsync. `start()` starts it;
- * a delivery that finds none (the first, or the first after a crash) starts one. Job wake-ups it causes (a webhook delivery enqueued by `message.received`) are passed
- * to `onWake` here, for a worker role of this process. If the thread dies, the deliveries it held fail
+ * a delivery that finds none (the first, or the first after a crash) starts one. Job wake-ups it causes
+ * (a webhook delivery enqueued by `message.received`) are passed to `onWake` here, for a worker role of
+ * this process. If the thread dies, the deliveries it held fail
  * (SMTP 451, so their senders retry: nothing acknowledged is lost) and the next delivery starts a new one.
  */
 export function createStoreThread(options: { config: Readonly<Config>; writeLock: WriteLock | null; logger: Logger; onWake: (queue: string) => void }): StoreThread {

@@ -34,7 +34,7 @@ port.on('message', (request: StoreRequest) => {
       await Promise.allSettled([...underway]);
       await services.analyzer.close();
       await services.database.destroy();
-      reply({ closed: true });
+      // The starting thread waits for this thread to exit.
       port.close();
     })();
     return;
@@ -43,12 +43,12 @@ port.on('message', (request: StoreRequest) => {
   const stored = Promise.resolve()
     .then(() => services.inbound.store(reviveDelivery(request.delivery)))
     .then(
-    (ids) => reply({ id: request.id, ids }),
-    (err: unknown) => {
-      logger.error({ err }, 'storing inbound mail failed');
-      reply({ id: request.id, error: err instanceof Error ? err.message : String(err) });
-    },
-  );
+      (ids) => reply({ id: request.id, ids }),
+      (err: unknown) => {
+        logger.error({ err }, 'storing inbound mail failed');
+        reply({ id: request.id, error: err instanceof Error ? err.message : String(err) });
+      },
+    );
   underway.add(stored);
   void stored.finally(() => underway.delete(stored));
 });
