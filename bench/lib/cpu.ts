@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 let ticksPerSecond: number | null | undefined;
 
@@ -72,4 +72,46 @@ export function mainThreadSchedMs(pid: number | undefined): { runMs: number; wai
   } catch {
     return null;
   }
+}
+
+/**
+ * CPU time (user + system) each thread of a process has used so far, in milliseconds, by thread id
+ * (the main thread's id is the pid); null off Linux. Tells which thread a service's time goes to: the
+ * event loop, its worker threads (analysis, store, DKIM), or V8's compiler and collector threads.
+ */
+export function threadCpuMs(pid: number | undefined): Map<number, number> | null {
+  if (pid === undefined || process.platform !== 'linux') return null;
+  const ticks = clockTicks();
+  if (ticks === null) return null;
+  try {
+    const byThread = new Map<number, number>();
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        const cpu = Number(fields[11]) + Number(fields[12]);
+        if (Number.isFinite(cpu)) byThread.set(Number(tid), (cpu * 1000) / ticks);
+      } catch {
+        // The thread ended between listing and reading.
+      }
+    }
+    return byThread;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Per-operation CPU of each thread between two `threadCpuMs` readings, in µs: the main thread, then every other
+ * thread that used any, most first (threads that started in between count from zero).
+ */
+export function threadCpuPerOp(before: Map<number, number>, after: Map<number, number>, pid: number, operations: number): { main: number; others: number[] } {
+  const used = (tid: number) => ((after.get(tid) ?? 0) - (before.get(tid) ?? 0)) * 1000 / Math.max(1, operations);
+  const others = [...after.keys()]
+    .filter((tid) => tid !== pid)
+    .map(used)
+    .filter((us) => us >= 1)
+    .sort((a, b) => b - a)
+    .map(Math.round);
+  return { main: Math.round(used(pid)), others };
 }

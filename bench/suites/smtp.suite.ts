@@ -6,7 +6,7 @@ import { mailGenerator, type MailMix } from '../lib/mail-content.js';
 import { apiRequest, assertAlive, bootstrapTenant, BENCH_DOMAIN, createMailbox, startMailroom, startMailroomSmtp, type RunningMailroom, type Tenant } from '../lib/mailroom.js';
 import { ensureSmtpSource, measureNodemailer, measureSmtpSource } from '../lib/smtp-load.js';
 import type { Measurement } from '../lib/load.js';
-import { processCpuMs } from '../lib/cpu.js';
+import { processCpuMs, threadCpuMs, threadCpuPerOp } from '../lib/cpu.js';
 import { withScope } from '../lib/scope.js';
 import { countStoredMessages } from '../lib/store.js';
 import { goal, pairRows, type BenchSettings, type ResultRow, type Suite, type SuiteContext, type SuiteResult } from '../lib/suite.js';
@@ -125,8 +125,16 @@ async function runCase(context: SuiteContext, setup: DialectSetup, spec: CaseSpe
     context.log(`  [${caseName}] ${SUBJECT}: ${spec.what}…`);
     // The DNS server shares the machine: its CPU per message is recorded (not charged to the service's column).
     const dnsCpuBefore = processCpuMs(setup.dns.process.pid);
+    const threadsBefore = threadCpuMs(service.process.pid);
     const subject = await measureTarget(context, setup, spec, SUBJECT, service.port, service.process.pid);
+    const threadsAfter = threadCpuMs(service.process.pid);
     const dnsCpuAfter = processCpuMs(setup.dns.process.pid);
+    // Which of the service's threads the time went to: SMTP (main), store, analysis, V8's own.
+    if (threadsBefore && threadsAfter && service.process.pid !== undefined) {
+      const perThread = threadCpuPerOp(threadsBefore, threadsAfter, service.process.pid, subject.delivered);
+      subject.details.service_thread_cpu_us_per_message = perThread;
+      context.log(`  [${caseName}] ${SUBJECT}: CPU per message by thread: main ${perThread.main} µs, others ${perThread.others.map((us) => `${us} µs`).join(', ') || 'none'}`);
+    }
     assertAlive(service.process);
     if (dnsCpuBefore !== null && dnsCpuAfter !== null) subject.details.dns_server_cpu_us_per_message = Math.round(((dnsCpuAfter - dnsCpuBefore) * 1000) / subject.delivered);
 
