@@ -14,6 +14,16 @@ function clockTicks(): number | null {
   return ticksPerSecond;
 }
 
+/** User + system CPU in milliseconds from a process's or a thread's `stat` line; null if unreadable. */
+function statCpuMs(stat: string, ticks: number): number | null {
+  // Fields after "(comm)": state is field 3, utime field 14, stime field 15 (proc(5)).
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;
+  return ((utime + stime) * 1000) / ticks;
+}
+
 /**
  * CPU time (user + system, all threads) a process has used so far, in milliseconds; null where
  * /proc is not available (non-Linux). CPU per request is far less sensitive to other load on the
@@ -24,13 +34,7 @@ export function processCpuMs(pid: number | undefined): number | null {
   const ticks = clockTicks();
   if (ticks === null) return null;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after "(comm)": state is field 3, utime field 14, stime field 15 (proc(5)).
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const utime = Number(fields[11]);
-    const stime = Number(fields[12]);
-    if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;
-    return ((utime + stime) * 1000) / ticks;
+    return statCpuMs(readFileSync(`/proc/${pid}/stat`, 'utf8'), ticks);
   } catch {
     return null;
   }
@@ -87,10 +91,8 @@ export function threadCpuMs(pid: number | undefined): Map<number, number> | null
     const byThread = new Map<number, number>();
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       try {
-        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        const cpu = Number(fields[11]) + Number(fields[12]);
-        if (Number.isFinite(cpu)) byThread.set(Number(tid), (cpu * 1000) / ticks);
+        const cpu = statCpuMs(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'), ticks);
+        if (cpu !== null) byThread.set(Number(tid), cpu);
       } catch {
         // The thread ended between listing and reading.
       }

@@ -33,16 +33,17 @@ function wrapDriver(inner: Driver, lock: WriteLock): Driver {
   function locking(connection: DatabaseConnection): DatabaseConnection {
     let outer = wrapped.get(connection);
     if (outer) return outer;
+    const lockedWrite = async <R>(query: CompiledQuery): Promise<QueryResult<R>> => {
+      await lock.acquire();
+      try {
+        return await connection.executeQuery<R>(query);
+      } finally {
+        lock.release();
+      }
+    };
     outer = {
-      async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-        if (holding.has(outer!) || readsOnly(query)) return connection.executeQuery<R>(query);
-        await lock.acquire();
-        try {
-          return await connection.executeQuery<R>(query);
-        } finally {
-          lock.release();
-        }
-      },
+      // Not async: a read (every list page) goes straight through, without a promise of its own.
+      executeQuery: <R>(query: CompiledQuery) => (holding.has(outer!) || readsOnly(query) ? connection.executeQuery<R>(query) : lockedWrite<R>(query)),
       streamQuery: <R>(query: CompiledQuery, chunkSize?: number) => connection.streamQuery<R>(query, chunkSize),
     };
     wrapped.set(connection, outer);

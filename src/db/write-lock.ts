@@ -1,11 +1,8 @@
-import { threadId } from 'node:worker_threads';
-
-/** Slots of the shared Int32Array: next ticket, ticket being served, holder (thread id + 1), abandoned flag. */
+/** Slots of the shared Int32Array: next ticket, ticket being served, abandoned flag. */
 const NEXT = 0;
 const SERVING = 1;
-const HOLDER = 2;
-const ABANDONED = 3;
-const SLOTS = 4;
+const ABANDONED = 2;
+const SLOTS = 3;
 /** A waiter looks again at least this often, whatever it was told (and its keep-alive timer fires as rarely). */
 const KEEP_ALIVE_MS = 1000;
 
@@ -35,7 +32,7 @@ export interface WriteLock {
   readonly buffer: SharedArrayBuffer;
   acquire(): Promise<void>;
   release(): void;
-  /** Whether some thread holds the lock now (for tests and diagnostics). */
+  /** Whether some thread holds the lock or waits for it (every ticket handed out not yet served and given back). */
   held(): boolean;
   /**
    * Stop locking for good: every waiter goes on and later calls return at once, leaving the writers to
@@ -71,15 +68,13 @@ export function openWriteLock(buffer: SharedArrayBuffer): WriteLock {
       } finally {
         if (alive) clearInterval(alive);
       }
-      if (!abandoned()) Atomics.store(slots, HOLDER, threadId + 1);
     },
     release() {
       if (abandoned()) return;
-      Atomics.store(slots, HOLDER, 0);
       Atomics.add(slots, SERVING, 1);
       Atomics.notify(slots, SERVING);
     },
-    held: () => !abandoned() && Atomics.load(slots, HOLDER) !== 0,
+    held: () => !abandoned() && Atomics.load(slots, NEXT) !== Atomics.load(slots, SERVING),
     abandon() {
       Atomics.store(slots, ABANDONED, 1);
       Atomics.add(slots, SERVING, 1);
