@@ -22,6 +22,7 @@ import { createInboundService, type InboundService } from './modules/messages/in
 import { createStoreThread, type StoreThread } from './modules/messages/store-thread.js';
 import { createMessageStore } from './modules/messages/message-store.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
+import { createPageCache } from './modules/messages/page-cache.js';
 import { createDeliveryHandler } from './modules/sending/delivery.handler.js';
 import { createInProcessSigner, createThreadedSigner, type MessageSigner } from './modules/sending/signing-pool.js';
 import { createDraftService, type DraftService } from './modules/sending/draft.service.js';
@@ -180,7 +181,7 @@ export async function createServices(
     mailboxes: createMailboxService({ db, clock, domains }),
     domains,
     lists,
-    messages: createMessageService({ db, clock, dialect }),
+    messages: createMessageService({ db, clock, dialect, pages: createPageCache(config.pageCacheBytes) }),
     inbound: createInboundService({ db, events, store, lists, analyzer, logger, bounceDomain, commits, storeThread: storeThread ?? undefined }),
     analyzer,
     storeThread,

@@ -81,6 +81,10 @@ describe('configuration', () => {
     expect(() => loadConfig({ MAILROOM_SMTP_STORE_THREAD: 'maybe' })).toThrow(/MAILROOM_SMTP_STORE_THREAD="maybe": not on or off/);
     for (const on of ['1', 'true', 'ON', 'yes']) expect(loadConfig({ MAILROOM_SMTP_STORE_THREAD: on }).smtpStoreThread).toBe(true);
     for (const off of ['0', 'false', 'Off', 'no']) expect(loadConfig({ MAILROOM_SMTP_STORE_THREAD: off }).smtpStoreThread).toBe(false);
+    expect(loadConfig({}).pageCacheBytes).toBe(32 * 1024 * 1024);
+    expect(loadConfig({ MAILROOM_PAGE_CACHE_MB: '0' }).pageCacheBytes).toBe(0);
+    expect(loadConfig({ MAILROOM_PAGE_CACHE_MB: '5' }).pageCacheBytes).toBe(5 * 1024 * 1024);
+    expect(() => loadConfig({ MAILROOM_PAGE_CACHE_MB: '-1' })).toThrow(/MAILROOM_PAGE_CACHE_MB="-1"/);
   });
 
   it('reads .env under the environment, never over it', () => {

@@ -163,6 +163,13 @@ describe(`messages and threads API (${TEST_DIALECT})`, () => {
         const mine = expected.filter((k) => k.mailbox === address);
         expect(inbox.total, `${address} ${folder}`).toBe(mine.length);
         expect(inbox.messages.map((x) => x.message_id)).toEqual(newestFirst(mine));
+        // A mailbox's pages may be answered from the page cache: every field must follow every change.
+        for (const x of inbox.messages) {
+          const k = known.get(x.message_id)!;
+          expect(x, `${address} ${folder} ${x.message_id}`).toMatchObject({ folder: k.folder, read: k.read, labels: [...k.labels].sort(), thread_id: k.thread, mailbox: k.mailbox });
+        }
+        const unread = await ok<MessagePage>(call('GET', `/messages?mailbox=${address}&folder=${folder}&unread=true&limit=500`, ses()));
+        expect(unread.messages.map((x) => x.message_id), `${address} ${folder} unread`).toEqual(newestFirst(mine.filter((k) => !k.read)));
       }
     }
   };

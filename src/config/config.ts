@@ -43,6 +43,8 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Requests per minute per credential (per process); 0 turns the limit off. */
   rateLimitPerMinute: number;
+  /** Bytes of answered message pages an api process keeps per mailbox version (page-cache.ts); 0 keeps none. */
+  pageCacheBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -186,6 +188,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
       if (!/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i.test(v)) throw new Error('not a DNS label');
       return v.toLowerCase();
     }, expect: 'a DNS label' }),
+    pageCacheBytes: read({ name: 'PAGE_CACHE_MB', fallback: 32, parse: intIn(0, 65536), expect: 'megabytes 0..65536 (0 = off)' }) * 1024 * 1024,
     webhookAllowCidrs: read<string[]>({ name: 'WEBHOOK_ALLOW_CIDRS', fallback: [], parse: parseCidrs, expect: 'a comma list of CIDRs' }),
     webhookBackoffBaseMs: ms('WEBHOOK_BACKOFF_BASE_MS', 5000),
     webhookTimeoutMs: ms('WEBHOOK_TIMEOUT_MS', 10_000),

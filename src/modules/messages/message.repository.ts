@@ -129,7 +129,14 @@ function newestFirst<Q extends SelectQueryBuilder<Database, 'messages', object>>
 const pageRowsQuery = preparedQuery<PageParams, MessagePageRow>((db, p) => newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select(PAGE_COLUMNS), p));
 const pageJsonQuery = preparedQuery<PageParams, MessagePageJsonRow>((db, p) => newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select(pageJsonColumns), p));
 /** A row of `pageWithTotals`: the JSON pieces of a message, the totals, and its mailbox's address (only when not filtered by mailbox). */
-type TotalsPageRow = Omit<MessagePageJsonRow, 'mailbox_address'> & { mailbox_address?: string; total: number | string; unread: number | string };
+type TotalsPageRow = Omit<MessagePageJsonRow, 'mailbox_address'> & {
+  mailbox_address?: string;
+  total: number | string;
+  unread: number | string;
+  /** Filtered by mailbox only: the mailbox and its folders' summed modseq, which name the page's version. */
+  mailbox_id?: string;
+  modseq?: number | string;
+};
 /** The folder counters' sums and whether the mailbox exists (`mailbox_id` null: no such mailbox here). */
 type CounterSumsRow = { total: number | string; unread: number | string; mailbox_id: string | null };
 
@@ -147,7 +154,7 @@ function countersOf(db: Db, p: Param) {
 }
 
 /** A folder counter column summed over the counters of a filter (0 when there are none). */
-const sumOf = (column: 'total' | 'unread') => (eb: ExpressionBuilder<Database, 'folder_counts'>) => eb.fn.coalesce(eb.fn.sum<number>(column), eb.lit(0)).as(column);
+const sumOf = (column: 'total' | 'unread' | 'modseq') => (eb: ExpressionBuilder<Database, 'folder_counts'>) => eb.fn.coalesce(eb.fn.sum<number>(column), eb.lit(0)).as(column);
 
 /**
  * A page (filters: mailbox by address, folder, read) with the folder counters' sums as two uncorrelated
@@ -167,7 +174,10 @@ const pageWithTotalsQuery = preparedQuery<PageWithTotalsParams, TotalsPageRow>((
   let page = db.selectFrom('messages').where('messages.workspace_id', '=', p<string>('workspaceId'));
   if (p.has('folder')) page = page.where('messages.folder', '=', p<string>('folder'));
   if (p.has('read')) page = page.where('messages.read', '=', p<number>('read'));
-  if (p.has('mailboxAddress')) return newestFirst(page.where('messages.mailbox_id', '=', mailboxByAddress(db, p)).select([...totals, ...messageJsonColumns]), p);
+  if (p.has('mailboxAddress')) {
+    const version = [sums.select(sumOf('modseq')).$asScalar().as('modseq'), 'messages.mailbox_id'] as const;
+    return newestFirst(page.where('messages.mailbox_id', '=', mailboxByAddress(db, p)).select([...totals, ...version, ...messageJsonColumns]), p);
+  }
   return newestFirst(page.innerJoin('mailboxes', 'mailboxes.id', 'messages.mailbox_id').select([...totals, ...messageJsonColumns, 'mailboxes.address as mailbox_address']), p);
 });
 /** The counters' sums alone (an empty page), with whether the mailbox exists. */
@@ -178,6 +188,25 @@ const counterSumsQuery = preparedQuery<Omit<PageWithTotalsParams, 'read' | 'limi
     p.has('mailboxAddress') ? mailboxByAddress(db, p).$asScalar().as('mailbox_id') : sql<string | null>`null`.as('mailbox_id'),
   ]),
 );
+
+/**
+ * The version of a page of one mailbox (`pageVersion`): the mailbox's id and the summed modseq of the folders the
+ * page reads (every folder when none is given). No row: the workspace has no such mailbox.
+ */
+const pageVersionQuery = preparedQuery<{ workspaceId: string; mailboxAddress: string; folder?: string | undefined }, { mailbox_id: string; modseq: number | string }>((db, p) =>
+  db
+    .selectFrom('mailboxes')
+    .where('mailboxes.workspace_id', '=', p<string>('workspaceId'))
+    .where('mailboxes.address', '=', p<string>('mailboxAddress'))
+    .select((eb) => {
+      let counters = eb.selectFrom('folder_counts').where('folder_counts.workspace_id', '=', p<string>('workspaceId')).whereRef('folder_counts.mailbox_id', '=', 'mailboxes.id');
+      if (p.has('folder')) counters = counters.where('folder_counts.folder', '=', p<string>('folder'));
+      return ['mailboxes.id as mailbox_id', counters.select(sumOf('modseq')).$asScalar().as('modseq')];
+    }),
+);
+
+/** A page's version as one string (see page-cache.ts): the mailbox id and the summed modseq. */
+const versionOf = (mailboxId: string, modseq: number | string | null | undefined): string => `${mailboxId}:${String(modseq ?? 0)}`;
 
 // Single-message reads of the send and delivery paths (prepared: see db/prepared.ts).
 const findMessageQuery = preparedQuery<{ workspaceId: string; messageId: string }, MessageRow>((db, p) =>
@@ -203,11 +232,12 @@ const findContentQuery = preparedQuery<{ workspaceId: string; messageId: string;
 const bumpFolderQuery = preparedWrite<{ workspaceId: string; mailboxId: string; folder: string; total: number; unread: number }>((db, p) =>
   db
     .insertInto('folder_counts')
-    .values({ workspace_id: p('workspaceId'), mailbox_id: p('mailboxId'), folder: p('folder'), total: p('total'), unread: p('unread') })
+    .values({ workspace_id: p('workspaceId'), mailbox_id: p('mailboxId'), folder: p('folder'), total: p('total'), unread: p('unread'), modseq: 1 })
     .onConflict((oc) =>
       oc.columns(['mailbox_id', 'folder']).doUpdateSet({
         total: sql<number>`folder_counts.total + ${p<number>('total')}`,
         unread: sql<number>`folder_counts.unread + ${p<number>('unread')}`,
+        modseq: sql<number>`folder_counts.modseq + 1`,
       }),
     ),
 );
@@ -389,11 +419,21 @@ export const messageRepository = {
     const { mailboxAddress, folder } = filter;
     const rows = await pageWithTotalsQuery(db, { workspaceId, mailboxAddress, folder, read: readFor(filter.unread), limit, offset });
     if (rows.length > 0) {
+      const first = rows[0]!;
       if (mailboxAddress !== undefined) for (const row of rows) row.mailbox_address = mailboxAddress;
-      return { mailboxFound: true, total: Number(rows[0]!.total), unread: Number(rows[0]!.unread), rows: rows as MessagePageJsonRow[] };
+      const version = first.mailbox_id === undefined ? undefined : versionOf(first.mailbox_id, first.modseq);
+      return { mailboxFound: true, total: Number(first.total), unread: Number(first.unread), rows: rows as MessagePageJsonRow[], version };
     }
     const sums = (await counterSumsQuery(db, { workspaceId, mailboxAddress, folder }))[0]!;
-    return { mailboxFound: mailboxAddress === undefined || sums.mailbox_id !== null, total: Number(sums.total), unread: Number(sums.unread), rows: [] as MessagePageJsonRow[] };
+    return { mailboxFound: mailboxAddress === undefined || sums.mailbox_id !== null, total: Number(sums.total), unread: Number(sums.unread), rows: [] as MessagePageJsonRow[], version: undefined };
+  },
+  /**
+   * The version of the page `pageWithTotals` reads for a mailbox (and folder): equal to the version that
+   * page was read with while no message of those folders changed. Undefined when there is no such mailbox.
+   */
+  pageVersion: async (db: Db, workspaceId: string, mailboxAddress: string, folder: string | undefined): Promise<string | undefined> => {
+    const row = (await pageVersionQuery(db, { workspaceId, mailboxAddress, folder }))[0];
+    return row && versionOf(row.mailbox_id, row.modseq);
   },
   countMessages: async (db: Db, workspaceId: string, filter: MessageFilter): Promise<number> =>
     Number((await filtered(db, workspaceId, bound(filter)).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),
@@ -417,7 +457,13 @@ export const messageRepository = {
       .where('id', '=', attachmentId)
       .executeTakeFirst(),
 
-  /** Add to a folder's counters (negative to take away), creating the row on first use. */
+  /**
+   * Add to a folder's counters (negative to take away), creating the row on first use, and raise its modseq.
+   * Every transaction that changes a message of a folder (stores, deletes, moves it in or out, flips its read
+   * flag, changes its labels) calls this for that folder, with 0, 0 when the counts stay: cached pages are
+   * trusted while the modseq stays (page-cache.ts). Called last in the transaction (lock order: thread, then
+   * folder counters in folder-name order).
+   */
   bumpFolder: (db: Db, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number) =>
     bumpFolderQuery(db, { workspaceId, mailboxId, folder, total, unread }),
   /** The workspace's counters summed per folder. */

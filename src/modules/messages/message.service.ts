@@ -19,10 +19,11 @@ import {
   type ThreadView,
 } from './message.types.js';
 import { messagePageJson, toMessageListView, toThreadView } from './message.views.js';
+import { createPageCache, pageKey, type PageCache } from './page-cache.js';
 
-/** A page of messages as JSON text: `{messages: MessageListView[], total, limit, offset}` (see messagePageJson). */
+/** A page of messages as UTF-8 JSON text: `{messages: MessageListView[], total, limit, offset}` (see messagePageJson). */
 export interface MessagePageJson {
-  json: string;
+  json: Buffer;
 }
 
 export interface Download {
@@ -74,7 +75,7 @@ const messageNotFound = (id: string) => notFound('message_not_found', `no messag
 const mailboxNotFound = (address: string | undefined) => notFound('mailbox_not_found', `no mailbox ${address}`);
 
 /** Reading and organising stored mail, scoped to the caller's workspace. */
-export function createMessageService({ db, clock, dialect }: { db: Db; clock: Clock; dialect: DialectInfo }): MessageService {
+export function createMessageService({ db, clock, dialect, pages = createPageCache(0) }: { db: Db; clock: Clock; dialect: DialectInfo; pages?: PageCache }): MessageService {
   async function mailboxId(tenant: TenantContext, address: string | undefined): Promise<string | undefined> {
     if (address === undefined) return undefined;
     const normalized = normalizeEmail(address);
@@ -125,6 +126,15 @@ export function createMessageService({ db, clock, dialect }: { db: Db; clock: Cl
     return labels;
   }
 
+  /** Raise the modseq of the folders holding `rows` (whose labels changed; counts stay), in folder-name order. */
+  async function touchFolders(trx: Db, tenant: TenantContext, rows: readonly MessageRow[]): Promise<void> {
+    const folders = new Map(rows.map((r) => [`${r.mailbox_id}\u0000${r.folder}`, r]));
+    for (const key of [...folders.keys()].sort()) {
+      const row = folders.get(key)!;
+      await repo.bumpFolder(trx, tenant.workspaceId, row.mailbox_id, row.folder, 0, 0);
+    }
+  }
+
   async function threadDetail(tenant: TenantContext, threadId: string): Promise<ThreadDetailView> {
     const thread = await repo.findThread(db, tenant.workspaceId, threadId);
     if (!thread) throw notFound('thread_not_found', `no thread ${threadId}`);
@@ -139,17 +149,27 @@ export function createMessageService({ db, clock, dialect }: { db: Db; clock: Cl
       if (query.label === undefined && query.thread_id === undefined) {
         const mailboxAddress = query.mailbox === undefined ? undefined : normalizeEmail(query.mailbox);
         if (mailboxAddress === null) throw mailboxNotFound(query.mailbox);
+        // A page of one mailbox that this process answered before is answered again while its version stands.
+        const key = mailboxAddress === undefined ? undefined : pageKey(tenant.workspaceId, mailboxAddress, folder, query.unread, query.limit, query.offset);
+        const kept = key === undefined ? undefined : pages.get(key);
+        if (kept) {
+          const version = await repo.pageVersion(db, tenant.workspaceId, mailboxAddress!, folder);
+          if (version === undefined) throw mailboxNotFound(query.mailbox);
+          if (version === kept.version) return { json: kept.body };
+        }
         const page = await repo.pageWithTotals(db, tenant.workspaceId, { mailboxAddress, folder, unread: query.unread }, query.limit, query.offset);
         if (!page.mailboxFound) throw mailboxNotFound(query.mailbox);
         const total = query.unread === undefined ? page.total : query.unread ? page.unread : page.total - page.unread;
-        return { json: messagePageJson(page.rows, total, query.limit, query.offset) };
+        const json = Buffer.from(messagePageJson(page.rows, total, query.limit, query.offset), 'utf8');
+        if (key !== undefined && page.version !== undefined) pages.set(key, page.version, json);
+        return { json };
       }
       const filter: MessageFilter = { mailboxId: await mailboxId(tenant, query.mailbox), folder, label: query.label, threadId: query.thread_id, unread: query.unread };
       const [rows, total] = await Promise.all([
         repo.listMessagesJson(db, tenant.workspaceId, filter, query.limit, query.offset),
         repo.countMessages(db, tenant.workspaceId, filter),
       ]);
-      return { json: messagePageJson(rows, total, query.limit, query.offset) };
+      return { json: Buffer.from(messagePageJson(rows, total, query.limit, query.offset), 'utf8') };
     },
 
     async get(tenant, messageId, { markRead }) {
@@ -229,6 +249,7 @@ export function createMessageService({ db, clock, dialect }: { db: Db; clock: Cl
         const row = await findMessage(trx, tenant, messageId);
         const result = await changeLabels(trx, tenant, row, add, remove);
         await refreshThreadLabels(trx, tenant, row.thread_id);
+        await touchFolders(trx, tenant, [row]);
         return result;
       });
       return { labels };
@@ -288,8 +309,10 @@ export function createMessageService({ db, clock, dialect }: { db: Db; clock: Cl
       const labels = await db.transaction().execute(async (trx) => {
         const thread = await repo.findThread(trx, tenant.workspaceId, threadId);
         if (!thread) throw notFound('thread_not_found', `no thread ${threadId}`);
-        for (const row of await repo.threadMessages(trx, tenant.workspaceId, threadId)) await changeLabels(trx, tenant, row, add, remove);
+        const rows = await repo.threadMessages(trx, tenant.workspaceId, threadId);
+        for (const row of rows) await changeLabels(trx, tenant, row, add, remove);
         await refreshThreadLabels(trx, tenant, threadId);
+        await touchFolders(trx, tenant, rows);
         return repo.threadLabels(trx, tenant.workspaceId, threadId);
       });
       return { labels };

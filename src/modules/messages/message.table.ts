@@ -1,3 +1,5 @@
+import type { ColumnType } from 'kysely';
+
 /** Row types of the message store. Times are epoch milliseconds; *_json columns hold JSON text. */
 export interface ThreadTable {
   id: string;
@@ -84,4 +86,6 @@ export interface FolderCountTable {
   folder: string;
   total: number;
   unread: number;
+  /** Raised with every change to a message of the folder (PostgreSQL returns a bigint as a string). */
+  modseq: ColumnType<number | string, number | undefined, number>;
 }
