@@ -180,14 +180,37 @@ export async function parseMessage(raw: Buffer): Promise<ParsedMessage> {
   }
 }
 
-/** A short plain-text preview: the start of the text body (or of the HTML without tags). */
+/** Lines joined by a space, runs of white space made one space, trimmed: the text a snippet is cut from. */
+const collapseSpace = (text: string): string => text.replace(/\s+/g, ' ').trim();
+
+/**
+ * A short plain-text preview: the start of the text body (or of the HTML without tags), without quoted
+ * lines (`>`), its white space collapsed, at most `length` characters (an ellipsis ends a cut one).
+ *
+ * Only as much of the body is read as the preview needs: flattening the start of a text gives the start
+ * of the whole text's flattening, so once the lines read so far flatten to more than `length` characters
+ * the rest cannot change the preview. Flattening whole 10 KB bodies was a quarter of the CPU that storing
+ * a message costs.
+ */
 export function snippetOf(parsed: Pick<ParsedMessage, 'text' | 'html'>, length = 200): string {
   const source = parsed.text ?? (parsed.html ? parsed.html.replace(/<style[\s\S]*?<\/style>|<script[\s\S]*?<\/script>/gi, ' ').replace(/<[^>]+>/g, ' ').replace(/&nbsp;/g, ' ') : '');
-  const flat = source
-    .split(/\r?\n/)
-    .filter((line) => !line.startsWith('>'))
-    .join(' ')
-    .replace(/\s+/g, ' ')
-    .trim();
+  let kept = '';
+  let joined = 0;
+  let checkAt = length + 1;
+  for (let start = 0; start <= source.length; ) {
+    const newline = source.indexOf('\n', start);
+    const end = newline === -1 ? source.length : newline;
+    // Lines as split at /\r?\n/: one \r before the \n belongs to the line break.
+    const line = source.slice(start, end > start && newline !== -1 && source.charCodeAt(end - 1) === 13 ? end - 1 : end);
+    start = end + 1;
+    if (line.startsWith('>')) continue;
+    kept = joined++ === 0 ? line : `${kept} ${line}`;
+    if (kept.length >= checkAt) {
+      const flat = collapseSpace(kept);
+      if (flat.length > length) return `${flat.slice(0, length - 1)}…`;
+      checkAt = kept.length * 2;
+    }
+  }
+  const flat = collapseSpace(kept);
   return flat.length > length ? `${flat.slice(0, length - 1)}…` : flat;
 }

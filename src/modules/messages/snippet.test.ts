@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { snippetOf } from './mime.js';
+
+/** The plain definition of a snippet: every line read, then flattened (what snippetOf must equal). */
+function reference(text: string, length: number): string {
+  const flat = text
+    .split(/\r?\n/)
+    .filter((line) => !line.startsWith('>'))
+    .join(' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return flat.length > length ? `${flat.slice(0, length - 1)}…` : flat;
+}
+
+/** A small deterministic generator (mulberry32), so a failure can be replayed. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe('snippetOf', () => {
+  it('cuts the flattened text without quoted lines, with an ellipsis', () => {
+    expect(snippetOf({ text: 'Hello,\r\n\r\n> quoted\r\n  my   order\tis late.\n', html: null }, 200)).toBe('Hello, my order is late.');
+    expect(snippetOf({ text: 'abcdef', html: null }, 4)).toBe('abc…');
+    expect(snippetOf({ text: 'abcd', html: null }, 4)).toBe('abcd');
+    expect(snippetOf({ text: null, html: '<style>p{}</style><p>Hi&nbsp;there</p>' }, 200)).toBe('Hi there');
+    expect(snippetOf({ text: null, html: null }, 200)).toBe('');
+  });
+
+  it('equals flattening the whole text, for texts of every shape', () => {
+    const pieces = ['', ' ', '  ', '\n', '\r\n', '\r', '\r\r\n', '>', '> quoted', 'a', 'word', 'Hello there', '\t', '\u00a0', 'é', 'x'.repeat(50), '\n\n', '>>', ' >', '😀'];
+    const next = random(20261124);
+    for (let i = 0; i < 20_000; i++) {
+      let text = '';
+      const count = Math.floor(next() * 40);
+      for (let j = 0; j < count; j++) text += pieces[Math.floor(next() * pieces.length)];
+      for (const length of [1, 2, 5, 10, 200]) expect(snippetOf({ text, html: null }, length), JSON.stringify(text)).toBe(reference(text, length));
+    }
+    const long = 'Lorem ipsum dolor sit amet.\r\n'.repeat(400);
+    expect(snippetOf({ text: long, html: null })).toBe(reference(long, 200));
+  });
+});
