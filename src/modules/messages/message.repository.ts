@@ -138,7 +138,7 @@ type TotalsPageRow = Omit<MessagePageJsonRow, 'mailbox_address'> & {
   modseq?: number | string;
 };
 /** The folder counters' sums and whether the mailbox exists (`mailbox_id` null: no such mailbox here). */
-type CounterSumsRow = { total: number | string; unread: number | string; mailbox_id: string | null };
+type CounterSumsRow = { total: number | string; unread: number | string; modseq: number | string; mailbox_id: string | null };
 
 /** The mailbox named by address (`mailboxAddress`) in the workspace, as a scalar subquery of its id. */
 function mailboxByAddress(db: Db, p: Param) {
@@ -181,29 +181,14 @@ const pageWithTotalsQuery = preparedQuery<PageWithTotalsParams, TotalsPageRow>((
   }
   return newestFirst(page.innerJoin('mailboxes', 'mailboxes.id', 'messages.mailbox_id').select([...totals, ...messageJsonColumns, 'mailboxes.address as mailbox_address']), p);
 });
-/** The counters' sums alone (an empty page), with whether the mailbox exists. */
+/** The counters' sums alone (an empty page, a page's version), with whether the mailbox exists. */
 const counterSumsQuery = preparedQuery<Omit<PageWithTotalsParams, 'read' | 'limit' | 'offset'>, CounterSumsRow>((db, p) =>
   countersOf(db, p).select((eb) => [
     sumOf('total')(eb),
     sumOf('unread')(eb),
+    sumOf('modseq')(eb),
     p.has('mailboxAddress') ? mailboxByAddress(db, p).$asScalar().as('mailbox_id') : sql<string | null>`null`.as('mailbox_id'),
   ]),
-);
-
-/**
- * The version of a page of one mailbox (`pageVersion`): the mailbox's id and the summed modseq of the folders the
- * page reads (every folder when none is given). No row: the workspace has no such mailbox.
- */
-const pageVersionQuery = preparedQuery<{ workspaceId: string; mailboxAddress: string; folder?: string | undefined }, { mailbox_id: string; modseq: number | string }>((db, p) =>
-  db
-    .selectFrom('mailboxes')
-    .where('mailboxes.workspace_id', '=', p<string>('workspaceId'))
-    .where('mailboxes.address', '=', p<string>('mailboxAddress'))
-    .select((eb) => {
-      let counters = eb.selectFrom('folder_counts').where('folder_counts.workspace_id', '=', p<string>('workspaceId')).whereRef('folder_counts.mailbox_id', '=', 'mailboxes.id');
-      if (p.has('folder')) counters = counters.where('folder_counts.folder', '=', p<string>('folder'));
-      return ['mailboxes.id as mailbox_id', counters.select(sumOf('modseq')).$asScalar().as('modseq')];
-    }),
 );
 
 /** A page's version as one string (see page-cache.ts): the mailbox id and the summed modseq. */
@@ -433,8 +418,8 @@ export const messageRepository = {
    * page was read with while no message of those folders changed. Undefined when there is no such mailbox.
    */
   pageVersion: async (db: Db, workspaceId: string, mailboxAddress: string, folder: string | undefined): Promise<string | undefined> => {
-    const row = (await pageVersionQuery(db, { workspaceId, mailboxAddress, folder }))[0];
-    return row && versionOf(row.mailbox_id, row.modseq);
+    const sums = (await counterSumsQuery(db, { workspaceId, mailboxAddress, folder }))[0]!;
+    return sums.mailbox_id === null ? undefined : versionOf(sums.mailbox_id, sums.modseq);
   },
   countMessages: async (db: Db, workspaceId: string, filter: MessageFilter): Promise<number> =>
     Number((await filtered(db, workspaceId, bound(filter)).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),

@@ -152,8 +152,8 @@ export function createMessageService({ db, clock, dialect, pages = createPageCac
         // A page of one mailbox that this process answered before is answered again while its version stands.
         const key = mailboxAddress === undefined ? undefined : pageKey(tenant.workspaceId, mailboxAddress, folder, query.unread, query.limit, query.offset);
         const kept = key === undefined ? undefined : pages.get(key);
-        if (kept) {
-          const version = await repo.pageVersion(db, tenant.workspaceId, mailboxAddress!, folder);
+        if (kept && mailboxAddress !== undefined) {
+          const version = await repo.pageVersion(db, tenant.workspaceId, mailboxAddress, folder);
           if (version === undefined) throw mailboxNotFound(query.mailbox);
           if (version === kept.version) return { json: kept.body };
         }
