@@ -102,6 +102,41 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     const item = sent.json<{ messages: Array<{ message_id: string; folder: string; direction: string; status: string }> }>().messages.find((m) => m.message_id === id);
     expect(item).toMatchObject({ folder: 'sent', direction: 'outbound', status: 'accepted' });
   });
+  it("signs mail from a verified sending domain with that domain's own key, never another workspace's or a domain that only ends the same", async () => {
+    const dkimOf = async (raw: Buffer, sender: string) => {
+      const verdict = await authenticate(raw, { ip: '127.0.0.1', helo: 'mx.mailroom.test', sender, resolver: createDnsResolver([h.dns.address]) as never, disableArc: true, disableBimi: true });
+      return (verdict.dkim as { results: Array<{ status: { result: string }; signingDomain: string; selector: string }> }).results.map((r) => ({ domain: r.signingDomain, selector: r.selector, result: r.status.result }));
+    };
+    type Created = { domain_id: string; dkim: { selector: string; record_name: string; record_value: string }; verification: { record_value: string } };
+    const addDomain = async (tenant: Tenant, domain: string) => {
+      const token = (await memberSession(h, tenant.workspaceId, 'owner')).token;
+      const created = (await h.app.inject({ method: 'POST', url: '/app/api/sending-domains', headers: session(token), payload: { domain } })).json<Created>();
+      return { created, verify: () => h.app.inject({ method: 'POST', url: `/app/api/sending-domains/${created.domain_id}/verify`, headers: session(token) }) };
+    };
+    // Both workspaces verify brand.example (each with its own token and key); DNS publishes Acme's DKIM key only.
+    const mine = await addDomain(acme, 'brand.example');
+    const theirs = await addDomain(other, 'brand.example');
+    h.dns.set('_mailroom-verification.brand.example', { TXT: [mine.created.verification.record_value, theirs.created.verification.record_value] });
+    expect((await theirs.verify()).json()).toMatchObject({ status: 'verified' });
+    expect((await mine.verify()).json()).toMatchObject({ status: 'verified' });
+    h.dns.set(mine.created.dkim.record_name, { TXT: [mine.created.dkim.record_value] });
+    // Acme also verifies room.localhost: the hosted mailroom.localhost ends in it, but is not it.
+    const suffix = await addDomain(acme, 'room.localhost');
+    h.dns.set('_mailroom-verification.room.localhost', { TXT: [suffix.created.verification.record_value] });
+    expect((await suffix.verify()).json()).toMatchObject({ status: 'verified' });
+    expect((await h.app.inject({ method: 'POST', url: '/mailboxes?address=hello@brand.example', headers: bearer(acme.apiKey) })).statusCode).toBe(201);
+
+    const own = (await send({ from_mailbox: 'hello@brand.example', to: 'own-key@peer.test', subject: 'own key' })).json<{ message_id: string }>().message_id;
+    const hosted = (await send({ to: 'hosted-key@peer.test', subject: 'hosted key' })).json<{ message_id: string }>().message_id;
+    expect((await settle(own)).status).toBe('accepted');
+    expect((await settle(hosted)).status).toBe('accepted');
+    const received = (recipient: string) => peer.accepted.find((m) => m.recipients.includes(recipient))!;
+    const ownMail = received('own-key@peer.test');
+    expect(await dkimOf(ownMail.raw, ownMail.mailFrom)).toEqual([{ domain: 'brand.example', selector: mine.created.dkim.selector, result: 'pass' }]);
+    const hostedMail = received('hosted-key@peer.test');
+    expect(await dkimOf(hostedMail.raw, hostedMail.mailFrom)).toEqual([{ domain: 'mailroom.localhost', selector: 'mailroom', result: 'pass' }]);
+  });
+
 
   it('reuses one connection for consecutive messages to a host, and replaces one the peer closed without a failed attempt', async () => {
     const ids: string[] = [];

@@ -147,3 +147,86 @@ describe(`write coalescing (${TEST_DIALECT})`, () => {
     expect(isUniqueViolation(err)).toBe(true);
   });
 });
+
+/** The SQL texts node-postgres sends while `work` runs (PostgreSQL only): the statements, one round trip each. */
+async function statementsSent<T>(work: () => Promise<T>): Promise<{ result: T; sent: string[] }> {
+  const { default: pg } = await import('pg');
+  const prototype = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = prototype.query;
+  const sent: string[] = [];
+  prototype.query = function (this: unknown, ...args: unknown[]) {
+    const config = args[0];
+    sent.push(typeof config === 'string' ? config : String((config as { text?: unknown }).text));
+    return original.apply(this, args);
+  };
+  try {
+    return { result: await work(), sent };
+  } finally {
+    prototype.query = original;
+  }
+}
+
+describe.runIf(TEST_DIALECT === 'postgres')('write coalescing: a statement carries the writes before it (postgres)', () => {
+  let h: Harness;
+  let workspaceId: string;
+  const db = () => h.services.database.db;
+  const event = (id: string, n: number) => ({ id, workspace_id: workspaceId, type: 'message.sent', payload: `{"n":${n}}`, created_at: n });
+
+  beforeAll(async () => {
+    h = await startHarness({});
+    workspaceId = (await h.services.tenancy.admin.createWorkspace({ name: 'Carrying' })).workspace_id;
+  });
+  afterAll(async () => h.close());
+
+  it('a statement naming none of the waiting tables carries them, its own CTEs after theirs; one naming one of them waits for them', async () => {
+    const { result, sent } = await statementsSent(() =>
+      db()
+        .transaction()
+        .execute(async (trx) => {
+          await insertRows(trx, 'events', [event('evt_carry_1', 1)]);
+          await insertRows(trx, 'events', [event('evt_carry_2', 2)]); // a second write to a table sends the first
+          const workspace = await trx.with('mine', (qc) => qc.selectFrom('workspaces').select('name').where('id', '=', workspaceId)).selectFrom('mine').select('name').execute();
+          await insertRows(trx, 'events', [event('evt_carry_3', 3)]);
+          const events = await trx.selectFrom('events').select('id').where('id', 'like', 'evt_carry_%').orderBy('id').execute();
+          return { workspace, events };
+        }),
+    );
+    expect(result.workspace).toEqual([{ name: 'Carrying' }]);
+    // The read of `events` waited for the write before it, so it sees all three.
+    expect(result.events.map((e) => e.id)).toEqual(['evt_carry_1', 'evt_carry_2', 'evt_carry_3']);
+    expect(sent).toEqual([
+      'begin',
+      expect.stringMatching(/^insert into "events"/),
+      expect.stringMatching(/^with mr_w0 as \(insert into "events"/),
+      expect.stringMatching(/^insert into "events"/),
+      expect.stringMatching(/^select "id" from "events"/),
+      'commit',
+    ]);
+    expect(sent[2]).toMatch(/^with mr_w0 as \(insert into "events" .*\), "mine" as \(select "name" from "workspaces" where "id" = \$6\) select "name" from "mine"$/);
+  });
+
+  it('a lease check after the writes carries them, and when it finds no lease the transaction undoes them', async () => {
+    const jobId = `job_carry_${Date.now()}`;
+    await insertRows(db(), 'jobs', [
+      { id: jobId, queue: 'carry-test', workspace_id: workspaceId, payload: '{}', state: 'pending', attempts: 1, max_attempts: 3, run_at: 1, lease_token: 'held', interrupted: 0, last_error: null, group_key: null, created_at: 1, updated_at: 1 },
+    ]);
+    const settle = (token: string, eventId: string) =>
+      db()
+        .transaction()
+        .execute(async (trx) => {
+          await insertRows(trx, 'events', [event(eventId, 10)]);
+          const settled = await trx.deleteFrom('jobs').where('id', '=', jobId).where('lease_token', '=', token).returning('id').execute();
+          if (settled.length === 0) throw new Error('lease lost');
+        });
+    const lost = await statementsSent(() => settle('not-mine', 'evt_carry_lost').then(() => 'settled', (e: unknown) => String(e)));
+    expect(lost.result).toBe('Error: lease lost');
+    const carried: unknown = expect.stringMatching(/^with mr_w0 as \(insert into "events" .*\) delete from "jobs" where "id" = \$\d+ and "lease_token" = \$\d+ returning "id"$/);
+    expect(lost.sent).toEqual(['begin', carried, 'rollback']);
+    expect(await db().selectFrom('events').select('id').where('id', '=', 'evt_carry_lost').execute()).toEqual([]);
+
+    const held = await statementsSent(() => settle('held', 'evt_carry_held'));
+    expect(held.sent).toEqual(['begin', carried, 'commit']);
+    expect(await db().selectFrom('events').select('id').where('id', '=', 'evt_carry_held').execute()).toEqual([{ id: 'evt_carry_held' }]);
+    expect(await db().selectFrom('jobs').select('id').where('id', '=', jobId).execute()).toEqual([]);
+  });
+});

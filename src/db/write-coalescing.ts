@@ -14,6 +14,12 @@ import { wrapDriverOf } from './dialect-wrapper.js';
  * exactly as before. What changes: a deferred write's error (a constraint it breaks) is raised by the
  * statement that flushes it, inside the same transaction, which then fails as a whole.
  *
+ * The next statement may even carry the waiting writes itself, as CTEs in front of it, saving their
+ * round trip as well: when it names none of their tables (so it cannot read a row they change; the
+ * sub-statements of one statement see one snapshot) and holds no literal. A read of other tables, or a
+ * lease check on `jobs` after writes to `outbound` and `events`, goes out with the writes before it;
+ * a read of a table just written still waits for them, as above.
+ *
  * Sub-statements of one statement share a snapshot and cannot see each other's rows, and PostgreSQL
  * leaves it undefined which of two changes to one row in one statement wins. Writes that wait
  * together therefore always touch different tables (a second write to a table flushes the first).
@@ -63,24 +69,41 @@ function waitable(query: CompiledQuery): string | null {
   return WRITE_TARGET.exec(query.sql)?.[1] ?? null;
 }
 
-async function flush(state: State): Promise<void> {
-  const writes = state.waiting;
-  if (!writes || writes.length === 0) return;
-  state.waiting = [];
-  if (writes.length === 1) {
-    const [only] = writes as [Waiting];
-    await state.inner.executeQuery(CompiledQuery.raw(only.sql, [...only.parameters]));
-    return;
-  }
+/** The waiting writes as one statement: CTEs in front of `carrier`, or in front of the last write. */
+function combine(writes: readonly Waiting[], carrier?: CompiledQuery): CompiledQuery {
   const parameters: unknown[] = [];
   const parts = writes.map((write) => {
     const text = renumber(write.sql, parameters.length);
     parameters.push(...write.parameters);
     return text;
   });
-  const last = parts.pop()!;
-  const sql = `with ${parts.map((text, i) => `w${i} as (${text})`).join(', ')} ${last}`;
-  await state.inner.executeQuery(CompiledQuery.raw(sql, parameters));
+  let main: string;
+  if (carrier) {
+    main = renumber(carrier.sql, parameters.length);
+    parameters.push(...carrier.parameters);
+  } else {
+    main = parts.pop()!;
+  }
+  const ctes = parts.map((text, i) => `mr_w${i} as (${text})`).join(', ');
+  if (ctes === '') return CompiledQuery.raw(main, parameters);
+  // A statement with CTEs of its own gets the writes as its first ones.
+  const sql = /^with\s/i.test(main) ? `with ${ctes}, ${main.replace(/^with\s+/i, '')}` : `with ${ctes} ${main}`;
+  return CompiledQuery.raw(sql, parameters);
+}
+
+async function flush(state: State): Promise<void> {
+  const writes = state.waiting;
+  if (!writes || writes.length === 0) return;
+  state.waiting = [];
+  await state.inner.executeQuery(combine(writes));
+}
+
+/** Whether `query` may carry the waiting `writes` (see above): it names none of their tables and holds no literal. */
+function canCarry(query: CompiledQuery, writes: readonly Waiting[]): boolean {
+  const text = query.sql;
+  if (text.includes("'") || !/^(?:select|insert|update|delete|with)\s/i.test(text) || /^with\s+recursive\s/i.test(text)) return false;
+  if (writes.reduce((n, w) => n + w.parameters.length, query.parameters.length) > MAX_PARAMETERS) return false;
+  return writes.every((write) => !new RegExp(`\\b${write.table}\\b`, 'i').test(text));
 }
 
 function wrapConnection(state: State): DatabaseConnection {
@@ -93,6 +116,10 @@ function wrapConnection(state: State): DatabaseConnection {
         if (waiting.some((w) => w.table === table) || count + query.parameters.length > MAX_PARAMETERS) await flush(state);
         state.waiting!.push({ table, sql: query.sql, parameters: query.parameters });
         return EMPTY;
+      }
+      if (waiting && waiting.length > 0 && canCarry(query, waiting)) {
+        state.waiting = [];
+        return state.inner.executeQuery<R>(combine(waiting, query));
       }
       await flush(state);
       return state.inner.executeQuery<R>(query);

@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely';
+import { sql, type ExpressionBuilder, type QueryCreator, type SelectQueryBuilder } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
 import { insertRows, preparedQuery, preparedWrite, type Param } from '../../db/prepared.js';
@@ -82,7 +82,7 @@ function bound(filter: MessageFilter): BoundFilter {
   return { mailboxId: filter.mailboxId, folder: filter.folder, label: filter.label, threadId: filter.threadId, read: readFor(filter.unread) };
 }
 
-function filtered(db: Db, workspaceId: string, filter: BoundFilter) {
+function filtered(db: QueryCreator<Database>, workspaceId: string, filter: BoundFilter) {
   let query = db
     .selectFrom('messages')
     .innerJoin('mailboxes', 'mailboxes.id', 'messages.mailbox_id')
@@ -202,7 +202,7 @@ const findMessageQuery = preparedQuery<{ workspaceId: string; messageId: string 
  * A message (list-view columns) with its raw source, as a query to narrow and extend: the delivery worker joins
  * its delivery state to it, so that a delivery reads everything it needs in one statement.
  */
-export function messageWithRawQuery(db: Db, workspaceId: string) {
+export function messageWithRawQuery(db: QueryCreator<Database>, workspaceId: string) {
   return filtered(db, workspaceId, {})
     .innerJoin('message_contents', (join) => join.onRef('message_contents.message_id', '=', 'messages.id').onRef('message_contents.workspace_id', '=', 'messages.workspace_id'))
     .select([...LIST_COLUMNS, 'message_contents.raw']);

@@ -1,7 +1,8 @@
-import type { Updateable } from 'kysely';
+import { sql, type QueryCreator, type Updateable } from 'kysely';
 import type { Db } from '../../db/database.js';
 import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
 import type { DialectInfo } from '../../db/dialect.js';
+import type { Database } from '../../db/schema.js';
 import { preparedQuery, preparedWrite, type Param } from '../../db/prepared.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
@@ -57,6 +58,13 @@ export interface DeliveryDeps {
 
 const HOUR_MS = 3_600_000;
 
+/** A delivery's outcome was not saved: its run no longer holds the job's lease (see `save`). */
+class LeaseLost extends Error {
+  constructor() {
+    super('delivery lease lost');
+  }
+}
+
 // Every delivery runs these statements (prepared: see db/prepared.ts; the state updates that are writes nobody
 // reads a result of may be sent with the transaction's next statement on PostgreSQL).
 type MessageKey = { workspaceId: string; messageId: string };
@@ -65,11 +73,27 @@ type Loaded = MessageRow & { raw: Buffer } & Omit<OutboundTable, 'message_id' | 
   delivery_status: DeliveryStatus;
   outbound_created_at: number;
   outbound_updated_at: number;
+  /** The workspace's verified sending domain of the mailbox's domain, if any: its DKIM key. */
+  own_dkim_selector: string | null;
+  own_dkim_private_key: string | null;
 };
-/** A delivery's one read: the delivery state, the message (for the events' view) and its raw source. */
-const loadQuery = preparedQuery<MessageKey, Loaded>((db, p) =>
-  messageWithRawQuery(db, p<string>('workspaceId'))
+/**
+ * A delivery's one read: the delivery state, the message (for the events' view), its raw source, and the DKIM key
+ * of the workspace's verified sending domain named like the mailbox's domain (what `domains.signingKey` would
+ * otherwise look up with a statement of its own). The domain is matched as the address's suffix after its `@`,
+ * with functions both databases have.
+ */
+function loadSelect(from: QueryCreator<Database>, p: Param) {
+  return messageWithRawQuery(from, p<string>('workspaceId'))
     .innerJoin('outbound', (join) => join.onRef('outbound.message_id', '=', 'messages.id').onRef('outbound.workspace_id', '=', 'messages.workspace_id'))
+    .leftJoin('sending_domains', (join) =>
+      join
+        .onRef('sending_domains.workspace_id', '=', 'messages.workspace_id')
+        .on('sending_domains.status', '=', 'verified')
+        .on(
+          sql<boolean>`substr(${sql.ref('mailboxes.address')}, length(${sql.ref('mailboxes.address')}) - length(${sql.ref('sending_domains.domain')})) = ${sql.lit('@')} || ${sql.ref('sending_domains.domain')}`,
+        ),
+    )
     .select([
       'outbound.status as delivery_status',
       'outbound.mail_from',
@@ -80,9 +104,12 @@ const loadQuery = preparedQuery<MessageKey, Loaded>((db, p) =>
       'outbound.data_started_at',
       'outbound.created_at as outbound_created_at',
       'outbound.updated_at as outbound_updated_at',
+      'sending_domains.dkim_selector as own_dkim_selector',
+      'sending_domains.dkim_private_key as own_dkim_private_key',
     ])
-    .where('messages.id', '=', p<string>('messageId')),
-);
+    .where('messages.id', '=', p<string>('messageId'));
+}
+const loadQuery = preparedQuery<MessageKey, Loaded>((db, p) => loadSelect(db, p));
 type LeaseParams = { id: string; leaseToken: string; now: number; liveAfter?: number | undefined };
 /** The job row, touched if the lease is still this run's (and, with `liveAfter`, has not run out). */
 function leaseUpdate(db: Pick<Db, 'updateTable'>, p: Param) {
@@ -120,6 +147,28 @@ const leaseAndMarkQuery = (mark: Mark) =>
   );
 const markQueries = { processing: markQuery('processing'), data_started: markQuery('data_started') };
 const leaseAndMarkQueries = { processing: leaseAndMarkQuery('processing'), data_started: leaseAndMarkQuery('data_started') };
+/**
+ * PostgreSQL: the read and the run's start in one statement. The lease check and the `processing` mark run as
+ * writable CTEs; the mark only where a run may start (not final, no DATA begun), and `started` says whether it
+ * was made. The read sees the row as it was before the mark (one snapshot for the whole statement).
+ */
+const loadAndStartQuery = preparedQuery<MessageKey & LeaseParams, Loaded & { started: boolean }>((db, p) => {
+  const withStart = db
+    .with('lease', (qc) => leaseUpdate(qc, p).returning('id'))
+    .with('started', (qc) =>
+      qc
+        .updateTable('outbound')
+        .set(MARK_VALUES.processing(p))
+        .where('workspace_id', '=', p<string>('workspaceId'))
+        .where('message_id', '=', p<string>('messageId'))
+        .where('status', 'in', ['queued', 'processing'])
+        .where('data_started_at', 'is', null)
+        .where((eb) => eb.exists(eb.selectFrom('lease').select('lease.id')))
+        .returning('outbound.message_id'),
+    );
+  // The CTEs are only named by the raw `exists` below, so the query reads the schema's tables as any other.
+  return loadSelect(withStart as unknown as QueryCreator<Database>, p).select(sql<boolean>`exists (select 1 from ${sql.table('started')})`.as('started'));
+});
 type SaveParams = MessageKey & { status: DeliveryStatus; recipients: string; attempts: string; lastError: string | null; smtpResponse: string | null; now: number };
 const saveQuery = preparedWrite<SaveParams>((db, p) =>
   db
@@ -144,9 +193,16 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
   // Every unit below is safe to run again from the start, as group commit requires.
   const commits = deps.commits ?? createGroupCommit(db);
 
-  /** The delivery state and the message; none when the message (and with it its state) was deleted. */
-  async function load(workspaceId: string, messageId: string): Promise<{ outbound: OutboundTable; message: Loaded } | undefined> {
-    const row = (await loadQuery(db, { workspaceId, messageId }))[0];
+  /**
+   * The delivery state and the message; none when the message (and with it its state) was deleted. `started`:
+   * whether this run holds its lease and has marked the message `processing` (see `start`); undefined where the
+   * read could not do that too (SQLite).
+   */
+  async function load(job: ClaimedJob<{ message_id: string }>): Promise<{ outbound: OutboundTable; message: Loaded; started: boolean | undefined } | undefined> {
+    const key: MessageKey = { workspaceId: job.workspaceId ?? '', messageId: job.payload.message_id };
+    const row = dialect.supportsWritableCte
+      ? (await loadAndStartQuery(db, { ...key, id: job.id, leaseToken: job.leaseToken, now: clock.now() }))[0]
+      : (await loadQuery(db, key))[0];
     if (!row) return undefined;
     const outbound: OutboundTable = {
       message_id: row.id,
@@ -161,7 +217,17 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
       created_at: row.outbound_created_at,
       updated_at: row.outbound_updated_at,
     };
-    return { outbound, message: row };
+    return { outbound, message: row, started: 'started' in row ? Boolean(row.started) : undefined };
+  }
+
+  /**
+   * Put `mark` on the outbound row if this run still holds its lease (see `holdLeaseAndMark`). On PostgreSQL that
+   * is one statement, atomic on its own, so it runs without a transaction around it (a BEGIN and a COMMIT fewer);
+   * on SQLite the check and the mark share a transaction.
+   */
+  function mark(job: ClaimedJob<unknown>, key: MessageKey, what: Mark, live: boolean): Promise<boolean> {
+    if (dialect.supportsWritableCte) return holdLeaseAndMark(db, job, key, what, live);
+    return commits.run((trx) => holdLeaseAndMark(trx, job, key, what, live));
   }
 
   /**
@@ -192,8 +258,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
     emit: Array<{ type: 'message.accepted' | 'message.failed'; extra: Record<string, unknown> }>,
     outcome: Exclude<JobOutcome, { type: 'settled' }>,
   ): Promise<boolean> {
-    return commits.run(async (trx) => {
-      if (!(await settleJob({ queue, logger, backoff }, job, outcome, trx))) return false;
+    const written = commits.run(async (trx) => {
       await saveQuery(trx, {
         workspaceId: outbound.workspace_id,
         messageId: outbound.message_id,
@@ -208,7 +273,14 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
         const view = toMessageListView(message);
         for (const e of emit) await events.emit(trx, { workspaceId: outbound.workspace_id, type: e.type, data: { ...view, status: state.status, ...e.extra } });
       }
+      // The job is settled last, so that on PostgreSQL its statement carries the writes above (db/write-coalescing.ts).
+      // Without the lease they are undone: the transaction fails (and with it, once, a shared one: group-commit.ts).
+      if (!(await settleJob({ queue, logger, backoff }, job, outcome, trx))) throw new LeaseLost();
       return true;
+    });
+    return written.catch((err: unknown) => {
+      if (err instanceof LeaseLost) return false;
+      throw err;
     });
   }
 
@@ -221,7 +293,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
 
   async function handle(job: ClaimedJob<{ message_id: string }>): Promise<JobOutcome> {
     const workspaceId = job.workspaceId ?? '';
-    const loaded = await load(workspaceId, job.payload.message_id);
+    const loaded = await load(job);
     if (!loaded) return { type: 'done' };
     const { outbound, message } = loaded;
     if (outbound.status === 'accepted' || outbound.status === 'failed' || outbound.status === 'unknown') return { type: 'done' };
@@ -250,10 +322,12 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
     }
 
     const outboundKey: MessageKey = { workspaceId, messageId: outbound.message_id };
-    const started = await commits.run((trx) => holdLeaseAndMark(trx, job, outboundKey, 'processing', false));
+    // On PostgreSQL the read already made the mark (a run that may start, as this one has found, always gets it).
+    const started = loaded.started ?? (await mark(job, outboundKey, 'processing', false));
     if (!started) return { type: 'done' }; // another run owns the message now
     const fromDomain = domainOf(message.mailbox_address);
-    const key = await domains.signingKey(workspaceId, fromDomain);
+    const own = message.own_dkim_selector !== null && message.own_dkim_private_key !== null ? { dkim_selector: message.own_dkim_selector, dkim_private_key: message.own_dkim_private_key } : null;
+    const key = await domains.signingKey(workspaceId, fromDomain, own);
     const signed = key ? await signer.sign(Buffer.from(message.raw), key) : Buffer.from(message.raw);
 
     const groups = new Map<string, RecipientState[]>();
@@ -292,9 +366,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
           message: signed,
           onDataStart: async () => {
             // No byte of DATA without a live lease: a run whose job was claimed again must not send a second copy.
-            await commits.run(async (trx) => {
-              if (!(await holdLeaseAndMark(trx, job, outboundKey, 'data_started', true))) throw new Error('lease lost or expired before DATA; not sending');
-            });
+            if (!(await mark(job, outboundKey, 'data_started', true))) throw new Error('lease lost or expired before DATA; not sending');
           },
         });
         const mx = `${route.host}${route.address && route.address !== route.host ? ` [${route.address}]` : ''}:${route.port}`;
