@@ -228,6 +228,22 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     const rejected = (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', 'message.rejected').execute()).map((e) => JSON.parse(e.payload) as { data: Record<string, unknown> });
     expect(rejected.some((e) => e.data.recipient === 'someone@blocked.test')).toBe(true);
 
+    // Several recipients are judged each on its own (in one statement): with an allow list, an allowed address
+    // passes even in a blocked domain, and everyone else is refused, each with its own reason.
+    expect((await h.app.inject({ method: 'POST', url: '/app/api/lists/outbound/allow', headers: session(owner), payload: { entry: 'vip@blocked.test' } })).statusCode).toBe(201);
+    const mixed = await send({ to: 'ok@peer.test, vip@blocked.test', cc: 'other@blocked.test' });
+    expect(errorOf(mixed)).toMatchObject({ status: 422, error: 'recipient_blocked', detail: 'refused by the outbound lists: ok@peer.test, other@blocked.test' });
+    const reasons = (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', 'message.rejected').execute())
+      .map((e) => (JSON.parse(e.payload) as { data: { recipient: string; reason: string } }).data)
+      .filter((d) => ['ok@peer.test', 'vip@blocked.test', 'other@blocked.test'].includes(d.recipient));
+    expect(reasons.sort((a, b) => a.recipient.localeCompare(b.recipient))).toEqual([
+      expect.objectContaining({ recipient: 'ok@peer.test', reason: 'not on the outbound allow list' }),
+      expect.objectContaining({ recipient: 'other@blocked.test', reason: 'blocked.test is on the outbound block list' }),
+    ]);
+    expect((await h.app.inject({ method: 'DELETE', url: '/app/api/lists/outbound/allow/vip@blocked.test', headers: session(owner) })).statusCode).toBe(200);
+    const allowed = await send({ to: 'vip@blocked.test, ok@peer.test' });
+    expect(errorOf(allowed)).toMatchObject({ status: 422, detail: 'refused by the outbound lists: vip@blocked.test' });
+
     expect(errorOf(await send({ from_mailbox: 'theirs@mailroom.localhost', to: 'x@peer.test' }))).toMatchObject({ status: 404, error: 'mailbox_not_found' });
     expect(errorOf(await send({ to: Array.from({ length: 51 }, (_, i) => `r${i}@peer.test`) }))).toMatchObject({ status: 400 });
     expect(errorOf(await send({ to: 'not an address' }))).toMatchObject({ status: 400, error: 'invalid_recipient' });

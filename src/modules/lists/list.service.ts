@@ -88,6 +88,16 @@ function ipMatches(entry: string, ip: ipaddr.IPv4 | ipaddr.IPv6): boolean {
   }
 }
 
+/** The rules of `ListService.evaluate` over the entries that could match (an allow match wins, a block refuses, a non-empty allow list refuses the rest). */
+function decide(direction: ListDirection, entries: ReadonlyArray<Pick<ListEntryTable, 'list_type' | 'entry' | 'kind'>>, hasAllow: boolean, keys: readonly string[], ip: ipaddr.IPv4 | ipaddr.IPv6 | null): ListVerdict {
+  const matching = entries.filter((e) => (e.kind === 'ip' ? ip !== null && ipMatches(e.entry, ip) : keys.includes(e.entry)));
+  if (matching.some((e) => e.list_type === 'allow')) return { decision: 'pass' };
+  const blocked = matching.find((e) => e.list_type === 'block');
+  if (blocked) return { decision: 'refuse', reason: `${blocked.entry} is on the ${direction} block list` };
+  if (hasAllow) return { decision: 'refuse', reason: `not on the ${direction} allow list` };
+  return { decision: 'pass' };
+}
+
 export interface ListService {
   list(tenant: TenantContext, direction: string, listType: string, page: { limit: number; offset: number }): Promise<{ entries: ListEntryView[]; total: number; limit: number; offset: number }>;
   add(tenant: TenantContext, direction: string, listType: string, input: { entry: string; reason?: string | undefined }): Promise<ListEntryView>;
@@ -99,6 +109,8 @@ export interface ListService {
    * refuses; a non-empty allow list refuses everything it does not match.
    */
   evaluate(db: Db, workspaceId: string, direction: ListDirection, subject: { address?: string | null; ip?: string | null }): Promise<ListVerdict>;
+  /** `evaluate` for each of several addresses (no IP), in one statement: the recipients of a send. Verdicts in their order. */
+  evaluateAddresses(db: Db, workspaceId: string, direction: ListDirection, addresses: readonly string[]): Promise<ListVerdict[]>;
 }
 
 export function createListService({ db, clock }: { db: Db; clock: Clock }): ListService {
@@ -155,12 +167,14 @@ export function createListService({ db, clock }: { db: Db; clock: Clock }): List
       const { entries, hasAllow } = await repo.candidates(conn, workspaceId, direction, keys);
       let ip: ipaddr.IPv4 | ipaddr.IPv6 | null = null;
       if (subject.ip && ipaddr.isValid(subject.ip)) ip = ipaddr.process(subject.ip);
-      const matching = entries.filter((e) => (e.kind === 'ip' ? ip !== null && ipMatches(e.entry, ip) : keys.includes(e.entry)));
-      if (matching.some((e) => e.list_type === 'allow')) return { decision: 'pass' };
-      const blocked = matching.find((e) => e.list_type === 'block');
-      if (blocked) return { decision: 'refuse', reason: `${blocked.entry} is on the ${direction} block list` };
-      if (hasAllow) return { decision: 'refuse', reason: `not on the ${direction} allow list` };
-      return { decision: 'pass' };
+      return decide(direction, entries, hasAllow, keys, ip);
+    },
+
+    async evaluateAddresses(conn, workspaceId, direction, addresses) {
+      if (addresses.length === 0) return [];
+      const keysOf = addresses.map((address) => matchKeys(address.toLowerCase()));
+      const { entries, hasAllow } = await repo.candidates(conn, workspaceId, direction, [...new Set(keysOf.flat())]);
+      return keysOf.map((keys) => decide(direction, entries, hasAllow, keys, null));
     },
   };
 }

@@ -123,10 +123,11 @@ export function createSendingService(deps: SendingDeps): SendingService {
     if (fromName.length > MAX_NAME_LENGTH) throw invalid('invalid_request', `from_name must be at most ${MAX_NAME_LENGTH} characters`);
 
     const refused: Array<{ recipient: string; reason: string }> = [];
-    for (const recipient of all) {
-      const verdict = await lists.evaluate(conn, tenant.workspaceId, 'outbound', { address: recipient });
+    const verdicts = await lists.evaluateAddresses(conn, tenant.workspaceId, 'outbound', all);
+    all.forEach((recipient, i) => {
+      const verdict = verdicts[i]!;
       if (verdict.decision === 'refuse') refused.push({ recipient, reason: verdict.reason });
-    }
+    });
     if (refused.length > 0) {
       const error = new DomainError('unprocessable', 'recipient_blocked', `refused by the outbound lists: ${refused.map((r) => r.recipient).join(', ')}`);
       // The refusal is recorded even though the request fails: its own transaction, committed. Inside a
