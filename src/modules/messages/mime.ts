@@ -204,6 +204,12 @@ export function snippetOf(parsed: Pick<ParsedMessage, 'text' | 'html'>, length =
     const line = source.slice(start, end > start && newline !== -1 && source.charCodeAt(end - 1) === 13 ? end - 1 : end);
     start = end + 1;
     if (line.startsWith('>')) continue;
+    // A long line (an HTML body, tags taken out, often is one) is tried by its start first, by the same argument.
+    if (line.length > checkAt) {
+      const head = line.slice(0, checkAt);
+      const flat = collapseSpace(joined === 0 ? head : `${kept} ${head}`);
+      if (flat.length > length) return `${flat.slice(0, length - 1)}…`;
+    }
     kept = joined++ === 0 ? line : `${kept} ${line}`;
     if (kept.length >= checkAt) {
       const flat = collapseSpace(kept);

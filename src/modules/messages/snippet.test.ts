@@ -43,5 +43,10 @@ describe('snippetOf', () => {
     }
     const long = 'Lorem ipsum dolor sit amet.\r\n'.repeat(400);
     expect(snippetOf({ text: long, html: null })).toBe(reference(long, 200));
+    // One long line, and one whose start is mostly white space (its start alone is not enough).
+    const oneLine = 'Lorem ipsum dolor sit amet. '.repeat(400);
+    expect(snippetOf({ text: oneLine, html: null })).toBe(reference(oneLine, 200));
+    const spacedStart = `${' \t'.repeat(300)}${oneLine}`;
+    expect(snippetOf({ text: `> quoted\n${spacedStart}`, html: null })).toBe(reference(spacedStart, 200));
   });
 });
