@@ -195,8 +195,8 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
 
   /**
    * The delivery state and the message; none when the message (and with it its state) was deleted. `started`:
-   * whether this run holds its lease and has marked the message `processing` (see `start`); undefined where the
-   * read could not do that too (SQLite).
+   * whether this run holds its lease and has marked the message `processing` (`loadAndStartQuery`); undefined where
+   * the read cannot do that too (SQLite: `mark` does it after the read).
    */
   async function load(job: ClaimedJob<{ message_id: string }>): Promise<{ outbound: OutboundTable; message: Loaded; started: boolean | undefined } | undefined> {
     const key: MessageKey = { workspaceId: job.workspaceId ?? '', messageId: job.payload.message_id };
