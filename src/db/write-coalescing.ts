@@ -103,7 +103,18 @@ function canCarry(query: CompiledQuery, writes: readonly Waiting[]): boolean {
   const text = query.sql;
   if (text.includes("'") || !/^(?:select|insert|update|delete|with)\s/i.test(text) || /^with\s+recursive\s/i.test(text)) return false;
   if (writes.reduce((n, w) => n + w.parameters.length, query.parameters.length) > MAX_PARAMETERS) return false;
-  return writes.every((write) => !new RegExp(`\\b${write.table}\\b`, 'i').test(text));
+  return writes.every((write) => !namePattern(write.table).test(text));
+}
+
+/** A table's name as a word, compiled once per table (the test runs for every statement after a deferred write). */
+const namePatterns = new Map<string, RegExp>();
+function namePattern(table: string): RegExp {
+  let pattern = namePatterns.get(table);
+  if (!pattern) {
+    pattern = new RegExp(`\\b${table}\\b`, 'i');
+    namePatterns.set(table, pattern);
+  }
+  return pattern;
 }
 
 function wrapConnection(state: State): DatabaseConnection {

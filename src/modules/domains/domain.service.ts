@@ -47,10 +47,10 @@ export interface DomainService extends DomainPolicy {
   verify(tenant: TenantContext, domainId: string): Promise<SendingDomainView>;
   /**
    * The DKIM key for mail from this domain: the domain's own when verified, the service key for hosted domains.
-   * `own`: the workspace's verified sending domain of that name as the caller already read it (null: it has none),
-   * so that it is not looked up again; undefined looks it up.
+   * `own`: the sending workspace's verified sending domain of that name, or null when it has none. The delivery
+   * worker reads it with the message it sends (one statement), so it is not looked up here.
    */
-  signingKey(workspaceId: string, domain: string, own?: Pick<SendingDomainTable, 'dkim_selector' | 'dkim_private_key'> | null): Promise<SigningKey | null>;
+  signingKey(domain: string, own: Pick<SendingDomainTable, 'dkim_selector' | 'dkim_private_key'> | null): Promise<SigningKey | null>;
   /** The service's DKIM key for hosted domains, created and stored at first use when the operator gave none. */
   hostedKey(): Promise<{ selector: string; privateKey: string; publicKey: string }>;
 }
@@ -167,8 +167,7 @@ export function createDomainService({ db, clock, events, resolve, hostedDomains,
       return toView(await find(tenant, domainId));
     },
 
-    async signingKey(workspaceId, domain, known) {
-      const own = known === undefined ? await repo.findVerifiedByName(db, workspaceId, domain) : known;
+    async signingKey(domain, own) {
       if (own) return { domain, selector: own.dkim_selector, privateKey: own.dkim_private_key };
       if (!hosted.has(domain)) return null;
       const key = await service.hostedKey();

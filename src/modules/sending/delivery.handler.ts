@@ -79,8 +79,8 @@ type Loaded = MessageRow & { raw: Buffer } & Omit<OutboundTable, 'message_id' | 
 };
 /**
  * A delivery's one read: the delivery state, the message (for the events' view), its raw source, and the DKIM key
- * of the workspace's verified sending domain named like the mailbox's domain (what `domains.signingKey` would
- * otherwise look up with a statement of its own). The domain is matched as the address's suffix after its `@`,
+ * of the workspace's verified sending domain named like the mailbox's domain (which `domains.signingKey` takes
+ * from here rather than reading it with a statement of its own). The domain is matched as the address's suffix after its `@`,
  * with functions both databases have.
  */
 function loadSelect(from: QueryCreator<Database>, p: Param) {
@@ -327,7 +327,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
     if (!started) return { type: 'done' }; // another run owns the message now
     const fromDomain = domainOf(message.mailbox_address);
     const own = message.own_dkim_selector !== null && message.own_dkim_private_key !== null ? { dkim_selector: message.own_dkim_selector, dkim_private_key: message.own_dkim_private_key } : null;
-    const key = await domains.signingKey(workspaceId, fromDomain, own);
+    const key = await domains.signingKey(fromDomain, own);
     const signed = key ? await signer.sign(Buffer.from(message.raw), key) : Buffer.from(message.raw);
 
     const groups = new Map<string, RecipientState[]>();
