@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { authenticate } from 'mailauth';
 import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BufferBlob } from '../src/lib/buffer-blob.js';
@@ -7,7 +8,7 @@ import { createDnsResolver } from '../src/lib/dns.js';
 import { createLogger } from '../src/lib/logger.js';
 import { createInProcessAnalyzer, type MessageAnalyzer } from '../src/modules/messages/analysis.js';
 import { createThreadedAnalyzer } from '../src/modules/messages/analysis-pool.js';
-import { createMailauthAuthenticator } from '../src/modules/messages/authentication.js';
+import { authenticationInput, createMailauthAuthenticator } from '../src/modules/messages/authentication.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
 
 const FIXTURES = new URL('./fixtures/eml/', import.meta.url);
@@ -101,5 +102,70 @@ describe('message analysis on worker threads', () => {
     const before = await own.analyze(raw, CONTEXT);
     await own.close();
     expect(await own.analyze(raw, CONTEXT)).toEqual(before);
+  });
+});
+
+/**
+ * Without a signature field mailauth is given only the header block (authenticationInput): its verdict
+ * must be exactly the one it gives for the whole message, and anything signed must go whole.
+ */
+describe('what mailauth is given', () => {
+  let dns: TestDnsServer;
+  const key = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const privateKey = key.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+
+  beforeAll(async () => {
+    dns = await startDnsServer();
+    dns.set('sel._domainkey.sender.test', { TXT: [`v=DKIM1; k=rsa; p=${key.publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}`] });
+    dns.set('sender.test', { TXT: ['v=spf1 ip4:192.0.2.0/24 -all'] });
+    dns.set('_dmarc.sender.test', { TXT: ['v=DMARC1; p=quarantine'] });
+  });
+  afterAll(() => dns.close());
+
+  const verdict = async (input: Buffer) => {
+    const result = await authenticate(input, { ...CONTEXT, mta: 'mx.mailroom.test', resolver: createDnsResolver([dns.address]) as never, disableArc: true, disableBimi: true });
+    return JSON.parse(JSON.stringify(result)) as unknown;
+  };
+
+  it('the header block alone gives every unsigned corpus message the verdict of the whole message', async () => {
+    let shortened = 0;
+    for (const file of readdirSync(FIXTURES).filter((f) => f.endsWith('.eml'))) {
+      const raw = readFileSync(new URL(file, FIXTURES));
+      const input = authenticationInput(raw);
+      if (input !== raw) {
+        shortened++;
+        expect(raw.subarray(0, input.length).equals(input), file).toBe(true);
+        expect(input.toString('latin1'), file).toMatch(/\n\r?\n$/);
+        expect(input.toString('latin1'), file).not.toMatch(/^(dkim-signature|arc-)/im);
+      }
+      expect(await verdict(input), file).toEqual(await verdict(raw));
+    }
+    expect(shortened).toBeGreaterThanOrEqual(15);
+  });
+
+  it('cuts at the first empty line, with CRLF or bare LF, and keeps a message with no end of header whole', () => {
+    expect(authenticationInput(Buffer.from('From: a@sender.test\r\nSubject: x\r\n\r\nbody\r\n\r\nmore')).toString()).toBe('From: a@sender.test\r\nSubject: x\r\n\r\n');
+    expect(authenticationInput(Buffer.from('From: a@sender.test\nSubject: x\n\nbody\n')).toString()).toBe('From: a@sender.test\nSubject: x\n\n');
+    expect(authenticationInput(Buffer.from('\r\n\r\nbody')).toString()).toBe('\r\n\r\n');
+    const headerOnly = Buffer.from('From: a@sender.test\r\nSubject: x\r\n');
+    expect(authenticationInput(headerOnly)).toBe(headerOnly);
+  });
+
+  it('passes a message with a DKIM signature or an ARC set whole, and its verdict still sees the body', async () => {
+    const mail = { from: 'alice@sender.test', to: 'bob@mailroom.test', subject: 'signed', text: 'the body that is signed' };
+    const signed = (await nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows', dkim: { domainName: 'sender.test', keySelector: 'sel', privateKey } }).sendMail(mail)).message as Buffer;
+    expect(authenticationInput(signed)).toBe(signed);
+    const lowerCase = Buffer.from(signed.toString('latin1').replace('DKIM-Signature:', 'dkim-signature:'), 'latin1');
+    expect(authenticationInput(lowerCase)).toBe(lowerCase);
+    const arc = Buffer.from('ARC-Seal: i=1; a=rsa-sha256; cv=none; d=sender.test; s=sel; b=x\r\nFrom: a@sender.test\r\n\r\nbody\r\n');
+    expect(authenticationInput(arc)).toBe(arc);
+    // A signature field folded into another field's value is not a field: that message is cut.
+    const folded = Buffer.from('From: a@sender.test\r\nX-Note: see\r\n DKIM-Signature: none\r\n\r\nbody\r\n');
+    expect(authenticationInput(folded).toString()).toBe('From: a@sender.test\r\nX-Note: see\r\n DKIM-Signature: none\r\n\r\n');
+
+    const authenticator = createMailauthAuthenticator({ resolve: createDnsResolver([dns.address]), hostname: 'mx.mailroom.test' });
+    expect((await authenticator.check(signed, CONTEXT)).summary).toEqual({ spf: 'pass', dkim: 'pass', dmarc: 'pass' });
+    const tampered = Buffer.from(signed.toString('latin1').replace('the body that is signed', 'the body that was changed'), 'latin1');
+    expect((await authenticator.check(tampered, CONTEXT)).summary.dkim).toBe('fail');
   });
 });
