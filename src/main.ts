@@ -97,7 +97,7 @@ export async function createServices(
     writeLock?: SharedArrayBuffer | undefined;
   } = {},
 ): Promise<Services> {
-  const database = createDb(config.databaseUrl, options.writeLock ? { writeLock: options.writeLock } : {});
+  const database = createDb(config.databaseUrl, { pgPrepare: config.pgPrepare, ...(options.writeLock ? { writeLock: options.writeLock } : {}) });
   const { db, dialect } = database;
   try {
     if (options.migrate !== false) await migrateToLatest(db);

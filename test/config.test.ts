@@ -24,6 +24,7 @@ describe('configuration', () => {
       deliveryMaxAgeMs: 345_600_000,
       leaseMs: 30_000,
       smtpStoreThread: true,
+      pgPrepare: true,
     });
     expect(Object.isFrozen(config)).toBe(true);
     // One per core but the main thread's, at least one, at most four.
@@ -42,9 +43,11 @@ describe('configuration', () => {
       MAILROOM_SMTP_PARSER_THREADS: '0',
       MAILROOM_DKIM_THREADS: '3',
       MAILROOM_SMTP_STORE_THREAD: 'off',
+      MAILROOM_PG_PREPARE: 'off',
     });
     expect(config).toMatchObject({
       smtpStoreThread: false,
+      pgPrepare: false,
       smtpParserThreads: 0,
       dkimThreads: 3,
       databaseUrl: 'postgres://u@localhost:5432/mr',
@@ -79,6 +82,7 @@ describe('configuration', () => {
     expect(() => loadConfig({ MAILROOM_HOSTED_DOMAINS: 'not a domain' })).toThrow(/not a domain name/);
     expect(() => loadConfig({ MAILROOM_SMTP_RELAY: 'http://x' })).toThrow(/smtp:\/\//);
     expect(() => loadConfig({ MAILROOM_SMTP_STORE_THREAD: 'maybe' })).toThrow(/MAILROOM_SMTP_STORE_THREAD="maybe": not on or off/);
+    expect(() => loadConfig({ MAILROOM_PG_PREPARE: 'sometimes' })).toThrow(/MAILROOM_PG_PREPARE="sometimes": not on or off/);
     for (const on of ['1', 'true', 'ON', 'yes']) expect(loadConfig({ MAILROOM_SMTP_STORE_THREAD: on }).smtpStoreThread).toBe(true);
     for (const off of ['0', 'false', 'Off', 'no']) expect(loadConfig({ MAILROOM_SMTP_STORE_THREAD: off }).smtpStoreThread).toBe(false);
     expect(loadConfig({}).pageCacheBytes).toBe(32 * 1024 * 1024);

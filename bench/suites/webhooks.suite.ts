@@ -8,7 +8,7 @@ import { processCpuMs } from '../lib/cpu.js';
 import type { BenchDatabase } from '../lib/databases.js';
 import { DIALECTS, forEachDialect, freshDatabase } from '../lib/dialects.js';
 import type { Measurement } from '../lib/load.js';
-import { apiRequest, assertAlive, bootstrapTenant, loginOwner, mailroomEnv, MAILROOM_BIN, ROOT, SERVICE_DIST, startMailroom } from '../lib/mailroom.js';
+import { apiRequest, type ApiRequestInit, assertAlive, bootstrapTenant, loginOwner, mailroomEnv, MAILROOM_BIN, ROOT, SERVICE_DIST, startMailroom } from '../lib/mailroom.js';
 import { freeLoopbackPort, waitForOutput, type ManagedProcess } from '../lib/processes.js';
 import type { Scope } from '../lib/scope.js';
 import { latencyStats } from '../lib/smtp-load.js';
@@ -308,7 +308,7 @@ async function runDialect(context: SuiteContext, dialect: 'sqlite' | 'postgres',
 
 /** A session-surface call (JSON in, JSON out) that fails loudly on anything but 2xx. */
 function sessionCall(baseUrl: string, token: string, signal: AbortSignal) {
-  return async (method: string, path: string, body: unknown): Promise<Record<string, unknown>> => {
+  return async (method: NonNullable<ApiRequestInit['method']>, path: string, body: unknown): Promise<Record<string, unknown>> => {
     const res = await apiRequest(`${baseUrl}/app/api${path}`, { method, headers: { 'x-service-session': token, 'content-type': 'application/json' }, body: JSON.stringify(body) }, signal);
     if (res.status >= 300) throw new Error(`${method} /app/api${path} answered ${res.status}: ${res.text.slice(0, 300)}`);
     return JSON.parse(res.text) as Record<string, unknown>;

@@ -91,7 +91,7 @@ export function buildProgram(): Command {
       try {
         const config = loadConfig();
         const [{ createDb }, { migrateToLatest }] = await Promise.all([import('../db/database.js'), import('../db/migrator.js')]);
-        const database = createDb(config.databaseUrl);
+        const database = createDb(config.databaseUrl, { pgPrepare: config.pgPrepare });
         try {
           const applied = await migrateToLatest(database.db);
           printResult({ ok: true, applied }, opts.json === true, [

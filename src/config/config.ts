@@ -10,6 +10,8 @@ import ipaddr from 'ipaddr.js';
  */
 export interface Config {
   databaseUrl: string;
+  /** PostgreSQL: run parameterised statements as named prepared statements (db/pg-named-statements.ts). */
+  pgPrepare: boolean;
   httpHost: string;
   httpPort: number;
   smtpHost: string;
@@ -168,6 +170,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
 
   const config: Config = {
     databaseUrl: read({ name: 'DATABASE_URL', fallback: 'sqlite:./data/mailroom.db', parse: parseDatabaseUrl, expect: 'sqlite:PATH or postgres://user@host/db' }),
+    pgPrepare: read({ name: 'PG_PREPARE', fallback: true, parse: parseSwitch, expect: 'on or off (1/0, true/false)' }),
     httpHost: read({ name: 'HTTP_HOST', fallback: '127.0.0.1', parse: (s) => s, expect: 'a host or IP' }),
     httpPort: port('HTTP_PORT', 8080),
     smtpHost: read({ name: 'SMTP_HOST', fallback: '127.0.0.1', parse: (s) => s, expect: 'a host or IP' }),

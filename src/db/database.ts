@@ -7,6 +7,7 @@ import { withCommitHooks } from './commit-hooks.js';
 import { withWriteLock } from './locked-writes.js';
 import { createWriteLock, openWriteLock, type WriteLock } from './write-lock.js';
 import { POSTGRES, SQLITE, type DialectInfo } from './dialect.js';
+import { withNamedStatements } from './pg-named-statements.js';
 import { withWriteCoalescing } from './write-coalescing.js';
 import type { Database } from './schema.js';
 
@@ -58,10 +59,11 @@ function withStatementCache(database: SQLite.Database): SqliteDatabase {
 
 /**
  * Open the database named by a URL: `sqlite:PATH` (better-sqlite3; WAL, busy timeout, foreign keys on)
- * or `postgres://…` (a pg pool). Both store times as epoch milliseconds in BIGINT columns; pg is told
+ * or `postgres://…` (a pg pool; parameterised statements are named prepared statements unless
+ * `pgPrepare` is false). Both store times as epoch milliseconds in BIGINT columns; pg is told
  * to parse BIGINT as a JavaScript number (safe up to 2^53, far beyond any timestamp or counter here).
  */
-export function createDb(url: string, options: { poolSize?: number; writeLock?: SharedArrayBuffer } = {}): DbHandle {
+export function createDb(url: string, options: { poolSize?: number; writeLock?: SharedArrayBuffer; pgPrepare?: boolean } = {}): DbHandle {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -84,7 +86,8 @@ export function createDb(url: string, options: { poolSize?: number; writeLock?: 
     });
     // An idle client that loses its connection must not crash the process; the pool replaces it.
     pool.on('error', () => undefined);
-    const db = new Kysely<Database>({ dialect: withCommitHooks(withWriteCoalescing(new PostgresDialect({ pool }))) });
+    const dialect = new PostgresDialect({ pool: options.pgPrepare === false ? pool : withNamedStatements(pool) });
+    const db = new Kysely<Database>({ dialect: withCommitHooks(withWriteCoalescing(dialect)) });
     return { db, dialect: POSTGRES, writeLock: null, destroy: () => db.destroy() };
   }
   throw new Error(`unsupported database URL '${url}': use sqlite:PATH or postgres://…`);

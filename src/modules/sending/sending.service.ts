@@ -90,6 +90,9 @@ export interface SendingDeps {
   maxAttempts?: number;
 }
 
+type Checked = { mailbox: { id: string; address: string }; fromDomain: string; to: string[]; cc: string[]; all: string[]; subject: string; replyTo: string | undefined; fromName: string };
+type Composed = { messageId: string; now: number; raw: Buffer; parsed: ParsedMessage };
+
 export function createSendingService(deps: SendingDeps): SendingService {
   const { db, clock, events, store, queue, lists, domains, bounceDomain } = deps;
   const commits = deps.commits ?? createGroupCommit(db);
@@ -99,7 +102,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
    * `record`: commit list refusals as events in a transaction of their own (only when no caller's
    * transaction is open, see `SendingService.check`).
    */
-  async function check(tenant: TenantContext, input: SendInput, conn: Db, record: boolean) {
+  async function check(tenant: TenantContext, input: SendInput, conn: Db, record: boolean): Promise<Checked> {
     const fromAddress = normalizeEmail(input.from_mailbox);
     const mailbox = fromAddress ? await mailboxRepository.findIdByAddress(conn, tenant.workspaceId, fromAddress) : undefined;
     if (!mailbox) throw notFound('mailbox_not_found', `no mailbox ${input.from_mailbox} in this workspace`);
@@ -145,8 +148,12 @@ export function createSendingService(deps: SendingDeps): SendingService {
     return { mailbox, fromDomain, to, cc, all, subject, replyTo, fromName };
   }
 
-  async function write(tenant: TenantContext, input: SendInput, checked: Awaited<ReturnType<typeof check>>, trx: Db): Promise<Queued> {
-    const { mailbox, fromDomain, to, cc, all, subject, replyTo, fromName } = checked;
+  /**
+   * The message as it will be sent and stored, built before any transaction: composing is the CPU-heavy part of a
+   * send, and sends share their transactions (group commit), whose units run one after another.
+   */
+  async function compose(input: SendInput, checked: Checked) {
+    const { mailbox, fromDomain, to, cc, subject, replyTo, fromName } = checked;
     const messageId = input.messageId ?? newId('msg');
     const now = clock.now();
     const internetId = `${messageId}@${fromDomain}`;
@@ -180,6 +187,12 @@ export function createSendingService(deps: SendingDeps): SendingService {
       attachments: [],
       parseError: null,
     };
+    return { messageId, now, raw, parsed };
+  }
+
+  async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Db): Promise<Queued> {
+    const { mailbox, all } = checked;
+    const { messageId, now, raw, parsed } = composed;
     const row = await store.store(trx, {
       id: messageId,
       workspaceId: tenant.workspaceId,
@@ -249,7 +262,8 @@ export function createSendingService(deps: SendingDeps): SendingService {
 
     async enqueue(tenant, input, trx) {
       const checked = await check(tenant, input, trx ?? db, trx === undefined);
-      return trx ? write(tenant, input, checked, trx) : commits.run((own) => write(tenant, input, checked, own));
+      const composed = await compose(input, checked);
+      return trx ? write(tenant, checked, composed, trx) : commits.run((own) => write(tenant, checked, composed, own));
     },
 
     async check(tenant, input) {
