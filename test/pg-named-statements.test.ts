@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type DbHandle } from '../src/db/database.js';
 import { migrateToLatest } from '../src/db/migrator.js';
-import { MAX_PER_CONNECTION } from '../src/db/pg-named-statements.js';
+import { FIRST_RENEWAL, MAX_PER_CONNECTION } from '../src/db/pg-named-statements.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from './helpers/database.js';
 
 /**
@@ -42,8 +42,24 @@ describe.runIf(TEST_DIALECT === 'postgres')('named prepared statements (postgres
     // The read is there once, under a generated name; the view's own read has no parameters and is not prepared.
     const reads = statements.filter((s) => s.statement.startsWith('select "id" from "workspaces"'));
     expect(reads).toHaveLength(1);
-    expect(reads[0]!.name).toMatch(/^mr_[0-9a-z]+$/);
+    expect(reads[0]!.name).toMatch(/^s\d+_0$/);
     expect(statements.some((s) => s.statement.includes('pg_prepared_statements'))).toBe(false);
+  });
+
+  it('prepares a statement again under a new name after 32, 64, 128… runs, and deallocates the old one', async () => {
+    const db = open(true);
+    const read = () => db.selectFrom('mailboxes').select('id').where('address', '=', 'nobody@renew.test').execute();
+    const names = async () => (await prepared(db)).filter((s) => s.statement.startsWith('select "id" from "mailboxes"')).map((s) => s.name);
+    for (let run = 1; run <= FIRST_RENEWAL; run++) await read();
+    const first = await names();
+    expect(first).toEqual([expect.stringMatching(/^s\d+_0$/)]);
+    await read(); // run 33: prepared again
+    const second = await names();
+    expect(second).toEqual([first[0]!.replace(/_0$/, '_1')]);
+    for (let run = FIRST_RENEWAL + 2; run <= 2 * FIRST_RENEWAL; run++) await read();
+    expect(await names()).toEqual(second); // the next renewal is at run 65
+    await read();
+    expect(await names()).toEqual([first[0]!.replace(/_0$/, '_2')]);
   });
 
   it('prepares nothing when turned off (MAILROOM_PG_PREPARE=off)', async () => {
@@ -53,14 +69,17 @@ describe.runIf(TEST_DIALECT === 'postgres')('named prepared statements (postgres
     expect(await prepared(db)).toEqual([]);
   });
 
-  it('replaces a connection that has prepared more than its share of distinct statements, so the server never keeps more', async () => {
+  it('runs texts beyond its share unnamed and replaces the connection, so the server never keeps more', async () => {
     const db = open(true);
     const first = await backend(db);
-    // Distinct texts (a different alias each); each is prepared on this connection.
-    for (let i = 0; i <= MAX_PER_CONNECTION; i++) {
+    // Distinct texts (a different alias each); the first MAX_PER_CONNECTION are prepared on this connection.
+    for (let i = 0; i < MAX_PER_CONNECTION; i++) {
       await db.selectFrom('workspaces').select(sql<string>`id`.as(`c${i}`)).where('id', '=', 'ws_none').execute();
     }
-    // The connection went back to the pool closed after the statement that crossed the limit.
+    expect(await backend(db)).toBe(first);
+    expect((await prepared(db)).length).toBeGreaterThanOrEqual(MAX_PER_CONNECTION);
+    await db.selectFrom('workspaces').select(sql<string>`id`.as('one_too_many')).where('id', '=', 'ws_none').execute();
+    // The connection went back to the pool closed after the statement beyond the limit.
     const second = await backend(db);
     expect(second).not.toBe(first);
     expect(await prepared(db)).toEqual([]);

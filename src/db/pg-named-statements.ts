@@ -11,10 +11,19 @@ import type pg from 'pg';
  * statement is parsed once per connection; after five runs PostgreSQL keeps a generic plan when it
  * costs no more than the custom ones (`plan_cache_mode = auto`), so later runs are Bind + Execute.
  *
- * The service's statement texts are a small fixed set (Kysely writes them from a fixed set of query
- * shapes, values are always parameters), so each distinct text gets one name for the life of the
- * process. A connection that has prepared more than `MAX_PER_CONNECTION` names is closed when it is
- * released (the pool opens a fresh one), which bounds the server's memory however many texts appear.
+ * **Plans made on small tables are renewed.** A generic plan is costed with the table sizes of the
+ * moment it is made, and on a new or nearly empty table every index looks alike: measured, a plan made
+ * in the first second of a fresh database looked outbound rows up through the workspace index and
+ * filtered them, instead of through the primary key, and kept doing so as the table grew. A table grows
+ * with the statements that write and read it, so each statement is prepared again, under a new name,
+ * when its runs on a connection reach 32, 64, 128… (doubling, then every `MAX_RENEWAL_INTERVAL` runs):
+ * every plan was made when the work behind it was at least half what it is, and the old statement is
+ * deallocated. Once tables have statistics, ANALYZE (autovacuum) also makes the server re-plan.
+ *
+ * **Bounded.** The service's statement texts are a small fixed set (Kysely writes them from a fixed set
+ * of query shapes, values are always parameters). A connection that has been given more than
+ * `MAX_PER_CONNECTION` distinct texts runs further ones unnamed and is closed when it is released (the
+ * pool opens a fresh one), which bounds the server's memory however many texts appear.
  *
  * Statements without parameters (BEGIN, COMMIT, DDL) stay on the simple protocol. A statement that
  * fails because the schema under a cached plan changed its result type (a rolling migration) makes
@@ -22,32 +31,33 @@ import type pg from 'pg';
  * all off, for poolers that cannot carry prepared statements (PgBouncer before 1.21 in transaction mode).
  */
 
-/** Names prepared on one connection before it is replaced. */
+/** Distinct texts prepared on one connection before it is replaced. */
 export const MAX_PER_CONNECTION = 200;
-/** Distinct texts named by the process; beyond it a text runs unnamed (nothing the service writes comes near). */
-const MAX_NAMED_TEXTS = 2000;
+/** Runs of a statement on a connection before it is first prepared again; the interval then doubles. */
+export const FIRST_RENEWAL = 32;
+/** The longest interval between two preparations of a statement on a connection. */
+export const MAX_RENEWAL_INTERVAL = 16_384;
 
 /** SQLSTATE of "cached plan must not change result type" (and other unsupported features). */
 const FEATURE_NOT_SUPPORTED = '0A000';
 
-const names = new Map<string, string>();
-
-function nameFor(text: string): string | undefined {
-  let name = names.get(text);
-  if (name === undefined && names.size < MAX_NAMED_TEXTS) {
-    name = `mr_${names.size.toString(36)}`;
-    names.set(text, name);
-  }
-  return name;
+/** One text prepared on one connection: its current name and when it is renewed. */
+interface Prepared {
+  name: string;
+  /** Its number on this connection (names are `s<number>_<generation>`). */
+  number: number;
+  generation: number;
+  runs: number;
+  renewAt: number;
 }
 
 /** The wrapper of each pool client: Kysely keeps its connection state per client object, so it must be the same one each time. */
-const clients = new WeakMap<pg.PoolClient, NamingClient>();
+const wrappers = new WeakMap<pg.PoolClient, NamingClient>();
 
 /** One pool client, seen through Kysely's interface, naming what it runs. */
 class NamingClient {
   readonly #client: pg.PoolClient;
-  readonly #prepared = new Set<string>();
+  readonly #prepared = new Map<string, Prepared>();
   #replace = false;
 
   constructor(client: pg.PoolClient) {
@@ -55,10 +65,8 @@ class NamingClient {
   }
 
   async query<R>(text: string, parameters: readonly unknown[]): Promise<PostgresQueryResult<R>> {
-    const name = parameters.length > 0 ? nameFor(text) : undefined;
+    const name = parameters.length > 0 ? await this.#nameFor(text) : undefined;
     if (name === undefined) return (await this.#client.query(text, parameters as unknown[])) as unknown as PostgresQueryResult<R>;
-    this.#prepared.add(name);
-    if (this.#prepared.size > MAX_PER_CONNECTION) this.#replace = true;
     try {
       return (await this.#client.query({ name, text, values: parameters as unknown[] })) as unknown as PostgresQueryResult<R>;
     } catch (err) {
@@ -67,9 +75,36 @@ class NamingClient {
     }
   }
 
+  /** The name to run `text` under on this connection (preparing it again when due); undefined to run it unnamed. */
+  async #nameFor(text: string): Promise<string | undefined> {
+    let prepared = this.#prepared.get(text);
+    if (!prepared) {
+      if (this.#prepared.size >= MAX_PER_CONNECTION) {
+        this.#replace = true;
+        return undefined;
+      }
+      prepared = { name: '', number: this.#prepared.size, generation: 0, runs: 0, renewAt: FIRST_RENEWAL };
+      prepared.name = `s${prepared.number}_0`;
+      this.#prepared.set(text, prepared);
+    }
+    prepared.runs++;
+    if (prepared.runs > prepared.renewAt) {
+      const old = prepared.name;
+      prepared.generation++;
+      prepared.name = `s${prepared.number}_${prepared.generation}`;
+      prepared.renewAt += Math.min(prepared.renewAt, MAX_RENEWAL_INTERVAL);
+      // Not transactional. Where it fails (inside a transaction already aborted) the old statement stays on the
+      // server, so the connection is closed on release instead: the bound per connection holds either way.
+      await this.#client.query(`deallocate ${old}`).catch(() => {
+        this.#replace = true;
+      });
+    }
+    return prepared.name;
+  }
+
   release(): void {
-    // A client that is released destroyed loses its prepared statements with it, and the pool forgets it.
-    if (this.#replace) clients.delete(this.#client);
+    // A client released destroyed takes its prepared statements with it, and the pool forgets it.
+    if (this.#replace) wrappers.delete(this.#client);
     this.#client.release(this.#replace);
   }
 }
@@ -79,10 +114,10 @@ export function withNamedStatements(pool: pg.Pool): PostgresPool {
   return {
     async connect(): Promise<PostgresPoolClient> {
       const client = await pool.connect();
-      let wrapped = clients.get(client);
+      let wrapped = wrappers.get(client);
       if (!wrapped) {
         wrapped = new NamingClient(client);
-        clients.set(client, wrapped);
+        wrappers.set(client, wrapped);
       }
       // Kysely only calls query(text, parameters) (no cursors are configured) and release().
       return wrapped as unknown as PostgresPoolClient;
