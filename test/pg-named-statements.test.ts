@@ -77,7 +77,7 @@ describe.runIf(TEST_DIALECT === 'postgres')('named prepared statements (postgres
       await db.selectFrom('workspaces').select(sql<string>`id`.as(`c${i}`)).where('id', '=', 'ws_none').execute();
     }
     expect(await backend(db)).toBe(first);
-    expect((await prepared(db)).length).toBeGreaterThanOrEqual(MAX_PER_CONNECTION);
+    expect(await prepared(db)).toHaveLength(MAX_PER_CONNECTION);
     await db.selectFrom('workspaces').select(sql<string>`id`.as('one_too_many')).where('id', '=', 'ws_none').execute();
     // The connection went back to the pool closed after the statement beyond the limit.
     const second = await backend(db);

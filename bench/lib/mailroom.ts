@@ -174,7 +174,6 @@ export async function startMailroomSmtp(
   return { port, process: proc };
 }
 
-/** An API call with a time limit; the answer's status and text. */
 /** What the bench's own requests need of fetch's options. */
 export interface ApiRequestInit {
   method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -183,7 +182,7 @@ export interface ApiRequestInit {
 }
 
 /**
- * One request to the service, through undici's `request` (kept-alive connections of its global agent).
+ * An API call with a time limit; the answer's status and text. Through undici's `request` (kept-alive connections of its global agent).
  * Not `fetch`: where the bench drives load with it (the `outbound` suite's POST /send), fetch's WHATWG
  * streams cost the load generator about 1 ms of CPU a request on the cores the service runs on.
  */

@@ -241,11 +241,12 @@ function mailroomTarget(service: RunningMailroom, apiKey: string, monitor: Outbo
         signal.throwIfAborted();
         assertAlive(service.process);
         last = await monitor.counts();
+        const accepted = (last.byStatus.accepted ?? 0) - acceptedBefore;
         const problems = (last.byStatus.failed ?? 0) + (last.byStatus.unknown ?? 0) + last.withError;
         if (problems > 0) throw new Error(`${SUBJECT}: delivery failed or was deferred (${describeCounts(last)}; e.g. ${last.firstError ?? '-'})`);
-        if (posted && (last.byStatus.accepted ?? 0) - acceptedBefore >= count) break;
+        if (posted && accepted >= count) break;
         if (Date.now() > deadline) throw new Error(`${SUBJECT}: ${count} messages not all accepted in time (${describeCounts(last)})`);
-        await sleep(pollDelayMs(count - ((last.byStatus.accepted ?? 0) - acceptedBefore), (last.byStatus.accepted ?? 0) - acceptedBefore, performance.now() - started));
+        await sleep(pollDelayMs(count - accepted, accepted, performance.now() - started));
       }
     } finally {
       // Never leave requests running behind a failure.

@@ -41,15 +41,16 @@ export const MAX_RENEWAL_INTERVAL = 16_384;
 /** SQLSTATE of "cached plan must not change result type" (and other unsupported features). */
 const FEATURE_NOT_SUPPORTED = '0A000';
 
-/** One text prepared on one connection: its current name and when it is renewed. */
+/** One text prepared on one connection: its name is `s<number>_<generation>`. */
 interface Prepared {
-  name: string;
-  /** Its number on this connection (names are `s<number>_<generation>`). */
+  /** Its number on this connection. */
   number: number;
   generation: number;
   runs: number;
   renewAt: number;
 }
+
+const nameOf = (p: Prepared) => `s${p.number}_${p.generation}`;
 
 /** The wrapper of each pool client: Kysely keeps its connection state per client object, so it must be the same one each time. */
 const wrappers = new WeakMap<pg.PoolClient, NamingClient>();
@@ -65,41 +66,41 @@ class NamingClient {
   }
 
   async query<R>(text: string, parameters: readonly unknown[]): Promise<PostgresQueryResult<R>> {
-    const name = parameters.length > 0 ? await this.#nameFor(text) : undefined;
-    if (name === undefined) return (await this.#client.query(text, parameters as unknown[])) as unknown as PostgresQueryResult<R>;
+    const prepared = parameters.length > 0 ? this.#preparedFor(text) : undefined;
+    if (prepared === undefined) return (await this.#client.query(text, parameters as unknown[])) as unknown as PostgresQueryResult<R>;
+    if (++prepared.runs > prepared.renewAt) await this.#renew(prepared);
     try {
-      return (await this.#client.query({ name, text, values: parameters as unknown[] })) as unknown as PostgresQueryResult<R>;
+      return (await this.#client.query({ name: nameOf(prepared), text, values: parameters as unknown[] })) as unknown as PostgresQueryResult<R>;
     } catch (err) {
       if ((err as { code?: unknown }).code === FEATURE_NOT_SUPPORTED) this.#replace = true;
       throw err;
     }
   }
 
-  /** The name to run `text` under on this connection (preparing it again when due); undefined to run it unnamed. */
-  async #nameFor(text: string): Promise<string | undefined> {
+  /** The statement `text` runs as on this connection; undefined to run it unnamed (the connection has its share). */
+  #preparedFor(text: string): Prepared | undefined {
     let prepared = this.#prepared.get(text);
     if (!prepared) {
       if (this.#prepared.size >= MAX_PER_CONNECTION) {
         this.#replace = true;
         return undefined;
       }
-      prepared = { name: '', number: this.#prepared.size, generation: 0, runs: 0, renewAt: FIRST_RENEWAL };
-      prepared.name = `s${prepared.number}_0`;
+      prepared = { number: this.#prepared.size, generation: 0, runs: 0, renewAt: FIRST_RENEWAL };
       this.#prepared.set(text, prepared);
     }
-    prepared.runs++;
-    if (prepared.runs > prepared.renewAt) {
-      const old = prepared.name;
-      prepared.generation++;
-      prepared.name = `s${prepared.number}_${prepared.generation}`;
-      prepared.renewAt += Math.min(prepared.renewAt, MAX_RENEWAL_INTERVAL);
-      // Not transactional. Where it fails (inside a transaction already aborted) the old statement stays on the
-      // server, so the connection is closed on release instead: the bound per connection holds either way.
-      await this.#client.query(`deallocate ${old}`).catch(() => {
-        this.#replace = true;
-      });
-    }
-    return prepared.name;
+    return prepared;
+  }
+
+  /** Prepare the statement again under its next name (the server plans it anew) and drop the old one. */
+  async #renew(prepared: Prepared): Promise<void> {
+    const old = nameOf(prepared);
+    prepared.generation++;
+    prepared.renewAt += Math.min(prepared.renewAt, MAX_RENEWAL_INTERVAL);
+    // Not transactional. Where it fails (inside a transaction already aborted) the old statement stays on the
+    // server, so the connection is closed on release instead: the bound per connection holds either way.
+    await this.#client.query(`deallocate ${old}`).catch(() => {
+      this.#replace = true;
+    });
   }
 
   release(): void {

@@ -152,7 +152,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
    * The message as it will be sent and stored, built before any transaction: composing is the CPU-heavy part of a
    * send, and sends share their transactions (group commit), whose units run one after another.
    */
-  async function compose(input: SendInput, checked: Checked) {
+  async function compose(input: SendInput, checked: Checked): Promise<Composed> {
     const { mailbox, fromDomain, to, cc, subject, replyTo, fromName } = checked;
     const messageId = input.messageId ?? newId('msg');
     const now = clock.now();
