@@ -129,7 +129,7 @@ export async function createServices(
   const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs });
   // VERP return paths live in the first hosted domain, whose MX points at this service.
   const bounceDomain = config.hostedDomains[0] ?? config.smtpHostname;
-  const sending = createSendingService({ db, clock, events, store, queue, lists, domains, bounceDomain, commits });
+  const sending = createSendingService({ db, clock, events, store, queue, domains, bounceDomain, commits });
   const deliverer = options.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname });
   const signer = config.dkimThreads === 0 ? createInProcessSigner() : createThreadedSigner({ threads: config.dkimThreads, logger });
   const delivery = createDeliveryHandler({

@@ -245,6 +245,12 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     expect(errorOf(allowed)).toMatchObject({ status: 422, detail: 'refused by the outbound lists: vip@blocked.test' });
 
     expect(errorOf(await send({ from_mailbox: 'theirs@mailroom.localhost', to: 'x@peer.test' }))).toMatchObject({ status: 404, error: 'mailbox_not_found' });
+    // The mailbox and the lists are read in one statement; the errors keep their order: the mailbox first, then the
+    // recipients' form, then their number, then the lists.
+    expect(errorOf(await send({ from_mailbox: 'theirs@mailroom.localhost', to: 'someone@blocked.test' }))).toMatchObject({ status: 404, error: 'mailbox_not_found' });
+    expect(errorOf(await send({ from_mailbox: 'nobody@mailroom.localhost', to: 'not an address' }))).toMatchObject({ status: 404, error: 'mailbox_not_found' });
+    expect(errorOf(await send({ to: ['someone@blocked.test', 'not an address'] }))).toMatchObject({ status: 400, error: 'invalid_recipient' });
+    expect(errorOf(await send({ to: ['someone@blocked.test', ...Array.from({ length: 29 }, (_, i) => `r${i}@peer.test`)], cc: Array.from({ length: 21 }, (_, i) => `c${i}@peer.test`) }))).toMatchObject({ status: 400, error: 'too_many_recipients' });
     expect(errorOf(await send({ to: Array.from({ length: 51 }, (_, i) => `r${i}@peer.test`) }))).toMatchObject({ status: 400 });
     expect(errorOf(await send({ to: 'not an address' }))).toMatchObject({ status: 400, error: 'invalid_recipient' });
     expect(errorOf(await h.app.inject({ method: 'POST', url: '/send', headers: bearer(acme.apiKey), payload: { from_mailbox: 'news@mailroom.localhost', to: 'a@peer.test' } }))).toMatchObject({ status: 400 });

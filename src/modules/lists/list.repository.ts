@@ -3,7 +3,7 @@ import { preparedQuery } from '../../db/prepared.js';
 import type { EntryKind, ListDirection, ListEntryTable, ListType } from './list.table.js';
 
 /** One row per entry that could match, each telling whether the list direction has an allow list at all. */
-interface CandidateRow {
+export interface CandidateRow {
   /** 0/1 on SQLite, a boolean on PostgreSQL. */
   has_allow: number | boolean;
   /** Null in the one row that comes back when no entry could match. */
@@ -12,13 +12,14 @@ interface CandidateRow {
   kind: EntryKind | null;
 }
 
-// Runs for every RCPT TO and every recipient of a send (prepared: see db/prepared.ts). The one-row
-// subquery carries "is there an allow list" even when no entry matches (the LEFT JOIN then gives one row
-// of nulls), so the decision takes one statement, not two.
-const candidatesQuery = preparedQuery<{ workspaceId: string; direction: ListDirection; keys: readonly string[] }, CandidateRow>((db, p) => {
-  const keys = p.list<string>('keys');
-  const workspaceId = p<string>('workspaceId');
-  const direction = p<ListDirection>('direction');
+/**
+ * The entries that could match the given address/domain keys (and every IP entry), one row each, every row telling
+ * whether the direction has an allow list at all. The one-row subquery carries "is there an allow list" even when
+ * no entry matches (the LEFT JOIN then gives one row of nulls), so the decision takes one statement, not two.
+ * A builder, so that a caller may read more in the same statement (a send's sender check); read the rows with
+ * `candidatesOf`.
+ */
+export function candidatesSelect(db: Db, workspaceId: string, direction: ListDirection, keys: readonly string[]) {
   const allowList = db.selectFrom('list_entries').select('id').where('workspace_id', '=', workspaceId).where('direction', '=', direction).where('list_type', '=', 'allow').limit(1);
   return db
     .selectFrom(db.selectNoFrom((eb) => eb.exists(allowList).as('has_allow')).as('h'))
@@ -29,7 +30,23 @@ const candidatesQuery = preparedQuery<{ workspaceId: string; direction: ListDire
         .on((eb) => eb.or([eb('c.kind', '=', 'ip'), ...(keys.length > 0 ? [eb('c.entry', 'in', keys)] : [])])),
     )
     .select(['h.has_allow', 'c.list_type', 'c.entry', 'c.kind']);
-});
+}
+
+/** What the candidate rows say: the entries that could match, and whether an allow list exists. */
+export interface Candidates {
+  entries: Array<Pick<ListEntryTable, 'list_type' | 'entry' | 'kind'>>;
+  hasAllow: boolean;
+}
+
+export function candidatesOf(rows: readonly CandidateRow[]): Candidates {
+  const entries = rows.flatMap((r) => (r.list_type !== null && r.entry !== null && r.kind !== null ? [{ list_type: r.list_type, entry: r.entry, kind: r.kind }] : []));
+  return { entries, hasAllow: rows.some((r) => Boolean(r.has_allow)) };
+}
+
+// Runs for every RCPT TO (prepared: see db/prepared.ts).
+const candidatesQuery = preparedQuery<{ workspaceId: string; direction: ListDirection; keys: readonly string[] }, CandidateRow>((db, p) =>
+  candidatesSelect(db, p<string>('workspaceId'), p<ListDirection>('direction'), p.list<string>('keys')),
+);
 
 /** List-entry queries; every one filters by workspace. */
 export const listRepository = {
@@ -70,9 +87,6 @@ export const listRepository = {
   delete: (db: Db, workspaceId: string, id: string) =>
     db.deleteFrom('list_entries').where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
   /** Entries that could match (the given address/domain keys, every IP entry), and whether an allow list exists: one statement. */
-  candidates: async (db: Db, workspaceId: string, direction: ListDirection, keys: readonly string[]) => {
-    const rows = await candidatesQuery(db, { workspaceId, direction, keys });
-    const entries = rows.flatMap((r) => (r.list_type !== null && r.entry !== null && r.kind !== null ? [{ list_type: r.list_type, entry: r.entry, kind: r.kind }] : []));
-    return { entries, hasAllow: rows.some((r) => Boolean(r.has_allow)) };
-  },
+  candidates: async (db: Db, workspaceId: string, direction: ListDirection, keys: readonly string[]): Promise<Candidates> =>
+    candidatesOf(await candidatesQuery(db, { workspaceId, direction, keys })),
 } as const;

@@ -7,7 +7,7 @@ import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
-import { listRepository as repo } from './list.repository.js';
+import { listRepository as repo, type Candidates } from './list.repository.js';
 import { LIST_DIRECTIONS, LIST_TYPES, type EntryKind, type ListDirection, type ListEntryTable, type ListType } from './list.table.js';
 
 export const MAX_REASON_LENGTH = 500;
@@ -98,6 +98,18 @@ function decide(direction: ListDirection, entries: ReadonlyArray<Pick<ListEntryT
   return { decision: 'pass' };
 }
 
+/**
+ * `ListService.evaluate` for each of several addresses (no IP): the recipients of a send, judged from one read.
+ * `keys` is what to read (`candidatesSelect` in list.repository.ts), `judge` the verdicts, in the addresses' order.
+ */
+export function addressVerdicts(direction: ListDirection, addresses: readonly string[]): { keys: string[]; judge(candidates: Candidates): ListVerdict[] } {
+  const keysOf = addresses.map((address) => matchKeys(address.toLowerCase()));
+  return {
+    keys: [...new Set(keysOf.flat())],
+    judge: ({ entries, hasAllow }) => keysOf.map((keys) => decide(direction, entries, hasAllow, keys, null)),
+  };
+}
+
 export interface ListService {
   list(tenant: TenantContext, direction: string, listType: string, page: { limit: number; offset: number }): Promise<{ entries: ListEntryView[]; total: number; limit: number; offset: number }>;
   add(tenant: TenantContext, direction: string, listType: string, input: { entry: string; reason?: string | undefined }): Promise<ListEntryView>;
@@ -109,8 +121,6 @@ export interface ListService {
    * refuses; a non-empty allow list refuses everything it does not match.
    */
   evaluate(db: Db, workspaceId: string, direction: ListDirection, subject: { address?: string | null; ip?: string | null }): Promise<ListVerdict>;
-  /** `evaluate` for each of several addresses (no IP), in one statement: the recipients of a send. Verdicts in their order. */
-  evaluateAddresses(db: Db, workspaceId: string, direction: ListDirection, addresses: readonly string[]): Promise<ListVerdict[]>;
 }
 
 export function createListService({ db, clock }: { db: Db; clock: Clock }): ListService {
@@ -168,13 +178,6 @@ export function createListService({ db, clock }: { db: Db; clock: Clock }): List
       let ip: ipaddr.IPv4 | ipaddr.IPv6 | null = null;
       if (subject.ip && ipaddr.isValid(subject.ip)) ip = ipaddr.process(subject.ip);
       return decide(direction, entries, hasAllow, keys, ip);
-    },
-
-    async evaluateAddresses(conn, workspaceId, direction, addresses) {
-      if (addresses.length === 0) return [];
-      const keysOf = addresses.map((address) => matchKeys(address.toLowerCase()));
-      const { entries, hasAllow } = await repo.candidates(conn, workspaceId, direction, [...new Set(keysOf.flat())]);
-      return keysOf.map((keys) => decide(direction, entries, hasAllow, keys, null));
     },
   };
 }

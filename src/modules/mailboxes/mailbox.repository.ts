@@ -33,8 +33,12 @@ function withCounts(db: Db, workspaceId: string) {
 const findAnyByAddressQuery = preparedQuery<{ address: string }, Pick<MailboxTable, 'id' | 'workspace_id' | 'address'>>((db, p) =>
   db.selectFrom('mailboxes').select(['id', 'workspace_id', 'address']).where('address', '=', p<string>('address')),
 );
+/** A workspace's mailbox by address, id and address only: a builder, so that a caller may read more in the same statement. */
+export const idByAddressSelect = (db: Db, workspaceId: string, address: string) =>
+  db.selectFrom('mailboxes').select(['id', 'address']).where('workspace_id', '=', workspaceId).where('address', '=', address);
+
 const idByAddressQuery = preparedQuery<{ workspaceId: string; address: string }, Pick<MailboxTable, 'id' | 'address'>>((db, p) =>
-  db.selectFrom('mailboxes').select(['id', 'address']).where('workspace_id', '=', p<string>('workspaceId')).where('address', '=', p<string>('address')),
+  idByAddressSelect(db, p<string>('workspaceId'), p<string>('address')),
 );
 
 /** Mailbox queries; every one filters by workspace (lookups by address for SMTP are service-wide on purpose). */

@@ -1,14 +1,15 @@
 import type { Db } from '../../db/database.js';
 import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
-import { insertRows } from '../../db/prepared.js';
+import { insertRows, preparedQuery } from '../../db/prepared.js';
 import type { Clock } from '../../lib/clock.js';
 import { invalid, notFound, DomainError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { Queue } from '../../jobs/queue.js';
 import type { DomainService } from '../domains/domain.service.js';
 import type { EventsService } from '../events/events.service.js';
-import type { ListService } from '../lists/list.service.js';
-import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
+import { idByAddressSelect, mailboxRepository } from '../mailboxes/mailbox.repository.js';
+import { candidatesOf, candidatesSelect, type CandidateRow } from '../lists/list.repository.js';
+import { addressVerdicts } from '../lists/list.service.js';
 import { notChecked } from '../messages/authentication.js';
 import type { MessageStore } from '../messages/message-store.js';
 import { MAX_SUBJECT_LENGTH, type ParsedMessage } from '../messages/mime.js';
@@ -26,6 +27,20 @@ export const DELIVERY_QUEUE = 'delivery';
 /** Contract §4 limits of a send. */
 export const MAX_BODY_LENGTH = 512 * 1024;
 export const MAX_NAME_LENGTH = 200;
+export const MAX_RECIPIENTS = 50;
+
+/**
+ * A send's sender check in one statement: the workspace's mailbox of the `from` address and the outbound list entries
+ * that could apply to the recipients (prepared: see db/prepared.ts). Every row is a list candidate with the mailbox
+ * beside it (its columns null when there is no such mailbox); there is always at least one row.
+ */
+const senderQuery = preparedQuery<{ workspaceId: string; address: string; keys: readonly string[] }, CandidateRow & { mailbox_id: string | null; mailbox_address: string | null }>((db, p) => {
+  const workspaceId = p<string>('workspaceId');
+  return db
+    .selectFrom(candidatesSelect(db, workspaceId, 'outbound', p.list<string>('keys')).as('l'))
+    .leftJoin(idByAddressSelect(db, workspaceId, p<string>('address')).as('m'), (join) => join.onTrue())
+    .select(['l.has_allow', 'l.list_type', 'l.entry', 'l.kind', 'm.id as mailbox_id', 'm.address as mailbox_address']);
+});
 
 export interface SendInput {
   from_mailbox: string;
@@ -80,7 +95,6 @@ export interface SendingDeps {
   events: EventsService;
   store: MessageStore;
   queue: Queue;
-  lists: ListService;
   domains: DomainService;
   /** Domain of the VERP return path (bounces+<message_id>@<domain>), routed to our SMTP listener. */
   bounceDomain: string;
@@ -94,7 +108,7 @@ type Checked = { mailbox: { id: string; address: string }; fromDomain: string; t
 type Composed = { messageId: string; now: number; raw: Buffer; parsed: ParsedMessage };
 
 export function createSendingService(deps: SendingDeps): SendingService {
-  const { db, clock, events, store, queue, lists, domains, bounceDomain } = deps;
+  const { db, clock, events, store, queue, domains, bounceDomain } = deps;
   const commits = deps.commits ?? createGroupCommit(db);
 
   /**
@@ -104,17 +118,31 @@ export function createSendingService(deps: SendingDeps): SendingService {
    */
   async function check(tenant: TenantContext, input: SendInput, conn: Db, record: boolean): Promise<Checked> {
     const fromAddress = normalizeEmail(input.from_mailbox);
-    const mailbox = fromAddress ? await mailboxRepository.findIdByAddress(conn, tenant.workspaceId, fromAddress) : undefined;
-    if (!mailbox) throw notFound('mailbox_not_found', `no mailbox ${input.from_mailbox} in this workspace`);
+    if (!fromAddress) throw notFound('mailbox_not_found', `no mailbox ${input.from_mailbox} in this workspace`);
+    // The recipients are parsed first so that the mailbox and the lists are read together, but their errors are
+    // thrown after the mailbox's and the domain's, as always.
+    let recipients: { to: string[]; cc: string[]; all: string[] } | { error: unknown };
+    try {
+      const to = parseRecipients(input.to, 'to', { required: true });
+      const cc = parseRecipients(input.cc, 'cc', { required: false });
+      const bcc = parseRecipients(input.bcc, 'bcc', { required: false });
+      recipients = { to, cc, all: [...new Set([...to, ...cc, ...bcc])] };
+    } catch (error) {
+      recipients = { error };
+    }
+    const all = 'all' in recipients && recipients.all.length <= MAX_RECIPIENTS ? recipients.all : [];
+    const verdicts = addressVerdicts('outbound', all);
+    const rows = await senderQuery(conn, { workspaceId: tenant.workspaceId, address: fromAddress, keys: verdicts.keys });
+    const found = rows[0];
+    if (found?.mailbox_id == null || found.mailbox_address == null) throw notFound('mailbox_not_found', `no mailbox ${input.from_mailbox} in this workspace`);
+    const mailbox = { id: found.mailbox_id, address: found.mailbox_address };
     const fromDomain = mailbox.address.slice(mailbox.address.lastIndexOf('@') + 1);
     if (!(await domains.isAllowedDomain(tenant.workspaceId, fromDomain, conn))) {
       throw invalid('domain_not_verified', `${fromDomain} is neither a hosted domain nor a verified sending domain`);
     }
-    const to = parseRecipients(input.to, 'to', { required: true });
-    const cc = parseRecipients(input.cc, 'cc', { required: false });
-    const bcc = parseRecipients(input.bcc, 'bcc', { required: false });
-    const all = [...new Set([...to, ...cc, ...bcc])];
-    if (all.length > 50) throw invalid('too_many_recipients', 'at most 50 recipients in all');
+    if ('error' in recipients) throw recipients.error;
+    const { to, cc } = recipients;
+    if (recipients.all.length > MAX_RECIPIENTS) throw invalid('too_many_recipients', `at most ${MAX_RECIPIENTS} recipients in all`);
     const subject = input.subject.replace(/[\r\n]+/g, ' ');
     if (subject.length > MAX_SUBJECT_LENGTH) throw invalid('invalid_request', `subject must be at most ${MAX_SUBJECT_LENGTH} characters`);
     if (input.body.length > MAX_BODY_LENGTH || (input.html?.length ?? 0) > MAX_BODY_LENGTH) {
@@ -126,9 +154,9 @@ export function createSendingService(deps: SendingDeps): SendingService {
     if (fromName.length > MAX_NAME_LENGTH) throw invalid('invalid_request', `from_name must be at most ${MAX_NAME_LENGTH} characters`);
 
     const refused: Array<{ recipient: string; reason: string }> = [];
-    const verdicts = await lists.evaluateAddresses(conn, tenant.workspaceId, 'outbound', all);
+    const judged = verdicts.judge(candidatesOf(rows));
     all.forEach((recipient, i) => {
-      const verdict = verdicts[i]!;
+      const verdict = judged[i]!;
       if (verdict.decision === 'refuse') refused.push({ recipient, reason: verdict.reason });
     });
     if (refused.length > 0) {
