@@ -10,6 +10,7 @@ import { createInProcessAnalyzer, type MessageAnalyzer } from '../src/modules/me
 import { createThreadedAnalyzer } from '../src/modules/messages/analysis-pool.js';
 import { authenticationInput, createMailauthAuthenticator } from '../src/modules/messages/authentication.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
+import { capturingLogger } from './helpers/webhooks.js';
 
 const FIXTURES = new URL('./fixtures/eml/', import.meta.url);
 const CONTEXT = { ip: '192.0.2.10', helo: 'mx.sender.test', sender: 'alice@sender.test' };
@@ -41,6 +42,8 @@ describe('message analysis on worker threads', () => {
   let dns: TestDnsServer;
   let threaded: MessageAnalyzer;
   let inProcess: MessageAnalyzer;
+  /** The pool logs every task it hands back to the calling thread: none may be logged, or the threads did not analyse. */
+  const logged = capturingLogger();
   const key = generateKeyPairSync('rsa', { modulusLength: 2048 });
 
   beforeAll(async () => {
@@ -50,7 +53,7 @@ describe('message analysis on worker threads', () => {
     dns.set('_dmarc.sender.test', { TXT: ['v=DMARC1; p=reject'] });
     const authenticator = createMailauthAuthenticator({ resolve: createDnsResolver([dns.address]), hostname: 'mx.mailroom.test' });
     inProcess = createInProcessAnalyzer(authenticator);
-    threaded = createThreadedAnalyzer({ threads: 2, dnsServers: [dns.address], hostname: 'mx.mailroom.test', fallback: authenticator, logger: createLogger('silent') });
+    threaded = createThreadedAnalyzer({ threads: 2, dnsServers: [dns.address], hostname: 'mx.mailroom.test', fallback: authenticator, logger: logged.logger });
   });
   afterAll(async () => {
     await threaded.close();
@@ -68,6 +71,7 @@ describe('message analysis on worker threads', () => {
       expect(there[i], file).toEqual(here[i]);
       for (const attachment of there[i]!.parsed.attachments) expect(Buffer.isBuffer(attachment.content), file).toBe(true);
     }
+    expect(logged.lines).toEqual([]);
   });
 
   it('authenticates through the configured DNS in the thread: a signed, aligned message passes, a forged one is quarantined', async () => {
@@ -88,6 +92,7 @@ describe('message analysis on worker threads', () => {
     expect(forged.auth.quarantine).toBe(true);
     expect(forged).toEqual(await inProcess.analyze(Buffer.from(signed.toString('utf8').replace('hello from a worker thread', 'hello from a forger')), { ...CONTEXT, ip: '203.0.113.5' }));
     expect(dns.queries.some((q) => q.name === 'sel._domainkey.sender.test')).toBe(true);
+    expect(logged.lines).toEqual([]);
   });
 
   it('analyzes in the calling thread once closed', async () => {

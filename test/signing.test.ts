@@ -7,6 +7,7 @@ import { createLogger } from '../src/lib/logger.js';
 import type { SigningKey } from '../src/modules/domains/domain.service.js';
 import { createInProcessSigner, createThreadedSigner, type MessageSigner } from '../src/modules/sending/signing-pool.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
+import { capturingLogger } from './helpers/webhooks.js';
 
 /** Built with nodemailer's composer, as the send path composes. */
 async function compose(i: number): Promise<Buffer> {
@@ -28,6 +29,8 @@ async function compose(i: number): Promise<Buffer> {
 describe('DKIM signing on worker threads', () => {
   let dns: TestDnsServer;
   let threaded: MessageSigner;
+  /** The pool logs every task it hands back to the calling thread: none may be logged, or the threads did not sign. */
+  const logged = capturingLogger();
   const inProcess = createInProcessSigner();
   const pair = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const key: SigningKey = { domain: 'signer.test', selector: 'mr1', privateKey: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
@@ -35,7 +38,7 @@ describe('DKIM signing on worker threads', () => {
   beforeAll(async () => {
     dns = await startDnsServer();
     dns.set('mr1._domainkey.signer.test', { TXT: [`v=DKIM1; k=rsa; p=${pair.publicKey.export({ type: 'spki', format: 'der' }).toString('base64')}`] });
-    threaded = createThreadedSigner({ threads: 2, logger: createLogger('silent') });
+    threaded = createThreadedSigner({ threads: 2, logger: logged.logger });
   });
   afterAll(async () => {
     await threaded.close();
@@ -61,6 +64,7 @@ describe('DKIM signing on worker threads', () => {
       expect(withoutTime(signed)).toBe(withoutTime(fromHere[i]!));
       expect(await verify(signed)).toEqual([{ domain: 'signer.test', selector: 'mr1', result: 'pass' }]);
     }
+    expect(logged.lines).toEqual([]);
   });
 
   it('a tampered body fails verification (the check above can fail)', async () => {
