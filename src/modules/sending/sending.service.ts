@@ -20,14 +20,13 @@ import type { DeliveryStatus } from './sending.table.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import { composeMessage } from './compose.js';
-import { parseRecipients } from './recipients.js';
+import { MAX_RECIPIENTS, parseRecipients } from './recipients.js';
 import { verpAddress } from './verp.js';
 
 export const DELIVERY_QUEUE = 'delivery';
 /** Contract §4 limits of a send. */
 export const MAX_BODY_LENGTH = 512 * 1024;
 export const MAX_NAME_LENGTH = 200;
-export const MAX_RECIPIENTS = 50;
 
 /**
  * A send's sender check in one statement: the workspace's mailbox of the `from` address and the outbound list entries
