@@ -117,7 +117,8 @@ export function createSendingService(deps: SendingDeps): SendingService {
    */
   async function check(tenant: TenantContext, input: SendInput, conn: Db, record: boolean): Promise<Checked> {
     const fromAddress = normalizeEmail(input.from_mailbox);
-    if (!fromAddress) throw notFound('mailbox_not_found', `no mailbox ${input.from_mailbox} in this workspace`);
+    const noMailbox = () => notFound('mailbox_not_found', `no mailbox ${input.from_mailbox} in this workspace`);
+    if (!fromAddress) throw noMailbox();
     // The recipients are parsed first so that the mailbox and the lists are read together, but their errors are
     // thrown after the mailbox's and the domain's, as always.
     let recipients: { to: string[]; cc: string[]; all: string[] } | { error: unknown };
@@ -133,7 +134,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
     const verdicts = addressVerdicts('outbound', all);
     const rows = await senderQuery(conn, { workspaceId: tenant.workspaceId, address: fromAddress, keys: verdicts.keys });
     const found = rows[0];
-    if (found?.mailbox_id == null || found.mailbox_address == null) throw notFound('mailbox_not_found', `no mailbox ${input.from_mailbox} in this workspace`);
+    if (found?.mailbox_id == null || found.mailbox_address == null) throw noMailbox();
     const mailbox = { id: found.mailbox_id, address: found.mailbox_address };
     const fromDomain = mailbox.address.slice(mailbox.address.lastIndexOf('@') + 1);
     if (!(await domains.isAllowedDomain(tenant.workspaceId, fromDomain, conn))) {
