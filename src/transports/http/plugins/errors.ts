@@ -60,7 +60,8 @@ export function toHttpError(err: unknown, requestId: string): { status: number; 
   return { status: 500, body: { error: 'internal_error', detail: `an unexpected error occurred (request ${requestId}); it has been logged` } };
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+/** `beforeNotFound` runs before an unknown route's 404 (the rate limit by client address). */
+export function registerErrorHandling(app: FastifyInstance, beforeNotFound: (request: FastifyRequest, reply: FastifyReply) => Promise<void>): void {
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const mapped = toHttpError(err, request.id);
     if (mapped.status >= 500) request.log.error({ err }, 'request failed');
@@ -68,7 +69,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (mapped.retryAfter !== undefined) void reply.header('retry-after', String(mapped.retryAfter));
     return reply.code(mapped.status).type('application/json; charset=utf-8').send(mapped.body);
   });
-  app.setNotFoundHandler(async (request, reply) =>
+  app.setNotFoundHandler({ preHandler: beforeNotFound }, async (request, reply) =>
     reply.code(404).send({ error: 'not_found', detail: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );
 }
