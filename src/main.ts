@@ -214,6 +214,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     rateLimitPerMinute: config.rateLimitPerMinute,
     // One process holds every count in the embedded SQLite mode (decision 210).
     rateLimitCounts: services.database.dialect.sharedByProcesses ? 'database' : 'memory',
+    timeouts: { requestMs: config.httpRequestTimeoutMs, headersMs: config.httpHeadersTimeoutMs, keepAliveMs: config.httpKeepAliveTimeoutMs },
   });
 }
 

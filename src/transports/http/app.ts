@@ -13,7 +13,7 @@ import type { ServiceTokenService } from '../../modules/transactional/service-to
 import type { TransactionalService } from '../../modules/transactional/transactional.service.js';
 import { apiKeyAuth, serviceTokenAuth, sessionAuth, sessionOf, tenantOf } from './plugins/auth.js';
 import type { WebhookService } from '../../modules/webhooks/webhook.service.js';
-import { registerErrorHandling } from './plugins/errors.js';
+import { answerClientError, answerFrameworkError, registerErrorHandling } from './plugins/errors.js';
 import { registerRequestLimits } from './plugins/rate-limit.js';
 import { createValidatorCompiler } from './plugins/validation.js';
 import { healthRoutes, type HealthCheck } from './routes/health.routes.js';
@@ -31,6 +31,11 @@ import { SHARED_SCHEMAS } from './schemas.js';
 
 /** Contract §2: a JSON body over 1 MiB answers 413. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+/**
+ * Node checks its request and header time-outs every so often (30 s by default), so a client could
+ * outstay them by that much; at most this long here.
+ */
+const TIMEOUT_CHECK_INTERVAL_MS = 1000;
 
 export interface AppDeps {
   logger: Logger;
@@ -49,6 +54,8 @@ export interface AppDeps {
   rateLimitPerMinute: number;
   /** Where the rate limit counts: in the shared database, or in this process (when it is the only one). */
   rateLimitCounts: 'database' | 'memory';
+  /** Slow clients: whole request, headers alone, idle keep-alive connection (milliseconds). */
+  timeouts: { requestMs: number; headersMs: number; keepAliveMs: number };
 }
 
 /**
@@ -70,6 +77,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     return503OnClosing: true,
     forceCloseConnections: 'idle',
+    requestTimeout: deps.timeouts.requestMs,
+    keepAliveTimeout: deps.timeouts.keepAliveMs,
+    http: {
+      headersTimeout: deps.timeouts.headersMs,
+      connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, deps.timeouts.headersMs),
+    },
+    // Errors before a route answers (431, malformed requests, time-outs, bad URLs) in the usual {error, detail} body.
+    clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
   });
   app.decorateRequest('tenantContext', null);
   app.decorateRequest('sessionContext', null);
