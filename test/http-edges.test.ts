@@ -173,3 +173,34 @@ describe(`errors before a route, and slow clients (${TEST_DIALECT})`, () => {
     expect(answer.elapsedMs).toBeLessThan(ANSWER_BOUND_MS);
   });
 });
+
+describe(`a request that arrives while the server closes (${TEST_DIALECT})`, () => {
+  it('answers 503 with the error body', async () => {
+    const h = await startHarness();
+    try {
+      const url = await h.app.listen({ host: '127.0.0.1', port: 0 });
+      const { hostname, port } = new URL(url);
+      const socket = connect({ host: hostname, port: Number(port) });
+      let received = '';
+      socket.on('data', (data: Buffer) => (received += data.toString('utf8')));
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      await new Promise<void>((resolve) => socket.on('connect', () => resolve()));
+      // A request in flight (half its body sent) keeps the connection busy, so closing does not drop it.
+      const body = JSON.stringify({ email: 'nobody@example.com', password: 'x' });
+      socket.write(`POST /app/api/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const closing = h.app.close();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      // The rest of the body, and right behind it a second request on the same connection.
+      socket.write(`${body.slice(5)}GET /health HTTP/1.1\r\nHost: x\r\n\r\n`);
+      await closed;
+      await closing;
+      const answers = received.split(/(?=HTTP\/1\.1 )/);
+      expect(answers[0]).toMatch(/^HTTP\/1\.1 401 /);
+      expect(answers[1]).toMatch(/^HTTP\/1\.1 503 /);
+      expect(JSON.parse(answers[1]!.split('\r\n\r\n')[1]!)).toMatchObject({ error: 'shutting_down' });
+    } finally {
+      await h.close();
+    }
+  });
+});

@@ -75,7 +75,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : newId('evt').replace('evt_', 'req_');
     },
-    return503OnClosing: true,
+    // A request arriving while the server closes gets 503 from plugins/errors.ts, in the usual body.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     requestTimeout: deps.timeouts.requestMs,
     keepAliveTimeout: deps.timeouts.keepAliveMs,

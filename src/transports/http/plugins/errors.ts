@@ -75,8 +75,28 @@ export function toHttpError(err: unknown, requestId: string): { status: number; 
   return { status: 500, body: { error: 'internal_error', detail: `an unexpected error occurred (request ${requestId}); it has been logged` } };
 }
 
+/** The body of a request that arrives while the server closes. */
+const SHUTTING_DOWN = JSON.stringify({ error: 'shutting_down', detail: 'this server is shutting down; send the request again' });
+
+/**
+ * While the server closes, a request that still arrives (on a keep-alive connection that was busy) is
+ * answered 503 in the usual body; Fastify's own `return503OnClosing` answer has another shape. The body
+ * is sent as text, past the route's response schemas (which describe its own answers).
+ */
+function answerWhileClosing(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return undefined;
+    return reply.code(503).header('connection', 'close').type('application/json; charset=utf-8').send(SHUTTING_DOWN);
+  });
+}
+
 /** `beforeNotFound` runs before an unknown route's 404 (the rate limit by client address). */
 export function registerErrorHandling(app: FastifyInstance, beforeNotFound: (request: FastifyRequest, reply: FastifyReply) => Promise<void>): void {
+  answerWhileClosing(app);
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const mapped = toHttpError(err, request.id);
     if (mapped.status >= 500) request.log.error({ err }, 'request failed');
