@@ -212,6 +212,9 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     transactional: services.transactional,
     webhooks: services.webhooks.service,
     rateLimitPerMinute: config.rateLimitPerMinute,
+    // One process holds every count in the embedded SQLite mode (decision 210).
+    rateLimitCounts: services.database.dialect.sharedByProcesses ? 'database' : 'memory',
+    timeouts: { requestMs: config.httpRequestTimeoutMs, headersMs: config.httpHeadersTimeoutMs, keepAliveMs: config.httpKeepAliveTimeoutMs },
   });
 }
 

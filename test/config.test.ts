@@ -91,6 +91,15 @@ describe('configuration', () => {
     expect(() => loadConfig({ MAILROOM_PAGE_CACHE_MB: '-1' })).toThrow(/MAILROOM_PAGE_CACHE_MB="-1"/);
   });
 
+  it('reads the HTTP time-outs, the headers one at most the request one', () => {
+    expect(loadConfig({})).toMatchObject({ httpRequestTimeoutMs: 30_000, httpHeadersTimeoutMs: 10_000, httpKeepAliveTimeoutMs: 72_000 });
+    expect(
+      loadConfig({ MAILROOM_HTTP_REQUEST_TIMEOUT_MS: '2000', MAILROOM_HTTP_HEADERS_TIMEOUT_MS: '2000', MAILROOM_HTTP_KEEPALIVE_TIMEOUT_MS: '500' }),
+    ).toMatchObject({ httpRequestTimeoutMs: 2000, httpHeadersTimeoutMs: 2000, httpKeepAliveTimeoutMs: 500 });
+    expect(() => loadConfig({ MAILROOM_HTTP_REQUEST_TIMEOUT_MS: '5000', MAILROOM_HTTP_HEADERS_TIMEOUT_MS: '6000' })).toThrow(/must not exceed/);
+    expect(() => loadConfig({ MAILROOM_HTTP_HEADERS_TIMEOUT_MS: '50' })).toThrow(/MAILROOM_HTTP_HEADERS_TIMEOUT_MS="50"/);
+  });
+
   it('reads .env under the environment, never over it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'mailroom-env-'));
     const path = join(dir, '.env');

@@ -47,6 +47,12 @@ export interface Config {
   rateLimitPerMinute: number;
   /** Bytes of answered message pages an api process keeps per mailbox version (page-cache.ts); 0 keeps none. */
   pageCacheBytes: number;
+  /** Longest an HTTP client may take to send a whole request, headers and body (then 408 and the connection closes). */
+  httpRequestTimeoutMs: number;
+  /** Longest an HTTP client may take to send a request's headers (at most the request time-out). */
+  httpHeadersTimeoutMs: number;
+  /** How long an idle keep-alive HTTP connection stays open. */
+  httpKeepAliveTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -209,7 +215,14 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
       expect: LOG_LEVELS.join('|'),
     }),
     rateLimitPerMinute: read({ name: 'RATE_LIMIT_PER_MINUTE', fallback: 1200, parse: intIn(0, 10_000_000), expect: 'a whole number (0 = off)' }),
+    httpRequestTimeoutMs: ms('HTTP_REQUEST_TIMEOUT_MS', 30_000, 100),
+    httpHeadersTimeoutMs: ms('HTTP_HEADERS_TIMEOUT_MS', 10_000, 100),
+    // Longer than the 60 s idle time-out common in load balancers, so the balancer closes first (as Fastify's default).
+    httpKeepAliveTimeoutMs: ms('HTTP_KEEPALIVE_TIMEOUT_MS', 72_000, 100),
   };
+  if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
+    problems.push('MAILROOM_HTTP_HEADERS_TIMEOUT_MS must not exceed MAILROOM_HTTP_REQUEST_TIMEOUT_MS');
+  }
   if ((config.smtpTlsKeyFile === null) !== (config.smtpTlsCertFile === null)) {
     problems.push('MAILROOM_SMTP_TLS_KEY and MAILROOM_SMTP_TLS_CERT must be set together');
   }

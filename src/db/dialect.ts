@@ -12,10 +12,12 @@ export interface DialectInfo {
   supportsRowLocks: boolean;
   /** INSERT/UPDATE/DELETE inside `WITH` (PostgreSQL): two writes in one statement. SQLite allows only SELECT there. */
   supportsWritableCte: boolean;
+  /** Any number of processes share the database (PostgreSQL); SQLite is the single-process embedded mode. */
+  sharedByProcesses: boolean;
 }
 
-export const SQLITE: DialectInfo = { name: 'sqlite', supportsSkipLocked: false, supportsRowLocks: false, supportsWritableCte: false };
-export const POSTGRES: DialectInfo = { name: 'postgres', supportsSkipLocked: true, supportsRowLocks: true, supportsWritableCte: true };
+export const SQLITE: DialectInfo = { name: 'sqlite', supportsSkipLocked: false, supportsRowLocks: false, supportsWritableCte: false, sharedByProcesses: false };
+export const POSTGRES: DialectInfo = { name: 'postgres', supportsSkipLocked: true, supportsRowLocks: true, supportsWritableCte: true, sharedByProcesses: true };
 
 /** The column type for raw bytes: BYTEA on PostgreSQL, BLOB on SQLite (both read back as a Buffer). */
 export function binaryColumnType(db: Kysely<unknown>): 'bytea' | 'blob' {

@@ -19,6 +19,7 @@ import type {
   ApiKeyTable,
   LoginFailureTable,
   MembershipTable,
+  RequestCountTable,
   SessionTable,
   UserTable,
   WorkspaceTable,
@@ -32,6 +33,7 @@ export interface Database {
   api_keys: ApiKeyTable;
   sessions: SessionTable;
   login_failures: LoginFailureTable;
+  request_counts: RequestCountTable;
   mailboxes: MailboxTable;
   events: EventTable;
   jobs: JobTable;

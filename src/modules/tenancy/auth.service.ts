@@ -5,7 +5,7 @@ import { forbidden, invalid, notFound, rateLimited, unauthorized } from '../../l
 import { newId } from '../../lib/ids.js';
 import { DUMMY_PASSWORD_HASH, hashToken, newToken, verifyPassword } from '../../lib/secrets.js';
 import { tenancyRepository as repo } from './tenancy.repository.js';
-import type { LoginView, SessionContext, SessionView, TenantContext } from './tenancy.types.js';
+import type { ApiKeyContext, LoginView, SessionContext, SessionView, TenantContext } from './tenancy.types.js';
 import { normalizeEmail } from './validation.js';
 
 const MINUTE_MS = 60_000;
@@ -21,7 +21,7 @@ export const TOUCH_INTERVAL_MS = MINUTE_MS;
 
 export interface AuthService {
   /** Resolve `Authorization: Bearer mrk_…` plus optional `X-Tenant-ID` to a tenant. */
-  authenticateApiKey(token: string, tenantHeader: string | undefined): Promise<TenantContext>;
+  authenticateApiKey(token: string, tenantHeader: string | undefined): Promise<ApiKeyContext>;
   /** Resolve an `X-Service-Session` token; throws 401 for unknown, revoked or expired sessions. */
   authenticateSession(token: string): Promise<SessionContext>;
   login(email: string, password: string): Promise<LoginView>;
@@ -30,6 +30,8 @@ export interface AuthService {
   selectWorkspace(session: SessionContext, workspaceId: string): Promise<SessionView>;
   /** The tenant a session acts for; 403 when no workspace is active. */
   sessionTenant(session: SessionContext): TenantContext;
+  /** Count one request in a rate-limit bucket's fixed window, in the database every process shares. */
+  countRequest(bucket: string, windowMs: number): Promise<{ hits: number; resetInMs: number }>;
 }
 
 export function createAuthService({ db, clock }: { db: Db; clock: Clock }): AuthService {
@@ -44,6 +46,24 @@ export function createAuthService({ db, clock }: { db: Db; clock: Clock }): Auth
     };
   }
 
+  /**
+   * Record a login attempt as a failure before its password is checked, then count; refuse it (and
+   * take it back) when the email is over its limit. Each statement commits on its own, so the k-th
+   * attempt to commit counts at least k rows, whatever the isolation level or the interleaving:
+   * however many attempts run at once, at most LOGIN_FAILURE_LIMIT of them reach the password check.
+   * Stale rows are left to the maintenance sweep; the count only looks inside the window.
+   */
+  async function countAttempt(email: string, now: number): Promise<void> {
+    const id = newId('lst');
+    await repo.insertLoginFailure(db, id, email, now);
+    const failures = await repo.loginFailuresSince(db, email, now - LOGIN_FAILURE_WINDOW_MS);
+    if (Number(failures.count) <= LOGIN_FAILURE_LIMIT) return;
+    await repo.deleteLoginFailure(db, id);
+    const oldest = Number(failures.oldest ?? now);
+    const retryAfter = Math.max(1, Math.ceil((oldest + LOGIN_FAILURE_WINDOW_MS - now) / 1000));
+    throw rateLimited('too_many_login_attempts', `too many failed logins for this email; try again in ${retryAfter} s`, retryAfter);
+  }
+
   return {
     async authenticateApiKey(token, tenantHeader) {
       if (!token.startsWith('mrk_')) throw unauthorized('invalid_credential', 'the API key is not valid');
@@ -56,12 +76,12 @@ export function createAuthService({ db, clock }: { db: Db; clock: Clock }): Auth
         if (tenant !== undefined && tenant !== key.workspace_id) {
           throw forbidden('tenant_mismatch', 'X-Tenant-ID names a workspace this API key does not belong to');
         }
-        return { workspaceId: key.workspace_id, role: 'api_key', userId: null };
+        return { workspaceId: key.workspace_id, role: 'api_key', userId: null, apiKeyId: key.id };
       }
       if (tenant === undefined) throw invalid('tenant_required', 'a platform API key needs an X-Tenant-ID header naming the workspace');
       const workspace = await repo.findWorkspace(db, tenant);
       if (!workspace) throw notFound('tenant_not_found', `no workspace ${tenant}`);
-      return { workspaceId: workspace.id, role: 'api_key', userId: null };
+      return { workspaceId: workspace.id, role: 'api_key', userId: null, apiKeyId: key.id };
     },
 
     async authenticateSession(token) {
@@ -87,21 +107,13 @@ export function createAuthService({ db, clock }: { db: Db; clock: Clock }): Auth
     async login(emailInput, password) {
       const email = normalizeEmail(emailInput) ?? emailInput.trim().toLowerCase();
       const now = clock.now();
-      const failures = await repo.loginFailuresSince(db, email, now - LOGIN_FAILURE_WINDOW_MS);
-      if (Number(failures.count) >= LOGIN_FAILURE_LIMIT) {
-        const oldest = Number(failures.oldest ?? now);
-        const retryAfter = Math.max(1, Math.ceil((oldest + LOGIN_FAILURE_WINDOW_MS - now) / 1000));
-        throw rateLimited('too_many_login_attempts', `too many failed logins for this email; try again in ${retryAfter} s`, retryAfter);
-      }
+      await countAttempt(email, now);
       const user = await repo.findUserByEmail(db, email);
       // An unknown email still costs one scrypt, so both failures take the same time.
       const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
-      if (!user || !ok) {
-        await repo.clearLoginFailures(db, email, now - LOGIN_FAILURE_WINDOW_MS);
-        await repo.insertLoginFailure(db, newId('lst'), email, now);
-        throw unauthorized('invalid_credentials', 'email or password is wrong');
-      }
-      await repo.clearLoginFailures(db, email, now);
+      // A wrong password keeps its attempt as a failure; the right one clears them all.
+      if (!user || !ok) throw unauthorized('invalid_credentials', 'email or password is wrong');
+      await repo.clearLoginFailures(db, email, clock.now());
       const memberships = await repo.listMembershipsOfUser(db, user.id);
       const token = newToken('mrs');
       const expiresAt = now + SESSION_ABSOLUTE_MS;
@@ -131,6 +143,12 @@ export function createAuthService({ db, clock }: { db: Db; clock: Clock }): Auth
       if (!membership) throw notFound('workspace_not_found', `no workspace ${workspaceId}`);
       await repo.setActiveWorkspace(db, session.sessionId, workspaceId);
       return view({ ...session, activeWorkspaceId: workspaceId });
+    },
+
+    async countRequest(bucket, windowMs) {
+      const now = clock.now();
+      const windowStart = now - (now % windowMs);
+      return { hits: await repo.countRequest(db, bucket, windowStart), resetInMs: windowStart + windowMs - now };
     },
 
     sessionTenant(session) {

@@ -75,6 +75,7 @@ export const tenancyRepository = {
 
   insertLoginFailure: (db: Db, id: string, email: string, at: number) =>
     db.insertInto('login_failures').values({ id, email, failed_at: at }).execute(),
+  deleteLoginFailure: (db: Db, id: string) => db.deleteFrom('login_failures').where('id', '=', id).execute(),
   /** Failures for an email since a time: how many, and the oldest. */
   loginFailuresSince: (db: Db, email: string, since: number) =>
     db
@@ -86,4 +87,16 @@ export const tenancyRepository = {
   /** Forget an email's failures up to a time (all of them after a successful login). */
   clearLoginFailures: (db: Db, email: string, upTo: number) =>
     db.deleteFrom('login_failures').where('email', '=', email).where('failed_at', '<=', upTo).execute(),
+
+  /** Count one request in a bucket's window, in one statement (so concurrent counts never lose one); the count so far. */
+  countRequest: async (db: Db, bucket: string, windowStart: number): Promise<number> => {
+    const row = await db
+      .insertInto('request_counts')
+      .values({ bucket, window_start: windowStart, hits: 1 })
+      .onConflict((oc) => oc.columns(['bucket', 'window_start']).doUpdateSet((eb) => ({ hits: eb('request_counts.hits', '+', 1) })))
+      .returning('hits')
+      .executeTakeFirstOrThrow();
+    return Number(row.hits);
+  },
+  deleteRequestCountsBefore: (db: Db, windowStart: number) => db.deleteFrom('request_counts').where('window_start', '<', windowStart).executeTakeFirst(),
 } as const;

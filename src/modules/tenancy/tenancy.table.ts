@@ -49,3 +49,11 @@ export interface LoginFailureTable {
   email: string;
   failed_at: number;
 }
+
+/** One HTTP rate-limit bucket's requests in one window (see transports/http/plugins/rate-limit.ts). */
+export interface RequestCountTable {
+  /** `key:…`, `ses:…`, `tok:…` or `ip:…`. */
+  bucket: string;
+  window_start: number;
+  hits: number;
+}

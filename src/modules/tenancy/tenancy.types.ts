@@ -12,6 +12,11 @@ export interface TenantContext {
   userId: string | null;
 }
 
+/** A resolved API key: its tenant, and the key's id (what its requests are counted by). */
+export interface ApiKeyContext extends TenantContext {
+  apiKeyId: string;
+}
+
 /** An authenticated session (the workspace part may be absent: a user in no workspace yet). */
 export interface SessionContext {
   sessionId: string;

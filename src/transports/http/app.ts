@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from '../../lib/logger.js';
@@ -13,9 +11,10 @@ import type { MessageService } from '../../modules/messages/message.service.js';
 import type { AuthService } from '../../modules/tenancy/auth.service.js';
 import type { ServiceTokenService } from '../../modules/transactional/service-token.service.js';
 import type { TransactionalService } from '../../modules/transactional/transactional.service.js';
-import { apiKeyAuth, credentialOf, serviceTokenAuth, sessionAuth, sessionOf, tenantOf } from './plugins/auth.js';
+import { apiKeyAuth, serviceTokenAuth, sessionAuth, sessionOf, tenantOf } from './plugins/auth.js';
 import type { WebhookService } from '../../modules/webhooks/webhook.service.js';
-import { registerErrorHandling } from './plugins/errors.js';
+import { answerClientError, answerFrameworkError, registerErrorHandling } from './plugins/errors.js';
+import { registerRequestLimits } from './plugins/rate-limit.js';
 import { createValidatorCompiler } from './plugins/validation.js';
 import { healthRoutes, type HealthCheck } from './routes/health.routes.js';
 import { domainRoutes } from './routes/domains.routes.js';
@@ -32,7 +31,11 @@ import { SHARED_SCHEMAS } from './schemas.js';
 
 /** Contract §2: a JSON body over 1 MiB answers 413. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
-const RATE_WINDOW_MS = 60_000;
+/**
+ * Node checks its request and header time-outs every so often (30 s by default), so a client could
+ * outstay them by that much; at most this long here.
+ */
+const TIMEOUT_CHECK_INTERVAL_MS = 1000;
 
 export interface AppDeps {
   logger: Logger;
@@ -49,6 +52,10 @@ export interface AppDeps {
   webhooks: WebhookService;
   /** Requests per minute per credential (0 = no limit). */
   rateLimitPerMinute: number;
+  /** Where the rate limit counts: in the shared database, or in this process (when it is the only one). */
+  rateLimitCounts: 'database' | 'memory';
+  /** Slow clients: whole request, headers alone, idle keep-alive connection (milliseconds). */
+  timeouts: { requestMs: number; headersMs: number; keepAliveMs: number };
 }
 
 /**
@@ -68,8 +75,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,64}$/.test(given) ? given : newId('evt').replace('evt_', 'req_');
     },
-    return503OnClosing: true,
+    // A request arriving while the server closes gets 503 from plugins/errors.ts, in the usual body.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
+    requestTimeout: deps.timeouts.requestMs,
+    keepAliveTimeout: deps.timeouts.keepAliveMs,
+    http: {
+      headersTimeout: deps.timeouts.headersMs,
+      connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_INTERVAL_MS, deps.timeouts.headersMs),
+    },
+    // Errors before a route answers (431, malformed requests, time-outs, bad URLs) in the usual {error, detail} body.
+    clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
   });
   app.decorateRequest('tenantContext', null);
   app.decorateRequest('sessionContext', null);
@@ -82,7 +99,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(createValidatorCompiler(SHARED_SCHEMAS));
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
-  registerErrorHandling(app);
 
   await app.register(swagger, {
     openapi: {
@@ -103,32 +119,21 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
 
-  if (deps.rateLimitPerMinute > 0) {
-    await app.register(rateLimit, {
-      global: true,
-      max: deps.rateLimitPerMinute,
-      timeWindow: RATE_WINDOW_MS,
-      // Per credential (hashed, never kept in clear); anonymous calls are limited per address.
-      keyGenerator: (request) => {
-        const credential = credentialOf(request);
-        return credential ? createHash('sha256').update(credential).digest('base64url') : `ip:${request.ip}`;
-      },
-      errorResponseBuilder: (_request, context) => ({
-        statusCode: 429,
-        error: 'rate_limited',
-        detail: `more than ${context.max} requests in a minute; retry after ${Math.ceil(context.ttl / 1000)} s`,
-      }),
-    });
-  }
+  const limits = await registerRequestLimits(app, {
+    perMinute: deps.rateLimitPerMinute,
+    count: deps.rateLimitCounts === 'database' ? (bucket, windowMs) => deps.auth.countRequest(bucket, windowMs) : undefined,
+  });
+  registerErrorHandling(app, limits.address);
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
   await app.register(healthRoutes(deps.health));
 
-  // Credentials are checked in preParsing: after the rate limit (onRequest), before the body is read,
-  // so a caller without a credential learns nothing about body rules (401 before 413/415/400).
+  // Credentials are checked, and requests counted against the rate limit (plugins/rate-limit.ts), in
+  // preParsing: before the body is read, so a caller without a credential learns nothing about body
+  // rules (401 before 413/415/400) and a limited caller costs no body parsing.
   // API-key surface.
   await app.register(async (scope) => {
-    scope.addHook('preParsing', apiKeyAuth(deps.auth));
+    scope.addHook('preParsing', apiKeyAuth(deps.auth, limits.credential));
     await scope.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant: tenantOf, surface: 'api-key', withItemRoutes: true }));
     await scope.register(messageRoutes({ messages: deps.messages, tenant: tenantOf, surface: 'api-key' }));
     await scope.register(sendingRoutes({ sending: deps.sending, tenant: tenantOf, surface: 'api-key' }));
@@ -137,9 +142,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Session surface.
   await app.register(
     async (scope) => {
-      await scope.register(loginRoute(deps.auth));
+      await scope.register(async (anonymous) => {
+        anonymous.addHook('onRequest', limits.address);
+        await anonymous.register(loginRoute(deps.auth));
+      });
       await scope.register(async (authed) => {
-        authed.addHook('preParsing', sessionAuth(deps.auth));
+        authed.addHook('preParsing', sessionAuth(deps.auth, limits.credential));
         await authed.register(sessionRoutes(deps.auth));
         const tenant = (request: FastifyRequest) => deps.auth.sessionTenant(sessionOf(request));
         await authed.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant, surface: 'session', withItemRoutes: false }));
@@ -158,7 +166,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Transactional surface: service tokens only (and they reach nothing else).
   await app.register(
     async (scope) => {
-      scope.addHook('preParsing', serviceTokenAuth(deps.serviceTokens));
+      scope.addHook('preParsing', serviceTokenAuth(deps.serviceTokens, limits.credential));
       await scope.register(transactionalRoutes({ transactional: deps.transactional }));
     },
     { prefix: '/v1/transactional' },

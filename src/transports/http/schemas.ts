@@ -69,7 +69,12 @@ export const LoginResponse = Type.Object({
 // ---- messages and threads ----
 
 export const Limit = Type.Integer({ minimum: 1, maximum: 500, default: 50, description: 'page size, 1..500' });
-export const Offset = Type.Integer({ minimum: 0, default: 0, description: 'items to skip' });
+/**
+ * The largest offset taken: 2^31 − 1, which every database and driver binds as an integer (a larger
+ * number reached SQLite as a float and failed the query), and far past any list a workspace holds.
+ */
+export const MAX_OFFSET = 2_147_483_647;
+export const Offset = Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0, description: `items to skip, 0..${MAX_OFFSET}` });
 export const ResourceId = Type.String({ minLength: 1, maxLength: 100 });
 export const Label = Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z0-9_.:-]+$' });
 

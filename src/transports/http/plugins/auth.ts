@@ -1,8 +1,9 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { unauthorized } from '../../../lib/errors.js';
 import type { AuthService } from '../../../modules/tenancy/auth.service.js';
 import type { SessionContext, TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import type { ServiceTokenContext, ServiceTokenService } from '../../../modules/transactional/service-token.service.js';
+import type { CredentialLimit } from './rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -22,11 +23,6 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** The credential a request carries (Bearer token or session header), for rate limiting by credential. */
-export function credentialOf(request: FastifyRequest): string | undefined {
-  return headerValue(request, 'authorization') ?? headerValue(request, 'x-service-session');
-}
-
 /** The token of `Authorization: Bearer <token>`; 401 when the header is missing or has another shape. */
 function bearerToken(request: FastifyRequest, credential: string): string {
   const header = headerValue(request, 'authorization');
@@ -37,19 +33,26 @@ function bearerToken(request: FastifyRequest, credential: string): string {
 }
 
 /** preParsing hook of the API-key surface: `Authorization: Bearer mrk_…` and optional `X-Tenant-ID`. */
-export function apiKeyAuth(auth: AuthService) {
-  return async <P>(request: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
-    request.tenantContext = await auth.authenticateApiKey(bearerToken(request, 'API key'), headerValue(request, 'x-tenant-id'));
+export function apiKeyAuth(auth: AuthService, limit: CredentialLimit) {
+  return async <P>(request: FastifyRequest, reply: FastifyReply, payload: P): Promise<P> => {
+    await limit(request, reply, async () => {
+      const { apiKeyId, ...tenant } = await auth.authenticateApiKey(bearerToken(request, 'API key'), headerValue(request, 'x-tenant-id'));
+      request.tenantContext = tenant;
+      return `key:${apiKeyId}`;
+    });
     return payload;
   };
 }
 
 /** preParsing hook of the session surface: `X-Service-Session: mrs_…`. */
-export function sessionAuth(auth: AuthService) {
-  return async <P>(request: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
-    const token = headerValue(request, 'x-service-session')?.trim();
-    if (!token) throw unauthorized('missing_credential', 'send X-Service-Session: <session token> (POST /app/api/login gives one)');
-    request.sessionContext = await auth.authenticateSession(token);
+export function sessionAuth(auth: AuthService, limit: CredentialLimit) {
+  return async <P>(request: FastifyRequest, reply: FastifyReply, payload: P): Promise<P> => {
+    await limit(request, reply, async () => {
+      const token = headerValue(request, 'x-service-session')?.trim();
+      if (!token) throw unauthorized('missing_credential', 'send X-Service-Session: <session token> (POST /app/api/login gives one)');
+      request.sessionContext = await auth.authenticateSession(token);
+      return `ses:${request.sessionContext.sessionId}`;
+    });
     return payload;
   };
 }
@@ -66,9 +69,12 @@ export function sessionOf(request: FastifyRequest): SessionContext {
 }
 
 /** preParsing hook of the transactional surface: `Authorization: Bearer mst_…` (nothing else gets in). */
-export function serviceTokenAuth(tokens: ServiceTokenService) {
-  return async <P>(request: FastifyRequest, _reply: unknown, payload: P): Promise<P> => {
-    request.serviceTokenContext = await tokens.authenticate(bearerToken(request, 'service token'));
+export function serviceTokenAuth(tokens: ServiceTokenService, limit: CredentialLimit) {
+  return async <P>(request: FastifyRequest, reply: FastifyReply, payload: P): Promise<P> => {
+    await limit(request, reply, async () => {
+      request.serviceTokenContext = await tokens.authenticate(bearerToken(request, 'service token'));
+      return `tok:${request.serviceTokenContext.tokenId}`;
+    });
     return payload;
   };
 }

@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDomainError, type ErrorKind } from '../../../lib/errors.js';
 
@@ -21,6 +23,19 @@ const FASTIFY_CODES: Record<string, { status: number; error: string; detail?: st
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, error: 'invalid_json', detail: 'the body is not valid JSON' },
   FST_ERR_CTP_INVALID_TYPE: { status: 400, error: 'invalid_request', detail: 'Content-Type is malformed' },
 };
+
+/** Errors the router raises before a route is chosen (Fastify's `frameworkErrors`). */
+const FRAMEWORK_CODES: Record<string, { status: number; error: string; detail: string }> = {
+  FST_ERR_BAD_URL: { status: 400, error: 'invalid_url', detail: 'the URL path is not valid (broken percent-encoding or bytes)' },
+  FST_ERR_MAX_PARAM_LENGTH: { status: 414, error: 'uri_too_long', detail: 'a path parameter is longer than 512 characters' },
+};
+
+/** Errors Node's HTTP parser raises before there is a request at all (the server's 'clientError'). */
+const CLIENT_ERROR_CODES: Record<string, { status: number; error: string; detail: string }> = {
+  HPE_HEADER_OVERFLOW: { status: 431, error: 'headers_too_large', detail: 'the request headers are larger than 16 KiB' },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, error: 'request_timeout', detail: 'the request (headers and body) did not arrive in time' },
+};
+const MALFORMED_REQUEST = { status: 400, error: 'bad_request', detail: 'the request is not valid HTTP/1.1' };
 
 interface ValidationIssue {
   instancePath?: string;
@@ -60,7 +75,28 @@ export function toHttpError(err: unknown, requestId: string): { status: number; 
   return { status: 500, body: { error: 'internal_error', detail: `an unexpected error occurred (request ${requestId}); it has been logged` } };
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+/** The body of a request that arrives while the server closes. */
+const SHUTTING_DOWN = JSON.stringify({ error: 'shutting_down', detail: 'this server is shutting down; send the request again' });
+
+/**
+ * While the server closes, a request that still arrives (on a keep-alive connection that was busy) is
+ * answered 503 in the usual body; Fastify's own `return503OnClosing` answer has another shape. The body
+ * is sent as text, past the route's response schemas (which describe its own answers).
+ */
+function answerWhileClosing(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return undefined;
+    return reply.code(503).header('connection', 'close').type('application/json; charset=utf-8').send(SHUTTING_DOWN);
+  });
+}
+
+/** `beforeNotFound` runs before an unknown route's 404 (the rate limit by client address). */
+export function registerErrorHandling(app: FastifyInstance, beforeNotFound: (request: FastifyRequest, reply: FastifyReply) => Promise<void>): void {
+  answerWhileClosing(app);
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const mapped = toHttpError(err, request.id);
     if (mapped.status >= 500) request.log.error({ err }, 'request failed');
@@ -68,7 +104,37 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (mapped.retryAfter !== undefined) void reply.header('retry-after', String(mapped.retryAfter));
     return reply.code(mapped.status).type('application/json; charset=utf-8').send(mapped.body);
   });
-  app.setNotFoundHandler(async (request, reply) =>
+  app.setNotFoundHandler({ preHandler: beforeNotFound }, async (request, reply) =>
     reply.code(404).send({ error: 'not_found', detail: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );
+}
+
+/** Fastify's `frameworkErrors`: a bad URL or an over-long path parameter, answered like every other error. */
+export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const known = FRAMEWORK_CODES[error.code] ?? { status: error.statusCode ?? 400, error: 'invalid_request', detail: error.message };
+  request.log.info({ error: known.error, status: known.status }, 'request refused');
+  void reply
+    .code(known.status)
+    .header('x-request-id', request.id)
+    .type('application/json; charset=utf-8')
+    .send({ error: known.error, detail: known.detail });
+}
+
+/**
+ * Fastify's `clientErrorHandler` (the server's 'clientError'): headers too large, a request that is not
+ * HTTP, or one that did not arrive within the time-outs. There is no request to answer through, so the
+ * answer is written on the socket, which is then closed; as Node itself does, only when nothing has been
+ * written on it yet (never into the middle of another answer).
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const known = (err.code !== undefined ? CLIENT_ERROR_CODES[err.code] : undefined) ?? MALFORMED_REQUEST;
+  if (socket.writable && socket.bytesWritten === 0) {
+    const body = JSON.stringify({ error: known.error, detail: known.detail });
+    socket.write(
+      `HTTP/1.1 ${known.status} ${STATUS_CODES[known.status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }

@@ -7,21 +7,52 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
 const BASE: Options = { allErrors: false, strict: false, useDefaults: true, removeAdditional: false };
 
+/** Whole numbers as query text: decimal digits, no sign but `-`, no leading zeros, spaces, `0x`/`0b`, exponent or fraction. */
+const INTEGER_TEXT = /^(?:0|-?[1-9]\d*)$/;
+/** Numbers as query text: an integer as above with an optional decimal fraction. */
+const NUMBER_TEXT = /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/;
+
+/** The value a text field stands for under its schema type; text that is no such value stays text and fails validation. */
+function fromText(type: unknown, text: string): unknown {
+  if (type === 'integer') return INTEGER_TEXT.test(text) ? Number(text) : text;
+  if (type === 'number') return NUMBER_TEXT.test(text) ? Number(text) : text;
+  if (type === 'boolean') return text === 'true' ? true : text === 'false' ? false : text;
+  return text;
+}
+
 /**
- * Two validators: bodies are JSON, so their types are taken exactly as sent (no coercion: `"5"` is
- * not a number); query strings, path parameters and headers are text, so they are coerced
- * (`limit=5` → 5, `read=false` → false). Unknown fields are refused everywhere the schema says so.
+ * Query strings, path parameters and headers are text. Ajv's own coercion reads text as JavaScript does
+ * (`0x10` → 16, ` 5` → 5, `1e3` → 1000, `Infinity`), so each field is converted here, strictly, by the
+ * type its schema declares, before validation; a repeated field stays an array and fails a scalar schema.
+ */
+function coerceText(schema: AnySchema, data: unknown): void {
+  const properties = typeof schema === 'object' ? (schema.properties as Record<string, { type?: unknown } | undefined> | undefined) : undefined;
+  if (!properties || typeof data !== 'object' || data === null) return;
+  const fields = data as Record<string, unknown>;
+  for (const [name, value] of Object.entries(fields)) {
+    if (typeof value === 'string') fields[name] = fromText(properties[name]?.type, value);
+  }
+}
+
+/**
+ * Two validators, neither of which coerces: bodies are JSON, so their types are taken exactly as sent
+ * (`"5"` is not a number); text (query strings, path parameters, headers) is converted by `coerceText`
+ * first (`limit=5` → 5, `read=false` → false). Unknown fields are refused everywhere the schema says so.
  */
 export function createValidatorCompiler(sharedSchemas: object[]): FastifySchemaCompiler<unknown> {
-  const body = addFormats(new Ajv({ ...BASE, coerceTypes: false }));
-  const text = addFormats(new Ajv({ ...BASE, coerceTypes: 'array' }));
-  for (const schema of sharedSchemas) {
-    body.addSchema(schema);
-    text.addSchema(schema);
-  }
+  const ajv = addFormats(new Ajv({ ...BASE, coerceTypes: false }));
+  for (const schema of sharedSchemas) ajv.addSchema(schema);
   return ({ schema, httpPart }) => {
-    const validate = (httpPart === 'body' ? body : text).compile(schema as AnySchema);
-    if (httpPart === 'body' && (schema as Record<string, unknown>)[OPTIONAL_BODY] === true) {
+    const validate = ajv.compile(schema as AnySchema);
+    if (httpPart !== 'body') {
+      const validateText = (data: unknown): boolean => {
+        coerceText(schema as AnySchema, data);
+        return validate(data) as boolean;
+      };
+      Object.defineProperty(validateText, 'errors', { get: () => validate.errors });
+      return validateText;
+    }
+    if ((schema as Record<string, unknown>)[OPTIONAL_BODY] === true) {
       // An absent body is allowed here (its fields may come as query parameters instead).
       // Fastify hands an absent body to the validator as null.
       const optional = (data: unknown): boolean => data === undefined || data === null || (validate(data) as boolean);
