@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { parse as parseDotenv } from 'dotenv';
 import ipaddr from 'ipaddr.js';
+import { parseSecretKey } from '../lib/secret-box.js';
 
 /**
  * Configuration: `MAILROOM_*` environment variables (contract §1), parsed once at start-up and
@@ -47,6 +48,11 @@ export interface Config {
   rateLimitPerMinute: number;
   /** Bytes of answered message pages an api process keeps per mailbox version (page-cache.ts); 0 keeps none. */
   pageCacheBytes: number;
+  /**
+   * MAILROOM_SECRET_KEY as given (validated: 32 bytes in hex or base64); null = the key file beside the
+   * SQLite database (modules/secrets/secret-key.ts). Text rather than bytes so the config crosses to threads as it is.
+   */
+  secretKey: string | null;
 }
 
 export class ConfigError extends Error {
@@ -64,6 +70,8 @@ interface Spec<T> {
   parse: (raw: string) => T;
   /** What a valid value looks like, for the error message. */
   expect: string;
+  /** A secret: its value never appears in an error message. */
+  secret?: boolean;
 }
 
 const intIn = (min: number, max: number) => (raw: string): number => {
@@ -159,7 +167,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     try {
       return spec.parse(raw.trim());
     } catch (err) {
-      problems.push(`MAILROOM_${spec.name}=${JSON.stringify(raw)}: ${(err as Error).message}; expected ${spec.expect}`);
+      problems.push(`MAILROOM_${spec.name}=${spec.secret ? '(value hidden)' : JSON.stringify(raw)}: ${(err as Error).message}; expected ${spec.expect}`);
       return spec.fallback;
     }
   }
@@ -208,6 +216,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
       },
       expect: LOG_LEVELS.join('|'),
     }),
+    secretKey: read<string | null>({ name: 'SECRET_KEY', fallback: null, parse: (v) => (parseSecretKey(v), v), expect: '32 random bytes as 64 hex digits or base64 (openssl rand -base64 32)', secret: true }),
     rateLimitPerMinute: read({ name: 'RATE_LIMIT_PER_MINUTE', fallback: 1200, parse: intIn(0, 10_000_000), expect: 'a whole number (0 = off)' }),
   };
   if ((config.smtpTlsKeyFile === null) !== (config.smtpTlsCertFile === null)) {
