@@ -108,6 +108,8 @@ export function createDomainService({ db, clock, events, resolve, hostedDomains,
   }
 
   const service: DomainService = {
+    isHostedDomain: (domain) => hosted.has(domain),
+
     async isAllowedDomain(workspaceId, domain, conn = db) {
       return hosted.has(domain) || (await repo.findVerifiedByName(conn, workspaceId, domain)) !== undefined;
     },
