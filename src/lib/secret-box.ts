@@ -55,8 +55,8 @@ export interface SecretBox {
   open(stored: string, context: string): string;
   /** A truncated HMAC-SHA256 of `data` under this key's tag subkey, as lower-case hex of `hexChars` digits. */
   tag(data: string, hexChars: number): string;
-  /** Whether `tag` is `tag(data, tag.length)`, compared in constant time. */
-  verifyTag(data: string, tag: string): boolean;
+  /** Whether `given` is `tag(data, hexChars)` (in either case), compared in constant time. */
+  verifyTag(data: string, given: string, hexChars: number): boolean;
 }
 
 export function createSecretBox(master: Buffer): SecretBox {
@@ -93,10 +93,10 @@ export function createSecretBox(master: Buffer): SecretBox {
 
     tag,
 
-    verifyTag(data, given) {
-      const expected = Buffer.from(tag(data, given.length), 'utf8');
+    verifyTag(data, given, hexChars) {
+      const expected = Buffer.from(tag(data, hexChars), 'utf8');
       const actual = Buffer.from(given.toLowerCase(), 'utf8');
-      return given.length > 0 && expected.length === actual.length && timingSafeEqual(expected, actual);
+      return hexChars > 0 && expected.length === actual.length && timingSafeEqual(expected, actual);
     },
   };
 }

@@ -42,7 +42,7 @@ export function createReturnPaths(box: Pick<SecretBox, 'tag' | 'verifyTag'>, bou
       // A bare `bounces@` is a mailbox the operator may create (reserved, contract §4); `bounces+…` is ours.
       if (!local.startsWith(`${LOCAL_PREFIX}+`)) return { kind: 'other' };
       const match = RETURN_PATH.exec(local);
-      if (!match || !box.verifyTag(match[1]!, match[2]!)) return { kind: 'forged' };
+      if (!match || !box.verifyTag(match[1]!, match[2]!, RETURN_PATH_TAG_HEX_CHARS)) return { kind: 'forged' };
       return { kind: 'valid', messageId: match[1]! };
     },
   };
