@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { authenticate } from 'mailauth';
@@ -11,6 +12,8 @@ import { createDnsResolver } from '../src/lib/dns.js';
 import { createLogger } from '../src/lib/logger.js';
 import { generateDkimKeyPair } from '../src/modules/domains/dkim-keys.js';
 import { createServices } from '../src/main.js';
+import { parseSecretKey } from '../src/lib/secret-box.js';
+import { loadSecretKey } from '../src/modules/secrets/secret-key.js';
 import { signingSecrets } from '../src/modules/webhooks/webhook.service.js';
 import { runCli } from './helpers/cli.js';
 import { createTestDatabase, TEST_DIALECT } from './helpers/database.js';
@@ -201,8 +204,19 @@ describe(`secrets at rest (${TEST_DIALECT})`, () => {
 
   it.runIf(TEST_DIALECT === 'sqlite')('with SQLite and no key, makes secret.key (mode 0600) beside the database and keeps using it', () => {
     const file = join(dirname(h.database.url.slice('sqlite:'.length)), 'secret.key');
-    const stat = statSync(file);
-    expect(stat.mode & 0o777).toBe(0o600);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(loadSecretKey({ secretKey: null, databaseUrl: h.database.url })).toEqual(parseSecretKey(readFileSync(file, 'utf8')));
+    // A new installation: the database's directory does not exist yet.
+    const dir = mkdtempSync(join(tmpdir(), 'mailroom-key-'));
+    try {
+      const url = `sqlite:${join(dir, 'data', 'mailroom.db')}`;
+      const key = loadSecretKey({ secretKey: null, databaseUrl: url });
+      expect(key).toHaveLength(32);
+      expect(statSync(join(dir, 'data', 'secret.key')).mode & 0o777).toBe(0o600);
+      expect(loadSecretKey({ secretKey: null, databaseUrl: url })).toEqual(key);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it.runIf(TEST_DIALECT === 'postgres')('with PostgreSQL and no key, refuses to start (exit 78)', async () => {

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ConfigError, type Config } from '../../config/config.js';
 import type { Db } from '../../db/database.js';
@@ -44,8 +44,11 @@ export function loadSecretKey(config: Pick<Config, 'secretKey' | 'databaseUrl'>)
   try {
     return readKeyFile(file);
   } catch (err) {
-    if (!isErrno(err, 'ENOENT')) throw err;
+    // No file, or no directory yet: make them (a path that cannot be one fails there, as the database would).
+    if (!isErrno(err, 'ENOENT') && !isErrno(err, 'ENOTDIR')) throw err;
   }
+  // The first start of a new installation: the database's directory (which opening it would create) is not there yet.
+  mkdirSync(dirname(file), { recursive: true });
   try {
     // `wx`: of two processes starting at once, one writes and both read that key.
     writeFileSync(file, `${newSecretKey()}\n`, { flag: 'wx', mode: KEY_FILE_MODE });
