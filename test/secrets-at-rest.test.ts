@@ -154,6 +154,10 @@ describe(`secrets at rest (${TEST_DIALECT})`, () => {
     const rows = await h.services.database.db.selectFrom('webhooks').select(['id', 'secret', 'previous_secrets']).where('id', 'in', [second.json<{ webhook_id: string }>().webhook_id, first.json<{ webhook_id: string }>().webhook_id]).execute();
     const [a, b] = rows as [(typeof rows)[0], (typeof rows)[0]];
     expect(() => signingSecrets(h.services.secretBox, { ...a, secret: b.secret }, h.clock.now())).toThrow(/does not open/);
+    // brand.example's key was opened to sign above (and is kept opened): in another row it still does not open.
+    const brand = await h.services.database.db.selectFrom('sending_domains').select(['id', 'dkim_selector', 'dkim_private_key']).where('domain', '=', 'brand.example').executeTakeFirstOrThrow();
+    expect((await h.services.domains.signingKey('brand.example', brand))?.privateKey).toMatch(/^-----BEGIN PRIVATE KEY-----/);
+    await expect(h.services.domains.signingKey('brand.example', { ...brand, id: 'dom_01jdother000000000000000000' })).rejects.toThrow(/does not open/);
   });
 
   it('encrypts, at start-up, the secrets a database stored in plaintext before', async () => {

@@ -60,6 +60,8 @@ export interface DomainService extends DomainPolicy {
 
 /** Where a private key is stored: its associated data, so a sealed key opens only in its own row. */
 const domainKeyContext = (id: string) => `sending_domains.dkim_private_key:${id}`;
+/** Opened domain keys kept per process, by row and stored value: opening one (AES-GCM over ~1.7 KB) costs more than a lookup. */
+const MAX_OPENED_KEYS = 1000;
 const serviceKeyContext = (name: string) => `service_keys.private_key:${name}`;
 
 function toView(row: SendingDomainTable): SendingDomainView {
@@ -100,6 +102,20 @@ export interface DomainDeps {
 export function createDomainService({ db, clock, events, resolve, hostedDomains, hostedKey, hostedSelector = 'mailroom', box }: DomainDeps): DomainService {
   const hosted = new Set(hostedDomains);
   let cachedHostedKey = hostedKey;
+  const opened = new Map<string, string>();
+
+  /** A domain's private key in PEM; the signing threads cache parsed keys by it, as the hosted key is kept. */
+  function openDomainKey(own: Pick<SendingDomainTable, 'id' | 'dkim_private_key'>): string {
+    // By row and value: a value copied into another row must still fail to open there.
+    const cacheKey = `${own.id} ${own.dkim_private_key}`;
+    let pem = opened.get(cacheKey);
+    if (pem === undefined) {
+      pem = box.open(own.dkim_private_key, domainKeyContext(own.id));
+      if (opened.size >= MAX_OPENED_KEYS) opened.delete(opened.keys().next().value!);
+      opened.set(cacheKey, pem);
+    }
+    return pem;
+  }
 
   async function find(tenant: TenantContext, domainId: string): Promise<SendingDomainTable> {
     const row = await repo.find(db, tenant.workspaceId, domainId);
@@ -180,7 +196,7 @@ export function createDomainService({ db, clock, events, resolve, hostedDomains,
     },
 
     async signingKey(domain, own) {
-      if (own) return { domain, selector: own.dkim_selector, privateKey: box.open(own.dkim_private_key, domainKeyContext(own.id)) };
+      if (own) return { domain, selector: own.dkim_selector, privateKey: openDomainKey(own) };
       if (!hosted.has(domain)) return null;
       const key = await service.hostedKey();
       return { domain, selector: key.selector, privateKey: key.privateKey };
