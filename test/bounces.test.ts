@@ -169,11 +169,28 @@ describe(`bounces and complaints (${TEST_DIALECT})`, () => {
       expect(JSON.parse(row.recipients_json)).toEqual([expect.objectContaining({ address: 'real@peer.test', status: 'accepted' })]);
     });
 
+    it('a DSN whose forwarder changed the final recipient counts by its Original-Recipient', async () => {
+      const id = await sendAndDeliver('alias@peer.test');
+      const verp = h.services.returnPaths.address(id);
+      const forwarded = dsn(verp, 'target@elsewhere.test').replace('Final-Recipient:', 'Original-Recipient: rfc822; alias@peer.test\r\nFinal-Recipient:');
+      await h.sendRaw(forwarded, { from: '', to: [verp] });
+      const bounced = (await events('message.bounced')).filter((e) => e.data.message_id === id);
+      expect(bounced.map((e) => e.data.recipient)).toEqual(['alias@peer.test']);
+    });
+
     it('an ARF naming an address the message was never sent to changes nothing', async () => {
       const id = await sendAndDeliver('kept@peer.test');
       const verp = h.services.returnPaths.address(id);
       await h.sendRaw(arf(verp, 'stranger@peer.test'), { from: 'feedback@isp.test', to: [verp] });
       expect((await events('message.complained')).filter((e) => e.data.message_id === id)).toHaveLength(0);
+    });
+
+    it('an ARF that names no recipient of a message sent to several is a complaint with recipient null (decision 208)', async () => {
+      const id = await sendAndDeliver('first@peer.test, second@peer.test');
+      const verp = h.services.returnPaths.address(id);
+      await h.sendRaw(arf(verp, ''), { from: 'feedback@isp.test', to: [verp] });
+      const complained = (await events('message.complained')).filter((e) => e.data.message_id === id);
+      expect(complained.map((e) => e.data.recipient)).toEqual([null]);
     });
 
     it('an ARF that names no recipient is the complaint of the only recipient (decision 208)', async () => {
