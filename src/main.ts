@@ -29,6 +29,9 @@ import { createDraftService, type DraftService } from './modules/sending/draft.s
 import type { RouteResolver, SmtpDeliverer } from './modules/sending/delivery.types.js';
 import { createRouteResolver } from './modules/sending/routes.resolver.js';
 import { createSendingService, type SendingService } from './modules/sending/sending.service.js';
+import { createReturnPaths, type ReturnPaths } from './modules/sending/verp.js';
+import { checkSecretKey, loadSecretKey } from './modules/secrets/secret-key.js';
+import { createSecretBox, type SecretBox } from './lib/secret-box.js';
 import { createSmtpDeliverer } from './transports/smtp/outbound.client.js';
 import { createInboundSmtpServer } from './transports/smtp/inbound.server.js';
 import { createMailboxService, type MailboxService } from './modules/mailboxes/mailbox.service.js';
@@ -79,6 +82,10 @@ export interface Services {
   wakeups: JobWakeups;
   /** Job handlers the worker role runs. */
   handlers: JobHandler[];
+  /** Outbound mail's keyed VERP return paths (contract §5). */
+  returnPaths: ReturnPaths;
+  /** Seals and opens secrets at rest under MAILROOM_SECRET_KEY. */
+  secretBox: SecretBox;
 }
 
 /** Composition root: open the database, apply migrations, wire the feature modules. */
@@ -97,16 +104,20 @@ export async function createServices(
     writeLock?: SharedArrayBuffer | undefined;
   } = {},
 ): Promise<Services> {
+  // Before the database opens: with PostgreSQL and no key there is nothing to open it for.
+  const box = createSecretBox(loadSecretKey(config));
   const database = createDb(config.databaseUrl, { pgPrepare: config.pgPrepare, ...(options.writeLock ? { writeLock: options.writeLock } : {}) });
   const { db, dialect } = database;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? createLogger('silent');
   try {
     if (options.migrate !== false) await migrateToLatest(db);
+    // A process with another key than the one the stored secrets were sealed with refuses to start (exit 78).
+    await checkSecretKey(db, box, clock);
   } catch (err) {
     await database.destroy();
     throw err;
   }
-  const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? createLogger('silent');
   const events = createEventsService({ clock });
   const wakeups = createJobWakeups();
   const commits = createGroupCommit(db);
@@ -125,11 +136,11 @@ export async function createServices(
   const storeThread = options.storeThread
     ? createStoreThread({ config, writeLock: database.writeLock, logger, onWake: (queue) => wakeups.notify(queue) })
     : null;
-  const domains = createDomainService({ db, clock, events, resolve, hostedDomains: config.hostedDomains, hostedKey: operatorDkimKey(config), hostedSelector: config.dkimSelector });
+  const domains = createDomainService({ db, clock, events, resolve, hostedDomains: config.hostedDomains, hostedKey: operatorDkimKey(config), hostedSelector: config.dkimSelector, box });
   const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs });
   // VERP return paths live in the first hosted domain, whose MX points at this service.
-  const bounceDomain = config.hostedDomains[0] ?? config.smtpHostname;
-  const sending = createSendingService({ db, clock, events, store, queue, domains, bounceDomain, commits });
+  const returnPaths = createReturnPaths(box, config.hostedDomains[0] ?? config.smtpHostname);
+  const sending = createSendingService({ db, clock, events, store, queue, domains, returnPaths, commits });
   const deliverer = options.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname });
   const signer = config.dkimThreads === 0 ? createInProcessSigner() : createThreadedSigner({ threads: config.dkimThreads, logger });
   const delivery = createDeliveryHandler({
@@ -161,7 +172,9 @@ export async function createServices(
     backoffBaseMs: config.webhookBackoffBaseMs,
     timeoutMs: config.webhookTimeoutMs,
     wake: (name) => wakeups.notify(name),
+    box,
   });
+  if (options.migrate !== false) await sealPlaintextSecrets({ database, domains, webhooks: webhooks.service, logger });
   return {
     database,
     clock,
@@ -182,11 +195,28 @@ export async function createServices(
     domains,
     lists,
     messages: createMessageService({ db, clock, dialect, pages: createPageCache(config.pageCacheBytes) }),
-    inbound: createInboundService({ db, events, store, lists, analyzer, logger, bounceDomain, commits, storeThread: storeThread ?? undefined }),
+    returnPaths,
+    secretBox: box,
+    inbound: createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits, storeThread: storeThread ?? undefined }),
     analyzer,
     storeThread,
     signer,
   };
+}
+
+/**
+ * Start-up, after migrating: encrypt the secrets stored before encryption at rest. Migrations do not know the
+ * key, so this runs here (decision 206); each row is replaced only if unchanged, so concurrent starts agree.
+ */
+async function sealPlaintextSecrets(deps: { database: DbHandle; domains: DomainService; webhooks: WebhooksModule['service']; logger: Logger }): Promise<void> {
+  try {
+    const keys = await deps.domains.sealStoredKeys();
+    const endpoints = await deps.webhooks.sealStoredSecrets();
+    if (keys + endpoints > 0) deps.logger.info({ dkim_keys: keys, webhook_endpoints: endpoints }, 'encrypted secrets stored in plaintext');
+  } catch (err) {
+    await deps.database.destroy();
+    throw err;
+  }
 }
 
 /** The operator's DKIM key for hosted domains (MAILROOM_DKIM_KEY), with its public half for the DNS record. */

@@ -104,7 +104,8 @@ describe(`bounces and complaints (${TEST_DIALECT})`, () => {
 
   it('matches a DSN sent to the VERP address to its message and emits message.bounced, storing no mail', async () => {
     const id = await sendAndDeliver('lost@peer.test');
-    const verp = `bounces+${id}@mailroom.localhost`;
+    const verp = h.services.returnPaths.address(id);
+    expect(verp).toMatch(/^bounces\+msg_[0-9a-z]{26}-[0-9a-f]{12}@mailroom\.localhost$/);
     expect(peer.accepted.at(-1)!.mailFrom).toBe(verp);
     const before = await messageCount();
     const info = await h.sendRaw(dsn(verp, 'lost@peer.test'), { from: '', to: [verp] });
@@ -117,7 +118,7 @@ describe(`bounces and complaints (${TEST_DIALECT})`, () => {
 
   it('matches an ARF report to its message and emits message.complained', async () => {
     const id = await sendAndDeliver('annoyed@peer.test');
-    const verp = `bounces+${id}@mailroom.localhost`;
+    const verp = h.services.returnPaths.address(id);
     await h.sendRaw(arf(verp, 'annoyed@peer.test'), { from: 'feedback@isp.test', to: [verp] });
     const complained = (await events('message.complained')).filter((e) => e.data.message_id === id);
     expect(complained).toHaveLength(1);
@@ -125,6 +126,79 @@ describe(`bounces and complaints (${TEST_DIALECT})`, () => {
   });
 
   it('refuses a return address that names no message', async () => {
-    await expect(h.sendRaw(dsn('bounces+msg_01jd0000000000000000000000@mailroom.localhost', 'x@peer.test'), { from: '', to: ['bounces+msg_01jd0000000000000000000000@mailroom.localhost'] })).rejects.toMatchObject({ responseCode: 550 });
+    const verp = h.services.returnPaths.address('msg_01jd0000000000000000000000');
+    await expect(h.sendRaw(dsn(verp, 'x@peer.test'), { from: '', to: [verp] })).rejects.toMatchObject({ responseCode: 550 });
+  });
+
+  describe('forged reports (contract §5)', () => {
+    it('refuses at RCPT, with 550 5.1.1, a return address whose tag does not verify', async () => {
+      const id = await sendAndDeliver('target@peer.test');
+      const real = h.services.returnPaths.address(id);
+      const tag = /-([0-9a-f]{12})@/.exec(real)![1]!;
+      const wrongTag = real.replace(`-${tag}@`, `-${tag.slice(0, 11)}${tag.endsWith('0') ? '1' : '0'}@`);
+      // Today's form without a tag, a wrong tag, a tag of another message, and a truncated tag.
+      const other = h.services.returnPaths.address('msg_01jd0000000000000000000000');
+      const forged = [`bounces+${id}@mailroom.localhost`, wrongTag, real.replace(id, 'msg_01jd0000000000000000000000'), other.replace('msg_01jd0000000000000000000000', id), real.replace(`-${tag}@`, `-${tag.slice(0, 8)}@`)];
+      for (const address of forged) {
+        const refused = await h.sendRaw(dsn(address, 'target@peer.test'), { from: '', to: [address] }).then(
+          () => null,
+          (err: { responseCode?: number; response?: string }) => err,
+        );
+        expect(refused, address).toMatchObject({ responseCode: 550 });
+        expect(refused!.response, address).toMatch(/^550 5\.1\.1 /);
+      }
+      expect((await events('message.bounced')).filter((e) => e.data.message_id === id)).toHaveLength(0);
+    });
+
+    it('accepts the tag in upper case (some MTAs change the case of local parts)', async () => {
+      const id = await sendAndDeliver('upper@peer.test');
+      const verp = h.services.returnPaths.address(id).toUpperCase();
+      const info = await h.sendRaw(dsn(verp, 'upper@peer.test'), { from: '', to: [verp] });
+      expect(info.response).toMatch(/^250 /);
+      expect((await events('message.bounced')).filter((e) => e.data.message_id === id)).toHaveLength(1);
+    });
+
+    it('a DSN naming an address the message was never sent to changes nothing', async () => {
+      const id = await sendAndDeliver('real@peer.test');
+      const verp = h.services.returnPaths.address(id);
+      const info = await h.sendRaw(dsn(verp, 'stranger@peer.test'), { from: '', to: [verp] });
+      expect(info.response).toMatch(/^250 /);
+      expect((await events('message.bounced')).filter((e) => e.data.message_id === id)).toHaveLength(0);
+      const row = await h.services.database.db.selectFrom('outbound').select(['status', 'recipients_json']).where('message_id', '=', id).executeTakeFirstOrThrow();
+      expect(row.status).toBe('accepted');
+      expect(JSON.parse(row.recipients_json)).toEqual([expect.objectContaining({ address: 'real@peer.test', status: 'accepted' })]);
+    });
+
+    it('a DSN whose forwarder changed the final recipient counts by its Original-Recipient', async () => {
+      const id = await sendAndDeliver('alias@peer.test');
+      const verp = h.services.returnPaths.address(id);
+      const forwarded = dsn(verp, 'target@elsewhere.test').replace('Final-Recipient:', 'Original-Recipient: rfc822; alias@peer.test\r\nFinal-Recipient:');
+      await h.sendRaw(forwarded, { from: '', to: [verp] });
+      const bounced = (await events('message.bounced')).filter((e) => e.data.message_id === id);
+      expect(bounced.map((e) => e.data.recipient)).toEqual(['alias@peer.test']);
+    });
+
+    it('an ARF naming an address the message was never sent to changes nothing', async () => {
+      const id = await sendAndDeliver('kept@peer.test');
+      const verp = h.services.returnPaths.address(id);
+      await h.sendRaw(arf(verp, 'stranger@peer.test'), { from: 'feedback@isp.test', to: [verp] });
+      expect((await events('message.complained')).filter((e) => e.data.message_id === id)).toHaveLength(0);
+    });
+
+    it('an ARF that names no recipient of a message sent to several is a complaint with recipient null (decision 208)', async () => {
+      const id = await sendAndDeliver('first@peer.test, second@peer.test');
+      const verp = h.services.returnPaths.address(id);
+      await h.sendRaw(arf(verp, ''), { from: 'feedback@isp.test', to: [verp] });
+      const complained = (await events('message.complained')).filter((e) => e.data.message_id === id);
+      expect(complained.map((e) => e.data.recipient)).toEqual([null]);
+    });
+
+    it('an ARF that names no recipient is the complaint of the only recipient (decision 208)', async () => {
+      const id = await sendAndDeliver('only@peer.test');
+      const verp = h.services.returnPaths.address(id);
+      await h.sendRaw(arf(verp, '').replace('Original-Rcpt-To: \r\n', ''), { from: 'feedback@isp.test', to: [verp] });
+      const complained = (await events('message.complained')).filter((e) => e.data.message_id === id);
+      expect(complained.map((e) => e.data.recipient)).toEqual(['only@peer.test']);
+    });
   });
 });

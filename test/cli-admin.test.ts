@@ -8,7 +8,7 @@ describe(`mailroom CLI: migrate, admin, serve (${TEST_DIALECT})`, () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    env = { MAILROOM_DATABASE_URL: database.url, MAILROOM_LOG_LEVEL: 'info' };
+    env = { MAILROOM_DATABASE_URL: database.url, ...database.secretEnv, MAILROOM_LOG_LEVEL: 'info' };
   });
   afterAll(async () => database.drop());
 

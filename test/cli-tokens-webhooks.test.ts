@@ -41,6 +41,7 @@ describe(`mailroom CLI client: service tokens and webhooks (${TEST_DIALECT})`, (
     dns = await startDnsServer();
     const env = {
       MAILROOM_DATABASE_URL: database.url,
+      ...database.secretEnv,
       MAILROOM_DNS_SERVERS: dns.address,
       MAILROOM_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8',
       MAILROOM_WEBHOOK_BACKOFF_BASE_MS: '100',

@@ -60,6 +60,26 @@ describe('configuration', () => {
     });
   });
 
+  it('takes MAILROOM_SECRET_KEY as 32 bytes in hex or base64, and never repeats a bad one', () => {
+    expect(loadConfig({}).secretKey).toBeNull();
+    const hex = 'ab'.repeat(32);
+    const base64 = Buffer.alloc(32, 9).toString('base64');
+    expect(loadConfig({ MAILROOM_SECRET_KEY: hex }).secretKey).toBe(hex);
+    expect(loadConfig({ MAILROOM_SECRET_KEY: base64 }).secretKey).toBe(base64);
+    for (const bad of ['ab'.repeat(31), Buffer.alloc(31, 9).toString('base64'), 'not-a-key-at-all!', Buffer.alloc(33, 9).toString('base64')]) {
+      let error: unknown;
+      try {
+        loadConfig({ MAILROOM_SECRET_KEY: bad });
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      const text = (error as ConfigError).message;
+      expect(text).toMatch(/MAILROOM_SECRET_KEY=\(value hidden\): must be 32 bytes/);
+      expect(text).not.toContain(bad);
+    }
+  });
+
   it('treats an empty variable as unset', () => {
     expect(loadConfig({ MAILROOM_HTTP_PORT: '', MAILROOM_SMTP_RELAY: '' })).toMatchObject({ httpPort: 8080, smtpRelay: null });
   });

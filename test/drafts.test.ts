@@ -96,7 +96,7 @@ describe(`drafts (${TEST_DIALECT})`, () => {
       await new Promise((r) => setTimeout(r, 25));
     }
   }
-  const deliveredCopies = (id: string): ReceivedMail[] => peer.accepted.filter((m) => m.mailFrom === `bounces+${id}@mailroom.localhost`);
+  const deliveredCopies = (id: string): ReceivedMail[] => peer.accepted.filter((m) => m.mailFrom === h.services.returnPaths.address(id));
   /** The header block of a delivered message, unfolded. */
   const headerOf = (mail: ReceivedMail, name: string): string | undefined => {
     const head = mail.raw.toString().split(/\r\n\r\n/)[0]!.replace(/\r\n[ \t]+/g, ' ');
@@ -280,7 +280,7 @@ describe(`drafts (${TEST_DIALECT})`, () => {
     expect(events).toHaveLength(1);
     // Later work of the worker delivers nothing more.
     await new Promise((r) => setTimeout(r, 200));
-    expect(peer.received.filter((m) => m.mailFrom === `bounces+${queued.message_id}@mailroom.localhost`)).toHaveLength(1);
+    expect(peer.received.filter((m) => m.mailFrom === h.services.returnPaths.address(queued.message_id))).toHaveLength(1);
   });
 
   it('of concurrent sends of one draft exactly one is queued', async () => {

@@ -18,7 +18,7 @@ describe(`events outbox (${TEST_DIALECT})`, () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 0, 123));
-    services = await createServices(loadConfig({ MAILROOM_DATABASE_URL: database.url, MAILROOM_LOG_LEVEL: 'silent' }), { clock });
+    services = await createServices(loadConfig({ MAILROOM_DATABASE_URL: database.url, ...database.secretEnv, MAILROOM_LOG_LEVEL: 'silent' }), { clock });
     workspaceId = (await services.tenancy.admin.createWorkspace({ name: 'Events' })).workspace_id;
   });
   afterAll(async () => {

@@ -116,6 +116,7 @@ describe(`kill -9 of the delivery worker never produces two copies (${TEST_DIALE
     peer = await startSmtpPeer();
     env = {
       MAILROOM_DATABASE_URL: database.url,
+      ...database.secretEnv,
       MAILROOM_LOG_LEVEL: 'info',
       MAILROOM_DNS_SERVERS: dns.address,
       MAILROOM_MX_PORT: String(peer.port),

@@ -74,7 +74,7 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     const done = await settle(id);
     expect(done.status).toBe('accepted');
 
-    const mine = peer.accepted.filter((m) => m.mailFrom === `bounces+${id}@mailroom.localhost`);
+    const mine = peer.accepted.filter((m) => m.mailFrom === h.services.returnPaths.address(id));
     expect(mine.map((m) => m.recipients.sort())).toEqual(expect.arrayContaining([['a@peer.test', 'b@peer.test'], ['c@second.test']]));
     expect(mine).toHaveLength(2);
 

@@ -21,7 +21,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     clock = manualClock(START);
-    const config = loadConfig({ MAILROOM_DATABASE_URL: database.url, MAILROOM_LOG_LEVEL: 'silent', MAILROOM_LEASE_MS: String(LEASE_MS) });
+    const config = loadConfig({ MAILROOM_DATABASE_URL: database.url, ...database.secretEnv, MAILROOM_LOG_LEVEL: 'silent', MAILROOM_LEASE_MS: String(LEASE_MS) });
     services = await createServices(config, { clock });
     queue = services.queue;
     other = createQueue({ db: services.database.db, dialect: services.database.dialect, clock, leaseMs: LEASE_MS });
@@ -384,6 +384,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
             FIXTURE_QUEUE: name,
             FIXTURE_BATCH: String(BATCH),
             MAILROOM_DATABASE_URL: database.url,
+            ...database.secretEnv,
             MAILROOM_LEASE_MS: '60000',
           }),
         );

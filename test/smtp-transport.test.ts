@@ -135,7 +135,7 @@ describe('STARTTLS and shutdown', () => {
 describe(`durability of accepted mail (${TEST_DIALECT})`, () => {
   it('a message answered 250 survives kill -9 of the server right after', async () => {
     const database = await createTestDatabase();
-    const env = { MAILROOM_DATABASE_URL: database.url, MAILROOM_LOG_LEVEL: 'info', MAILROOM_DNS_SERVERS: '127.0.0.1:9' };
+    const env = { MAILROOM_DATABASE_URL: database.url, ...database.secretEnv, MAILROOM_LOG_LEVEL: 'info', MAILROOM_DNS_SERVERS: '127.0.0.1:9' };
     try {
       const boot = await runCli(['admin', 'bootstrap', '--email', 'o@example.com', '--password', 'durable-pass', '--workspace', 'D', '--json'], env);
       const { api_key: apiKey, workspace_id: workspaceId } = JSON.parse(boot.stdout) as { api_key: string; workspace_id: string };
@@ -154,7 +154,7 @@ describe(`durability of accepted mail (${TEST_DIALECT})`, () => {
         server.child.kill('SIGKILL');
         await server.exited;
       }
-      const services = await createServices(loadConfig({ MAILROOM_DATABASE_URL: database.url, MAILROOM_LOG_LEVEL: 'silent' }));
+      const services = await createServices(loadConfig({ MAILROOM_DATABASE_URL: database.url, ...database.secretEnv, MAILROOM_LOG_LEVEL: 'silent' }));
       try {
         const rows = await services.database.db.selectFrom('messages').select('id').where('workspace_id', '=', workspaceId).execute();
         expect(rows.map((r) => r.id).sort()).toEqual([...sent].sort());

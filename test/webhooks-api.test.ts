@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signingSecrets } from '../src/modules/webhooks/webhook.service.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
@@ -52,9 +53,11 @@ describe(`webhook endpoints API (${TEST_DIALECT})`, () => {
       expect(read.body).not.toContain('"secret"');
     }
     expect((await member.get(body.webhook_id)).json()).toEqual(body);
-    // The secret is kept to sign with; nothing else shows it.
-    const row = await h.services.database.db.selectFrom('webhooks').select(['secret', 'workspace_id']).where('id', '=', body.webhook_id).executeTakeFirstOrThrow();
-    expect(row).toEqual({ secret: SECRET_A, workspace_id: acme.workspaceId });
+    // The secret is kept (encrypted) to sign with; nothing else shows it.
+    const row = await h.services.database.db.selectFrom('webhooks').select(['id', 'secret', 'previous_secrets', 'workspace_id']).where('id', '=', body.webhook_id).executeTakeFirstOrThrow();
+    expect(row.workspace_id).toBe(acme.workspaceId);
+    expect(row.secret).toMatch(/^v1:/);
+    expect(signingSecrets(h.services.secretBox, row, h.clock.now())).toEqual([SECRET_A]);
   });
 
   it('generates a secret when none is given and shows it in the creation answer only', async () => {
@@ -130,9 +133,11 @@ describe(`webhook endpoints API (${TEST_DIALECT})`, () => {
     const rotated = await member.patch(created.webhook_id, { secret: SECRET_B });
     expect(rotated.statusCode).toBe(200);
     expect(rotated.body).not.toContain(SECRET_B.slice(6));
-    const row = await h.services.database.db.selectFrom('webhooks').select(['secret', 'previous_secrets']).where('id', '=', created.webhook_id).executeTakeFirstOrThrow();
-    expect(row.secret).toBe(SECRET_B);
-    expect(JSON.parse(row.previous_secrets)).toEqual([{ secret: SECRET_A, until: h.clock.now() + 24 * 3_600_000 }]);
+    const row = await h.services.database.db.selectFrom('webhooks').select(['id', 'secret', 'previous_secrets']).where('id', '=', created.webhook_id).executeTakeFirstOrThrow();
+    expect(JSON.parse(row.previous_secrets)).toMatchObject([{ until: h.clock.now() + 24 * 3_600_000 }]);
+    expect(row.previous_secrets).toMatch(/^\[{"secret":"v1:/);
+    expect(signingSecrets(h.services.secretBox, row, h.clock.now())).toEqual([SECRET_B, SECRET_A]);
+    expect(signingSecrets(h.services.secretBox, row, h.clock.now() + 24 * 3_600_000)).toEqual([SECRET_B]);
     // Setting the same secret again changes nothing.
     await member.patch(created.webhook_id, { secret: SECRET_B });
     expect((await h.services.database.db.selectFrom('webhooks').select('previous_secrets').where('id', '=', created.webhook_id).executeTakeFirstOrThrow()).previous_secrets).toBe(row.previous_secrets);

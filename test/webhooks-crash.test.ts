@@ -51,6 +51,7 @@ describe(`kill -9 of a webhook worker mid-delivery loses no event (${TEST_DIALEC
     database = await createTestDatabase();
     env = {
       MAILROOM_DATABASE_URL: database.url,
+      ...database.secretEnv,
       MAILROOM_LOG_LEVEL: 'silent',
       MAILROOM_LEASE_MS: String(LEASE_MS),
       MAILROOM_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8',

@@ -23,7 +23,7 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    services = await createServices(loadConfig({ MAILROOM_DATABASE_URL: database.url, MAILROOM_LOG_LEVEL: 'silent' }), { clock });
+    services = await createServices(loadConfig({ MAILROOM_DATABASE_URL: database.url, ...database.secretEnv, MAILROOM_LOG_LEVEL: 'silent' }), { clock });
   });
   afterAll(async () => {
     await services.database.destroy();

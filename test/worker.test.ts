@@ -100,7 +100,7 @@ describe(`worker (${TEST_DIALECT})`, () => {
   beforeAll(async () => {
     database = await createTestDatabase();
     clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 0));
-    const config = loadConfig({ MAILROOM_DATABASE_URL: database.url, MAILROOM_LOG_LEVEL: 'silent', MAILROOM_LEASE_MS: String(LEASE_MS) });
+    const config = loadConfig({ MAILROOM_DATABASE_URL: database.url, ...database.secretEnv, MAILROOM_LOG_LEVEL: 'silent', MAILROOM_LEASE_MS: String(LEASE_MS) });
     services = await createServices(config, { clock });
     queue = services.queue;
   });
@@ -527,6 +527,7 @@ describe(`worker (${TEST_DIALECT})`, () => {
         FIXTURE_CONCURRENCY: '2',
         FIXTURE_WORK_MS: '20',
         MAILROOM_DATABASE_URL: database.url,
+        ...database.secretEnv,
         MAILROOM_LEASE_MS: String(CHILD_LEASE_MS),
       });
       const childRuns = () => child!.messages.filter((m) => m.event === 'run') as unknown as EffectRun[];

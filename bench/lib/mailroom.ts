@@ -79,6 +79,12 @@ export function serviceEnvOverrides(): Record<string, string> {
  * (a developer's settings must not change what is measured), plus exactly the given ones and
  * BENCH_SERVICE_ENV's.
  */
+/**
+ * MAILROOM_SECRET_KEY of every benchmarked process (64 hex digits): PostgreSQL needs one given, the same in
+ * every process; on SQLite it spares each fresh database's key file.
+ */
+export const BENCH_SECRET_KEY = '62656e63682d6f6e6c792d6d61696c726f6f6d2d7365637265742d6b65792121';
+
 export function mailroomEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('MAILROOM_')) env[key] = value;
@@ -87,6 +93,7 @@ export function mailroomEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
     MAILROOM_HOSTED_DOMAINS: BENCH_DOMAIN,
     MAILROOM_LOG_LEVEL: 'warn',
     MAILROOM_RATE_LIMIT_PER_MINUTE: '0',
+    MAILROOM_SECRET_KEY: BENCH_SECRET_KEY,
     ...vars,
     ...serviceEnvOverrides(),
   };

@@ -8,7 +8,7 @@ import { processCpuMs } from '../lib/cpu.js';
 import type { BenchDatabase } from '../lib/databases.js';
 import { DIALECTS, forEachDialect, freshDatabase } from '../lib/dialects.js';
 import type { Measurement } from '../lib/load.js';
-import { apiRequest, type ApiRequestInit, assertAlive, bootstrapTenant, loginOwner, mailroomEnv, MAILROOM_BIN, ROOT, SERVICE_DIST, startMailroom } from '../lib/mailroom.js';
+import { apiRequest, type ApiRequestInit, assertAlive, BENCH_SECRET_KEY, bootstrapTenant, loginOwner, mailroomEnv, MAILROOM_BIN, ROOT, SERVICE_DIST, startMailroom } from '../lib/mailroom.js';
 import { freeLoopbackPort, waitForOutput, type ManagedProcess } from '../lib/processes.js';
 import type { Scope } from '../lib/scope.js';
 import { latencyStats } from '../lib/smtp-load.js';
@@ -190,7 +190,7 @@ async function serviceRun(setup: CaseSetup, endpoints: number, events: number): 
   const output = await context.processes.run('webhook-fill', {
     args: ['--import', 'tsx', FILL_TOOL],
     cwd: ROOT,
-    env: { ...process.env, BENCH_FILL_DATABASE_URL: database.url, BENCH_FILL_DIST: SERVICE_DIST, BENCH_FILL_WORKSPACE: workspaceId, BENCH_FILL_COUNT: String(events) },
+    env: { ...process.env, BENCH_FILL_DATABASE_URL: database.url, BENCH_FILL_SECRET_KEY: BENCH_SECRET_KEY, BENCH_FILL_DIST: SERVICE_DIST, BENCH_FILL_WORKSPACE: workspaceId, BENCH_FILL_COUNT: String(events) },
     timeoutMs: 600_000,
   });
   if (!/^filled \d+/m.test(output)) throw new Error(`webhook-fill printed no result:\n${output}`);

@@ -5,6 +5,7 @@
  * Every module comes from the measured build's dist/ (BENCH_FILL_DIST). No worker runs in this process.
  *
  *   BENCH_FILL_DATABASE_URL  MAILROOM_DATABASE_URL of a migrated database
+ *   BENCH_FILL_SECRET_KEY    MAILROOM_SECRET_KEY of the service on that database
  *   BENCH_FILL_DIST          the measured build's dist/ directory
  *   BENCH_FILL_WORKSPACE     workspace id
  *   BENCH_FILL_COUNT         events to write
@@ -59,7 +60,7 @@ const data = (n: number) => ({
 });
 
 const started = performance.now();
-const services = await createServices(loadConfig({ MAILROOM_DATABASE_URL: databaseUrl, MAILROOM_LOG_LEVEL: 'silent' }), { migrate: false });
+const services = await createServices(loadConfig({ MAILROOM_DATABASE_URL: databaseUrl, MAILROOM_SECRET_KEY: env('BENCH_FILL_SECRET_KEY'), MAILROOM_LOG_LEVEL: 'silent' }), { migrate: false });
 const { db } = services.database;
 for (let done = 0; done < count; done += batch) {
   const size = Math.min(batch, count - done);

@@ -22,7 +22,7 @@ interface JsonFlag {
 export function registerAdminCommands(program: Command): void {
   const admin = program
     .command('admin')
-    .description('operator commands: workspaces, users, memberships, API keys')
+    .description('operator commands: workspaces, users, memberships, API keys, reserved mailboxes')
     .addHelpText('after', "\nExample:\n  $ mailroom admin bootstrap --email owner@example.com --password 's3cret-pass' --workspace Acme");
 
   admin
@@ -112,6 +112,23 @@ export function registerAdminCommands(program: Command): void {
           '',
           'The API key is shown only now: store it safely.',
         ]);
+      } catch (err) {
+        failWith(err);
+      }
+    });
+
+  admin
+    .command('create-mailbox')
+    .description("create a mailbox for a workspace, reserved addresses of hosted domains included (postmaster@, abuse@, …)")
+    .requiredOption('--workspace <id>', 'workspace id (ws_…)')
+    .requiredOption('--address <address>', 'the address, in a hosted domain or a verified sending domain of the workspace')
+    .option('--description <text>', 'a description')
+    .option('--json', 'print the mailbox as JSON')
+    .addHelpText('after', '\nExample:\n  $ mailroom admin create-mailbox --workspace ws_01j… --address postmaster@mail.example.com')
+    .action(async (opts: { workspace: string; address: string; description?: string } & JsonFlag) => {
+      try {
+        const result = await withServices((s) => s.mailboxes.createAsOperator(opts.workspace, { address: opts.address, description: opts.description }));
+        printResult({ ...result, workspace_id: opts.workspace }, opts.json === true, [`mailbox  ${result.address} (workspace ${opts.workspace})`]);
       } catch (err) {
         failWith(err);
       }

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { parse as parseDotenv } from 'dotenv';
 import ipaddr from 'ipaddr.js';
+import { parseSecretKey } from '../lib/secret-box.js';
 
 /**
  * Configuration: `MAILROOM_*` environment variables (contract §1), parsed once at start-up and
@@ -53,6 +54,11 @@ export interface Config {
   httpHeadersTimeoutMs: number;
   /** How long an idle keep-alive HTTP connection stays open. */
   httpKeepAliveTimeoutMs: number;
+  /**
+   * MAILROOM_SECRET_KEY as given (validated: 32 bytes in hex or base64); null = the key file beside the
+   * SQLite database (modules/secrets/secret-key.ts). Text rather than bytes so the config crosses to threads as it is.
+   */
+  secretKey: string | null;
 }
 
 export class ConfigError extends Error {
@@ -70,6 +76,8 @@ interface Spec<T> {
   parse: (raw: string) => T;
   /** What a valid value looks like, for the error message. */
   expect: string;
+  /** A secret: its value never appears in an error message. */
+  secret?: boolean;
 }
 
 const intIn = (min: number, max: number) => (raw: string): number => {
@@ -165,7 +173,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     try {
       return spec.parse(raw.trim());
     } catch (err) {
-      problems.push(`MAILROOM_${spec.name}=${JSON.stringify(raw)}: ${(err as Error).message}; expected ${spec.expect}`);
+      problems.push(`MAILROOM_${spec.name}=${spec.secret ? '(value hidden)' : JSON.stringify(raw)}: ${(err as Error).message}; expected ${spec.expect}`);
       return spec.fallback;
     }
   }
@@ -214,6 +222,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
       },
       expect: LOG_LEVELS.join('|'),
     }),
+    secretKey: read<string | null>({ name: 'SECRET_KEY', fallback: null, parse: (v) => (parseSecretKey(v), v), expect: '32 random bytes as 64 hex digits or base64 (openssl rand -base64 32)', secret: true }),
     rateLimitPerMinute: read({ name: 'RATE_LIMIT_PER_MINUTE', fallback: 1200, parse: intIn(0, 10_000_000), expect: 'a whole number (0 = off)' }),
     httpRequestTimeoutMs: ms('HTTP_REQUEST_TIMEOUT_MS', 30_000, 100),
     httpHeadersTimeoutMs: ms('HTTP_HEADERS_TIMEOUT_MS', 10_000, 100),

@@ -10,6 +10,7 @@ import * as m20261121000700 from './migrations/20261121000700_webhooks.js';
 import * as m20261124000100 from './migrations/20261124000100_folder_modseq.js';
 import * as m20261124000200 from './migrations/20261124000200_content_compression.js';
 import * as m20261124000300 from './migrations/20261124000300_outbound_workspace_index.js';
+import * as m20261126000500 from './migrations/20261126000500_secret_key_check.js';
 import * as m20261126002200 from './migrations/20261126002200_request_counts.js';
 
 /**
@@ -28,6 +29,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261124000100_folder_modseq': m20261124000100,
   '20261124000200_content_compression': m20261124000200,
   '20261124000300_outbound_workspace_index': m20261124000300,
+  '20261126000500_secret_key_check': m20261126000500,
   '20261126002200_request_counts': m20261126002200,
 };
 

@@ -11,8 +11,16 @@ import pg from 'pg';
 export interface TestDatabase {
   url: string;
   dialect: 'sqlite' | 'postgres';
+  /**
+   * MAILROOM_SECRET_KEY for processes on this database: PostgreSQL needs one given (every process the same);
+   * on SQLite none, so the key file beside the database is made and used as `mailroom serve` does.
+   */
+  secretEnv: Record<string, string>;
   drop(): Promise<void>;
 }
+
+/** The test key for PostgreSQL databases (64 hex digits = 32 bytes). */
+export const TEST_SECRET_KEY = '6d61696c726f6f6d2d746573742d6b65792d3031323334353637383961626364';
 
 export const TEST_DIALECT: 'sqlite' | 'postgres' = process.env.MAILROOM_DATABASE_URL?.startsWith('postgres') ? 'postgres' : 'sqlite';
 
@@ -32,6 +40,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     return {
       url: url.toString(),
       dialect: 'postgres',
+      secretEnv: { MAILROOM_SECRET_KEY: TEST_SECRET_KEY },
       async drop() {
         const client = new pg.Client({ connectionString: base });
         await client.connect();
@@ -47,6 +56,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   return {
     url: `sqlite:${join(dir, 'mailroom.db')}`,
     dialect: 'sqlite',
+    secretEnv: {},
     drop: async () => rmSync(dir, { recursive: true, force: true }),
   };
 }

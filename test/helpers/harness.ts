@@ -19,6 +19,7 @@ export async function startHarness(env: Record<string, string> = {}, options: { 
   const database = await createTestDatabase();
   const config = loadConfig({
     MAILROOM_DATABASE_URL: database.url,
+    ...database.secretEnv,
     MAILROOM_LOG_LEVEL: 'silent',
     MAILROOM_HTTP_PORT: '0',
     MAILROOM_RATE_LIMIT_PER_MINUTE: '0',

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { preparedQuery } from '../../db/prepared.js';
+import { SEALED_PREFIX } from '../../lib/secret-box.js';
 import type { SendingDomainTable, ServiceKeyTable } from './domain.table.js';
 
 const verifiedByNameQuery = preparedQuery<{ workspaceId: string; domain: string }, SendingDomainTable>((db, p) =>
@@ -29,4 +30,14 @@ export const domainRepository = {
   findServiceKey: (db: Db, name: string) => db.selectFrom('service_keys').selectAll().where('name', '=', name).executeTakeFirst(),
   insertServiceKey: (db: Db, row: ServiceKeyTable) =>
     db.insertInto('service_keys').values(row).onConflict((oc) => oc.column('name').doNothing()).execute(),
+  /**
+   * Start-up, across workspaces: keys stored before encryption at rest (a sealed one starts `v1:`).
+   * The replacements keep the plaintext as a condition, so a process doing the same at once changes nothing twice.
+   */
+  plaintextDomainKeys: (db: Db) => db.selectFrom('sending_domains').select(['id', 'dkim_private_key']).where('dkim_private_key', 'not like', `${SEALED_PREFIX}%`).execute(),
+  replaceDomainKey: async (db: Db, id: string, plaintext: string, sealed: string): Promise<number> =>
+    Number((await db.updateTable('sending_domains').set({ dkim_private_key: sealed }).where('id', '=', id).where('dkim_private_key', '=', plaintext).executeTakeFirst()).numUpdatedRows),
+  plaintextServiceKeys: (db: Db) => db.selectFrom('service_keys').select(['name', 'private_key']).where('private_key', 'not like', `${SEALED_PREFIX}%`).execute(),
+  replaceServiceKey: async (db: Db, name: string, plaintext: string, sealed: string): Promise<number> =>
+    Number((await db.updateTable('service_keys').set({ private_key: sealed }).where('name', '=', name).where('private_key', '=', plaintext).executeTakeFirst()).numUpdatedRows),
 } as const;

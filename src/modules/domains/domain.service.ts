@@ -6,6 +6,7 @@ import { iso } from '../../lib/clock.js';
 import type { DnsResolve } from '../../lib/dns.js';
 import { conflict, forbidden, invalid, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
+import type { SecretBox } from '../../lib/secret-box.js';
 import { hashToken } from '../../lib/secrets.js';
 import type { EventsService } from '../events/events.service.js';
 import type { DomainPolicy } from '../mailboxes/mailbox.types.js';
@@ -50,10 +51,18 @@ export interface DomainService extends DomainPolicy {
    * `own`: the sending workspace's verified sending domain of that name, or null when it has none. The delivery
    * worker reads it with the message it sends (one statement), so it is not looked up here.
    */
-  signingKey(domain: string, own: Pick<SendingDomainTable, 'dkim_selector' | 'dkim_private_key'> | null): Promise<SigningKey | null>;
+  signingKey(domain: string, own: Pick<SendingDomainTable, 'id' | 'dkim_selector' | 'dkim_private_key'> | null): Promise<SigningKey | null>;
   /** The service's DKIM key for hosted domains, created and stored at first use when the operator gave none. */
   hostedKey(): Promise<{ selector: string; privateKey: string; publicKey: string }>;
+  /** Start-up: encrypt the private keys still stored in plaintext (from before encryption at rest); returns how many. */
+  sealStoredKeys(): Promise<number>;
 }
+
+/** Where a private key is stored: its associated data, so a sealed key opens only in its own row. */
+const domainKeyContext = (id: string) => `sending_domains.dkim_private_key:${id}`;
+/** Opened domain keys kept per process, by row and stored value: opening one (AES-GCM over ~1.7 KB) costs more than a lookup. */
+const MAX_OPENED_KEYS = 1000;
+const serviceKeyContext = (name: string) => `service_keys.private_key:${name}`;
 
 function toView(row: SendingDomainTable): SendingDomainView {
   return {
@@ -86,11 +95,27 @@ export interface DomainDeps {
   hostedKey?: { selector: string; privateKey: string; publicKey: string } | undefined;
   /** Selector of the key generated at first use when the operator configured none. */
   hostedSelector?: string;
+  /** Seals private keys at rest (MAILROOM_SECRET_KEY); they are opened only to sign. */
+  box: SecretBox;
 }
 
-export function createDomainService({ db, clock, events, resolve, hostedDomains, hostedKey, hostedSelector = 'mailroom' }: DomainDeps): DomainService {
+export function createDomainService({ db, clock, events, resolve, hostedDomains, hostedKey, hostedSelector = 'mailroom', box }: DomainDeps): DomainService {
   const hosted = new Set(hostedDomains);
   let cachedHostedKey = hostedKey;
+  const opened = new Map<string, string>();
+
+  /** A domain's private key in PEM; the signing threads cache parsed keys by it, as the hosted key is kept. */
+  function openDomainKey(own: Pick<SendingDomainTable, 'id' | 'dkim_private_key'>): string {
+    // By row and value: a value copied into another row must still fail to open there.
+    const cacheKey = `${own.id} ${own.dkim_private_key}`;
+    let pem = opened.get(cacheKey);
+    if (pem === undefined) {
+      pem = box.open(own.dkim_private_key, domainKeyContext(own.id));
+      if (opened.size >= MAX_OPENED_KEYS) opened.delete(opened.keys().next().value!);
+      opened.set(cacheKey, pem);
+    }
+    return pem;
+  }
 
   async function find(tenant: TenantContext, domainId: string): Promise<SendingDomainTable> {
     const row = await repo.find(db, tenant.workspaceId, domainId);
@@ -99,6 +124,8 @@ export function createDomainService({ db, clock, events, resolve, hostedDomains,
   }
 
   const service: DomainService = {
+    isHostedDomain: (domain) => hosted.has(domain),
+
     async isAllowedDomain(workspaceId, domain, conn = db) {
       return hosted.has(domain) || (await repo.findVerifiedByName(conn, workspaceId, domain)) !== undefined;
     },
@@ -112,14 +139,15 @@ export function createDomainService({ db, clock, events, resolve, hostedDomains,
       const keys = await generateDkimKeyPair();
       const now = clock.now();
       const selector = `mr${new Date(now).toISOString().slice(0, 7).replace('-', '')}`;
+      const id = newId('dom');
       const row: SendingDomainTable = {
-        id: newId('dom'),
+        id,
         workspace_id: tenant.workspaceId,
         domain,
         status: 'pending',
         verification_hash: hashToken(token),
         dkim_selector: selector,
-        dkim_private_key: keys.privateKey,
+        dkim_private_key: box.seal(keys.privateKey, domainKeyContext(id)),
         dkim_public_key: keys.publicKey,
         created_at: now,
         verified_at: null,
@@ -168,7 +196,7 @@ export function createDomainService({ db, clock, events, resolve, hostedDomains,
     },
 
     async signingKey(domain, own) {
-      if (own) return { domain, selector: own.dkim_selector, privateKey: own.dkim_private_key };
+      if (own) return { domain, selector: own.dkim_selector, privateKey: openDomainKey(own) };
       if (!hosted.has(domain)) return null;
       const key = await service.hostedKey();
       return { domain, selector: key.selector, privateKey: key.privateKey };
@@ -180,12 +208,25 @@ export function createDomainService({ db, clock, events, resolve, hostedDomains,
       if (!row) {
         const keys = await generateDkimKeyPair();
         // Two processes starting at once may both generate; the first insert wins and both read it back.
-        await repo.insertServiceKey(db, { name: HOSTED_KEY_NAME, selector: hostedSelector, private_key: keys.privateKey, public_key: keys.publicKey, created_at: clock.now() });
+        const sealed = box.seal(keys.privateKey, serviceKeyContext(HOSTED_KEY_NAME));
+        await repo.insertServiceKey(db, { name: HOSTED_KEY_NAME, selector: hostedSelector, private_key: sealed, public_key: keys.publicKey, created_at: clock.now() });
         row = await repo.findServiceKey(db, HOSTED_KEY_NAME);
         if (!row) throw new Error('could not store the hosted DKIM key');
       }
-      cachedHostedKey = { selector: row.selector, privateKey: row.private_key, publicKey: row.public_key };
+      // Opened once per process and kept, as the operator's key from MAILROOM_DKIM_KEY is.
+      cachedHostedKey = { selector: row.selector, privateKey: box.open(row.private_key, serviceKeyContext(row.name)), publicKey: row.public_key };
       return cachedHostedKey;
+    },
+
+    async sealStoredKeys() {
+      let sealed = 0;
+      for (const row of await repo.plaintextDomainKeys(db)) {
+        sealed += await repo.replaceDomainKey(db, row.id, row.dkim_private_key, box.seal(row.dkim_private_key, domainKeyContext(row.id)));
+      }
+      for (const row of await repo.plaintextServiceKeys(db)) {
+        sealed += await repo.replaceServiceKey(db, row.name, row.private_key, box.seal(row.private_key, serviceKeyContext(row.name)));
+      }
+      return sealed;
     },
   };
   return service;

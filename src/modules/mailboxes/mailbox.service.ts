@@ -5,18 +5,27 @@ import { iso } from '../../lib/clock.js';
 import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
+import { tenancyRepository } from '../tenancy/tenancy.repository.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import type { MailboxTable } from './mailbox.table.js';
 import { mailboxRepository as repo, type MailboxRow } from './mailbox.repository.js';
 import { MAX_DESCRIPTION_LENGTH, type DomainPolicy, type MailboxView } from './mailbox.types.js';
+import { isReservedLocalPart } from './reserved.js';
 
 export interface MailboxService {
   list(tenant: TenantContext): Promise<MailboxView[]>;
-  /** Create a mailbox in a hosted or verified domain (any member of the workspace may). */
-  create(tenant: TenantContext, input: { address?: string | undefined; description?: string | undefined }): Promise<MailboxView>;
+  /** Create a mailbox in a hosted or verified domain (any member of the workspace may); not a reserved address of a hosted domain. */
+  create(tenant: TenantContext, input: MailboxInput): Promise<MailboxView>;
+  /** The operator's create (`mailroom admin create-mailbox`): reserved addresses of hosted domains too. */
+  createAsOperator(workspaceId: string, input: MailboxInput): Promise<MailboxView>;
   get(tenant: TenantContext, address: string): Promise<MailboxView>;
   /** Delete a mailbox and, through foreign keys, everything stored in it. */
   remove(tenant: TenantContext, address: string): Promise<void>;
+}
+
+export interface MailboxInput {
+  address?: string | undefined;
+  description?: string | undefined;
 }
 
 export function toMailboxView(row: MailboxRow): MailboxView {
@@ -37,39 +46,44 @@ export function createMailboxService({ db, clock, domains }: { db: Db; clock: Cl
     return row;
   }
 
+  async function insert(workspaceId: string, input: MailboxInput, operator: boolean): Promise<MailboxView> {
+    if (input.address === undefined) throw invalid('invalid_request', 'address is required');
+    const address = normalizeEmail(input.address);
+    if (!address) throw invalid('invalid_address', `'${input.address}' is not a valid email address`);
+    const description = (input.description ?? '').trim();
+    if (description.length > MAX_DESCRIPTION_LENGTH) {
+      throw invalid('invalid_request', `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
+    }
+    const at = address.lastIndexOf('@');
+    const domain = address.slice(at + 1);
+    if (!(await domains.isAllowedDomain(workspaceId, domain))) {
+      throw invalid('domain_not_allowed', `${domain} is neither a hosted domain nor a verified sending domain of this workspace`);
+    }
+    // In the workspace's own verified domain the role addresses are its own to create.
+    if (!operator && domains.isHostedDomain(domain) && isReservedLocalPart(address.slice(0, at))) {
+      throw invalid('address_reserved', `${address} is a reserved address of the hosted domain ${domain}; only the operator can create it`);
+    }
+    const now = clock.now();
+    const row: MailboxTable = { id: newId('mbx'), workspace_id: workspaceId, address, description, created_at: now, updated_at: now };
+    try {
+      await repo.insert(db, row);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw conflict('address_taken', `the address ${address} is already in use`);
+      throw err;
+    }
+    return toMailboxView({ ...row, message_count: 0, unread_count: 0 });
+  }
+
   return {
     async list(tenant) {
       return (await repo.list(db, tenant.workspaceId)).map(toMailboxView);
     },
 
-    async create(tenant, input) {
-      if (input.address === undefined) throw invalid('invalid_request', 'address is required');
-      const address = normalizeEmail(input.address);
-      if (!address) throw invalid('invalid_address', `'${input.address}' is not a valid email address`);
-      const description = (input.description ?? '').trim();
-      if (description.length > MAX_DESCRIPTION_LENGTH) {
-        throw invalid('invalid_request', `description must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
-      }
-      const domain = address.slice(address.lastIndexOf('@') + 1);
-      if (!(await domains.isAllowedDomain(tenant.workspaceId, domain))) {
-        throw invalid('domain_not_allowed', `${domain} is neither a hosted domain nor a verified sending domain of this workspace`);
-      }
-      const now = clock.now();
-      const row: MailboxTable = {
-        id: newId('mbx'),
-        workspace_id: tenant.workspaceId,
-        address,
-        description,
-        created_at: now,
-        updated_at: now,
-      };
-      try {
-        await repo.insert(db, row);
-      } catch (err) {
-        if (isUniqueViolation(err)) throw conflict('address_taken', `the address ${address} is already in use`);
-        throw err;
-      }
-      return toMailboxView({ ...row, message_count: 0, unread_count: 0 });
+    create: (tenant, input) => insert(tenant.workspaceId, input, false),
+
+    async createAsOperator(workspaceId, input) {
+      if (!(await tenancyRepository.findWorkspace(db, workspaceId))) throw notFound('workspace_not_found', `no workspace ${workspaceId}`);
+      return insert(workspaceId, input, true);
     },
 
     async get(tenant, address) {

@@ -18,4 +18,6 @@ export const MAX_DESCRIPTION_LENGTH = 1000;
 export interface DomainPolicy {
   /** `conn`: the caller's transaction, when it has one open (SQLite has one connection: another query would wait on it). */
   isAllowedDomain(workspaceId: string, domain: string, conn?: Db): Promise<boolean>;
+  /** Whether the domain is one of the operator's hosted domains (its role addresses are the operator's). */
+  isHostedDomain(domain: string): boolean;
 }

@@ -12,7 +12,7 @@ import { toMessageListView } from './message.views.js';
 import type { ParsedMessage } from './mime.js';
 import { messageRepository } from './message.repository.js';
 import { parseDsn, parseFeedbackReport } from '../sending/reports.js';
-import { parseVerp } from '../sending/verp.js';
+import type { ReturnPaths } from '../sending/verp.js';
 
 /** The SMTP envelope and connection facts of one transaction. */
 export interface Envelope {
@@ -65,8 +65,8 @@ export interface InboundDeps {
   /** Parses and authenticates the raw message (on worker threads in a running service). */
   analyzer: MessageAnalyzer;
   logger: Logger;
-  /** Domain of outbound mail's VERP return paths (bounces+msg_…@domain). */
-  bounceDomain: string;
+  /** Outbound mail's keyed VERP return paths (bounces+msg_…-tag@domain). */
+  returnPaths: ReturnPaths;
   /** Shared commits: concurrent deliveries are stored in one transaction (see db/group-commit.ts). */
   commits?: GroupCommit;
   /** Store analysed deliveries there (the smtp role's store thread) instead of in this thread. */
@@ -74,22 +74,35 @@ export interface InboundDeps {
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ db, events, store, lists, analyzer, logger, bounceDomain, commits = createGroupCommit(db), storeThread }: InboundDeps): InboundService {
+export function createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits = createGroupCommit(db), storeThread }: InboundDeps): InboundService {
 
-  /** A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the SMTP reply. */
+  /**
+   * A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the
+   * SMTP reply. Contract §5: a report that names no recipient of the message changes nothing (decision 208).
+   */
   async function recordReport(trx: Db, recipient: Recipient, parsed: ParsedMessage): Promise<string[]> {
     const messageId = recipient.reportFor!;
+    const outbound = await trx.selectFrom('outbound').select('recipients_json').where('workspace_id', '=', recipient.workspaceId).where('message_id', '=', messageId).executeTakeFirst();
+    const sentTo = new Set(outbound ? (JSON.parse(outbound.recipients_json) as Array<{ address: string }>).map((r) => r.address.toLowerCase()) : []);
     const row = await messageRepository.findMessage(trx, recipient.workspaceId, messageId);
     const view = row ? toMessageListView(row) : { message_id: messageId };
     const feedback = parseFeedbackReport(parsed);
     if (feedback) {
-      const outbound = await trx.selectFrom('outbound').select('recipients_json').where('workspace_id', '=', recipient.workspaceId).where('message_id', '=', messageId).executeTakeFirst();
-      const sentTo = outbound ? (JSON.parse(outbound.recipients_json) as Array<{ address: string }>).map((r) => r.address) : [];
-      const complainer = feedback.recipient ?? (sentTo.length === 1 ? sentTo[0]! : null);
+      // Feedback loops often redact the recipient: the keyed return path already ties the report to this message.
+      const complainer = feedback.recipient ?? (sentTo.size === 1 ? [...sentTo][0]! : null);
+      if (feedback.recipient !== null && !sentTo.has(feedback.recipient)) {
+        logger.info({ messageId, named: feedback.recipient }, 'complaint names no recipient of its message; ignored');
+        return [`report:${messageId}`];
+      }
       await events.emit(trx, { workspaceId: recipient.workspaceId, type: 'message.complained', data: { ...view, recipient: complainer, reason: feedback.feedbackType, user_agent: feedback.userAgent } });
       return [`complaint:${messageId}`];
     }
-    const failures = (parseDsn(parsed) ?? []).filter((r) => r.action === 'failed');
+    const failed = (parseDsn(parsed) ?? []).filter((r) => r.action === 'failed');
+    // Matched by the address the message was sent to: Original-Recipient when a forwarder changed the final one.
+    const failures = failed.flatMap((r) => {
+      const sent = [r.recipient, r.originalRecipient].find((a) => a !== null && sentTo.has(a));
+      return sent ? [{ ...r, recipient: sent }] : [];
+    });
     for (const failure of failures) {
       await events.emit(trx, {
         workspaceId: recipient.workspaceId,
@@ -97,7 +110,8 @@ export function createInboundService({ db, events, store, lists, analyzer, logge
         data: { ...view, recipient: failure.recipient, reason: failure.diagnostic ?? failure.status, status_code: failure.status },
       });
     }
-    if (failures.length === 0) logger.info({ messageId, subject: parsed.subject }, 'mail to a return path that is no failure report; dropped');
+    if (failures.length < failed.length) logger.info({ messageId, ignored: failed.length - failures.length }, 'bounce report names addresses the message was not sent to; those ignored');
+    if (failed.length === 0) logger.info({ messageId, subject: parsed.subject }, 'mail to a return path that is no failure report; dropped');
     return [`report:${messageId}`];
   }
 
@@ -140,8 +154,11 @@ export function createInboundService({ db, events, store, lists, analyzer, logge
 
   return {
     async checkRecipient(rawAddress, envelope) {
-      const reportFor = parseVerp(rawAddress, bounceDomain);
-      if (reportFor) {
+      const returnPath = returnPaths.parse(rawAddress);
+      // Contract §5: a return address whose keyed tag does not verify is no address of ours (550 5.1.1).
+      if (returnPath.kind === 'forged') return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
+      if (returnPath.kind === 'valid') {
+        const reportFor = returnPath.messageId;
         const outbound = await db.selectFrom('outbound').select(['workspace_id']).where('message_id', '=', reportFor).executeTakeFirst();
         if (!outbound) return { ok: false, reason: 'no_mailbox', detail: `no message behind ${rawAddress}` };
         return { ok: true, recipient: { workspaceId: outbound.workspace_id, mailboxId: '', address: rawAddress.toLowerCase(), reportFor } };

@@ -74,6 +74,7 @@ type Loaded = MessageRow & { raw: Buffer } & Omit<OutboundTable, 'message_id' | 
   outbound_created_at: number;
   outbound_updated_at: number;
   /** The workspace's verified sending domain of the mailbox's domain, if any: its DKIM key. */
+  own_domain_id: string | null;
   own_dkim_selector: string | null;
   own_dkim_private_key: string | null;
 };
@@ -104,6 +105,7 @@ function loadSelect(from: QueryCreator<Database>, p: Param) {
       'outbound.data_started_at',
       'outbound.created_at as outbound_created_at',
       'outbound.updated_at as outbound_updated_at',
+      'sending_domains.id as own_domain_id',
       'sending_domains.dkim_selector as own_dkim_selector',
       'sending_domains.dkim_private_key as own_dkim_private_key',
     ])
@@ -326,7 +328,10 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
     const started = loaded.started ?? (await mark(job, outboundKey, 'processing', false));
     if (!started) return { type: 'done' }; // another run owns the message now
     const fromDomain = domainOf(message.mailbox_address);
-    const own = message.own_dkim_selector !== null && message.own_dkim_private_key !== null ? { dkim_selector: message.own_dkim_selector, dkim_private_key: message.own_dkim_private_key } : null;
+    const own =
+      message.own_domain_id !== null && message.own_dkim_selector !== null && message.own_dkim_private_key !== null
+        ? { id: message.own_domain_id, dkim_selector: message.own_dkim_selector, dkim_private_key: message.own_dkim_private_key }
+        : null;
     const key = await domains.signingKey(fromDomain, own);
     const signed = key ? await signer.sign(Buffer.from(message.raw), key) : Buffer.from(message.raw);
 

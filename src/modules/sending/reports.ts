@@ -2,7 +2,10 @@ import type { ParsedMessage } from '../messages/mime.js';
 
 /** One recipient's line of a delivery status notification (RFC 3464 §2.3). */
 export interface DsnRecipient {
+  /** Final-Recipient, else Original-Recipient. */
   recipient: string;
+  /** Original-Recipient (the address as the sender gave it, before any forwarding), when the report has one. */
+  originalRecipient: string | null;
   action: string;
   status: string;
   diagnostic: string | null;
@@ -42,9 +45,10 @@ export function parseDsn(parsed: ParsedMessage): DsnRecipient[] | null {
   const blocks = fieldBlocks(part.content.toString('utf8'));
   const out: DsnRecipient[] = [];
   for (const fields of blocks.slice(1)) {
-    const recipient = addressOf(fields.get('final-recipient') ?? fields.get('original-recipient'));
+    const originalRecipient = addressOf(fields.get('original-recipient'));
+    const recipient = addressOf(fields.get('final-recipient')) ?? originalRecipient;
     if (!recipient) continue;
-    out.push({ recipient, action: (fields.get('action') ?? '').toLowerCase(), status: fields.get('status') ?? '', diagnostic: fields.get('diagnostic-code') ?? null });
+    out.push({ recipient, originalRecipient, action: (fields.get('action') ?? '').toLowerCase(), status: fields.get('status') ?? '', diagnostic: fields.get('diagnostic-code') ?? null });
   }
   return out;
 }

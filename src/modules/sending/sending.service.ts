@@ -21,7 +21,7 @@ import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import { composeMessage } from './compose.js';
 import { MAX_RECIPIENTS, parseRecipients } from './recipients.js';
-import { verpAddress } from './verp.js';
+import type { ReturnPaths } from './verp.js';
 
 export const DELIVERY_QUEUE = 'delivery';
 /** Contract §4 limits of a send. */
@@ -95,8 +95,8 @@ export interface SendingDeps {
   store: MessageStore;
   queue: Queue;
   domains: DomainService;
-  /** Domain of the VERP return path (bounces+<message_id>@<domain>), routed to our SMTP listener. */
-  bounceDomain: string;
+  /** The keyed VERP return paths (bounces+<message_id>-<tag>@<domain>), routed to our SMTP listener. */
+  returnPaths: ReturnPaths;
   /** Shared commits: concurrent sends share a transaction and its flush to disk (db/group-commit.ts). */
   commits?: GroupCommit;
   /** Attempts before a delivery job gives up (its own max-age rule usually decides first). */
@@ -107,7 +107,7 @@ type Checked = { mailbox: { id: string; address: string }; fromDomain: string; t
 type Composed = { messageId: string; now: number; raw: Buffer; parsed: ParsedMessage };
 
 export function createSendingService(deps: SendingDeps): SendingService {
-  const { db, clock, events, store, queue, domains, bounceDomain } = deps;
+  const { db, clock, events, store, queue, domains, returnPaths } = deps;
   const commits = deps.commits ?? createGroupCommit(db);
 
   /**
@@ -232,14 +232,14 @@ export function createSendingService(deps: SendingDeps): SendingService {
       raw,
       parsed,
       auth: notChecked,
-      envelope: { mail_from: verpAddress(messageId, bounceDomain), rcpt_to: all },
+      envelope: { mail_from: returnPaths.address(messageId), rcpt_to: all },
     });
     await insertRows(trx, 'outbound', [
       {
         message_id: messageId,
         workspace_id: tenant.workspaceId,
         status: 'queued',
-        mail_from: verpAddress(messageId, bounceDomain),
+        mail_from: returnPaths.address(messageId),
         recipients_json: JSON.stringify(all.map((address) => ({ address, status: 'pending', response: null, mx: null }))),
         attempts_json: '[]',
         last_error: null,

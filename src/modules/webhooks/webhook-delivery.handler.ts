@@ -6,6 +6,7 @@ import type { JobHandler, JobOutcome } from '../../jobs/worker.js';
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
+import type { SecretBox } from '../../lib/secret-box.js';
 import { raceAbort, WebhookUrlRefused, type AddressRules } from './address-rules.js';
 import { createAttemptLog, type NextStep } from './attempt-log.js';
 import { signatureHeader } from './signing.js';
@@ -38,6 +39,8 @@ export interface WebhookDeliveryDeps {
   timeoutMs: number;
   concurrency?: number;
   endpointConcurrency?: number;
+  /** Opens the endpoints' secrets, only to sign an attempt. */
+  box: SecretBox;
 }
 
 const USER_AGENT = 'Mailroom-Webhooks/0.1';
@@ -99,7 +102,7 @@ const excerpt = (body: string) => {
  * transaction.
  */
 export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHandler<WebhookJobPayload> {
-  const { db, clock, logger, queue, rules, sender, timeoutMs } = deps;
+  const { db, clock, logger, queue, rules, sender, timeoutMs, box } = deps;
   const backoff: BackoffPolicy = { baseMs: deps.backoffBaseMs, factor: BACKOFF_FACTOR, capMs: BACKOFF_CAP_MS, jitter: BACKOFF_JITTER };
   // Attempts that finish together are recorded in one transaction: one commit (and flush) for many deliveries.
   const attempts = createAttemptLog({ db, dialect: deps.dialect, clock, queue });
@@ -157,7 +160,7 @@ export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHand
     const abandon = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs + ABANDON_GRACE_MS)]);
     let result: Attempt;
     try {
-      result = await raceAbort(attempt(target.url, eventId, target.payload, signingSecrets(target, startedAt), deadline, signal), abandon);
+      result = await raceAbort(attempt(target.url, eventId, target.payload, signingSecrets(box, { id: webhookId, secret: target.secret, previous_secrets: target.previous_secrets }, startedAt), deadline, signal), abandon);
     } catch (err) {
       if (!abandon.aborted) throw err;
       result = { statusCode: null, error: stopped(signal, '(no answer)'), success: false, retryAfterMs: null };

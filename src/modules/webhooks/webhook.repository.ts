@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { preparedQuery } from '../../db/prepared.js';
+import { SEALED_PREFIX } from '../../lib/secret-box.js';
 import type { WebhookTable } from './webhook.table.js';
 
 /** What a delivery attempt needs: the endpoint and the event's stored bytes. */
@@ -73,6 +74,29 @@ export const webhookRepository = {
       return { url: hook.url, active: hook.active, secret: hook.secret, previous_secrets: hook.previous_secrets, payload: event?.payload ?? null, event_type: event?.type ?? null };
     });
   },
+  /**
+   * Start-up, across workspaces: endpoints with a secret stored before encryption at rest (plaintext secrets
+   * are `whsec_…`, sealed ones `v1:…`). The replacement keeps the old values as a condition, so a process
+   * doing the same at once changes nothing twice.
+   */
+  withPlaintextSecrets: (db: Db) =>
+    db
+      .selectFrom('webhooks')
+      .select(['id', 'secret', 'previous_secrets'])
+      .where((eb) => eb.or([eb('secret', 'not like', `${SEALED_PREFIX}%`), eb('previous_secrets', 'like', '%"whsec_%')]))
+      .execute(),
+  replaceSecrets: async (db: Db, old: Pick<WebhookTable, 'id' | 'secret' | 'previous_secrets'>, values: Pick<WebhookTable, 'secret' | 'previous_secrets'>): Promise<number> =>
+    Number(
+      (
+        await db
+          .updateTable('webhooks')
+          .set(values)
+          .where('id', '=', old.id)
+          .where('secret', old.secret === null ? 'is' : '=', old.secret)
+          .where('previous_secrets', '=', old.previous_secrets)
+          .executeTakeFirst()
+      ).numUpdatedRows,
+    ),
   /** Newest first (then id, so attempts of one millisecond keep their order). */
   deliveries: (db: Db, workspaceId: string, webhookId: string, limit: number) =>
     db

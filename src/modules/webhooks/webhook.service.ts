@@ -4,6 +4,7 @@ import type { Queue } from '../../jobs/queue.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { conflict, invalid, notFound } from '../../lib/errors.js';
+import { isSealed, type SecretBox } from '../../lib/secret-box.js';
 import { newId } from '../../lib/ids.js';
 import { EVENT_TYPES, type EventType, type StoredEvent } from '../events/event.types.js';
 import type { EventsService } from '../events/events.service.js';
@@ -45,6 +46,8 @@ export interface WebhookService {
   test(tenant: TenantContext, webhookId: string, eventType: string): Promise<{ ok: true; event_id: string }>;
   /** The outbox subscriber: one delivery job per active endpoint whose filter takes the event, in the producer's transaction. */
   fanOut(trx: Db, event: StoredEvent): Promise<void>;
+  /** Start-up: encrypt the secrets still stored in plaintext (from before encryption at rest); returns how many endpoints. */
+  sealStoredSecrets(): Promise<number>;
 }
 
 export interface WebhookDeps {
@@ -55,6 +58,8 @@ export interface WebhookDeps {
   rules: AddressRules;
   /** Called after a transaction that queued deliveries commits (wakes this process's worker). */
   wake: (queue: string) => void;
+  /** Seals secrets at rest (MAILROOM_SECRET_KEY); they are opened only to sign a delivery. */
+  box: SecretBox;
 }
 
 const webhookNotFound = (id: string) => notFound('webhook_not_found', `no webhook ${id}`);
@@ -100,10 +105,34 @@ function normalizeEventTypes(list: string[]): string[] {
   return [...new Set(list)];
 }
 
+type StoredSecrets = Pick<WebhookTable, 'id' | 'secret' | 'previous_secrets'>;
+/** Where a secret is stored: its associated data, so a sealed secret opens only in its own endpoint's row. */
+const secretContext = (id: string) => `webhooks.secret:${id}`;
+const previousContext = (id: string) => `webhooks.previous_secrets:${id}`;
+/** Opens a sealed secret; a plaintext one (only before the start-up step sealed it) is taken as it is. */
+const openOne = (box: SecretBox, stored: string, context: string) => (isSealed(stored) ? box.open(stored, context) : stored);
+
+/** An endpoint's secrets in plaintext: its own and those it replaced. */
+function openSecrets(box: SecretBox, row: StoredSecrets): { secret: string | null; previous: PreviousSecret[] } {
+  return {
+    secret: row.secret === null ? null : openOne(box, row.secret, secretContext(row.id)),
+    previous: (JSON.parse(row.previous_secrets) as PreviousSecret[]).map((p) => ({ secret: openOne(box, p.secret, previousContext(row.id)), until: p.until })),
+  };
+}
+
+/** The stored form of an endpoint's secrets. */
+function sealSecrets(box: SecretBox, id: string, secret: string | null, previous: PreviousSecret[]): Pick<WebhookTable, 'secret' | 'previous_secrets'> {
+  return {
+    secret: secret === null ? null : box.seal(secret, secretContext(id)),
+    previous_secrets: JSON.stringify(previous.map((p) => ({ secret: box.seal(p.secret, previousContext(id)), until: p.until }))),
+  };
+}
+
 /** The secrets an endpoint signs with at `now`: its own, then those replaced less than 24 hours ago. */
-export function signingSecrets(row: Pick<WebhookTable, 'secret' | 'previous_secrets'>, now: number): string[] {
-  const previous = (JSON.parse(row.previous_secrets) as PreviousSecret[]).filter((p) => p.until > now).map((p) => p.secret);
-  return [...(row.secret === null ? [] : [row.secret]), ...previous.filter((s) => s !== row.secret)];
+export function signingSecrets(box: SecretBox, row: StoredSecrets, now: number): string[] {
+  const { secret, previous } = openSecrets(box, row);
+  const current = previous.filter((p) => p.until > now).map((p) => p.secret);
+  return [...(secret === null ? [] : [secret]), ...current.filter((s) => s !== secret)];
 }
 
 type ActiveEndpoints = Awaited<ReturnType<typeof repo.active>>;
@@ -131,7 +160,7 @@ function activeEndpoints(trx: Db, workspaceId: string): Promise<ActiveEndpoints>
 }
 
 /** Webhook endpoints (session surface, every role) and the fan-out of events to them. */
-export function createWebhookService({ db, clock, queue, events, rules, wake }: WebhookDeps): WebhookService {
+export function createWebhookService({ db, clock, queue, events, rules, wake, box }: WebhookDeps): WebhookService {
   async function find(tenant: TenantContext, webhookId: string): Promise<WebhookTable> {
     const row = await repo.find(db, tenant.workspaceId, webhookId);
     if (!row) throw webhookNotFound(webhookId);
@@ -170,14 +199,14 @@ export function createWebhookService({ db, clock, queue, events, rules, wake }: 
       const generated = input.secret === undefined ? generateSecret() : null;
       const secret = generated ?? checkSecret(input.secret!);
       const now = clock.now();
+      const id = newId('whk');
       const row: WebhookTable = {
-        id: newId('whk'),
+        id,
         workspace_id: tenant.workspaceId,
         url,
         event_types: JSON.stringify(eventTypes),
         active: input.active === false ? 0 : 1,
-        secret,
-        previous_secrets: '[]',
+        ...sealSecrets(box, id, secret, []),
         created_at: now,
         updated_at: now,
       };
@@ -201,11 +230,11 @@ export function createWebhookService({ db, clock, queue, events, rules, wake }: 
       const values: Partial<WebhookTable> = {};
       if (input.url !== undefined) values.url = await checkUrl(input.url);
       if (input.event_types !== undefined) values.event_types = JSON.stringify(normalizeEventTypes(input.event_types));
-      if (input.secret !== undefined && checkSecret(input.secret) !== current.secret) {
-        const kept = (JSON.parse(current.previous_secrets) as PreviousSecret[]).filter((p) => p.until > now && p.secret !== input.secret);
-        if (current.secret !== null) kept.unshift({ secret: current.secret, until: now + SECRET_OVERLAP_MS });
-        values.secret = input.secret;
-        values.previous_secrets = JSON.stringify(kept.slice(0, MAX_PREVIOUS_SECRETS));
+      const stored = input.secret === undefined ? null : openSecrets(box, current);
+      if (input.secret !== undefined && stored !== null && checkSecret(input.secret) !== stored.secret) {
+        const kept = stored.previous.filter((p) => p.until > now && p.secret !== input.secret);
+        if (stored.secret !== null) kept.unshift({ secret: stored.secret, until: now + SECRET_OVERLAP_MS });
+        Object.assign(values, sealSecrets(box, current.id, input.secret, kept.slice(0, MAX_PREVIOUS_SECRETS)));
       }
       if (input.active !== undefined) values.active = input.active ? 1 : 0;
       if (Object.keys(values).length > 0) {
@@ -249,6 +278,15 @@ export function createWebhookService({ db, clock, queue, events, rules, wake }: 
         return stored;
       });
       return { ok: true, event_id: event.id };
+    },
+
+    async sealStoredSecrets() {
+      let sealed = 0;
+      for (const row of await repo.withPlaintextSecrets(db)) {
+        const { secret, previous } = openSecrets(box, row);
+        sealed += await repo.replaceSecrets(db, row, sealSecrets(box, row.id, secret, previous));
+      }
+      return sealed;
     },
 
     async fanOut(trx, event) {

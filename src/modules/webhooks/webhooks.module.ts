@@ -5,6 +5,7 @@ import type { JobHandler } from '../../jobs/worker.js';
 import type { Clock } from '../../lib/clock.js';
 import type { DnsResolve } from '../../lib/dns.js';
 import type { Logger } from '../../lib/logger.js';
+import type { SecretBox } from '../../lib/secret-box.js';
 import type { EventsService } from '../events/events.service.js';
 import { createAddressRules } from './address-rules.js';
 import { createWebhookDeliveryHandler } from './webhook-delivery.handler.js';
@@ -35,12 +36,14 @@ export interface WebhooksDeps {
   timeoutMs: number;
   /** Wake this process's worker for a queue (after the enqueuing transaction commits). */
   wake: (queue: string) => void;
+  /** Seals endpoint secrets at rest (MAILROOM_SECRET_KEY). */
+  box: SecretBox;
 }
 
 /** Webhooks: endpoint management, the outbox subscriber that fans events out, and the delivery handler. */
 export function createWebhooksModule(deps: WebhooksDeps): WebhooksModule {
   const rules = createAddressRules({ resolve: deps.resolve, allowCidrs: deps.allowCidrs });
-  const service = createWebhookService({ db: deps.db, clock: deps.clock, queue: deps.queue, events: deps.events, rules, wake: deps.wake });
+  const service = createWebhookService({ db: deps.db, clock: deps.clock, queue: deps.queue, events: deps.events, rules, wake: deps.wake, box: deps.box });
   deps.events.subscribe((trx, event) => service.fanOut(trx, event));
   const handler = createWebhookDeliveryHandler({
     db: deps.db,
@@ -52,6 +55,7 @@ export function createWebhooksModule(deps: WebhooksDeps): WebhooksModule {
     sender: deps.sender,
     backoffBaseMs: deps.backoffBaseMs,
     timeoutMs: deps.timeoutMs,
+    box: deps.box,
   });
   return { service, handler, close: () => deps.sender.close() };
 }

@@ -1,0 +1,7 @@
+/** The sealed value every start opens to prove it holds the database's key (one row). */
+export interface SecretKeyCheckTable {
+  name: string;
+  /** `v1:…` (lib/secret-box.ts) of a fixed text. */
+  sealed: string;
+  created_at: number;
+}
