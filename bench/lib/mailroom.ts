@@ -87,6 +87,8 @@ export function mailroomEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
     MAILROOM_HOSTED_DOMAINS: BENCH_DOMAIN,
     MAILROOM_LOG_LEVEL: 'warn',
     MAILROOM_RATE_LIMIT_PER_MINUTE: '0',
+    // The bench's SMTP sinks listen on loopback, which the outbound address rules refuse (contract §5).
+    MAILROOM_DELIVERY_ALLOW_CIDRS: '127.0.0.0/8',
     ...vars,
     ...serviceEnvOverrides(),
   };
