@@ -1,50 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { createLogger } from '../src/lib/logger.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness } from './helpers/mail.js';
+import { startSender, type Sender } from './helpers/outbound.js';
 import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
-
-interface SentItem {
-  message_id: string;
-  status: string;
-  last_error: string | null;
-  recipients: Array<{ address: string; status: string; response: string | null }>;
-}
-
-/** A service with its worker running, delivering by MX (or through `env`'s relay) to `peer`. */
-async function startSender(peer: SmtpPeer, env: Record<string, string>) {
-  const h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port), ...env });
-  const tenant: Tenant = await createTenant(h, 'Rules');
-  await h.app.inject({ method: 'POST', url: '/mailboxes?address=news@mailroom.localhost', headers: bearer(tenant.apiKey) });
-  const token = (await memberSession(h, tenant.workspaceId, 'member')).token;
-  const worker: Worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-  worker.start();
-
-  /** Send to `to` and wait until the delivery settles; the sent view of the message. */
-  async function sendAndSettle(to: string): Promise<SentItem> {
-    const res = await h.app.inject({ method: 'POST', url: '/send', headers: bearer(tenant.apiKey), payload: { from_mailbox: 'news@mailroom.localhost', to, subject: 'Hi', body: 'Hello' } });
-    expect(res.statusCode, res.body).toBe(202);
-    const id = res.json<{ message_id: string }>().message_id;
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const sent = await h.app.inject({ method: 'GET', url: '/app/api/sent', headers: session(token) });
-      const item = sent.json<{ messages: SentItem[] }>().messages.find((m) => m.message_id === id);
-      if (item && !['queued', 'processing'].includes(item.status)) return item;
-      if (Date.now() > deadline) throw new Error(`message ${id} did not settle: ${JSON.stringify(item)}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
-  return {
-    h,
-    sendAndSettle,
-    async close() {
-      await worker.stop(2000);
-      await h.close();
-    },
-  };
-}
 
 describe(`outbound delivery obeys the address rules (${TEST_DIALECT})`, () => {
   let peer: SmtpPeer;
@@ -54,10 +11,10 @@ describe(`outbound delivery obeys the address rules (${TEST_DIALECT})`, () => {
   afterAll(async () => peer.close());
 
   describe('without MAILROOM_DELIVERY_ALLOW_CIDRS', () => {
-    let sender: Awaited<ReturnType<typeof startSender>>;
+    let sender: Sender;
     beforeAll(async () => {
       // '' is unset: the shared test setting (loopback exempt) is taken away.
-      sender = await startSender(peer, { MAILROOM_DELIVERY_ALLOW_CIDRS: '' });
+      sender = await startSender({ MAILROOM_MX_PORT: String(peer.port), MAILROOM_DELIVERY_ALLOW_CIDRS: '' });
     });
     afterAll(async () => sender.close());
 
@@ -65,7 +22,7 @@ describe(`outbound delivery obeys the address rules (${TEST_DIALECT})`, () => {
       sender.h.dns.set('internal.test', { MX: [{ exchange: 'mx.internal.test', priority: 10 }] });
       sender.h.dns.set('mx.internal.test', { A: ['127.0.0.1'] });
       const before = peer.connections;
-      const item = await sender.sendAndSettle('victim@internal.test');
+      const item = await sender.sendAndWait('victim@internal.test');
       expect(item.status).toBe('failed');
       expect(item.last_error).toContain('mx.internal.test resolves to 127.0.0.1, a loopback address');
       expect(item.recipients).toEqual([expect.objectContaining({ address: 'victim@internal.test', status: 'failed', response: expect.stringContaining('127.0.0.1') as string })]);
@@ -81,7 +38,7 @@ describe(`outbound delivery obeys the address rules (${TEST_DIALECT})`, () => {
       const domain = `d${Math.random().toString(36).slice(2, 8)}.test`;
       sender.h.dns.set(domain, zone);
       const before = peer.connections;
-      const item = await sender.sendAndSettle(`someone@${domain}`);
+      const item = await sender.sendAndWait(`someone@${domain}`);
       expect(item.status).toBe('failed');
       expect(item.last_error).toContain(`${domain} resolves to`);
       expect(item.last_error).toContain(reason);
@@ -90,21 +47,21 @@ describe(`outbound delivery obeys the address rules (${TEST_DIALECT})`, () => {
   });
 
   describe('with MAILROOM_DELIVERY_ALLOW_CIDRS=127.0.0.0/8', () => {
-    let sender: Awaited<ReturnType<typeof startSender>>;
+    let sender: Sender;
     beforeAll(async () => {
-      sender = await startSender(peer, { MAILROOM_DELIVERY_ALLOW_CIDRS: '127.0.0.0/8' });
+      sender = await startSender({ MAILROOM_MX_PORT: String(peer.port), MAILROOM_DELIVERY_ALLOW_CIDRS: '127.0.0.0/8' });
     });
     afterAll(async () => sender.close());
 
     it('delivers to an allowed address, skips refused ones beside it, and still refuses the rest', async () => {
       sender.h.dns.set('lab.test', { MX: [{ exchange: 'mx.lab.test', priority: 10 }] });
       sender.h.dns.set('mx.lab.test', { A: ['10.0.0.7', '127.0.0.1'] });
-      const item = await sender.sendAndSettle('user@lab.test');
+      const item = await sender.sendAndWait('user@lab.test');
       expect(item.status).toBe('accepted');
       expect(peer.accepted.some((m) => m.recipients.includes('user@lab.test'))).toBe(true);
 
       sender.h.dns.set('private.test', { A: ['192.168.1.1'] });
-      const refused = await sender.sendAndSettle('user@private.test');
+      const refused = await sender.sendAndWait('user@private.test');
       expect(refused.status).toBe('failed');
       expect(refused.last_error).toContain('192.168.1.1, a private address');
     });
@@ -112,9 +69,9 @@ describe(`outbound delivery obeys the address rules (${TEST_DIALECT})`, () => {
 
   describe('the configured relay', () => {
     it('is exempt: the operator chose it', async () => {
-      const sender = await startSender(peer, { MAILROOM_DELIVERY_ALLOW_CIDRS: '', MAILROOM_SMTP_RELAY: `smtp://127.0.0.1:${peer.port}` });
+      const sender = await startSender({ MAILROOM_MX_PORT: String(peer.port), MAILROOM_DELIVERY_ALLOW_CIDRS: '', MAILROOM_SMTP_RELAY: `smtp://127.0.0.1:${peer.port}` });
       try {
-        const item = await sender.sendAndSettle('anyone@elsewhere.test');
+        const item = await sender.sendAndWait('anyone@elsewhere.test');
         expect(item.status).toBe('accepted');
         expect(peer.accepted.some((m) => m.recipients.includes('anyone@elsewhere.test'))).toBe(true);
       } finally {
