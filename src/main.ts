@@ -268,6 +268,8 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
         logger,
         hostname: config.smtpHostname,
         maxSize: config.smtpMaxSize,
+        maxClients: config.smtpMaxClients,
+        maxClientsPerIp: config.smtpMaxClientsPerIp,
         tls:
           config.smtpTlsKeyFile && config.smtpTlsCertFile
             ? { key: readFileSync(config.smtpTlsKeyFile), cert: readFileSync(config.smtpTlsCertFile) }

@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import { open, rm, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+
+export interface SpoolOptions {
+  /** Bytes kept in memory; the rest of the message goes to a file. */
+  memoryBytes: number;
+  /** Bytes kept at all: past them the message is too big, and the rest is only counted. */
+  maxBytes: number;
+  /** Directory of the spill files (os.tmpdir() in a running service). */
+  dir: string;
+}
+
+/**
+ * Where one inbound message collects while the client sends it: the first `memoryBytes` in memory, the
+ * rest in a file of its own (mode 0600), so a slow client holds a bounded amount of memory however big
+ * its message. `read()` gives the whole message back; `discard()` removes the file (always call it).
+ */
+export class MessageSpool extends Writable {
+  /** Bytes received, counted past `maxBytes` too. */
+  size = 0;
+  private chunks: Buffer[] = [];
+  private memoryUsed = 0;
+  private file: FileHandle | null = null;
+  private path: string | null = null;
+  private fileBytes = 0;
+  private discarded = false;
+
+  constructor(private readonly options: SpoolOptions) {
+    super();
+  }
+
+  /** The spill file's path while there is one. */
+  get spillPath(): string | null {
+    return this.path;
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.size += chunk.length;
+    if (this.size > this.options.maxBytes) {
+      callback();
+      return;
+    }
+    if (this.file === null && this.memoryUsed + chunk.length <= this.options.memoryBytes) {
+      this.chunks.push(chunk);
+      this.memoryUsed += chunk.length;
+      callback();
+      return;
+    }
+    this.spill(chunk).then(() => callback(), callback);
+  }
+
+  private async spill(chunk: Buffer): Promise<void> {
+    if (this.file === null) {
+      const path = join(this.options.dir, `mailroom-spool-${randomUUID()}.eml`);
+      const file = await open(path, 'wx+', 0o600);
+      if (this.discarded) {
+        // Discarded while the file was being made (the client went away): nothing may be left behind.
+        await file.close();
+        await rm(path, { force: true });
+        throw new Error('spool discarded');
+      }
+      this.file = file;
+      this.path = path;
+    }
+    for (let at = 0; at < chunk.length; ) at += (await this.file.write(chunk, at, chunk.length - at)).bytesWritten;
+    this.fileBytes += chunk.length;
+  }
+
+  /** The message as received (up to `maxBytes`), in one buffer. */
+  async read(): Promise<Buffer> {
+    if (this.file === null) return Buffer.concat(this.chunks, this.memoryUsed);
+    const whole = Buffer.allocUnsafe(this.memoryUsed + this.fileBytes);
+    let at = 0;
+    for (const chunk of this.chunks) at += chunk.copy(whole, at);
+    for (let read = 0; read < this.fileBytes; ) {
+      const { bytesRead } = await this.file.read(whole, at + read, this.fileBytes - read, read);
+      if (bytesRead === 0) throw new Error(`spool file ${this.path} is shorter than written`);
+      read += bytesRead;
+    }
+    return whole;
+  }
+
+  /** Drop what was kept and remove the file. */
+  async discard(): Promise<void> {
+    this.discarded = true;
+    this.chunks = [];
+    const { file, path } = this;
+    this.file = null;
+    this.path = null;
+    await file?.close().catch(() => undefined);
+    if (path) await rm(path, { force: true });
+  }
+}
