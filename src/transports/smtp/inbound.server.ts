@@ -1,6 +1,5 @@
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { pipeline } from 'node:stream/promises';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import { createByteBudget } from '../../lib/byte-budget.js';
 import type { Logger } from '../../lib/logger.js';
@@ -167,28 +166,29 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
     onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback: (err?: Error | null, message?: string) => void) {
       // Past the size limit smtp-server keeps reading to the final dot; the spool stops keeping the bytes.
       const spool = new MessageSpool(spoolOptions);
-      pipeline(stream, spool).then(
-        () => {
-          if (stream.sizeExceeded) {
-            void spool.discard().finally(() => callback(reply(552, `5.3.4 Message too big (at most ${maxSize} bytes)`)));
-            return;
-          }
-          store(spool, session).then(
-            (ids) => callback(null, `2.0.0 Stored as ${ids.join(', ')}`),
-            (err: unknown) => {
-              logger.error({ err }, 'storing inbound mail failed');
-              void spool.discard().finally(() => callback(reply(451, '4.3.0 Could not store the message, please try again later')));
-            },
-          );
-        },
-        (err: Error & { code?: string }) => {
-          void spool.discard();
-          // The client went away mid-message (nobody to answer), or the spill file could not be written.
-          if (err.code === 'ECONNECTION') return callback(err);
-          logger.error({ err }, 'receiving inbound mail failed');
-          callback(reply(451, '4.3.0 Could not receive the message, please try again later'));
-        },
-      );
+      stream.on('data', (chunk: Buffer) => {
+        const written = spool.add(chunk);
+        if (!written) return;
+        // Read no more from the client until the chunk is on disk (backpressure instead of memory).
+        stream.pause();
+        void written.then(() => stream.resume());
+      });
+      stream.on('error', (err: Error) => {
+        // The client went away mid-message: nobody to answer, nothing to keep.
+        void spool.discard();
+        callback(err);
+      });
+      stream.on('end', () => {
+        const answer = (result: Error | null, message?: string) => void spool.discard().finally(() => callback(result, message));
+        if (stream.sizeExceeded) return answer(reply(552, `5.3.4 Message too big (at most ${maxSize} bytes)`));
+        store(spool, session).then(
+          (ids) => answer(null, `2.0.0 Stored as ${ids.join(', ')}`),
+          (err: unknown) => {
+            logger.error({ err }, 'storing inbound mail failed');
+            answer(reply(451, '4.3.0 Could not store the message, please try again later'));
+          },
+        );
+      });
     },
   });
   server.on('error', (err) => logger.error({ err }, 'smtp server error'));
