@@ -27,7 +27,7 @@ import { createDeliveryHandler } from './modules/sending/delivery.handler.js';
 import { createInProcessSigner, createThreadedSigner, type MessageSigner } from './modules/sending/signing-pool.js';
 import { createDraftService, type DraftService } from './modules/sending/draft.service.js';
 import type { RouteResolver, SmtpDeliverer } from './modules/sending/delivery.types.js';
-import { createRouteResolver } from './modules/sending/routes.resolver.js';
+import { createRouteResolver, relayTlsInsecure } from './modules/sending/routes.resolver.js';
 import { createSendingService, type SendingService } from './modules/sending/sending.service.js';
 import { createReturnPaths, type ReturnPaths } from './modules/sending/verp.js';
 import { checkSecretKey, loadSecretKey } from './modules/secrets/secret-key.js';
@@ -152,7 +152,7 @@ export async function createServices(
     logger,
     events,
     domains,
-    routes: options.routes ?? createRouteResolver({ resolve: cachingResolver(resolve), mxPort: config.mxPort, relay: config.smtpRelay }),
+    routes: options.routes ?? createRouteResolver({ resolve: cachingResolver(resolve), mxPort: config.mxPort, relay: config.smtpRelay, allowCidrs: config.deliveryAllowCidrs }),
     deliverer,
     signer,
     retryBaseMs: config.deliveryRetryBaseMs,
@@ -267,6 +267,12 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
     if (config.webhookAllowCidrs.length > 0) {
       logger.warn({ cidrs: config.webhookAllowCidrs }, 'MAILROOM_WEBHOOK_ALLOW_CIDRS exempts these networks from the webhook address rules; use only for development and tests');
     }
+    if (config.deliveryAllowCidrs.length > 0) {
+      logger.warn({ cidrs: config.deliveryAllowCidrs }, 'MAILROOM_DELIVERY_ALLOW_CIDRS exempts these networks from the outbound address rules; use only for development, tests and labs');
+    }
+    if (config.smtpRelay && relayTlsInsecure(config.smtpRelay)) {
+      logger.warn('MAILROOM_SMTP_RELAY has ?tls=insecure: the relay\'s certificate is not verified, so its credentials may reach an impostor; use only in labs');
+    }
     if (roles.includes('worker')) {
       const worker: Worker = createWorker(services.handlers, { queue: services.queue, logger, leaseMs: config.leaseMs, commits: services.workerCommits });
       const maintenance: Maintenance = createMaintenance({ db: services.database.db, clock: services.clock, logger });
@@ -295,6 +301,8 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
         logger,
         hostname: config.smtpHostname,
         maxSize: config.smtpMaxSize,
+        maxClients: config.smtpMaxClients,
+        maxClientsPerIp: config.smtpMaxClientsPerIp,
         tls:
           config.smtpTlsKeyFile && config.smtpTlsCertFile
             ? { key: readFileSync(config.smtpTlsKeyFile), cert: readFileSync(config.smtpTlsCertFile) }

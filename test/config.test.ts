@@ -18,6 +18,9 @@ describe('configuration', () => {
       mxPort: 25,
       dnsServers: [],
       webhookAllowCidrs: [],
+      deliveryAllowCidrs: [],
+      smtpMaxClients: 200,
+      smtpMaxClientsPerIp: 20,
       webhookBackoffBaseMs: 5000,
       webhookTimeoutMs: 10_000,
       deliveryRetryBaseMs: 60_000,
@@ -39,6 +42,9 @@ describe('configuration', () => {
       MAILROOM_SMTP_RELAY: 'smtp://user:pass@relay.example:587',
       MAILROOM_DNS_SERVERS: '127.0.0.1:5353,[::1]:53',
       MAILROOM_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8',
+      MAILROOM_DELIVERY_ALLOW_CIDRS: '127.0.0.0/8, ::1/128',
+      MAILROOM_SMTP_MAX_CLIENTS: '50',
+      MAILROOM_SMTP_MAX_CLIENTS_PER_IP: '5',
       MAILROOM_LEASE_MS: '1500',
       MAILROOM_SMTP_PARSER_THREADS: '0',
       MAILROOM_DKIM_THREADS: '3',
@@ -56,6 +62,9 @@ describe('configuration', () => {
       smtpRelay: 'smtp://user:pass@relay.example:587',
       dnsServers: ['127.0.0.1:5353', '[::1]:53'],
       webhookAllowCidrs: ['127.0.0.0/8'],
+      deliveryAllowCidrs: ['127.0.0.0/8', '::1/128'],
+      smtpMaxClients: 50,
+      smtpMaxClientsPerIp: 5,
       leaseMs: 1500,
     });
   });
@@ -101,6 +110,11 @@ describe('configuration', () => {
     expect(() => loadConfig({ MAILROOM_HTTP_PORT: '70000' })).toThrow(/out of range/);
     expect(() => loadConfig({ MAILROOM_HOSTED_DOMAINS: 'not a domain' })).toThrow(/not a domain name/);
     expect(() => loadConfig({ MAILROOM_SMTP_RELAY: 'http://x' })).toThrow(/smtp:\/\//);
+    expect(loadConfig({ MAILROOM_SMTP_RELAY: 'smtps://u:p@relay.example?tls=insecure' }).smtpRelay).toBe('smtps://u:p@relay.example?tls=insecure');
+    expect(() => loadConfig({ MAILROOM_SMTP_RELAY: 'smtp://u:p@relay.example?tls=off' })).toThrow(/unknown option 'tls=off'/);
+    expect(() => loadConfig({ MAILROOM_DELIVERY_ALLOW_CIDRS: '127.0.0.1' })).toThrow(/MAILROOM_DELIVERY_ALLOW_CIDRS="127.0.0.1": '127.0.0.1' is not a CIDR/);
+    expect(() => loadConfig({ MAILROOM_SMTP_MAX_CLIENTS: '0' })).toThrow(/MAILROOM_SMTP_MAX_CLIENTS="0"/);
+    expect(() => loadConfig({ MAILROOM_SMTP_MAX_CLIENTS_PER_IP: 'many' })).toThrow(/MAILROOM_SMTP_MAX_CLIENTS_PER_IP="many"/);
     expect(() => loadConfig({ MAILROOM_SMTP_STORE_THREAD: 'maybe' })).toThrow(/MAILROOM_SMTP_STORE_THREAD="maybe": not on or off/);
     expect(() => loadConfig({ MAILROOM_PG_PREPARE: 'sometimes' })).toThrow(/MAILROOM_PG_PREPARE="sometimes": not on or off/);
     for (const on of ['1', 'true', 'ON', 'yes']) expect(loadConfig({ MAILROOM_SMTP_STORE_THREAD: on }).smtpStoreThread).toBe(true);

@@ -74,6 +74,9 @@ export function serviceEnvOverrides(): Record<string, string> {
   return overrides;
 }
 
+/** Inbound sessions a bench child admits, in all and per address: above any suite's concurrency. */
+const BENCH_SMTP_SESSIONS_ALLOWED = 1000;
+
 /**
  * The environment of a Mailroom child: the bench's own environment without any MAILROOM_* variable
  * (a developer's settings must not change what is measured), plus exactly the given ones and
@@ -94,6 +97,11 @@ export function mailroomEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
     MAILROOM_LOG_LEVEL: 'warn',
     MAILROOM_RATE_LIMIT_PER_MINUTE: '0',
     MAILROOM_SECRET_KEY: BENCH_SECRET_KEY,
+    // The bench's SMTP sinks listen on loopback, which the outbound address rules refuse (contract §5).
+    MAILROOM_DELIVERY_ALLOW_CIDRS: '127.0.0.0/8',
+    // All load comes from one loopback address, and the smtp suite opens 200 sessions plus a probe at once.
+    MAILROOM_SMTP_MAX_CLIENTS: String(BENCH_SMTP_SESSIONS_ALLOWED),
+    MAILROOM_SMTP_MAX_CLIENTS_PER_IP: String(BENCH_SMTP_SESSIONS_ALLOWED),
     ...vars,
     ...serviceEnvOverrides(),
   };

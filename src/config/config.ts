@@ -38,6 +38,11 @@ export interface Config {
   dkimKeyFile: string | null;
   dkimSelector: string;
   webhookAllowCidrs: readonly string[];
+  /** CIDRs exempted from the outbound address rules (contract §5); development and tests only. */
+  deliveryAllowCidrs: readonly string[];
+  /** Concurrent inbound SMTP sessions of this process, in all and per client address (421 4.7.0 past either). */
+  smtpMaxClients: number;
+  smtpMaxClientsPerIp: number;
   webhookBackoffBaseMs: number;
   webhookTimeoutMs: number;
   deliveryRetryBaseMs: number;
@@ -111,6 +116,9 @@ function parseSmtpRelay(raw: string): string {
   const url = new URL(raw);
   if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new Error('must be smtp://… or smtps://…');
   if (!url.hostname) throw new Error('has no host');
+  for (const [key, value] of url.searchParams) {
+    if (key !== 'tls' || value !== 'insecure') throw new Error(`unknown option '${key}=${value}' (only ?tls=insecure is known)`);
+  }
   return raw;
 }
 
@@ -197,7 +205,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     smtpStoreThread: read({ name: 'SMTP_STORE_THREAD', fallback: true, parse: parseSwitch, expect: 'on or off (1/0, true/false)' }),
     dkimThreads: read({ name: 'DKIM_THREADS', fallback: defaultWorkerThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
     hostedDomains: read({ name: 'HOSTED_DOMAINS', fallback: ['mailroom.localhost'], parse: parseDomains, expect: 'a comma list of domains' }),
-    smtpRelay: read<string | null>({ name: 'SMTP_RELAY', fallback: null, parse: parseSmtpRelay, expect: 'smtp://[user:pass@]host:port' }),
+    smtpRelay: read<string | null>({ name: 'SMTP_RELAY', fallback: null, parse: parseSmtpRelay, expect: 'smtp[s]://[user:pass@]host:port[?tls=insecure]' }),
     mxPort: port('MX_PORT', 25),
     dnsServers: read<string[]>({ name: 'DNS_SERVERS', fallback: [], parse: parseHostPorts, expect: 'a comma list of ip[:port]' }),
     dkimKeyFile: read<string | null>({ name: 'DKIM_KEY', fallback: null, parse: readableFile, expect: 'the path of a PEM RSA private key' }),
@@ -207,6 +215,9 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     }, expect: 'a DNS label' }),
     pageCacheBytes: read({ name: 'PAGE_CACHE_MB', fallback: 32, parse: intIn(0, 65536), expect: 'megabytes 0..65536 (0 = off)' }) * 1024 * 1024,
     webhookAllowCidrs: read<string[]>({ name: 'WEBHOOK_ALLOW_CIDRS', fallback: [], parse: parseCidrs, expect: 'a comma list of CIDRs' }),
+    deliveryAllowCidrs: read<string[]>({ name: 'DELIVERY_ALLOW_CIDRS', fallback: [], parse: parseCidrs, expect: 'a comma list of CIDRs' }),
+    smtpMaxClients: read({ name: 'SMTP_MAX_CLIENTS', fallback: 200, parse: intIn(1, 1_000_000), expect: 'a whole number of sessions, 1 or more' }),
+    smtpMaxClientsPerIp: read({ name: 'SMTP_MAX_CLIENTS_PER_IP', fallback: 20, parse: intIn(1, 1_000_000), expect: 'a whole number of sessions, 1 or more' }),
     webhookBackoffBaseMs: ms('WEBHOOK_BACKOFF_BASE_MS', 5000),
     webhookTimeoutMs: ms('WEBHOOK_TIMEOUT_MS', 10_000),
     deliveryRetryBaseMs: ms('DELIVERY_RETRY_BASE_MS', 60_000),

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TEST_SERVICE_ENV } from './service-env.js';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BIN = join(ROOT, 'bin', 'mailroom.js');
@@ -22,7 +23,7 @@ export function runCli(args: string[], env: Record<string, string>, timeoutMs = 
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: options.cwd ?? ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...TEST_SERVICE_ENV, ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     child.stdin.end(options.input);
@@ -47,7 +48,7 @@ export function startServe(args: string[], env: Record<string, string>, timeoutM
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, 'serve', ...args], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...TEST_SERVICE_ENV, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

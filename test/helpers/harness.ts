@@ -4,6 +4,7 @@ import { manualClock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { createHttpApp, createServices, type Services } from '../../src/main.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
+import { TEST_SERVICE_ENV } from './service-env.js';
 
 /** A service wired exactly as `mailroom serve` wires it, on a fresh database, with a clock tests can move. */
 export interface Harness {
@@ -23,6 +24,7 @@ export async function startHarness(env: Record<string, string> = {}, options: { 
     MAILROOM_LOG_LEVEL: 'silent',
     MAILROOM_HTTP_PORT: '0',
     MAILROOM_RATE_LIMIT_PER_MINUTE: '0',
+    ...TEST_SERVICE_ENV,
     ...env,
   });
   const clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 0));

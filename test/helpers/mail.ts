@@ -25,6 +25,8 @@ export async function startMailHarness(env: Record<string, string> = {}, options
     logger: createLogger('silent'),
     hostname: harness.config.smtpHostname,
     maxSize: harness.config.smtpMaxSize,
+    maxClients: harness.config.smtpMaxClients,
+    maxClientsPerIp: harness.config.smtpMaxClientsPerIp,
   });
   const smtpPort = await smtp.listen('127.0.0.1', 0);
   const transportOptions: SMTPTransport.Options = { host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true, name: 'client.test' };

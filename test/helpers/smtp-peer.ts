@@ -24,6 +24,10 @@ export interface SmtpPeer {
   accepted: ReceivedMail[];
   /** Recipients whose RCPT was left unanswered ('hang-at-rcpt'): the client is stuck before DATA. */
   held: string[];
+  /** Sessions opened to it (connections past the greeting), whatever happened in them. */
+  connections: number;
+  /** AUTH attempts it saw, by user name (in order); a peer without `auth` refuses AUTH altogether. */
+  auths: string[];
   /** Hang up on the next MAIL FROM (once), as a server that timed the session out would. */
   dropNextMailFrom: boolean;
   /** Hang up every open connection now (as a server does with idle clients). */
@@ -33,8 +37,17 @@ export interface SmtpPeer {
   close(): Promise<void>;
 }
 
-export async function startSmtpPeer(): Promise<SmtpPeer> {
-  const peer = { dropNextMailFrom: false, behaviour: 'accept' as PeerBehaviour, refuse: new Set<string>(), received: [] as ReceivedMail[], accepted: [] as ReceivedMail[], held: [] as string[] };
+/** How the peer speaks: plain by default; a relay takes `auth` and may offer STARTTLS (`tls`) or be implicit TLS (`secure`). */
+export interface PeerOptions {
+  tls?: { key: string; cert: string };
+  /** Implicit TLS from the first byte (smtps), with `tls`'s certificate. */
+  secure?: boolean;
+  /** The one user and password it accepts; offered with or without TLS (a badly set up relay). */
+  auth?: { user: string; pass: string };
+}
+
+export async function startSmtpPeer(options: PeerOptions = {}): Promise<SmtpPeer> {
+  const peer = { connections: 0, auths: [] as string[], dropNextMailFrom: false, behaviour: 'accept' as PeerBehaviour, refuse: new Set<string>(), received: [] as ReceivedMail[], accepted: [] as ReceivedMail[], held: [] as string[] };
   const heldAnswers: Array<() => void> = [];
   const hangUp = (session: SMTPServerSession) => {
     // smtp-server keeps each connection (whose id is the session id) and its socket in server.connections.
@@ -44,9 +57,21 @@ export async function startSmtpPeer(): Promise<SmtpPeer> {
   };
   const server: SMTPServer = new SMTPServer({
     authOptional: true,
-    disabledCommands: ['AUTH', 'STARTTLS'],
+    disabledCommands: [...(options.auth ? [] : ['AUTH']), ...(options.tls && !options.secure ? [] : ['STARTTLS'])],
+    ...(options.tls ? { key: options.tls.key, cert: options.tls.cert } : {}),
+    secure: options.secure === true,
+    allowInsecureAuth: true,
     disableReverseLookup: true,
     logger: false,
+    onConnect(_session, callback) {
+      peer.connections += 1;
+      callback();
+    },
+    onAuth(auth, _session, callback) {
+      peer.auths.push(auth.username ?? '');
+      if (auth.username === options.auth?.user && auth.password === options.auth?.pass) callback(null, { user: auth.username });
+      else callback(Object.assign(new Error('5.7.8 authentication failed'), { responseCode: 535 }));
+    },
     onMailFrom(_address, session, callback) {
       if (peer.dropNextMailFrom) {
         peer.dropNextMailFrom = false;

@@ -1,12 +1,24 @@
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
+import { createByteBudget } from '../../lib/byte-budget.js';
 import type { Logger } from '../../lib/logger.js';
 import type { InboundService, Recipient } from '../../modules/messages/inbound.service.js';
+import { MessageSpool } from './spool.js';
 
 /** RFC 5321 §4.5.3.1.8: a server must accept at least 100 recipients per transaction. */
 export const MAX_RECIPIENTS = 100;
 /** Time a closing server gives open sessions before it answers them 421 and hangs up. */
 const CLOSE_TIMEOUT_MS = 5000;
+/** Contract §1 defaults: concurrent sessions of one process, in all and per client address. */
+export const DEFAULT_MAX_CLIENTS = 200;
+export const DEFAULT_MAX_CLIENTS_PER_IP = 20;
+/** Bytes of one message kept in memory while it arrives; the rest is spilled to a file (spool.ts). */
+export const SPOOL_MEMORY_BYTES = 256 * 1024;
+/** Least bytes of received messages analysed and stored at once, whatever the size limit. */
+const MIN_BYTES_IN_PROGRESS = 64 * 1024 * 1024;
+/** Messages of the largest size that may be analysed and stored at once. */
+const LARGEST_MESSAGES_IN_PROGRESS = 4;
 
 export interface InboundSmtpOptions {
   inbound: InboundService;
@@ -18,6 +30,12 @@ export interface InboundSmtpOptions {
   tls?: { key: Buffer | string; cert: Buffer | string } | undefined;
   /** How long close() lets open sessions finish before answering them 421 (default 5 s). */
   closeTimeoutMs?: number;
+  /** Concurrent sessions, in all and per client address; past either a new one gets 421 4.7.0 (defaults 200 / 20). */
+  maxClients?: number;
+  maxClientsPerIp?: number;
+  /** Bytes of a message kept in memory while it arrives (default SPOOL_MEMORY_BYTES), and where the rest goes (os.tmpdir()). */
+  spoolMemoryBytes?: number;
+  spoolDir?: string;
 }
 
 export interface InboundSmtpServer {
@@ -31,12 +49,60 @@ function reply(code: number, text: string): Error & { responseCode: number } {
 }
 
 /**
+ * Counts open sessions, in all and per client address: `admit` says whether a new one may start, and
+ * counts it; `release` uncounts a session `admit` let in (and ignores the others).
+ */
+function sessionLimits(maxClients: number, maxPerIp: number) {
+  const perIp = new Map<string, number>();
+  const admitted = new Map<string, string>();
+  return {
+    admit(session: SMTPServerSession): Error | null {
+      const ip = session.remoteAddress;
+      const fromIp = perIp.get(ip) ?? 0;
+      if (admitted.size >= maxClients) return reply(421, '4.7.0 Too many connections, try again later');
+      if (fromIp >= maxPerIp) return reply(421, `4.7.0 Too many connections from ${ip}, try again later`);
+      perIp.set(ip, fromIp + 1);
+      admitted.set(session.id, ip);
+      return null;
+    },
+    release(session: SMTPServerSession): void {
+      const ip = admitted.get(session.id);
+      if (ip === undefined) return;
+      admitted.delete(session.id);
+      const left = (perIp.get(ip) ?? 1) - 1;
+      if (left > 0) perIp.set(ip, left);
+      else perIp.delete(ip);
+    },
+  };
+}
+
+/**
  * Inbound SMTP: refuses unknown and blocked recipients at RCPT, and answers 250 after the end of DATA
  * only once every copy is committed to the database. A thin transport over the inbound service.
+ *
+ * Bounded per process: sessions (in all and per client address, checked in onConnect, since smtp-server's
+ * own `maxClients` answers without an enhanced status code and knows no addresses); the memory of a message
+ * arriving (a spool, spill file past SPOOL_MEMORY_BYTES); and the bytes analysed and stored at once (a byte
+ * budget the whole message must get before it is read back and handed to the inbound service).
  */
 export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmtpServer {
   const { inbound, logger, maxSize } = options;
   const recipients = new WeakMap<SMTPServerSession, Recipient[]>();
+  const limits = sessionLimits(options.maxClients ?? DEFAULT_MAX_CLIENTS, options.maxClientsPerIp ?? DEFAULT_MAX_CLIENTS_PER_IP);
+  const budget = createByteBudget(Math.max(MIN_BYTES_IN_PROGRESS, LARGEST_MESSAGES_IN_PROGRESS * maxSize));
+  const spoolOptions = { memoryBytes: options.spoolMemoryBytes ?? SPOOL_MEMORY_BYTES, maxBytes: maxSize, dir: options.spoolDir ?? tmpdir() };
+
+  /** Analyse and store a received message, within the byte budget; the spool is discarded once read. */
+  async function store(spool: MessageSpool, session: SMTPServerSession): Promise<string[]> {
+    const release = await budget.acquire(spool.size);
+    try {
+      const raw = await spool.read();
+      await spool.discard();
+      return await inbound.deliver(raw, envelopeOf(session), recipients.get(session) ?? []);
+    } finally {
+      release();
+    }
+  }
 
   const envelopeOf = (session: SMTPServerSession) => ({
     mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
@@ -54,6 +120,16 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
     disableReverseLookup: true,
     closeTimeout: options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS,
     logger: false,
+
+    onConnect(session: SMTPServerSession, callback: (err?: Error | null) => void) {
+      const refusal = limits.admit(session);
+      if (refusal) logger.warn({ ip: session.remoteAddress }, 'smtp session refused: too many connections');
+      callback(refusal);
+    },
+
+    onClose(session: SMTPServerSession) {
+      limits.release(session);
+    },
 
     onMailFrom(_address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
       recipients.set(session, []);
@@ -88,25 +164,28 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
     },
 
     onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback: (err?: Error | null, message?: string) => void) {
-      const chunks: Buffer[] = [];
-      let size = 0;
+      // Past the size limit smtp-server keeps reading to the final dot; the spool stops keeping the bytes.
+      const spool = new MessageSpool(spoolOptions);
       stream.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        // Past the limit smtp-server keeps reading to the final dot; we stop keeping the bytes.
-        if (size <= maxSize) chunks.push(chunk);
+        const written = spool.add(chunk);
+        if (!written) return;
+        // Read no more from the client until the chunk is on disk (backpressure instead of memory).
+        stream.pause();
+        void written.then(() => stream.resume());
       });
-      stream.on('error', (err: Error) => callback(err));
+      stream.on('error', (err: Error) => {
+        // The client went away mid-message: nobody to answer, nothing to keep.
+        void spool.discard();
+        callback(err);
+      });
       stream.on('end', () => {
-        if (stream.sizeExceeded) {
-          callback(reply(552, `5.3.4 Message too big (at most ${maxSize} bytes)`));
-          return;
-        }
-        const to = recipients.get(session) ?? [];
-        inbound.deliver(Buffer.concat(chunks, size), envelopeOf(session), to).then(
-          (ids) => callback(null, `2.0.0 Stored as ${ids.join(', ')}`),
+        const answer = (result: Error | null, message?: string) => void spool.discard().finally(() => callback(result, message));
+        if (stream.sizeExceeded) return answer(reply(552, `5.3.4 Message too big (at most ${maxSize} bytes)`));
+        store(spool, session).then(
+          (ids) => answer(null, `2.0.0 Stored as ${ids.join(', ')}`),
           (err: unknown) => {
             logger.error({ err }, 'storing inbound mail failed');
-            callback(reply(451, '4.3.0 Could not store the message, please try again later'));
+            answer(reply(451, '4.3.0 Could not store the message, please try again later'));
           },
         );
       });

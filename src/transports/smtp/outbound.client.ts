@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
 import type { DeliveryRequest, DeliveryResult, RecipientRefusal, SmtpDeliverer } from '../../modules/sending/delivery.types.js';
@@ -14,6 +15,11 @@ interface SmtpError extends Error {
   response?: string;
   command?: string;
   rejectedErrors?: Array<SmtpError & { recipient?: string }>;
+}
+
+/** Node's TLS errors: a certificate that does not verify, or a handshake that failed. */
+function isTlsFailure(err: SmtpError): boolean {
+  return /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|ERR_SSL|HOSTNAME_MISMATCH|altnames/i.test(`${err.code ?? ''} ${err.message}`);
 }
 
 function refusals(err: SmtpError | undefined): RecipientRefusal[] {
@@ -43,7 +49,8 @@ export interface SmtpDelivererHandle extends SmtpDeliverer {
 /**
  * The outbound SMTP client (nodemailer's SMTPConnection): STARTTLS whenever the peer offers it
  * (opportunistic; certificates of MX hosts are not checked, as is common practice without DANE or
- * MTA-STS), and a message stream that asks the caller to record "DATA began" before its first byte,
+ * MTA-STS); a relay with credentials gets TLS required before AUTH and its certificate verified (the
+ * route's `tls`), and a message stream that asks the caller to record "DATA began" before its first byte,
  * so that a lost connection after that point is known to be ambiguous.
  *
  * After a transaction the peer answered 250, the connection waits up to IDLE_MS for the next message
@@ -104,17 +111,24 @@ export function createSmtpDeliverer({ heloName }: { heloName: string }): SmtpDel
   }
 
   function open(request: DeliveryRequest): SMTPConnection {
+    const { route } = request;
+    // SNI carries names only (RFC 6066 §3); an IP host is checked against the certificate's IP addresses.
+    const servername = isIP(route.host) === 0 ? { servername: route.host } : {};
+    const tlsRequired = route.tls?.required === true;
     const connection = new SMTPConnection({
-      host: request.route.address ?? request.route.host,
-      port: request.route.port,
-      secure: request.route.secure === true,
-      servername: request.route.host,
-      opportunisticTLS: true,
+      // A direct route's address passed the outbound address rules: connect there, never to the name.
+      host: route.address ?? route.host,
+      port: route.port,
+      secure: route.secure === true,
+      ...servername,
+      // Credentials only over TLS: nodemailer then refuses a session without it before AUTH.
+      requireTLS: tlsRequired && route.secure !== true,
+      opportunisticTLS: !tlsRequired,
       name: heloName,
       connectionTimeout: CONNECT_TIMEOUT_MS,
       greetingTimeout: GREETING_TIMEOUT_MS,
       socketTimeout: SOCKET_TIMEOUT_MS,
-      tls: { rejectUnauthorized: false, servername: request.route.host },
+      tls: { rejectUnauthorized: route.tls?.verify === true, ...servername },
       logger: false,
     });
     // Each transaction listens for errors while it runs; this listener keeps a late error (after the
@@ -144,6 +158,10 @@ export function createSmtpDeliverer({ heloName }: { heloName: string }): SmtpDel
       };
 
       const classify = (err: SmtpError): DeliveryResult => {
+        // A relay that will not speak TLS (or whose certificate fails) before AUTH: retried, however it replied.
+        if (err.code === 'ETLS' || (request.route.tls?.required && !dataStarted && isTlsFailure(err))) {
+          return { type: 'deferred', code: null, response: `TLS with the relay failed, so its credentials were not sent: ${err.message}${err.response ? ` (${err.response.trim()})` : ''}`, refused: [], beforeMail: false };
+        }
         const code = typeof err.responseCode === 'number' ? err.responseCode : null;
         const response = err.response ?? err.message;
         if (dataComplete && code === null) return { type: 'ambiguous', response: `connection lost after the end of DATA: ${err.message}` };

@@ -1,0 +1,53 @@
+import { expect } from 'vitest';
+import { createWorker, type Worker } from '../../src/jobs/worker.js';
+import { createLogger } from '../../src/lib/logger.js';
+import { bearer, createTenant, memberSession, session, type Tenant } from './harness.js';
+import { startMailHarness, type MailHarness } from './mail.js';
+
+/** A message as `GET /app/api/sent` shows it. */
+export interface SentItem {
+  message_id: string;
+  status: string;
+  last_error: string | null;
+  recipients: Array<{ address: string; status: string; response: string | null }>;
+  attempts: Array<{ outcome: string; response: string }>;
+}
+
+export interface Sender {
+  h: MailHarness;
+  /** Send from news@mailroom.localhost to `to`; resolves with the sent view once `until` holds (default: settled). */
+  sendAndWait(to: string, until?: (item: SentItem) => boolean): Promise<SentItem>;
+  close(): Promise<void>;
+}
+
+const settled = (item: SentItem) => !['queued', 'processing'].includes(item.status);
+
+/** A service (mail harness plus a running worker) that sends for one workspace; `env` sets its MX port, relay, rules. */
+export async function startSender(env: Record<string, string>): Promise<Sender> {
+  const h = await startMailHarness(env);
+  const tenant: Tenant = await createTenant(h, 'Sender');
+  await h.app.inject({ method: 'POST', url: '/mailboxes?address=news@mailroom.localhost', headers: bearer(tenant.apiKey) });
+  const token = (await memberSession(h, tenant.workspaceId, 'member')).token;
+  const worker: Worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
+  worker.start();
+  return {
+    h,
+    async sendAndWait(to, until = settled) {
+      const res = await h.app.inject({ method: 'POST', url: '/send', headers: bearer(tenant.apiKey), payload: { from_mailbox: 'news@mailroom.localhost', to, subject: 'Hi', body: 'Hello' } });
+      expect(res.statusCode, res.body).toBe(202);
+      const id = res.json<{ message_id: string }>().message_id;
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const sent = await h.app.inject({ method: 'GET', url: '/app/api/sent', headers: session(token) });
+        const item = sent.json<{ messages: SentItem[] }>().messages.find((m) => m.message_id === id);
+        if (item && until(item)) return item;
+        if (Date.now() > deadline) throw new Error(`message ${id} did not get there: ${JSON.stringify(item)}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+    async close() {
+      await worker.stop(2000);
+      await h.close();
+    },
+  };
+}
