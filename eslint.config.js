@@ -18,4 +18,36 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
+  {
+    // The CLI client starts in a blink only while it loads none of the server (issue 22): its code may take the
+    // server's types (erased at build) but no value. The server and admin commands in src/cli load the server
+    // with `await import()` inside their actions, which this rule does not see.
+    files: ['src/cli/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/modules/**', '**/db/**', '**/transports/**', '**/jobs/**', '**/main.js', '**/config/config.js', '**/lib/logger.js'],
+              allowTypeImports: true,
+              message: 'the CLI loads no server module at start-up: import types only, or `await import()` inside a server command',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/cli/client/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "ImportExpression[source.value=/\\/(modules|db|transports|jobs|main|config)\\b/]",
+          message: 'client commands talk to a server over HTTP and never load server modules',
+        },
+      ],
+    },
+  },
 );

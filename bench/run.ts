@@ -4,7 +4,8 @@
  *
  * Environment: BENCH_DURATION_S (10), BENCH_WARMUP_S (2), BENCH_CONNECTIONS (50),
  * BENCH_CPU_PROFILE (1: server children write .cpuprofile files to bench/results/profiles/),
- * BENCH_INBOX_MESSAGES (100000: messages in the inbox suite's mailbox), BENCH_REPEAT (1: runs of each suite; the
+ * BENCH_INBOX_MESSAGES (100000: messages in the inbox suite's mailbox), BENCH_CLI_RUNS (21: timed runs of each command
+ * in the cli suite), BENCH_REPEAT (1: runs of each suite; the
  * report gives each case's run with the median ratio),
  * MAILROOM_BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/postgres), MAILROOM_BENCH_BIN (another
  * build's bin/mailroom.js, to compare two builds).
@@ -19,6 +20,7 @@ import { ProcessGroup } from './lib/processes.js';
 import { formatTable, writeReport, type Report } from './lib/report.js';
 import { mergeRepeats } from './lib/repeat.js';
 import type { BenchSettings, Suite, SuiteResult } from './lib/suite.js';
+import { cliSuite } from './suites/cli.suite.js';
 import { httpSuite } from './suites/http.suite.js';
 import { inboxSuite } from './suites/inbox.suite.js';
 import { outboundSuite } from './suites/outbound.suite.js';
@@ -27,7 +29,7 @@ import { transactionalSuite } from './suites/transactional.suite.js';
 import { webhooksSuite } from './suites/webhooks.suite.js';
 
 /** Every suite, in the order a bare `npm run bench` runs them. Add new suites here. */
-const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, webhooksSuite];
+const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, webhooksSuite, cliSuite];
 
 const RESULTS_FILE = join(ROOT, 'bench', 'results', 'latest.json');
 const PROFILE_DIR = join(ROOT, 'bench', 'results', 'profiles');
@@ -75,6 +77,7 @@ function usage(): string {
     '             MAILROOM_BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/postgres; loopback only),',
     '             MAILROOM_BENCH_BIN (another build\'s bin/mailroom.js, e.g. in a git worktree; not rebuilt),',
     '             BENCH_INBOX_MESSAGES (100000: messages in the inbox suite\'s mailbox),',
+    '             BENCH_CLI_RUNS (21: timed runs of each command in the cli suite),',
     '             BENCH_SERVICE_ENV (\'MAILROOM_X=v …\': settings for every Mailroom child, to try a tuning),',
     '             BENCH_REPEAT (1: runs of each suite; each case reported from its run with the median ratio)',
   ].join('\n');

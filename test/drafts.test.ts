@@ -185,12 +185,57 @@ describe(`drafts (${TEST_DIALECT})`, () => {
     expect(before.created_at).toBe(draft.created_at);
   });
 
+  it('takes to, cc and bcc in every form a send takes: one address, a comma-separated list, an array (POST and PATCH)', async () => {
+    const forms: Array<[string, unknown, string[]]> = [
+      ['one address', 'One@Peer.Test', ['one@peer.test']],
+      ['a comma-separated list', 'a@peer.test, B@peer.test ,c@peer.test,a@peer.test', ['a@peer.test', 'b@peer.test', 'c@peer.test']],
+      ['a list with display names', 'Ann <ann@peer.test>, bob@peer.test', ['ann@peer.test', 'bob@peer.test']],
+      ['an array', ['x@peer.test', 'Y@peer.test'], ['x@peer.test', 'y@peer.test']],
+      ['an empty string', '', []],
+      ['an empty array', [], []],
+    ];
+    for (const [name, value, shown] of forms) {
+      const draft = await created({ mailbox: SUPPORT, to: value, cc: value, bcc: value });
+      expect({ to: draft.to, cc: draft.cc, bcc: draft.bcc }, name).toEqual({ to: shown, cc: shown, bcc: shown });
+      const other = await created({ mailbox: SUPPORT, to: ['before@peer.test'] });
+      for (const field of ['to', 'cc', 'bcc'] as const) {
+        const res = await call('PATCH', `/drafts/${other.draft_id}`, member, { [field]: value });
+        expect(res.statusCode, `PATCH ${field} ${name}: ${res.body}`).toBe(200);
+        expect(res.json<Draft>()[field], `PATCH ${field} ${name}`).toEqual(shown);
+      }
+      expect((await call('GET', `/drafts/${other.draft_id}`)).json<Draft>()).toMatchObject({ to: shown, cc: shown, bcc: shown });
+    }
+
+    const draft = await created({ mailbox: SUPPORT, to: 'keep@peer.test' });
+    const refusals: Array<[string, unknown, string]> = [
+      ['a bad address alone', 'not an address', 'invalid_recipient'],
+      ['a bad address in a list', 'ok@peer.test, nope', 'invalid_recipient'],
+      ['a bad address in an array', ['ok@peer.test', 'nope@'], 'invalid_recipient'],
+      ['51 addresses in a list', Array.from({ length: 51 }, (_, i) => `r${i}@peer.test`).join(','), 'too_many_recipients'],
+    ];
+    for (const [name, value, error] of refusals) {
+      for (const field of ['to', 'cc', 'bcc'] as const) {
+        expect(errorOf(await create({ mailbox: SUPPORT, [field]: value })), `POST ${field} ${name}`).toMatchObject({ status: 400, error });
+        expect(errorOf(await call('PATCH', `/drafts/${draft.draft_id}`, member, { [field]: value })), `PATCH ${field} ${name}`).toMatchObject({ status: 400, error });
+      }
+    }
+    expect((await call('GET', `/drafts/${draft.draft_id}`)).json<Draft>()).toEqual(draft);
+
+    // A draft written with strings sends like one written with arrays.
+    const listed = await created({ mailbox: SUPPORT, to: 'one@peer.test, two@peer.test', cc: 'three@peer.test', subject: 'Strings', body: 'x' });
+    const res = await send(listed.draft_id);
+    expect(res.statusCode, res.body).toBe(202);
+    const id = res.json<Queued>().message_id;
+    expect(await settle(id)).toBe('accepted');
+    expect(deliveredCopies(id)[0]!.recipients.sort()).toEqual(['one@peer.test', 'three@peer.test', 'two@peer.test']);
+  });
+
   it('refuses invalid input with 400 and names of other workspaces with 404', async () => {
     const draft = await created({ mailbox: SUPPORT });
     const cases: Array<[string, Record<string, unknown>, string]> = [
       ['no mailbox', { subject: 'x' }, 'invalid_request'],
       ['unknown field', { mailbox: SUPPORT, colour: 'red' }, 'invalid_request'],
-      ['to as a string', { mailbox: SUPPORT, to: 'a@peer.test' }, 'invalid_request'],
+      ['to as an object', { mailbox: SUPPORT, to: { address: 'a@peer.test' } }, 'invalid_request'],
       ['to with a number', { mailbox: SUPPORT, to: [5] }, 'invalid_request'],
       ['bad address', { mailbox: SUPPORT, to: ['not an address'] }, 'invalid_recipient'],
       ['too many in one field', { mailbox: SUPPORT, cc: Array.from({ length: 51 }, (_, i) => `r${i}@peer.test`) }, 'invalid_request'],

@@ -1,5 +1,4 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { loadConfig } from '../config/config.js';
 import { ROLES, type ProcessRole } from '../config/roles.js';
 import { registerAdminCommands } from './admin.commands.js';
 import { registerClientCommands } from './client/register.js';
@@ -41,11 +40,12 @@ export function buildProgram(): Command {
     .action(async (opts: { role?: ProcessRole[] }) => {
       let config;
       try {
-        config = loadConfig();
+        config = (await import('../config/config.js')).loadConfig();
       } catch (err) {
         failWith(err);
       }
-      // The service is loaded only by the commands that run it, so the client commands start quickly.
+      // The service (and its configuration) is loaded only by the commands that run it, so the client commands
+      // start quickly; a lint rule keeps src/cli/client from importing it (eslint.config.js).
       const [{ createLogger }, { startService }] = await Promise.all([import('../lib/logger.js'), import('../main.js')]);
       const logger = createLogger(config.logLevel);
       const roles = opts.role ?? [...ROLES];
@@ -89,8 +89,8 @@ export function buildProgram(): Command {
     .addHelpText('after', '\nExample:\n  $ MAILROOM_DATABASE_URL=postgres://localhost/mailroom mailroom migrate')
     .action(async (opts: { json?: boolean }) => {
       try {
+        const [{ loadConfig }, { createDb }, { migrateToLatest }] = await Promise.all([import('../config/config.js'), import('../db/database.js'), import('../db/migrator.js')]);
         const config = loadConfig();
-        const [{ createDb }, { migrateToLatest }] = await Promise.all([import('../db/database.js'), import('../db/migrator.js')]);
         const database = createDb(config.databaseUrl, { pgPrepare: config.pgPrepare });
         try {
           const applied = await migrateToLatest(database.db);

@@ -1,5 +1,4 @@
 import { isDomainError } from '../lib/errors.js';
-import { ConfigError } from '../config/config.js';
 
 /** Print a result as JSON (`--json`) or as `label: value` lines for a person. */
 export function printResult(result: Record<string, unknown>, json: boolean, lines: string[]): void {
@@ -9,7 +8,8 @@ export function printResult(result: Record<string, unknown>, json: boolean, line
 
 /** One clear line on stderr and a non-zero exit status; never a stack trace for expected errors. */
 export function failWith(err: unknown): never {
-  if (err instanceof ConfigError) {
+  // By name, not instanceof: the client commands never load the configuration module (it is the server's).
+  if (err instanceof Error && err.name === 'ConfigError') {
     process.stderr.write(`mailroom: ${err.message}\n`);
     process.exit(78); // EX_CONFIG
   }

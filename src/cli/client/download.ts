@@ -1,7 +1,6 @@
 import { once } from 'node:events';
 import { createWriteStream, rmSync, statSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import { CliError } from './errors.js';
 import { safeLine } from './format.js';
 import type { Download } from './http-client.js';
@@ -35,8 +34,7 @@ export interface SavedDownload {
  * in the working directory. An existing file is kept unless `force`; a half-written file is removed.
  */
 export async function saveDownload(download: Download, options: { output?: string; force?: boolean; fallbackName: string }): Promise<SavedDownload> {
-  const body = download.response.body;
-  if (!body) throw new CliError('the server sent no content');
+  const body = download.body;
   const toStdout = options.output === '-';
   let path: string | null = null;
   let sink: NodeJS.WritableStream | WriteStream = process.stdout;
@@ -47,14 +45,14 @@ export async function saveDownload(download: Download, options: { output?: strin
     try {
       await once(sink, 'open');
     } catch (err) {
-      await body.cancel();
+      body.destroy();
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new CliError(`${path} already exists; pass --force to replace it or --output to choose another name`);
       throw new CliError(`cannot write ${path}: ${(err as Error).message}`);
     }
   }
   let bytes = 0;
   try {
-    for await (const chunk of Readable.fromWeb(body)) {
+    for await (const chunk of body) {
       const buffer = chunk as Buffer;
       bytes += buffer.length;
       if (!sink.write(buffer)) await once(sink, 'drain');

@@ -138,7 +138,7 @@ export function renderFields(fields: readonly (readonly [string, string | null |
   return shown.map(([label, value]) => `${style.dim(label.padEnd(width))}  ${safeLine(value)}`);
 }
 
-const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
+const UNITS: [string, number][] = [
   ['year', 365 * 86_400_000],
   ['month', 30 * 86_400_000],
   ['day', 86_400_000],
@@ -146,7 +146,6 @@ const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
   ['minute', 60_000],
   ['second', 1000],
 ];
-const relative = new Intl.RelativeTimeFormat('en', { numeric: 'always' });
 
 /**
  * An ISO time relative to `now`: `just now`, `5 minutes ago`, `in 14 days`. Times further than 30 days
@@ -160,7 +159,13 @@ export function relativeTime(iso: string | null | undefined, now: number = Date.
   if (Math.abs(delta) < 45_000) return 'just now';
   if (delta < -30 * 86_400_000) return iso.slice(0, 10);
   for (const [unit, ms] of UNITS) {
-    if (Math.abs(delta) >= ms || unit === 'second') return relative.format(Math.round(delta / ms), unit);
+    if (Math.abs(delta) >= ms || unit === 'second') {
+      // What Intl.RelativeTimeFormat('en') says, written out: building that formatter loads ICU data, which took
+      // longer than the rest of a command's start.
+      const count = Math.abs(Math.round(delta / ms));
+      const amount = `${count} ${unit}${count === 1 ? '' : 's'}`;
+      return delta < 0 ? `${amount} ago` : `in ${amount}`;
+    }
   }
   return iso;
 }

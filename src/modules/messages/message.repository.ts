@@ -1,6 +1,7 @@
 import { sql, type ExpressionBuilder, type QueryCreator, type SelectQueryBuilder } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
+import type { DeliveryStatus } from '../sending/sending.table.js';
 import { insertRows, preparedQuery, preparedWrite, type Param } from '../../db/prepared.js';
 import type {
   AttachmentTable,
@@ -32,16 +33,32 @@ const PAGE_COLUMNS = [
 ] as const;
 
 /**
+ * An outbound message's delivery state as its views show it (contract §4: "Outbound messages add `status` and
+ * `events`"): the `outbound` row, joined as `delivery` (the delivery worker joins `outbound` under its own name).
+ * Inbound messages have no such row, and their views no such fields.
+ */
+function withDelivery<T extends QueryCreator<Database>>(db: T) {
+  return db
+    .selectFrom('messages')
+    .leftJoin('outbound as delivery', (join) => join.onRef('delivery.message_id', '=', 'messages.id').onRef('delivery.workspace_id', '=', 'messages.workspace_id'));
+}
+/** The delivery state's columns of a message row: both null for an inbound message. */
+const DELIVERY_COLUMNS = ['delivery.status as out_status', 'delivery.attempts_json as out_events'] as const;
+export type DeliveryColumns = { out_status: DeliveryStatus | null; out_events: string | null };
+
+/**
  * What a page of messages reads when it is answered as JSON text (message.views.ts, messagePageJson):
  * `head` is the JSON of every field that needs no escaping, put together by the database — ids
  * (newId's alphabet), direction and folder (fixed sets), and the columns the store writes as JSON in
- * the view's shape — so that a row is six values instead of eighteen. The fields that may need
- * escaping or formatting come as they are.
+ * the view's shape, an outbound message's status (a fixed set) and events (`attempts_json`, written by the
+ * delivery worker) — so that a row is seven values instead of twenty. The fields that may need
+ * escaping or formatting come as they are; `out_status` tells the page cache whether a delivery is still moving.
  */
 const messageJsonColumns = [
-  sql<string>`'{"message_id":"' || messages.id || '","direction":"' || messages.direction || '","folder":"' || messages.folder || '","read":' || (case when messages.read = 1 then 'true' else 'false' end) || ',"labels":' || messages.labels || ',"thread_id":"' || messages.thread_id || '","from":' || messages.from_json || ',"to":' || messages.to_json || ',"cc":' || messages.cc_json || ',"size":' || cast(messages.size as text) || ',"attachments":' || messages.attachments_json || ',"auth":' || messages.auth_json`.as(
+  sql<string>`'{"message_id":"' || messages.id || '","direction":"' || messages.direction || '","folder":"' || messages.folder || '","read":' || (case when messages.read = 1 then 'true' else 'false' end) || ',"labels":' || messages.labels || ',"thread_id":"' || messages.thread_id || '","from":' || messages.from_json || ',"to":' || messages.to_json || ',"cc":' || messages.cc_json || ',"size":' || cast(messages.size as text) || ',"attachments":' || messages.attachments_json || ',"auth":' || messages.auth_json || coalesce(',"status":"' || delivery.status || '","events":' || delivery.attempts_json, '')`.as(
     'head',
   ),
+  'delivery.status as out_status',
   'messages.subject',
   'messages.snippet',
   'messages.date',
@@ -54,7 +71,9 @@ const pageJsonColumns = [...messageJsonColumns, 'mailboxes.address as mailbox_ad
 const LIST_COLUMNS = [...PAGE_COLUMNS, 'messages.workspace_id', 'messages.mailbox_id', 'messages.envelope_json', 'messages.updated_at'] as const;
 
 export type MessageRow = MessageTable & { mailbox_address: string };
-export type MessagePageJsonRow = Pick<MessageRow, 'subject' | 'snippet' | 'date' | 'internet_message_id' | 'created_at' | 'mailbox_address'> & { head: string };
+/** A message row as the views read it (single lookups, thread views): with its delivery state. */
+export type MessageViewRow = MessageRow & DeliveryColumns;
+export type MessagePageJsonRow = Pick<MessageRow, 'subject' | 'snippet' | 'date' | 'internet_message_id' | 'created_at' | 'mailbox_address'> & { head: string; out_status: DeliveryStatus | null };
 export type MessagePageRow = Pick<MessageRow, 'id' | 'thread_id' | 'direction' | 'folder' | 'read' | 'labels' | 'from_json' | 'to_json' | 'cc_json' | 'subject' | 'snippet' | 'size' | 'date' | 'internet_message_id' | 'auth_json' | 'attachments_json' | 'created_at' | 'mailbox_address'>;
 export type ThreadRow = ThreadTable & { mailbox_address: string };
 
@@ -82,9 +101,9 @@ function bound(filter: MessageFilter): BoundFilter {
   return { mailboxId: filter.mailboxId, folder: filter.folder, label: filter.label, threadId: filter.threadId, read: readFor(filter.unread) };
 }
 
+/** Messages of the workspace with their mailbox and their delivery state (which a statement reads only if it selects it). */
 function filtered(db: QueryCreator<Database>, workspaceId: string, filter: BoundFilter) {
-  let query = db
-    .selectFrom('messages')
+  let query = withDelivery(db)
     .innerJoin('mailboxes', 'mailboxes.id', 'messages.mailbox_id')
     .where('messages.workspace_id', '=', workspaceId);
   if (filter.mailboxId !== undefined) query = query.where('messages.mailbox_id', '=', filter.mailboxId);
@@ -126,7 +145,7 @@ function newestFirst<Q extends SelectQueryBuilder<Database, 'messages', object>>
 }
 
 // A page of messages and its totals are asked by every list request (prepared: see db/prepared.ts).
-const pageRowsQuery = preparedQuery<PageParams, MessagePageRow>((db, p) => newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select(PAGE_COLUMNS), p));
+const pageRowsQuery = preparedQuery<PageParams, MessagePageRow & DeliveryColumns>((db, p) => newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select([...PAGE_COLUMNS, ...DELIVERY_COLUMNS]), p));
 const pageJsonQuery = preparedQuery<PageParams, MessagePageJsonRow>((db, p) => newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select(pageJsonColumns), p));
 /** A row of `pageWithTotals`: the JSON pieces of a message, the totals, and its mailbox's address (only when not filtered by mailbox). */
 type TotalsPageRow = Omit<MessagePageJsonRow, 'mailbox_address'> & {
@@ -172,7 +191,7 @@ const pageWithTotalsQuery = preparedQuery<PageWithTotalsParams, TotalsPageRow>((
     sums.select(sumOf('total')).$asScalar().as('total'),
     sums.select(sumOf('unread')).$asScalar().as('unread'),
   ];
-  let page = db.selectFrom('messages').where('messages.workspace_id', '=', p<string>('workspaceId'));
+  let page = withDelivery(db).where('messages.workspace_id', '=', p<string>('workspaceId'));
   if (p.has('folder')) page = page.where('messages.folder', '=', p<string>('folder'));
   if (p.has('read')) page = page.where('messages.read', '=', p<number>('read'));
   if (p.has('mailboxAddress')) {
@@ -195,8 +214,10 @@ const counterSumsQuery = preparedQuery<Omit<PageWithTotalsParams, 'read' | 'limi
 const versionOf = (mailboxId: string, modseq: number | string | null | undefined): string => `${mailboxId}:${String(modseq ?? 0)}`;
 
 // Single-message reads of the send and delivery paths (prepared: see db/prepared.ts).
-const findMessageQuery = preparedQuery<{ workspaceId: string; messageId: string }, MessageRow>((db, p) =>
-  filtered(db, p<string>('workspaceId'), {}).select(LIST_COLUMNS).where('messages.id', '=', p<string>('messageId')),
+const findMessageQuery = preparedQuery<{ workspaceId: string; messageId: string }, MessageViewRow>((db, p) =>
+  filtered(db, p<string>('workspaceId'), {})
+    .select([...LIST_COLUMNS, ...DELIVERY_COLUMNS])
+    .where('messages.id', '=', p<string>('messageId')),
 );
 /**
  * A message (list-view columns) with its raw source, as a query to narrow and extend: the delivery worker joins
@@ -391,7 +412,7 @@ export const messageRepository = {
   },
 
   /** A page of messages, newest first. */
-  listMessages: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<MessagePageRow[]> =>
+  listMessages: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<Array<MessagePageRow & DeliveryColumns>> =>
     pageRowsQuery(db, { ...bound(filter), workspaceId, limit, offset }),
   /** The same page as the pieces of its JSON text (messagePageJson). */
   listMessagesJson: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<MessagePageJsonRow[]> =>
@@ -424,9 +445,13 @@ export const messageRepository = {
   countMessages: async (db: Db, workspaceId: string, filter: MessageFilter): Promise<number> =>
     Number((await filtered(db, workspaceId, bound(filter)).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n),
   /** A thread's messages, oldest first. */
-  threadMessages: (db: Db, workspaceId: string, threadId: string): Promise<MessageRow[]> =>
-    filtered(db, workspaceId, { threadId }).select(LIST_COLUMNS).orderBy('messages.created_at', 'asc').orderBy('messages.id', 'asc').execute(),
-  findMessage: async (db: Db, workspaceId: string, messageId: string): Promise<MessageRow | undefined> => (await findMessageQuery(db, { workspaceId, messageId }))[0],
+  threadMessages: (db: Db, workspaceId: string, threadId: string): Promise<MessageViewRow[]> =>
+    filtered(db, workspaceId, { threadId })
+      .select([...LIST_COLUMNS, ...DELIVERY_COLUMNS])
+      .orderBy('messages.created_at', 'asc')
+      .orderBy('messages.id', 'asc')
+      .execute(),
+  findMessage: async (db: Db, workspaceId: string, messageId: string): Promise<MessageViewRow | undefined> => (await findMessageQuery(db, { workspaceId, messageId }))[0],
   findContent: async (db: Db, workspaceId: string, messageId: string, withRaw: boolean): Promise<Partial<MessageContentTable> | undefined> =>
     (await findContentQuery(db, { workspaceId, messageId, withRaw: withRaw ? true : undefined }))[0],
   updateMessage: (db: Db, workspaceId: string, messageId: string, values: Partial<MessageTable>) =>

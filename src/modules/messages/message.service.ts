@@ -6,7 +6,7 @@ import { invalid, notFound } from '../../lib/errors.js';
 import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
-import { messageRepository as repo, type MessageFilter, type MessageRow } from './message.repository.js';
+import { messageRepository as repo, type MessageFilter, type MessageRow, type MessageViewRow } from './message.repository.js';
 import {
   FOLDERS,
   LABEL_PATTERN,
@@ -71,6 +71,9 @@ function checkLabels(labels: readonly string[] | undefined): string[] {
   return list;
 }
 
+/** Whether a row's delivery may still change: only `queued` and `processing` lead anywhere (contract §5). */
+const deliveryMoving = (row: { out_status: string | null }): boolean => row.out_status === 'queued' || row.out_status === 'processing';
+
 const messageNotFound = (id: string) => notFound('message_not_found', `no message ${id}`);
 const mailboxNotFound = (address: string | undefined) => notFound('mailbox_not_found', `no mailbox ${address}`);
 
@@ -84,7 +87,7 @@ export function createMessageService({ db, clock, dialect, pages = createPageCac
     return mailbox.id;
   }
 
-  async function findMessage(conn: Db, tenant: TenantContext, messageId: string): Promise<MessageRow> {
+  async function findMessage(conn: Db, tenant: TenantContext, messageId: string): Promise<MessageViewRow> {
     const row = await repo.findMessage(conn, tenant.workspaceId, messageId);
     if (!row) throw messageNotFound(messageId);
     return row;
@@ -161,7 +164,9 @@ export function createMessageService({ db, clock, dialect, pages = createPageCac
         if (!page.mailboxFound) throw mailboxNotFound(query.mailbox);
         const total = query.unread === undefined ? page.total : query.unread ? page.unread : page.total - page.unread;
         const json = Buffer.from(messagePageJson(page.rows, total, query.limit, query.offset), 'utf8');
-        if (key !== undefined && page.version !== undefined) pages.set(key, page.version, json);
+        // A delivery on its way changes its message's status and events without changing the version: such a page
+        // is not kept (decision 216).
+        if (key !== undefined && page.version !== undefined && !page.rows.some(deliveryMoving)) pages.set(key, page.version, json);
         return { json };
       }
       const filter: MessageFilter = { mailboxId: await mailboxId(tenant, query.mailbox), folder, label: query.label, threadId: query.thread_id, unread: query.unread };

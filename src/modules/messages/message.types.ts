@@ -1,3 +1,4 @@
+import type { DeliveryStatus } from '../sending/sending.table.js';
 import type { AddressView } from './mime.js';
 
 /** Contract §4: the folders a message can be in. */
@@ -23,6 +24,18 @@ export interface AttachmentView {
   content_id?: string | null;
 }
 
+/**
+ * One delivery attempt of an outbound message, oldest first: an SMTP transaction, or a route lookup that found no
+ * mail host (`no_route`). The same entries as `attempts` in `GET /app/api/sent` (decision 215).
+ */
+export interface DeliveryEvent {
+  at: string;
+  mx: string | null;
+  recipients: string[];
+  outcome: string;
+  response: string;
+}
+
 /** A message as lists show it (contract §4). */
 export interface MessageListView {
   message_id: string;
@@ -43,6 +56,9 @@ export interface MessageListView {
   auth: AuthSummary;
   internet_message_id: string | null;
   created_at: string;
+  /** Outbound messages only (contract §4): the delivery status (section 5) and what each attempt met. */
+  status?: DeliveryStatus;
+  events?: DeliveryEvent[];
 }
 
 /** The single-message view adds the bodies and headers. */

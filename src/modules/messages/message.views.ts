@@ -1,14 +1,17 @@
 import { iso } from '../../lib/clock.js';
 import { jsonString } from '../../lib/json-string.js';
-import type { AttachmentView, AuthSummary, MessageListView, ThreadView } from './message.types.js';
-import type { MessagePageJsonRow, MessagePageRow, ThreadRow } from './message.repository.js';
+import type { AttachmentView, AuthSummary, DeliveryEvent, MessageListView, ThreadView } from './message.types.js';
+import type { DeliveryColumns, MessagePageJsonRow, MessagePageRow, ThreadRow } from './message.repository.js';
 import type { AddressView } from './mime.js';
 
 const parse = <T>(text: string): T => JSON.parse(text) as T;
 
-/** A message row → the API's list view. */
-export function toMessageListView(row: MessagePageRow): MessageListView {
-  return {
+/**
+ * A message row → the API's list view; with the row's delivery state (read by the views' queries, see
+ * message.repository.ts DELIVERY_COLUMNS), an outbound message's view adds `status` and `events`.
+ */
+export function toMessageListView(row: MessagePageRow & Partial<DeliveryColumns>): MessageListView {
+  const view: MessageListView = {
     message_id: row.id,
     mailbox: row.mailbox_address,
     direction: row.direction,
@@ -28,6 +31,11 @@ export function toMessageListView(row: MessagePageRow): MessageListView {
     internet_message_id: row.internet_message_id,
     created_at: iso(row.created_at),
   };
+  if (row.out_status != null) {
+    view.status = row.out_status;
+    view.events = parse<DeliveryEvent[]>(row.out_events ?? '[]');
+  }
+  return view;
 }
 
 export function toThreadView(row: ThreadRow): ThreadView {

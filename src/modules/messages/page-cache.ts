@@ -13,6 +13,9 @@
  *   request that reads the same version would read the same page.
  * - The mailbox id is part of the version: a mailbox deleted and created again at its address starts its
  *   modseqs anew.
+ * - An outbound message's delivery `status` and `events` change without a modseq: a page showing a delivery
+ *   that is still `queued` or `processing` is never kept (MessageService.list), and a final one does not change.
+ *   Whatever changes a final delivery state must raise the folder's modseq.
  * Each process keeps its own pages; the version is read from the database on every request, so changes
  * made by any process (an smtp role storing mail, another api role moving it) are seen at once.
  */

@@ -28,12 +28,15 @@ export interface DraftView {
   updated_at: string;
 }
 
-/** The fields a draft is made of; on update, only those present change (null clears `html` and `in_reply_to`). */
+/**
+ * The fields a draft is made of; on update, only those present change (null clears `html` and `in_reply_to`).
+ * Recipients come in every form a send takes them (`parseRecipients`: one address, a comma-separated list, an array).
+ */
 export interface DraftInput {
   mailbox?: string | undefined;
-  to?: string[] | undefined;
-  cc?: string[] | undefined;
-  bcc?: string[] | undefined;
+  to?: string | string[] | undefined;
+  cc?: string | string[] | undefined;
+  bcc?: string | string[] | undefined;
   subject?: string | undefined;
   body?: string | undefined;
   html?: string | null | undefined;

@@ -87,6 +87,14 @@ const AttachmentSchema = Type.Object({
   inline: Type.Boolean(),
   content_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
 });
+/** One delivery attempt of an outbound message (message.types.ts DeliveryEvent). */
+const DeliveryEventSchema = Type.Object({
+  at: Type.String({ format: 'date-time' }),
+  mx: Type.Union([Type.String(), Type.Null()]),
+  recipients: Type.Array(Type.String()),
+  outcome: Type.String({ description: 'sent, rejected, deferred, ambiguous or no_route' }),
+  response: Type.String(),
+});
 const messageListProperties = {
   message_id: Type.String(),
   mailbox: Type.String(),
@@ -106,6 +114,12 @@ const messageListProperties = {
   auth: Type.Object({ spf: Type.String(), dkim: Type.String(), dmarc: Type.String() }),
   internet_message_id: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String(),
+  status: Type.Optional(
+    Type.Union([Type.Literal('queued'), Type.Literal('processing'), Type.Literal('accepted'), Type.Literal('failed'), Type.Literal('unknown')], {
+      description: 'outbound messages only: the delivery status',
+    }),
+  ),
+  events: Type.Optional(Type.Array(DeliveryEventSchema, { description: 'outbound messages only: each delivery attempt, oldest first' })),
 };
 export const MessageListItem = Type.Object(messageListProperties, { $id: 'MessageListItem' });
 export const MessageDetail = Type.Object(

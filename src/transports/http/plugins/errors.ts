@@ -52,6 +52,16 @@ function describeValidation(context: string | undefined, issue: ValidationIssue 
   return `${where} ${issue.message ?? 'is invalid'}`;
 }
 
+/**
+ * The issue to report. A value that fits none of a union's forms (`to`: a string or an array) fails every form; the
+ * form it was meant as is the one whose type it has, so the issue that is not about the type says what is wrong
+ * (`must NOT have more than 50 items` rather than `must be string`).
+ */
+function firstIssue(issues: readonly ValidationIssue[]): ValidationIssue | undefined {
+  if (!issues.some((i) => i.keyword === 'anyOf')) return issues[0];
+  return issues.find((i) => i.keyword !== 'type' && i.keyword !== 'anyOf') ?? issues[0];
+}
+
 type ErrorBody = { error: string; detail: string };
 
 /** Map any error to `{error, detail}` and a status; a 5xx never carries internals. */
@@ -61,7 +71,7 @@ export function toHttpError(err: unknown, requestId: string): { status: number; 
   }
   const e = err as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
   if (e.validation) {
-    return { status: 400, body: { error: 'invalid_request', detail: describeValidation(e.validationContext, e.validation[0]) } };
+    return { status: 400, body: { error: 'invalid_request', detail: describeValidation(e.validationContext, firstIssue(e.validation)) } };
   }
   const known = e.code ? FASTIFY_CODES[e.code] : undefined;
   if (known) return { status: known.status, body: { error: known.error, detail: known.detail ?? e.message } };

@@ -1,12 +1,13 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import type { DraftService } from '../../../modules/sending/draft.service.js';
-import { MAX_RECIPIENTS } from '../../../modules/sending/recipients.js';
 import { MAX_BODY_LENGTH } from '../../../modules/sending/sending.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { Email, Limit, Offset, OkResponse, ResourceId, errors } from '../schemas.js';
+import { recipientsSchema } from './sending.routes.js';
 
-const Addresses = Type.Array(Email, { maxItems: MAX_RECIPIENTS, description: 'addresses, stored lower-case' });
+/** As a send takes them (one address, a comma list, an array); stored and shown as an array, lower-case. */
+const Addresses = recipientsSchema(0);
 const fields = {
   to: Addresses,
   cc: Addresses,

@@ -1,11 +1,24 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
+import { MAX_RECIPIENTS } from '../../../modules/sending/recipients.js';
 import type { SendingService } from '../../../modules/sending/sending.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { Email, Limit, Offset, errors } from '../schemas.js';
 
-/** `to`, `cc`, `bcc`: one address, a comma list, or an array of 1–50 (contract §4 Sending). */
-export const Recipients = Type.Union([Type.String({ minLength: 3, maxLength: 50 * 256 }), Type.Array(Type.String({ minLength: 3, maxLength: 254 }), { minItems: 1, maxItems: 50 })]);
+/** Characters of a comma-separated recipient list: MAX_RECIPIENTS addresses of up to 254 characters and their separators. */
+const RECIPIENT_LIST_MAX_CHARS = MAX_RECIPIENTS * 256;
+
+/**
+ * `to`, `cc`, `bcc`: one address, a comma list, or an array of up to 50 (contract §4 Sending), as `parseRecipients`
+ * reads them. A send needs at least one (`minimum` 1); a draft may have none yet (0: `""` and `[]` clear the field).
+ */
+export function recipientsSchema(minimum: 0 | 1) {
+  return Type.Union([
+    Type.String({ minLength: minimum === 1 ? 3 : 0, maxLength: RECIPIENT_LIST_MAX_CHARS }),
+    Type.Array(Type.String({ minLength: 3, maxLength: 254 }), { minItems: minimum, maxItems: MAX_RECIPIENTS }),
+  ]);
+}
+export const Recipients = recipientsSchema(1);
 export const SendBody = Type.Object(
   {
     from_mailbox: Email,
