@@ -102,7 +102,7 @@ describe(`delivery status and events in every message view (${TEST_DIALECT})`, (
       if (Date.now() > deadline) throw new Error(`not delivered: ${JSON.stringify(await get<View>(`/messages/${sentId}`))}`);
       await new Promise((r) => setTimeout(r, 25));
     }
-    expect(peer.accepted.filter((m) => m.mailFrom === `bounces+${sentId}@mailroom.localhost`)).toHaveLength(1);
+    expect(peer.accepted.filter((m) => m.mailFrom === h.services.returnPaths.address(sentId))).toHaveLength(1);
     for (const [name, view] of await views(sentId, 'sent')) {
       expect(view.status, name).toBe('accepted');
       expect(view.events, name).toEqual([
