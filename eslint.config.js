@@ -1,6 +1,7 @@
 // Lint with type information; warnings fail (`--max-warnings 0`).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import regexp from 'eslint-plugin-regexp';
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', 'bin/', 'eslint.config.js'] },
@@ -16,6 +17,15 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/require-await': 'off',
       'no-console': 'off',
+    },
+  },
+  {
+    // Message content is attacker input: no pattern over it may backtrack super-linearly (issue 22).
+    files: ['src/**/*.ts'],
+    plugins: { regexp },
+    rules: {
+      'regexp/no-super-linear-backtracking': 'error',
+      'regexp/no-super-linear-move': 'error',
     },
   },
 );

@@ -1,3 +1,4 @@
+import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker, type WorkerOptions } from 'node:worker_threads';
 import { Piscina } from 'piscina';
@@ -24,6 +25,12 @@ export interface ThreadPoolOptions<T, R> {
   inProcess: (task: T) => Promise<R>;
   /** Turn what came back through structured clone into what callers expect (Uint8Array → Buffer). */
   revive?: (result: R) => R;
+  /**
+   * A time limit per task, counted from when a thread takes it, with the answer for a task that passes it.
+   * Its thread is then stopped (a task stuck in CPU work cannot be interrupted otherwise) and replaced; the
+   * other tasks it was running are run again, and the late task never is (it would stop the next thread too).
+   */
+  timeLimit?: { ms: number; onTimeout: (task: T) => R };
 }
 
 export interface ThreadPool<T, R> {
@@ -36,7 +43,7 @@ export interface ThreadPool<T, R> {
 function workerEntry(near: string, worker: string): { filename: string; execArgv?: string[] } {
   const here = fileURLToPath(near);
   const fromSource = here.endsWith('.ts');
-  const filename = here.replace(/[^/\\]+\.(ts|js)$/, `${worker}.${fromSource ? 'ts' : 'js'}`);
+  const filename = join(dirname(here), `${worker}.${fromSource ? 'ts' : 'js'}`);
   return fromSource ? { filename, execArgv: [...process.execArgv, '--import', 'tsx'] } : { filename };
 }
 
@@ -82,10 +89,52 @@ export function createThreadPool<T, R>(options: ThreadPoolOptions<T, R>): Thread
     return created;
   }
 
+  /**
+   * Tasks handed to the threads at once when there is a time limit: no more than they run side by side, so
+   * that a task's time starts when a thread takes it; the others wait here, in order.
+   */
+  const capacity = options.threads * options.tasksPerThread;
+  let running = 0;
+  const waiting: Array<() => void> = [];
+
+  async function runWithin(task: T, limit: NonNullable<ThreadPoolOptions<T, R>['timeLimit']>, retried = false): Promise<R> {
+    if (closed || !pool) return options.inProcess(task);
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new Error(`${options.what} task passed its time limit of ${limit.ms} ms`)), limit.ms);
+    try {
+      const result = await pool.run(task, { signal: controller.signal });
+      return options.revive ? options.revive(result) : result;
+    } catch (err) {
+      if (controller.signal.aborted) {
+        options.logger.warn({ limitMs: limit.ms }, `${options.what} task passed its time limit; its thread is replaced and its result given up`);
+        return limit.onTimeout(task);
+      }
+      // Most often its thread was stopped for another task's time limit: this task is not at fault.
+      if (!retried) return runWithin(task, limit, true);
+      options.logger.error({ err }, `${options.what} thread failed; doing the work in the calling thread`);
+      return options.inProcess(task);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   return {
     async run(task) {
       if (closed) return options.inProcess(task);
       pool ??= start();
+      const limit = options.timeLimit;
+      if (limit) {
+        // A finishing task hands its place straight to the first waiting one.
+        if (running < capacity) running += 1;
+        else await new Promise<void>((resolve) => waiting.push(resolve));
+        try {
+          return await runWithin(task, limit);
+        } finally {
+          const next = waiting.shift();
+          if (next) next();
+          else running -= 1;
+        }
+      }
       try {
         const result = await pool.run(task);
         return options.revive ? options.revive(result) : result;

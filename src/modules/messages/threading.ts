@@ -3,7 +3,9 @@ export const SUBJECT_THREAD_WINDOW_MS = 30 * 86_400_000;
 
 // Reply/forward prefixes in the languages mail clients commonly add, with optional counters
 // ("Re[2]:", "RE: RE:") and list tags ("[team] Re: …").
-const PREFIX = /^\s*(?:\[[^\]]{1,40}\]\s*)?(?:re|fw|fwd|aw|wg|sv|vs|antw|ref|rif|tr|odp|r|enc|res)\s*(?:\[\d+\]|\(\d+\))?\s*[:：]\s*/i;
+// White space is matched once between the word and the colon (a counter may stand in it), so that no two
+// `\s*` compete for the same run.
+const PREFIX = /^\s*(?:\[[^\]]{1,40}\]\s*)?(?:re|fw|fwd|aw|wg|sv|vs|antw|ref|rif|tr|odp|r|enc|res)\s*(?:(?:\[\d+\]|\(\d+\))\s*)?[:：]\s*/i;
 
 /** The subject with reply/forward prefixes removed, white space folded, lower-cased: threads compare by this. */
 export function normalizeSubject(subject: string): string {
