@@ -41,8 +41,12 @@ export const MAX_SUBJECT_LENGTH = 998;
 /** Headers kept in the single-message view (the raw source keeps everything). */
 const MAX_HEADERS = 500;
 const MAX_HEADER_VALUE = 8192;
-/** postal-mime refuses a message whose headers pass this; we then salvage what we can. */
-const MAX_HEADERS_SIZE = 4 * 1024 * 1024;
+/**
+ * postal-mime refuses a message whose headers (of all its parts together) pass this; we then salvage what we
+ * can, from values cut to MAX_HEADER_VALUE. Its address parser is linear but slow (a megabyte of `a,` in To
+ * took about 2 s), so that work is bounded here.
+ */
+const MAX_HEADERS_SIZE = 1024 * 1024;
 /** Contract §4: at most this many MIME parts of an inbound message are kept as attachments (the raw source keeps all). */
 export const MAX_ATTACHMENTS = 1000;
 /**
