@@ -26,9 +26,9 @@ export interface ThreadPoolOptions<T, R> {
   /** Turn what came back through structured clone into what callers expect (Uint8Array → Buffer). */
   revive?: (result: R) => R;
   /**
-   * A time limit per task, counted from when a thread takes it, with the answer for a task that passes it.
-   * Its thread is then stopped (a task stuck in CPU work cannot be interrupted otherwise) and replaced; the
-   * other tasks it was running are run again, and the late task never is (it would stop the next thread too).
+   * A time limit per task, counted from when a thread takes it, with the answer for a task that passes it. A
+   * thread stuck in one task's CPU work (which cannot be interrupted otherwise) is stopped and replaced, and
+   * the tasks it held run again alone, where one past its limit gets `onTimeout` (see createTimedRunner).
    * The worker module's task function must then be wrapped in `timedTask`.
    */
   timeLimit?: { ms: number; onTimeout: (task: T) => R };
@@ -185,6 +185,7 @@ function createTimedRunner<T, R>(options: ThreadPoolOptions<T, R>, shared: () =>
   let alone: Piscina<unknown, R> | null = null;
   const revive = (result: R) => (options.revive ? options.revive(result) : result);
 
+  /** Stop every thread with a task stalled or past its limit, and mark the tasks it held to be run again alone. */
   function stopStuck(): void {
     const now = Date.now();
     const stuck = new Set<number>();
@@ -200,28 +201,6 @@ function createTimedRunner<T, R>(options: ThreadPoolOptions<T, R>, shared: () =>
     for (const worker of shared()?.threads ?? []) if (stuck.has(worker.threadId)) void worker.terminate();
   }
 
-  async function runAlone(task: T): Promise<R> {
-    alone ??= startPiscina(options, options.tasksPerThread, 1, ALONE_IDLE_MS);
-    const slot: TaskSlot = new Float64Array(new SharedArrayBuffer(SLOT_BYTES));
-    // Piscina stops the thread of an aborted task. The time counts from when a thread takes the task (a new thread takes a while to start).
-    const abort = new AbortController();
-    let startedAt: number | null = null;
-    const timer = setInterval(() => {
-      if (slot[0] !== 0) startedAt ??= Date.now();
-      if (startedAt !== null && Date.now() - startedAt > limit.ms) abort.abort();
-    }, HEARTBEAT_MS);
-    try {
-      const posted: TimedTask<T> = { task, slot: slot.buffer as SharedArrayBuffer };
-      return revive(await alone.run(posted, { signal: abort.signal }));
-    } catch (err) {
-      if (!abort.signal.aborted) throw err;
-      options.logger.warn({ limitMs: limit.ms }, `${options.what} task passed its time limit; its result is given up`);
-      return limit.onTimeout(task);
-    } finally {
-      clearInterval(timer);
-    }
-  }
-
   return {
     async run(task: T): Promise<R> {
       const pool = shared();
@@ -234,7 +213,10 @@ function createTimedRunner<T, R>(options: ThreadPoolOptions<T, R>, shared: () =>
         return revive(await pool.run(posted));
       } catch (err) {
         // Moved, or given to the stopped thread before it could start it (or its thread failed otherwise): once more, alone.
-        if (shared()) return await runAlone(task).catch((failed: unknown) => failedThread(failed, task));
+        if (shared()) {
+          alone ??= startPiscina(options, options.tasksPerThread, 1, ALONE_IDLE_MS);
+          return await runAlone(alone, task, options).catch((failed: unknown) => failedThread(failed, task));
+        }
         return failedThread(err, task);
       } finally {
         watched.delete(watching);
@@ -254,5 +236,31 @@ function createTimedRunner<T, R>(options: ThreadPoolOptions<T, R>, shared: () =>
   function failedThread(err: unknown, task: T): Promise<R> {
     options.logger.error({ err }, `${options.what} thread failed; doing the work in the calling thread`);
     return options.inProcess(task);
+  }
+}
+
+/**
+ * One task on a thread of its own (`alone`: one task per thread), under the time limit counted from when the
+ * thread takes it (a new thread takes a while to start). Piscina stops the thread of an aborted task.
+ */
+async function runAlone<T, R>(alone: Piscina<unknown, R>, task: T, options: ThreadPoolOptions<T, R>): Promise<R> {
+  const limit = options.timeLimit!;
+  const slot: TaskSlot = new Float64Array(new SharedArrayBuffer(SLOT_BYTES));
+  const abort = new AbortController();
+  let startedAt: number | null = null;
+  const timer = setInterval(() => {
+    if (slot[0] !== 0) startedAt ??= Date.now();
+    if (startedAt !== null && Date.now() - startedAt > limit.ms) abort.abort();
+  }, HEARTBEAT_MS);
+  try {
+    const posted: TimedTask<T> = { task, slot: slot.buffer as SharedArrayBuffer };
+    const result = await alone.run(posted, { signal: abort.signal });
+    return options.revive ? options.revive(result) : result;
+  } catch (err) {
+    if (!abort.signal.aborted) throw err;
+    options.logger.warn({ limitMs: limit.ms }, `${options.what} task passed its time limit; its result is given up`);
+    return limit.onTimeout(task);
+  } finally {
+    clearInterval(timer);
   }
 }
