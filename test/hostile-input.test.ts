@@ -121,6 +121,33 @@ describe(`hostile input over SMTP (${TEST_DIALECT})`, () => {
     expect(message.headers[0]!.value).toMatch(/^mx\.mailroom\.test; dkim=none \(not checked: header block over \d+ (lines|bytes)\)/);
   });
 
+  it('stores a subject, Message-ID and References of 998 random non-ASCII characters each (index entries have a size limit)', async () => {
+    let seed = 22;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed;
+    };
+    // CJK characters in random order: three bytes each in UTF-8, and nothing a compressor could shrink.
+    const wide = (n: number) => Array.from({ length: n }, () => String.fromCodePoint(0x4e00 + (random() % 20000))).join('');
+    const encoded = (text: string) => `=?UTF-8?B?${Buffer.from(text).toString('base64')}?=`;
+    const id = wide(990);
+    const raw = [
+      'From: wide@sender.test',
+      'To: target@mailroom.localhost',
+      `Subject: ${encoded(wide(998))}`,
+      `Message-ID: <${id}@x>`,
+      `References: <${wide(990)}@x> <${wide(990)}@y>`,
+      'Content-Type: text/plain; charset=utf-8',
+      '',
+      wide(300),
+      '',
+    ].join('\r\n');
+    for (const round of [1, 2]) {
+      const { response } = await h.sendRaw(Buffer.from(raw), { from: 'wide@sender.test', to: ['target@mailroom.localhost'] });
+      expect(response, `round ${round}`).toMatch(/^250 /);
+    }
+  });
+
   it(`keeps ${MAX_ATTACHMENTS} of 50,000 MIME parts as attachments and the raw message whole (250, never 451)`, async () => {
     const parts = Array.from({ length: 50_000 }, (_, i) => `--b\r\nContent-Type: application/x-part\r\n\r\n${i}\r\n`);
     const raw = `From: parts@sender.test\r\nTo: target@mailroom.localhost\r\nSubject: many parts\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary="b"\r\n\r\n${parts.join('')}--b--\r\n`;

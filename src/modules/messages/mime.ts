@@ -99,8 +99,15 @@ export function messageIds(value: string | undefined | null): string[] {
   if (!value) return [];
   const bracketed = value.match(/<[^<>\s]+>/g);
   const ids = bracketed ? bracketed.map((id) => id.slice(1, -1)) : value.split(/\s+/);
-  return ids.map((id) => storable(id.trim().toLowerCase())).filter((id) => id.length > 0 && id.length <= 998);
+  return ids.map((id) => storable(id.trim().toLowerCase())).filter((id) => id.length > 0 && Buffer.byteLength(id) <= MAX_MESSAGE_ID_BYTES);
 }
+
+/**
+ * Longest Message-ID kept, in UTF-8 bytes (RFC 5322 §2.1.1's line length). Counted in bytes, not characters:
+ * a thread key is part of a PostgreSQL index entry, which may not pass 2,704 bytes, and 998 characters of
+ * non-ASCII text can (the store would then fail on every retry).
+ */
+export const MAX_MESSAGE_ID_BYTES = 998;
 
 function parseDate(value: string | undefined): number | null {
   if (!value) return null;
