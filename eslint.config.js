@@ -1,6 +1,7 @@
 // Lint with type information; warnings fail (`--max-warnings 0`).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import regexp from 'eslint-plugin-regexp';
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', 'bin/', 'eslint.config.js'] },
@@ -48,6 +49,15 @@ export default tseslint.config(
           message: 'client commands talk to a server over HTTP and never load server modules',
         },
       ],
+    },
+  },
+  {
+    // Message content is attacker input: no pattern over it may backtrack super-linearly (issue 22).
+    files: ['src/**/*.ts'],
+    plugins: { regexp },
+    rules: {
+      'regexp/no-super-linear-backtracking': 'error',
+      'regexp/no-super-linear-move': 'error',
     },
   },
 );

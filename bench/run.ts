@@ -21,6 +21,7 @@ import { formatTable, writeReport, type Report } from './lib/report.js';
 import { mergeRepeats } from './lib/repeat.js';
 import type { BenchSettings, Suite, SuiteResult } from './lib/suite.js';
 import { cliSuite } from './suites/cli.suite.js';
+import { hostileSuite } from './suites/hostile.suite.js';
 import { httpSuite } from './suites/http.suite.js';
 import { inboxSuite } from './suites/inbox.suite.js';
 import { outboundSuite } from './suites/outbound.suite.js';
@@ -29,7 +30,7 @@ import { transactionalSuite } from './suites/transactional.suite.js';
 import { webhooksSuite } from './suites/webhooks.suite.js';
 
 /** Every suite, in the order a bare `npm run bench` runs them. Add new suites here. */
-const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, webhooksSuite, cliSuite];
+const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, webhooksSuite, hostileSuite, cliSuite];
 
 const RESULTS_FILE = join(ROOT, 'bench', 'results', 'latest.json');
 const PROFILE_DIR = join(ROOT, 'bench', 'results', 'profiles');

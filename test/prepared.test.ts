@@ -110,4 +110,12 @@ describe(`prepared statements (${TEST_DIALECT})`, () => {
     expect(await ids({ type: undefined, after: undefined })).toEqual(['evt_pe_1', 'evt_pe_2', 'evt_pe_3']);
     expect(await ids({ type: 'message.sent' })).toEqual(['evt_pe_1']);
   });
+
+  it('splits a row list longer than one statement binds (SQLite refuses 32,766 values, PostgreSQL 65,535)', async () => {
+    // 14,000 rows of 5 values: 70,000 values, past both limits in one statement.
+    const rows = Array.from({ length: 14_000 }, (_, i) => row(`evt_pm_${String(i).padStart(5, '0')}`, i));
+    await insertRows(db(), 'events', rows);
+    const stored = await db().selectFrom('events').select((eb) => eb.fn.countAll<number>().as('n')).where('id', 'like', 'evt_pm_%').executeTakeFirstOrThrow();
+    expect(Number(stored.n)).toBe(14_000);
+  });
 });

@@ -62,6 +62,18 @@ const sameValues = (a: readonly unknown[], b: readonly unknown[]) => a.length ==
  */
 export async function insertRows<T extends keyof Database>(db: Db, table: T, rows: readonly Row<T>[], options: { ignoreConflicts?: boolean } = {}): Promise<void> {
   if (rows.length === 0) return;
+  // One statement binds at most MAX_BOUND_VALUES: more rows go in several statements of the same shape.
+  const perStatement = Math.max(1, Math.floor(MAX_BOUND_VALUES / Object.keys(rows[0]!).length));
+  for (let start = 0; start < rows.length; start += perStatement) await insertChunk(db, table, rows.length <= perStatement ? rows : rows.slice(start, start + perStatement), options);
+}
+
+/**
+ * Values bound in one INSERT: SQLite refuses more than 32,766 (SQLITE_MAX_VARIABLE_NUMBER) and PostgreSQL
+ * more than 65,535 parameters in a statement ("too many SQL variables"), so a long row list is split below both.
+ */
+export const MAX_BOUND_VALUES = 16_000;
+
+async function insertChunk<T extends keyof Database>(db: Db, table: T, rows: readonly Row<T>[], options: { ignoreConflicts?: boolean }): Promise<void> {
   const plain = rows as readonly Record<string, unknown>[];
   const columns = columnsOf(plain);
   const build = () => {

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { CliError } from './errors.js';
+import { trimEnd } from './format.js';
 import { collect } from './options.js';
 import { readTextFile } from './prompt.js';
 
@@ -81,10 +82,7 @@ export function parseDraftText(text: string): EditableDraft {
     if (key === 'subject') draft.subject = value.trim();
     else draft[key] = collect(value);
   }
-  draft.body = lines
-    .slice(i + 1)
-    .join('\n')
-    .replace(/\n+$/, '');
+  draft.body = trimEnd(lines.slice(i + 1).join('\n'), '\n');
   return draft;
 }
 

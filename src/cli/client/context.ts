@@ -75,7 +75,7 @@ export function reportError(err: unknown): number {
   if (err instanceof ApiError) message = `${err.status} ${err.code}: ${err.detail}${hint(err)}`;
   else if (err instanceof Error) message = err.message;
   else message = String(err);
-  process.stderr.write(`${style.red('error:')} ${message.replace(/\s*\n\s*/g, ' ')}\n`);
+  process.stderr.write(`${style.red('error:')} ${message.split('\n').map((line) => line.trim()).filter((line) => line !== '').join(' ')}\n`);
   if (process.env.MAILROOM_DEBUG && err instanceof Error && !(err instanceof CliError) && !(err instanceof ApiError)) {
     process.stderr.write(`${err.stack ?? ''}\n`);
   }

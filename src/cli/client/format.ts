@@ -46,6 +46,16 @@ export function safeText(text: string): string {
   return text.replace(/\r\n?/g, '\n').replace(UNSAFE, '\ufffd');
 }
 
+/**
+ * `text` without the run of `char` at its end. A loop rather than `/\n+$/`, which a regex engine tries
+ * from every `char` of the text: quadratic on text made of them.
+ */
+export function trimEnd(text: string, char: string): string {
+  let end = text.length;
+  while (end > 0 && text[end - 1] === char) end -= 1;
+  return text.slice(0, end);
+}
+
 /** Text from the server made safe for one table cell or one line: whitespace runs become one space. */
 export function safeLine(text: string): string {
   return safeText(text).replace(/\s+/g, ' ').trim();

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { ApiError, CliError } from './errors.js';
+import { trimEnd } from './format.js';
 
 /** How long the client waits for a server's answer to start (a download may then take as long as it takes). */
 export const REQUEST_TIMEOUT_MS = 30_000;
@@ -45,7 +46,7 @@ export function normaliseServer(value: string, from = '--server'): string {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CliError(`${from} must be an http:// or https:// URL, not '${value}'`);
   if (url.username || url.password) throw new CliError(`${from} must not carry a user name or password`);
   if (url.search || url.hash) throw new CliError(`${from} must not have a query or a fragment`);
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  return `${url.origin}${trimEnd(url.pathname, '/')}`;
 }
 
 /** Encode one path segment (ids, addresses, list entries with slashes). */
@@ -95,7 +96,8 @@ function refusal(status: number, statusText: string, text: string): ApiError {
 /** Parse the value of Content-Disposition for its file name (RFC 6266: `filename*` wins over `filename`). */
 export function dispositionFilename(header: string | null): string | null {
   if (!header) return null;
-  const extended = /filename\*\s*=\s*([^']*)'[^']*'([^;]+)/i.exec(header);
+  // The charset (group 1) is read from the first non-space after `=`, so that no two quantifiers share the spaces.
+  const extended = /filename\*\s*=\s*([^'\s][^']*|)'[^']*'([^;]+)/i.exec(header);
   if (extended?.[2]) {
     try {
       return decodeURIComponent(extended[2].trim());

@@ -1,5 +1,5 @@
 import type { Attachment, Message, MessageDetail, ThreadDetail } from './api.types.js';
-import { formatAddress, formatBytes, relativeTime, renderFields, renderTable, safeText, type Style } from './format.js';
+import { formatAddress, formatBytes, relativeTime, renderFields, renderTable, safeText, trimEnd, type Style } from './format.js';
 
 // Human views shared by more than one command (a message list is also a thread's body).
 
@@ -73,7 +73,7 @@ export function messageView(m: MessageDetail, style: Style, options: { html?: bo
   let body: string;
   if (options.html) body = m.html ?? '(this message has no HTML body)';
   else body = m.text ?? (m.html !== null ? '(this message has only an HTML body: --html shows it)' : '(no body)');
-  lines.push('', safeText(body).replace(/\n+$/, ''));
+  lines.push('', trimEnd(safeText(body), '\n'));
   return lines;
 }
 

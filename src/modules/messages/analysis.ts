@@ -16,7 +16,7 @@ export interface MessageAnalyzer {
 }
 
 /** Header lines as `{name, value}` pairs, unfolded (RFC 5322 §2.2.3). */
-function headerPairs(lines: string): Array<{ name: string; value: string }> {
+export function headerPairs(lines: string): Array<{ name: string; value: string }> {
   return lines
     .split(/\r?\n(?![ \t])/)
     .filter((line) => line.includes(':'))

@@ -4,7 +4,7 @@
  */
 import { BufferBlob } from '../../lib/buffer-blob.js';
 import { cachingResolver, createDnsResolver } from '../../lib/dns.js';
-import { asBuffer } from '../../lib/thread-pool.js';
+import { asBuffer, timedTask } from '../../lib/thread-pool.js';
 import { analyzeMessage, type Analysis } from './analysis.js';
 import { createMailauthAuthenticator } from './authentication.js';
 import type { AnalysisTask, AnalysisWorkerData } from './analysis-pool.js';
@@ -16,6 +16,5 @@ BufferBlob.install();
 const settings = workerData as AnalysisWorkerData;
 const authenticator = createMailauthAuthenticator({ resolve: cachingResolver(createDnsResolver(settings.dnsServers)), hostname: settings.hostname });
 
-export default function analyze(task: AnalysisTask): Promise<Analysis> {
-  return analyzeMessage(asBuffer(task.raw), task.context, authenticator);
-}
+// The pool gives each message a time limit (analysis-pool.ts), which needs to know the thread that started it.
+export default timedTask((task: AnalysisTask): Promise<Analysis> => analyzeMessage(asBuffer(task.raw), task.context, authenticator));

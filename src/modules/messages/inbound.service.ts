@@ -184,14 +184,20 @@ export function createInboundService({ db, events, store, lists, analyzer, logge
 
     async deliver(raw, envelope, recipients) {
       const context = { ip: envelope.remoteIp, helo: envelope.helo, sender: envelope.mailFrom };
+      const analyze = async () => {
+        const analysis = await analyzer.analyze(raw, context);
+        const why = analysis.auth.cutShort;
+        if (why) logger.warn({ from: envelope.mailFrom, ip: envelope.remoteIp, size: raw.length, why }, 'authentication of an inbound message cut short by its budget; stored as spam');
+        return analysis;
+      };
       // Another thread stores it: that thread's commits cannot wait for an analysis running here.
-      if (storeThread) return storeThread.store({ raw, envelope, recipients, analysis: await analyzer.analyze(raw, context) });
+      if (storeThread) return storeThread.store({ raw, envelope, recipients, analysis: await analyze() });
       // Announced while it is parsed, so that a commit about to start waits briefly to take it along;
       // withdrawn once it is queued for its commit (or has failed).
       const arrived = commits.announce();
       let committed: Promise<string[]>;
       try {
-        committed = storeAnalyzed({ raw, envelope, recipients, analysis: await analyzer.analyze(raw, context) });
+        committed = storeAnalyzed({ raw, envelope, recipients, analysis: await analyze() });
       } finally {
         arrived();
       }

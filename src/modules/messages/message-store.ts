@@ -5,7 +5,7 @@ import { newId } from '../../lib/ids.js';
 import type { AttachmentTable, MessageTable } from './message.table.js';
 import type { AttachmentView, AuthSummary, Folder } from './message.types.js';
 import { messageRepository as repo, type MessageRow } from './message.repository.js';
-import { snippetOf, type ParsedMessage } from './mime.js';
+import type { ParsedMessage } from './mime.js';
 import { normalizeSubject, shareParticipant, SUBJECT_THREAD_WINDOW_MS } from './threading.js';
 
 export interface StoreInput {
@@ -63,7 +63,8 @@ export function createMessageStore({ clock, dialect }: { clock: Clock; dialect: 
       const now = clock.now();
       const { parsed } = input;
       const participants = participantsOf(parsed);
-      const snippet = snippetOf(parsed);
+      // Computed with the parse (mime.ts), outside this transaction, which other writers wait for.
+      const { snippet } = parsed;
       const labels = [...new Set(input.labels ?? [])].sort();
       const resolved = await resolveThread(trx, input, now, participants);
       const { keys } = resolved;

@@ -30,6 +30,8 @@ export interface ParsedMessage {
   html: string | null;
   headers: Array<{ name: string; value: string }>;
   attachments: ParsedAttachment[];
+  /** The list views' preview (`snippetOf`), computed with the parse so that no store transaction waits for it. */
+  snippet: string;
   /** Set when the MIME structure could not be parsed and only headers were salvaged. */
   parseError: string | null;
 }
@@ -39,8 +41,25 @@ export const MAX_SUBJECT_LENGTH = 998;
 /** Headers kept in the single-message view (the raw source keeps everything). */
 const MAX_HEADERS = 500;
 const MAX_HEADER_VALUE = 8192;
-/** postal-mime refuses a message whose headers pass this; we then salvage what we can. */
-const MAX_HEADERS_SIZE = 4 * 1024 * 1024;
+/**
+ * postal-mime refuses a message whose headers (of all its parts together) pass this; we then salvage what we
+ * can, from values cut to MAX_HEADER_VALUE. Its address parser is linear but slow (a megabyte of `a,` in To
+ * took about 2 s), so that work is bounded here.
+ */
+const MAX_HEADERS_SIZE = 1024 * 1024;
+/** Contract §4: at most this many MIME parts of an inbound message are kept as attachments (the raw source keeps all). */
+export const MAX_ATTACHMENTS = 1000;
+/**
+ * Lines starting with `--` (MIME delimiters, RFC 2046 §5.1.1) the parser is given: it is handed the message
+ * up to the line before the next one. Each part needs one delimiter and each multipart one more to close,
+ * so this leaves room for every kept part; the parser's cost grows faster than its part count (a 20,000-part
+ * message took seconds), so the rest of a message with more parts is not parsed at all.
+ */
+export const MAX_PARSED_DELIMITERS = 2 * MAX_ATTACHMENTS + 100;
+/** Addresses kept per address field (To, Cc, Reply-To) in the parsed view; the raw source keeps all. */
+export const MAX_ADDRESSES = 1000;
+/** Message-IDs kept from References: the first (the thread's root) and the latest, as RFC 5322 §3.6.4 trims them. */
+export const MAX_REFERENCES = 100;
 
 /**
  * Node ≥ 20.18.3 decodes windows-1252 — which the iso-8859-1 and us-ascii labels also mean (WHATWG) — as
@@ -65,8 +84,14 @@ function flatten(addresses: Address[] | Address | undefined): AddressView[] {
   for (const a of list) {
     if (a.group) for (const m of a.group) out.push({ name: storable(m.name), address: m.address.toLowerCase() });
     else if (a.address) out.push({ name: storable(a.name), address: a.address.toLowerCase() });
+    if (out.length >= MAX_ADDRESSES) return out.slice(0, MAX_ADDRESSES);
   }
   return out;
+}
+
+/** References trimmed to MAX_REFERENCES: the first and the latest ones. */
+function trimReferences(ids: string[]): string[] {
+  return ids.length <= MAX_REFERENCES ? ids : [ids[0]!, ...ids.slice(ids.length - (MAX_REFERENCES - 1))];
 }
 
 /** Message-IDs from a header value, without angle brackets, lower-cased (they compare case-insensitively here). */
@@ -74,8 +99,15 @@ export function messageIds(value: string | undefined | null): string[] {
   if (!value) return [];
   const bracketed = value.match(/<[^<>\s]+>/g);
   const ids = bracketed ? bracketed.map((id) => id.slice(1, -1)) : value.split(/\s+/);
-  return ids.map((id) => storable(id.trim().toLowerCase())).filter((id) => id.length > 0 && id.length <= 998);
+  return ids.map((id) => storable(id.trim().toLowerCase())).filter((id) => id.length > 0 && Buffer.byteLength(id) <= MAX_MESSAGE_ID_BYTES);
 }
+
+/**
+ * Longest Message-ID kept, in UTF-8 bytes (RFC 5322 §2.1.1's line length). Counted in bytes, not characters:
+ * a thread key is part of a PostgreSQL index entry, which may not pass 2,704 bytes, and 998 characters of
+ * non-ASCII text can (the store would then fail on every retry).
+ */
+export const MAX_MESSAGE_ID_BYTES = 998;
 
 function parseDate(value: string | undefined): number | null {
   if (!value) return null;
@@ -96,11 +128,11 @@ function fromEmail(email: Email): ParsedMessage {
     date: parseDate(email.date),
     messageId: messageIds(email.messageId)[0] ?? null,
     inReplyTo: messageIds(email.inReplyTo)[0] ?? null,
-    references: messageIds(email.references),
+    references: trimReferences(messageIds(email.references)),
     text: email.text === undefined ? null : storable(email.text),
     html: email.html === undefined ? null : storable(email.html),
     headers: email.headers.slice(0, MAX_HEADERS).map((h) => ({ name: h.originalKey, value: clip(h.value, MAX_HEADER_VALUE) })),
-    attachments: email.attachments.map((a) => {
+    attachments: email.attachments.slice(0, MAX_ATTACHMENTS).map((a) => {
       const content = typeof a.content === 'string' ? Buffer.from(a.content, 'base64') : Buffer.from(a.content instanceof ArrayBuffer ? new Uint8Array(a.content) : a.content);
       const contentId = a.contentId ? storable(a.contentId.replace(/^<|>$/g, '')) : null;
       return {
@@ -111,6 +143,7 @@ function fromEmail(email: Email): ParsedMessage {
         content,
       };
     }),
+    snippet: '',
     parseError: null,
   };
 }
@@ -154,13 +187,28 @@ function salvage(raw: Buffer, error: string): ParsedMessage {
     date: parseDate(get('date')),
     messageId: messageIds(get('message-id'))[0] ?? null,
     inReplyTo: messageIds(get('in-reply-to'))[0] ?? null,
-    references: messageIds(get('references')),
+    references: trimReferences(messageIds(get('references'))),
     text: storable(body),
     html: null,
     headers,
     attachments: [],
+    snippet: '',
     parseError: error,
   };
+}
+
+/**
+ * The part of `raw` the MIME parser is given: all of it, or, when it has more than MAX_PARSED_DELIMITERS lines
+ * starting with `--`, everything before the first line past that many (a multipart cut at a delimiter parses
+ * as if it ended there). One pass of indexOf: linear in the message.
+ */
+export function parseInput(raw: Buffer): Buffer {
+  let seen = 0;
+  for (let at = raw.indexOf('\n--'); at !== -1; at = raw.indexOf('\n--', at + 3)) {
+    seen += 1;
+    if (seen > MAX_PARSED_DELIMITERS) return raw.subarray(0, at + 1);
+  }
+  return raw;
 }
 
 /**
@@ -168,24 +216,93 @@ function salvage(raw: Buffer, error: string): ParsedMessage {
  * could be salvaged, and the raw bytes are always kept beside it.
  */
 export async function parseMessage(raw: Buffer): Promise<ParsedMessage> {
+  let parsed: ParsedMessage;
   try {
-    const email = await PostalMime.parse(raw, { attachmentEncoding: 'arraybuffer', maxHeadersSize: MAX_HEADERS_SIZE, rfc822Attachments: true });
-    const parsed = fromEmail(email);
+    const email = await PostalMime.parse(parseInput(raw), { attachmentEncoding: 'arraybuffer', maxHeadersSize: MAX_HEADERS_SIZE, rfc822Attachments: true });
+    parsed = fromEmail(email);
     // A multipart whose boundary never appears is all preamble (RFC 2046 §5.1.1), which the parser
     // drops: rather than show an empty message, keep such a body as text.
     if (parsed.text === null && parsed.html === null && parsed.attachments.length === 0) parsed.text = bodyText(raw);
-    return parsed;
   } catch (err) {
-    return salvage(raw, err instanceof Error ? err.message : String(err));
+    parsed = salvage(raw, err instanceof Error ? err.message : String(err));
   }
+  parsed.snippet = snippetOf(parsed);
+  return parsed;
+}
+
+/** What the store keeps when the MIME parser was not run to its end (see analysis.ts): the headers salvaged, the rest as text. */
+export function parseHeadersOnly(raw: Buffer, reason: string): ParsedMessage {
+  const parsed = salvage(raw, reason);
+  parsed.snippet = snippetOf(parsed);
+  return parsed;
 }
 
 /** Lines joined by a space, runs of white space made one space, trimmed: the text a snippet is cut from. */
 const collapseSpace = (text: string): string => text.replace(/\s+/g, ' ').trim();
 
 /**
+ * Characters of the text (or HTML) body a snippet is made from. A preview needs a few hundred; the rest
+ * allows for quoted lines and a newsletter's style block before the first words, and bounds the work an
+ * arbitrary body can cause.
+ */
+export const SNIPPET_SOURCE_CHARS = 128 * 1024;
+
+/** Elements whose content is no text: dropped with it. */
+const HIDDEN_ELEMENTS = ['style', 'script'] as const;
+const CLOSING_TAG: Record<(typeof HIDDEN_ELEMENTS)[number], RegExp> = { style: /<\/style/gi, script: /<\/script/gi };
+const ENTITIES: Record<string, string> = { nbsp: ' ', amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", '#39': "'" };
+
+/** `style` or `script` when a start tag of one begins at `at` (`<style`, then white space, `/` or `>`). */
+function hiddenElementAt(html: string, at: number): (typeof HIDDEN_ELEMENTS)[number] | null {
+  for (const name of HIDDEN_ELEMENTS) {
+    const after = html.charAt(at + 1 + name.length);
+    if (html.slice(at + 1, at + 1 + name.length).toLowerCase() === name && (after === '' || after === '>' || after === '/' || /\s/.test(after))) return name;
+  }
+  return null;
+}
+
+/**
+ * The text of an HTML fragment for a preview: tags, comments and style/script elements each become a
+ * space, a few entities are decoded. Written by hand because no HTML parser is among our dependencies
+ * and the regular expressions this replaces (`<[^>]+>`, `<style[\s\S]*?</style>`) rescan the rest of the
+ * input from every `<` that does not close: quadratic on a body of `<`. Here every search starts past
+ * the previous one's end (the next `>` is looked up once per tag, an unclosed comment or element ends the
+ * text), so the work is linear in the input.
+ */
+export function htmlToPreviewText(html: string): string {
+  const out: string[] = [];
+  let copied = 0;
+  let gt = -1;
+  for (let at = html.indexOf('<'); at !== -1; ) {
+    let end: number;
+    const hidden = hiddenElementAt(html, at);
+    if (html.startsWith('<!--', at)) {
+      const close = html.indexOf('-->', at + 4);
+      end = close === -1 ? html.length : close + 3;
+    } else if (hidden) {
+      const closer = CLOSING_TAG[hidden];
+      closer.lastIndex = at + 1;
+      const close = closer.exec(html);
+      const closeEnd = close ? html.indexOf('>', close.index) : -1;
+      end = closeEnd === -1 ? html.length : closeEnd + 1;
+    } else {
+      if (gt < at) gt = html.indexOf('>', at);
+      // No `>` follows: no later `<` opens a tag either, and the rest is text.
+      if (gt === -1) break;
+      end = gt + 1;
+    }
+    out.push(html.slice(copied, at), ' ');
+    copied = end;
+    at = html.indexOf('<', end);
+  }
+  out.push(html.slice(copied));
+  return out.join('').replace(/&(nbsp|amp|lt|gt|quot|apos|#39);/gi, (entity, name: string) => ENTITIES[name.toLowerCase()] ?? entity);
+}
+
+/**
  * A short plain-text preview: the start of the text body (or of the HTML without tags), without quoted
- * lines (`>`), its white space collapsed, at most `length` characters (an ellipsis ends a cut one).
+ * lines (`>`), its white space collapsed, at most `length` characters (an ellipsis ends a cut one). Only
+ * the first SNIPPET_SOURCE_CHARS of the body are read.
  *
  * Only as much of the body is read as the preview needs: flattening the start of a text gives the start
  * of the whole text's flattening, so once the lines read so far flatten to more than `length` characters
@@ -193,7 +310,7 @@ const collapseSpace = (text: string): string => text.replace(/\s+/g, ' ').trim()
  * a message costs.
  */
 export function snippetOf(parsed: Pick<ParsedMessage, 'text' | 'html'>, length = 200): string {
-  const source = parsed.text ?? (parsed.html ? parsed.html.replace(/<style[\s\S]*?<\/style>|<script[\s\S]*?<\/script>/gi, ' ').replace(/<[^>]+>/g, ' ').replace(/&nbsp;/g, ' ') : '');
+  const source = parsed.text !== null ? parsed.text.slice(0, SNIPPET_SOURCE_CHARS) : parsed.html ? htmlToPreviewText(parsed.html.slice(0, SNIPPET_SOURCE_CHARS)) : '';
   let kept = '';
   let joined = 0;
   let checkAt = length + 1;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { snippetOf } from './mime.js';
+import { htmlToPreviewText, SNIPPET_SOURCE_CHARS, snippetOf } from './mime.js';
 
 /** The plain definition of a snippet: every line read, then flattened (what snippetOf must equal). */
 function reference(text: string, length: number): string {
@@ -48,5 +48,56 @@ describe('snippetOf', () => {
     expect(snippetOf({ text: oneLine, html: null })).toBe(reference(oneLine, 200));
     const spacedStart = `${' \t'.repeat(300)}${oneLine}`;
     expect(snippetOf({ text: `> quoted\n${spacedStart}`, html: null })).toBe(reference(spacedStart, 200));
+  });
+});
+
+/** Attacker input of 1 MiB (issue 22): each must take linear time, where the old regular expressions took minutes. */
+const MiB = 1024 * 1024;
+const HOSTILE: Array<[string, string]> = [
+  ['<', '<'.repeat(MiB)],
+  ['<style', '<style'.repeat(MiB / 6)],
+  ['<a ', '<a '.repeat(MiB / 3)],
+  ['<<<>', '<<<>'.repeat(MiB / 4)],
+  ['<script', '<script'.repeat(MiB / 7)],
+  ['<!--', '<!--'.repeat(MiB / 4)],
+  ['<style>…</style', `<style>${'</style'.repeat(MiB / 7)}`],
+  ['> quoted lines', '> q\n'.repeat(MiB / 4)],
+  ['white space', `${' \t\r\n'.repeat(MiB / 4)}end`],
+];
+/** Far beyond what the linear code needs (milliseconds), far below what the quadratic code took (minutes). */
+const GENEROUS_MS = 5000;
+
+describe('snippetOf on hostile input', () => {
+  it.each(HOSTILE)('reads a bounded prefix of 1 MiB of %s, as HTML and as text', (_name, body) => {
+    const started = performance.now();
+    const fromHtml = snippetOf({ text: null, html: body });
+    const fromText = snippetOf({ text: body, html: null });
+    expect(performance.now() - started).toBeLessThan(GENEROUS_MS);
+    expect(fromHtml.length).toBeLessThanOrEqual(200);
+    expect(fromText.length).toBeLessThanOrEqual(200);
+  });
+
+  it('reads no further than SNIPPET_SOURCE_CHARS', () => {
+    expect(snippetOf({ text: null, html: `<style>${'a'.repeat(SNIPPET_SOURCE_CHARS)}</style>Hello` })).toBe('');
+    expect(snippetOf({ text: `${'> q\n'.repeat(SNIPPET_SOURCE_CHARS / 4)}Hello`, html: null })).toBe('');
+    expect(snippetOf({ text: null, html: `<style>${'a'.repeat(SNIPPET_SOURCE_CHARS / 2)}</style>Hello` })).toBe('Hello');
+  });
+});
+
+describe('htmlToPreviewText', () => {
+  it.each([
+    ['<p>Hello</p> <b>world</b>', 'Hello world'],
+    ['<style>p{}</style>Hi', 'Hi'],
+    ['<STYLE type="text/css">a>b{}</STYLE >Hi<script>if (a<b) x()</script>!', 'Hi !'],
+    ['<styles>kept</styles>', 'kept'],
+    ['<!-- a > b -->Hi', 'Hi'],
+    ['a < b and c > d', 'a d'],
+    ['1 < 2', '1 < 2'],
+    ['<<<>x', 'x'],
+    ['<style>never closed', ''],
+    ['<!-- never closed', ''],
+    ['Fish &amp; chips&nbsp;&LT;3 &quot;ok&quot; &copy;', 'Fish & chips <3 "ok" &copy;'],
+  ])('%j → %j', (html, text) => {
+    expect(htmlToPreviewText(html).replace(/\s+/g, ' ').trim()).toBe(text);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normalizeSubject, shareParticipant } from './threading.js';
+import { normalizeSubject, shareParticipant, SUBJECT_KEY_LENGTH } from './threading.js';
 
 describe('normalizeSubject', () => {
   it.each([
@@ -24,5 +24,14 @@ describe('shareParticipant', () => {
     expect(shareParticipant(['a@x', 'b@x'], ['c@x', 'b@x'])).toBe(true);
     expect(shareParticipant(['a@x'], ['c@x'])).toBe(false);
     expect(shareParticipant([], [])).toBe(false);
+  });
+});
+
+describe('normalizeSubject on long subjects', () => {
+  it('cuts the key to SUBJECT_KEY_LENGTH characters, whole code points', () => {
+    const emoji = '😀'.repeat(SUBJECT_KEY_LENGTH + 10);
+    expect([...normalizeSubject(`Re: ${emoji}`)]).toHaveLength(SUBJECT_KEY_LENGTH);
+    expect(normalizeSubject(`Re: ${emoji}`)).toBe('😀'.repeat(SUBJECT_KEY_LENGTH));
+    expect(normalizeSubject('x'.repeat(998))).toBe('x'.repeat(SUBJECT_KEY_LENGTH));
   });
 });

@@ -13,7 +13,7 @@ export function headerMessageIds(value: string | undefined): string[] {
   if (!value) return [];
   const bracketed = value.match(/<[^<>\s]+>/g);
   const ids = bracketed ? bracketed.map((id) => id.slice(1, -1)) : value.split(/\s+/);
-  return ids.map((id) => id.trim()).filter((id) => id.length > 0 && id.length <= MAX_ID_LENGTH);
+  return ids.map((id) => id.trim()).filter((id) => id.length > 0 && Buffer.byteLength(id) <= MAX_ID_LENGTH);
 }
 
 /** The header block of a raw message as unfolded fields, in order. */

@@ -12,7 +12,7 @@ import { candidatesOf, candidatesSelect, type CandidateRow } from '../lists/list
 import { addressVerdicts } from '../lists/list.service.js';
 import { notChecked } from '../messages/authentication.js';
 import type { MessageStore } from '../messages/message-store.js';
-import { MAX_SUBJECT_LENGTH, type ParsedMessage } from '../messages/mime.js';
+import { MAX_SUBJECT_LENGTH, snippetOf, type ParsedMessage } from '../messages/mime.js';
 import { messageRepository } from '../messages/message.repository.js';
 import type { MessageListView } from '../messages/message.types.js';
 import { toMessageListView } from '../messages/message.views.js';
@@ -213,6 +213,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       html: input.html ?? null,
       headers: [],
       attachments: [],
+      snippet: snippetOf({ text: input.body, html: input.html ?? null }),
       parseError: null,
     };
     return { messageId, now, raw, parsed };

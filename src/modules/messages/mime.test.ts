@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { MAX_ADDRESSES, MAX_ATTACHMENTS, MAX_PARSED_DELIMITERS, MAX_REFERENCES, parseInput, parseMessage } from './mime.js';
+
+/** The bounds the parse keeps on what one message makes the store hold (issue 22, contract §4). */
+describe('parse bounds', () => {
+  const multipart = (parts: number) =>
+    Buffer.from(
+      `From: a@sender.test\r\nTo: b@mailroom.localhost\r\nSubject: parts\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary="b"\r\n\r\n${Array.from({ length: parts }, (_, i) => `--b\r\nContent-Type: application/x-part\r\n\r\n${i}\r\n`).join('')}--b--\r\n`,
+    );
+
+  it('gives the parser the message up to the delimiter past its bound, and a smaller one whole', () => {
+    const small = multipart(10);
+    expect(parseInput(small)).toBe(small);
+    const large = multipart(MAX_PARSED_DELIMITERS + 50);
+    const given = parseInput(large).toString('latin1');
+    expect(given.split('\n--').length - 1).toBe(MAX_PARSED_DELIMITERS);
+    expect(given.endsWith(`${MAX_PARSED_DELIMITERS - 1}\r\n`)).toBe(true);
+  });
+
+  it(`keeps ${MAX_ATTACHMENTS} parts as attachments`, async () => {
+    const parsed = await parseMessage(multipart(MAX_ATTACHMENTS + 500));
+    expect(parsed.parseError).toBeNull();
+    expect(parsed.attachments).toHaveLength(MAX_ATTACHMENTS);
+    expect(parsed.attachments.at(-1)!.content.toString().trim()).toBe(String(MAX_ATTACHMENTS - 1));
+  });
+
+  it(`keeps ${MAX_ADDRESSES} addresses of a field and ${MAX_REFERENCES} references, the first and the latest`, async () => {
+    const to = Array.from({ length: MAX_ADDRESSES + 10 }, (_, i) => `r${i}@x.test`).join(', ');
+    const references = Array.from({ length: 500 }, (_, i) => `<ref${i}@x.test>`).join(' ');
+    const parsed = await parseMessage(Buffer.from(`From: a@sender.test\r\nTo: ${to}\r\nReferences: ${references}\r\nSubject: s\r\n\r\nbody\r\n`));
+    expect(parsed.to).toHaveLength(MAX_ADDRESSES);
+    expect(parsed.references).toHaveLength(MAX_REFERENCES);
+    expect(parsed.references[0]).toBe('ref0@x.test');
+    expect(parsed.references[1]).toBe(`ref${500 - MAX_REFERENCES + 1}@x.test`);
+    expect(parsed.references.at(-1)).toBe('ref499@x.test');
+    expect(parsed.snippet).toBe('body');
+  });
+});
