@@ -118,7 +118,7 @@ describe(`relay credentials never travel unprotected (${TEST_DIALECT})`, () => {
     const caFile = join(dir, 'ca.pem');
     writeFileSync(caFile, pems.cert);
     const database = await createTestDatabase();
-    const env = { MAILROOM_DATABASE_URL: database.url, MAILROOM_LOG_LEVEL: 'info', MAILROOM_RATE_LIMIT_PER_MINUTE: '0', MAILROOM_SMTP_RELAY: `smtp://${USER}:${PASS}@127.0.0.1:${peer.port}` };
+    const env = { MAILROOM_DATABASE_URL: database.url, ...database.secretEnv, MAILROOM_LOG_LEVEL: 'info', MAILROOM_RATE_LIMIT_PER_MINUTE: '0', MAILROOM_SMTP_RELAY: `smtp://${USER}:${PASS}@127.0.0.1:${peer.port}` };
     const boot = await runCli(['admin', 'bootstrap', '--email', 'relay@example.com', '--password', 'correct horse battery', '--workspace', 'Relay', '--json'], env);
     expect(boot.code, boot.stderr).toBe(0);
     const apiKey = (JSON.parse(boot.stdout) as { api_key: string }).api_key;
