@@ -34,9 +34,9 @@ const int8AsNumber = ((oid: number, format: 'text' | 'binary' = 'text') =>
 const STATEMENT_CACHE_SIZE = 512;
 
 /**
- * Kysely prepares every query anew; better-sqlite3 statements are reusable, and preparing costs
- * 7–10 µs a query (about a fifth of a simple request's CPU), so keep the recent ones. Kysely runs
- * each statement to completion synchronously on the one connection, so reuse never overlaps.
+ * Kysely prepares every query anew; better-sqlite3 statements are reusable, and preparing was a
+ * noticeable share of a simple request's CPU (bench/HISTORY.md, decision 165), so keep the recent
+ * ones. Kysely runs each statement to completion synchronously on the one connection, so reuse never overlaps.
  */
 function withStatementCache(database: SQLite.Database): SqliteDatabase {
   const cache = new Map<string, SQLite.Statement>();

@@ -5,14 +5,13 @@ import type pg from 'pg';
  * PostgreSQL server-side prepared statements for every statement with parameters.
  *
  * node-postgres sends an unnamed statement as Parse + Bind + Execute each time, so the server parses,
- * analyses and plans it anew on every run. Measured on the `outbound` bench (pg_stat_statements with
- * planning tracked), planning alone was 46 % of the server's statement time, 0.9 ms of PostgreSQL's
- * CPU a message, with the delivery's lease-and-read statement at 320 µs of planning a run. A named
+ * analyses and plans it anew on every run; on the `outbound` bench planning was a large share of the
+ * server's statement time (decision 188; figures in bench/HISTORY.md). A named
  * statement is parsed once per connection; after five runs PostgreSQL keeps a generic plan when it
  * costs no more than the custom ones (`plan_cache_mode = auto`), so later runs are Bind + Execute.
  *
  * **Plans made on small tables are renewed.** A generic plan is costed with the table sizes of the
- * moment it is made, and on a new or nearly empty table every index looks alike: measured, a plan made
+ * moment it is made, and on a new or nearly empty table every index looks alike: on the bench, a plan made
  * in the first second of a fresh database looked outbound rows up through the workspace index and
  * filtered them, instead of through the primary key, and kept doing so as the table grew. A table grows
  * with the statements that write and read it, so each statement is prepared again, under a new name,

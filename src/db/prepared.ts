@@ -6,8 +6,8 @@ import { deferrableWrite } from './write-coalescing.js';
 /**
  * Statements of a fixed shape, built and compiled by Kysely once and afterwards run with new values.
  *
- * Kysely builds an operation tree, freezes it and compiles it to SQL on every call: 15–25 µs a
- * statement, more than SQLite needs to run a small one. The hot paths (SMTP ingest stores a message
+ * Kysely builds an operation tree, freezes it and compiles it to SQL on every call, which costs more
+ * than SQLite needs to run a small statement (decision 165; bench/HISTORY.md). The hot paths (SMTP ingest stores a message
  * with about ten statements, a send with about as many) run statements whose SQL text never changes,
  * so the text is kept per shape and only the values are bound anew. Kysely still writes every
  * statement (the same dialect, quoting and placeholders); nothing here writes SQL by hand. Kysely has

@@ -5,8 +5,8 @@ import { wrapDriverOf } from './dialect-wrapper.js';
  * Fewer round trips to PostgreSQL for the writes of a transaction whose outcome nobody reads.
  *
  * Storing a message is about ten statements, most of them INSERTs whose results the caller never
- * looks at; on PostgreSQL each one is a round trip (about 100 µs of the client's CPU here, plus the
- * server's, plus the wait). A statement marked with `deferrableWrite` is not sent at once inside a
+ * looks at; on PostgreSQL each one is a round trip, which costs the client CPU, the server CPU and the
+ * wait (decision 170; bench/HISTORY.md). A statement marked with `deferrableWrite` is not sent at once inside a
  * transaction: it waits on its connection, and the writes that wait together are sent as one
  * statement of data-modifying CTEs (`WITH w1 AS (INSERT …), w2 AS (…) INSERT …`), right before the
  * next statement that is not such a write, or before COMMIT. Every other statement still runs in

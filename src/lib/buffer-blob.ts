@@ -3,8 +3,8 @@
  *
  * postal-mime collects every decoded part in `new Blob(lines)` and reads it back with
  * `blob.arrayBuffer()`. Node's Blob hands each part to its native blob store and reads it back through
- * an async stream: for a 10 KB message of 80-column lines that is ~70 % of the parse (measured: 850 µs
- * a message with Node 20's Blob, 165 µs with this one). No option of the parser avoids it and no
+ * an async stream, which was most of the parse of a typical message (decision 163; figures in
+ * bench/HISTORY.md). No option of the parser avoids it and no
  * library offers a lighter Blob, hence these few lines. `install()` replaces the global only in the
  * thread that calls it; it is meant for the MIME analysis workers, whose only Blob user is the parser.
  */

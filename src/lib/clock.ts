@@ -31,8 +31,8 @@ const pad2 = (n: number) => (n < 10 ? `0${n}` : `${n}`);
 /**
  * Epoch milliseconds → ISO 8601 UTC string (the API's timestamp format), exactly as
  * `Date.prototype.toISOString` writes it. A page of messages writes a hundred of these, and
- * toISOString took ~0.6 µs each; here the date part is kept for the last day seen (the messages of a
- * page are mostly from the same few days) and the time of day is plain arithmetic.
+ * toISOString's cost showed in a page's profile (bench/HISTORY.md); here the date part is kept for
+ * the last day seen (the messages of a page are mostly from the same few days) and the time of day is plain arithmetic.
  */
 export function iso(ms: number): string;
 export function iso(ms: number | null): string | null;

@@ -11,8 +11,8 @@ const RANDOM_BYTES = 10; // 80 bits: 16 characters
 const POOL_BYTES = 4096;
 
 // Randomness is drawn from the kernel 4 KiB at a time. The `ulid` package draws it once per character
-// (16 crypto calls per id), which measured 5% of a POST /send's CPU, as much as composing the message;
-// that, and nothing else, is why this small ULID generator is written here.
+// (16 crypto calls per id), which showed in a POST /send's profile as much as composing the message did
+// (bench/HISTORY.md); that, and nothing else, is why this small ULID generator is written here.
 const pool = Buffer.alloc(POOL_BYTES);
 let poolOffset = POOL_BYTES;
 let lastTime = -1;

@@ -1,11 +1,11 @@
 /**
  * `JSON.stringify` of a string, faster for the strings an API answer is mostly made of.
  *
- * V8's `JSON.stringify` costs about 400 ns for a 200-character snippet (a two-byte string as soon as one
- * character is beyond Latin-1), mostly call overhead and its result builder. A string with no character that
+ * V8's `JSON.stringify` of a short string is mostly call overhead and its result builder (the more so for a
+ * two-byte string, as soon as one character is beyond Latin-1; bench/HISTORY.md). A string with no character that
  * JSON must escape (`"`, `\`, a control character) and no surrogate (a lone one is escaped) is written
- * as it is between quotes, which is exactly what `JSON.stringify` writes for it: about 130 ns with the
- * regular-expression check. Anything else goes to `JSON.stringify`. U+2028/U+2029 need no escape in
+ * as it is between quotes, which is exactly what `JSON.stringify` writes for it, at a fraction of the cost
+ * even with the regular-expression check. Anything else goes to `JSON.stringify`. U+2028/U+2029 need no escape in
  * JSON; they go to `JSON.stringify` too, which leaves them as they are.
  */
 // Control characters are exactly what this must find (JSON escapes U+0000–U+001F).

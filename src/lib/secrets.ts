@@ -17,7 +17,7 @@ export function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
 }
 
-// scrypt parameters (RFC 7914): N=2^15, r=8, p=1 needs 32 MiB and ~60-100 ms here — OWASP's minimum
+// scrypt parameters (RFC 7914): N=2^15, r=8, p=1 needs 32 MiB and tens of milliseconds — OWASP's minimum
 // for scrypt is N=2^17 at r=8 only when used alone without rate limiting; login is throttled (contract §3).
 const SCRYPT_N = 1 << 15;
 const SCRYPT_R = 8;

@@ -153,7 +153,7 @@ function startPiscina<R>(options: Pick<ThreadPoolOptions<unknown, R>, 'near' | '
     // Tasks may await I/O (DNS): the threads' event loops must run between and during tasks.
     atomics: 'disabled',
     // Piscina records every task's wait and run time in histograms by default; nothing reads them, and
-    // recording cost about 35 µs of the calling thread per task (measured with a 10 KB analysis).
+    // recording costs the calling thread time on every task (decision 180; bench/HISTORY.md).
     recordTiming: false,
     idleTimeout: idleMs,
     workerData: options.workerData,

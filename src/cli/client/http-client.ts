@@ -119,8 +119,8 @@ async function readText(body: IncomingMessage): Promise<string> {
 
 /**
  * Send one request and resolve with the answer's head once it arrives (its body still to read), or reject when none
- * comes within `timeoutMs`. node:http rather than fetch: loading fetch's implementation took a third of a command's
- * start. The https module is loaded only for an https server.
+ * comes within `timeoutMs`. node:http rather than fetch: loading fetch's implementation was a large share of a command's
+ * start (decision 217; bench/HISTORY.md). The https module is loaded only for an https server.
  */
 async function exchange(url: URL, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number): Promise<IncomingMessage> {
   const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');

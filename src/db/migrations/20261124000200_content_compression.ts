@@ -20,10 +20,9 @@ async function hasLz4(db: AnyDb): Promise<boolean> {
 
 /**
  * PostgreSQL: a message's large columns are compressed with LZ4 instead of pglz where the server has it.
- * Measured on this project's bench machine (a 4 KB text body, half the rows with an HTML body, and the
- * raw source): 157–162 µs of the server's time per inserted row with pglz, 34–35 with LZ4, for 73 % more
- * bytes on disk (still about a third of uncompressed). Every stored and every sent message pays it, on the
- * server all processes share. Rows written before keep their compression; both read back the same.
+ * LZ4 costs the server far less time per inserted row than pglz, for somewhat more bytes on disk
+ * (decision 189; figures in bench/HISTORY.md). Every stored and every sent message pays it, on the
+ * server all processes share, while disk is the cheaper resource to add. Rows written before keep their compression; both read back the same.
  * SQLite does not compress: nothing to do there.
  */
 export async function up(db: AnyDb): Promise<void> {

@@ -22,7 +22,8 @@ export interface AuthOutcome {
 
 /**
  * The analysis budget of one message (issue 22). mailauth's cost grows faster than its input (a header
- * folded over 40,000 lines took half a minute), so a header block past these bounds is not handed to it;
+ * folded over many lines costs it far more than its size; bench/HISTORY.md), so a header block past these
+ * bounds is not handed to it;
  * 100 KiB is Postfix's `header_size_limit`, and no real header block comes near 2,000 lines.
  */
 export const MAX_AUTH_HEADER_BYTES = 100 * 1024;
@@ -71,8 +72,8 @@ const BODY_SIGNATURE = /(?:^|\n)(?:dkim-signature|arc-)/i;
  * What `mailauth` needs to see of a message: the header block alone when no field in it signs the body.
  *
  * mailauth reads every message to its end, canonicalising the body line by line on the way, even when
- * no signature will ever use that body hash: for a 10 KB message without a signature that was about a
- * third of the authentication's CPU (measured: 63–78 µs with the body, 40–41 µs without). Its verdict
+ * no signature will ever use that body hash, a large share of the authentication's CPU for an unsigned
+ * message (decision 186; figures in bench/HISTORY.md). Its verdict
  * (SPF, DKIM results, DMARC, the header lines) depends on the body only through signatures, so without
  * one the header block (up to and including the empty line that ends it, as mailauth's own parser
  * finds it) gives the same answer. Any doubt (a signature field, no end of header) passes the whole message.

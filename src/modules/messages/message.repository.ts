@@ -181,9 +181,8 @@ const sumOf = (column: 'total' | 'unread' | 'modseq') => (eb: ExpressionBuilder<
  * PostgreSQL), no sort or copy of the page beyond the index walk. Filtered by mailbox, the rows need no
  * join to `mailboxes` (the caller knows the address), and a third sum, of the counters' modseqs, with the
  * rows' mailbox id gives the page's version in the same snapshot (page-cache.ts). An empty page gives no row, and so no totals:
- * `counterSumsQuery` answers those. Measured on SQLite with 100,000 messages, a page of 50 costs
- * about 180 µs this way against 250 µs as the counters' row left-joined to the page (which had to be
- * materialised and sorted again).
+ * `counterSumsQuery` answers those. Not the counters' row left-joined to the page: that made both
+ * databases materialise and sort the page again (decision 177; figures in bench/HISTORY.md).
  */
 const pageWithTotalsQuery = preparedQuery<PageWithTotalsParams, TotalsPageRow>((db, p) => {
   const sums = countersOf(db, p);

@@ -43,8 +43,8 @@ const MAX_HEADERS = 500;
 const MAX_HEADER_VALUE = 8192;
 /**
  * postal-mime refuses a message whose headers (of all its parts together) pass this; we then salvage what we
- * can, from values cut to MAX_HEADER_VALUE. Its address parser is linear but slow (a megabyte of `a,` in To
- * took about 2 s), so that work is bounded here.
+ * can, from values cut to MAX_HEADER_VALUE. Its address parser is linear but slow on a megabyte of `a,` in To
+ * (bench/HISTORY.md), so that work is bounded here.
  */
 const MAX_HEADERS_SIZE = 1024 * 1024;
 /** Contract §4: at most this many MIME parts of an inbound message are kept as attachments (the raw source keeps all). */
@@ -52,8 +52,8 @@ export const MAX_ATTACHMENTS = 1000;
 /**
  * Lines starting with `--` (MIME delimiters, RFC 2046 §5.1.1) the parser is given: it is handed the message
  * up to the line before the next one. Each part needs one delimiter and each multipart one more to close,
- * so this leaves room for every kept part; the parser's cost grows faster than its part count (a 20,000-part
- * message took seconds), so the rest of a message with more parts is not parsed at all.
+ * so this leaves room for every kept part; the parser's cost grows faster than its part count (decision 196;
+ * bench/HISTORY.md), so the rest of a message with more parts is not parsed at all.
  */
 export const MAX_PARSED_DELIMITERS = 2 * MAX_ATTACHMENTS + 100;
 /** Addresses kept per address field (To, Cc, Reply-To) in the parsed view; the raw source keeps all. */
@@ -306,8 +306,8 @@ export function htmlToPreviewText(html: string): string {
  *
  * Only as much of the body is read as the preview needs: flattening the start of a text gives the start
  * of the whole text's flattening, so once the lines read so far flatten to more than `length` characters
- * the rest cannot change the preview. Flattening whole 10 KB bodies was a quarter of the CPU that storing
- * a message costs.
+ * the rest cannot change the preview. Flattening whole bodies was a large share of what storing a
+ * message costs (bench/HISTORY.md, decision 178).
  */
 export function snippetOf(parsed: Pick<ParsedMessage, 'text' | 'html'>, length = 200): string {
   const source = parsed.text !== null ? parsed.text.slice(0, SNIPPET_SOURCE_CHARS) : parsed.html ? htmlToPreviewText(parsed.html.slice(0, SNIPPET_SOURCE_CHARS)) : '';

@@ -17,7 +17,8 @@ export interface SpoolOptions {
  * its message. `read()` gives the whole message back; `discard()` removes the file (always call it).
  *
  * Not a Writable on purpose: `add` keeps a chunk synchronously while the message fits in memory, which is
- * every small message, at the cost of a plain array push (a stream pipeline costs about 100 µs a message).
+ * every small message, at the cost of a plain array push; a stream pipeline costs more than that per message
+ * (bench/HISTORY.md, decision 203).
  */
 export class MessageSpool {
   /** Bytes received, counted past `maxBytes` too. */
