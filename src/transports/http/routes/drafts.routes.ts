@@ -63,7 +63,6 @@ const DraftParams = Type.Object({ draft_id: ResourceId }, { additionalProperties
 const ListQuery = Type.Object({ mailbox: Type.Optional(Email), limit: Type.Optional(Limit), offset: Type.Optional(Offset) }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
-
 /** Drafts (session surface): CRUD, and send, which hands the draft to the outbound pipeline and deletes it. */
 export function draftRoutes({ drafts, tenant }: { drafts: DraftService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsyncTypebox {
   const security = [{ session: [] }];

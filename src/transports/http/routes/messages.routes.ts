@@ -50,7 +50,6 @@ const StatsResponse = Type.Object({
   folders: Type.Record(Type.String(), Type.Object({ total: Type.Integer(), unread: Type.Integer() })),
 });
 
-
 export interface MessageRouteOptions {
   messages: MessageService;
   tenant: (request: FastifyRequest) => TenantContext;

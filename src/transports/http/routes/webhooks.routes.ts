@@ -50,7 +50,6 @@ const WebhookParams = Type.Object({ webhook_id: ResourceId }, { additionalProper
 const DeliveriesQuery = Type.Object({ limit: Type.Optional(Limit) }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
-
 /** Webhook endpoints on the session surface (every role). */
 export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsyncTypebox {
   const tags = ['webhooks'];
