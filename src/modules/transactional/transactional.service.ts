@@ -41,7 +41,8 @@ export interface TransactionalMessageView {
   subject: string;
   created_at: string;
   updated_at: string;
-  attempts: unknown[];
+  /** The delivery attempts as stored (one object each). */
+  attempts: Record<string, unknown>[];
   last_error: string | null;
   smtp_response: string | null;
 }
@@ -130,7 +131,7 @@ export function createTransactionalService({ db, clock, sending }: { db: Db; clo
       subject: row.subject,
       created_at: iso(row.created_at),
       updated_at: iso(row.updated_at),
-      attempts: JSON.parse(row.attempts_json) as unknown[],
+      attempts: JSON.parse(row.attempts_json) as Record<string, unknown>[],
       last_error: row.last_error,
       smtp_response: row.smtp_response,
     };

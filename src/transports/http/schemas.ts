@@ -1,4 +1,4 @@
-import { Type, type TSchema } from 'typebox';
+import { Type, type Static, type TSchema, type TUnsafe } from 'typebox';
 
 /** Shared route schemas: they validate requests and generate /openapi.json. */
 export const ErrorResponse = Type.Object(
@@ -8,6 +8,15 @@ export const ErrorResponse = Type.Object(
   },
   { $id: 'Error' },
 );
+
+/**
+ * A reference to a shared schema (`$ref`, resolved through `addSchema`, and named in /openapi.json), typed as
+ * the value that schema describes, so the type provider checks a route's reply against it.
+ */
+export function ref<T extends TSchema>(schema: T): TUnsafe<Static<T>> {
+  if (!('$id' in schema) || typeof schema.$id !== 'string') throw new Error('ref() takes a shared schema, one with an $id');
+  return Type.Unsafe<Static<T>>(Type.Ref(schema.$id));
+}
 
 /** The error statuses a route may answer, each with the shared error body. */
 export function errors(...statuses: number[]): Record<number, TSchema> {
@@ -35,7 +44,7 @@ export const MailboxInput = Type.Object(
   { additionalProperties: false },
 );
 
-export const MailboxList = Type.Object({ mailboxes: Type.Array(Type.Ref('Mailbox')) });
+export const MailboxList = Type.Object({ mailboxes: Type.Array(ref(MailboxSchema)) });
 
 export const OkResponse = Type.Object({ ok: Type.Literal(true) }, { additionalProperties: true });
 
@@ -132,7 +141,7 @@ export const MessageDetail = Type.Object(
   { $id: 'Message' },
 );
 export const MessagePage = Type.Object({
-  messages: Type.Array(Type.Ref('MessageListItem')),
+  messages: Type.Array(ref(MessageListItem)),
   total: Type.Integer(),
   limit: Type.Integer(),
   offset: Type.Integer(),
@@ -149,7 +158,7 @@ const threadProperties = {
   snippet: Type.String(),
 };
 export const ThreadSchema = Type.Object(threadProperties, { $id: 'Thread' });
-export const ThreadDetail = Type.Object({ ...threadProperties, messages: Type.Array(Type.Ref('MessageListItem')) }, { $id: 'ThreadDetail' });
+export const ThreadDetail = Type.Object({ ...threadProperties, messages: Type.Array(ref(MessageListItem)) }, { $id: 'ThreadDetail' });
 export const AttachmentList = Type.Object({ attachments: Type.Array(AttachmentSchema) });
 export const LabelChange = Type.Object(
   { add: Type.Optional(Type.Array(Label, { maxItems: 100 })), remove: Type.Optional(Type.Array(Label, { maxItems: 100 })) },

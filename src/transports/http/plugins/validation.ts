@@ -1,6 +1,7 @@
 import { Ajv, type AnySchema, type Options } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { Type, type Static, type TSchema, type TUnsafe } from 'typebox';
 
 // ajv-formats is CommonJS with a default export; under NodeNext its namespace is what we import.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -65,7 +66,10 @@ export function createValidatorCompiler(sharedSchemas: object[]): FastifySchemaC
 
 const OPTIONAL_BODY = 'x-optional-body';
 
-/** Mark a body schema as optional: a request without a body skips it. */
-export function optionalBody<T extends object>(schema: T): T {
-  return { ...schema, [OPTIONAL_BODY]: true };
+/**
+ * Mark a body schema as optional: a request without a body skips it. The route's `request.body` is then
+ * typed as the schema's value, `undefined` (no body) or `null` (a JSON `null`), as the validator lets through.
+ */
+export function optionalBody<T extends TSchema>(schema: T): TUnsafe<Static<T> | null | undefined> {
+  return Type.Unsafe<Static<T> | null | undefined>({ ...schema, [OPTIONAL_BODY]: true });
 }

@@ -1,5 +1,6 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { Type, type Static } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import type { DomainService } from '../../../modules/domains/domain.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { ResourceId, errors } from '../schemas.js';
@@ -20,7 +21,7 @@ const DomainSchema = Type.Object(domainProperties);
 const CreatedSchema = Type.Object({ ...domainProperties, verification: Record });
 
 /** Sending domains on the session surface (owner or admin of the active workspace). */
-export function domainRoutes({ domains, tenant }: { domains: DomainService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsync {
+export function domainRoutes({ domains, tenant }: { domains: DomainService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsyncTypebox {
   const tags = ['sending domains'];
   const security = [{ session: [] }];
   return async (app) => {
@@ -41,17 +42,17 @@ export function domainRoutes({ domains, tenant }: { domains: DomainService; tena
           response: { 201: CreatedSchema, ...errors(400, 401, 403, 409, 413, 415, 429) },
         },
       },
-      async (request, reply) => reply.code(201).send(await domains.create(tenant(request), request.body as Static<typeof CreateBody>)),
+      async (request, reply) => reply.code(201).send(await domains.create(tenant(request), request.body)),
     );
     app.get(
       '/sending-domains/:domain_id',
       { schema: { summary: 'One sending domain', tags, security, params: DomainParams, querystring: NoQuery, response: { 200: DomainSchema, ...errors(401, 403, 404, 429) } } },
-      async (request) => domains.get(tenant(request), (request.params as Static<typeof DomainParams>).domain_id),
+      async (request) => domains.get(tenant(request), request.params.domain_id),
     );
     app.post(
       '/sending-domains/:domain_id/verify',
       { schema: { summary: 'Check the verification TXT record now', tags, security, params: DomainParams, querystring: NoQuery, response: { 200: DomainSchema, ...errors(401, 403, 404, 429) } } },
-      async (request) => domains.verify(tenant(request), (request.params as Static<typeof DomainParams>).domain_id),
+      async (request) => domains.verify(tenant(request), request.params.domain_id),
     );
   };
 }

@@ -1,5 +1,6 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { Type, type Static } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import type { DraftService } from '../../../modules/sending/draft.service.js';
 import { MAX_BODY_LENGTH } from '../../../modules/sending/sending.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
@@ -62,10 +63,8 @@ const DraftParams = Type.Object({ draft_id: ResourceId }, { additionalProperties
 const ListQuery = Type.Object({ mailbox: Type.Optional(Email), limit: Type.Optional(Limit), offset: Type.Optional(Offset) }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
-type Params = Static<typeof DraftParams>;
-
 /** Drafts (session surface): CRUD, and send, which hands the draft to the outbound pipeline and deletes it. */
-export function draftRoutes({ drafts, tenant }: { drafts: DraftService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsync {
+export function draftRoutes({ drafts, tenant }: { drafts: DraftService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsyncTypebox {
   const security = [{ session: [] }];
   const tags = ['drafts'];
   const common = errors(400, 401, 403, 404, 429);
@@ -75,7 +74,7 @@ export function draftRoutes({ drafts, tenant }: { drafts: DraftService; tenant: 
       '/drafts',
       { schema: { summary: 'Drafts of the workspace, newest first', tags, security, querystring: ListQuery, response: { 200: DraftPage, ...common } } },
       async (request) => {
-        const q = request.query as Static<typeof ListQuery>;
+        const q = request.query;
         return drafts.list(tenant(request), { mailbox: q.mailbox, limit: q.limit ?? 50, offset: q.offset ?? 0 });
       },
     );
@@ -83,25 +82,25 @@ export function draftRoutes({ drafts, tenant }: { drafts: DraftService; tenant: 
     app.post(
       '/drafts',
       { schema: { summary: 'Create a draft (only mailbox is required)', tags, security, querystring: NoQuery, body: CreateBody, response: { 201: Draft, ...withBody } } },
-      async (request, reply) => reply.code(201).send(await drafts.create(tenant(request), request.body as Static<typeof CreateBody>)),
+      async (request, reply) => reply.code(201).send(await drafts.create(tenant(request), request.body)),
     );
 
     app.get(
       '/drafts/:draft_id',
       { schema: { summary: 'One draft', tags, security, params: DraftParams, querystring: NoQuery, response: { 200: Draft, ...common } } },
-      async (request) => drafts.get(tenant(request), (request.params as Params).draft_id),
+      async (request) => drafts.get(tenant(request), request.params.draft_id),
     );
 
     app.patch(
       '/drafts/:draft_id',
       { schema: { summary: 'Change the fields given', tags, security, params: DraftParams, querystring: NoQuery, body: PatchBody, response: { 200: Draft, ...withBody } } },
-      async (request) => drafts.update(tenant(request), (request.params as Params).draft_id, request.body as Static<typeof PatchBody>),
+      async (request) => drafts.update(tenant(request), request.params.draft_id, request.body),
     );
 
     app.delete(
       '/drafts/:draft_id',
       { schema: { summary: 'Delete a draft', tags, security, params: DraftParams, querystring: NoQuery, response: { 200: OkResponse, ...common } } },
-      async (request) => drafts.remove(tenant(request), (request.params as Params).draft_id),
+      async (request) => drafts.remove(tenant(request), request.params.draft_id),
     );
 
     app.post(
@@ -116,7 +115,7 @@ export function draftRoutes({ drafts, tenant }: { drafts: DraftService; tenant: 
           response: { 202: Queued, ...errors(400, 401, 403, 404, 422, 429) },
         },
       },
-      async (request, reply) => reply.code(202).send(await drafts.send(tenant(request), (request.params as Params).draft_id)),
+      async (request, reply) => reply.code(202).send(await drafts.send(tenant(request), request.params.draft_id)),
     );
   };
 }

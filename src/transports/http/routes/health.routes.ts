@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 
 export interface HealthCheck {
@@ -7,7 +7,7 @@ export interface HealthCheck {
 }
 
 /** GET /health — no credential; 200 when the database answers, 503 otherwise. */
-export function healthRoutes(health: HealthCheck): FastifyPluginAsync {
+export function healthRoutes(health: HealthCheck): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.get(
       '/health',

@@ -1,8 +1,9 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { Type, type Static } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import type { ListService } from '../../../modules/lists/list.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { Limit, Offset, errors } from '../schemas.js';
+import { Limit, ListEntrySchema, Offset, errors, ref } from '../schemas.js';
 
 const ListParams = Type.Object(
   { direction: Type.String({ minLength: 1, maxLength: 16 }), list_type: Type.String({ minLength: 1, maxLength: 16 }) },
@@ -21,7 +22,7 @@ const EntryInput = Type.Object(
 );
 
 /** Allow/block lists on the session surface: /lists/{direction}/{list_type}[/{entry:path}]. */
-export function listRoutes({ lists, tenant }: { lists: ListService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsync {
+export function listRoutes({ lists, tenant }: { lists: ListService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsyncTypebox {
   const tags = ['lists'];
   const security = [{ session: [] }];
   return async (app) => {
@@ -34,12 +35,12 @@ export function listRoutes({ lists, tenant }: { lists: ListService; tenant: (req
           security,
           params: ListParams,
           querystring: PageQuery,
-          response: { 200: Type.Object({ entries: Type.Array(Type.Ref('ListEntry')), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }), ...errors(400, 401, 403, 429) },
+          response: { 200: Type.Object({ entries: Type.Array(ref(ListEntrySchema)), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }), ...errors(400, 401, 403, 429) },
         },
       },
       async (request) => {
-        const { direction, list_type } = request.params as Static<typeof ListParams>;
-        const q = request.query as Static<typeof PageQuery>;
+        const { direction, list_type } = request.params;
+        const q = request.query;
         return lists.list(tenant(request), direction, list_type, { limit: q.limit ?? 50, offset: q.offset ?? 0 });
       },
     );
@@ -54,20 +55,20 @@ export function listRoutes({ lists, tenant }: { lists: ListService; tenant: (req
           params: ListParams,
           querystring: NoQuery,
           body: EntryInput,
-          response: { 201: Type.Ref('ListEntry'), ...errors(400, 401, 403, 409, 413, 415, 429) },
+          response: { 201: ref(ListEntrySchema), ...errors(400, 401, 403, 409, 413, 415, 429) },
         },
       },
       async (request, reply) => {
-        const { direction, list_type } = request.params as Static<typeof ListParams>;
-        return reply.code(201).send(await lists.add(tenant(request), direction, list_type, request.body as Static<typeof EntryInput>));
+        const { direction, list_type } = request.params;
+        return reply.code(201).send(await lists.add(tenant(request), direction, list_type, request.body));
       },
     );
 
     app.get(
       '/lists/:direction/:list_type/*',
-      { schema: { summary: 'One entry', tags, security, params: EntryParams, querystring: NoQuery, response: { 200: Type.Ref('ListEntry'), ...errors(400, 401, 403, 404, 429) } } },
+      { schema: { summary: 'One entry', tags, security, params: EntryParams, querystring: NoQuery, response: { 200: ref(ListEntrySchema), ...errors(400, 401, 403, 404, 429) } } },
       async (request) => {
-        const p = request.params as Static<typeof EntryParams>;
+        const p = request.params;
         return lists.get(tenant(request), p.direction, p.list_type, p['*']);
       },
     );
@@ -76,7 +77,7 @@ export function listRoutes({ lists, tenant }: { lists: ListService; tenant: (req
       '/lists/:direction/:list_type/*',
       { schema: { summary: 'Remove an entry', tags, security, params: EntryParams, querystring: NoQuery, response: { 200: Type.Object({ ok: Type.Literal(true), entry: Type.String() }), ...errors(400, 401, 403, 404, 429) } } },
       async (request) => {
-        const p = request.params as Static<typeof EntryParams>;
+        const p = request.params;
         const removed = await lists.remove(tenant(request), p.direction, p.list_type, p['*']);
         return { ok: true as const, entry: removed.entry };
       },

@@ -1,9 +1,10 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import type { MailboxService } from '../../../modules/mailboxes/mailbox.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { optionalBody } from '../plugins/validation.js';
-import { Email, MailboxInput, MailboxList, OkResponse, errors } from '../schemas.js';
+import { Email, MailboxInput, MailboxList, MailboxSchema, OkResponse, errors, ref } from '../schemas.js';
 
 type Input = Static<typeof MailboxInput>;
 const AddressParams = Type.Object({ address: Email }, { additionalProperties: false });
@@ -22,7 +23,7 @@ export interface MailboxRouteOptions {
  * Mailbox routes, mounted on both surfaces. POST takes `address` and `description` as query
  * parameters or in a JSON body (the body wins where both are given).
  */
-export function mailboxRoutes(options: MailboxRouteOptions): FastifyPluginAsync {
+export function mailboxRoutes(options: MailboxRouteOptions): FastifyPluginAsyncTypebox {
   const { mailboxes, tenant, surface } = options;
   const security = surface === 'api-key' ? [{ apiKey: [] }] : [{ session: [] }];
   const tags = [surface === 'api-key' ? 'mailboxes (API key)' : 'mailboxes (session)'];
@@ -42,11 +43,11 @@ export function mailboxRoutes(options: MailboxRouteOptions): FastifyPluginAsync 
           security,
           querystring: MailboxInput,
           body: optionalBody(MailboxInput),
-          response: { 201: Type.Ref('Mailbox'), ...errors(400, 401, 403, 404, 409, 413, 415, 429) },
+          response: { 201: ref(MailboxSchema), ...errors(400, 401, 403, 404, 409, 413, 415, 429) },
         },
       },
       async (request, reply) => {
-        const input: Input = { ...(request.query as Input), ...((request.body as Input | undefined) ?? {}) };
+        const input: Input = { ...request.query, ...(request.body ?? {}) };
         return reply.code(201).send(await mailboxes.create(tenant(request), input));
       },
     );
@@ -55,8 +56,8 @@ export function mailboxRoutes(options: MailboxRouteOptions): FastifyPluginAsync 
 
     app.get(
       '/mailboxes/:address',
-      { schema: { summary: 'Get a mailbox', tags, security, params: AddressParams, querystring: NoQuery, response: { 200: Type.Ref('Mailbox'), ...errors(400, 401, 403, 404, 429) } } },
-      async (request) => mailboxes.get(tenant(request), (request.params as Static<typeof AddressParams>).address),
+      { schema: { summary: 'Get a mailbox', tags, security, params: AddressParams, querystring: NoQuery, response: { 200: ref(MailboxSchema), ...errors(400, 401, 403, 404, 429) } } },
+      async (request) => mailboxes.get(tenant(request), request.params.address),
     );
 
     app.delete(
@@ -72,7 +73,7 @@ export function mailboxRoutes(options: MailboxRouteOptions): FastifyPluginAsync 
         },
       },
       async (request) => {
-        const { address } = request.params as Static<typeof AddressParams>;
+        const { address } = request.params;
         await mailboxes.remove(tenant(request), address);
         return { ok: true as const, address: address.toLowerCase() };
       },

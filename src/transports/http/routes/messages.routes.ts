@@ -1,10 +1,11 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { Type, type Static } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { invalid } from '../../../lib/errors.js';
 import type { MessageService } from '../../../modules/messages/message.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { optionalBody } from '../plugins/validation.js';
-import { AttachmentList, Email, Label, LabelChange, LabelsResponse, Limit, MessagePage, Offset, ResourceId, errors } from '../schemas.js';
+import { AttachmentList, Email, Label, LabelChange, LabelsResponse, Limit, MessageDetail, MessagePage, Offset, ResourceId, ThreadDetail, ThreadSchema, errors, ref } from '../schemas.js';
 import { sendDownload } from './download.js';
 import { sendJsonText } from './json-text.js';
 
@@ -49,8 +50,6 @@ const StatsResponse = Type.Object({
   folders: Type.Record(Type.String(), Type.Object({ total: Type.Integer(), unread: Type.Integer() })),
 });
 
-type Params = Static<typeof MessageParams>;
-
 export interface MessageRouteOptions {
   messages: MessageService;
   tenant: (request: FastifyRequest) => TenantContext;
@@ -58,15 +57,15 @@ export interface MessageRouteOptions {
 }
 
 /** Merge query parameters and an optional JSON body (the body wins), as the contract allows on POST. */
-function input<T extends object>(request: FastifyRequest): T {
-  return { ...(request.query as T), ...((request.body as T | null | undefined) ?? {}) };
+function merged<T extends object>(query: T, body: T | null | undefined): T {
+  return { ...query, ...(body ?? {}) };
 }
 
 /**
  * Message, thread and stats routes. Both surfaces get the same operations; the API-key surface lists
  * with `GET /inbox` (folder defaults to inbox), the session surface with `GET /messages` and filters.
  */
-export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsync {
+export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncTypebox {
   const { messages, tenant, surface } = options;
   const security = surface === 'api-key' ? [{ apiKey: [] }] : [{ session: [] }];
   const tags = [surface === 'api-key' ? 'messages (API key)' : 'messages (session)'];
@@ -78,7 +77,7 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsync 
         '/inbox',
         { schema: { summary: 'A page of one folder (default inbox), newest first', tags, security, querystring: InboxQuery, response: { 200: MessagePage, ...common } } },
         async (request, reply) => {
-          const q = request.query as Static<typeof InboxQuery>;
+          const q = request.query;
           const page = await messages.list(tenant(request), { mailbox: q.mailbox, folder: q.folder ?? 'inbox', limit: q.limit ?? 50, offset: q.offset ?? 0 });
           return sendJsonText(reply, page.json);
         },
@@ -88,7 +87,7 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsync 
         '/messages',
         { schema: { summary: 'Messages of the workspace, filtered, newest first', tags, security, querystring: MessagesQuery, response: { 200: MessagePage, ...common } } },
         async (request, reply) => {
-          const q = request.query as Static<typeof MessagesQuery>;
+          const q = request.query;
           const page = await messages.list(tenant(request), { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 });
           return sendJsonText(reply, page.json);
         },
@@ -97,24 +96,24 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsync 
 
     app.get(
       '/messages/:message_id',
-      { schema: { summary: 'One message with text, html and headers', tags, security, params: MessageParams, querystring: GetQuery, response: { 200: Type.Ref('Message'), ...common } } },
+      { schema: { summary: 'One message with text, html and headers', tags, security, params: MessageParams, querystring: GetQuery, response: { 200: ref(MessageDetail), ...common } } },
       async (request) =>
-        messages.get(tenant(request), (request.params as Params).message_id, { markRead: (request.query as Static<typeof GetQuery>).mark_read === true }),
+        messages.get(tenant(request), request.params.message_id, { markRead: request.query.mark_read === true }),
     );
 
     app.post(
       '/messages/:message_id/read',
       { schema: { summary: 'Set the read flag (read defaults to true)', tags, security, params: MessageParams, querystring: ReadInput, body: optionalBody(ReadInput), response: { 200: ActionResponse, ...common } } },
-      async (request) => messages.setRead(tenant(request), (request.params as Params).message_id, input<Static<typeof ReadInput>>(request).read ?? true),
+      async (request) => messages.setRead(tenant(request), request.params.message_id, merged(request.query, request.body).read ?? true),
     );
 
     app.post(
       '/messages/:message_id/move',
       { schema: { summary: 'Move to a folder: inbox, archive, sent, spam, trash', tags, security, params: MessageParams, querystring: MoveInput, body: optionalBody(MoveInput), response: { 200: ActionResponse, ...common } } },
       async (request) => {
-        const { folder } = input<Static<typeof MoveInput>>(request);
+        const { folder } = merged(request.query, request.body);
         if (folder === undefined) throw invalid('invalid_request', 'folder is required (query parameter or JSON body)');
-        return messages.move(tenant(request), (request.params as Params).message_id, folder);
+        return messages.move(tenant(request), request.params.message_id, folder);
       },
     );
 
@@ -122,39 +121,39 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsync 
       app.post(
         `/messages/:message_id/${action}`,
         { schema: { summary: `Move to ${folder}`, tags, security, params: MessageParams, querystring: NoQuery, response: { 200: ActionResponse, ...common } } },
-        async (request) => messages.move(tenant(request), (request.params as Params).message_id, folder),
+        async (request) => messages.move(tenant(request), request.params.message_id, folder),
       );
     }
 
     app.delete(
       '/messages/:message_id',
       { schema: { summary: 'Delete a message for good', tags, security, params: MessageParams, querystring: NoQuery, response: { 200: ActionResponse, ...common } } },
-      async (request) => messages.remove(tenant(request), (request.params as Params).message_id),
+      async (request) => messages.remove(tenant(request), request.params.message_id),
     );
 
     app.post(
       '/messages/:message_id/labels',
       { schema: { summary: 'Add and remove labels', tags, security, params: MessageParams, querystring: NoQuery, body: LabelChange, response: { 200: LabelsResponse, ...errors(400, 401, 403, 404, 413, 415, 429) } } },
-      async (request) => messages.setLabels(tenant(request), (request.params as Params).message_id, request.body as Static<typeof LabelChange>),
+      async (request) => messages.setLabels(tenant(request), request.params.message_id, request.body),
     );
 
     app.get(
       '/messages/:message_id/thread',
-      { schema: { summary: "The message's thread, messages oldest first", tags, security, params: MessageParams, querystring: NoQuery, response: { 200: Type.Ref('ThreadDetail'), ...common } } },
-      async (request) => messages.threadOf(tenant(request), (request.params as Params).message_id),
+      { schema: { summary: "The message's thread, messages oldest first", tags, security, params: MessageParams, querystring: NoQuery, response: { 200: ref(ThreadDetail), ...common } } },
+      async (request) => messages.threadOf(tenant(request), request.params.message_id),
     );
 
     app.get(
       '/messages/:message_id/attachments',
       { schema: { summary: "The message's attachments", tags, security, params: MessageParams, querystring: NoQuery, response: { 200: AttachmentList, ...common } } },
-      async (request) => messages.attachments(tenant(request), (request.params as Params).message_id),
+      async (request) => messages.attachments(tenant(request), request.params.message_id),
     );
 
     app.get(
       '/messages/:message_id/attachments/:attachment_id',
       { schema: { summary: 'Download an attachment', tags, security, params: AttachmentParams, querystring: NoQuery, response: common } },
       async (request, reply) => {
-        const { message_id, attachment_id } = request.params as Static<typeof AttachmentParams>;
+        const { message_id, attachment_id } = request.params;
         return sendDownload(reply, await messages.attachment(tenant(request), message_id, attachment_id));
       },
     );
@@ -162,7 +161,7 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsync 
     app.get(
       '/messages/:message_id/raw',
       { schema: { summary: 'Download the RFC 5322 source (message/rfc822)', tags, security, params: MessageParams, querystring: NoQuery, response: common } },
-      async (request, reply) => sendDownload(reply, await messages.raw(tenant(request), (request.params as Params).message_id)),
+      async (request, reply) => sendDownload(reply, await messages.raw(tenant(request), request.params.message_id)),
     );
 
     app.get(
@@ -173,23 +172,23 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsync 
 
     app.get(
       '/threads',
-      { schema: { summary: 'Threads, most recent first', tags, security, querystring: ThreadsQuery, response: { 200: Type.Object({ threads: Type.Array(Type.Ref('Thread')), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }), ...common } } },
+      { schema: { summary: 'Threads, most recent first', tags, security, querystring: ThreadsQuery, response: { 200: Type.Object({ threads: Type.Array(ref(ThreadSchema)), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }), ...common } } },
       async (request) => {
-        const q = request.query as Static<typeof ThreadsQuery>;
+        const q = request.query;
         return messages.listThreads(tenant(request), { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 });
       },
     );
 
     app.get(
       '/threads/:thread_id',
-      { schema: { summary: 'A thread with its messages, oldest first', tags, security, params: ThreadParams, querystring: NoQuery, response: { 200: Type.Ref('ThreadDetail'), ...common } } },
-      async (request) => messages.getThread(tenant(request), (request.params as Static<typeof ThreadParams>).thread_id),
+      { schema: { summary: 'A thread with its messages, oldest first', tags, security, params: ThreadParams, querystring: NoQuery, response: { 200: ref(ThreadDetail), ...common } } },
+      async (request) => messages.getThread(tenant(request), request.params.thread_id),
     );
 
     app.post(
       '/threads/:thread_id/labels',
       { schema: { summary: 'Add and remove labels on every message of a thread', tags, security, params: ThreadParams, querystring: NoQuery, body: LabelChange, response: { 200: LabelsResponse, ...errors(400, 401, 403, 404, 413, 415, 429) } } },
-      async (request) => messages.setThreadLabels(tenant(request), (request.params as Static<typeof ThreadParams>).thread_id, request.body as Static<typeof LabelChange>),
+      async (request) => messages.setThreadLabels(tenant(request), request.params.thread_id, request.body),
     );
   };
 }

@@ -1,5 +1,6 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { Type, type Static } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { MAX_RECIPIENTS } from '../../../modules/sending/recipients.js';
 import type { SendingService } from '../../../modules/sending/sending.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
@@ -38,7 +39,7 @@ const SentQuery = Type.Object({ mailbox: Type.Optional(Email), limit: Type.Optio
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
 /** POST /send on both surfaces, and GET /sent (session) with delivery status. */
-export function sendingRoutes({ sending, tenant, surface }: { sending: SendingService; tenant: (request: FastifyRequest) => TenantContext; surface: 'api-key' | 'session' }): FastifyPluginAsync {
+export function sendingRoutes({ sending, tenant, surface }: { sending: SendingService; tenant: (request: FastifyRequest) => TenantContext; surface: 'api-key' | 'session' }): FastifyPluginAsyncTypebox {
   const security = surface === 'api-key' ? [{ apiKey: [] }] : [{ session: [] }];
   const tags = ['sending'];
   return async (app) => {
@@ -54,14 +55,14 @@ export function sendingRoutes({ sending, tenant, surface }: { sending: SendingSe
           response: { 202: Queued, ...errors(400, 401, 403, 404, 413, 415, 422, 429) },
         },
       },
-      async (request, reply) => reply.code(202).send(await sending.enqueue(tenant(request), request.body as Static<typeof SendBody>)),
+      async (request, reply) => reply.code(202).send(await sending.enqueue(tenant(request), request.body)),
     );
     if (surface !== 'session') return;
     app.get(
       '/sent',
       { schema: { summary: 'Sent messages with delivery status, newest first', tags, security, querystring: SentQuery, response: errors(400, 401, 403, 404, 429) } },
       async (request) => {
-        const q = request.query as Static<typeof SentQuery>;
+        const q = request.query;
         return sending.listSent(tenant(request), { mailbox: q.mailbox, limit: q.limit ?? 50, offset: q.offset ?? 0 });
       },
     );

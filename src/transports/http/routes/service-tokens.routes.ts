@@ -1,5 +1,6 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { Type, type Static } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import type { ServiceTokenService } from '../../../modules/transactional/service-token.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { Email, OkResponse, ResourceId, errors } from '../schemas.js';
@@ -29,7 +30,7 @@ const TokenSchema = Type.Object(tokenProperties);
 const TokenWithSecret = Type.Object({ ...tokenProperties, token: Type.String({ description: 'the credential (mst_…), shown only in this answer' }) });
 
 /** Service tokens on the session surface (owner or admin of the active workspace). */
-export function serviceTokenRoutes({ tokens, tenant }: { tokens: ServiceTokenService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsync {
+export function serviceTokenRoutes({ tokens, tenant }: { tokens: ServiceTokenService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsyncTypebox {
   const tags = ['service tokens'];
   const security = [{ session: [] }];
   return async (app) => {
@@ -50,12 +51,12 @@ export function serviceTokenRoutes({ tokens, tenant }: { tokens: ServiceTokenSer
           response: { 201: TokenWithSecret, ...errors(400, 401, 403, 413, 415, 429) },
         },
       },
-      async (request, reply) => reply.code(201).send(await tokens.create(tenant(request), request.body as Static<typeof CreateBody>)),
+      async (request, reply) => reply.code(201).send(await tokens.create(tenant(request), request.body)),
     );
     app.get(
       '/service-tokens/:token_id',
       { schema: { summary: 'One service token', tags, security, params: TokenParams, querystring: NoQuery, response: { 200: TokenSchema, ...errors(400, 401, 403, 404, 429) } } },
-      async (request) => tokens.get(tenant(request), (request.params as Static<typeof TokenParams>).token_id),
+      async (request) => tokens.get(tenant(request), request.params.token_id),
     );
     app.post(
       '/service-tokens/:token_id/rotate',
@@ -69,13 +70,13 @@ export function serviceTokenRoutes({ tokens, tenant }: { tokens: ServiceTokenSer
           response: { 200: TokenWithSecret, ...errors(400, 401, 403, 404, 429) },
         },
       },
-      async (request) => tokens.rotate(tenant(request), (request.params as Static<typeof TokenParams>).token_id),
+      async (request) => tokens.rotate(tenant(request), request.params.token_id),
     );
     app.delete(
       '/service-tokens/:token_id',
       { schema: { summary: 'Revoke a token at once', tags, security, params: TokenParams, querystring: NoQuery, response: { 200: OkResponse, ...errors(400, 401, 403, 404, 429) } } },
       async (request) => {
-        const { token_id } = request.params as Static<typeof TokenParams>;
+        const { token_id } = request.params;
         await tokens.delete(tenant(request), token_id);
         return { ok: true as const, token_id };
       },

@@ -1,8 +1,8 @@
-import type { FastifyPluginAsync } from 'fastify';
-import { Type, type Static } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import type { AuthService } from '../../../modules/tenancy/auth.service.js';
 import { sessionOf } from '../plugins/auth.js';
-import { LoginResponse, OkResponse, errors } from '../schemas.js';
+import { LoginResponse, OkResponse, SessionSchema, errors, ref } from '../schemas.js';
 
 const LoginBody = Type.Object(
   {
@@ -17,7 +17,7 @@ const tags = ['session'];
 const security = [{ session: [] }];
 
 /** POST /app/api/login — the only session route without a session. */
-export function loginRoute(auth: AuthService): FastifyPluginAsync {
+export function loginRoute(auth: AuthService): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
       '/login',
@@ -31,7 +31,7 @@ export function loginRoute(auth: AuthService): FastifyPluginAsync {
         },
       },
       async (request) => {
-        const { email, password } = request.body as Static<typeof LoginBody>;
+        const { email, password } = request.body;
         return auth.login(email, password);
       },
     );
@@ -39,7 +39,7 @@ export function loginRoute(auth: AuthService): FastifyPluginAsync {
 }
 
 /** Session routes that need a session: logout, session, workspaces/select. */
-export function sessionRoutes(auth: AuthService): FastifyPluginAsync {
+export function sessionRoutes(auth: AuthService): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
       '/logout',
@@ -52,7 +52,7 @@ export function sessionRoutes(auth: AuthService): FastifyPluginAsync {
 
     app.get(
       '/session',
-      { schema: { summary: 'The session: user, workspaces, active workspace', tags, security, querystring: NoQuery, response: { 200: Type.Ref('Session'), ...errors(401, 429) } } },
+      { schema: { summary: 'The session: user, workspaces, active workspace', tags, security, querystring: NoQuery, response: { 200: ref(SessionSchema), ...errors(401, 429) } } },
       async (request) => auth.describe(sessionOf(request)),
     );
 
@@ -64,10 +64,10 @@ export function sessionRoutes(auth: AuthService): FastifyPluginAsync {
           tags,
           security,
           body: SelectBody,
-          response: { 200: Type.Ref('Session'), ...errors(400, 401, 404, 413, 415, 429) },
+          response: { 200: ref(SessionSchema), ...errors(400, 401, 404, 413, 415, 429) },
         },
       },
-      async (request) => auth.selectWorkspace(sessionOf(request), (request.body as Static<typeof SelectBody>).workspace_id),
+      async (request) => auth.selectWorkspace(sessionOf(request), request.body.workspace_id),
     );
   };
 }

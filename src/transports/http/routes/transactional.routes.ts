@@ -1,5 +1,5 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { Type, type Static } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import type { TransactionalService } from '../../../modules/transactional/transactional.service.js';
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../../../modules/transactional/transactional.service.js';
 import { Email, ResourceId, errors } from '../schemas.js';
@@ -20,7 +20,7 @@ const TransactionalBody = Type.Object(
   { additionalProperties: false },
 );
 const Queued = Type.Object({ message_id: Type.String(), status: Type.Literal('queued') });
-const Status = Type.Union(['queued', 'processing', 'accepted', 'failed', 'unknown'].map((s) => Type.Literal(s)));
+const Status = Type.Union([Type.Literal('queued'), Type.Literal('processing'), Type.Literal('accepted'), Type.Literal('failed'), Type.Literal('unknown')]);
 const MessageStatus = Type.Object({
   message_id: Type.String(),
   status: Status,
@@ -38,13 +38,8 @@ const MessageParams = Type.Object({ message_id: ResourceId }, { additionalProper
 const NoQuery = Type.Object({}, { additionalProperties: false });
 const KeyQuery = Type.Object({ idempotency_key: Type.String({ minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_LENGTH }) }, { additionalProperties: false });
 
-function idempotencyKeyOf(request: FastifyRequest): string | undefined {
-  const value = request.headers['idempotency-key'];
-  return Array.isArray(value) ? value[0] : value;
-}
-
 /** The transactional surface (/v1/transactional): service tokens only, exactly-once sends. */
-export function transactionalRoutes({ transactional }: { transactional: TransactionalService }): FastifyPluginAsync {
+export function transactionalRoutes({ transactional }: { transactional: TransactionalService }): FastifyPluginAsyncTypebox {
   const tags = ['transactional'];
   const security = [{ serviceToken: [] }];
   return async (app) => {
@@ -62,7 +57,7 @@ export function transactionalRoutes({ transactional }: { transactional: Transact
         },
       },
       async (request, reply) => {
-        const result = await transactional.send(serviceTokenOf(request), idempotencyKeyOf(request), request.body as Static<typeof TransactionalBody>);
+        const result = await transactional.send(serviceTokenOf(request), request.headers['idempotency-key'], request.body);
         if (result.replayed) void reply.header('idempotent-replayed', 'true');
         return reply.code(202).send(result.body);
       },
@@ -70,12 +65,12 @@ export function transactionalRoutes({ transactional }: { transactional: Transact
     app.get(
       '/messages/:message_id',
       { schema: { summary: "A message's delivery status (this token's messages only)", tags, security, params: MessageParams, querystring: NoQuery, response: { 200: MessageStatus, ...errors(400, 401, 404, 429) } } },
-      async (request) => transactional.get(serviceTokenOf(request), (request.params as Static<typeof MessageParams>).message_id),
+      async (request) => transactional.get(serviceTokenOf(request), request.params.message_id),
     );
     app.get(
       '/messages',
       { schema: { summary: 'The message created with an Idempotency-Key, with its status', tags, security, querystring: KeyQuery, response: { 200: MessageStatus, ...errors(400, 401, 404, 429) } } },
-      async (request) => transactional.getByKey(serviceTokenOf(request), (request.query as Static<typeof KeyQuery>).idempotency_key),
+      async (request) => transactional.getByKey(serviceTokenOf(request), request.query.idempotency_key),
     );
   };
 }

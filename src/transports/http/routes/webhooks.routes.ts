@@ -1,5 +1,6 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { Type, type Static } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { EVENT_TYPES } from '../../../modules/events/event.types.js';
 import { MAX_URL_LENGTH } from '../../../modules/webhooks/address-rules.js';
 import type { WebhookService } from '../../../modules/webhooks/webhook.service.js';
@@ -49,10 +50,8 @@ const WebhookParams = Type.Object({ webhook_id: ResourceId }, { additionalProper
 const DeliveriesQuery = Type.Object({ limit: Type.Optional(Limit) }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
-type Params = Static<typeof WebhookParams>;
-
 /** Webhook endpoints on the session surface (every role). */
-export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsync {
+export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsyncTypebox {
   const tags = ['webhooks'];
   const security = [{ session: [] }];
   const common = errors(400, 401, 403, 404, 429);
@@ -76,13 +75,13 @@ export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; 
           response: { 201: CreatedWebhook, ...errors(400, 401, 403, 409, 413, 415, 429) },
         },
       },
-      async (request, reply) => reply.code(201).send(await webhooks.create(tenant(request), request.body as Static<typeof CreateBody>)),
+      async (request, reply) => reply.code(201).send(await webhooks.create(tenant(request), request.body)),
     );
 
     app.get(
       '/webhooks/:webhook_id',
       { schema: { summary: 'One endpoint', tags, security, params: WebhookParams, querystring: NoQuery, response: { 200: Webhook, ...common } } },
-      async (request) => webhooks.get(tenant(request), (request.params as Params).webhook_id),
+      async (request) => webhooks.get(tenant(request), request.params.webhook_id),
     );
 
     app.patch(
@@ -98,13 +97,13 @@ export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; 
           response: { 200: Webhook, ...withBody },
         },
       },
-      async (request) => webhooks.update(tenant(request), (request.params as Params).webhook_id, request.body as Static<typeof PatchBody>),
+      async (request) => webhooks.update(tenant(request), request.params.webhook_id, request.body),
     );
 
     app.delete(
       '/webhooks/:webhook_id',
       { schema: { summary: 'Delete an endpoint, its pending deliveries and its history', tags, security, params: WebhookParams, querystring: NoQuery, response: { 200: OkResponse, ...common } } },
-      async (request) => webhooks.remove(tenant(request), (request.params as Params).webhook_id),
+      async (request) => webhooks.remove(tenant(request), request.params.webhook_id),
     );
 
     app.get(
@@ -119,7 +118,7 @@ export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; 
           response: { 200: Type.Object({ deliveries: Type.Array(Delivery) }), ...common },
         },
       },
-      async (request) => webhooks.deliveries(tenant(request), (request.params as Params).webhook_id, (request.query as Static<typeof DeliveriesQuery>).limit ?? 50),
+      async (request) => webhooks.deliveries(tenant(request), request.params.webhook_id, request.query.limit ?? 50),
     );
 
     app.post(
@@ -136,7 +135,7 @@ export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; 
         },
       },
       async (request, reply) =>
-        reply.code(202).send(await webhooks.test(tenant(request), (request.params as Params).webhook_id, (request.body as Static<typeof TestBody>).event_type)),
+        reply.code(202).send(await webhooks.test(tenant(request), request.params.webhook_id, request.body.event_type)),
     );
   };
 }
