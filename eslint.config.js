@@ -3,6 +3,39 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import regexp from 'eslint-plugin-regexp';
 
+// The "never" arrows of the design (transports → modules → db; lib below all): each folder's block lists every
+// pattern that applies to it, since a later block setting the same rule replaces an earlier one for a file.
+// Proved by test/import-arrows.test.ts; exceptions in decision 223.
+const never = {
+  main: { group: ['**/main.js'], message: 'nothing imports main.ts (the entry point) but the CLI, lazily' },
+  composition: {
+    group: ['**/services.js'],
+    message: 'only main.ts, the CLI and thread entry points (*.worker.ts) compose the service (services.ts)',
+  },
+  transports: {
+    group: ['**/transports/**'],
+    message: 'a module never imports a transport: declare an interface in the module and let services.ts inject it',
+  },
+  // Everything in a module but its *.table.ts, which `tableValues` allows for types only.
+  modules: {
+    regex: '(^|/)modules/(?!.*\\.table\\.js$)',
+    message: 'src/db never imports a feature module: the schema may take the row types of *.table.ts, type-only',
+  },
+  tableValues: {
+    group: ['**/modules/*/*.table.js'],
+    allowTypeImports: true,
+    message: 'src/db takes only the row types of *.table.ts (import type)',
+  },
+  db: { group: ['**/db/**'], message: 'transports never touch the database: call a feature service' },
+  repositories: { group: ['**/*.repository.js'], message: 'transports never touch the database: call a feature service' },
+  services: { group: ['**/*.service.js', '**/*.module.js'], message: 'a repository never calls a service: the service calls it' },
+  ours: { regex: '^\\.\\./', message: 'src/lib imports nothing of ours outside lib (only node: and packages)' },
+};
+/** One flat-config block restricting `files` to the given arrows. */
+function arrows(files, patterns, ignores = []) {
+  return { files, ignores, rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] } };
+}
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', 'bin/', 'eslint.config.js'] },
   js.configs.recommended,
@@ -30,7 +63,7 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ['**/modules/**', '**/db/**', '**/transports/**', '**/jobs/**', '**/main.js', '**/config/config.js', '**/lib/logger.js'],
+              group: ['**/modules/**', '**/db/**', '**/transports/**', '**/jobs/**', '**/main.js', '**/services.js', '**/config/config.js', '**/lib/logger.js'],
               allowTypeImports: true,
               message: 'the CLI loads no server module at start-up: import types only, or `await import()` inside a server command',
             },
@@ -51,6 +84,29 @@ export default tseslint.config(
       ],
     },
   },
+  // Design arrows (see `never` above). src/cli has its own block above; main.ts is the composition's one importer.
+  arrows(['src/**/*.ts'], [never.main, never.composition], ['src/cli/**', 'src/main.ts']),
+  {
+    // The same two arrows for `await import()`, which no-restricted-imports does not see (the CLI's lazy loads are allowed).
+    files: ['src/**/*.ts'],
+    ignores: ['src/cli/**', 'src/main.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: 'ImportExpression[source.value=/(^|\\/)(main|services)\\.js$/]',
+          message: 'nothing but the CLI loads main.ts or the composition (services.ts), not even lazily',
+        },
+      ],
+    },
+  },
+  arrows(['src/modules/**/*.ts'], [never.main, never.composition, never.transports]),
+  // A thread's entry point is its thread's main.ts: the store thread composes its services with services.ts.
+  arrows(['src/modules/**/*.worker.ts'], [never.main, never.transports]),
+  arrows(['src/modules/**/*.repository.ts'], [never.main, never.composition, never.transports, never.services]),
+  arrows(['src/db/**/*.ts'], [never.main, never.composition, never.transports, never.modules, never.tableValues]),
+  arrows(['src/lib/**/*.ts'], [never.ours]),
+  arrows(['src/transports/**/*.ts'], [never.main, never.composition, never.db, never.repositories]),
   {
     // Message content is attacker input: no pattern over it may backtrack super-linearly (issue 22).
     files: ['src/**/*.ts'],

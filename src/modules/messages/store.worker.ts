@@ -1,10 +1,11 @@
 /**
  * Entry of the smtp role's store thread (see store-thread.ts): its own services and database
  * connection, storing the analysed deliveries the SMTP thread sends it. Runs in a worker thread only.
+ * As its thread's entry point it composes like main.ts does, with the same createServices (decision 223).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '../../lib/logger.js';
-import { createServices } from '../../main.js';
+import { createServices } from '../../services.js';
 import { reviveDelivery, type StoreReply, type StoreRequest, type StoreWorkerData } from './store-thread.js';
 
 const settings = workerData as StoreWorkerData;

@@ -1,0 +1,237 @@
+/**
+ * The composition of the service: config → database → plumbing → feature modules, one function both
+ * processes' entry points use: main.ts (which starts the roles over it) and the smtp role's store thread
+ * (store.worker.ts), which builds its own copy on its own database connection. Transports are injected here,
+ * never imported by a module (lint enforces the arrows: eslint.config.js).
+ */
+import type { Config } from './config/config.js';
+import { createDb, type DbHandle } from './db/database.js';
+import { createGroupCommit, type GroupCommit } from './db/group-commit.js';
+import { migrateToLatest } from './db/migrator.js';
+import { createQueue, type Queue } from './jobs/queue.js';
+import { createJobWakeups, type JobWakeups } from './jobs/wakeups.js';
+import type { JobHandler } from './jobs/worker.js';
+import { systemClock, type Clock } from './lib/clock.js';
+import type { Logger } from './lib/logger.js';
+import { readFileSync } from 'node:fs';
+import { cachingResolver, createDnsResolver } from './lib/dns.js';
+import { createLogger } from './lib/logger.js';
+import { createPublicKey } from 'node:crypto';
+import { createDomainService, type DomainService } from './modules/domains/domain.service.js';
+import { createEventsService, type EventsService } from './modules/events/events.service.js';
+import { createListService, type ListService } from './modules/lists/list.service.js';
+import { createInProcessAnalyzer, type MessageAnalyzer } from './modules/messages/analysis.js';
+import { createThreadedAnalyzer } from './modules/messages/analysis-pool.js';
+import { createMailauthAuthenticator, type MessageAuthenticator } from './modules/messages/authentication.js';
+import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
+import { createStoreThread, type StoreThread } from './modules/messages/store-thread.js';
+import { createMessageStore } from './modules/messages/message-store.js';
+import { createMessageService, type MessageService } from './modules/messages/message.service.js';
+import { createPageCache } from './modules/messages/page-cache.js';
+import { createDeliveryHandler } from './modules/sending/delivery.handler.js';
+import { createInProcessSigner, createThreadedSigner, type MessageSigner } from './modules/sending/signing-pool.js';
+import { createDraftService, type DraftService } from './modules/sending/draft.service.js';
+import type { RouteResolver, SmtpDeliverer } from './modules/sending/delivery.types.js';
+import { createRouteResolver } from './modules/sending/routes.resolver.js';
+import { createSendingService, type SendingService } from './modules/sending/sending.service.js';
+import { createReturnPaths, type ReturnPaths } from './modules/sending/verp.js';
+import { checkSecretKey, loadSecretKey } from './modules/secrets/secret-key.js';
+import { createSecretBox, type SecretBox } from './lib/secret-box.js';
+import { createSmtpDeliverer } from './transports/smtp/outbound.client.js';
+import { createMailboxService, type MailboxService } from './modules/mailboxes/mailbox.service.js';
+import { createTenancyModule, type TenancyModule } from './modules/tenancy/tenancy.module.js';
+import { createServiceTokenService, type ServiceTokenService } from './modules/transactional/service-token.service.js';
+import { createTransactionalService, type TransactionalService } from './modules/transactional/transactional.service.js';
+import { createWebhooksModule, type WebhooksModule } from './modules/webhooks/webhooks.module.js';
+import { createWebhookClient } from './transports/http/webhook.client.js';
+
+/** The feature services: what the transports and the CLI call (the rules of the product). */
+export interface FeatureServices {
+  tenancy: TenancyModule;
+  events: EventsService;
+  mailboxes: MailboxService;
+  lists: ListService;
+  messages: MessageService;
+  inbound: InboundService;
+  domains: DomainService;
+  sending: SendingService;
+  drafts: DraftService;
+  serviceTokens: ServiceTokenService;
+  transactional: TransactionalService;
+  webhooks: WebhooksModule;
+}
+
+/** The plumbing the features run on: the database, commits, queue, wake-ups and threads that main.ts starts and stops. */
+export interface Plumbing {
+  database: DbHandle;
+  clock: Clock;
+  queue: Queue;
+  /** Shared commits of the hot write paths (inbound storage, sends; on SQLite also delivery state and job settlement). */
+  commits: GroupCommit;
+  /**
+   * Shared commits of the worker (delivery state, job settlement): on PostgreSQL a group of its own, so
+   * that a delivery's state change never waits behind a batch of sends; on SQLite `commits` itself.
+   */
+  workerCommits: GroupCommit;
+  /** Parser threads of inbound mail (started by the first message; close() stops them). */
+  analyzer: MessageAnalyzer;
+  /** The thread inbound mail is stored on, when asked for (`startService` starts it with the smtp role; close() stops it). */
+  storeThread: StoreThread | null;
+  /** DKIM signing threads of outbound mail (started by the first signature; close() stops them). */
+  signer: MessageSigner;
+  /** The outbound SMTP client (its cached connections are closed at shutdown). */
+  deliverer: SmtpDeliverer;
+  /** Producers in this process announce committed work here; a worker in this process subscribes its `wake`. */
+  wakeups: JobWakeups;
+  /** Job handlers the worker role runs. */
+  handlers: JobHandler[];
+  /** Outbound mail's keyed VERP return paths (contract §5). */
+  returnPaths: ReturnPaths;
+  /** Seals and opens secrets at rest under MAILROOM_SECRET_KEY. */
+  secretBox: SecretBox;
+}
+
+/**
+ * Both halves in one object, as tests and the CLI reach them today. Code that needs only the features
+ * (the HTTP app) takes `FeatureServices`.
+ */
+export type Services = FeatureServices & Plumbing;
+
+/** Composition root: open the database, apply migrations, wire the feature modules. */
+export async function createServices(
+  config: Readonly<Config>,
+  options: {
+    clock?: Clock;
+    migrate?: boolean;
+    logger?: Logger;
+    authenticator?: MessageAuthenticator;
+    deliverer?: SmtpDeliverer;
+    routes?: RouteResolver;
+    /** Store inbound mail on a store thread of its own (the smtp role of `mailroom serve`). */
+    storeThread?: boolean;
+    /** SQLite: the write lock of another thread's handle on the same database (the store thread's). */
+    writeLock?: SharedArrayBuffer | undefined;
+  } = {},
+): Promise<Services> {
+  // Before the database opens: with PostgreSQL and no key there is nothing to open it for.
+  const box = createSecretBox(loadSecretKey(config));
+  const database = createDb(config.databaseUrl, { pgPrepare: config.pgPrepare, ...(options.writeLock ? { writeLock: options.writeLock } : {}) });
+  const { db, dialect } = database;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? createLogger('silent');
+  try {
+    if (options.migrate !== false) await migrateToLatest(db);
+    // A process with another key than the one the stored secrets were sealed with refuses to start (exit 78).
+    await checkSecretKey(db, box, clock);
+  } catch (err) {
+    await database.destroy();
+    throw err;
+  }
+  const events = createEventsService({ clock });
+  const wakeups = createJobWakeups();
+  const commits = createGroupCommit(db);
+  // PostgreSQL runs transactions side by side; the two groups share no row (sends insert outbound and
+  // job rows, the worker changes existing ones), so they cannot deadlock. SQLite has one writer: one group.
+  const workerCommits = dialect.supportsRowLocks ? createGroupCommit(db) : commits;
+  const lists = createListService({ db, clock });
+  const store = createMessageStore({ clock, dialect });
+  const resolve = createDnsResolver(config.dnsServers);
+  const authenticator = options.authenticator ?? createMailauthAuthenticator({ resolve: cachingResolver(resolve), hostname: config.smtpHostname });
+  // An authenticator given by the caller runs where it was made; otherwise parser threads do the work.
+  const analyzer =
+    options.authenticator || config.smtpParserThreads === 0
+      ? createInProcessAnalyzer(authenticator)
+      : createThreadedAnalyzer({ threads: config.smtpParserThreads, dnsServers: config.dnsServers, hostname: config.smtpHostname, fallback: authenticator, logger });
+  const storeThread = options.storeThread
+    ? createStoreThread({ config, writeLock: database.writeLock, logger, onWake: (queue) => wakeups.notify(queue) })
+    : null;
+  const domains = createDomainService({ db, clock, events, resolve, hostedDomains: config.hostedDomains, hostedKey: operatorDkimKey(config), hostedSelector: config.dkimSelector, box });
+  const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs });
+  // VERP return paths live in the first hosted domain, whose MX points at this service.
+  const returnPaths = createReturnPaths(box, config.hostedDomains[0] ?? config.smtpHostname);
+  const sending = createSendingService({ db, clock, events, store, queue, domains, returnPaths, commits });
+  const deliverer = options.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname });
+  const signer = config.dkimThreads === 0 ? createInProcessSigner() : createThreadedSigner({ threads: config.dkimThreads, logger });
+  const delivery = createDeliveryHandler({
+    db,
+    queue,
+    dialect,
+    commits: workerCommits,
+    clock,
+    logger,
+    events,
+    domains,
+    routes: options.routes ?? createRouteResolver({ resolve: cachingResolver(resolve), mxPort: config.mxPort, relay: config.smtpRelay, allowCidrs: config.deliveryAllowCidrs }),
+    deliverer,
+    signer,
+    retryBaseMs: config.deliveryRetryBaseMs,
+    maxAgeMs: config.deliveryMaxAgeMs,
+  });
+  const webhooks = createWebhooksModule({
+    db,
+    dialect,
+    clock,
+    logger,
+    queue,
+    events,
+    // Uncached: every address check must see the answer the pinned connection will use.
+    resolve,
+    allowCidrs: config.webhookAllowCidrs,
+    sender: createWebhookClient(),
+    backoffBaseMs: config.webhookBackoffBaseMs,
+    timeoutMs: config.webhookTimeoutMs,
+    wake: (name) => wakeups.notify(name),
+    box,
+  });
+  if (options.migrate !== false) await sealPlaintextSecrets({ database, domains, webhooks: webhooks.service, logger });
+  return {
+    database,
+    clock,
+    tenancy: createTenancyModule({ db, clock }),
+    events,
+    queue,
+    commits,
+    workerCommits,
+    sending,
+    drafts: createDraftService({ db, clock, sending }),
+    serviceTokens: createServiceTokenService({ db, clock }),
+    transactional: createTransactionalService({ db, clock, sending }),
+    deliverer,
+    handlers: [delivery, webhooks.handler],
+    webhooks,
+    wakeups,
+    mailboxes: createMailboxService({ db, clock, domains }),
+    domains,
+    lists,
+    messages: createMessageService({ db, clock, dialect, pages: createPageCache(config.pageCacheBytes) }),
+    returnPaths,
+    secretBox: box,
+    inbound: createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits, storeThread: storeThread ?? undefined }),
+    analyzer,
+    storeThread,
+    signer,
+  };
+}
+
+/**
+ * Start-up, after migrating: encrypt the secrets stored before encryption at rest. Migrations do not know the
+ * key, so this runs here (decision 206); each row is replaced only if unchanged, so concurrent starts agree.
+ */
+async function sealPlaintextSecrets(deps: { database: DbHandle; domains: DomainService; webhooks: WebhooksModule['service']; logger: Logger }): Promise<void> {
+  try {
+    const keys = await deps.domains.sealStoredKeys();
+    const endpoints = await deps.webhooks.sealStoredSecrets();
+    if (keys + endpoints > 0) deps.logger.info({ dkim_keys: keys, webhook_endpoints: endpoints }, 'encrypted secrets stored in plaintext');
+  } catch (err) {
+    await deps.database.destroy();
+    throw err;
+  }
+}
+
+/** The operator's DKIM key for hosted domains (MAILROOM_DKIM_KEY), with its public half for the DNS record. */
+function operatorDkimKey(config: Readonly<Config>): { selector: string; privateKey: string; publicKey: string } | undefined {
+  if (!config.dkimKeyFile) return undefined;
+  const privateKey = readFileSync(config.dkimKeyFile, 'utf8');
+  const publicKey = createPublicKey(privateKey).export({ type: 'spki', format: 'der' }).toString('base64');
+  return { selector: config.dkimSelector, privateKey, publicKey };
+}
