@@ -9,7 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { describeExit, freeLoopbackPort, indent, waitForSmtp, type ManagedProcess } from './processes.js';
 import type { Scope } from './scope.js';
 import type { SuiteContext } from './suite.js';
@@ -141,9 +141,26 @@ function masterCf(port: number): string {
   ].join('\n');
 }
 
-/** The temp dir: world-traversable (virtual(8) delivers as the postfix user), removed when `scope` closes or the bench exits. */
+/** Whether every directory from the root down to `dir` lets others through (o+x), as the postfix user must pass. */
+function searchableByOthers(dir: string): boolean {
+  for (let path = resolve(dir); ; path = dirname(path)) {
+    try {
+      if ((statSync(path).mode & 0o001) === 0) return false;
+    } catch {
+      return false;
+    }
+    if (path === dirname(path)) return true;
+  }
+}
+
+/**
+ * The temp dir, in $TMPDIR or else /tmp, whichever the postfix user can reach (master(8) and virtual(8) open files in
+ * it after dropping root); world-searchable itself; removed when `scope` closes or the bench exits.
+ */
 function makeBaseDir(scope: Scope): string {
-  const base = mkdtempSync(join(tmpdir(), 'mailroom-bench-postfix-'));
+  const parent = [tmpdir(), '/tmp'].find(searchableByOthers);
+  if (parent === undefined) throw new Error(`neither ${tmpdir()} nor /tmp can be reached by the postfix user (a directory on the way lacks o+x)`);
+  const base = mkdtempSync(join(parent, 'mailroom-bench-postfix-'));
   const remove = () => rmSync(base, { recursive: true, force: true });
   process.on('exit', remove);
   scope.defer('remove the postfix temp dir', () => {
