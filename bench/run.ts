@@ -209,6 +209,9 @@ async function main(): Promise<number> {
       'p50/p99 ms: per request; for smtp-source cases from a latency probe (one message every 100 ms beside the load).',
       'server CPU/op: CPU time the server process spent per request or message during the run; in brackets its share of',
       'one core (about 100% = its event loop was the bottleneck). Steadier than req/s when other work shares the machine.',
+      ...(results.some((r) => r.rows.some((row) => row.role === 'reference'))
+        ? ['vs <reference>: subject ÷ a further baseline of the same case (smtp: Postfix, timed from the first message to the', 'last file in its Maildir; its CPU/op is master(8) and all its daemons).']
+        : []),
       ...(results.some((r) => r.suite === 'outbound')
         ? ['outbound: msg/s from the first send to the last acceptance; CPU/op is the sender\'s (the bench process for nodemailer);', 'the service\'s p50/p99 are POST /send answer times (queued), not delivery times.']
         : []),

@@ -117,3 +117,41 @@ export function threadCpuPerOp(before: Map<number, number>, after: Map<number, n
     .map(Math.round);
   return { main: Math.round(used(pid)), others };
 }
+
+/** User + system CPU of a process plus that of its children it has waited for (cutime + cstime), in ms; null if unreadable. */
+function statTreeCpuMs(stat: string, ticks: number): { ppid: number; ms: number } | null {
+  // After "(comm)": ppid is field 4, utime/stime fields 14/15, cutime/cstime fields 16/17 (proc(5)).
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  const [ppid, utime, stime, cutime, cstime] = [fields[1], fields[11], fields[12], fields[13], fields[14]];
+  if ([ppid, utime, stime, cutime, cstime].some((n) => n === undefined || !Number.isFinite(n))) return null;
+  return { ppid: ppid!, ms: ((utime! + stime! + cutime! + cstime!) * 1000) / ticks };
+}
+
+/**
+ * CPU time (user + system) of a process and all its children so far, in ms: its own, that of the children it has
+ * reaped (which the kernel adds to it) and that of the children still running. For a server made of short-lived
+ * worker processes under one parent, such as Postfix's master(8) and its daemons. One level deep; null off Linux.
+ */
+export function processTreeCpuMs(pid: number | undefined): number | null {
+  if (pid === undefined || process.platform !== 'linux') return null;
+  const ticks = clockTicks();
+  if (ticks === null) return null;
+  let total: number;
+  try {
+    const own = statTreeCpuMs(readFileSync(`/proc/${pid}/stat`, 'utf8'), ticks);
+    if (own === null) return null;
+    total = own.ms;
+  } catch {
+    return null;
+  }
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === pid) continue;
+    try {
+      const child = statTreeCpuMs(readFileSync(`/proc/${entry}/stat`, 'utf8'), ticks);
+      if (child?.ppid === pid) total += child.ms;
+    } catch {
+      // The process ended between listing and reading (its time is then in the parent's cutime/cstime).
+    }
+  }
+  return total;
+}

@@ -19,7 +19,17 @@ function cpu(m: Measurement | null): string {
   return `${m.serverCpuUsPerRequest.toFixed(0)} µs${util}`;
 }
 
-function cells(row: ResultRow): string[] {
+const ratioText = (ratio: number) => `${ratio.toFixed(3)} (${(ratio * 100).toFixed(1)}%)`;
+
+/** The `vs <reference>` cell: the subject's ratio to it, `n/a` when it could not be measured, `-` where it does not apply. */
+function versusCell(row: ResultRow, name: string): string {
+  const versus = row.versus?.[name];
+  if (versus === undefined) return '-';
+  if (!('ratio' in versus)) return 'n/a';
+  return row.role === 'reference' ? '1 (reference)' : ratioText(versus.ratio);
+}
+
+function cells(row: ResultRow, references: readonly string[]): string[] {
   return [
     row.suite,
     row.case,
@@ -28,14 +38,31 @@ function cells(row: ResultRow): string[] {
     row.latencyMs ? ms(row.latencyMs.p50) : '-',
     row.latencyMs ? ms(row.latencyMs.p99) : '-',
     cpu(row.measurement),
-    row.ratio === null ? '-' : row.role === 'baseline' ? '1 (baseline)' : `${row.ratio.toFixed(3)} (${(row.ratio * 100).toFixed(1)}%)`,
+    row.ratio === null ? '-' : row.role === 'baseline' ? '1 (baseline)' : ratioText(row.ratio),
+    ...references.map((name) => versusCell(row, name)),
   ];
+}
+
+/** `vs <reference>: n/a (why)` once per reason, with the cases it applies to. */
+function unavailableLines(results: readonly SuiteResult[]): string[] {
+  const byReason = new Map<string, string[]>();
+  for (const r of results) {
+    for (const row of r.rows) {
+      for (const [name, versus] of Object.entries(row.versus ?? {})) {
+        if ('ratio' in versus) continue;
+        const key = `vs ${name}: n/a (${versus.unavailable})`;
+        byReason.set(key, [...(byReason.get(key) ?? []), `${r.suite}/${row.case}`]);
+      }
+    }
+  }
+  return [...byReason].map(([line, cases]) => `${line} — ${cases.join(', ')}`);
 }
 
 /** A plain-text table of every row, followed by skipped and failed cases. */
 export function formatTable(results: readonly SuiteResult[]): string {
-  const header = ['suite', 'case', 'target', 'throughput', 'p50 ms', 'p99 ms', 'server CPU/op', 'vs baseline'];
-  const rows = results.flatMap((r) => r.rows.map(cells));
+  const references = [...new Set(results.flatMap((r) => r.rows.flatMap((row) => Object.keys(row.versus ?? {}))))];
+  const header = ['suite', 'case', 'target', 'throughput', 'p50 ms', 'p99 ms', 'server CPU/op', 'vs baseline', ...references.map((name) => `vs ${name}`)];
+  const rows = results.flatMap((r) => r.rows.map((row) => cells(row, references)));
   const numeric = new Set([3, 4, 5, 6]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (values: string[]) => values.map((v, i) => (numeric.has(i) ? v.padStart(widths[i]!) : v.padEnd(widths[i]!))).join('  ').trimEnd();
@@ -48,6 +75,7 @@ export function formatTable(results: readonly SuiteResult[]): string {
     out.push(line(row));
   }
   if (rows.length === 0) out.push('(no measurements)');
+  out.push(...unavailableLines(results));
   for (const r of results) {
     for (const s of r.skipped) out.push(`skipped ${r.suite}/${s.case}: ${s.reason}`);
     for (const f of r.failed) out.push(`FAILED  ${r.suite}/${f.case}: ${f.error.split('\n')[0] ?? ''}`);
@@ -58,7 +86,7 @@ export function formatTable(results: readonly SuiteResult[]): string {
     for (const g of goals) {
       const verdict = g.met === null ? 'not measured' : g.met ? 'met' : 'NOT MET';
       const measured = g.measured !== undefined ? ` — measured ${g.measured}` : g.ratio === null ? '' : ` — measured ${g.ratio.toFixed(3)}×`;
-      out.push(`  ${verdict.padEnd(12)} ${g.suite}/${g.case}: ${g.goal} (${g.threshold ?? `≥ ${g.minRatio}× baseline`})${measured}`);
+      out.push(`  ${verdict.padEnd(12)} ${g.suite}/${g.case}: ${g.goal} (${g.threshold ?? `≥ ${g.minRatio}× ${g.against ?? 'baseline'}`})${measured}`);
     }
   }
   return out.join('\n');

@@ -197,6 +197,13 @@ export interface SmtpSourceLoad {
   /** Latency probe interval, ms. */
   probeIntervalMs: number;
   serverPid: number | undefined;
+  /** The server's CPU time so far, ms (default: the `serverPid` process alone). */
+  serverCpuMs?: () => number | null;
+  /**
+   * For a server that answers 250 before it delivers (Postfix): waits until `count` more messages have arrived and
+   * resolves with the last arrival (epoch ms). A run then lasts from its start to that arrival, not to smtp-source's exit.
+   */
+  arrivals?: (count: number, signal: AbortSignal) => Promise<number>;
 }
 
 export interface SmtpRun {
@@ -208,12 +215,15 @@ export interface SmtpRun {
   probeSamples: number;
   /** Mean time per message per session by Little's law (sessions × wall ÷ messages), ms. */
   littleMeanMs: number;
+  /** When smtp-source exited in the measured run, s from its start (before the wall time's end only with `arrivals`). */
+  loadExitS: number;
 }
 
 /**
  * Calibrate (which is also the warm-up): runs of smtp-source until BENCH_WARMUP_S has passed, at
  * least one. Then one run sized to last about BENCH_DURATION_S at the calibrated rate, timed from
- * start to exit: messages/s = messages ÷ wall time. A latency probe runs beside the measured run.
+ * start to exit (with `arrivals`: to the last arrival): messages/s = messages ÷ wall time. A latency
+ * probe runs beside the measured run.
  * smtp-source exits non-zero on any unexpected reply, so a refused or failed message fails the run.
  */
 export async function measureSmtpSource(target: string, load: SmtpSourceLoad, processes: ProcessGroup, signal: AbortSignal, log: (line: string) => void): Promise<SmtpRun> {
@@ -227,12 +237,23 @@ export async function measureSmtpSource(target: string, load: SmtpSourceLoad, pr
     '-t', load.to,
     `127.0.0.1:${load.port}`,
   ];
+  // Wall time from the start of a run to its end: smtp-source's exit, or the last arrival of `count` messages.
+  let exitMs = 0;
+  const timedRun = async (name: string, count: number, timeoutMs: number, beforeArrivals: () => Promise<number>): Promise<number> => {
+    const startedAt = Date.now();
+    const wallMs = await runTimed(processes, name, load.binary, args(count), timeoutMs, signal);
+    exitMs = wallMs;
+    if (!load.arrivals) return wallMs;
+    const extra = await beforeArrivals();
+    return Math.max(wallMs, (await load.arrivals(count + extra, signal)) - startedAt);
+  };
+  const serverCpu = load.serverCpuMs ?? (() => processCpuMs(load.serverPid));
   let delivered = 0;
   let warmMs = 0;
   let count = load.minMessages;
   let rate = 0;
   for (let round = 0; round < 6; round++) {
-    const wall = await runTimed(processes, `smtp-source (calibration, ${target})`, load.binary, args(count), Math.max(120_000, load.warmupS * 3000), signal);
+    const wall = await timedRun(`smtp-source (calibration, ${target})`, count, Math.max(120_000, load.warmupS * 3000), async () => 0);
     delivered += count;
     warmMs += wall;
     rate = count / (wall / 1000);
@@ -243,17 +264,20 @@ export async function measureSmtpSource(target: string, load: SmtpSourceLoad, pr
   log(`    calibrated at ${rate.toFixed(0)} msg/s: measuring ${messages} messages`);
 
   const probe = startLatencyProbe({ port: load.port, reuse: load.reuse, from: load.from, to: load.to, bodyBytes: load.bodyBytes, intervalMs: load.probeIntervalMs, runId: `${process.pid}-${Date.now()}` });
-  const cpuBefore = processCpuMs(load.serverPid);
+  const cpuBefore = serverCpu();
   let wallMs = 0;
   let failure: Error | null = null;
+  // With `arrivals`, the probe stops when smtp-source exits and its messages are awaited with the load's.
+  let stopped: Promise<ProbeResult> | null = null;
+  const stopProbe = () => (stopped ??= probe.stop());
   try {
-    wallMs = await runTimed(processes, `smtp-source (${target})`, load.binary, args(messages), Math.max(60_000, load.durationS * 5000), signal);
+    wallMs = await timedRun(`smtp-source (${target})`, messages, Math.max(60_000, load.durationS * 5000), async () => (await stopProbe()).sent);
   } catch (err) {
     failure = err instanceof Error ? err : new Error(String(err));
   }
-  const cpuAfter = processCpuMs(load.serverPid);
+  const cpuAfter = serverCpu();
   // Always close the probe's connection, also when the run failed.
-  const probeResult = await probe.stop();
+  const probeResult = await stopProbe();
   if (failure !== null) throw failure;
   delivered += messages + probeResult.sent;
   if (probeResult.errors.length > 0) throw new Error(`${target}: the latency probe failed: ${probeResult.errors[0]}`);
@@ -271,7 +295,7 @@ export async function measureSmtpSource(target: string, load: SmtpSourceLoad, pr
     serverCpuUsPerRequest: cpuMs !== null ? (cpuMs * 1000) / handled : null,
     serverCpuUtilization: cpuMs !== null ? cpuMs / wallMs : null,
   };
-  return { measurement, delivered, measuredMessages: messages, probeSamples: probeResult.latenciesMs.length, littleMeanMs: (load.sessions * wallMs) / messages };
+  return { measurement, delivered, measuredMessages: messages, probeSamples: probeResult.latenciesMs.length, littleMeanMs: (load.sessions * wallMs) / messages, loadExitS: exitMs / 1000 };
 }
 
 export interface MimeLoad {

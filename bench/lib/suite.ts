@@ -47,14 +47,20 @@ export interface ResultRow {
   /** A variant of the suite, e.g. the database. */
   case: string;
   target: string;
-  role: 'baseline' | 'subject';
+  /** `reference`: a further baseline of the same case (e.g. Postfix beside the bare sink), see `versus`. */
+  role: 'baseline' | 'subject' | 'reference';
   /** What `rate` counts, e.g. "req/s" or "msg/s". */
   unit: string;
   rate: number;
   latencyMs: Measurement['latencyMs'] | null;
-  /** subject rate ÷ baseline rate of the same case; 1 for the baseline itself. */
+  /** subject (or reference) rate ÷ baseline rate of the same case; 1 for the baseline itself. */
   ratio: number | null;
   measurement: Measurement | null;
+  /**
+   * On a subject row: its rate ÷ each reference's of the same case, by the reference's short name (printed as a
+   * `vs <name>` column), or why that reference could not be measured.
+   */
+  versus?: Record<string, { ratio: number } | { unavailable: string }>;
 }
 
 export interface SuiteResult {
@@ -84,13 +90,19 @@ export interface Goal {
   threshold?: string;
   /** The measured value of an absolute goal, as printed (e.g. "1,234 deliveries/s"). */
   measured?: string;
+  /** A ratio against a reference (a key of the subject row's `versus`, e.g. "postfix") instead of the baseline. */
+  against?: string;
 }
 
-/** Check `minRatio` against the subject row of `caseName` (null ratio when that case has no row). */
-export function goal(result: SuiteResult, text: string, caseName: string, minRatio: number): Goal {
+/**
+ * Check `minRatio` against the subject row of `caseName` (null ratio when that case has no row, or when the
+ * reference named in `against` could not be measured): its ratio to the baseline, or to that reference.
+ */
+export function goal(result: SuiteResult, text: string, caseName: string, minRatio: number, against?: string): Goal {
   const row = result.rows.find((r) => r.case === caseName && r.role === 'subject');
-  const ratio = row?.ratio ?? null;
-  return { goal: text, case: caseName, minRatio, ratio, met: ratio === null ? null : ratio >= minRatio };
+  const versus = against === undefined ? undefined : row?.versus?.[against];
+  const ratio = against === undefined ? (row?.ratio ?? null) : versus && 'ratio' in versus ? versus.ratio : null;
+  return { goal: text, case: caseName, minRatio, ratio, met: ratio === null ? null : ratio >= minRatio, ...(against === undefined ? {} : { against }) };
 }
 
 export interface Suite {
@@ -100,6 +112,32 @@ export interface Suite {
   /** The longest this suite may take with these settings; the runner aborts it after that. */
   budgetS(settings: Readonly<BenchSettings>): number;
   run(context: SuiteContext): Promise<SuiteResult>;
+}
+
+/**
+ * The row of a reference measured beside the baseline of a case (its ratio is to that baseline), and the subject row's
+ * `versus` entry for it; without a measurement, only the entry saying why.
+ */
+export function addReference(rows: ResultRow[], name: string, reference: { target: string; measurement: Measurement } | { unavailable: string }): void {
+  const baseline = rows.find((r) => r.role === 'baseline');
+  const subject = rows.find((r) => r.role === 'subject');
+  if (!baseline || !subject) throw new Error('addReference: the rows need a baseline and a subject');
+  if ('unavailable' in reference) {
+    subject.versus = { ...subject.versus, [name]: { unavailable: reference.unavailable } };
+    return;
+  }
+  const rate = reference.measurement.requestsPerSec;
+  rows.splice(rows.indexOf(baseline) + 1, 0, {
+    ...baseline,
+    target: reference.target,
+    role: 'reference',
+    rate,
+    latencyMs: reference.measurement.latencyMs,
+    ratio: baseline.rate > 0 ? rate / baseline.rate : null,
+    measurement: reference.measurement,
+    versus: { [name]: { ratio: 1 } },
+  });
+  subject.versus = { ...subject.versus, [name]: rate > 0 ? { ratio: subject.rate / rate } : { unavailable: `${reference.target} measured 0 ${subject.unit}` } };
 }
 
 /** A baseline row and its subject row, with the subject's ratio filled in. */

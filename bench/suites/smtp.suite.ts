@@ -6,10 +6,11 @@ import { mailGenerator, type MailMix } from '../lib/mail-content.js';
 import { apiRequest, assertAlive, bootstrapTenant, BENCH_DOMAIN, createMailbox, startMailroom, startMailroomSmtp, type RunningMailroom, type Tenant } from '../lib/mailroom.js';
 import { ensureSmtpSource, measureNodemailer, measureSmtpSource } from '../lib/smtp-load.js';
 import type { Measurement } from '../lib/load.js';
-import { processCpuMs, threadCpuMs, threadCpuPerOp } from '../lib/cpu.js';
+import { processCpuMs, processTreeCpuMs, threadCpuMs, threadCpuPerOp } from '../lib/cpu.js';
+import { postfixUnavailable, startPostfix } from '../lib/postfix.js';
 import { withScope } from '../lib/scope.js';
 import { countStoredMessages } from '../lib/store.js';
-import { goal, pairRows, type BenchSettings, type ResultRow, type Suite, type SuiteContext, type SuiteResult } from '../lib/suite.js';
+import { addReference, goal, pairRows, type BenchSettings, type ResultRow, type Suite, type SuiteContext, type SuiteResult } from '../lib/suite.js';
 
 /** The one hosted mailbox every message goes to. */
 const MAILBOX = `box@${BENCH_DOMAIN}`;
@@ -28,6 +29,10 @@ const MIME_SEED = 20261121;
 const BASELINE = 'bare smtp-server sink';
 const SUBJECT = 'mailroom serve --role smtp';
 const GOAL = 'ingest with reused sessions on SQLite ≥ 0.25× the bare sink';
+/** The `vs postfix` reference: Postfix's whole inbound pipeline into a Maildir (bench/lib/postfix.ts). */
+const POSTFIX = 'postfix';
+const POSTFIX_TARGET = 'postfix: smtpd → cleanup → queue → virtual(8) Maildir';
+const POSTFIX_GOAL = 'SQLite ingest with reused sessions ≥ 2× Postfix (issue 23)';
 
 interface CaseSpec {
   /** Short name in the table, after the database. */
@@ -69,9 +74,17 @@ interface DialectSetup {
   database: BenchDatabase;
   dns: BenchDns;
   smtpSource: string;
+  /** Why the Postfix reference cannot run here, or null. */
+  postfixUnavailable: string | null;
 }
 
-async function measureTarget(context: SuiteContext, setup: DialectSetup, spec: CaseSpec, target: string, port: number, pid: number | undefined): Promise<Measured> {
+/** A target that accepts before it delivers, and whose CPU is spread over child processes (Postfix). */
+interface DeliveringTarget {
+  serverCpuMs: () => number | null;
+  arrivals: (count: number, signal: AbortSignal) => Promise<number>;
+}
+
+async function measureTarget(context: SuiteContext, setup: DialectSetup, spec: CaseSpec, target: string, port: number, pid: number | undefined, delivering?: DeliveringTarget): Promise<Measured> {
   const { settings } = context;
   if (spec.kind === 'smtp-source') {
     const run = await measureSmtpSource(
@@ -90,6 +103,7 @@ async function measureTarget(context: SuiteContext, setup: DialectSetup, spec: C
         maxMessages: spec.maxMessages,
         probeIntervalMs: PROBE_INTERVAL_MS,
         serverPid: pid,
+        ...delivering,
       },
       context.processes,
       context.signal,
@@ -98,7 +112,13 @@ async function measureTarget(context: SuiteContext, setup: DialectSetup, spec: C
     return {
       measurement: run.measurement,
       delivered: run.delivered,
-      details: { measured_messages: run.measuredMessages, wall_s: round(run.measurement.durationS), latency_probe_samples: run.probeSamples, little_mean_ms: round(run.littleMeanMs) },
+      details: {
+        measured_messages: run.measuredMessages,
+        wall_s: round(run.measurement.durationS),
+        ...(delivering ? { smtp_source_exit_s: round(run.loadExitS) } : {}),
+        latency_probe_samples: run.probeSamples,
+        little_mean_ms: round(run.littleMeanMs),
+      },
     };
   }
   const next = mailGenerator(MAILBOX, MIME_MIX, MIME_SEED, `${process.pid}.${Date.now()}`);
@@ -107,6 +127,31 @@ async function measureTarget(context: SuiteContext, setup: DialectSetup, spec: C
 }
 
 const round = (n: number) => Math.round(n * 100) / 100;
+
+/**
+ * The Postfix reference of an smtp-source case, under the same load as the service: a fresh private Postfix,
+ * stopped and removed before the service is measured. Any failure makes it unavailable (with why), not the case.
+ */
+async function measurePostfix(context: SuiteContext, setup: DialectSetup, spec: CaseSpec, caseName: string): Promise<{ target: string; measurement: Measurement; details: Record<string, unknown> } | { unavailable: string }> {
+  if (spec.kind !== 'smtp-source') throw new Error('the Postfix reference runs under smtp-source load only');
+  if (setup.postfixUnavailable !== null) return { unavailable: setup.postfixUnavailable };
+  try {
+    return await withScope(context.log, async (scope) => {
+      const postfix = await startPostfix(context, scope, { mailbox: MAILBOX, maxSize: MAX_SIZE });
+      context.log(`  [${caseName}] ${POSTFIX_TARGET}: ${spec.what}…`);
+      const pid = postfix.process.pid;
+      const run = await measureTarget(context, setup, spec, POSTFIX_TARGET, postfix.port, pid, { serverCpuMs: () => processTreeCpuMs(pid), arrivals: postfix.arrivals });
+      assertAlive(postfix.process);
+      context.log(`  [${caseName}] checked: ${run.delivered} messages in Postfix's Maildir (all answered 250)`);
+      return { target: POSTFIX_TARGET, measurement: run.measurement, details: { ...run.details, maildir_files: run.delivered, logged_deliveries: postfix.loggedDeliveries() } };
+    });
+  } catch (err) {
+    if (context.signal.aborted) throw err;
+    const message = err instanceof Error ? err.message : String(err);
+    context.log(`  [${caseName}] ${POSTFIX_TARGET}: FAILED, the case goes on without it: ${message}`);
+    return { unavailable: message.split('\n')[0] ?? message };
+  }
+}
 
 async function runCase(context: SuiteContext, setup: DialectSetup, spec: CaseSpec, info: Record<string, unknown>): Promise<ResultRow[]> {
   const caseName = `${setup.dialect} ${spec.name}`;
@@ -120,6 +165,7 @@ async function runCase(context: SuiteContext, setup: DialectSetup, spec: CaseSpe
     context.log(`  [${caseName}] ${BASELINE}: ${spec.what}…`);
     const base = await measureTarget(context, setup, spec, BASELINE, sink.port, sink.process.pid);
     assertAlive(sink.process);
+    const postfix = spec.kind === 'smtp-source' ? await measurePostfix(context, setup, spec, caseName) : null;
 
     const storedBefore = await countStoredMessages(setup.database, MAILBOX);
     context.log(`  [${caseName}] ${SUBJECT}: ${spec.what}…`);
@@ -145,8 +191,10 @@ async function runCase(context: SuiteContext, setup: DialectSetup, spec: CaseSpe
     if (sunk !== base.delivered) throw new Error(`${BASELINE}: the client had ${base.delivered} messages answered 250 but the sink counted ${sunk}`);
     context.log(`  [${caseName}] checked: ${stored} messages stored (all answered 250), sink counted ${sunk}`);
 
-    info[caseName] = { baseline: base.details, subject: { ...subject.details, stored } };
-    return pairRows('smtp', caseName, 'msg/s', { target: BASELINE, measurement: base.measurement }, { target: SUBJECT, measurement: subject.measurement });
+    info[caseName] = { baseline: base.details, subject: { ...subject.details, stored }, ...(postfix ? { postfix: 'details' in postfix ? postfix.details : postfix } : {}) };
+    const rows = pairRows('smtp', caseName, 'msg/s', { target: BASELINE, measurement: base.measurement }, { target: SUBJECT, measurement: subject.measurement });
+    if (postfix) addReference(rows, POSTFIX, postfix);
+    return rows;
   });
 }
 
@@ -158,7 +206,7 @@ function postfixVersion(): string | null {
   }
 }
 
-async function runDialect(context: SuiteContext, dialect: Dialect, smtpSource: string, result: SuiteResult): Promise<void> {
+async function runDialect(context: SuiteContext, dialect: Dialect, smtpSource: string, postfixMissing: string | null, result: SuiteResult): Promise<void> {
   await withScope(context.log, async (scope) => {
     const database = await freshDatabase(context, scope, dialect, 'smtp');
     result.info[`${dialect}_database`] = database.label;
@@ -167,7 +215,7 @@ async function runDialect(context: SuiteContext, dialect: Dialect, smtpSource: s
     const api: RunningMailroom = await startMailroom(context, scope, database.url, ['api'], { profileName: `mailroom-api-${dialect}-smtp-suite` });
     await createMailbox(api.url, tenant.apiKey, MAILBOX, 'SMTP bench mailbox', context.signal);
     const dns = await startBenchDns(context, scope);
-    const setup: DialectSetup = { dialect, database, dns, smtpSource };
+    const setup: DialectSetup = { dialect, database, dns, smtpSource, postfixUnavailable: postfixMissing };
 
     for (const spec of selectedCases()) {
       context.signal.throwIfAborted();
@@ -198,10 +246,10 @@ async function runDialect(context: SuiteContext, dialect: Dialect, smtpSource: s
 /** SMTP ingest of ~10 KB messages into one mailbox vs a bare smtp-server sink, on each database. */
 export const smtpSuite: Suite = {
   name: 'smtp',
-  description: 'SMTP ingest msg/s (smtp-source reused / one-per-connection, nodemailer MIME) vs a bare smtp-server sink, on SQLite and PostgreSQL',
-  // Per database: set-up, then per case two servers and two targets (calibration/warm-up, a measured run that may
-  // overshoot the calibrated length, the count check), all generously.
-  budgetS: (s: Readonly<BenchSettings>) => 660 + DIALECTS.length * (90 + CASES.length * (30 + 2 * (s.warmupS * 2 + s.durationS * 3 + 90))),
+  description: 'SMTP ingest msg/s (smtp-source reused / one-per-connection, nodemailer MIME) vs a bare smtp-server sink and vs Postfix into a Maildir, on SQLite and PostgreSQL',
+  // Per database: set-up, then per case up to three servers and targets (bare sink, Postfix, the service: calibration/
+  // warm-up, a measured run that may overshoot the calibrated length, the count check), all generously.
+  budgetS: (s: Readonly<BenchSettings>) => 660 + DIALECTS.length * (90 + CASES.length * (30 + 3 * (s.warmupS * 2 + s.durationS * 3 + 90))),
   async run(context: SuiteContext): Promise<SuiteResult> {
     const result: SuiteResult = {
       suite: 'smtp',
@@ -213,8 +261,10 @@ export const smtpSuite: Suite = {
     // Installing postfix (once, when smtp-source is missing) counts against the 660 s above.
     const smtpSource = await ensureSmtpSource(context.processes, context.log);
     result.info.smtp_source = { path: smtpSource, postfix_version: postfixVersion() };
-    await forEachDialect(context, result, (dialect) => runDialect(context, dialect, smtpSource, result));
-    result.goals = [goal(result, GOAL, 'sqlite reuse×10', 0.25)];
+    const postfixMissing = postfixUnavailable();
+    if (postfixMissing !== null) context.log(`  vs postfix: n/a (${postfixMissing})`);
+    await forEachDialect(context, result, (dialect) => runDialect(context, dialect, smtpSource, postfixMissing, result));
+    result.goals = [goal(result, GOAL, 'sqlite reuse×10', 0.25), goal(result, POSTFIX_GOAL, 'sqlite reuse×10', 2, POSTFIX)];
     return result;
   },
 };
