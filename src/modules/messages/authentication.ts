@@ -79,19 +79,23 @@ const BODY_SIGNATURE = /(?:^|\n)(?:dkim-signature|arc-)/i;
  * finds it) gives the same answer. Any doubt (a signature field, no end of header) passes the whole message.
  */
 export function authenticationInput(raw: Buffer): Buffer {
-  const lf = raw.indexOf('\n\n');
-  const crlf = raw.indexOf('\n\r\n');
-  const end = lf >= 0 && (crlf < 0 || lf < crlf) ? lf + 2 : crlf >= 0 ? crlf + 3 : -1;
+  const end = headerBlockEnd(raw);
   if (end < 0) return raw;
   const header = raw.subarray(0, end);
   return BODY_SIGNATURE.test(header.toString('latin1')) ? raw : header;
 }
 
-/** Why a message's header block is past the bounds mailauth is given, or null when it is within them. */
-export function headerBlockTooLarge(raw: Buffer): string | null {
+/** Where the header block ends: just past the empty line that ends it (LF or CRLF), or -1 when there is none. */
+function headerBlockEnd(raw: Buffer): number {
   const lf = raw.indexOf('\n\n');
   const crlf = raw.indexOf('\n\r\n');
-  const end = lf >= 0 && (crlf < 0 || lf < crlf) ? lf : crlf >= 0 ? crlf : raw.length;
+  return lf >= 0 && (crlf < 0 || lf < crlf) ? lf + 2 : crlf >= 0 ? crlf + 3 : -1;
+}
+
+/** Why a message's header block is past the bounds mailauth is given, or null when it is within them. */
+export function headerBlockTooLarge(raw: Buffer): string | null {
+  const blockEnd = headerBlockEnd(raw);
+  const end = blockEnd < 0 ? raw.length : blockEnd;
   if (end > MAX_AUTH_HEADER_BYTES) return `header block over ${MAX_AUTH_HEADER_BYTES} bytes`;
   let lines = 0;
   for (let at = raw.indexOf('\n'); at !== -1 && at < end; at = raw.indexOf('\n', at + 1)) {
