@@ -104,7 +104,7 @@ export interface SendingDeps {
 }
 
 type Checked = { mailbox: { id: string; address: string }; fromDomain: string; to: string[]; cc: string[]; all: string[]; subject: string; replyTo: string | undefined; fromName: string };
-type Composed = { messageId: string; now: number; raw: Buffer; parsed: ParsedMessage };
+type Composed = { messageId: string; now: number; raw: Buffer; parsed: ParsedMessage; mailFrom: string };
 
 export function createSendingService(deps: SendingDeps): SendingService {
   const { db, clock, events, store, queue, domains, returnPaths } = deps;
@@ -216,12 +216,13 @@ export function createSendingService(deps: SendingDeps): SendingService {
       snippet: snippetOf({ text: input.body, html: input.html ?? null }),
       parseError: null,
     };
-    return { messageId, now, raw, parsed };
+    // The keyed return path is an HMAC: made here, once, rather than inside the shared transaction.
+    return { messageId, now, raw, parsed, mailFrom: returnPaths.address(messageId) };
   }
 
   async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Db): Promise<Queued> {
     const { mailbox, all } = checked;
-    const { messageId, now, raw, parsed } = composed;
+    const { messageId, now, raw, parsed, mailFrom } = composed;
     const row = await store.store(trx, {
       id: messageId,
       workspaceId: tenant.workspaceId,
@@ -233,14 +234,14 @@ export function createSendingService(deps: SendingDeps): SendingService {
       raw,
       parsed,
       auth: notChecked,
-      envelope: { mail_from: returnPaths.address(messageId), rcpt_to: all },
+      envelope: { mail_from: mailFrom, rcpt_to: all },
     });
     await insertRows(trx, 'outbound', [
       {
         message_id: messageId,
         workspace_id: tenant.workspaceId,
         status: 'queued',
-        mail_from: returnPaths.address(messageId),
+        mail_from: mailFrom,
         recipients_json: JSON.stringify(all.map((address) => ({ address, status: 'pending', response: null, mx: null }))),
         attempts_json: '[]',
         last_error: null,
