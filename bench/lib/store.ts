@@ -1,5 +1,7 @@
+import { createPrivateKey } from 'node:crypto';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
+import { createSecretBox, isSealed, parseSecretKey } from '../../src/lib/secret-box.js';
 import type { BenchDatabase } from './databases.js';
 
 const COUNT_SQL = 'select count(*) as n from messages m join mailboxes b on b.id = m.mailbox_id where b.address = ';
@@ -122,13 +124,12 @@ export async function openOutboundMonitor(database: BenchDatabase): Promise<Outb
 }
 
 /** The service's DKIM key for hosted domains, as it stored it (generated at its first signature). */
-export async function readHostedDkimKey(database: BenchDatabase): Promise<{ selector: string; privateKey: string } | null> {
+async function readStoredHostedKey(database: BenchDatabase): Promise<{ selector: string; private_key: string } | undefined> {
   const sql = "select selector, private_key from service_keys where name = 'hosted-dkim'";
   if (database.dialect === 'sqlite') {
     const db = new SQLite(database.url.slice('sqlite:'.length), { readonly: true, fileMustExist: true });
     try {
-      const row = db.prepare(sql).get() as { selector: string; private_key: string } | undefined;
-      return row ? { selector: row.selector, privateKey: row.private_key } : null;
+      return db.prepare(sql).get() as { selector: string; private_key: string } | undefined;
     } finally {
       db.close();
     }
@@ -137,9 +138,22 @@ export async function readHostedDkimKey(database: BenchDatabase): Promise<{ sele
   client.on('error', () => undefined);
   await client.connect();
   try {
-    const row = (await client.query<{ selector: string; private_key: string }>(sql)).rows[0];
-    return row ? { selector: row.selector, privateKey: row.private_key } : null;
+    return (await client.query<{ selector: string; private_key: string }>(sql)).rows[0];
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/**
+ * The hosted DKIM key in PEM, opened with the service's MAILROOM_SECRET_KEY (keys are sealed at rest). The PEM is
+ * parsed here because nodemailer skips signing on a key it cannot use: a baseline given the sealed text would send
+ * unsigned mail, cheaper than what the service does, and the ratio would mislead.
+ */
+export async function readHostedDkimKey(database: BenchDatabase, secretKey: string): Promise<{ selector: string; privateKey: string } | null> {
+  const row = await readStoredHostedKey(database);
+  if (!row) return null;
+  // The context the service seals it under (domain.service.ts: serviceKeyContext).
+  const privateKey = isSealed(row.private_key) ? createSecretBox(parseSecretKey(secretKey)).open(row.private_key, 'service_keys.private_key:hosted-dkim') : row.private_key;
+  createPrivateKey(privateKey);
+  return { selector: row.selector, privateKey };
 }

@@ -5,7 +5,7 @@ import { DIALECTS, forEachDialect, freshDatabase } from '../lib/dialects.js';
 import type { Measurement } from '../lib/load.js';
 import { html, prose, seededRandom, senders } from '../lib/mail-content.js';
 import { machineCpuMs, mainThreadSchedMs, processCpuMs } from '../lib/cpu.js';
-import { apiRequest, assertAlive, bootstrapTenant, createMailbox, loginOwner, startMailroom, type RunningMailroom } from '../lib/mailroom.js';
+import { apiRequest, assertAlive, BENCH_SECRET_KEY, bootstrapTenant, createMailbox, loginOwner, startMailroom, type RunningMailroom } from '../lib/mailroom.js';
 import { latencyStats } from '../lib/smtp-load.js';
 import { withScope } from '../lib/scope.js';
 import { openOutboundMonitor, readHostedDkimKey, type OutboundCounts, type OutboundMonitor } from '../lib/store.js';
@@ -395,7 +395,7 @@ async function runDialect(context: SuiteContext, dialect: Dialect, result: Suite
     const sink0 = await sink.count(context.signal);
     await mailroomTarget(service, tenant.apiKey, monitor, outboundMail(SEED + 1), context.signal)(1);
     const sink1 = await sinkDelta(sink, sink0, 1, `${SUBJECT} (first message)`, context.signal);
-    const key = await readHostedDkimKey(database);
+    const key = await readHostedDkimKey(database, BENCH_SECRET_KEY);
     if (!key) throw new Error('the service delivered a message but stored no hosted DKIM key');
     log(`first message delivered (${sink1.bytes - sink0.bytes} bytes at the sink, DKIM selector ${key.selector})`);
 
