@@ -98,8 +98,8 @@ const markQueries = { processing: markQuery('processing'), data_started: markQue
 /**
  * PostgreSQL: the read and the run's start in one statement. The lease check and the `processing` mark run as
  * writable CTEs; the mark only where a run may start (`mayStart`), and `started` says whether it was made. The
- * read sees the row as it was before the mark (one snapshot for the whole statement). It reads the plain read
- * as a derived table, which PostgreSQL flattens into the same plan.
+ * read sees the row as it was before the mark (one snapshot for the whole statement). It is `loadSelect` as a
+ * derived table, which PostgreSQL flattens into the plan of the plain read, so the CTEs' names need no cast.
  */
 const loadAndStartQuery = preparedQuery<MessageKey & LeaseParams, Loaded & { started: boolean }>((db, p) =>
   db
@@ -185,7 +185,7 @@ class LeaseLost extends Error {
   }
 }
 
-/** Where a run may start: not final, and no DATA begun (else it only records the outcome). */
+/** Where a run may start: not final, and no DATA begun (the `started` CTE's condition, for the SQLite protocol). */
 const mayStart = (row: Loaded) => (row.delivery_status === 'queued' || row.delivery_status === 'processing') && row.data_started_at === null;
 
 function keyOf(job: DeliveryJob): MessageKey {
