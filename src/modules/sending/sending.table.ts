@@ -1,5 +1,24 @@
+import type { DeliveryResult } from './delivery.types.js';
+
 export type DeliveryStatus = 'queued' | 'processing' | 'accepted' | 'failed' | 'unknown';
 export type RecipientStatus = 'pending' | 'accepted' | 'failed' | 'unknown';
+
+/** One recipient of an outbound message (`outbound.recipients_json` holds a list of them). */
+export interface RecipientState {
+  address: string;
+  status: RecipientStatus;
+  response: string | null;
+  mx: string | null;
+}
+
+/** One SMTP transaction, or a failed route lookup, of a delivery (`outbound.attempts_json` holds a list of them). */
+export interface Attempt {
+  at: string;
+  mx: string | null;
+  recipients: string[];
+  outcome: DeliveryResult['type'] | 'no_route';
+  response: string;
+}
 
 export interface OutboundTable {
   message_id: string;

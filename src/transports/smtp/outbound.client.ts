@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
-import type { DeliveryRequest, DeliveryResult, RecipientRefusal, SmtpDeliverer } from '../../modules/sending/delivery.types.js';
+import type { DeliveryRequest, DeliveryResult, RecipientRefusal, SmtpDeliverer, SmtpRoute } from '../../modules/sending/delivery.types.js';
 
 /** RFC 5321 §4.5.3.2 suggests minutes per command; we keep a busy worker moving with shorter bounds. */
 const CONNECT_TIMEOUT_MS = 30_000;
@@ -46,6 +46,204 @@ export interface SmtpDelivererHandle extends SmtpDeliverer {
   close(): void;
 }
 
+/** Connections that wait, idle, for the next message to their destination (see `createSmtpDeliverer`). */
+interface ConnectionCache {
+  /** A live idle connection to the destination `key`, taken out of the cache. */
+  take(key: string): Cached | undefined;
+  /** Keep a connection that has carried `messages` for the next message to `key`, or QUIT it. */
+  park(key: string, connection: SMTPConnection, messages: number): void;
+  /** QUIT every idle connection. */
+  close(): void;
+}
+
+const keyOf = (route: SmtpRoute) => [route.host, route.address ?? '', route.port, route.secure === true ? 's' : '', route.auth?.user ?? ''].join('|');
+
+function createConnectionCache(): ConnectionCache {
+  const idle = new Map<string, Cached[]>();
+  return {
+    take(key) {
+      const list = idle.get(key);
+      while (list && list.length > 0) {
+        const cached = list.pop()!;
+        clearTimeout(cached.timer);
+        cached.detach();
+        if (list.length === 0) idle.delete(key);
+        if (!(cached.connection as unknown as { _destroyed: boolean })._destroyed) return cached;
+      }
+      return undefined;
+    },
+    park(key, connection, messages) {
+      const list = idle.get(key) ?? [];
+      if (messages >= MAX_MESSAGES_PER_CONNECTION || list.length >= MAX_IDLE_PER_DESTINATION) {
+        connection.quit();
+        return;
+      }
+      const drop = () => {
+        const current = idle.get(key);
+        const at = current?.indexOf(cached) ?? -1;
+        if (current && at >= 0) current.splice(at, 1);
+        if (current?.length === 0) idle.delete(key);
+        clearTimeout(cached.timer);
+        cached.detach();
+      };
+      const onGone = () => drop();
+      connection.on('error', onGone);
+      connection.on('end', onGone);
+      const cached: Cached = {
+        connection,
+        messages,
+        timer: setTimeout(() => {
+          drop();
+          connection.quit();
+        }, IDLE_MS),
+        detach: () => {
+          connection.off('error', onGone);
+          connection.off('end', onGone);
+        },
+      };
+      cached.timer.unref();
+      list.push(cached);
+      idle.set(key, list);
+    },
+    close() {
+      for (const [key, list] of idle) {
+        idle.delete(key);
+        for (const cached of list) {
+          clearTimeout(cached.timer);
+          cached.detach();
+          cached.connection.quit();
+        }
+      }
+    },
+  };
+}
+
+function open(route: SmtpRoute, heloName: string): SMTPConnection {
+  // SNI carries names only (RFC 6066 §3); an IP host is checked against the certificate's IP addresses.
+  const servername = isIP(route.host) === 0 ? { servername: route.host } : {};
+  const tlsRequired = route.tls?.required === true;
+  const connection = new SMTPConnection({
+    // A direct route's address passed the outbound address rules: connect there, never to the name.
+    host: route.address ?? route.host,
+    port: route.port,
+    secure: route.secure === true,
+    ...servername,
+    // Credentials only over TLS: nodemailer then refuses a session without it before AUTH.
+    requireTLS: tlsRequired && route.secure !== true,
+    opportunisticTLS: !tlsRequired,
+    name: heloName,
+    connectionTimeout: CONNECT_TIMEOUT_MS,
+    greetingTimeout: GREETING_TIMEOUT_MS,
+    socketTimeout: SOCKET_TIMEOUT_MS,
+    tls: { rejectUnauthorized: route.tls?.verify === true, ...servername },
+    logger: false,
+  });
+  // Each transaction listens for errors while it runs; this listener keeps a late error (after the
+  // transaction settled, or while the connection closes) from being an unhandled 'error' event.
+  connection.on('error', () => undefined);
+  return connection;
+}
+
+/** How far one transaction got: the message's data began (the caller recorded it), all of it was handed over. */
+interface Progress {
+  dataStarted: boolean;
+  /** All bytes handed to the connection: from here on the final dot may have reached the peer. */
+  dataComplete: boolean;
+}
+
+function classify(err: SmtpError, route: SmtpRoute, progress: Progress): DeliveryResult {
+  // A relay that will not speak TLS (or whose certificate fails) before AUTH: retried, however it replied.
+  if (err.code === 'ETLS' || (route.tls?.required && !progress.dataStarted && isTlsFailure(err))) {
+    return { type: 'deferred', code: null, response: `TLS with the relay failed, so its credentials were not sent: ${err.message}${err.response ? ` (${err.response.trim()})` : ''}`, refused: [], beforeMail: false };
+  }
+  const code = typeof err.responseCode === 'number' ? err.responseCode : null;
+  const response = err.response ?? err.message;
+  if (progress.dataComplete && code === null) return { type: 'ambiguous', response: `connection lost after the end of DATA: ${err.message}` };
+  if (code !== null && code >= 500) return { type: 'rejected', code, response, refused: refusals(err) };
+  return { type: 'deferred', code, response, refused: refusals(err), beforeMail: err.command === 'CONN' || err.code === 'ECONNECTION' || err.code === 'ETIMEDOUT' || err.code === 'EDNS' };
+}
+
+/**
+ * The message as a stream that goes out in chunks as the socket drains, so a peer that hangs up mid-message is
+ * seen before our last byte (and the final dot) was handed over. Its first read waits for `onDataStart`.
+ */
+function messageStream(request: DeliveryRequest, progress: Progress): Readable {
+  let offset = 0;
+  const next = (): Buffer | null => {
+    if (offset >= request.message.length) return null;
+    const chunk = request.message.subarray(offset, offset + DATA_CHUNK_BYTES);
+    offset += chunk.length;
+    return chunk;
+  };
+  const message = new Readable({
+    read() {
+      if (!progress.dataStarted) {
+        progress.dataStarted = true;
+        // Hold the data until the caller's record of "DATA began" is durable.
+        request.onDataStart().then(
+          () => this.push(next()),
+          (err: unknown) => this.destroy(err instanceof Error ? err : new Error(String(err))),
+        );
+        return;
+      }
+      this.push(next());
+    },
+  });
+  message.once('end', () => {
+    progress.dataComplete = true;
+  });
+  return message;
+}
+
+/** One transaction over `cached`'s connection, or over a new one. */
+function transact(request: DeliveryRequest, cached: Cached | undefined, cache: ConnectionCache, heloName: string): Promise<{ result: DeliveryResult; retryFresh: boolean }> {
+  const { route } = request;
+  const connection = cached?.connection ?? open(route, heloName);
+  const reused = cached !== undefined;
+  return new Promise((resolve) => {
+    const progress: Progress = { dataStarted: false, dataComplete: false };
+    let settled = false;
+    const finish = (result: DeliveryResult, keep = false, retryFresh = false) => {
+      if (settled) return;
+      settled = true;
+      connection.off('error', onError);
+      connection.off('end', onEnd);
+      if (keep) cache.park(keyOf(route), connection, (cached?.messages ?? 0) + 1);
+      else connection.close();
+      resolve({ result, retryFresh });
+    };
+    // A cached connection the peer closed meanwhile fails before our first byte of data: try a new one.
+    const onError = (err: SmtpError) => finish(classify(err, route, progress), false, reused && !progress.dataStarted && typeof err.responseCode !== 'number');
+    const onEnd = () => {
+      if (settled) return;
+      if (reused && !progress.dataStarted) finish({ type: 'deferred', code: null, response: 'connection closed', refused: [], beforeMail: true }, false, true);
+      else finish(progress.dataComplete ? { type: 'ambiguous', response: 'connection closed after the end of DATA' } : { type: 'deferred', code: null, response: 'connection closed', refused: [], beforeMail: !progress.dataStarted });
+    };
+    connection.on('error', onError);
+    connection.on('end', onEnd);
+
+    const send = () =>
+      connection.send({ from: request.mailFrom, to: request.recipients }, messageStream(request, progress), (err, info) => {
+        if (err) {
+          onError(err);
+          return;
+        }
+        const refusedErrors = refusals({ name: '', message: '', rejectedErrors: (info.rejectedErrors ?? []) });
+        // 250 after the final dot: the session is ready for the next MAIL FROM.
+        finish({ type: 'sent', accepted: info.accepted.map(String), refused: refusedErrors, response: info.response }, true);
+      });
+
+    if (reused) {
+      send();
+      return;
+    }
+    connection.connect(() => {
+      if (route.auth) connection.login({ user: route.auth.user, pass: route.auth.pass }, (err) => (err ? onError(err) : send()));
+      else send();
+    });
+  });
+}
+
 /**
  * The outbound SMTP client (nodemailer's SMTPConnection): STARTTLS whenever the peer offers it
  * (opportunistic; certificates of MX hosts are not checked, as is common practice without DANE or
@@ -60,194 +258,16 @@ export interface SmtpDelivererHandle extends SmtpDeliverer {
  * replaced by a new one for the same attempt.
  */
 export function createSmtpDeliverer({ heloName }: { heloName: string }): SmtpDelivererHandle {
-  const idle = new Map<string, Cached[]>();
-
-  const keyOf = (route: DeliveryRequest['route']) => [route.host, route.address ?? '', route.port, route.secure === true ? 's' : '', route.auth?.user ?? ''].join('|');
-
-  function takeIdle(key: string): Cached | undefined {
-    const list = idle.get(key);
-    while (list && list.length > 0) {
-      const cached = list.pop()!;
-      clearTimeout(cached.timer);
-      cached.detach();
-      if (list.length === 0) idle.delete(key);
-      if (!(cached.connection as unknown as { _destroyed: boolean })._destroyed) return cached;
-    }
-    return undefined;
-  }
-
-  function park(key: string, connection: SMTPConnection, messages: number): void {
-    const list = idle.get(key) ?? [];
-    if (messages >= MAX_MESSAGES_PER_CONNECTION || list.length >= MAX_IDLE_PER_DESTINATION) {
-      connection.quit();
-      return;
-    }
-    const drop = () => {
-      const current = idle.get(key);
-      const at = current?.indexOf(cached) ?? -1;
-      if (current && at >= 0) current.splice(at, 1);
-      if (current?.length === 0) idle.delete(key);
-      clearTimeout(cached.timer);
-      cached.detach();
-    };
-    const onGone = () => drop();
-    connection.on('error', onGone);
-    connection.on('end', onGone);
-    const cached: Cached = {
-      connection,
-      messages,
-      timer: setTimeout(() => {
-        drop();
-        connection.quit();
-      }, IDLE_MS),
-      detach: () => {
-        connection.off('error', onGone);
-        connection.off('end', onGone);
-      },
-    };
-    cached.timer.unref();
-    list.push(cached);
-    idle.set(key, list);
-  }
-
-  function open(request: DeliveryRequest): SMTPConnection {
-    const { route } = request;
-    // SNI carries names only (RFC 6066 §3); an IP host is checked against the certificate's IP addresses.
-    const servername = isIP(route.host) === 0 ? { servername: route.host } : {};
-    const tlsRequired = route.tls?.required === true;
-    const connection = new SMTPConnection({
-      // A direct route's address passed the outbound address rules: connect there, never to the name.
-      host: route.address ?? route.host,
-      port: route.port,
-      secure: route.secure === true,
-      ...servername,
-      // Credentials only over TLS: nodemailer then refuses a session without it before AUTH.
-      requireTLS: tlsRequired && route.secure !== true,
-      opportunisticTLS: !tlsRequired,
-      name: heloName,
-      connectionTimeout: CONNECT_TIMEOUT_MS,
-      greetingTimeout: GREETING_TIMEOUT_MS,
-      socketTimeout: SOCKET_TIMEOUT_MS,
-      tls: { rejectUnauthorized: route.tls?.verify === true, ...servername },
-      logger: false,
-    });
-    // Each transaction listens for errors while it runs; this listener keeps a late error (after the
-    // transaction settled, or while the connection closes) from being an unhandled 'error' event.
-    connection.on('error', () => undefined);
-    return connection;
-  }
-
-  /** One transaction over `cached`'s connection, or over a new one. */
-  function transact(request: DeliveryRequest, cached: Cached | undefined): Promise<{ result: DeliveryResult; retryFresh: boolean }> {
-    const key = keyOf(request.route);
-    const connection = cached?.connection ?? open(request);
-    const reused = cached !== undefined;
-    return new Promise((resolve) => {
-      let dataStarted = false;
-      // All bytes handed to the connection: from here on the final dot may have reached the peer.
-      let dataComplete = false;
-      let settled = false;
-      const finish = (result: DeliveryResult, keep = false, retryFresh = false) => {
-        if (settled) return;
-        settled = true;
-        connection.off('error', onError);
-        connection.off('end', onEnd);
-        if (keep) park(key, connection, (cached?.messages ?? 0) + 1);
-        else connection.close();
-        resolve({ result, retryFresh });
-      };
-
-      const classify = (err: SmtpError): DeliveryResult => {
-        // A relay that will not speak TLS (or whose certificate fails) before AUTH: retried, however it replied.
-        if (err.code === 'ETLS' || (request.route.tls?.required && !dataStarted && isTlsFailure(err))) {
-          return { type: 'deferred', code: null, response: `TLS with the relay failed, so its credentials were not sent: ${err.message}${err.response ? ` (${err.response.trim()})` : ''}`, refused: [], beforeMail: false };
-        }
-        const code = typeof err.responseCode === 'number' ? err.responseCode : null;
-        const response = err.response ?? err.message;
-        if (dataComplete && code === null) return { type: 'ambiguous', response: `connection lost after the end of DATA: ${err.message}` };
-        if (code !== null && code >= 500) return { type: 'rejected', code, response, refused: refusals(err) };
-        return { type: 'deferred', code, response, refused: refusals(err), beforeMail: err.command === 'CONN' || err.code === 'ECONNECTION' || err.code === 'ETIMEDOUT' || err.code === 'EDNS' };
-      };
-      // A cached connection the peer closed meanwhile fails before our first byte of data: try a new one.
-      const staleFailure = (err: SmtpError) => reused && !dataStarted && typeof err.responseCode !== 'number';
-
-      const onError = (err: SmtpError) => finish(classify(err), false, staleFailure(err));
-      const onEnd = () => {
-        if (settled) return;
-        if (reused && !dataStarted) finish({ type: 'deferred', code: null, response: 'connection closed', refused: [], beforeMail: true }, false, true);
-        else finish(dataComplete ? { type: 'ambiguous', response: 'connection closed after the end of DATA' } : { type: 'deferred', code: null, response: 'connection closed', refused: [], beforeMail: !dataStarted });
-      };
-      connection.on('error', onError);
-      connection.on('end', onEnd);
-
-      const send = () => {
-        // The message goes out in chunks as the socket drains, so a peer that hangs up mid-message is
-        // seen before our last byte (and the final dot) was handed over.
-        let offset = 0;
-        const message = new Readable({
-          read() {
-            if (!dataStarted) {
-              dataStarted = true;
-              // Hold the data until the caller's record of "DATA began" is durable.
-              request.onDataStart().then(
-                () => this.push(next()),
-                (err: unknown) => this.destroy(err instanceof Error ? err : new Error(String(err))),
-              );
-              return;
-            }
-            this.push(next());
-          },
-        });
-        const next = (): Buffer | null => {
-          if (offset >= request.message.length) return null;
-          const chunk = request.message.subarray(offset, offset + DATA_CHUNK_BYTES);
-          offset += chunk.length;
-          return chunk;
-        };
-        message.once('end', () => {
-          dataComplete = true;
-        });
-        connection.send({ from: request.mailFrom, to: request.recipients }, message, (err, info) => {
-          if (err) {
-            finish(classify(err), false, staleFailure(err));
-            return;
-          }
-          const refusedErrors = refusals({ name: '', message: '', rejectedErrors: (info.rejectedErrors ?? []) });
-          // 250 after the final dot: the session is ready for the next MAIL FROM.
-          finish({ type: 'sent', accepted: info.accepted.map(String), refused: refusedErrors, response: info.response }, true);
-        });
-      };
-
-      if (reused) {
-        send();
-        return;
-      }
-      connection.connect(() => {
-        if (request.route.auth) {
-          connection.login({ user: request.route.auth.user, pass: request.route.auth.pass }, (err) => (err ? finish(classify(err)) : send()));
-        } else {
-          send();
-        }
-      });
-    });
-  }
-
+  const cache = createConnectionCache();
   return {
     async deliver(request) {
-      const cached = takeIdle(keyOf(request.route));
-      const first = await transact(request, cached);
-      if (cached && first.retryFresh) return (await transact(request, undefined)).result;
+      const cached = cache.take(keyOf(request.route));
+      const first = await transact(request, cached, cache, heloName);
+      if (cached && first.retryFresh) return (await transact(request, undefined, cache, heloName)).result;
       return first.result;
     },
     close() {
-      for (const [key, list] of idle) {
-        idle.delete(key);
-        for (const cached of list) {
-          clearTimeout(cached.timer);
-          cached.detach();
-          cached.connection.quit();
-        }
-      }
+      cache.close();
     },
   };
 }

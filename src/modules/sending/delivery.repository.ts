@@ -1,0 +1,308 @@
+import { sql, type Updateable } from 'kysely';
+import type { Db } from '../../db/database.js';
+import type { DialectInfo } from '../../db/dialect.js';
+import type { GroupCommit } from '../../db/group-commit.js';
+import { preparedQuery, preparedWrite, type Param } from '../../db/prepared.js';
+import type { BackoffPolicy } from '../../jobs/backoff.js';
+import type { ClaimedJob, Queue } from '../../jobs/queue.js';
+import { settleJob, type JobOutcome } from '../../jobs/worker.js';
+import type { Clock } from '../../lib/clock.js';
+import type { Logger } from '../../lib/logger.js';
+import type { EmitInput } from '../events/event.types.js';
+import { messageWithRawQuery, type MessageRow } from '../messages/message.repository.js';
+import type { Attempt, DeliveryStatus, OutboundTable, RecipientState } from './sending.table.js';
+
+// Every delivery runs these statements (prepared: see db/prepared.ts; the state updates that are writes nobody
+// reads a result of may be sent with the transaction's next statement on PostgreSQL).
+type MessageKey = { workspaceId: string; messageId: string };
+/** The message's columns and the outbound row's; outbound columns whose names the message also has are renamed. */
+type Loaded = MessageRow & { raw: Buffer } & Omit<OutboundTable, 'message_id' | 'workspace_id' | 'status' | 'created_at' | 'updated_at'> & {
+  delivery_status: DeliveryStatus;
+  outbound_created_at: number;
+  outbound_updated_at: number;
+  /** The workspace's verified sending domain of the mailbox's domain, if any: its DKIM key. */
+  own_domain_id: string | null;
+  own_dkim_selector: string | null;
+  own_dkim_private_key: string | null;
+};
+/**
+ * A delivery's one read: the delivery state, the message (for the events' view), its raw source, and the DKIM key
+ * of the workspace's verified sending domain named like the mailbox's domain (which `domains.signingKey` takes
+ * from here rather than reading it with a statement of its own). The domain is matched as the address's suffix after its `@`,
+ * with functions both databases have.
+ */
+function loadSelect(db: Db, p: Param) {
+  return messageWithRawQuery(db, p<string>('workspaceId'))
+    .innerJoin('outbound', (join) => join.onRef('outbound.message_id', '=', 'messages.id').onRef('outbound.workspace_id', '=', 'messages.workspace_id'))
+    .leftJoin('sending_domains', (join) =>
+      join
+        .onRef('sending_domains.workspace_id', '=', 'messages.workspace_id')
+        .on('sending_domains.status', '=', 'verified')
+        .on(
+          sql<boolean>`substr(${sql.ref('mailboxes.address')}, length(${sql.ref('mailboxes.address')}) - length(${sql.ref('sending_domains.domain')})) = ${sql.lit('@')} || ${sql.ref('sending_domains.domain')}`,
+        ),
+    )
+    .select([
+      'outbound.status as delivery_status',
+      'outbound.mail_from',
+      'outbound.recipients_json',
+      'outbound.attempts_json',
+      'outbound.last_error',
+      'outbound.smtp_response',
+      'outbound.data_started_at',
+      'outbound.created_at as outbound_created_at',
+      'outbound.updated_at as outbound_updated_at',
+      'sending_domains.id as own_domain_id',
+      'sending_domains.dkim_selector as own_dkim_selector',
+      'sending_domains.dkim_private_key as own_dkim_private_key',
+    ])
+    .where('messages.id', '=', p<string>('messageId'));
+}
+const loadQuery = preparedQuery<MessageKey, Loaded>((db, p) => loadSelect(db, p));
+type LeaseParams = { id: string; leaseToken: string; now: number; liveAfter?: number | undefined };
+/** The job row, touched if the lease is still this run's (and, with `liveAfter`, has not run out). */
+function leaseUpdate(db: Pick<Db, 'updateTable'>, p: Param) {
+  let update = db.updateTable('jobs').set({ updated_at: p<number>('now') }).where('id', '=', p<string>('id')).where('lease_token', '=', p<string>('leaseToken'));
+  if (p.has('liveAfter')) update = update.where('run_at', '>', p<number>('liveAfter'));
+  return update;
+}
+/** A row back means the lease is still this run's. */
+const holdLeaseQuery = preparedQuery<LeaseParams, { id: string }>((db, p) => leaseUpdate(db, p).returning('id'));
+/** The two marks a run puts on its outbound row: it has started, and its DATA has begun. */
+type Mark = 'processing' | 'data_started';
+const MARK_VALUES: Record<Mark, (p: Param) => Updateable<OutboundTable>> = {
+  processing: (p) => ({ status: 'processing', updated_at: p<number>('now') }),
+  data_started: (p) => ({ data_started_at: p<number>('now') }),
+};
+/** A mark alone (after a separate lease check). */
+const markQuery = (mark: Mark) =>
+  preparedWrite<MessageKey & { now: number }>((db, p) =>
+    db.updateTable('outbound').set(MARK_VALUES[mark](p)).where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
+  );
+/**
+ * The lease check and the `data_started` mark in one statement, where the database has writable CTEs (PostgreSQL):
+ * the outbound row changes only if the job row's lease matched, and a row back says both happened. Two round
+ * trips become one.
+ */
+const leaseAndMarkDataStartedQuery = preparedQuery<MessageKey & LeaseParams, { message_id: string }>((db, p) =>
+  db
+    .with('lease', (qc) => leaseUpdate(qc, p).returning('id'))
+    .updateTable('outbound')
+    .set(MARK_VALUES.data_started(p))
+    .where('workspace_id', '=', p<string>('workspaceId'))
+    .where('message_id', '=', p<string>('messageId'))
+    .where((eb) => eb.exists(eb.selectFrom('lease').select('lease.id')))
+    .returning('outbound.message_id'),
+);
+const markQueries = { processing: markQuery('processing'), data_started: markQuery('data_started') };
+/**
+ * PostgreSQL: the read and the run's start in one statement. The lease check and the `processing` mark run as
+ * writable CTEs; the mark only where a run may start (`mayStart`), and `started` says whether it was made. The
+ * read sees the row as it was before the mark (one snapshot for the whole statement). It is `loadSelect` as a
+ * derived table, which PostgreSQL flattens into the plan of the plain read, so the CTEs' names need no cast.
+ */
+const loadAndStartQuery = preparedQuery<MessageKey & LeaseParams, Loaded & { started: boolean }>((db, p) =>
+  db
+    .with('lease', (qc) => leaseUpdate(qc, p).returning('id'))
+    .with('started', (qc) =>
+      qc
+        .updateTable('outbound')
+        .set(MARK_VALUES.processing(p))
+        .where('workspace_id', '=', p<string>('workspaceId'))
+        .where('message_id', '=', p<string>('messageId'))
+        .where('status', 'in', ['queued', 'processing'])
+        .where('data_started_at', 'is', null)
+        .where((eb) => eb.exists(eb.selectFrom('lease').select('lease.id')))
+        .returning('outbound.message_id'),
+    )
+    .selectFrom(loadSelect(db, p).as('loaded'))
+    .selectAll('loaded')
+    .select((eb) => eb.exists(eb.selectFrom('started').select('started.message_id')).as('started')),
+);
+type SaveParams = MessageKey & { status: DeliveryStatus; recipients: string; attempts: string; lastError: string | null; smtpResponse: string | null; now: number };
+const saveQuery = preparedWrite<SaveParams>((db, p) =>
+  db
+    .updateTable('outbound')
+    .set({
+      status: p<DeliveryStatus>('status'),
+      recipients_json: p<string>('recipients'),
+      attempts_json: p<string>('attempts'),
+      last_error: p<string | null>('lastError'),
+      smtp_response: p<string | null>('smtpResponse'),
+      data_started_at: null,
+      updated_at: p<number>('now'),
+    })
+    .where('workspace_id', '=', p<string>('workspaceId'))
+    .where('message_id', '=', p<string>('messageId')),
+);
+
+/** A delivery job: one per outbound message. */
+export type DeliveryJob = ClaimedJob<{ message_id: string }>;
+
+/** The outbound row as a run works with it: its recipients and attempts as lists. */
+export type Delivery = Omit<OutboundTable, 'recipients_json' | 'attempts_json'> & { recipients: RecipientState[]; attempts: Attempt[] };
+
+/** What `startRun` read, and whether the run may go on. */
+export interface RunStart {
+  delivery: Delivery;
+  /** The message (the events' view of it) and its raw source. */
+  message: MessageRow & { raw: Buffer };
+  /** The DKIM key of the workspace's verified sending domain named like the mailbox's domain, if any. */
+  ownDomain: { id: string; dkim_selector: string; dkim_private_key: string } | null;
+  /** This run holds the job's lease and has marked the message `processing`: it may send. */
+  started: boolean;
+}
+
+/** The outcome a run records: the new delivery state, the events it causes and what becomes of the job. */
+export interface Settlement {
+  status: DeliveryStatus;
+  recipients: RecipientState[];
+  attempts: Attempt[];
+  lastError: string | null;
+  smtpResponse: string | null;
+  events: EmitInput[];
+  outcome: Exclude<JobOutcome, { type: 'settled' }>;
+}
+
+export interface DeliveryRepositoryDeps {
+  db: Db;
+  dialect: DialectInfo;
+  /** Shared commits for the run's writes (every unit below is safe to run again from the start). */
+  commits: GroupCommit;
+  clock: Clock;
+  /** Settling the job: see `settleJob`. */
+  queue: Queue;
+  logger: Logger;
+  backoff: BackoffPolicy;
+  /** Writes an event into the outbox, in the transaction it is given (`events.emit`). */
+  emit: (trx: Db, event: EmitInput) => Promise<unknown>;
+}
+
+/** A delivery's outcome was not saved: its run no longer holds the job's lease (see `settle`). */
+class LeaseLost extends Error {
+  constructor() {
+    super('delivery lease lost');
+  }
+}
+
+/** Where a run may start: not final, and no DATA begun (the `started` CTE's condition, for the SQLite protocol). */
+const mayStart = (row: Loaded) => (row.delivery_status === 'queued' || row.delivery_status === 'processing') && row.data_started_at === null;
+
+function keyOf(job: DeliveryJob): MessageKey {
+  return { workspaceId: job.workspaceId ?? '', messageId: job.payload.message_id };
+}
+
+function leaseOf(job: DeliveryJob, now: number, live: boolean): LeaseParams {
+  return { id: job.id, leaseToken: job.leaseToken, now, liveAfter: live ? now : undefined };
+}
+
+function toRunStart(row: Loaded, started: boolean): RunStart {
+  const delivery: Delivery = {
+    message_id: row.id,
+    workspace_id: row.workspace_id,
+    status: row.delivery_status,
+    mail_from: row.mail_from,
+    recipients: JSON.parse(row.recipients_json) as RecipientState[],
+    attempts: JSON.parse(row.attempts_json) as Attempt[],
+    last_error: row.last_error,
+    smtp_response: row.smtp_response,
+    data_started_at: row.data_started_at,
+    created_at: row.outbound_created_at,
+    updated_at: row.outbound_updated_at,
+  };
+  const ownDomain =
+    row.own_domain_id !== null && row.own_dkim_selector !== null && row.own_dkim_private_key !== null
+      ? { id: row.own_domain_id, dkim_selector: row.own_dkim_selector, dkim_private_key: row.own_dkim_private_key }
+      : null;
+  return { delivery, message: row, ownDomain, started };
+}
+
+/** How a run takes its lease-guarded steps: the database decides how many statements and transactions that takes. */
+interface RunProtocol {
+  startRun: (job: DeliveryJob) => Promise<RunStart | undefined>;
+  markDataStarted: (job: DeliveryJob) => Promise<boolean>;
+}
+
+/**
+ * With writable CTEs (PostgreSQL): each step is one statement, atomic on its own, so it runs without a
+ * transaction around it (a BEGIN and a COMMIT fewer).
+ */
+function oneStatementProtocol({ db, clock }: DeliveryRepositoryDeps): RunProtocol {
+  return {
+    async startRun(job) {
+      const row = (await loadAndStartQuery(db, { ...keyOf(job), ...leaseOf(job, clock.now(), false) }))[0];
+      return row && toRunStart(row, Boolean(row.started));
+    },
+    async markDataStarted(job) {
+      return (await leaseAndMarkDataStartedQuery(db, { ...keyOf(job), ...leaseOf(job, clock.now(), true) })).length > 0;
+    },
+  };
+}
+
+/** Without them (SQLite): the lease check and the mark are two statements that share a transaction. */
+function checkThenMarkProtocol({ db, commits, clock }: DeliveryRepositoryDeps): RunProtocol {
+  const holdLeaseAndMark = (job: DeliveryJob, mark: Mark, live: boolean) =>
+    commits.run(async (trx) => {
+      const now = clock.now();
+      if ((await holdLeaseQuery(trx, leaseOf(job, now, live))).length === 0) return false;
+      await markQueries[mark](trx, { ...keyOf(job), now });
+      return true;
+    });
+  return {
+    async startRun(job) {
+      const row = (await loadQuery(db, keyOf(job)))[0];
+      if (!row) return undefined;
+      return toRunStart(row, mayStart(row) && (await holdLeaseAndMark(job, 'processing', false)));
+    },
+    markDataStarted: (job) => holdLeaseAndMark(job, 'data_started', true),
+  };
+}
+
+/**
+ * The statements of one delivery run. Every step that starts or records a run is guarded by the job's lease: a
+ * lease that ran out may have been claimed again, by another worker or by this one, and two runs of one message
+ * must never both send it. The guard's UPDATE locks the job row, so a concurrent claim waits for (PostgreSQL) or
+ * is serialized with (SQLite) the step's transaction.
+ */
+export function createDeliveryRepository(deps: DeliveryRepositoryDeps) {
+  const { commits, clock, queue, logger, backoff, emit } = deps;
+  const protocol = deps.dialect.supportsWritableCte ? oneStatementProtocol(deps) : checkThenMarkProtocol(deps);
+  return {
+    /**
+     * Read the delivery state and the message (none when the message, and with it its state, was deleted) and,
+     * where a run may start, mark it `processing` if this run holds the job's lease.
+     */
+    startRun: protocol.startRun,
+    /** Record that DATA begins, if this run holds a lease that has not run out: false means do not send. */
+    markDataStarted: protocol.markDataStarted,
+    /**
+     * Write the new state, the events it causes and the job's outcome in one transaction. Settling the job
+     * (guarded by its lease token) is also the lease check: when the job was taken over, nothing is written
+     * and this resolves false.
+     */
+    async settle(job: DeliveryJob, settlement: Settlement): Promise<boolean> {
+      const written = commits.run(async (trx) => {
+        await saveQuery(trx, {
+          ...keyOf(job),
+          status: settlement.status,
+          recipients: JSON.stringify(settlement.recipients),
+          attempts: JSON.stringify(settlement.attempts),
+          lastError: settlement.lastError,
+          smtpResponse: settlement.smtpResponse,
+          now: clock.now(),
+        });
+        for (const event of settlement.events) await emit(trx, event);
+        // The job is settled last, so that on PostgreSQL its statement carries the writes above (db/write-coalescing.ts).
+        // Without the lease they are undone: the transaction fails (and with it, once, a shared one: group-commit.ts).
+        if (!(await settleJob({ queue, logger, backoff }, job, settlement.outcome, trx))) throw new LeaseLost();
+        return true;
+      });
+      return written.catch((err: unknown) => {
+        if (err instanceof LeaseLost) return false;
+        throw err;
+      });
+    },
+  };
+}
+
+export type DeliveryRepository = ReturnType<typeof createDeliveryRepository>;
