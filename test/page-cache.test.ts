@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPageCache, pageKey } from '../src/modules/messages/page-cache.js';
+import { createPageCache, pageKey } from '../src/transports/http/page-cache.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
@@ -38,16 +38,20 @@ describe('page cache (least recently used, by bytes)', () => {
     expect(off.get('a')).toBeUndefined();
   });
 
-  it('keys pages by every parameter that decides their rows', () => {
+  it('keys pages by every parameter that decides their answer', () => {
+    const q = { mailbox: 'a@x.test', folder: 'inbox', limit: 50, offset: 0 };
     const keys = [
-      pageKey('ws_1', 'a@x.test', 'inbox', undefined, 50, 0),
-      pageKey('ws_2', 'a@x.test', 'inbox', undefined, 50, 0),
-      pageKey('ws_1', 'b@x.test', 'inbox', undefined, 50, 0),
-      pageKey('ws_1', 'a@x.test', undefined, undefined, 50, 0),
-      pageKey('ws_1', 'a@x.test', 'inbox', true, 50, 0),
-      pageKey('ws_1', 'a@x.test', 'inbox', false, 50, 0),
-      pageKey('ws_1', 'a@x.test', 'inbox', undefined, 5, 0),
-      pageKey('ws_1', 'a@x.test', 'inbox', undefined, 50, 5),
+      pageKey('/inbox', 'ws_1', q),
+      pageKey('/inbox', 'ws_2', q),
+      pageKey('/inbox', 'ws_1', { ...q, mailbox: 'b@x.test' }),
+      pageKey('/inbox', 'ws_1', { ...q, folder: undefined }),
+      pageKey('/inbox', 'ws_1', { ...q, unread: true }),
+      pageKey('/inbox', 'ws_1', { ...q, unread: false }),
+      pageKey('/inbox', 'ws_1', { ...q, limit: 5 }),
+      pageKey('/inbox', 'ws_1', { ...q, offset: 5 }),
+      pageKey('/inbox', 'ws_1', { ...q, label: 'work' }),
+      pageKey('/inbox', 'ws_1', { ...q, thread_id: 'thr_1' }),
+      pageKey('/app/api/messages', 'ws_1', q),
     ];
     expect(new Set(keys).size).toBe(keys.length);
   });
@@ -63,6 +67,7 @@ for (const cacheMb of ['32', '0']) {
     const page = async (query = ''): Promise<Page> => {
       const res = await h.app.inject({ method: 'GET', url: `/inbox?mailbox=${BOX}${query}`, headers: bearer(acme.apiKey) });
       expect(res.statusCode, res.body).toBe(200);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
       return res.json<Page>();
     };
     const deliver = async (subject: string): Promise<string> => {
@@ -86,6 +91,11 @@ for (const cacheMb of ['32', '0']) {
       const subjects = async (query = '') => (await page(query)).messages.map((m) => m.subject);
       const first = await deliver('First');
       expect(await subjects()).toEqual(['First']);
+      // A kept answer is the bytes the route's serializer wrote for the page, sent again as they were.
+      const answer = async () => h.app.inject({ method: 'GET', url: `/inbox?mailbox=${BOX}`, headers: bearer(acme.apiKey) });
+      const [written, again] = [await answer(), await answer()];
+      expect(again.rawPayload.equals(written.rawPayload)).toBe(true);
+      expect(again.headers['content-length']).toBe(written.headers['content-length']);
 
       // Only a change that raises no modseq shows whether a page was read again.
       await rewriteSubject(first, 'Rewritten');
