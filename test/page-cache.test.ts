@@ -1,5 +1,9 @@
+import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPageCache, pageKey } from '../src/transports/http/page-cache.js';
+import type { MessageService, VersionedMessagePage } from '../src/modules/messages/message.service.js';
+import type { TenantContext } from '../src/modules/tenancy/tenancy.types.js';
+import { createPageCache, pageKey, sendMessagePage } from '../src/transports/http/page-cache.js';
+import { MessagePage, SHARED_SCHEMAS } from '../src/transports/http/schemas.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
@@ -54,6 +58,53 @@ describe('page cache (least recently used, by bytes)', () => {
       pageKey('/app/api/messages', 'ws_1', q),
     ];
     expect(new Set(keys).size).toBe(keys.length);
+  });
+});
+
+describe('answering pages through the cache (HTTP layer)', () => {
+  it('reads only the version while it stands, keeps no page without one, and keeps the bytes the serializer wrote', async () => {
+    let version: string | undefined = 'v1';
+    const calls = { list: 0, pageVersion: 0 };
+    const service: Pick<MessageService, 'list' | 'pageVersion'> = {
+      list: async (_tenant, query): Promise<VersionedMessagePage> => {
+        calls.list++;
+        return { messages: [], total: calls.list, limit: query.limit, offset: query.offset, version };
+      },
+      pageVersion: async () => {
+        calls.pageVersion++;
+        return version;
+      },
+    };
+    const pages = createPageCache(1024);
+    const tenant: TenantContext = { workspaceId: 'ws_1', role: 'api_key', userId: null };
+    const app = Fastify();
+    for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
+    app.get('/page', { schema: { response: { 200: MessagePage } } }, (_request, reply) => sendMessagePage(reply, pages, service, tenant, { mailbox: 'a@x.test', limit: 50, offset: 0 }));
+    const get = async () => {
+      const res = await app.inject({ method: 'GET', url: '/page' });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      return res.body;
+    };
+    try {
+      // Written by the route's schema (no `version`), and kept as written.
+      expect(await get()).toBe('{"messages":[],"total":1,"limit":50,"offset":0}');
+      expect(pages.bytes).toBe(47);
+      expect(await get()).toBe('{"messages":[],"total":1,"limit":50,"offset":0}');
+      expect(calls).toEqual({ list: 1, pageVersion: 1 });
+      // A new version: read again and kept under it.
+      version = 'v2';
+      expect(await get()).toBe('{"messages":[],"total":2,"limit":50,"offset":0}');
+      expect(calls).toEqual({ list: 2, pageVersion: 2 });
+      // No version (a delivery on its way): answered, never kept, so read every time.
+      version = undefined;
+      expect(await get()).toBe('{"messages":[],"total":3,"limit":50,"offset":0}');
+      expect(await get()).toBe('{"messages":[],"total":4,"limit":50,"offset":0}');
+      expect(calls).toEqual({ list: 4, pageVersion: 4 });
+      expect(pages.get(pageKey('/page', 'ws_1', { mailbox: 'a@x.test', limit: 50, offset: 0 }))?.version).toBe('v2');
+    } finally {
+      await app.close();
+    }
   });
 });
 
