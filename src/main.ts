@@ -30,6 +30,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     serviceTokens: services.serviceTokens,
     transactional: services.transactional,
     webhooks: services.webhooks.service,
+    pageCacheBytes: config.pageCacheBytes,
     rateLimitPerMinute: config.rateLimitPerMinute,
     // One process holds every count in the embedded SQLite mode (decision 210).
     rateLimitCounts: services.database.dialect.sharedByProcesses ? 'database' : 'memory',

@@ -27,7 +27,6 @@ import { createInboundService, type InboundService } from './modules/messages/in
 import { createStoreThread, type StoreThread } from './modules/messages/store-thread.js';
 import { createMessageStore } from './modules/messages/message-store.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
-import { createPageCache } from './modules/messages/page-cache.js';
 import { createDeliveryHandler } from './modules/sending/delivery.handler.js';
 import { createInProcessSigner, createThreadedSigner, type MessageSigner } from './modules/sending/signing-pool.js';
 import { createDraftService, type DraftService } from './modules/sending/draft.service.js';
@@ -203,7 +202,7 @@ export async function createServices(
     mailboxes: createMailboxService({ db, clock, domains }),
     domains,
     lists,
-    messages: createMessageService({ db, clock, dialect, pages: createPageCache(config.pageCacheBytes) }),
+    messages: createMessageService({ db, clock, dialect }),
     returnPaths,
     secretBox: box,
     inbound: createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits, storeThread: storeThread ?? undefined }),

@@ -19,7 +19,7 @@ const CUSTOMER = 'customer@peer.test';
 
 /**
  * Contract §4: "Outbound messages add `status` and `events`" — in every message view, the single ones, the pages
- * (answered as JSON text, some of them kept in the page cache) and the threads' messages; inbound ones have neither.
+ * (written by their response schema, some of them kept in the page cache) and the threads' messages; inbound ones have neither.
  */
 describe(`delivery status and events in every message view (${TEST_DIALECT})`, () => {
   let h: MailHarness;

@@ -1,18 +1,23 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../src/lib/logger.js';
+import { createHttpApp } from '../src/main.js';
 import { messageRepository } from '../src/modules/messages/message.repository.js';
+import type { MessageService } from '../src/modules/messages/message.service.js';
 import { toMessageListView } from '../src/modules/messages/message.views.js';
+import { MessageListItem } from '../src/transports/http/schemas.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, login, session, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 
 /**
- * Pages of messages are written as JSON text from stored columns (messagePageJson), not through
- * toMessageListView and the response serializer. Every message of every page must be exactly the
- * list view of its row: the whole corpus of real-world shapes (names and subjects that need escaping,
- * attachments with and without content ids, no date, no Message-ID), read and unread, labelled, moved.
+ * A message's list view has one writer: `toMessageListView` makes it, the route's response schema writes it
+ * (kept pages are the bytes it wrote). Every message of every page, answered or kept, must be exactly the list
+ * view of its row: the whole corpus of real-world shapes (names and subjects that need escaping, attachments
+ * with and without content ids, no date, no Message-ID), read and unread, labelled, moved; and whatever the
+ * schema does not name is never written.
  */
-describe(`message pages written as JSON text (${TEST_DIALECT})`, () => {
+describe(`message pages written by the response schema from the list views (${TEST_DIALECT})`, () => {
   let h: MailHarness;
   let acme: Tenant;
   let sessionToken: string;
@@ -73,5 +78,39 @@ describe(`message pages written as JSON text (${TEST_DIALECT})`, () => {
     expect((await checkPage(`/app/api/messages?thread_id=${threadId}`, session(sessionToken))).ids).toContain(second);
     // Past the end: an empty page, still well-formed.
     expect(await checkPage(`/inbox?mailbox=${MAILBOX}&offset=10000`, bearer(acme.apiKey))).toEqual({ ids: [], total: files.length - 1 });
+  });
+
+  it('never writes a field the response schema does not name, answered or kept', async () => {
+    // A service that hands the routes more than a view holds: the serializer, not the service, is the guard.
+    const messages = h.services.messages;
+    const leaky: MessageService = {
+      ...messages,
+      list: async (tenant, query) => {
+        const page = await messages.list(tenant, query);
+        return Object.assign(page, { secret: 'leak-page-q9zx', messages: page.messages.map((m) => ({ ...m, envelope_json: 'leak-message-q9zx' })) });
+      },
+    };
+    const app = await createHttpApp(h.config, { ...h.services, messages: leaky }, createLogger('silent'));
+    try {
+      const named = Object.keys(MessageListItem.properties);
+      for (const [url, headers] of [
+        [`/inbox?mailbox=${MAILBOX}&limit=500`, bearer(acme.apiKey)],
+        [`/app/api/messages?mailbox=${MAILBOX}&limit=500`, session(sessionToken)],
+        [`/app/api/messages?label=work`, session(sessionToken)],
+      ] as const) {
+        // Twice: the second answer of a single mailbox's page is the kept one.
+        for (let i = 0; i < 2; i++) {
+          const res = await app.inject({ method: 'GET', url, headers });
+          expect(res.statusCode, res.body).toBe(200);
+          expect(res.body).not.toMatch(/q9zx|"version"|envelope_json/);
+          const page = res.json<{ messages: Array<Record<string, unknown>> }>();
+          expect(Object.keys(page).sort(), url).toEqual(['limit', 'messages', 'offset', 'total']);
+          expect(page.messages.length, url).toBeGreaterThan(0);
+          for (const message of page.messages) expect(named, url).toEqual(expect.arrayContaining(Object.keys(message)));
+        }
+      }
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -1,5 +1,9 @@
+import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPageCache, pageKey } from '../src/modules/messages/page-cache.js';
+import type { MessageService, VersionedMessagePage } from '../src/modules/messages/message.service.js';
+import type { TenantContext } from '../src/modules/tenancy/tenancy.types.js';
+import { createPageCache, pageKey, sendMessagePage } from '../src/transports/http/page-cache.js';
+import { MessagePage, SHARED_SCHEMAS } from '../src/transports/http/schemas.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
@@ -38,18 +42,69 @@ describe('page cache (least recently used, by bytes)', () => {
     expect(off.get('a')).toBeUndefined();
   });
 
-  it('keys pages by every parameter that decides their rows', () => {
+  it('keys pages by every parameter that decides their answer', () => {
+    const q = { mailbox: 'a@x.test', folder: 'inbox', limit: 50, offset: 0 };
     const keys = [
-      pageKey('ws_1', 'a@x.test', 'inbox', undefined, 50, 0),
-      pageKey('ws_2', 'a@x.test', 'inbox', undefined, 50, 0),
-      pageKey('ws_1', 'b@x.test', 'inbox', undefined, 50, 0),
-      pageKey('ws_1', 'a@x.test', undefined, undefined, 50, 0),
-      pageKey('ws_1', 'a@x.test', 'inbox', true, 50, 0),
-      pageKey('ws_1', 'a@x.test', 'inbox', false, 50, 0),
-      pageKey('ws_1', 'a@x.test', 'inbox', undefined, 5, 0),
-      pageKey('ws_1', 'a@x.test', 'inbox', undefined, 50, 5),
+      pageKey('/inbox', 'ws_1', q),
+      pageKey('/inbox', 'ws_2', q),
+      pageKey('/inbox', 'ws_1', { ...q, mailbox: 'b@x.test' }),
+      pageKey('/inbox', 'ws_1', { ...q, folder: undefined }),
+      pageKey('/inbox', 'ws_1', { ...q, unread: true }),
+      pageKey('/inbox', 'ws_1', { ...q, unread: false }),
+      pageKey('/inbox', 'ws_1', { ...q, limit: 5 }),
+      pageKey('/inbox', 'ws_1', { ...q, offset: 5 }),
+      pageKey('/inbox', 'ws_1', { ...q, label: 'work' }),
+      pageKey('/inbox', 'ws_1', { ...q, thread_id: 'thr_1' }),
+      pageKey('/app/api/messages', 'ws_1', q),
     ];
     expect(new Set(keys).size).toBe(keys.length);
+  });
+});
+
+describe('answering pages through the cache (HTTP layer)', () => {
+  it('reads only the version while it stands, keeps no page without one, and keeps the bytes the serializer wrote', async () => {
+    let version: string | undefined = 'v1';
+    const calls = { list: 0, pageVersion: 0 };
+    const service: Pick<MessageService, 'list' | 'pageVersion'> = {
+      list: async (_tenant, query): Promise<VersionedMessagePage> => {
+        calls.list++;
+        return { messages: [], total: calls.list, limit: query.limit, offset: query.offset, version };
+      },
+      pageVersion: async () => {
+        calls.pageVersion++;
+        return version;
+      },
+    };
+    const pages = createPageCache(1024);
+    const tenant: TenantContext = { workspaceId: 'ws_1', role: 'api_key', userId: null };
+    const app = Fastify();
+    for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
+    app.get('/page', { schema: { response: { 200: MessagePage } } }, (_request, reply) => sendMessagePage(reply, pages, service, tenant, { mailbox: 'a@x.test', limit: 50, offset: 0 }));
+    const get = async () => {
+      const res = await app.inject({ method: 'GET', url: '/page' });
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      return res.body;
+    };
+    try {
+      // Written by the route's schema (no `version`), and kept as written.
+      expect(await get()).toBe('{"messages":[],"total":1,"limit":50,"offset":0}');
+      expect(pages.bytes).toBe(47);
+      expect(await get()).toBe('{"messages":[],"total":1,"limit":50,"offset":0}');
+      expect(calls).toEqual({ list: 1, pageVersion: 1 });
+      // A new version: read again and kept under it.
+      version = 'v2';
+      expect(await get()).toBe('{"messages":[],"total":2,"limit":50,"offset":0}');
+      expect(calls).toEqual({ list: 2, pageVersion: 2 });
+      // No version (a delivery on its way): answered, never kept, so read every time.
+      version = undefined;
+      expect(await get()).toBe('{"messages":[],"total":3,"limit":50,"offset":0}');
+      expect(await get()).toBe('{"messages":[],"total":4,"limit":50,"offset":0}');
+      expect(calls).toEqual({ list: 4, pageVersion: 4 });
+      expect(pages.get(pageKey('/page', 'ws_1', { mailbox: 'a@x.test', limit: 50, offset: 0 }))?.version).toBe('v2');
+    } finally {
+      await app.close();
+    }
   });
 });
 
@@ -63,6 +118,7 @@ for (const cacheMb of ['32', '0']) {
     const page = async (query = ''): Promise<Page> => {
       const res = await h.app.inject({ method: 'GET', url: `/inbox?mailbox=${BOX}${query}`, headers: bearer(acme.apiKey) });
       expect(res.statusCode, res.body).toBe(200);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
       return res.json<Page>();
     };
     const deliver = async (subject: string): Promise<string> => {
@@ -86,6 +142,11 @@ for (const cacheMb of ['32', '0']) {
       const subjects = async (query = '') => (await page(query)).messages.map((m) => m.subject);
       const first = await deliver('First');
       expect(await subjects()).toEqual(['First']);
+      // A kept answer is the bytes the route's serializer wrote for the page, sent again as they were.
+      const answer = async () => h.app.inject({ method: 'GET', url: `/inbox?mailbox=${BOX}`, headers: bearer(acme.apiKey) });
+      const [written, again] = [await answer(), await answer()];
+      expect(again.rawPayload.equals(written.rawPayload)).toBe(true);
+      expect(again.headers['content-length']).toBe(written.headers['content-length']);
 
       // Only a change that raises no modseq shows whether a page was read again.
       await rewriteSubject(first, 'Rewritten');

@@ -51,7 +51,7 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Requests per minute per credential (per process); 0 turns the limit off. */
   rateLimitPerMinute: number;
-  /** Bytes of answered message pages an api process keeps per mailbox version (page-cache.ts); 0 keeps none. */
+  /** Bytes of answered message pages an api process keeps per mailbox version (transports/http/page-cache.ts); 0 keeps none. */
   pageCacheBytes: number;
   /** Longest an HTTP client may take to send a whole request, headers and body (then 408 and the connection closes). */
   httpRequestTimeoutMs: number;

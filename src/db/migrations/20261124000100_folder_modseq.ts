@@ -6,7 +6,7 @@ type AnyDb = Kysely<any>;
 /**
  * A folder's modification sequence: raised by one in every transaction step that changes a message of the
  * folder (stored, read, moved in or out, labelled, deleted), together with its counters. A page of one
- * mailbox is unchanged as long as the sum over its folders is (see modules/messages/page-cache.ts).
+ * mailbox is unchanged as long as the sum over its folders is (see transports/http/page-cache.ts).
  */
 export async function up(db: AnyDb): Promise<void> {
   await db.schema

@@ -10,8 +10,8 @@ import type {
   ThreadTable,
 } from './message.table.js';
 
-/** What a page of messages reads: the list view's columns only (no envelope, no bookkeeping). */
-const PAGE_COLUMNS = [
+/** What a message's list view reads of its own row (no envelope, no bookkeeping): see message.views.ts. */
+const MESSAGE_COLUMNS = [
   'messages.id',
   'messages.thread_id',
   'messages.direction',
@@ -29,8 +29,9 @@ const PAGE_COLUMNS = [
   'messages.auth_json',
   'messages.attachments_json',
   'messages.created_at',
-  'mailboxes.address as mailbox_address',
 ] as const;
+/** What a page of messages reads: the list view's columns, with the mailbox's address. */
+const PAGE_COLUMNS = [...MESSAGE_COLUMNS, 'mailboxes.address as mailbox_address'] as const;
 
 /**
  * An outbound message's delivery state as its views show it (contract §4: "Outbound messages add `status` and
@@ -46,34 +47,12 @@ function withDelivery<T extends QueryCreator<Database>>(db: T) {
 const DELIVERY_COLUMNS = ['delivery.status as out_status', 'delivery.attempts_json as out_events'] as const;
 export type DeliveryColumns = { out_status: DeliveryStatus | null; out_events: string | null };
 
-/**
- * What a page of messages reads when it is answered as JSON text (message.views.ts, messagePageJson):
- * `head` is the JSON of every field that needs no escaping, put together by the database — ids
- * (newId's alphabet), direction and folder (fixed sets), and the columns the store writes as JSON in
- * the view's shape, an outbound message's status (a fixed set) and events (`attempts_json`, written by the
- * delivery worker) — so that a row is seven values instead of twenty. The fields that may need
- * escaping or formatting come as they are; `out_status` tells the page cache whether a delivery is still moving.
- */
-const messageJsonColumns = [
-  sql<string>`'{"message_id":"' || messages.id || '","direction":"' || messages.direction || '","folder":"' || messages.folder || '","read":' || (case when messages.read = 1 then 'true' else 'false' end) || ',"labels":' || messages.labels || ',"thread_id":"' || messages.thread_id || '","from":' || messages.from_json || ',"to":' || messages.to_json || ',"cc":' || messages.cc_json || ',"size":' || cast(messages.size as text) || ',"attachments":' || messages.attachments_json || ',"auth":' || messages.auth_json || coalesce(',"status":"' || delivery.status || '","events":' || delivery.attempts_json, '')`.as(
-    'head',
-  ),
-  'delivery.status as out_status',
-  'messages.subject',
-  'messages.snippet',
-  'messages.date',
-  'messages.internet_message_id',
-  'messages.created_at',
-] as const;
-const pageJsonColumns = [...messageJsonColumns, 'mailboxes.address as mailbox_address'] as const;
-
 /** A whole message row (single lookups, which also need its mailbox, envelope and bookkeeping). */
 const LIST_COLUMNS = [...PAGE_COLUMNS, 'messages.workspace_id', 'messages.mailbox_id', 'messages.envelope_json', 'messages.updated_at'] as const;
 
 export type MessageRow = MessageTable & { mailbox_address: string };
 /** A message row as the views read it (single lookups, thread views): with its delivery state. */
 export type MessageViewRow = MessageRow & DeliveryColumns;
-export type MessagePageJsonRow = Pick<MessageRow, 'subject' | 'snippet' | 'date' | 'internet_message_id' | 'created_at' | 'mailbox_address'> & { head: string; out_status: DeliveryStatus | null };
 export type MessagePageRow = Pick<MessageRow, 'id' | 'thread_id' | 'direction' | 'folder' | 'read' | 'labels' | 'from_json' | 'to_json' | 'cc_json' | 'subject' | 'snippet' | 'size' | 'date' | 'internet_message_id' | 'auth_json' | 'attachments_json' | 'created_at' | 'mailbox_address'>;
 export type ThreadRow = ThreadTable & { mailbox_address: string };
 
@@ -146,9 +125,8 @@ function newestFirst<Q extends SelectQueryBuilder<Database, 'messages', object>>
 
 // A page of messages and its totals are asked by every list request (prepared: see db/prepared.ts).
 const pageRowsQuery = preparedQuery<PageParams, MessagePageRow & DeliveryColumns>((db, p) => newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select([...PAGE_COLUMNS, ...DELIVERY_COLUMNS]), p));
-const pageJsonQuery = preparedQuery<PageParams, MessagePageJsonRow>((db, p) => newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select(pageJsonColumns), p));
-/** A row of `pageWithTotals`: the JSON pieces of a message, the totals, and its mailbox's address (only when not filtered by mailbox). */
-type TotalsPageRow = Omit<MessagePageJsonRow, 'mailbox_address'> & {
+/** A row of `pageWithTotals`: a message with its delivery state, the totals, and its mailbox's address (only when not filtered by mailbox). */
+type TotalsPageRow = Omit<MessagePageRow, 'mailbox_address'> & DeliveryColumns & {
   mailbox_address?: string;
   total: number | string;
   unread: number | string;
@@ -180,7 +158,7 @@ const sumOf = (column: 'total' | 'unread' | 'modseq') => (eb: ExpressionBuilder<
  * scalar subqueries, which both databases evaluate once per statement: one statement (one round trip on
  * PostgreSQL), no sort or copy of the page beyond the index walk. Filtered by mailbox, the rows need no
  * join to `mailboxes` (the caller knows the address), and a third sum, of the counters' modseqs, with the
- * rows' mailbox id gives the page's version in the same snapshot (page-cache.ts). An empty page gives no row, and so no totals:
+ * rows' mailbox id gives the page's version in the same snapshot (transports/http/page-cache.ts). An empty page gives no row, and so no totals:
  * `counterSumsQuery` answers those. Not the counters' row left-joined to the page: that made both
  * databases materialise and sort the page again (decision 177; figures in bench/HISTORY.md).
  */
@@ -195,9 +173,9 @@ const pageWithTotalsQuery = preparedQuery<PageWithTotalsParams, TotalsPageRow>((
   if (p.has('read')) page = page.where('messages.read', '=', p<number>('read'));
   if (p.has('mailboxAddress')) {
     const version = [sums.select(sumOf('modseq')).$asScalar().as('modseq'), 'messages.mailbox_id'] as const;
-    return newestFirst(page.where('messages.mailbox_id', '=', mailboxByAddress(db, p)).select([...totals, ...version, ...messageJsonColumns]), p);
+    return newestFirst(page.where('messages.mailbox_id', '=', mailboxByAddress(db, p)).select([...totals, ...version, ...MESSAGE_COLUMNS, ...DELIVERY_COLUMNS]), p);
   }
-  return newestFirst(page.innerJoin('mailboxes', 'mailboxes.id', 'messages.mailbox_id').select([...totals, ...messageJsonColumns, 'mailboxes.address as mailbox_address']), p);
+  return newestFirst(page.innerJoin('mailboxes', 'mailboxes.id', 'messages.mailbox_id').select([...totals, ...PAGE_COLUMNS, ...DELIVERY_COLUMNS]), p);
 });
 /** The counters' sums alone (an empty page, a page's version), with whether the mailbox exists. */
 const counterSumsQuery = preparedQuery<Omit<PageWithTotalsParams, 'read' | 'limit' | 'offset'>, CounterSumsRow>((db, p) =>
@@ -209,7 +187,7 @@ const counterSumsQuery = preparedQuery<Omit<PageWithTotalsParams, 'read' | 'limi
   ]),
 );
 
-/** A page's version as one string (see page-cache.ts): the mailbox id and the summed modseq. */
+/** A page's version as one string (see transports/http/page-cache.ts): the mailbox id and the summed modseq. */
 const versionOf = (mailboxId: string, modseq: number | string | null | undefined): string => `${mailboxId}:${String(modseq ?? 0)}`;
 
 // Single-message reads of the send and delivery paths (prepared: see db/prepared.ts).
@@ -413,9 +391,6 @@ export const messageRepository = {
   /** A page of messages, newest first. */
   listMessages: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<Array<MessagePageRow & DeliveryColumns>> =>
     pageRowsQuery(db, { ...bound(filter), workspaceId, limit, offset }),
-  /** The same page as the pieces of its JSON text (messagePageJson). */
-  listMessagesJson: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<MessagePageJsonRow[]> =>
-    pageJsonQuery(db, { ...bound(filter), workspaceId, limit, offset }),
   /**
    * A page filtered by mailbox (address), folder and read state, with the folder counters' totals: one
    * statement, a second one only when the page is empty; `mailboxFound` is false when the workspace has
@@ -428,10 +403,10 @@ export const messageRepository = {
       const first = rows[0]!;
       if (mailboxAddress !== undefined) for (const row of rows) row.mailbox_address = mailboxAddress;
       const version = first.mailbox_id === undefined ? undefined : versionOf(first.mailbox_id, first.modseq);
-      return { mailboxFound: true, total: Number(first.total), unread: Number(first.unread), rows: rows as MessagePageJsonRow[], version };
+      return { mailboxFound: true, total: Number(first.total), unread: Number(first.unread), rows: rows as Array<MessagePageRow & DeliveryColumns>, version };
     }
     const sums = (await counterSumsQuery(db, { workspaceId, mailboxAddress, folder }))[0]!;
-    return { mailboxFound: mailboxAddress === undefined || sums.mailbox_id !== null, total: Number(sums.total), unread: Number(sums.unread), rows: [] as MessagePageJsonRow[], version: undefined };
+    return { mailboxFound: mailboxAddress === undefined || sums.mailbox_id !== null, total: Number(sums.total), unread: Number(sums.unread), rows: [] as Array<MessagePageRow & DeliveryColumns>, version: undefined };
   },
   /**
    * The version of the page `pageWithTotals` reads for a mailbox (and folder): equal to the version that
@@ -471,7 +446,7 @@ export const messageRepository = {
    * Add to a folder's counters (negative to take away), creating the row on first use, and raise its modseq.
    * Every transaction that changes a message of a folder (stores, deletes, moves it in or out, flips its read
    * flag, changes its labels) calls this for that folder, with 0, 0 when the counts stay: cached pages are
-   * trusted while the modseq stays (page-cache.ts). Called last in the transaction (lock order: thread, then
+   * trusted while the modseq stays (transports/http/page-cache.ts). Called last in the transaction (lock order: thread, then
    * folder counters in folder-name order).
    */
   bumpFolder: (db: Db, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number) =>

@@ -14,16 +14,22 @@ import {
   type AttachmentView,
   type Folder,
   type MessageListQuery,
+  type MessagePage,
   type MessageView,
   type ThreadDetailView,
   type ThreadView,
 } from './message.types.js';
-import { messagePageJson, toMessageListView, toThreadView } from './message.views.js';
-import { createPageCache, pageKey, type PageCache } from './page-cache.js';
+import { toMessageListView, toThreadView } from './message.views.js';
 
-/** A page of messages as UTF-8 JSON text: `{messages: MessageListView[], total, limit, offset}` (see messagePageJson). */
-export interface MessagePageJson {
-  json: Buffer;
+/**
+ * A page of messages with its version: what names this exact page while no message of its folders changes
+ * (the mailbox's id and the sum of its folders' modseqs, read in the page's own statement), so that the HTTP
+ * layer may keep the answer it wrote (transports/http/page-cache.ts explains why a kept page is never stale).
+ * Undefined when the page must not be kept: not one mailbox's (a label, a thread, the whole workspace), or
+ * showing a delivery still on its way (decision 216). Not part of the answer: the response schema leaves it out.
+ */
+export interface VersionedMessagePage extends MessagePage {
+  version: string | undefined;
 }
 
 export interface Download {
@@ -41,7 +47,12 @@ export interface Stats {
 }
 
 export interface MessageService {
-  list(tenant: TenantContext, query: MessageListQuery): Promise<MessagePageJson>;
+  list(tenant: TenantContext, query: MessageListQuery): Promise<VersionedMessagePage>;
+  /**
+   * The version `list` would give the same query's page now (one small read), or undefined when such a page is
+   * never kept; a missing mailbox throws as `list` does.
+   */
+  pageVersion(tenant: TenantContext, query: MessageListQuery): Promise<string | undefined>;
   get(tenant: TenantContext, messageId: string, options: { markRead: boolean }): Promise<MessageView>;
   setRead(tenant: TenantContext, messageId: string, read: boolean): Promise<{ ok: true; message_id: string; read: boolean }>;
   move(tenant: TenantContext, messageId: string, folder: string): Promise<{ ok: true; message_id: string; folder: Folder }>;
@@ -78,7 +89,7 @@ const messageNotFound = (id: string) => notFound('message_not_found', `no messag
 const mailboxNotFound = (address: string | undefined) => notFound('mailbox_not_found', `no mailbox ${address}`);
 
 /** Reading and organising stored mail, scoped to the caller's workspace. */
-export function createMessageService({ db, clock, dialect, pages = createPageCache(0) }: { db: Db; clock: Clock; dialect: DialectInfo; pages?: PageCache }): MessageService {
+export function createMessageService({ db, clock, dialect }: { db: Db; clock: Clock; dialect: DialectInfo }): MessageService {
   async function mailboxId(tenant: TenantContext, address: string | undefined): Promise<string | undefined> {
     if (address === undefined) return undefined;
     const normalized = normalizeEmail(address);
@@ -145,36 +156,45 @@ export function createMessageService({ db, clock, dialect, pages = createPageCac
     return { ...toThreadView(thread), messages: messages.map(toMessageListView) };
   }
 
+  /** The mailbox (normalised address) whose folders alone decide the page: none with a label or thread filter. */
+  function singleMailbox(query: MessageListQuery): string | undefined {
+    if (query.label !== undefined || query.thread_id !== undefined || query.mailbox === undefined) return undefined;
+    const address = normalizeEmail(query.mailbox);
+    if (address === null) throw mailboxNotFound(query.mailbox);
+    return address;
+  }
+
+  /** Mailbox, folder and read state alone: answered with the folder counters, in one statement. */
+  async function pageByCounters(tenant: TenantContext, query: MessageListQuery, folder: Folder | undefined): Promise<VersionedMessagePage> {
+    const mailboxAddress = singleMailbox(query);
+    const page = await repo.pageWithTotals(db, tenant.workspaceId, { mailboxAddress, folder, unread: query.unread }, query.limit, query.offset);
+    if (!page.mailboxFound) throw mailboxNotFound(query.mailbox);
+    const total = query.unread === undefined ? page.total : query.unread ? page.unread : page.total - page.unread;
+    // A delivery on its way changes its message's status and events without changing the version: such a page
+    // has none (decision 216).
+    const version = page.rows.some(deliveryMoving) ? undefined : page.version;
+    return { messages: page.rows.map(toMessageListView), total, limit: query.limit, offset: query.offset, version };
+  }
+
   return {
     async list(tenant, query) {
       const folder = query.folder === undefined ? undefined : parseFolder(query.folder);
-      // Mailbox, folder and read state alone are answered with the folder counters, in one statement.
-      if (query.label === undefined && query.thread_id === undefined) {
-        const mailboxAddress = query.mailbox === undefined ? undefined : normalizeEmail(query.mailbox);
-        if (mailboxAddress === null) throw mailboxNotFound(query.mailbox);
-        // A page of one mailbox that this process answered before is answered again while its version stands.
-        const key = mailboxAddress === undefined ? undefined : pageKey(tenant.workspaceId, mailboxAddress, folder, query.unread, query.limit, query.offset);
-        const kept = key === undefined ? undefined : pages.get(key);
-        if (kept && mailboxAddress !== undefined) {
-          const version = await repo.pageVersion(db, tenant.workspaceId, mailboxAddress, folder);
-          if (version === undefined) throw mailboxNotFound(query.mailbox);
-          if (version === kept.version) return { json: kept.body };
-        }
-        const page = await repo.pageWithTotals(db, tenant.workspaceId, { mailboxAddress, folder, unread: query.unread }, query.limit, query.offset);
-        if (!page.mailboxFound) throw mailboxNotFound(query.mailbox);
-        const total = query.unread === undefined ? page.total : query.unread ? page.unread : page.total - page.unread;
-        const json = Buffer.from(messagePageJson(page.rows, total, query.limit, query.offset), 'utf8');
-        // A delivery on its way changes its message's status and events without changing the version: such a page
-        // is not kept (decision 216).
-        if (key !== undefined && page.version !== undefined && !page.rows.some(deliveryMoving)) pages.set(key, page.version, json);
-        return { json };
-      }
+      if (query.label === undefined && query.thread_id === undefined) return pageByCounters(tenant, query, folder);
       const filter: MessageFilter = { mailboxId: await mailboxId(tenant, query.mailbox), folder, label: query.label, threadId: query.thread_id, unread: query.unread };
       const [rows, total] = await Promise.all([
-        repo.listMessagesJson(db, tenant.workspaceId, filter, query.limit, query.offset),
+        repo.listMessages(db, tenant.workspaceId, filter, query.limit, query.offset),
         repo.countMessages(db, tenant.workspaceId, filter),
       ]);
-      return { json: Buffer.from(messagePageJson(rows, total, query.limit, query.offset), 'utf8') };
+      return { messages: rows.map(toMessageListView), total, limit: query.limit, offset: query.offset, version: undefined };
+    },
+
+    async pageVersion(tenant, query) {
+      const folder = query.folder === undefined ? undefined : parseFolder(query.folder);
+      const mailboxAddress = singleMailbox(query);
+      if (mailboxAddress === undefined) return undefined;
+      const version = await repo.pageVersion(db, tenant.workspaceId, mailboxAddress, folder);
+      if (version === undefined) throw mailboxNotFound(query.mailbox);
+      return version;
     },
 
     async get(tenant, messageId, { markRead }) {

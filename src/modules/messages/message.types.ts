@@ -84,6 +84,14 @@ export interface ThreadDetailView extends ThreadView {
   messages: MessageListView[];
 }
 
+/** A page of messages, newest first (`GET /inbox`, `GET /app/api/messages`). */
+export interface MessagePage {
+  messages: MessageListView[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
 export interface MessageListQuery {
   mailbox?: string | undefined;
   folder?: string | undefined;

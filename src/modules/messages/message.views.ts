@@ -1,14 +1,15 @@
 import { iso } from '../../lib/clock.js';
-import { jsonString } from '../../lib/json-string.js';
 import type { AttachmentView, AuthSummary, DeliveryEvent, MessageListView, ThreadView } from './message.types.js';
-import type { DeliveryColumns, MessagePageJsonRow, MessagePageRow, ThreadRow } from './message.repository.js';
+import type { DeliveryColumns, MessagePageRow, ThreadRow } from './message.repository.js';
 import type { AddressView } from './mime.js';
 
 const parse = <T>(text: string): T => JSON.parse(text) as T;
 
 /**
- * A message row → the API's list view; with the row's delivery state (read by the views' queries, see
- * message.repository.ts DELIVERY_COLUMNS), an outbound message's view adds `status` and `events`.
+ * A message row → the API's list view, the one writer of it: pages, thread details, single messages and the
+ * events' `data` all start here, and the HTTP routes write it through their response schemas (MessageListItem in
+ * transports/http/schemas.ts), so a new field is added here and there. With the row's delivery state (read by the
+ * views' queries, see message.repository.ts DELIVERY_COLUMNS), an outbound message's view adds `status` and `events`.
  */
 export function toMessageListView(row: MessagePageRow & Partial<DeliveryColumns>): MessageListView {
   const view: MessageListView = {
@@ -50,34 +51,4 @@ export function toThreadView(row: ThreadRow): ThreadView {
     last_message_at: iso(row.last_message_at),
     snippet: row.snippet,
   };
-}
-
-const str = jsonString;
-
-/**
- * The JSON text of a page of messages (`MessagePage`): for each row the JSON of
- * `toMessageListView(row)` (the keys in another order), written without parsing the stored
- * JSON columns and serialising them again — the database hands them over already joined in
- * `row.head` (see message.repository.ts, pageJsonColumns); only the fields that need escaping or date
- * formatting are written here. Parsing and re-serialising was the largest part of answering
- * `GET /inbox`, and no serializer library can embed stored JSON text (hence this by hand);
- * test/message-page.test.ts holds the two writings equal.
- */
-export function messagePageJson(rows: readonly MessagePageJsonRow[], total: number, limit: number, offset: number): string {
-  let out = '{"messages":[';
-  // A page is usually one mailbox's: its address is escaped once.
-  let mailbox = '';
-  let mailboxJson = '""';
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i]!;
-    if (i > 0) out += ',';
-    if (row.mailbox_address !== mailbox) {
-      mailbox = row.mailbox_address;
-      mailboxJson = str(mailbox);
-    }
-    out +=
-      `${row.head},"mailbox":${mailboxJson},"subject":${str(row.subject)},"date":${row.date === null ? 'null' : `"${iso(row.date)}"`}` +
-      `,"snippet":${str(row.snippet)},"internet_message_id":${row.internet_message_id === null ? 'null' : str(row.internet_message_id)},"created_at":"${iso(row.created_at)}"}`;
-  }
-  return `${out}],"total":${total},"limit":${limit},"offset":${offset}}`;
 }

@@ -28,6 +28,7 @@ import { transactionalRoutes } from './routes/transactional.routes.js';
 import { loginRoute, sessionRoutes } from './routes/session.routes.js';
 import { webhookRoutes } from './routes/webhooks.routes.js';
 import { SHARED_SCHEMAS } from './schemas.js';
+import { createPageCache } from './page-cache.js';
 
 /** Contract §2: a JSON body over 1 MiB answers 413. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -50,6 +51,8 @@ export interface AppDeps {
   serviceTokens: ServiceTokenService;
   transactional: TransactionalService;
   webhooks: WebhookService;
+  /** Bytes of answered message pages this process keeps (page-cache.ts); 0 keeps none. */
+  pageCacheBytes: number;
   /** Requests per minute per credential (0 = no limit). */
   rateLimitPerMinute: number;
   /** Where the rate limit counts: in the shared database, or in this process (when it is the only one). */
@@ -124,6 +127,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     count: deps.rateLimitCounts === 'database' ? (bucket, windowMs) => deps.auth.countRequest(bucket, windowMs) : undefined,
   });
   registerErrorHandling(app, limits.address);
+  // One cache for both surfaces' pages (their keys name the route).
+  const pages = createPageCache(deps.pageCacheBytes);
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
   await app.register(healthRoutes(deps.health));
@@ -135,7 +140,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (scope) => {
     scope.addHook('preParsing', apiKeyAuth(deps.auth, limits.credential));
     await scope.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant: tenantOf, surface: 'api-key', withItemRoutes: true }));
-    await scope.register(messageRoutes({ messages: deps.messages, tenant: tenantOf, surface: 'api-key' }));
+    await scope.register(messageRoutes({ messages: deps.messages, tenant: tenantOf, surface: 'api-key', pages }));
     await scope.register(sendingRoutes({ sending: deps.sending, tenant: tenantOf, surface: 'api-key' }));
   });
 
@@ -151,7 +156,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(sessionRoutes(deps.auth));
         const tenant = (request: FastifyRequest) => deps.auth.sessionTenant(sessionOf(request));
         await authed.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant, surface: 'session', withItemRoutes: false }));
-        await authed.register(messageRoutes({ messages: deps.messages, tenant, surface: 'session' }));
+        await authed.register(messageRoutes({ messages: deps.messages, tenant, surface: 'session', pages }));
         await authed.register(listRoutes({ lists: deps.lists, tenant }));
         await authed.register(domainRoutes({ domains: deps.domains, tenant }));
         await authed.register(sendingRoutes({ sending: deps.sending, tenant, surface: 'session' }));

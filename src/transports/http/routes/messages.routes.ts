@@ -6,8 +6,8 @@ import type { MessageService } from '../../../modules/messages/message.service.j
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { optionalBody } from '../plugins/validation.js';
 import { AttachmentList, Email, Label, LabelChange, LabelsResponse, Limit, MessageDetail, MessagePage, Offset, ResourceId, ThreadDetail, ThreadSchema, errors, ref } from '../schemas.js';
+import { createPageCache, sendMessagePage, type PageCache } from '../page-cache.js';
 import { sendDownload } from './download.js';
-import { sendJsonText } from './json-text.js';
 
 const MessageParams = Type.Object({ message_id: ResourceId }, { additionalProperties: false });
 const AttachmentParams = Type.Object({ message_id: ResourceId, attachment_id: ResourceId }, { additionalProperties: false });
@@ -54,6 +54,8 @@ export interface MessageRouteOptions {
   messages: MessageService;
   tenant: (request: FastifyRequest) => TenantContext;
   surface: 'api-key' | 'session';
+  /** Answered pages of single mailboxes (page-cache.ts); none kept when not given. */
+  pages?: PageCache | undefined;
 }
 
 /** Merge query parameters and an optional JSON body (the body wins), as the contract allows on POST. */
@@ -66,7 +68,7 @@ function merged<T extends object>(query: T, body: T | null | undefined): T {
  * with `GET /inbox` (folder defaults to inbox), the session surface with `GET /messages` and filters.
  */
 export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncTypebox {
-  const { messages, tenant, surface } = options;
+  const { messages, tenant, surface, pages = createPageCache(0) } = options;
   const security = surface === 'api-key' ? [{ apiKey: [] }] : [{ session: [] }];
   const tags = [surface === 'api-key' ? 'messages (API key)' : 'messages (session)'];
   const common = errors(400, 401, 403, 404, 429);
@@ -78,8 +80,7 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
         { schema: { summary: 'A page of one folder (default inbox), newest first', tags, security, querystring: InboxQuery, response: { 200: MessagePage, ...common } } },
         async (request, reply) => {
           const q = request.query;
-          const page = await messages.list(tenant(request), { mailbox: q.mailbox, folder: q.folder ?? 'inbox', limit: q.limit ?? 50, offset: q.offset ?? 0 });
-          return sendJsonText(reply, page.json);
+          return sendMessagePage(reply, pages, messages, tenant(request), { mailbox: q.mailbox, folder: q.folder ?? 'inbox', limit: q.limit ?? 50, offset: q.offset ?? 0 });
         },
       );
     } else {
@@ -88,8 +89,7 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
         { schema: { summary: 'Messages of the workspace, filtered, newest first', tags, security, querystring: MessagesQuery, response: { 200: MessagePage, ...common } } },
         async (request, reply) => {
           const q = request.query;
-          const page = await messages.list(tenant(request), { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 });
-          return sendJsonText(reply, page.json);
+          return sendMessagePage(reply, pages, messages, tenant(request), { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 });
         },
       );
     }
