@@ -13,7 +13,7 @@ import { createInboundSmtpServer } from './transports/smtp/inbound.server.js';
 
 // The role list lives in a module of its own so the CLI can name it without loading the service.
 export { ROLES, type ProcessRole } from './config/roles.js';
-// The composition lives in services.ts (the store thread builds its services with it too); its callers know it from here.
+// The composition lives in services.ts; its callers know it from here.
 export { createServices, type FeatureServices, type Plumbing, type Services } from './services.js';
 
 export function createHttpApp(config: Readonly<Config>, services: Services, logger: Logger): Promise<FastifyInstance> {
@@ -49,7 +49,7 @@ export interface RunningService {
 
 /** Start the given roles in this process. */
 export async function startService(config: Readonly<Config>, roles: readonly ProcessRole[], logger: Logger): Promise<RunningService> {
-  const services = await createServices(config, { logger, storeThread: roles.includes('smtp') && config.smtpStoreThread });
+  const services = await createServices(config, { logger });
   const stoppers: Array<() => Promise<void>> = [];
   let httpUrl: string | null = null;
   let smtpPort: number | null = null;
@@ -80,12 +80,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       logger.info('worker role started');
     }
     if (roles.includes('smtp')) {
-      // Loaded and connected before the first message, which then does not wait for a thread to start.
-      await services.storeThread?.start();
-      stoppers.unshift(async () => {
-        await services.storeThread?.close();
-        await services.analyzer.close();
-      });
+      stoppers.unshift(() => services.analyzer.close());
       const smtp = createInboundSmtpServer({
         inbound: services.inbound,
         logger,
@@ -99,7 +94,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
             : undefined,
       });
       smtpPort = await smtp.listen(config.smtpHost, config.smtpPort);
-      // Stop taking mail first (open sessions get 421 once the close time-out passes), then let the store thread finish.
+      // Stop taking mail first (open sessions get 421 once the close time-out passes), then stop the analysis threads.
       stoppers.unshift(() => smtp.close());
       logger.info({ host: config.smtpHost, port: smtpPort }, 'smtp listening');
     }

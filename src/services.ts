@@ -1,8 +1,7 @@
 /**
- * The composition of the service: config → database → plumbing → feature modules, one function both
- * processes' entry points use: main.ts (which starts the roles over it) and the smtp role's store thread
- * (store.worker.ts), which builds its own copy on its own database connection. Transports are injected here,
- * never imported by a module (lint enforces the arrows: eslint.config.js).
+ * The composition of the service: config → database → plumbing → feature modules, the function main.ts
+ * starts the roles over. Transports are injected here, never imported by a module (lint enforces the
+ * arrows: eslint.config.js).
  */
 import type { Config } from './config/config.js';
 import { createDb, type DbHandle } from './db/database.js';
@@ -24,7 +23,6 @@ import { createInProcessAnalyzer, type MessageAnalyzer } from './modules/message
 import { createThreadedAnalyzer } from './modules/messages/analysis-pool.js';
 import { createMailauthAuthenticator, type MessageAuthenticator } from './modules/messages/authentication.js';
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
-import { createStoreThread, type StoreThread } from './modules/messages/store-thread.js';
 import { createMessageStore } from './modules/messages/message-store.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
 import { createDeliveryHandler } from './modules/sending/delivery.handler.js';
@@ -74,8 +72,6 @@ export interface Plumbing {
   workerCommits: GroupCommit;
   /** Parser threads of inbound mail (started by the first message; close() stops them). */
   analyzer: MessageAnalyzer;
-  /** The thread inbound mail is stored on, when asked for (`startService` starts it with the smtp role; close() stops it). */
-  storeThread: StoreThread | null;
   /** DKIM signing threads of outbound mail (started by the first signature; close() stops them). */
   signer: MessageSigner;
   /** The outbound SMTP client (its cached connections are closed at shutdown). */
@@ -106,15 +102,11 @@ export async function createServices(
     authenticator?: MessageAuthenticator;
     deliverer?: SmtpDeliverer;
     routes?: RouteResolver;
-    /** Store inbound mail on a store thread of its own (the smtp role of `mailroom serve`). */
-    storeThread?: boolean;
-    /** SQLite: the write lock of another thread's handle on the same database (the store thread's). */
-    writeLock?: SharedArrayBuffer | undefined;
   } = {},
 ): Promise<Services> {
   // Before the database opens: with PostgreSQL and no key there is nothing to open it for.
   const box = createSecretBox(loadSecretKey(config));
-  const database = createDb(config.databaseUrl, { pgPrepare: config.pgPrepare, ...(options.writeLock ? { writeLock: options.writeLock } : {}) });
+  const database = createDb(config.databaseUrl, { pgPrepare: config.pgPrepare });
   const { db, dialect } = database;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger('silent');
@@ -141,9 +133,6 @@ export async function createServices(
     options.authenticator || config.smtpParserThreads === 0
       ? createInProcessAnalyzer(authenticator)
       : createThreadedAnalyzer({ threads: config.smtpParserThreads, dnsServers: config.dnsServers, hostname: config.smtpHostname, fallback: authenticator, logger });
-  const storeThread = options.storeThread
-    ? createStoreThread({ config, writeLock: database.writeLock, logger, onWake: (queue) => wakeups.notify(queue) })
-    : null;
   const domains = createDomainService({ db, clock, events, resolve, hostedDomains: config.hostedDomains, hostedKey: operatorDkimKey(config), hostedSelector: config.dkimSelector, box });
   const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs });
   // VERP return paths live in the first hosted domain, whose MX points at this service.
@@ -205,9 +194,8 @@ export async function createServices(
     messages: createMessageService({ db, clock, dialect }),
     returnPaths,
     secretBox: box,
-    inbound: createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits, storeThread: storeThread ?? undefined }),
+    inbound: createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits }),
     analyzer,
-    storeThread,
     signer,
   };
 }

@@ -26,7 +26,6 @@ describe('configuration', () => {
       deliveryRetryBaseMs: 60_000,
       deliveryMaxAgeMs: 345_600_000,
       leaseMs: 30_000,
-      smtpStoreThread: true,
       pgPrepare: true,
     });
     expect(Object.isFrozen(config)).toBe(true);
@@ -48,11 +47,9 @@ describe('configuration', () => {
       MAILROOM_LEASE_MS: '1500',
       MAILROOM_SMTP_PARSER_THREADS: '0',
       MAILROOM_DKIM_THREADS: '3',
-      MAILROOM_SMTP_STORE_THREAD: 'off',
       MAILROOM_PG_PREPARE: 'off',
     });
     expect(config).toMatchObject({
-      smtpStoreThread: false,
       pgPrepare: false,
       smtpParserThreads: 0,
       dkimThreads: 3,
@@ -115,10 +112,11 @@ describe('configuration', () => {
     expect(() => loadConfig({ MAILROOM_DELIVERY_ALLOW_CIDRS: '127.0.0.1' })).toThrow(/MAILROOM_DELIVERY_ALLOW_CIDRS="127.0.0.1": '127.0.0.1' is not a CIDR/);
     expect(() => loadConfig({ MAILROOM_SMTP_MAX_CLIENTS: '0' })).toThrow(/MAILROOM_SMTP_MAX_CLIENTS="0"/);
     expect(() => loadConfig({ MAILROOM_SMTP_MAX_CLIENTS_PER_IP: 'many' })).toThrow(/MAILROOM_SMTP_MAX_CLIENTS_PER_IP="many"/);
-    expect(() => loadConfig({ MAILROOM_SMTP_STORE_THREAD: 'maybe' })).toThrow(/MAILROOM_SMTP_STORE_THREAD="maybe": not on or off/);
     expect(() => loadConfig({ MAILROOM_PG_PREPARE: 'sometimes' })).toThrow(/MAILROOM_PG_PREPARE="sometimes": not on or off/);
-    for (const on of ['1', 'true', 'ON', 'yes']) expect(loadConfig({ MAILROOM_SMTP_STORE_THREAD: on }).smtpStoreThread).toBe(true);
-    for (const off of ['0', 'false', 'Off', 'no']) expect(loadConfig({ MAILROOM_SMTP_STORE_THREAD: off }).smtpStoreThread).toBe(false);
+    for (const on of ['1', 'true', 'ON', 'yes']) expect(loadConfig({ MAILROOM_PG_PREPARE: on }).pgPrepare).toBe(true);
+    for (const off of ['0', 'false', 'Off', 'no']) expect(loadConfig({ MAILROOM_PG_PREPARE: off }).pgPrepare).toBe(false);
+    // Removed with the store thread (decision 224): like any variable the service does not know, ignored.
+    expect(loadConfig({ MAILROOM_SMTP_STORE_THREAD: 'maybe' })).toEqual(loadConfig({}));
     expect(loadConfig({}).pageCacheBytes).toBe(32 * 1024 * 1024);
     expect(loadConfig({ MAILROOM_PAGE_CACHE_MB: '0' }).pageCacheBytes).toBe(0);
     expect(loadConfig({ MAILROOM_PAGE_CACHE_MB: '5' }).pageCacheBytes).toBe(5 * 1024 * 1024);

@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, memberSession, session, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
+import { webhookApi } from './helpers/webhooks.js';
+import { WEBHOOK_QUEUE } from '../src/modules/webhooks/webhook.types.js';
 
 interface ListBody {
   messages: Array<Record<string, unknown> & { message_id: string; thread_id: string; subject: string; attachments: Array<{ attachment_id: string; filename: string; content_type: string; size: number; inline: boolean; content_id?: string | null }> }>;
@@ -228,5 +230,58 @@ describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
     expect(threadOf('joins other')).toBe(threadOf('other'));
     expect(threadOf('by reference')).toBe(threadOf('root'));
     expect(threadOf('by subject')).toBe(threadOf('root'));
+  });
+});
+
+describe(`inbound SMTP under concurrent load (${TEST_DIALECT})`, () => {
+  const MAILBOX = 'stored@mailroom.localhost';
+  let h: MailHarness;
+  let acme: Tenant;
+
+  const storedIds = async () =>
+    (await h.services.database.db.selectFrom('messages').select('id').where('workspace_id', '=', acme.workspaceId).execute()).map((r) => r.id).sort();
+  const receivedEventIds = async () =>
+    (await h.services.database.db.selectFrom('events').select('payload').where('workspace_id', '=', acme.workspaceId).where('type', '=', 'message.received').execute())
+      .map((r) => (JSON.parse(r.payload) as { data: { message_id: string } }).data.message_id)
+      .sort();
+  const idsOf = (response: string) => /Stored as (.+)$/.exec(response)![1]!.split(', ');
+
+  beforeAll(async () => {
+    h = await startMailHarness({ MAILROOM_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8' });
+    acme = await createTenant(h, 'Acme');
+    expect((await h.app.inject({ method: 'POST', url: `/mailboxes?address=${MAILBOX}`, headers: bearer(acme.apiKey) })).statusCode).toBe(201);
+    const owner = await memberSession(h, acme.workspaceId, 'owner');
+    // An active endpoint: message.received then enqueues a webhook job in the storing transaction.
+    await webhookApi(h, owner.token).add({ url: 'http://127.0.0.1:9/hook', event_types: ['message.received'] });
+  });
+  afterAll(async () => h.close());
+
+  it('each 250 names its stored copy, committed by then; message.received is emitted for it, and the job wake-up reaches this process', async () => {
+    const wakes: string[] = [];
+    const unsubscribe = h.services.wakeups.subscribe((queue) => wakes.push(queue));
+    const replies = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => h.send({ from: 'alice@sender.test', to: MAILBOX, subject: `Concurrent ${i}`, text: `Message ${i}` })),
+    );
+    unsubscribe();
+    for (const info of replies) expect(info.response).toMatch(/^250 2\.0\.0 Stored as msg_/);
+    const ids = replies.flatMap((info) => idsOf(info.response)).sort();
+    expect(ids).toHaveLength(12);
+    expect(await storedIds()).toEqual(ids);
+    expect(await receivedEventIds()).toEqual(ids);
+    // A worker role in this process must hear of the jobs the deliveries enqueued.
+    expect(wakes).toContain(WEBHOOK_QUEUE);
+    const subjects = await h.services.database.db.selectFrom('messages').select('subject').where('id', 'in', ids).execute();
+    expect(subjects.map((r) => r.subject).sort()).toEqual(Array.from({ length: 12 }, (_, i) => `Concurrent ${i}`).sort());
+  });
+
+  it('other writes made meanwhile (HTTP) wait their turn, and none fails', async () => {
+    const before = (await storedIds()).length;
+    const [replies, created] = await Promise.all([
+      Promise.all(Array.from({ length: 15 }, (_, i) => h.send({ from: 'bob@sender.test', to: MAILBOX, subject: `Busy ${i}`, text: 'x' }))),
+      Promise.all(Array.from({ length: 15 }, (_, i) => h.app.inject({ method: 'POST', url: `/mailboxes?address=busy${i}@mailroom.localhost`, headers: bearer(acme.apiKey) }))),
+    ]);
+    for (const info of replies) expect(info.response).toMatch(/^250 /);
+    expect(created.map((r) => r.statusCode)).toEqual(Array.from({ length: 15 }, () => 201));
+    expect((await storedIds()).length).toBe(before + 15);
   });
 });

@@ -151,7 +151,7 @@ for (const cacheMb of ['32', '0']) {
       // Only a change that raises no modseq shows whether a page was read again.
       await rewriteSubject(first, 'Rewritten');
       expect(await subjects()).toEqual([cached ? 'First' : 'Rewritten']);
-      // New mail in the folder (stored by the store thread, another database handle) is seen at once.
+      // New mail in the folder is seen at once.
       const second = await deliver('Second');
       expect(await subjects()).toEqual(['Second', 'Rewritten']);
       expect((await inject(`/messages/${second}/move?folder=archive`)).statusCode).toBe(200);

@@ -26,8 +26,6 @@ export interface Config {
   smtpTlsCertFile: string | null;
   /** Worker threads that parse and authenticate inbound mail; 0 does it on the main thread. */
   smtpParserThreads: number;
-  /** The smtp role stores inbound mail on a thread of its own (true) or on the thread that speaks SMTP. */
-  smtpStoreThread: boolean;
   /** Worker threads that DKIM-sign outbound mail; 0 signs on the main thread. */
   dkimThreads: number;
   hostedDomains: readonly string[];
@@ -202,7 +200,6 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     smtpTlsKeyFile: read<string | null>({ name: 'SMTP_TLS_KEY', fallback: null, parse: readableFile, expect: 'the path of a PEM private key' }),
     smtpTlsCertFile: read<string | null>({ name: 'SMTP_TLS_CERT', fallback: null, parse: readableFile, expect: 'the path of a PEM certificate chain' }),
     smtpParserThreads: read({ name: 'SMTP_PARSER_THREADS', fallback: defaultWorkerThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
-    smtpStoreThread: read({ name: 'SMTP_STORE_THREAD', fallback: true, parse: parseSwitch, expect: 'on or off (1/0, true/false)' }),
     dkimThreads: read({ name: 'DKIM_THREADS', fallback: defaultWorkerThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
     hostedDomains: read({ name: 'HOSTED_DOMAINS', fallback: ['mailroom.localhost'], parse: parseDomains, expect: 'a comma list of domains' }),
     smtpRelay: read<string | null>({ name: 'SMTP_RELAY', fallback: null, parse: parseSmtpRelay, expect: 'smtp[s]://[user:pass@]host:port[?tls=insecure]' }),

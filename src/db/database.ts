@@ -4,10 +4,9 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
 import pg from 'pg';
 import { withCommitHooks } from './commit-hooks.js';
-import { withWriteLock } from './locked-writes.js';
-import { createWriteLock, openWriteLock, type WriteLock } from './write-lock.js';
 import { POSTGRES, SQLITE, type DialectInfo } from './dialect.js';
 import { withNamedStatements } from './pg-named-statements.js';
+import { withImmediateTransactions } from './sqlite-immediate.js';
 import { withWriteCoalescing } from './write-coalescing.js';
 import type { Database } from './schema.js';
 
@@ -16,8 +15,6 @@ export type Db = Kysely<Database>;
 export interface DbHandle {
   db: Db;
   dialect: DialectInfo;
-  /** SQLite: the lock this handle's writes take, to share with another thread's handle (`createDb(url, {writeLock})`). */
-  writeLock: WriteLock | null;
   /** Close every connection. */
   destroy(): Promise<void>;
 }
@@ -63,7 +60,7 @@ function withStatementCache(database: SQLite.Database): SqliteDatabase {
  * `pgPrepare` is false). Both store times as epoch milliseconds in BIGINT columns; pg is told
  * to parse BIGINT as a JavaScript number (safe up to 2^53, far beyond any timestamp or counter here).
  */
-export function createDb(url: string, options: { poolSize?: number; writeLock?: SharedArrayBuffer; pgPrepare?: boolean } = {}): DbHandle {
+export function createDb(url: string, options: { poolSize?: number; pgPrepare?: boolean } = {}): DbHandle {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -73,10 +70,8 @@ export function createDb(url: string, options: { poolSize?: number; writeLock?: 
     database.pragma('synchronous = FULL');
     database.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     database.pragma('foreign_keys = ON');
-    // Writes of this process's connections to this file (this thread's and the inbound store thread's) take turns.
-    const writeLock = options.writeLock ? openWriteLock(options.writeLock) : createWriteLock();
-    const db = new Kysely<Database>({ dialect: withCommitHooks(withWriteLock(new SqliteDialect({ database: withStatementCache(database) }), writeLock)) });
-    return { db, dialect: SQLITE, writeLock, destroy: () => db.destroy() };
+    const db = new Kysely<Database>({ dialect: withCommitHooks(withImmediateTransactions(new SqliteDialect({ database: withStatementCache(database) }))) });
+    return { db, dialect: SQLITE, destroy: () => db.destroy() };
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
     const pool = new pg.Pool({
@@ -88,7 +83,7 @@ export function createDb(url: string, options: { poolSize?: number; writeLock?: 
     pool.on('error', () => undefined);
     const dialect = new PostgresDialect({ pool: options.pgPrepare === false ? pool : withNamedStatements(pool) });
     const db = new Kysely<Database>({ dialect: withCommitHooks(withWriteCoalescing(dialect)) });
-    return { db, dialect: POSTGRES, writeLock: null, destroy: () => db.destroy() };
+    return { db, dialect: POSTGRES, destroy: () => db.destroy() };
   }
   throw new Error(`unsupported database URL '${url}': use sqlite:PATH or postgres://…`);
 }

@@ -1,6 +1,6 @@
 import type { Dialect, Driver } from 'kysely';
 
-/** `dialect` with its driver wrapped by `wrap` (the commit hooks, the write lock, write coalescing). */
+/** `dialect` with its driver wrapped by `wrap` (the commit hooks, SQLite's immediate transactions, write coalescing). */
 export function wrapDriverOf(dialect: Dialect, wrap: (inner: Driver) => Driver): Dialect {
   return {
     createAdapter: () => dialect.createAdapter(),

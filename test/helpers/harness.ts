@@ -16,7 +16,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(env: Record<string, string> = {}, options: { storeThread?: boolean } = {}): Promise<Harness> {
+export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
   const database = await createTestDatabase();
   const config = loadConfig({
     MAILROOM_DATABASE_URL: database.url,
@@ -28,7 +28,7 @@ export async function startHarness(env: Record<string, string> = {}, options: { 
     ...env,
   });
   const clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 0));
-  const services = await createServices(config, { clock, ...options });
+  const services = await createServices(config, { clock });
   const app = await createHttpApp(config, services, createLogger('silent'));
   await app.ready();
   return {
@@ -40,7 +40,6 @@ export async function startHarness(env: Record<string, string> = {}, options: { 
     async close() {
       await app.close();
       services.deliverer.close?.();
-      await services.storeThread?.close();
       await services.analyzer.close();
       await services.signer.close();
       await services.database.destroy();

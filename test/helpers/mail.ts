@@ -17,9 +17,9 @@ export interface MailHarness extends Harness {
   sendRaw(raw: string | Buffer, envelope: { from: string; to: string[] }): Promise<SMTPTransport.SentMessageInfo>;
 }
 
-export async function startMailHarness(env: Record<string, string> = {}, options: { storeThread?: boolean } = {}): Promise<MailHarness> {
+export async function startMailHarness(env: Record<string, string> = {}): Promise<MailHarness> {
   const dns = await startDnsServer();
-  const harness = await startHarness({ MAILROOM_DNS_SERVERS: dns.address, MAILROOM_SMTP_HOSTNAME: 'mx.mailroom.test', ...env }, options);
+  const harness = await startHarness({ MAILROOM_DNS_SERVERS: dns.address, MAILROOM_SMTP_HOSTNAME: 'mx.mailroom.test', ...env });
   const smtp = createInboundSmtpServer({
     inbound: harness.services.inbound,
     logger: createLogger('silent'),

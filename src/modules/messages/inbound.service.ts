@@ -34,20 +34,14 @@ export type RecipientVerdict =
   | { ok: false; reason: 'no_mailbox' | 'refused'; detail: string };
 
 /** One SMTP transaction's message once it is parsed and authenticated: what storing it needs. */
-export interface AnalyzedDelivery {
+interface AnalyzedDelivery {
   raw: Buffer;
   envelope: Envelope;
   recipients: readonly Recipient[];
   analysis: Analysis;
 }
 
-/** Where analysed deliveries are stored: in this thread (`InboundService.store`) or another (`store-thread.ts`). */
-export interface DeliveryStore {
-  /** Resolves with the stored copies' ids once they are committed; throws when nothing was stored. */
-  store(delivery: AnalyzedDelivery): Promise<string[]>;
-}
-
-export interface InboundService extends DeliveryStore {
+export interface InboundService {
   /** Decide a RCPT TO: an existing mailbox whose workspace's inbound lists let the sender through. */
   checkRecipient(address: string, envelope: Envelope): Promise<RecipientVerdict>;
   /**
@@ -69,12 +63,10 @@ export interface InboundDeps {
   returnPaths: ReturnPaths;
   /** Shared commits: concurrent deliveries are stored in one transaction (see db/group-commit.ts). */
   commits?: GroupCommit;
-  /** Store analysed deliveries there (the smtp role's store thread) instead of in this thread. */
-  storeThread?: DeliveryStore | undefined;
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits = createGroupCommit(db), storeThread }: InboundDeps): InboundService {
+export function createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits = createGroupCommit(db) }: InboundDeps): InboundService {
 
   /**
    * A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the
@@ -190,8 +182,6 @@ export function createInboundService({ db, events, store, lists, analyzer, logge
         if (why) logger.warn({ from: envelope.mailFrom, ip: envelope.remoteIp, size: raw.length, why }, 'authentication of an inbound message cut short by its budget; stored as spam');
         return analysis;
       };
-      // Another thread stores it: that thread's commits cannot wait for an analysis running here.
-      if (storeThread) return storeThread.store({ raw, envelope, recipients, analysis: await analyze() });
       // Announced while it is parsed, so that a commit about to start waits briefly to take it along;
       // withdrawn once it is queued for its commit (or has failed).
       const arrived = commits.announce();
@@ -203,7 +193,5 @@ export function createInboundService({ db, events, store, lists, analyzer, logge
       }
       return committed;
     },
-
-    store: storeAnalyzed,
   };
 }
