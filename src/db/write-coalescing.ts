@@ -8,7 +8,6 @@ import {
   SelectQueryNode,
   TableNode,
   UpdateQueryNode,
-  WithNode,
   createQueryId,
   type CompiledQuery,
   type DatabaseConnection,
@@ -18,6 +17,7 @@ import {
   type QueryCompiler,
   type QueryResult,
   type RootOperationNode,
+  type WithNode,
 } from 'kysely';
 import { wrapDriverOf } from './dialect-wrapper.js';
 
