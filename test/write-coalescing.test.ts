@@ -1,6 +1,8 @@
+import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isUniqueViolation } from '../src/db/dialect.js';
 import { insertRows } from '../src/db/prepared.js';
+import { deferrableWrite } from '../src/db/write-coalescing.js';
 import { messageRepository } from '../src/modules/messages/message.repository.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -148,19 +150,25 @@ describe(`write coalescing (${TEST_DIALECT})`, () => {
   });
 });
 
-/** The SQL texts node-postgres sends while `work` runs (PostgreSQL only): the statements, one round trip each. */
-async function statementsSent<T>(work: () => Promise<T>): Promise<{ result: T; sent: string[] }> {
+/**
+ * The SQL texts node-postgres sends while `work` runs (PostgreSQL only): the statements, one round trip each,
+ * and the values bound to each.
+ */
+async function statementsSent<T>(work: () => Promise<T>): Promise<{ result: T; sent: string[]; values: unknown[][] }> {
   const { default: pg } = await import('pg');
   const prototype = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
   const original = prototype.query;
   const sent: string[] = [];
+  const values: unknown[][] = [];
   prototype.query = function (this: unknown, ...args: unknown[]) {
     const config = args[0];
     sent.push(typeof config === 'string' ? config : String((config as { text?: unknown }).text));
+    const bound = typeof config === 'string' ? args[1] : ((config as { values?: unknown }).values ?? args[1]);
+    values.push(Array.isArray(bound) ? [...(bound as unknown[])] : []);
     return original.apply(this, args);
   };
   try {
-    return { result: await work(), sent };
+    return { result: await work(), sent, values };
   } finally {
     prototype.query = original;
   }
@@ -172,9 +180,13 @@ describe.runIf(TEST_DIALECT === 'postgres')('write coalescing: a statement carri
   const db = () => h.services.database.db;
   const event = (id: string, n: number) => ({ id, workspace_id: workspaceId, type: 'message.sent', payload: `{"n":${n}}`, created_at: n });
 
+  let mailboxId: string;
+
   beforeAll(async () => {
-    h = await startHarness({});
+    h = await startHarness({ MAILROOM_HOSTED_DOMAINS: 'carry.test' });
     workspaceId = (await h.services.tenancy.admin.createWorkspace({ name: 'Carrying' })).workspace_id;
+    await h.services.mailboxes.create({ workspaceId, role: 'owner', userId: null }, { address: 'box@carry.test' });
+    mailboxId = (await db().selectFrom('mailboxes').select('id').where('address', '=', 'box@carry.test').executeTakeFirstOrThrow()).id;
   });
   afterAll(async () => h.close());
 
@@ -197,12 +209,12 @@ describe.runIf(TEST_DIALECT === 'postgres')('write coalescing: a statement carri
     expect(sent).toEqual([
       'begin',
       expect.stringMatching(/^insert into "events"/),
-      expect.stringMatching(/^with mr_w0 as \(insert into "events"/),
+      expect.stringMatching(/^with "mr_w0" as \(insert into "events"/),
       expect.stringMatching(/^insert into "events"/),
       expect.stringMatching(/^select "id" from "events"/),
       'commit',
     ]);
-    expect(sent[2]).toMatch(/^with mr_w0 as \(insert into "events" .*\), "mine" as \(select "name" from "workspaces" where "id" = \$6\) select "name" from "mine"$/);
+    expect(sent[2]).toMatch(/^with "mr_w0" as \(insert into "events" .*\), "mine" as \(select "name" from "workspaces" where "id" = \$6\) select "name" from "mine"$/);
   });
 
   it('a lease check after the writes carries them, and when it finds no lease the transaction undoes them', async () => {
@@ -220,7 +232,7 @@ describe.runIf(TEST_DIALECT === 'postgres')('write coalescing: a statement carri
         });
     const lost = await statementsSent(() => settle('not-mine', 'evt_carry_lost').then(() => 'settled', (e: unknown) => String(e)));
     expect(lost.result).toBe('Error: lease lost');
-    const carried: unknown = expect.stringMatching(/^with mr_w0 as \(insert into "events" .*\) delete from "jobs" where "id" = \$\d+ and "lease_token" = \$\d+ returning "id"$/);
+    const carried: unknown = expect.stringMatching(/^with "mr_w0" as \(insert into "events" .*\) delete from "jobs" where "id" = \$\d+ and "lease_token" = \$\d+ returning "id"$/);
     expect(lost.sent).toEqual(['begin', carried, 'rollback']);
     expect(await db().selectFrom('events').select('id').where('id', '=', 'evt_carry_lost').execute()).toEqual([]);
 
@@ -228,5 +240,107 @@ describe.runIf(TEST_DIALECT === 'postgres')('write coalescing: a statement carri
     expect(held.sent).toEqual(['begin', carried, 'commit']);
     expect(await db().selectFrom('events').select('id').where('id', '=', 'evt_carry_held').execute()).toEqual([{ id: 'evt_carry_held' }]);
     expect(await db().selectFrom('jobs').select('id').where('id', '=', jobId).execute()).toEqual([]);
+  });
+
+  const job = (id: string, queue: string) => ({
+    id,
+    queue,
+    workspace_id: workspaceId,
+    payload: '{}',
+    state: 'pending' as const,
+    attempts: 0,
+    max_attempts: 3,
+    run_at: 1,
+    lease_token: null,
+    interrupted: 0,
+    last_error: null,
+    group_key: null,
+    created_at: 1,
+    updated_at: 1,
+  });
+
+  it('a combined statement binds each part\'s parameters in the order the part binds them alone, a carrier\'s own CTEs included', async () => {
+    const jobId = `job_order_${Date.now()}`;
+    await insertRows(db(), 'jobs', [job(jobId, 'order-test')]);
+    const parts: CompiledQuery[] = [];
+    const { result, sent, values } = await statementsSent(() =>
+      db()
+        .transaction()
+        .execute(async (trx) => {
+          // A prepared write (its kept tree, new values): values, then the ON CONFLICT clause's own.
+          await messageRepository.bumpFolder(trx, workspaceId, mailboxId, 'order', 3, 2);
+          const update = deferrableWrite(trx.updateTable('jobs').set({ payload: '{"order":1}', run_at: 77 }).where('id', '=', jobId).where('queue', '=', 'order-test').compile());
+          parts.push(update);
+          await trx.executeQuery(update);
+          const carrier = trx
+            .with('mine', (qc) => qc.selectFrom('workspaces').select(['id', 'name']).where('id', '=', workspaceId))
+            .selectFrom('mine')
+            .select('name')
+            .where('name', '<>', 'Nothing')
+            .compile();
+          parts.push(carrier);
+          return (await trx.executeQuery(carrier)).rows;
+        }),
+    );
+    expect(result).toEqual([{ name: 'Carrying' }]);
+    expect(sent).toEqual(['begin', expect.stringMatching(/^with "mr_w0" as \(insert into "folder_counts" .*\), "mr_w1" as \(update "jobs" .*\), "mine" as \(select /), 'commit']);
+    expect(values[1]).toEqual([workspaceId, mailboxId, 'order', 3, 2, 1, 3, 2, ...parts[0]!.parameters, ...parts[1]!.parameters]);
+    const counts = await db().selectFrom('folder_counts').select(['total', 'unread']).where('mailbox_id', '=', mailboxId).where('folder', '=', 'order').executeTakeFirst();
+    expect(counts).toEqual({ total: 3, unread: 2 });
+    const saved = await db().selectFrom('jobs').select(['payload', 'run_at']).where('id', '=', jobId).executeTakeFirstOrThrow();
+    expect([saved.payload, Number(saved.run_at)]).toEqual(['{"order":1}', 77]);
+  });
+
+  it('a recursive carrier keeps its RECURSIVE, the writes first', async () => {
+    const { result, sent } = await statementsSent(() =>
+      db()
+        .transaction()
+        .execute(async (trx) => {
+          await insertRows(trx, 'events', [event('evt_carry_recursive', 1)]);
+          return trx
+            .withRecursive('n(i)', (qc) => qc.selectNoFrom(sql<number>`1`.as('i')).unionAll(qc.selectFrom('n').select(sql<number>`i + 1`.as('i')).where('i', '<', 3)))
+            .selectFrom('n')
+            .select('i')
+            .execute();
+        }),
+    );
+    expect(result.map((r) => Number(r.i))).toEqual([1, 2, 3]);
+    expect(sent).toEqual(['begin', expect.stringMatching(/^with recursive "mr_w0" as \(insert into "events" .*\), "n"\("i"\) as \(/), 'commit']);
+    expect(await db().selectFrom('events').select('id').where('id', '=', 'evt_carry_recursive').execute()).toEqual([{ id: 'evt_carry_recursive' }]);
+  });
+
+  it('a statement without a tree (raw SQL) never waits and never carries', async () => {
+    const rawInsert = 'insert into "events" ("id", "workspace_id", "type", "payload", "created_at") values ($1, $2, $3, $4, $5)';
+    const { sent } = await statementsSent(() =>
+      db()
+        .transaction()
+        .execute(async (trx) => {
+          await trx.executeQuery(deferrableWrite(CompiledQuery.raw(rawInsert, ['evt_raw_1', workspaceId, 'message.sent', '{}', 1])));
+          await insertRows(trx, 'events', [event('evt_raw_2', 2)]);
+          await sql`select 1`.execute(trx);
+        }),
+    );
+    expect(sent).toEqual(['begin', rawInsert, expect.stringMatching(/^insert into "events"/), 'select 1', 'commit']);
+    expect((await db().selectFrom('events').select('id').where('id', 'in', ['evt_raw_1', 'evt_raw_2']).orderBy('id').execute()).map((r) => r.id)).toEqual(['evt_raw_1', 'evt_raw_2']);
+  });
+
+  it('a write that reads a table a waiting write changes sends that write first, and sees its row', async () => {
+    const jobId = `job_reads_${Date.now()}`;
+    await insertRows(db(), 'jobs', [job(jobId, 'reads-test')]);
+    const { sent } = await statementsSent(() =>
+      db()
+        .transaction()
+        .execute(async (trx) => {
+          await insertRows(trx, 'events', [event('evt_read_1', 1)]);
+          const mark = trx
+            .updateTable('jobs')
+            .set({ last_error: 'saw the event' })
+            .where('id', '=', jobId)
+            .where((eb) => eb.exists(eb.selectFrom('events').select('id').where('id', '=', 'evt_read_1')));
+          await trx.executeQuery(deferrableWrite(mark.compile()));
+        }),
+    );
+    expect(sent).toEqual(['begin', expect.stringMatching(/^insert into "events"/), expect.stringMatching(/^update "jobs"/), 'commit']);
+    expect(await db().selectFrom('jobs').select('last_error').where('id', '=', jobId).executeTakeFirstOrThrow()).toEqual({ last_error: 'saw the event' });
   });
 });

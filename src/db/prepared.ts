@@ -1,4 +1,4 @@
-import { CompiledQuery, type Compilable, type Insertable } from 'kysely';
+import { createQueryId, type CompiledQuery, type Compilable, type Insertable } from 'kysely';
 import type { Db } from './database.js';
 import type { Database } from './schema.js';
 import { deferrableWrite } from './write-coalescing.js';
@@ -9,20 +9,28 @@ import { deferrableWrite } from './write-coalescing.js';
  * Kysely builds an operation tree, freezes it and compiles it to SQL on every call, which costs more
  * than SQLite needs to run a small statement (decision 165; bench/HISTORY.md). The hot paths (SMTP ingest stores a message
  * with about ten statements, a send with about as many) run statements whose SQL text never changes,
- * so the text is kept per shape and only the values are bound anew. Kysely still writes every
- * statement (the same dialect, quoting and placeholders); nothing here writes SQL by hand. Kysely has
- * no prepared-query API, hence this small cache.
+ * so the first compilation of each shape is kept and only the values are bound anew. Kysely still writes
+ * every statement (the same dialect, quoting and placeholders); nothing here writes SQL by hand. The kept
+ * compilation keeps its operation tree too, so write coalescing (db/write-coalescing.ts) can read and
+ * combine it; the tree's own values are those of its first compilation (or placeholder markers), which
+ * nothing executes: only the kept text runs, with the new values. Kysely has no prepared-query API,
+ * hence this small cache.
  */
 
-/** Compiled SQL text per dialect: the adapter object is shared by a Kysely instance and its transactions. */
-const texts = new WeakMap<object, Map<string, string | null>>();
+/** `kept` (its tree and text) with new values bound. */
+function rebound(kept: CompiledQuery, parameters: readonly unknown[]): CompiledQuery {
+  return { query: kept.query, queryId: createQueryId(), sql: kept.sql, parameters };
+}
 
-function textsFor(db: Db): Map<string, string | null> {
+/** The first compilation per shape, per dialect: the adapter object is shared by a Kysely instance and its transactions. */
+const compilations = new WeakMap<object, Map<string, CompiledQuery | null>>();
+
+function compilationsFor(db: Db): Map<string, CompiledQuery | null> {
   const adapter = db.getExecutor().adapter;
-  let map = texts.get(adapter);
+  let map = compilations.get(adapter);
   if (!map) {
     map = new Map();
-    texts.set(adapter, map);
+    compilations.set(adapter, map);
   }
   return map;
 }
@@ -55,7 +63,7 @@ const sameValues = (a: readonly unknown[], b: readonly unknown[]) => a.length ==
 
 /**
  * INSERT plain rows (values only, no expressions), optionally ignoring conflicts. The first insert of a
- * shape (table, columns, row count, conflict rule) goes through Kysely and keeps its SQL text when the
+ * shape (table, columns, row count, conflict rule) goes through Kysely and is kept when the
  * bound values are exactly the rows' values in column order; later ones bind new values to that text.
  * Inside a PostgreSQL transaction the insert may be sent together with the transaction's next writes
  * (db/write-coalescing.ts): a constraint it breaks fails the transaction at its next statement or commit.
@@ -85,16 +93,16 @@ async function insertChunk<T extends keyof Database>(db: Db, table: T, rows: rea
     return;
   }
   const key = `insert ${table} ${rows.length} ${options.ignoreConflicts ? 'ignore' : 'fail'} ${columns.join(',')}`;
-  const cache = textsFor(db);
+  const cache = compilationsFor(db);
   const values = valuesOf(plain, columns);
-  const text = cache.get(key);
-  if (text) {
-    await db.executeQuery(deferrableWrite(CompiledQuery.raw(text, values)));
+  const kept = cache.get(key);
+  if (kept) {
+    await db.executeQuery(deferrableWrite(rebound(kept, values)));
     return;
   }
   const compiled = build().compile();
-  // Keep the text only if binding the values ourselves gives exactly what Kysely bound.
-  if (text === undefined) cache.set(key, sameValues(compiled.parameters, values) ? compiled.sql : null);
+  // Keep it only if binding the values ourselves gives exactly what Kysely bound.
+  if (kept === undefined) cache.set(key, sameValues(compiled.parameters, values) ? compiled : null);
   await db.executeQuery(deferrableWrite(compiled));
 }
 
@@ -113,7 +121,7 @@ const MARKER = '\u0000mailroom-param:';
 type Slot = { name: string; index: number | null } | { name: null; value: unknown };
 
 interface Prepared {
-  sql: string;
+  compiled: CompiledQuery;
   slots: Slot[];
 }
 
@@ -150,7 +158,7 @@ function preparedStatement<P extends Record<string, unknown>, O>(build: (db: Db,
         const [name, index] = value.slice(MARKER.length).split('#') as [string, string | undefined];
         return { name, index: index === undefined ? null : Number(index) };
       });
-      entry = { sql: query.sql, slots };
+      entry = { compiled: query, slots };
       shapes.set(shape, entry);
     }
     const values = entry.slots.map((slot) => {
@@ -158,7 +166,7 @@ function preparedStatement<P extends Record<string, unknown>, O>(build: (db: Db,
       const value = params[slot.name];
       return slot.index === null ? value : (value as unknown[])[slot.index];
     });
-    return CompiledQuery.raw(entry.sql, values);
+    return rebound(entry.compiled, values);
   };
 }
 
@@ -166,7 +174,7 @@ function preparedStatement<P extends Record<string, unknown>, O>(build: (db: Db,
  * A query whose shape is fixed and whose values are named parameters: `build` is called once per
  * dialect (and per set of given parameters and length of each array parameter) with `param(name)`
  * markers in place of the values, and `param.has(name)` to leave out an optional condition;
- * the compiled text is kept and each call binds `params` by name. Values written literally in `build`
+ * the compilation is kept and each call binds `params` by name. Values written literally in `build`
  * (a LIMIT) stay as compiled.
  */
 export function preparedQuery<P extends Record<string, unknown>, O>(build: (db: Db, param: Param) => Compilable<O>): (db: Db, params: P) => Promise<O[]> {
