@@ -115,7 +115,7 @@ describe('configuration', () => {
     expect(() => loadConfig({ MAILROOM_PG_PREPARE: 'sometimes' })).toThrow(/MAILROOM_PG_PREPARE="sometimes": not on or off/);
     for (const on of ['1', 'true', 'ON', 'yes']) expect(loadConfig({ MAILROOM_PG_PREPARE: on }).pgPrepare).toBe(true);
     for (const off of ['0', 'false', 'Off', 'no']) expect(loadConfig({ MAILROOM_PG_PREPARE: off }).pgPrepare).toBe(false);
-    // Removed with the store thread (decision 224): like any variable the service does not know, ignored.
+    // Removed with the store thread (decision 225): like any variable the service does not know, ignored.
     expect(loadConfig({ MAILROOM_SMTP_STORE_THREAD: 'maybe' })).toEqual(loadConfig({}));
     expect(loadConfig({}).pageCacheBytes).toBe(32 * 1024 * 1024);
     expect(loadConfig({ MAILROOM_PAGE_CACHE_MB: '0' }).pageCacheBytes).toBe(0);
