@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTenant, login, session, startHarness, type Harness, type Tenant } from './helpers/harness.js';
+import { listen } from './helpers/cli-client.js';
+import { eventsOf, openStream, type SseClient } from './helpers/sse.js';
+
+describe('GET /app/api/events/stream', () => {
+  let h: Harness;
+  let base: string;
+  let acme: Tenant;
+  let other: Tenant;
+  let token: string;
+  let otherToken: string;
+  const streams: SseClient[] = [];
+
+  beforeAll(async () => {
+    h = await startHarness({ MAILROOM_EVENT_HEARTBEAT_MS: '150' });
+    base = await listen(h.app);
+    acme = await createTenant(h, 'Acme');
+    other = await createTenant(h, 'Other');
+    token = await login(h, acme.ownerEmail, acme.password);
+    otherToken = await login(h, other.ownerEmail, other.password);
+  });
+  afterAll(async () => {
+    for (const s of streams) s.close();
+    await h.close();
+  });
+
+  async function open(tokenOf: string, headers: Record<string, string> = {}, query = ''): Promise<SseClient> {
+    const stream = await openStream(`${base}/app/api/events/stream${query}`, { ...session(tokenOf), ...headers });
+    streams.push(stream);
+    // The first comment proves the follower is in place before the test commits anything.
+    await stream.waitFor((m) => m.some((x) => x.comment === 'connected'));
+    return stream;
+  }
+
+  let n = 0;
+  async function emit(workspaceId: string): Promise<string> {
+    n += 1;
+    const event = await h.services.database.db
+      .transaction()
+      .execute((trx) => h.services.events.emit(trx, { workspaceId, type: 'domain.verified', data: { domain: `d${n}.example` } }));
+    return event.id;
+  }
+
+  it('answers 401 without a session', async () => {
+    const res = await fetch(`${base}/app/api/events/stream`);
+    expect(res.status).toBe(401);
+    await res.text();
+  });
+
+  it('streams an event committed after connecting, with its id, type and webhook payload', async () => {
+    const stream = await open(token);
+    expect(stream.status).toBe(200);
+    const id = await emit(acme.workspaceId);
+    const [message] = eventsOf(await stream.waitFor((m) => eventsOf(m).length >= 1));
+    expect(message!.id).toBe(id);
+    expect(message!.event).toBe('domain.verified');
+    const payload = JSON.parse(message!.data!) as Record<string, unknown>;
+    expect(payload).toMatchObject({ event_id: id, event_type: 'domain.verified', workspace_id: acme.workspaceId });
+    const stored = await h.services.database.db.selectFrom('events').select('payload').where('id', '=', id).executeTakeFirstOrThrow();
+    expect(message!.data).toBe(stored.payload);
+    stream.close();
+  });
+
+  it('never shows another workspace\'s events', async () => {
+    const mine = await open(token);
+    const theirs = await open(otherToken);
+    await emit(other.workspaceId);
+    const id = await emit(acme.workspaceId);
+    await mine.waitFor((m) => eventsOf(m).some((x) => x.id === id));
+    await theirs.waitFor((m) => eventsOf(m).length >= 1);
+    expect(eventsOf(mine.messages).map((m) => m.id)).toEqual([id]);
+    expect(eventsOf(theirs.messages).every((m) => (JSON.parse(m.data!) as { workspace_id: string }).workspace_id === other.workspaceId)).toBe(true);
+    mine.close();
+    theirs.close();
+  });
+
+  it('resumes after Last-Event-ID: the missed events once, in order, then live ones', async () => {
+    const first = await open(token);
+    const seen = await emit(acme.workspaceId);
+    await first.waitFor((m) => eventsOf(m).some((x) => x.id === seen));
+    first.close();
+    const missed = [await emit(acme.workspaceId), await emit(acme.workspaceId), await emit(acme.workspaceId)];
+    const resumed = await open(token, { 'last-event-id': seen });
+    await resumed.waitFor((m) => eventsOf(m).length >= 3);
+    const live = await emit(acme.workspaceId);
+    await resumed.waitFor((m) => eventsOf(m).some((x) => x.id === live));
+    expect(eventsOf(resumed.messages).map((m) => m.id)).toEqual([...missed, live]);
+    resumed.close();
+
+    // The query parameter does the same for clients that cannot set headers.
+    const byQuery = await open(token, {}, `?last_event_id=${missed[1]}`);
+    await byQuery.waitFor((m) => eventsOf(m).length >= 2);
+    expect(eventsOf(byQuery.messages).map((m) => m.id)).toEqual([missed[2], live]);
+    byQuery.close();
+  });
+
+  it('sends heartbeat comments', async () => {
+    const stream = await open(token);
+    await stream.waitFor((m) => m.some((x) => x.comment === 'ping'), 3000);
+    stream.close();
+  });
+
+  it('a stream left open does not hold the server\'s shutdown', async () => {
+    const h2 = await startHarness();
+    const base2 = await listen(h2.app);
+    const t = await createTenant(h2, 'Closing');
+    const tok = await login(h2, t.ownerEmail, t.password);
+    const stream = await openStream(`${base2}/app/api/events/stream`, session(tok));
+    await stream.waitFor((m) => m.some((x) => x.comment === 'connected'));
+    const started = Date.now();
+    await h2.close();
+    expect(Date.now() - started).toBeLessThan(3000);
+    stream.close();
+  });
+});
