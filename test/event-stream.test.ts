@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTenant, login, session, startHarness, type Harness, type Tenant } from './helpers/harness.js';
-import { listen } from './helpers/cli-client.js';
+import { spawn } from 'node:child_process';
+import { BIN, ROOT } from './helpers/cli.js';
+import { cliUser, listen } from './helpers/cli-client.js';
+import { TEST_SERVICE_ENV } from './helpers/service-env.js';
 import { eventsOf, openStream, type SseClient } from './helpers/sse.js';
 
 describe('GET /app/api/events/stream', () => {
@@ -99,6 +102,29 @@ describe('GET /app/api/events/stream', () => {
     const stream = await open(token);
     await stream.waitFor((m) => m.some((x) => x.comment === 'ping'), 3000);
     stream.close();
+  });
+
+  it('mailroom watch --json prints each event as one line of JSON and exits 0 on SIGINT', async () => {
+    const user = cliUser(base);
+    expect((await user.login(acme.ownerEmail, acme.password)).code).toBe(0);
+    const child = spawn(process.execPath, [BIN, 'watch', '--json'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...TEST_SERVICE_ENV, ...user.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    // The command follows from the moment it connects: commit until one event shows.
+    const emitted: string[] = [];
+    for (let i = 0; i < 100 && !out.includes('\n'); i++) {
+      emitted.push(await emit(acme.workspaceId));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const line = JSON.parse(out.split('\n')[0]!) as { event_id: string; event_type: string; workspace_id: string };
+    expect(emitted).toContain(line.event_id);
+    expect(line).toMatchObject({ event_type: 'domain.verified', workspace_id: acme.workspaceId });
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(err).toBe('');
   });
 
   it('a stream left open does not hold the server\'s shutdown', async () => {
