@@ -98,6 +98,11 @@ describe('GET /app/api/events/stream', () => {
     byQuery.close();
   });
 
+  it('is in the OpenAPI document as text/event-stream', async () => {
+    const doc = (await h.app.inject({ method: 'GET', url: '/openapi.json' })).json<{ paths: Record<string, { get?: { responses: Record<string, { content?: Record<string, unknown> }> } }> }>();
+    expect(Object.keys(doc.paths['/app/api/events/stream']!.get!.responses['200']!.content!)).toEqual(['text/event-stream']);
+  });
+
   it('sends heartbeat comments', async () => {
     const stream = await open(token);
     await stream.waitFor((m) => m.some((x) => x.comment === 'ping'), 3000);
