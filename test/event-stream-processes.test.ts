@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { createServices } from '../src/main.js';
 import { BIN, ROOT } from './helpers/cli.js';
 import { listen } from './helpers/cli-client.js';
 import { TEST_DIALECT } from './helpers/database.js';
@@ -56,6 +58,8 @@ describe.skipIf(TEST_DIALECT !== 'postgres')('signals between processes (LISTEN/
   let childEnv: Record<string, string>;
   const children: ChildProcess[] = [];
   let receiver: WebhookReceiver;
+  let base: string | undefined;
+  const url = async (): Promise<string> => (base ??= await listen(h.app));
 
   beforeAll(async () => {
     dns = await startDnsServer();
@@ -87,7 +91,7 @@ describe.skipIf(TEST_DIALECT !== 'postgres')('signals between processes (LISTEN/
     expect((await h.app.inject({ method: 'POST', url: '/mailboxes?address=desk@mailroom.localhost', headers: bearer(tenant.apiKey) })).statusCode).toBe(201);
     const smtp = await spawnRole('smtp', childEnv, 'smtp listening');
     children.push(smtp.child);
-    const base = await listen(h.app);
+    const base = await url();
     const stream = await openStream(`${base}/app/api/events/stream`, session(token));
     await stream.waitFor((m) => m.some((x) => x.comment === 'connected'));
     const transport = nodemailer.createTransport({ host: '127.0.0.1', port: Number(smtp.entry.port), secure: false, ignoreTLS: true, name: 'client.test' });
@@ -96,6 +100,30 @@ describe.skipIf(TEST_DIALECT !== 'postgres')('signals between processes (LISTEN/
     expect(event!.event).toBe('message.received');
     expect((JSON.parse(event!.data!) as { workspace_id: string }).workspace_id).toBe(tenant.workspaceId);
     stream.close();
+  });
+
+  it('a listener whose connection is killed reconnects and hears the other processes again', async () => {
+    const base = await url();
+    const other = await createServices(h.config);
+    try {
+      const stream = await openStream(`${base}/app/api/events/stream`, session(token));
+      await stream.waitFor((m) => m.some((x) => x.comment === 'connected'));
+      const killed = await sql<{ pid: number }>`select pg_terminate_backend(pid) as pid from pg_stat_activity
+        where datname = current_database() and query = 'LISTEN mailroom_wakeups'`.execute(h.services.database.db);
+      expect(killed.rows.length).toBeGreaterThan(0);
+      // Back within the first back-off steps; then an event committed by the other "process" arrives by NOTIFY
+      // (the heartbeat read is 15 s away).
+      await expect
+        .poll(async () => (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and query = 'LISTEN mailroom_wakeups'`.execute(h.services.database.db)).rows[0]!.n, { timeout: 5000 })
+        .toBeGreaterThanOrEqual(killed.rows.length);
+      const event = await other.database.db
+        .transaction()
+        .execute((trx) => other.events.emit(trx, { workspaceId: tenant.workspaceId, type: 'domain.verified', data: { domain: 'after-reconnect.example' } }));
+      await stream.waitFor((m) => eventsOf(m).some((x) => x.id === event.id), 3000);
+      stream.close();
+    } finally {
+      await other.database.destroy();
+    }
   });
 
   it('a worker in another process is woken by NOTIFY, not its poll', async () => {

@@ -103,6 +103,27 @@ describe('GET /app/api/events/stream', () => {
     expect(Object.keys(doc.paths['/app/api/events/stream']!.get!.responses['200']!.content!)).toEqual(['text/event-stream']);
   });
 
+  it('a reader that is full gets nothing more until it drains, then the rest from the table, in order', async () => {
+    const got: string[] = [];
+    let room = 3;
+    const follower = await h.services.eventStream.follow(acme.workspaceId, undefined, {
+      write(event) {
+        got.push(event.id);
+        room -= 1;
+        return room > 0;
+      },
+    });
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) ids.push(await emit(acme.workspaceId));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(got).toEqual(ids.slice(0, 3));
+    room = Infinity;
+    follower.resume();
+    await expect.poll(() => got.length).toBe(10);
+    expect(got).toEqual(ids);
+    follower.close();
+  });
+
   it('sends heartbeat comments', async () => {
     const stream = await open(token);
     await stream.waitFor((m) => m.some((x) => x.comment === 'ping'), 3000);
