@@ -153,6 +153,25 @@ describe('GET /app/api/events/stream', () => {
     expect(err).toBe('');
   });
 
+  it('outlives the HTTP request and keep-alive time-outs (they bound reading a request, not a response)', async () => {
+    const h2 = await startHarness({ MAILROOM_HTTP_REQUEST_TIMEOUT_MS: '200', MAILROOM_HTTP_HEADERS_TIMEOUT_MS: '200', MAILROOM_HTTP_KEEPALIVE_TIMEOUT_MS: '200' });
+    try {
+      const base2 = await listen(h2.app);
+      const t = await createTenant(h2, 'Long');
+      const stream = await openStream(`${base2}/app/api/events/stream`, session(await login(h2, t.ownerEmail, t.password)));
+      streams.push(stream);
+      await stream.waitFor((m) => m.some((x) => x.comment === 'connected'));
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const event = await h2.services.database.db
+        .transaction()
+        .execute((trx) => h2.services.events.emit(trx, { workspaceId: t.workspaceId, type: 'domain.verified', data: { domain: 'late.example' } }));
+      await stream.waitFor((m) => eventsOf(m).some((x) => x.id === event.id));
+      stream.close();
+    } finally {
+      await h2.close();
+    }
+  });
+
   it('a stream left open does not hold the server\'s shutdown', async () => {
     const h2 = await startHarness();
     const base2 = await listen(h2.app);
