@@ -30,6 +30,8 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     serviceTokens: services.serviceTokens,
     transactional: services.transactional,
     webhooks: services.webhooks.service,
+    events: services.eventStream,
+    eventHeartbeatMs: config.eventHeartbeatMs,
     pageCacheBytes: config.pageCacheBytes,
     rateLimitPerMinute: config.rateLimitPerMinute,
     // One process holds every count in the embedded SQLite mode (decision 210).
@@ -64,7 +66,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       logger.warn('MAILROOM_SMTP_RELAY has ?tls=insecure: the relay\'s certificate is not verified, so its credentials may reach an impostor; use only in labs');
     }
     if (roles.includes('worker')) {
-      const worker: Worker = createWorker(services.handlers, { queue: services.queue, logger, leaseMs: config.leaseMs, commits: services.workerCommits });
+      const worker: Worker = createWorker(services.handlers, { queue: services.queue, logger, leaseMs: config.leaseMs, pollMs: config.workerPollMs, commits: services.workerCommits });
       const maintenance: Maintenance = createMaintenance({ db: services.database.db, clock: services.clock, logger });
       const unsubscribe = services.wakeups.subscribe((name) => worker.wake(name));
       worker.start();

@@ -18,6 +18,11 @@ import { createLogger } from './lib/logger.js';
 import { createPublicKey } from 'node:crypto';
 import { createDomainService, type DomainService } from './modules/domains/domain.service.js';
 import { createEventsService, type EventsService } from './modules/events/events.service.js';
+import { createEventSignal, type EventSignal } from './modules/events/event-signal.js';
+import { createEventStreamService, type EventStreamService } from './modules/events/event-stream.service.js';
+import { afterCommit } from './db/commit-hooks.js';
+import { createNotifications, type Notifications } from './db/notifications.js';
+import type { Db } from './db/database.js';
 import { createListService, type ListService } from './modules/lists/list.service.js';
 import { createInProcessAnalyzer, type MessageAnalyzer } from './modules/messages/analysis.js';
 import { createThreadedAnalyzer } from './modules/messages/analysis-pool.js';
@@ -46,6 +51,8 @@ import { createWebhookClient } from './transports/http/webhook.client.js';
 export interface FeatureServices {
   tenancy: TenancyModule;
   events: EventsService;
+  /** Follows a workspace's committed events (the SSE stream). */
+  eventStream: EventStreamService;
   mailboxes: MailboxService;
   lists: ListService;
   messages: MessageService;
@@ -78,6 +85,10 @@ export interface Plumbing {
   deliverer: SmtpDeliverer;
   /** Producers in this process announce committed work here; a worker in this process subscribes its `wake`. */
   wakeups: JobWakeups;
+  /** Rung after a transaction with events commits, here or (through `notifications`) in another process. */
+  eventSignal: EventSignal;
+  /** PostgreSQL: LISTEN/NOTIFY between the processes sharing the database (closed by `database.destroy`). */
+  notifications: Notifications | null;
   /** Job handlers the worker role runs. */
   handlers: JobHandler[];
   /** Outbound mail's keyed VERP return paths (contract §5). */
@@ -106,8 +117,8 @@ export async function createServices(
 ): Promise<Services> {
   // Before the database opens: with PostgreSQL and no key there is nothing to open it for.
   const box = createSecretBox(loadSecretKey(config));
-  const database = createDb(config.databaseUrl, { pgPrepare: config.pgPrepare });
-  const { db, dialect } = database;
+  const opened = createDb(config.databaseUrl, { pgPrepare: config.pgPrepare });
+  const { db, dialect } = opened;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger('silent');
   try {
@@ -115,11 +126,36 @@ export async function createServices(
     // A process with another key than the one the stored secrets were sealed with refuses to start (exit 78).
     await checkSecretKey(db, box, clock);
   } catch (err) {
-    await database.destroy();
+    await opened.destroy();
     throw err;
   }
   const events = createEventsService({ clock });
   const wakeups = createJobWakeups();
+  const eventSignal = createEventSignal();
+  // Filled below: the worker's queues, woken all at once after the listener reconnects.
+  const handlers: JobHandler[] = [];
+  const notifications = dialect.sharedByProcesses
+    ? createNotifications({
+        url: config.databaseUrl,
+        db,
+        log: logger,
+        onTopic: (topic) => {
+          if (topic.startsWith('events:')) eventSignal.notify(topic.slice('events:'.length));
+          else if (topic.startsWith('queue:')) wakeups.notify(topic.slice('queue:'.length));
+        },
+        onReconnect: () => {
+          eventSignal.notifyAll();
+          for (const handler of handlers) wakeups.notify(handler.queue);
+        },
+      })
+    : null;
+  const database: DbHandle = notifications ? { ...opened, destroy: () => notifications.close().then(() => opened.destroy()) } : opened;
+  events.subscribe(signalCommittedEvents(eventSignal, notifications));
+  // A job enqueued here wakes this process's worker after commit, and the workers of the others.
+  const wake = (name: string): void => {
+    wakeups.notify(name);
+    notifications?.publishSoon(`queue:${name}`);
+  };
   const commits = createGroupCommit(db);
   // PostgreSQL runs transactions side by side; the two groups share no row (sends insert outbound and
   // job rows, the worker changes existing ones), so they cannot deadlock. SQLite has one writer: one group.
@@ -134,7 +170,7 @@ export async function createServices(
       ? createInProcessAnalyzer(authenticator)
       : createThreadedAnalyzer({ threads: config.smtpParserThreads, dnsServers: config.dnsServers, hostname: config.smtpHostname, fallback: authenticator, logger });
   const domains = createDomainService({ db, clock, events, resolve, hostedDomains: config.hostedDomains, hostedKey: operatorDkimKey(config), hostedSelector: config.dkimSelector, box });
-  const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs });
+  const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs, wake });
   // VERP return paths live in the first hosted domain, whose MX points at this service.
   const returnPaths = createReturnPaths(box, config.hostedDomains[0] ?? config.smtpHostname);
   const sending = createSendingService({ db, clock, events, store, queue, domains, returnPaths, commits });
@@ -168,9 +204,10 @@ export async function createServices(
     sender: createWebhookClient(),
     backoffBaseMs: config.webhookBackoffBaseMs,
     timeoutMs: config.webhookTimeoutMs,
-    wake: (name) => wakeups.notify(name),
+    wake,
     box,
   });
+  handlers.push(delivery, webhooks.handler);
   if (options.migrate !== false) await sealPlaintextSecrets({ database, domains, webhooks: webhooks.service, logger });
   return {
     database,
@@ -185,7 +222,10 @@ export async function createServices(
     serviceTokens: createServiceTokenService({ db, clock }),
     transactional: createTransactionalService({ db, clock, sending }),
     deliverer,
-    handlers: [delivery, webhooks.handler],
+    handlers,
+    eventSignal,
+    notifications,
+    eventStream: createEventStreamService({ db, dialect, signal: eventSignal, onError: (err) => logger.error({ err }, 'event stream read failed') }),
     webhooks,
     wakeups,
     mailboxes: createMailboxService({ db, clock, domains }),
@@ -197,6 +237,23 @@ export async function createServices(
     inbound: createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits }),
     analyzer,
     signer,
+  };
+}
+
+/**
+ * Ring the event signal once per workspace and transaction: here after the commit, elsewhere through a
+ * NOTIFY in the transaction itself (delivered only if it commits).
+ */
+function signalCommittedEvents(signal: EventSignal, notifications: Notifications | null): (trx: Db, event: { workspaceId: string }) => Promise<void> {
+  const rung = new WeakMap<Db, Set<string>>();
+  return async (trx, event) => {
+    let done = rung.get(trx);
+    if (!done) rung.set(trx, (done = new Set()));
+    if (done.has(event.workspaceId)) return;
+    done.add(event.workspaceId);
+    await afterCommit(trx, () => signal.notify(event.workspaceId));
+    if (notifications && trx.isTransaction) await notifications.publish(trx, `events:${event.workspaceId}`);
+    else if (notifications) notifications.publishSoon(`events:${event.workspaceId}`);
   };
 }
 

@@ -27,7 +27,7 @@ describe(`events outbox (${TEST_DIALECT})`, () => {
   });
 
   const db = () => services.database.db;
-  const eventRow = (id: string) => db().selectFrom('events').selectAll().where('id', '=', id).executeTakeFirst();
+  const eventRow = (id: string) => db().selectFrom('events').select(['id', 'workspace_id', 'type', 'payload', 'created_at']).where('id', '=', id).executeTakeFirst();
 
   /** A fresh service (subscribers cannot be removed) whose subscriber enqueues one job per event, as webhook fan-out does. */
   function withJobSubscriber(queueName: string): { events: EventsService; seen: Array<{ trx: Db; event: StoredEvent }> } {

@@ -46,6 +46,10 @@ export interface Config {
   deliveryRetryBaseMs: number;
   deliveryMaxAgeMs: number;
   leaseMs: number;
+  /** How often an idle worker looks for due jobs when no wake-up comes (in-process or NOTIFY). */
+  workerPollMs: number;
+  /** Interval of the event stream's `: ping` comment lines. */
+  eventHeartbeatMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Requests per minute per credential (per process); 0 turns the limit off. */
   rateLimitPerMinute: number;
@@ -220,6 +224,8 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     deliveryRetryBaseMs: ms('DELIVERY_RETRY_BASE_MS', 60_000),
     deliveryMaxAgeMs: ms('DELIVERY_MAX_AGE_MS', 4 * DAY_MS),
     leaseMs: ms('LEASE_MS', 30_000, 100),
+    workerPollMs: ms('WORKER_POLL_MS', 200, 10),
+    eventHeartbeatMs: ms('EVENT_HEARTBEAT_MS', 15_000, 10),
     logLevel: read({
       name: 'LOG_LEVEL',
       fallback: 'info',

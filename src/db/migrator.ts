@@ -12,6 +12,7 @@ import * as m20261124000200 from './migrations/20261124000200_content_compressio
 import * as m20261124000300 from './migrations/20261124000300_outbound_workspace_index.js';
 import * as m20261126000500 from './migrations/20261126000500_secret_key_check.js';
 import * as m20261126002200 from './migrations/20261126002200_request_counts.js';
+import * as m20261126235000 from './migrations/20261126235000_event_order.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -31,6 +32,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261124000300_outbound_workspace_index': m20261124000300,
   '20261126000500_secret_key_check': m20261126000500,
   '20261126002200_request_counts': m20261126002200,
+  '20261126235000_event_order': m20261126235000,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

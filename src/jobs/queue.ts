@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
+import { afterCommit } from '../db/commit-hooks.js';
 import type { Db } from '../db/database.js';
 import type { DialectInfo } from '../db/dialect.js';
 import { insertRows, preparedQuery } from '../db/prepared.js';
@@ -77,6 +78,8 @@ export interface QueueDeps {
   dialect: DialectInfo;
   clock: Clock;
   leaseMs: number;
+  /** Called after a transaction that enqueued on `queue` commits (wakes the workers; services.ts). */
+  wake?: (queue: string) => void;
 }
 
 function toClaimed<P>(row: JobTable): ClaimedJob<P> {
@@ -107,7 +110,7 @@ const truncate = (text: string): string => (text.length > MAX_ERROR_LENGTH ? `${
  * `FOR UPDATE SKIP LOCKED` (many workers, no blocking, no double claims); SQLite has one writer and the
  * claim is a single UPDATE statement, which is atomic there.
  */
-export function createQueue({ db, dialect, clock, leaseMs }: QueueDeps): Queue {
+export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Queue {
   function row(input: EnqueueInput, now: number): JobTable {
     return {
       id: newId('job'),
@@ -131,6 +134,7 @@ export function createQueue({ db, dialect, clock, leaseMs }: QueueDeps): Queue {
     async enqueue(trx, input) {
       const values = row(input, clock.now());
       await insertRows(trx, 'jobs', [values]);
+      if (wake) await afterCommit(trx, () => wake(input.queue));
       return values.id;
     },
 
@@ -140,6 +144,7 @@ export function createQueue({ db, dialect, clock, leaseMs }: QueueDeps): Queue {
       const rows = inputs.map((input) => row(input, now));
       // Bound the statement's parameters (SQLite allows 32766, PostgreSQL 65535; 14 columns a row).
       for (let i = 0; i < rows.length; i += ENQUEUE_BATCH) await insertRows(trx, 'jobs', rows.slice(i, i + ENQUEUE_BATCH));
+      if (wake) for (const name of new Set(inputs.map((input) => input.queue))) await afterCommit(trx, () => wake(name));
       return rows.map((r) => r.id);
     },
 

@@ -30,6 +30,8 @@ export interface ApiClient {
   patch<T>(path: string, body: unknown): Promise<T>;
   delete<T>(path: string): Promise<T>;
   download(path: string): Promise<Download>;
+  /** A long-lived GET (an event stream): the answer's body once its head arrives, with these extra headers. */
+  stream(path: string, headers: Record<string, string>): Promise<IncomingMessage>;
 }
 
 /**
@@ -144,8 +146,8 @@ async function exchange(url: URL, method: string, headers: Record<string, string
  * when it is null (login). Redirects are not followed: the token would go wherever they point.
  */
 export function createApiClient(server: string, token: string | null, timeoutMs: number = REQUEST_TIMEOUT_MS): ApiClient {
-  async function send(method: string, path: string, options: RequestOptions = {}): Promise<IncomingMessage> {
-    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT };
+  async function send(method: string, path: string, options: RequestOptions = {}, extra: Record<string, string> = {}): Promise<IncomingMessage> {
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT, ...extra };
     if (token !== null) headers['x-service-session'] = token;
     let body: string | undefined;
     if (options.body !== undefined) {
@@ -199,5 +201,6 @@ export function createApiClient(server: string, token: string | null, timeoutMs:
         filename: dispositionFilename(disposition ?? null),
       };
     },
+    stream: (path, headers) => send('GET', path, {}, { accept: 'text/event-stream', ...headers }),
   };
 }

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerEventCommands } from './events.commands.js';
 import { registerDomainCommands } from './domains.commands.js';
 import { registerDraftCommands } from './drafts.commands.js';
 import { registerListCommands } from './lists.commands.js';
@@ -23,4 +24,5 @@ export function registerClientCommands(program: Command): void {
   registerDomainCommands(program);
   registerTokenCommands(program);
   registerWebhookCommands(program);
+  registerEventCommands(program);
 }

@@ -4,6 +4,7 @@ import type { Logger } from '../../lib/logger.js';
 import { newId } from '../../lib/ids.js';
 import type { DomainService } from '../../modules/domains/domain.service.js';
 import type { ListService } from '../../modules/lists/list.service.js';
+import type { EventStreamService } from '../../modules/events/event-stream.service.js';
 import type { DraftService } from '../../modules/sending/draft.service.js';
 import type { SendingService } from '../../modules/sending/sending.service.js';
 import type { MailboxService } from '../../modules/mailboxes/mailbox.service.js';
@@ -17,6 +18,7 @@ import { answerClientError, answerFrameworkError, registerErrorHandling } from '
 import { registerRequestLimits } from './plugins/rate-limit.js';
 import { createValidatorCompiler } from './plugins/validation.js';
 import { healthRoutes, type HealthCheck } from './routes/health.routes.js';
+import { eventRoutes } from './routes/events.routes.js';
 import { domainRoutes } from './routes/domains.routes.js';
 import { draftRoutes } from './routes/drafts.routes.js';
 import { listRoutes } from './routes/lists.routes.js';
@@ -51,6 +53,9 @@ export interface AppDeps {
   serviceTokens: ServiceTokenService;
   transactional: TransactionalService;
   webhooks: WebhookService;
+  /** The event stream (GET /app/api/events/stream) and its heartbeat interval. */
+  events: EventStreamService;
+  eventHeartbeatMs: number;
   /** Bytes of answered message pages this process keeps (page-cache.ts); 0 keeps none. */
   pageCacheBytes: number;
   /** Requests per minute per credential (0 = no limit). */
@@ -163,6 +168,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(draftRoutes({ drafts: deps.drafts, tenant }));
         await authed.register(serviceTokenRoutes({ tokens: deps.serviceTokens, tenant }));
         await authed.register(webhookRoutes({ webhooks: deps.webhooks, tenant }));
+        await authed.register(eventRoutes({ events: deps.events, tenant, heartbeatMs: deps.eventHeartbeatMs }));
       });
     },
     { prefix: '/app/api' },
