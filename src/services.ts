@@ -241,8 +241,9 @@ export async function createServices(
 }
 
 /**
- * Ring the event signal once per workspace and transaction: here after the commit, elsewhere through a
- * NOTIFY in the transaction itself (delivered only if it commits).
+ * Ring the event signal once per workspace and transaction, after the commit: here at once, in other processes
+ * through a NOTIFY sent after the commit (batched per turn of the event loop), so the writing transaction, often a
+ * shared group commit on the ingest path, carries no extra statement.
  */
 function signalCommittedEvents(signal: EventSignal, notifications: Notifications | null): (trx: Db, event: { workspaceId: string }) => Promise<void> {
   const rung = new WeakMap<Db, Set<string>>();
@@ -251,9 +252,10 @@ function signalCommittedEvents(signal: EventSignal, notifications: Notifications
     if (!done) rung.set(trx, (done = new Set()));
     if (done.has(event.workspaceId)) return;
     done.add(event.workspaceId);
-    await afterCommit(trx, () => signal.notify(event.workspaceId));
-    if (notifications && trx.isTransaction) await notifications.publish(trx, `events:${event.workspaceId}`);
-    else if (notifications) notifications.publishSoon(`events:${event.workspaceId}`);
+    await afterCommit(trx, () => {
+      signal.notify(event.workspaceId);
+      notifications?.publishSoon(`events:${event.workspaceId}`);
+    });
   };
 }
 

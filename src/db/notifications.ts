@@ -14,13 +14,11 @@ export interface NotificationLog {
 
 /**
  * Signals between the processes sharing a PostgreSQL database (LISTEN/NOTIFY): one dedicated connection
- * per process listens; a topic ('events:<workspace>', 'queue:<name>') is published in a transaction, so
- * it is delivered only if that transaction commits, or on its own after a commit. A process ignores its
- * own notices (its after-commit hooks have already rung).
+ * per process listens; a topic ('events:<workspace>', 'queue:<name>') is published on its own after the
+ * commit it announces, so it never adds a statement to the writing transaction. A process ignores its own
+ * notices (its after-commit hooks have already rung).
  */
 export interface Notifications {
-  /** NOTIFY in `db`'s transaction: the others hear it when it commits. */
-  publish(db: Db, topic: string): Promise<void>;
   /** NOTIFY on its own, after what it announces has committed; topics of one turn of the event loop go together. */
   publishSoon(topic: string): void;
   close(): Promise<void>;
@@ -98,9 +96,6 @@ export function createNotifications(deps: {
 
   void connect();
   return {
-    async publish(db, topic) {
-      await sql`select pg_notify(${WAKEUP_CHANNEL}, ${`${me} ${topic}`})`.execute(db);
-    },
     publishSoon(topic) {
       if (closing) return;
       if (soon.size === 0) setImmediate(flush);
