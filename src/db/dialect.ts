@@ -14,10 +14,12 @@ export interface DialectInfo {
   supportsWritableCte: boolean;
   /** Any number of processes share the database (PostgreSQL); SQLite is the single-process embedded mode. */
   sharedByProcesses: boolean;
+  /** The full-text index: an FTS5 table (SQLite) or a `tsvector` with a GIN index (PostgreSQL). */
+  fullText: 'fts5' | 'tsvector';
 }
 
-export const SQLITE: DialectInfo = { name: 'sqlite', supportsSkipLocked: false, supportsRowLocks: false, supportsWritableCte: false, sharedByProcesses: false };
-export const POSTGRES: DialectInfo = { name: 'postgres', supportsSkipLocked: true, supportsRowLocks: true, supportsWritableCte: true, sharedByProcesses: true };
+export const SQLITE: DialectInfo = { name: 'sqlite', supportsSkipLocked: false, supportsRowLocks: false, supportsWritableCte: false, sharedByProcesses: false, fullText: 'fts5' };
+export const POSTGRES: DialectInfo = { name: 'postgres', supportsSkipLocked: true, supportsRowLocks: true, supportsWritableCte: true, sharedByProcesses: true, fullText: 'tsvector' };
 
 /** The column type for raw bytes: BYTEA on PostgreSQL, BLOB on SQLite (both read back as a Buffer). */
 export function binaryColumnType(db: Kysely<unknown>): 'bytea' | 'blob' {

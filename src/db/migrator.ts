@@ -13,6 +13,7 @@ import * as m20261124000300 from './migrations/20261124000300_outbound_workspace
 import * as m20261126000500 from './migrations/20261126000500_secret_key_check.js';
 import * as m20261126002200 from './migrations/20261126002200_request_counts.js';
 import * as m20261126235000 from './migrations/20261126235000_event_order.js';
+import * as m20261127000100 from './migrations/20261127000100_message_search.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -33,13 +34,17 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261126000500_secret_key_check': m20261126000500,
   '20261126002200_request_counts': m20261126002200,
   '20261126235000_event_order': m20261126235000,
+  '20261127000100_message_search': m20261127000100,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
 
+/** Kysely's migrator over the compiled migrations (tests step one back and forth with it). */
+export const createMigrator = (db: Db): Migrator => new Migrator({ db, provider });
+
 /** Apply every pending migration; returns the names applied now. */
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db, provider });
+  const migrator = createMigrator(db);
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r: MigrationResult) => r.status === 'Error');

@@ -11,6 +11,8 @@ import type {
   AttachmentTable,
   FolderCountTable,
   MessageContentTable,
+  MessageFtsKeyTable,
+  MessageFtsTable,
   MessageLabelTable,
   MessageTable,
   ThreadRefTable,
@@ -41,6 +43,8 @@ export interface Database {
   threads: ThreadTable;
   messages: MessageTable;
   message_contents: MessageContentTable;
+  message_fts: MessageFtsTable;
+  message_fts_keys: MessageFtsKeyTable;
   attachments: AttachmentTable;
   message_labels: MessageLabelTable;
   thread_refs: ThreadRefTable;

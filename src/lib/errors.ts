@@ -17,6 +17,8 @@ export class DomainError extends Error {
   readonly code: string;
   /** Seconds the caller should wait before trying again (rate limits). */
   readonly retryAfterSeconds: number | undefined;
+  /** Where in the caller's input the problem is (0-based), when the input is text (a search query). */
+  readonly position: number | undefined = undefined;
 
   constructor(kind: ErrorKind, code: string, detail: string, retryAfterSeconds?: number) {
     super(detail);

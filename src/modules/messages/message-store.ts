@@ -6,6 +6,7 @@ import type { AttachmentTable, MessageTable } from './message.table.js';
 import type { AttachmentView, AuthSummary, Folder } from './message.types.js';
 import { messageRepository as repo, type MessageRow } from './message.repository.js';
 import type { ParsedMessage } from './mime.js';
+import { searchRepository } from './search.repository.js';
 import { normalizeSubject, shareParticipant, SUBJECT_THREAD_WINDOW_MS } from './threading.js';
 
 export interface StoreInput {
@@ -181,7 +182,9 @@ export function createMessageStore({ clock, dialect }: { clock: Clock; dialect: 
         html_body: parsed.html,
         headers_json: JSON.stringify(parsed.headers),
         raw: input.raw,
+        ...(dialect.fullText === 'tsvector' ? { search_document: parsed.search.tsvector } : {}),
       });
+      if (dialect.fullText === 'fts5') await searchRepository.indexFts(trx, input.workspaceId, messageId, parsed.search.document);
       await repo.insertAttachments(trx, attachmentRows);
       await repo.insertLabels(trx, input.workspaceId, messageId, labels);
       await repo.insertRefs(trx, input.workspaceId, input.mailboxId, threadId, keys);

@@ -31,7 +31,7 @@ const MESSAGE_COLUMNS = [
   'messages.created_at',
 ] as const;
 /** What a page of messages reads: the list view's columns, with the mailbox's address. */
-const PAGE_COLUMNS = [...MESSAGE_COLUMNS, 'mailboxes.address as mailbox_address'] as const;
+export const PAGE_COLUMNS = [...MESSAGE_COLUMNS, 'mailboxes.address as mailbox_address'] as const;
 
 /**
  * An outbound message's delivery state as its views show it (contract §4: "Outbound messages add `status` and
@@ -44,7 +44,7 @@ function withDelivery<T extends QueryCreator<Database>>(db: T) {
     .leftJoin('outbound as delivery', (join) => join.onRef('delivery.message_id', '=', 'messages.id').onRef('delivery.workspace_id', '=', 'messages.workspace_id'));
 }
 /** The delivery state's columns of a message row: both null for an inbound message. */
-const DELIVERY_COLUMNS = ['delivery.status as out_status', 'delivery.attempts_json as out_events'] as const;
+export const DELIVERY_COLUMNS = ['delivery.status as out_status', 'delivery.attempts_json as out_events'] as const;
 export type DeliveryColumns = { out_status: DeliveryStatus | null; out_events: string | null };
 
 /** A whole message row (single lookups, which also need its mailbox, envelope and bookkeeping). */
@@ -55,6 +55,8 @@ export type MessageRow = MessageTable & { mailbox_address: string };
 export type MessageViewRow = MessageRow & DeliveryColumns;
 export type MessagePageRow = Pick<MessageRow, 'id' | 'thread_id' | 'direction' | 'folder' | 'read' | 'labels' | 'from_json' | 'to_json' | 'cc_json' | 'subject' | 'snippet' | 'size' | 'date' | 'internet_message_id' | 'auth_json' | 'attachments_json' | 'created_at' | 'mailbox_address'>;
 export type ThreadRow = ThreadTable & { mailbox_address: string };
+/** A subquery of thread ids (`SELECT messages.thread_id …`). */
+export type ThreadIdQuery = SelectQueryBuilder<Database, keyof Database, { thread_id: string }>;
 
 export interface MessageFilter {
   mailboxId?: string | undefined;
@@ -65,7 +67,7 @@ export interface MessageFilter {
 }
 
 /** A filter as the queries bind it: `read` instead of `unread`. */
-type BoundFilter = {
+export type BoundFilter = {
   mailboxId?: string | undefined;
   folder?: string | undefined;
   label?: string | undefined;
@@ -76,12 +78,12 @@ type BoundFilter = {
 /** The `read` column value an `unread` filter asks for. */
 const readFor = (unread: boolean | undefined): number | undefined => (unread === undefined ? undefined : unread ? 0 : 1);
 
-function bound(filter: MessageFilter): BoundFilter {
+export function bound(filter: MessageFilter): BoundFilter {
   return { mailboxId: filter.mailboxId, folder: filter.folder, label: filter.label, threadId: filter.threadId, read: readFor(filter.unread) };
 }
 
 /** Messages of the workspace with their mailbox and their delivery state (which a statement reads only if it selects it). */
-function filtered(db: QueryCreator<Database>, workspaceId: string, filter: BoundFilter) {
+export function filtered(db: QueryCreator<Database>, workspaceId: string, filter: BoundFilter) {
   let query = withDelivery(db)
     .innerJoin('mailboxes', 'mailboxes.id', 'messages.mailbox_id')
     .where('messages.workspace_id', '=', workspaceId);
@@ -356,12 +358,14 @@ export const messageRepository = {
     db.updateTable('threads').set(values).where('workspace_id', '=', workspaceId).where('id', '=', threadId).execute(),
   deleteThread: (db: Db, workspaceId: string, threadId: string) =>
     db.deleteFrom('threads').where('workspace_id', '=', workspaceId).where('id', '=', threadId).execute(),
-  listThreads: (db: Db, workspaceId: string, filter: { mailboxId?: string | undefined; label?: string | undefined }, limit: number, offset: number) => {
+  /** Threads newest first; `matching`: only those with a message among the subquery's (a search). */
+  listThreads: (db: Db, workspaceId: string, filter: { mailboxId?: string | undefined; label?: string | undefined; matching?: ThreadIdQuery | undefined }, limit: number, offset: number) => {
     let query = db
       .selectFrom('threads')
       .innerJoin('mailboxes', 'mailboxes.id', 'threads.mailbox_id')
       .where('threads.workspace_id', '=', workspaceId);
     if (filter.mailboxId !== undefined) query = query.where('threads.mailbox_id', '=', filter.mailboxId);
+    if (filter.matching !== undefined) query = query.where('threads.id', 'in', filter.matching);
     if (filter.label !== undefined) {
       const label = filter.label;
       query = query.where((eb) =>

@@ -20,6 +20,7 @@ import {
   type ThreadView,
 } from './message.types.js';
 import { toMessageListView, toThreadView } from './message.views.js';
+import { createSearch, type Search } from './search.service.js';
 
 /**
  * A page of messages with its version: what names this exact page while no message of its folders changes
@@ -66,6 +67,10 @@ export interface MessageService {
   listThreads(tenant: TenantContext, query: { mailbox?: string | undefined; label?: string | undefined; limit: number; offset: number }): Promise<{ threads: ThreadView[]; total: number; limit: number; offset: number }>;
   getThread(tenant: TenantContext, threadId: string): Promise<ThreadDetailView>;
   setThreadLabels(tenant: TenantContext, threadId: string, change: { add?: string[] | undefined; remove?: string[] | undefined }): Promise<{ labels: string[] }>;
+  /** Messages that match a search query (search.service.ts). */
+  search: Search['search'];
+  /** Threads with a message that matches a search query. */
+  searchThreads: Search['searchThreads'];
 }
 
 export function parseFolder(value: string): Folder {
@@ -177,6 +182,8 @@ export function createMessageService({ db, clock, dialect }: { db: Db; clock: Cl
   }
 
   return {
+    ...createSearch({ db, dialect, mailboxId, parseFolder }),
+
     async list(tenant, query) {
       const folder = query.folder === undefined ? undefined : parseFolder(query.folder);
       if (query.label === undefined && query.thread_id === undefined) return pageByCounters(tenant, query, folder);

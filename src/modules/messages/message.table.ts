@@ -53,6 +53,8 @@ export interface MessageContentTable {
   html_body: string | null;
   headers_json: string;
   raw: Buffer;
+  /** PostgreSQL only: the full-text index's `tsvector` (written as its text form, `tsvectorOf`). */
+  search_document?: string | null;
 }
 
 export interface AttachmentTable {
@@ -88,4 +90,22 @@ export interface FolderCountTable {
   unread: number;
   /** Raised with every change to a message of the folder (PostgreSQL returns a bigint as a string). */
   modseq: ColumnType<number | string, number | undefined, number>;
+}
+
+/** SQLite: the contentless FTS5 index (columns as `SearchDocument`'s fields). Only `rowid` can be read back. */
+export interface MessageFtsTable {
+  rowid: number;
+  subject: string;
+  from: string;
+  to: string;
+  cc: string;
+  filename: string;
+  body: string;
+}
+
+/** SQLite: the FTS5 row of each message (`id` is the FTS rowid; in arrival order). */
+export interface MessageFtsKeyTable {
+  id: ColumnType<number, number | undefined, never>;
+  message_id: string;
+  workspace_id: string;
 }

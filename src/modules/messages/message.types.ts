@@ -90,6 +90,8 @@ export interface MessagePage {
   total: number;
   limit: number;
   offset: number;
+  /** Searches only: `total` stopped counting at its cap (search.repository.ts), there are more matches. */
+  total_capped?: boolean;
 }
 
 export interface MessageListQuery {
@@ -100,4 +102,9 @@ export interface MessageListQuery {
   unread?: boolean | undefined;
   limit: number;
   offset: number;
+}
+
+/** A search: a list query with `q` in the search query language (search-query.ts). */
+export interface MessageSearchQuery extends MessageListQuery {
+  q: string;
 }

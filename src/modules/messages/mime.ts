@@ -1,4 +1,5 @@
 import PostalMime, { addressParser, decodeWords, type Address, type Email } from 'postal-mime';
+import { htmlToText, searchEntryOf, type SearchEntry } from '../../lib/mail-text.js';
 
 /** An address as the API shows it. */
 export interface AddressView {
@@ -32,6 +33,8 @@ export interface ParsedMessage {
   attachments: ParsedAttachment[];
   /** The list views' preview (`snippetOf`), computed with the parse so that no store transaction waits for it. */
   snippet: string;
+  /** The full-text index's entry (lib/mail-text.ts), also computed with the parse. */
+  search: SearchEntry;
   /** Set when the MIME structure could not be parsed and only headers were salvaged. */
   parseError: string | null;
 }
@@ -115,6 +118,9 @@ function parseDate(value: string | undefined): number | null {
   return Number.isFinite(ms) ? ms : null;
 }
 
+/** Filled in by parseMessage and parseHeadersOnly, once the rest of the parse is known. */
+const EMPTY_SEARCH: SearchEntry = { document: { subject: '', from: '', to: '', cc: '', filename: '', body: '' }, tsvector: '' };
+
 const clip = (value: string, max: number) => (value.length > max ? value.slice(0, max) : value);
 
 function fromEmail(email: Email): ParsedMessage {
@@ -144,6 +150,7 @@ function fromEmail(email: Email): ParsedMessage {
       };
     }),
     snippet: '',
+    search: EMPTY_SEARCH,
     parseError: null,
   };
 }
@@ -193,6 +200,7 @@ function salvage(raw: Buffer, error: string): ParsedMessage {
     headers,
     attachments: [],
     snippet: '',
+    search: EMPTY_SEARCH,
     parseError: error,
   };
 }
@@ -227,6 +235,7 @@ export async function parseMessage(raw: Buffer): Promise<ParsedMessage> {
     parsed = salvage(raw, err instanceof Error ? err.message : String(err));
   }
   parsed.snippet = snippetOf(parsed);
+  parsed.search = searchEntryOf(parsed);
   return parsed;
 }
 
@@ -234,6 +243,7 @@ export async function parseMessage(raw: Buffer): Promise<ParsedMessage> {
 export function parseHeadersOnly(raw: Buffer, reason: string): ParsedMessage {
   const parsed = salvage(raw, reason);
   parsed.snippet = snippetOf(parsed);
+  parsed.search = searchEntryOf(parsed);
   return parsed;
 }
 
@@ -247,58 +257,6 @@ const collapseSpace = (text: string): string => text.replace(/\s+/g, ' ').trim()
  */
 export const SNIPPET_SOURCE_CHARS = 128 * 1024;
 
-/** Elements whose content is no text: dropped with it. */
-const HIDDEN_ELEMENTS = ['style', 'script'] as const;
-const CLOSING_TAG: Record<(typeof HIDDEN_ELEMENTS)[number], RegExp> = { style: /<\/style/gi, script: /<\/script/gi };
-const ENTITIES: Record<string, string> = { nbsp: ' ', amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", '#39': "'" };
-
-/** `style` or `script` when a start tag of one begins at `at` (`<style`, then white space, `/` or `>`). */
-function hiddenElementAt(html: string, at: number): (typeof HIDDEN_ELEMENTS)[number] | null {
-  for (const name of HIDDEN_ELEMENTS) {
-    const after = html.charAt(at + 1 + name.length);
-    if (html.slice(at + 1, at + 1 + name.length).toLowerCase() === name && (after === '' || after === '>' || after === '/' || /\s/.test(after))) return name;
-  }
-  return null;
-}
-
-/**
- * The text of an HTML fragment for a preview: tags, comments and style/script elements each become a
- * space, a few entities are decoded. Written by hand because no HTML parser is among our dependencies
- * and the regular expressions this replaces (`<[^>]+>`, `<style[\s\S]*?</style>`) rescan the rest of the
- * input from every `<` that does not close: quadratic on a body of `<`. Here every search starts past
- * the previous one's end (the next `>` is looked up once per tag, an unclosed comment or element ends the
- * text), so the work is linear in the input.
- */
-export function htmlToPreviewText(html: string): string {
-  const out: string[] = [];
-  let copied = 0;
-  let gt = -1;
-  for (let at = html.indexOf('<'); at !== -1; ) {
-    let end: number;
-    const hidden = hiddenElementAt(html, at);
-    if (html.startsWith('<!--', at)) {
-      const close = html.indexOf('-->', at + 4);
-      end = close === -1 ? html.length : close + 3;
-    } else if (hidden) {
-      const closer = CLOSING_TAG[hidden];
-      closer.lastIndex = at + 1;
-      const close = closer.exec(html);
-      const closeEnd = close ? html.indexOf('>', close.index) : -1;
-      end = closeEnd === -1 ? html.length : closeEnd + 1;
-    } else {
-      if (gt < at) gt = html.indexOf('>', at);
-      // No `>` follows: no later `<` opens a tag either, and the rest is text.
-      if (gt === -1) break;
-      end = gt + 1;
-    }
-    out.push(html.slice(copied, at), ' ');
-    copied = end;
-    at = html.indexOf('<', end);
-  }
-  out.push(html.slice(copied));
-  return out.join('').replace(/&(nbsp|amp|lt|gt|quot|apos|#39);/gi, (entity, name: string) => ENTITIES[name.toLowerCase()] ?? entity);
-}
-
 /**
  * A short plain-text preview: the start of the text body (or of the HTML without tags), without quoted
  * lines (`>`), its white space collapsed, at most `length` characters (an ellipsis ends a cut one). Only
@@ -310,7 +268,7 @@ export function htmlToPreviewText(html: string): string {
  * message costs (bench/HISTORY.md, decision 178).
  */
 export function snippetOf(parsed: Pick<ParsedMessage, 'text' | 'html'>, length = 200): string {
-  const source = parsed.text !== null ? parsed.text.slice(0, SNIPPET_SOURCE_CHARS) : parsed.html ? htmlToPreviewText(parsed.html.slice(0, SNIPPET_SOURCE_CHARS)) : '';
+  const source = parsed.text !== null ? parsed.text.slice(0, SNIPPET_SOURCE_CHARS) : parsed.html ? htmlToText(parsed.html.slice(0, SNIPPET_SOURCE_CHARS)) : '';
   let kept = '';
   let joined = 0;
   let checkAt = length + 1;

@@ -5,6 +5,7 @@
  * characters and one over the tokens, with bounds on length, terms and nesting, and fails only with `invalid_query`.
  */
 import { DomainError } from '../../lib/errors.js';
+export { unaccent } from '../../lib/mail-text.js';
 import { FOLDERS, LABEL_PATTERN, type Folder } from './message.types.js';
 
 /** Characters (Unicode code points) in a query. */
@@ -49,18 +50,13 @@ export type SearchQuery = SearchNode;
 
 /** A malformed query: `invalid_query` (400), with the 0-based code point where the problem is. */
 export class SearchQueryError extends DomainError {
-  readonly position: number;
+  override readonly position: number;
 
   constructor(reason: string, position: number) {
     super('invalid', 'invalid_query', `${reason} at position ${position}`);
     this.name = 'SearchQueryError';
     this.position = position;
   }
-}
-
-/** Strip accents the way the index does: decompose, drop combining marks, recompose (so Hangul stays whole). */
-export function unaccent(text: string): string {
-  return text.normalize('NFD').replace(/\p{M}+/gu, '').normalize('NFC');
 }
 
 export const isTextNode = (node: SearchNode): node is TextNode =>

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { htmlToPreviewText, SNIPPET_SOURCE_CHARS, snippetOf } from './mime.js';
+import { htmlToText } from '../../lib/mail-text.js';
+import { SNIPPET_SOURCE_CHARS, snippetOf } from './mime.js';
 
 /** The plain definition of a snippet: every line read, then flattened (what snippetOf must equal). */
 function reference(text: string, length: number): string {
@@ -84,7 +85,7 @@ describe('snippetOf on hostile input', () => {
   });
 });
 
-describe('htmlToPreviewText', () => {
+describe('htmlToText', () => {
   it.each([
     ['<p>Hello</p> <b>world</b>', 'Hello world'],
     ['<style>p{}</style>Hi', 'Hi'],
@@ -98,6 +99,6 @@ describe('htmlToPreviewText', () => {
     ['<!-- never closed', ''],
     ['Fish &amp; chips&nbsp;&LT;3 &quot;ok&quot; &copy;', 'Fish & chips <3 "ok" &copy;'],
   ])('%j → %j', (html, text) => {
-    expect(htmlToPreviewText(html).replace(/\s+/g, ' ').trim()).toBe(text);
+    expect(htmlToText(html).replace(/\s+/g, ' ').trim()).toBe(text);
   });
 });

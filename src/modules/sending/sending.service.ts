@@ -14,6 +14,7 @@ import { notChecked } from '../messages/authentication.js';
 import type { MessageStore } from '../messages/message-store.js';
 import { MAX_SUBJECT_LENGTH, snippetOf, type ParsedMessage } from '../messages/mime.js';
 import { messageRepository } from '../messages/message.repository.js';
+import { searchEntryOf } from '../../lib/mail-text.js';
 import type { MessageListView } from '../messages/message.types.js';
 import { toMessageListView } from '../messages/message.views.js';
 import type { DeliveryStatus } from './sending.table.js';
@@ -198,22 +199,26 @@ export function createSendingService(deps: SendingDeps): SendingService {
       references: input.references,
       date: new Date(now),
     });
-    const parsed: ParsedMessage = {
+    const views = {
+      subject,
       from: { name: fromName, address: mailbox.address },
       to: to.map((address) => ({ name: '', address })),
       cc: cc.map((address) => ({ name: '', address })),
+      text: input.body,
+      html: input.html ?? null,
+      attachments: [],
+    };
+    const parsed: ParsedMessage = {
+      ...views,
       replyTo: replyTo ? [{ name: '', address: replyTo }] : [],
-      subject,
       date: now,
       messageId: internetId.toLowerCase(),
       // The store's thread keys are lower-case (as the MIME parser gives them); the wire keeps the case.
       inReplyTo: input.inReplyTo?.toLowerCase() ?? null,
       references: (input.references ?? []).map((r) => r.toLowerCase()),
-      text: input.body,
-      html: input.html ?? null,
       headers: [],
-      attachments: [],
-      snippet: snippetOf({ text: input.body, html: input.html ?? null }),
+      snippet: snippetOf(views),
+      search: searchEntryOf(views),
       parseError: null,
     };
     // The keyed return path is an HMAC: made here, once, rather than inside the shared transaction.

@@ -5,6 +5,7 @@ export const ErrorResponse = Type.Object(
   {
     error: Type.String({ description: 'stable snake_case code' }),
     detail: Type.String({ description: 'a sentence for a person' }),
+    position: Type.Optional(Type.Integer({ minimum: 0, description: 'invalid_query only: the 0-based character (code point) of q where the problem is' })),
   },
   { $id: 'Error' },
 );
@@ -145,7 +146,10 @@ export const MessagePage = Type.Object({
   total: Type.Integer(),
   limit: Type.Integer(),
   offset: Type.Integer(),
+  total_capped: Type.Optional(Type.Boolean({ description: 'searches (q) only: true when total stopped counting at 1,000 matches' })),
 });
+/** `q`: a search query (docs/api.md "Search queries"); its own parser bounds it further. */
+export const SearchText = Type.String({ minLength: 1, maxLength: 4096, description: 'a search query (Gmail\'s operators); see Search queries' });
 const threadProperties = {
   thread_id: Type.String(),
   mailbox: Type.String(),

@@ -5,7 +5,7 @@ import { invalid } from '../../../lib/errors.js';
 import type { MessageService } from '../../../modules/messages/message.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { optionalBody } from '../plugins/validation.js';
-import { AttachmentList, Email, Label, LabelChange, LabelsResponse, Limit, MessageDetail, MessagePage, Offset, ResourceId, ThreadDetail, ThreadSchema, errors, ref } from '../schemas.js';
+import { AttachmentList, Email, Label, SearchText, LabelChange, LabelsResponse, Limit, MessageDetail, MessagePage, Offset, ResourceId, ThreadDetail, ThreadSchema, errors, ref } from '../schemas.js';
 import { createPageCache, sendMessagePage, type PageCache } from '../page-cache.js';
 import { sendDownload } from './download.js';
 
@@ -19,7 +19,8 @@ const MoveInput = Type.Object({ folder: Type.Optional(Type.String({ minLength: 1
 const InboxQuery = Type.Object(
   {
     mailbox: Type.Optional(Email),
-    folder: Type.Optional(Type.String({ minLength: 1, maxLength: 32, default: 'inbox' })),
+    folder: Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: 'default inbox; with q, every folder' })),
+    q: Type.Optional(SearchText),
     limit: Type.Optional(Limit),
     offset: Type.Optional(Offset),
   },
@@ -32,13 +33,14 @@ const MessagesQuery = Type.Object(
     label: Type.Optional(Label),
     thread_id: Type.Optional(ResourceId),
     unread: Type.Optional(Type.Boolean()),
+    q: Type.Optional(SearchText),
     limit: Type.Optional(Limit),
     offset: Type.Optional(Offset),
   },
   { additionalProperties: false },
 );
 const ThreadsQuery = Type.Object(
-  { mailbox: Type.Optional(Email), label: Type.Optional(Label), limit: Type.Optional(Limit), offset: Type.Optional(Offset) },
+  { mailbox: Type.Optional(Email), label: Type.Optional(Label), q: Type.Optional(SearchText), limit: Type.Optional(Limit), offset: Type.Optional(Offset) },
   { additionalProperties: false },
 );
 const ActionResponse = Type.Object({ ok: Type.Literal(true), message_id: Type.String(), read: Type.Optional(Type.Boolean()), folder: Type.Optional(Type.String()) });
@@ -80,7 +82,10 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
         { schema: { summary: 'A page of one folder (default inbox), newest first', tags, security, querystring: InboxQuery, response: { 200: MessagePage, ...common } } },
         async (request, reply) => {
           const q = request.query;
-          return sendMessagePage(reply, pages, messages, tenant(request), { mailbox: q.mailbox, folder: q.folder ?? 'inbox', limit: q.limit ?? 50, offset: q.offset ?? 0 });
+          const page = { mailbox: q.mailbox, limit: q.limit ?? 50, offset: q.offset ?? 0 };
+          // A search looks in every folder unless told otherwise, as a mail client's search box does.
+          if (q.q !== undefined) return messages.search(tenant(request), { ...page, folder: q.folder, q: q.q });
+          return sendMessagePage(reply, pages, messages, tenant(request), { ...page, folder: q.folder ?? 'inbox' });
         },
       );
     } else {
@@ -89,7 +94,9 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
         { schema: { summary: 'Messages of the workspace, filtered, newest first', tags, security, querystring: MessagesQuery, response: { 200: MessagePage, ...common } } },
         async (request, reply) => {
           const q = request.query;
-          return sendMessagePage(reply, pages, messages, tenant(request), { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 });
+          const query = { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 };
+          if (query.q !== undefined) return messages.search(tenant(request), { ...query, q: query.q });
+          return sendMessagePage(reply, pages, messages, tenant(request), query);
         },
       );
     }
@@ -175,7 +182,9 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
       { schema: { summary: 'Threads, most recent first', tags, security, querystring: ThreadsQuery, response: { 200: Type.Object({ threads: Type.Array(ref(ThreadSchema)), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }), ...common } } },
       async (request) => {
         const q = request.query;
-        return messages.listThreads(tenant(request), { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 });
+        const query = { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 };
+        if (query.q !== undefined) return messages.searchThreads(tenant(request), { ...query, q: query.q });
+        return messages.listThreads(tenant(request), query);
       },
     );
 

@@ -1,0 +1,204 @@
+/**
+ * The text of mail as the full-text index and the previews read it (issue 24): pure functions, used by the parse
+ * (in the analysis thread for SMTP mail), the sending path, and the migration that indexes mail stored before.
+ */
+/** Elements whose content is no text: dropped with it. */
+const HIDDEN_ELEMENTS = ['style', 'script'] as const;
+const CLOSING_TAG: Record<(typeof HIDDEN_ELEMENTS)[number], RegExp> = { style: /<\/style/gi, script: /<\/script/gi };
+const ENTITIES: Record<string, string> = { nbsp: ' ', amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", '#39': "'" };
+
+/** `style` or `script` when a start tag of one begins at `at` (`<style`, then white space, `/` or `>`). */
+function hiddenElementAt(html: string, at: number): (typeof HIDDEN_ELEMENTS)[number] | null {
+  for (const name of HIDDEN_ELEMENTS) {
+    const after = html.charAt(at + 1 + name.length);
+    if (html.slice(at + 1, at + 1 + name.length).toLowerCase() === name && (after === '' || after === '>' || after === '/' || /\s/.test(after))) return name;
+  }
+  return null;
+}
+
+/**
+ * The text of an HTML fragment (for previews and the search index): tags, comments and style/script elements each become a
+ * space, a few entities are decoded. Written by hand because no HTML parser is among our dependencies
+ * and the regular expressions this replaces (`<[^>]+>`, `<style[\s\S]*?</style>`) rescan the rest of the
+ * input from every `<` that does not close: quadratic on a body of `<`. Here every search starts past
+ * the previous one's end (the next `>` is looked up once per tag, an unclosed comment or element ends the
+ * text), so the work is linear in the input.
+ */
+export function htmlToText(html: string): string {
+  const out: string[] = [];
+  let copied = 0;
+  let gt = -1;
+  for (let at = html.indexOf('<'); at !== -1; ) {
+    let end: number;
+    const hidden = hiddenElementAt(html, at);
+    if (html.startsWith('<!--', at)) {
+      const close = html.indexOf('-->', at + 4);
+      end = close === -1 ? html.length : close + 3;
+    } else if (hidden) {
+      const closer = CLOSING_TAG[hidden];
+      closer.lastIndex = at + 1;
+      const close = closer.exec(html);
+      const closeEnd = close ? html.indexOf('>', close.index) : -1;
+      end = closeEnd === -1 ? html.length : closeEnd + 1;
+    } else {
+      if (gt < at) gt = html.indexOf('>', at);
+      // No `>` follows: no later `<` opens a tag either, and the rest is text.
+      if (gt === -1) break;
+      end = gt + 1;
+    }
+    out.push(html.slice(copied, at), ' ');
+    copied = end;
+    at = html.indexOf('<', end);
+  }
+  out.push(html.slice(copied));
+  return out.join('').replace(/&(nbsp|amp|lt|gt|quot|apos|#39);/gi, (entity, name: string) => ENTITIES[name.toLowerCase()] ?? entity);
+}
+
+/** Strip accents the way the index does: decompose, drop combining marks, recompose (so Hangul stays whole). */
+export function unaccent(text: string): string {
+  return text.normalize('NFD').replace(/\p{M}+/gu, '').normalize('NFC');
+}
+
+/**
+ * What the full-text index holds of a message, as words: the same tokenizer makes the words of a message and of a
+ * query, on both databases, so that "as typed" means the same thing everywhere. Computed before any store
+ * transaction, which other writers wait for.
+ */
+
+/** The text fields a query can name, and the body. Each is its words joined by single spaces. */
+export interface SearchDocument {
+  subject: string;
+  from: string;
+  to: string;
+  cc: string;
+  filename: string;
+  body: string;
+}
+
+/** Characters of the body (text, or the text of the HTML) that are indexed: bounds the work and the index entry. */
+export const INDEXED_BODY_CHARS = 128 * 1024;
+/** Characters of an HTML body read to find INDEXED_BODY_CHARS of text (markup is most of many HTML bodies). */
+const HTML_SOURCE_CHARS = 4 * INDEXED_BODY_CHARS;
+/** A longer run of letters and digits (a base64 blob, a hash) is cut to this many: index entries stay small. */
+export const MAX_TOKEN_LENGTH = 64;
+
+const WORD = /[\p{L}\p{N}]+/gu;
+/** Text with no character past U+007F needs no Unicode folding. */
+const NON_ASCII = /[^\p{ASCII}]/u;
+
+/**
+ * The words of a text: NFKC, lower case, accents removed (as `unaccent`), runs of letters and digits, each cut to
+ * MAX_TOKEN_LENGTH. `Invoice-2024 für Zoë` gives `invoice 2024 fur zoe`. Linear in the text.
+ */
+export function searchTokens(text: string): string[] {
+  const folded = !NON_ASCII.test(text) ? text.toLowerCase() : unaccent(text.normalize('NFKC').toLowerCase());
+  const words = folded.match(WORD) ?? [];
+  for (let i = 0; i < words.length; i++) if (words[i]!.length > MAX_TOKEN_LENGTH) words[i] = words[i]!.slice(0, MAX_TOKEN_LENGTH);
+  return words;
+}
+
+const wordsOf = (text: string): string => searchTokens(text).join(' ');
+
+interface Addressed {
+  name: string;
+  address: string;
+}
+
+const addressWords = (list: readonly Addressed[]): string => wordsOf(list.map((a) => `${a.name} ${a.address}`).join(' '));
+
+/** The body text the index reads: the text part, or the text of the HTML part, at most INDEXED_BODY_CHARS. */
+function bodySource(text: string | null, html: string | null): string {
+  if (text !== null) return text.slice(0, INDEXED_BODY_CHARS);
+  return html === null ? '' : htmlToText(html.slice(0, HTML_SOURCE_CHARS)).slice(0, INDEXED_BODY_CHARS);
+}
+
+export interface SearchSource {
+  subject: string;
+  from: Addressed | null;
+  to: readonly Addressed[];
+  cc: readonly Addressed[];
+  text: string | null;
+  html: string | null;
+  attachments: ReadonlyArray<{ filename: string }>;
+}
+
+/** The index's words of a parsed (or composed) message. */
+export function searchDocumentOf(message: SearchSource): SearchDocument {
+  return {
+    subject: wordsOf(message.subject),
+    from: message.from ? addressWords([message.from]) : '',
+    to: addressWords(message.to),
+    cc: addressWords(message.cc),
+    filename: wordsOf(message.attachments.map((a) => a.filename).join(' ')),
+    body: wordsOf(bodySource(message.text, message.html)),
+  };
+}
+
+/** The fields a query can name (`from:`), each with its PostgreSQL lexeme prefix (a word never holds a `.`). */
+export const FIELD_PREFIX = { subject: 's.', from: 'f.', to: 't.', cc: 'c.', filename: 'n.' } as const;
+export type SearchField = keyof typeof FIELD_PREFIX;
+
+/** PostgreSQL keeps positions up to 16383 and 256 of them per lexeme (its text search limits). */
+const MAX_POSITION = 16_383;
+const MAX_POSITIONS_PER_LEXEME = 255;
+/** A tsvector may not pass 1 MiB: lexemes stop being added well before (at most 3 bytes a character counted). */
+const MAX_VECTOR_BYTES = 768 * 1024;
+
+/** One position per word; fields a step apart, so that a phrase never spans two of them. */
+class VectorBuilder {
+  private readonly lexemes = new Map<string, number[]>();
+  private position = 0;
+  private bytes = 0;
+
+  add(words: string, prefix: string | null): void {
+    if (words === '') return;
+    this.position += 1;
+    for (const word of words.split(' ')) {
+      this.position = Math.min(this.position + 1, MAX_POSITION);
+      this.put(word, this.position);
+      if (prefix !== null) this.put(prefix + word, this.position);
+    }
+  }
+
+  private put(lexeme: string, position: number): void {
+    const positions = this.lexemes.get(lexeme);
+    if (positions === undefined) {
+      if (this.bytes > MAX_VECTOR_BYTES) return;
+      this.bytes += 3 * lexeme.length + 8;
+      this.lexemes.set(lexeme, [position]);
+    } else if (positions.length < MAX_POSITIONS_PER_LEXEME && positions[positions.length - 1] !== position) {
+      positions.push(position);
+    }
+  }
+
+  /** The tsvector's text form (`'word':1,4 'f.alice':2`); words are letters and digits, so need no escapes. */
+  toString(): string {
+    const parts: string[] = [];
+    for (const [lexeme, positions] of this.lexemes) parts.push(`'${lexeme}':${positions.join(',')}`);
+    return parts.join(' ');
+  }
+}
+
+/**
+ * A document as PostgreSQL's `tsvector` text: every word bare (for plain terms), and the words of the named fields
+ * again under their field's prefix (for `from:` and the like). Built here rather than by `to_tsvector`, whose
+ * parser depends on the database's locale and would split words differently from the query.
+ */
+export function tsvectorOf(doc: SearchDocument): string {
+  const vector = new VectorBuilder();
+  for (const field of Object.keys(FIELD_PREFIX) as SearchField[]) vector.add(doc[field], FIELD_PREFIX[field]);
+  vector.add(doc.body, null);
+  return vector.toString();
+}
+
+/** What the store writes to the index: the words (SQLite's FTS5 row) and their `tsvector` (PostgreSQL). */
+export interface SearchEntry {
+  document: SearchDocument;
+  tsvector: string;
+}
+
+/** Both forms, made before any store transaction (the store writes the one its database uses). */
+export function searchEntryOf(message: SearchSource): SearchEntry {
+  const document = searchDocumentOf(message);
+  return { document, tsvector: tsvectorOf(document) };
+}

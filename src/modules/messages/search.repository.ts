@@ -1,0 +1,197 @@
+/**
+ * The full-text index and the queries that search it (issue 24). A parsed query (search-query.ts) becomes one
+ * statement: its text terms one full-text expression where they can be (search-text.ts), its column filters plain
+ * conditions on `messages`, which its indexes serve. Every statement filters by workspace.
+ */
+import { sql, type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
+import type { Db } from '../../db/database.js';
+import type { DialectInfo } from '../../db/dialect.js';
+import type { SearchDocument } from '../../lib/mail-text.js';
+import { DELIVERY_COLUMNS, filtered, PAGE_COLUMNS, type BoundFilter, type DeliveryColumns, type MessagePageRow } from './message.repository.js';
+import { containsText, type FilterNode, type SearchNode } from './search-query.js';
+import { FTS5_SYNTAX, TSQUERY_SYNTAX, type TextSyntax } from './search-text.js';
+
+/**
+ * A search answer counts its matches up to this many (`total_capped` beyond): counting every match of a common
+ * word in a million messages is most of the work of a search, and no one pages that far.
+ */
+export const SEARCH_TOTAL_CAP = 1000;
+
+/** The statement every search starts from: the workspace's messages with their mailbox and delivery state. */
+type MessageQuery = ReturnType<typeof filtered>;
+type Eb = MessageQuery extends SelectQueryBuilder<infer DB, infer TB, infer _O> ? ExpressionBuilder<DB, TB> : never;
+type Cond = (eb: Eb) => Expression<SqlBool>;
+
+/**
+ * A query, compiled: results match `text` (a full-text expression), none of `without` (kept apart because FTS5 has
+ * no NOT on its own), and every condition. All empty: every message matches.
+ */
+interface Compiled {
+  text: string | null;
+  without: string[];
+  conds: Cond[];
+}
+
+const ALL: Compiled = { text: null, without: [], conds: [] };
+const isAll = (c: Compiled): boolean => c.text === null && c.without.length === 0 && c.conds.length === 0;
+const isText = (c: Compiled): boolean => c.text !== null && c.without.length === 0 && c.conds.length === 0;
+
+/** A column filter as a condition on the message row (Gmail's dates are the day the message arrived, UTC). */
+function filterCond(node: FilterNode, workspaceId: string): Cond {
+  switch (node.filter) {
+    case 'folder':
+      return (eb) => eb('messages.folder', '=', node.value);
+    case 'read':
+      return (eb) => eb('messages.read', '=', node.value ? 1 : 0);
+    case 'label':
+      return (eb) =>
+        eb.exists(eb.selectFrom('message_labels').select(sql<number>`1`.as('one')).whereRef('message_labels.message_id', '=', 'messages.id').where('message_labels.label', '=', node.value));
+    case 'mailbox':
+      return (eb) => eb('messages.mailbox_id', 'in', eb.selectFrom('mailboxes').select('mailboxes.id').where('mailboxes.workspace_id', '=', workspaceId).where('mailboxes.address', '=', node.value));
+    case 'after':
+      return (eb) => eb('messages.created_at', '>=', Date.parse(node.value));
+    case 'before':
+      return (eb) => eb('messages.created_at', '<', Date.parse(node.value));
+    default:
+      return (eb) => eb('messages.attachments_json', '!=', '[]');
+  }
+}
+
+class Compiler {
+  constructor(
+    private readonly syntax: TextSyntax,
+    private readonly match: (expr: string) => Cond,
+    private readonly workspaceId: string,
+  ) {}
+
+  compile(node: SearchNode): Compiled {
+    switch (node.kind) {
+      case 'text':
+      case 'phrase':
+      case 'prefix': {
+        const term = this.syntax.term(node);
+        return term === null ? ALL : { text: term, without: [], conds: [] };
+      }
+      case 'filter':
+        return { text: null, without: [], conds: [filterCond(node, this.workspaceId)] };
+      case 'not':
+        return this.negate(this.compile(node.child));
+      case 'and':
+        return this.and(node.children.map((c) => this.compile(c)));
+      default:
+        return this.or(node.children.map((c) => this.compile(c)));
+    }
+  }
+
+  /** The whole of `c` as one condition on the message row. */
+  cond(c: Compiled): Cond {
+    const conds = [...c.conds];
+    const text = this.textOf(c);
+    if (text !== null) conds.unshift(this.match(text));
+    else if (c.without.length > 0) conds.unshift((eb) => eb.not(this.match(this.syntax.or(c.without))(eb)));
+    return (eb) => (conds.length === 0 ? sql<SqlBool>`1 = 1` : eb.and(conds.map((f) => f(eb))));
+  }
+
+  /** `text` without `without`, as one full-text expression when the syntax can say it. */
+  textOf(c: Compiled): string | null {
+    if (c.without.length === 0) return c.text;
+    return this.syntax.andNot(c.text, this.syntax.or(c.without));
+  }
+
+  private negate(c: Compiled): Compiled {
+    if (isText(c)) return { text: null, without: [c.text!], conds: [] };
+    if (isAll(c)) return { text: null, without: [], conds: [() => sql<SqlBool>`1 = 0`] };
+    const inner = this.cond(c);
+    return { text: null, without: [], conds: [(eb) => eb.not(inner(eb))] };
+  }
+
+  private and(parts: Compiled[]): Compiled {
+    const texts = parts.flatMap((p) => (p.text === null ? [] : [p.text]));
+    return {
+      text: texts.length === 0 ? null : texts.length === 1 ? texts[0]! : this.syntax.and(texts),
+      without: parts.flatMap((p) => p.without),
+      conds: parts.flatMap((p) => p.conds),
+    };
+  }
+
+  private or(parts: Compiled[]): Compiled {
+    if (parts.some(isAll)) return ALL;
+    if (parts.every(isText)) return { text: this.syntax.or(parts.map((p) => p.text!)), without: [], conds: [] };
+    const conds = parts.map((p) => this.cond(p));
+    return { text: null, without: [], conds: [(eb) => eb.or(conds.map((f) => f(eb)))] };
+  }
+}
+
+/** SQLite: the messages whose FTS5 row matches, as a membership condition. */
+const ftsMatch =
+  (expr: string): Cond =>
+  (eb) =>
+    eb(
+      'messages.id',
+      'in',
+      eb
+        .selectFrom('message_fts_keys')
+        .select('message_fts_keys.message_id')
+        .where('message_fts_keys.id', 'in', eb.selectFrom('message_fts').select('message_fts.rowid').where(sql`message_fts`, 'match', expr)),
+    );
+
+/** PostgreSQL: the message's tsvector (the statement joins `message_contents`) matches. */
+const tsMatch =
+  (expr: string): Cond =>
+  () =>
+    sql<SqlBool>`message_contents.search_document @@ cast(${expr} as tsquery)`;
+
+/** The statement's rows and their order: from the index newest first (SQLite, positive text), or from `messages`. */
+interface Plan {
+  query: MessageQuery;
+  order: (q: MessageQuery) => MessageQuery;
+}
+
+function plan(db: Db, dialect: DialectInfo, workspaceId: string, filter: BoundFilter, node: SearchNode): Plan {
+  const fts = dialect.fullText === 'fts5';
+  const compiler = new Compiler(fts ? FTS5_SYNTAX : TSQUERY_SYNTAX, fts ? ftsMatch : tsMatch, workspaceId);
+  const compiled = compiler.compile(node);
+  const query = filtered(db, workspaceId, filter);
+  const newest = (q: MessageQuery) => q.orderBy('messages.created_at', 'desc').orderBy('messages.id', 'desc');
+  const text = fts ? compiler.textOf(compiled) : null;
+  if (!fts || text === null) {
+    // PostgreSQL's conditions read the tsvector beside the bodies (joined only when there is text to match).
+    const joined = fts || !containsText(node) ? query : (query.innerJoin('message_contents', 'message_contents.message_id', 'messages.id') as unknown as MessageQuery);
+    return { query: joined.where(compiler.cond(compiled)), order: newest };
+  }
+  // A positive text expression drives the statement: FTS5 walks its matches newest first (keys are in arrival
+  // order) and the statement stops at the page, where starting from `messages` would collect every match first.
+  const driven = query
+    .innerJoin('message_fts_keys', 'message_fts_keys.message_id', 'messages.id')
+    .innerJoin('message_fts', 'message_fts.rowid', 'message_fts_keys.id')
+    .where(sql`message_fts`, 'match', text) as unknown as MessageQuery;
+  return { query: driven.where(compiler.cond({ ...compiled, text: null, without: [] })), order: (q) => q.orderBy(sql`message_fts.rowid`, 'desc') };
+}
+
+export type SearchPageRow = MessagePageRow & DeliveryColumns;
+
+export const searchRepository = {
+  /** SQLite: the message's FTS5 row, keyed by a new key (PostgreSQL keeps its tsvector in `message_contents`). */
+  async indexFts(db: Db, workspaceId: string, messageId: string, doc: SearchDocument): Promise<void> {
+    const key = await db.insertInto('message_fts_keys').values({ message_id: messageId, workspace_id: workspaceId }).returning('id').executeTakeFirstOrThrow();
+    await db.insertInto('message_fts').values({ rowid: key.id, ...doc }).execute();
+  },
+
+  /** A page of the messages that match, newest first, with their count up to SEARCH_TOTAL_CAP (+1: more). */
+  async searchMessages(db: Db, dialect: DialectInfo, workspaceId: string, filter: BoundFilter, node: SearchNode, limit: number, offset: number) {
+    const { query, order } = plan(db, dialect, workspaceId, filter, node);
+    const [rows, counted] = await Promise.all([
+      order(query.select([...PAGE_COLUMNS, ...DELIVERY_COLUMNS])).limit(limit).offset(offset).execute() as Promise<SearchPageRow[]>,
+      db
+        .selectFrom(query.select(sql<number>`1`.as('one')).limit(SEARCH_TOTAL_CAP + 1).as('hits'))
+        .select((eb) => eb.fn.countAll<number | string>().as('n'))
+        .executeTakeFirstOrThrow(),
+    ]);
+    return { rows, total: Number(counted.n) };
+  },
+
+  /** The ids of the threads with a message that matches (as a subquery of `threads.id`). */
+  matchingThreadIds(db: Db, dialect: DialectInfo, workspaceId: string, node: SearchNode) {
+    return plan(db, dialect, workspaceId, {}, node).query.select('messages.thread_id');
+  },
+} as const;
