@@ -127,6 +127,21 @@ describe(`mailroom CLI client: mail, drafts, lists and domains (${TEST_DIALECT})
     // What a sender wrote cannot drive the terminal: escapes and bidi overrides are shown as U+FFFD.
     for (const char of ['\u001b', '\u202e']) expect(list.stdout).not.toContain(char);
 
+    // Search: the words of the query may come as one argument or several; a table like `messages`, or the page as JSON.
+    const found = await owner.run(['messages', 'search', 'order', '-subject:re']);
+    expect(found.code, found.stderr).toBe(0);
+    const foundLines = found.stdout.trimEnd().split('\n');
+    expect(foundLines.at(-1)).toBe('1 message');
+    expect(cells(foundLines.slice(0, 2), [' ', 'ID', 'FROM', 'SUBJECT', 'FOLDER', 'LABELS', 'RECEIVED'])[0]!.slice(1, 4)).toEqual([order, 'Alice Example', 'Order 1234 has not arrived']);
+    expect((await owner.json<MessagePage>(['messages', 'search', 'from:alice has:attachment'])).messages.map((m) => m.message_id)).toEqual([order]);
+    expect((await owner.json<MessagePage>(['messages', 'search', 'invoice', '--mailbox', SUPPORT])).messages.map((m) => m.message_id)).toEqual([hostile]);
+    const malformed = await owner.run(['messages', 'search', 'from:']);
+    expect(malformed.code).toBe(1);
+    expect(malformed.stderr).toContain("'from:' needs a value at position 0");
+    const mistyped = await owner.run(['messages', 'search', 'order', '--mailbx', SUPPORT]);
+    expect(mistyped.code).toBe(1);
+    expect(mistyped.stderr).toContain("unknown option '--mailbx'");
+
     expect((await owner.run(['messages', 'read', order])).stdout).toBe(`${order} marked read\n`);
     expect((await owner.json<MessagePage>(['messages', '--unread'])).messages.map((m) => m.message_id)).toEqual([hostile, reply]);
     expect((await owner.json<MessagePage>(['messages', 'list', '--read', '--mailbox', SUPPORT])).messages.map((m) => m.message_id)).toEqual([order]);

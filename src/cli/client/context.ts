@@ -119,8 +119,9 @@ export function run<Options extends object>(handler: (ctx: Context, args: readon
   return async (...params: unknown[]): Promise<void> => {
     const command = params[params.length - 1] as Command;
     const options = command.opts<Options & CommonOptions>();
-    // Commander passes each declared argument (undefined when an optional one is absent), the options, the command.
-    const args = params.slice(0, -2).map((value) => (typeof value === 'string' ? value : undefined));
+    // Commander passes each declared argument (undefined when an optional one is absent; a variadic one as a list,
+    // which is given here as its words joined by spaces), the options, the command.
+    const args = params.slice(0, -2).map((value) => (typeof value === 'string' ? value : Array.isArray(value) ? value.join(' ') : undefined));
     try {
       await handler(createContext(options), args, options);
     } catch (err) {

@@ -32,6 +32,29 @@ async function list(ctx: Context, options: ListOptions): Promise<void> {
   ctx.show(page, () => [...(page.messages.length > 0 ? messageTable(page.messages, ctx.style) : []), ctx.style.dim(pageFooter(page, page.messages.length, ['message', 'messages']))]);
 }
 
+/** `1–50 of 1000+ messages`: a search's count stops at its cap (`total_capped`). */
+function searchFooter(page: Page & { total_capped?: boolean }, shown: number): string {
+  if (!page.total_capped) return pageFooter(page, shown, ['message', 'messages']);
+  const last = page.offset + shown;
+  const more = shown === page.limit ? `; next page: --offset ${last}` : '';
+  return shown === 0 ? `no messages at offset ${page.offset}` : `${page.offset + 1}–${last} of ${page.total}+ messages${more}`;
+}
+
+async function search(ctx: Context, query: string, options: ListOptions): Promise<void> {
+  const unknown = query.split(' ').find((word) => word.startsWith('--'));
+  if (unknown !== undefined) throw new CliError(`unknown option '${unknown}' (query words start with one '-' at most)`);
+  const page = await ctx.api().get<Page & { messages: Message[]; total_capped?: boolean }>('/app/api/messages', {
+    q: query,
+    mailbox: options.mailbox,
+    folder: options.folder,
+    label: options.label,
+    unread: options.unread ? true : options.read ? false : undefined,
+    limit: options.limit,
+    offset: options.offset,
+  });
+  ctx.show(page, () => [...(page.messages.length > 0 ? messageTable(page.messages, ctx.style) : []), ctx.style.dim(searchFooter(page, page.messages.length))]);
+}
+
 /** POST an action on one message and say what became of it. */
 async function act(ctx: Context, id: string, action: string, body: unknown, done: string): Promise<void> {
   const answer = await ctx.api().post<{ ok: true; message_id: string }>(path(id, `/${action}`), body);
@@ -58,6 +81,21 @@ export function registerMessageCommands(program: Command): void {
       .addOption(new Option('--unread', 'only unread messages').conflicts('read'))
       .addOption(new Option('--read', 'only read messages')),
   ).action(run<ListOptions>((ctx, _args, options) => list(ctx, options)));
+
+  withPaging(
+    leaf(messages, {
+      name: 'search <query...>',
+      description: 'messages that match a search query (Gmail\'s operators: from:, to:, subject:, has:attachment, in:, is:unread, label:, before:, after:, -, OR), newest first',
+      examples: ['mailroom messages search from:alice invoice', `mailroom messages search '"quarterly report" has:attachment -in:trash' --json`],
+    })
+      .option('--mailbox <address>', 'only this mailbox')
+      .option('--folder <folder>', 'only this folder: inbox, archive, sent, spam, trash')
+      .option('--label <label>', 'only messages with this label')
+      .addOption(new Option('--unread', 'only unread messages').conflicts('read'))
+      .addOption(new Option('--read', 'only read messages'))
+      // `-in:spam` is a negated term of the query, not an option; a mistyped `--option` is still refused (search()).
+      .allowUnknownOption(),
+  ).action(run<ListOptions>((ctx, [query], options) => search(ctx, query!, options)));
 
   leaf(messages, {
     name: 'show <message_id>',
