@@ -26,11 +26,12 @@ import { httpSuite } from './suites/http.suite.js';
 import { inboxSuite } from './suites/inbox.suite.js';
 import { outboundSuite } from './suites/outbound.suite.js';
 import { smtpSuite } from './suites/smtp.suite.js';
+import { streamSuite } from './suites/stream.suite.js';
 import { transactionalSuite } from './suites/transactional.suite.js';
 import { webhooksSuite } from './suites/webhooks.suite.js';
 
 /** Every suite, in the order a bare `npm run bench` runs them. Add new suites here. */
-const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, webhooksSuite, hostileSuite, cliSuite];
+const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, webhooksSuite, hostileSuite, cliSuite, streamSuite];
 
 const RESULTS_FILE = join(ROOT, 'bench', 'results', 'latest.json');
 const PROFILE_DIR = join(ROOT, 'bench', 'results', 'profiles');
