@@ -216,6 +216,9 @@ async function main(): Promise<number> {
       ...(results.some((r) => r.suite === 'outbound')
         ? ['outbound: msg/s from the first send to the last acceptance; CPU/op is the sender\'s (the bench process for nodemailer);', 'the service\'s p50/p99 are POST /send answer times (queued), not delivery times.']
         : []),
+      ...(results.some((r) => r.suite === 'stream')
+        ? ['stream: p50/p99 are arrival at the SSE reader − the event\'s created_at (set inside the writing transaction, so they', 'include the commit); events/s is the fixed send rate; CPU/op is all the service\'s processes per event (ingest included).']
+        : []),
     ].join('\n'),
   );
   if (!interruptedBy) {

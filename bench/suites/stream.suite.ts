@@ -250,8 +250,11 @@ async function checkDelivery(database: BenchDatabase, workspaceId: string, befor
   const table = await committedEvents(database, workspaceId);
   const committed = [...table.keys()].filter((id) => !before.has(id));
   const deadline = Date.now() + 5000;
-  const receivedIds = () => new Set(reader.events().map((e) => e.id));
-  while (Date.now() < deadline && committed.some((id) => !receivedIds().has(id))) await sleep(POLL_MS);
+  const allArrived = () => {
+    const arrived = new Set(reader.events().map((e) => e.id));
+    return committed.every((id) => arrived.has(id));
+  };
+  while (Date.now() < deadline && !allArrived()) await sleep(POLL_MS);
   // A repeat would follow its first copy closely; give it the time to show.
   await sleep(500);
   const received = reader.events();
