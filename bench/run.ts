@@ -26,11 +26,12 @@ import { httpSuite } from './suites/http.suite.js';
 import { inboxSuite } from './suites/inbox.suite.js';
 import { outboundSuite } from './suites/outbound.suite.js';
 import { smtpSuite } from './suites/smtp.suite.js';
+import { streamSuite } from './suites/stream.suite.js';
 import { transactionalSuite } from './suites/transactional.suite.js';
 import { webhooksSuite } from './suites/webhooks.suite.js';
 
 /** Every suite, in the order a bare `npm run bench` runs them. Add new suites here. */
-const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, webhooksSuite, hostileSuite, cliSuite];
+const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, webhooksSuite, hostileSuite, cliSuite, streamSuite];
 
 const RESULTS_FILE = join(ROOT, 'bench', 'results', 'latest.json');
 const PROFILE_DIR = join(ROOT, 'bench', 'results', 'profiles');
@@ -214,6 +215,9 @@ async function main(): Promise<number> {
         : []),
       ...(results.some((r) => r.suite === 'outbound')
         ? ['outbound: msg/s from the first send to the last acceptance; CPU/op is the sender\'s (the bench process for nodemailer);', 'the service\'s p50/p99 are POST /send answer times (queued), not delivery times.']
+        : []),
+      ...(results.some((r) => r.suite === 'stream')
+        ? ['stream: p50/p99 are arrival at the SSE reader − the event\'s created_at (set inside the writing transaction, so they', 'include the commit); events/s is the fixed send rate; CPU/op is all the service\'s processes per event (ingest included).']
         : []),
     ].join('\n'),
   );
