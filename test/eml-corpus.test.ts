@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_SUBJECT_LENGTH, parseMessage, type AddressView, type ParsedMessage } from '../src/modules/messages/mime.js';
+import { searchTokens } from '../src/lib/mail-text.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
@@ -612,6 +613,7 @@ describe(`eml corpus over real SMTP and the HTTP API (${TEST_DIALECT})`, () => {
   let acme: Tenant;
   const mailbox = 'corpus@mailroom.localhost';
   const stored: string[] = [];
+  const byFile = new Map<string, string>();
 
   beforeAll(async () => {
     h = await startMailHarness();
@@ -629,6 +631,7 @@ describe(`eml corpus over real SMTP and the HTTP API (${TEST_DIALECT})`, () => {
     expect(info.response).toMatch(/^250 2\.0\.0 Stored as msg_\w+$/);
     const id = /Stored as (msg_\w+)/.exec(info.response)![1]!;
     stored.push(id);
+    byFile.set(fx.file, id);
 
     // The raw download is the wire bytes with only Received-SPF and Authentication-Results in front.
     const wire = onTheWire(sent);
@@ -659,6 +662,29 @@ describe(`eml corpus over real SMTP and the HTTP API (${TEST_DIALECT})`, () => {
       expect(download.statusCode).toBe(200);
       expect(download.headers['content-type']).toBe(attachment.content_type);
       expectBytes(download.rawPayload, expected[i]!);
+    }
+  });
+
+  // The search index over real-world shapes (issue 24 item 7): each message is found by its own subject, sender,
+  // recipients, attachment names and body words, each through its operator (the words as the index makes them).
+  it.each(CORPUS.map((fx) => [fx.file, fx] as const))('%s: found by search through every field it has', async (file, fx) => {
+    const id = byFile.get(file)!;
+    const phrase = (text: string) => searchTokens(text).slice(0, 6).join(' ');
+    const bodyText = typeof fx.text === 'string' ? fx.text : typeof fx.html === 'string' && fx.text === null ? fx.html.replace(/<[^>]*>/g, ' ') : '';
+    const queries = [
+      phrase(fx.subject) && `subject:"${phrase(fx.subject)}"`,
+      fx.from && phrase(fx.from.address) && `from:"${phrase(fx.from.address)}"`,
+      ...fx.to.slice(0, 3).map((a) => phrase(a.address) && `to:"${phrase(a.address)}"`),
+      ...(fx.cc ?? []).slice(0, 3).map((a) => phrase(a.address) && `cc:"${phrase(a.address)}"`),
+      ...(fx.attachments ?? []).slice(0, 3).map((a) => phrase(a.filename) && `filename:"${phrase(a.filename)}"`),
+      phrase(bodyText) && `"${phrase(bodyText)}"`,
+      (fx.attachments ?? []).length > 0 ? 'has:attachment' : '-has:attachment',
+    ].filter((q): q is string => typeof q === 'string' && q !== '');
+    expect(queries.length).toBeGreaterThan(0);
+    for (const q of queries) {
+      const res = await get(`/inbox?mailbox=${mailbox}&limit=500&q=${encodeURIComponent(q)}`);
+      expect(res.statusCode, `${q}: ${res.body}`).toBe(200);
+      expect(res.json<{ messages: Array<{ message_id: string }> }>().messages.map((m) => m.message_id), q).toContain(id);
     }
   });
 
