@@ -1,4 +1,5 @@
 import type { ColumnType } from 'kysely';
+import type { SearchDocument } from '../../lib/mail-text.js';
 
 /** Row types of the message store. Times are epoch milliseconds; *_json columns hold JSON text. */
 export interface ThreadTable {
@@ -93,15 +94,7 @@ export interface FolderCountTable {
 }
 
 /** SQLite: the contentless FTS5 index (columns as `SearchDocument`'s fields). Only `rowid` can be read back. */
-export interface MessageFtsTable {
-  rowid: number;
-  subject: string;
-  from: string;
-  to: string;
-  cc: string;
-  filename: string;
-  body: string;
-}
+export type MessageFtsTable = SearchDocument & { rowid: number };
 
 /** SQLite: the FTS5 row of each message (`id` is the FTS rowid; in arrival order). */
 export interface MessageFtsKeyTable {
