@@ -4,7 +4,7 @@
  *
  * Environment: BENCH_DURATION_S (10), BENCH_WARMUP_S (2), BENCH_CONNECTIONS (50),
  * BENCH_CPU_PROFILE (1: server children write .cpuprofile files to bench/results/profiles/),
- * BENCH_INBOX_MESSAGES (100000: messages in the inbox suite's mailbox), BENCH_CLI_RUNS (21: timed runs of each command
+ * BENCH_INBOX_MESSAGES (100000: messages in the inbox suite's mailbox), BENCH_SEARCH_MESSAGES (1000000: in the search suite's), BENCH_CLI_RUNS (21: timed runs of each command
  * in the cli suite), BENCH_REPEAT (1: runs of each suite; the
  * report gives each case's run with the median ratio),
  * MAILROOM_BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/postgres), MAILROOM_BENCH_BIN (another
@@ -25,13 +25,14 @@ import { hostileSuite } from './suites/hostile.suite.js';
 import { httpSuite } from './suites/http.suite.js';
 import { inboxSuite } from './suites/inbox.suite.js';
 import { outboundSuite } from './suites/outbound.suite.js';
+import { searchSuite } from './suites/search.suite.js';
 import { smtpSuite } from './suites/smtp.suite.js';
 import { streamSuite } from './suites/stream.suite.js';
 import { transactionalSuite } from './suites/transactional.suite.js';
 import { webhooksSuite } from './suites/webhooks.suite.js';
 
 /** Every suite, in the order a bare `npm run bench` runs them. Add new suites here. */
-const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, webhooksSuite, hostileSuite, cliSuite, streamSuite];
+const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, webhooksSuite, hostileSuite, cliSuite, streamSuite, searchSuite];
 
 const RESULTS_FILE = join(ROOT, 'bench', 'results', 'latest.json');
 const PROFILE_DIR = join(ROOT, 'bench', 'results', 'profiles');
@@ -79,6 +80,7 @@ function usage(): string {
     '             MAILROOM_BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/postgres; loopback only),',
     '             MAILROOM_BENCH_BIN (another build\'s bin/mailroom.js, e.g. in a git worktree; not rebuilt),',
     '             BENCH_INBOX_MESSAGES (100000: messages in the inbox suite\'s mailbox),',
+    '             BENCH_SEARCH_MESSAGES (1000000: messages in the search suite\'s workspace),',
     '             BENCH_CLI_RUNS (21: timed runs of each command in the cli suite),',
     '             BENCH_SERVICE_ENV (\'MAILROOM_X=v …\': settings for every Mailroom child, to try a tuning),',
     '             BENCH_REPEAT (1: runs of each suite; each case reported from its run with the median ratio)',

@@ -1,21 +1,18 @@
-import { join } from 'node:path';
 import { startBareHttp } from '../lib/baselines.js';
 import type { Dialect } from '../lib/databases.js';
 import { DIALECTS, forEachDialect, freshDatabase } from '../lib/dialects.js';
 import { measureHttp, type HttpLoad } from '../lib/load.js';
-import { apiRequest, assertAlive, bootstrapTenant, BENCH_DOMAIN, createMailbox, ROOT, SERVICE_DIST, startMailroom } from '../lib/mailroom.js';
+import { FILL_BATCH, fillMailbox } from '../lib/fill.js';
+import { apiRequest, assertAlive, bootstrapTenant, BENCH_DOMAIN, createMailbox, startMailroom } from '../lib/mailroom.js';
 import type { ManagedProcess } from '../lib/processes.js';
 import { withScope } from '../lib/scope.js';
-import { countStoredMessages, settleAfterBulkLoad } from '../lib/store.js';
+import { countStoredMessages } from '../lib/store.js';
 import { goal, pairRows, type BenchSettings, type ResultRow, type Suite, type SuiteContext, type SuiteResult } from '../lib/suite.js';
 
 const MAILBOX = `inbox@${BENCH_DOMAIN}`;
 /** Messages in the mailbox (BENCH_INBOX_MESSAGES overrides, e.g. for a quick try of the suite). */
 const DEFAULT_MESSAGES = 100_000;
 const PAGE = 50;
-const FILL_TOOL = join(ROOT, 'bench', 'tools', 'fill-mailbox.ts');
-/** Messages per fill transaction. */
-const FILL_BATCH = 5000;
 /** The longest a fill may take before the case fails. */
 const FILL_TIMEOUT_S = 1200;
 const SETUP_BUDGET_S = 90;
@@ -34,12 +31,6 @@ function messageCount(): number {
   return Number(raw);
 }
 
-interface FillReport {
-  messages: number;
-  ms: number;
-  per_second: number;
-}
-
 async function runCase(context: SuiteContext, dialect: Dialect, messages: number, info: Record<string, unknown>): Promise<ResultRow[]> {
   return withScope(context.log, async (scope) => {
     const database = await freshDatabase(context, scope, dialect, 'inbox');
@@ -48,20 +39,7 @@ async function runCase(context: SuiteContext, dialect: Dialect, messages: number
     const service = await startMailroom(context, scope, database.url, ['api'], { profileName: `mailroom-api-inbox-${dialect}` });
     await createMailbox(service.url, tenant.apiKey, MAILBOX, 'Inbox bench mailbox', context.signal);
 
-    context.log(`  [${dialect}] filling ${MAILBOX} with ${messages} messages through the message store (${FILL_BATCH} per transaction)…`);
-    const output = await context.processes.run('fill-mailbox', {
-      args: ['--import', 'tsx', FILL_TOOL],
-      cwd: ROOT,
-      env: { ...process.env, BENCH_FILL_DATABASE_URL: database.url, BENCH_FILL_DIST: SERVICE_DIST, BENCH_FILL_MAILBOX: MAILBOX, BENCH_FILL_COUNT: String(messages), BENCH_FILL_BATCH: String(FILL_BATCH) },
-      timeoutMs: FILL_TIMEOUT_S * 1000,
-    });
-    const filledLine = /^filled (\{.*\})$/m.exec(output);
-    if (!filledLine) throw new Error(`fill-mailbox printed no result:\n${output}`);
-    const fill = JSON.parse(filledLine[1]!) as FillReport & Record<string, unknown>;
-    const settleStarted = performance.now();
-    await settleAfterBulkLoad(database);
-    const settleMs = Math.round(performance.now() - settleStarted);
-    context.log(`  [${dialect}] filled ${fill.messages} messages in ${(fill.ms / 1000).toFixed(1)} s (${fill.per_second} msg/s)${dialect === 'postgres' ? `; VACUUM ANALYZE ${(settleMs / 1000).toFixed(1)} s` : ''}`);
+    const fill = await fillMailbox(context, database, MAILBOX, messages, FILL_TIMEOUT_S);
 
     const stored = await countStoredMessages(database, MAILBOX);
     if (stored !== messages) throw new Error(`the mailbox holds ${stored} messages after the fill, expected ${messages}`);
@@ -73,7 +51,7 @@ async function runCase(context: SuiteContext, dialect: Dialect, messages: number
     if (page.messages?.length !== PAGE || page.total !== messages) {
       throw new Error(`GET ${path} listed ${String(page.messages?.length)} messages of ${String(page.total)}, expected ${PAGE} of ${messages}`);
     }
-    info[dialect] = { fill: { ...fill, vacuum_analyze_ms: dialect === 'postgres' ? settleMs : null }, body_bytes: Buffer.byteLength(sample.text) };
+    info[dialect] = { fill, body_bytes: Buffer.byteLength(sample.text) };
 
     const bare = await startBareHttp(context, scope, sample.text, '/inbox');
     const load = (url: string, server: ManagedProcess, headers?: Record<string, string>): HttpLoad => ({

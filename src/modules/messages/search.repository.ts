@@ -36,8 +36,12 @@ const ALL: Compiled = { text: null, without: [], conds: [] };
 const isAll = (c: Compiled): boolean => c.text === null && c.without.length === 0 && c.conds.length === 0;
 const isText = (c: Compiled): boolean => c.text !== null && c.without.length === 0 && c.conds.length === 0;
 
-/** A column filter as a condition on the message row (Gmail's dates are the day the message arrived, UTC). */
-function filterCond(node: FilterNode, workspaceId: string): Cond {
+/**
+ * A column filter as a condition on the message row (Gmail's dates are the day the message arrived, UTC). With
+ * `unindexedDates` a date compares `+created_at`, which SQLite cannot serve from an index (see `plan`).
+ */
+function filterCond(node: FilterNode, workspaceId: string, unindexedDates: boolean): Cond {
+  const createdAt = (eb: Eb) => (unindexedDates ? sql<number>`+${eb.ref('messages.created_at')}` : eb.ref('messages.created_at'));
   switch (node.filter) {
     case 'folder':
       return (eb) => eb('messages.folder', '=', node.value);
@@ -49,9 +53,9 @@ function filterCond(node: FilterNode, workspaceId: string): Cond {
     case 'mailbox':
       return (eb) => eb('messages.mailbox_id', 'in', eb.selectFrom('mailboxes').select('mailboxes.id').where('mailboxes.workspace_id', '=', workspaceId).where('mailboxes.address', '=', node.value));
     case 'after':
-      return (eb) => eb('messages.created_at', '>=', Date.parse(node.value));
+      return (eb) => eb(createdAt(eb), '>=', Date.parse(node.value));
     case 'before':
-      return (eb) => eb('messages.created_at', '<', Date.parse(node.value));
+      return (eb) => eb(createdAt(eb), '<', Date.parse(node.value));
     default:
       return (eb) => eb('messages.attachments_json', '!=', '[]');
   }
@@ -62,6 +66,7 @@ class Compiler {
     private readonly syntax: TextSyntax,
     private readonly match: (expr: string) => Cond,
     private readonly workspaceId: string,
+    private readonly unindexedDates = false,
   ) {}
 
   compile(node: SearchNode): Compiled {
@@ -73,7 +78,7 @@ class Compiler {
         return term === null ? ALL : { text: term, without: [], conds: [] };
       }
       case 'filter':
-        return { text: null, without: [], conds: [filterCond(node, this.workspaceId)] };
+        return { text: null, without: [], conds: [filterCond(node, this.workspaceId, this.unindexedDates)] };
       case 'not':
         return this.negate(this.compile(node.child));
       case 'and':
@@ -161,11 +166,15 @@ function plan(db: Db, dialect: DialectInfo, workspaceId: string, filter: BoundFi
   }
   // A positive text expression drives the statement: FTS5 walks its matches newest first (keys are in arrival
   // order) and the statement stops at the page, where starting from `messages` would collect every match first.
+  // Its dates are compared unindexed: given a range on `created_at`, SQLite walked that range of `messages` and ran
+  // the whole MATCH once per message (seconds at 20,000 messages for `word after:…`), as FTS5 prices a MATCH
+  // with a rowid as cheap.
   const driven = query
     .innerJoin('message_fts_keys', 'message_fts_keys.message_id', 'messages.id')
     .innerJoin('message_fts', 'message_fts.rowid', 'message_fts_keys.id')
     .where(sql`message_fts`, 'match', text) as unknown as MessageQuery;
-  return { query: driven.where(compiler.cond({ ...compiled, text: null, without: [] })), order: (q) => q.orderBy(sql`message_fts.rowid`, 'desc') };
+  const unindexed = new Compiler(FTS5_SYNTAX, ftsMatch, workspaceId, true);
+  return { query: driven.where(unindexed.cond({ ...unindexed.compile(node), text: null, without: [] })), order: (q) => q.orderBy(sql`message_fts.rowid`, 'desc') };
 }
 
 export type SearchPageRow = MessagePageRow & DeliveryColumns;
