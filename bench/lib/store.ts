@@ -4,19 +4,15 @@ import pg from 'pg';
 import { createSecretBox, isSealed, parseSecretKey } from '../../src/lib/secret-box.js';
 import type { BenchDatabase } from './databases.js';
 
-const COUNT_SQL = 'select count(*) as n from messages m join mailboxes b on b.id = m.mailbox_id where b.address = ';
-
 /**
- * Messages stored in the mailbox `address`, counted as rows in the database (not from the folder
- * counters the API answers with), so a message that was answered 250 but not written shows up.
+ * Rows of one read of the bench's own database, over a connection opened for it (SQLite read-only); the same
+ * statement in each driver's placeholder style (`?`, `$1`).
  */
-export async function countStoredMessages(database: BenchDatabase, address: string): Promise<number> {
+export async function benchRows<T>(database: BenchDatabase, statement: { sqlite: string; postgres: string }, params: readonly unknown[] = []): Promise<T[]> {
   if (database.dialect === 'sqlite') {
-    const path = database.url.slice('sqlite:'.length);
-    const db = new SQLite(path, { readonly: true, fileMustExist: true });
+    const db = new SQLite(database.url.slice('sqlite:'.length), { readonly: true, fileMustExist: true });
     try {
-      const row = db.prepare(`${COUNT_SQL}?`).get(address) as { n: number };
-      return Number(row.n);
+      return db.prepare(statement.sqlite).all(...params) as T[];
     } finally {
       db.close();
     }
@@ -25,11 +21,21 @@ export async function countStoredMessages(database: BenchDatabase, address: stri
   client.on('error', () => undefined);
   await client.connect();
   try {
-    const result = await client.query<{ n: string }>(`${COUNT_SQL}$1`, [address]);
-    return Number(result.rows[0]?.n ?? 0);
+    return (await client.query(statement.postgres, [...params])).rows as T[];
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+const COUNT_SQL = 'select count(*) as n from messages m join mailboxes b on b.id = m.mailbox_id where b.address = ';
+
+/**
+ * Messages stored in the mailbox `address`, counted as rows in the database (not from the folder
+ * counters the API answers with), so a message that was answered 250 but not written shows up.
+ */
+export async function countStoredMessages(database: BenchDatabase, address: string): Promise<number> {
+  const rows = await benchRows<{ n: number | string }>(database, { sqlite: `${COUNT_SQL}?`, postgres: `${COUNT_SQL}$1` }, [address]);
+  return Number(rows[0]?.n ?? 0);
 }
 
 /**

@@ -1,7 +1,6 @@
 import { join } from 'node:path';
-import SQLite from 'better-sqlite3';
 import nodemailer from 'nodemailer';
-import pg from 'pg';
+import { benchRows } from '../lib/store.js';
 import { Pool } from 'undici';
 import { startBenchDns } from '../lib/baselines.js';
 import { processCpuMs } from '../lib/cpu.js';
@@ -210,24 +209,8 @@ async function measureBare(context: SuiteContext, scope: Scope, counts: { warmup
 /** Every event of the workspace in the events table: id → type. */
 async function committedEvents(database: BenchDatabase, workspaceId: string): Promise<Map<string, string>> {
   const query = 'select id, type from events where workspace_id = ';
-  if (database.dialect === 'sqlite') {
-    const db = new SQLite(database.url.slice('sqlite:'.length), { readonly: true, fileMustExist: true });
-    try {
-      const rows = db.prepare(`${query}?`).all(workspaceId) as Array<{ id: string; type: string }>;
-      return new Map(rows.map((r) => [r.id, r.type]));
-    } finally {
-      db.close();
-    }
-  }
-  const client = new pg.Client({ connectionString: database.url, connectionTimeoutMillis: 5000 });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    const result = await client.query<{ id: string; type: string }>(`${query}$1`, [workspaceId]);
-    return new Map(result.rows.map((r) => [r.id, r.type]));
-  } finally {
-    await client.end().catch(() => undefined);
-  }
+  const rows = await benchRows<{ id: string; type: string }>(database, { sqlite: `${query}?`, postgres: `${query}$1` }, [workspaceId]);
+  return new Map(rows.map((r) => [r.id, r.type]));
 }
 
 /** What was committed against what the client received: must be the same events, each once. */

@@ -1,7 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { join } from 'node:path';
-import SQLite from 'better-sqlite3';
-import pg from 'pg';
+import { benchRows } from '../lib/store.js';
 import { Pool } from 'undici';
 import { DELIVERY_CONCURRENCY, ENDPOINT_CONCURRENCY } from '../../src/modules/webhooks/webhook.types.js';
 import { processCpuMs } from '../lib/cpu.js';
@@ -75,24 +74,8 @@ async function deliveryState(database: BenchDatabase): Promise<{ failed: number;
     jobs: "select count(*) as n from jobs where queue = 'webhook'",
     delivered: 'select count(*) as n from webhook_deliveries where success = 1',
   };
-  if (database.dialect === 'sqlite') {
-    const db = new SQLite(database.url.slice('sqlite:'.length), { readonly: true, fileMustExist: true });
-    try {
-      const n = (q: string) => Number((db.prepare(q).get() as { n: number }).n);
-      return { failed: n(queries.failed), jobs: n(queries.jobs), delivered: n(queries.delivered) };
-    } finally {
-      db.close();
-    }
-  }
-  const client = new pg.Client({ connectionString: database.url, connectionTimeoutMillis: 5000 });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    const n = async (q: string) => Number((await client.query<{ n: string }>(q)).rows[0]?.n ?? 0);
-    return { failed: await n(queries.failed), jobs: await n(queries.jobs), delivered: await n(queries.delivered) };
-  } finally {
-    await client.end().catch(() => undefined);
-  }
+  const n = async (q: string) => Number((await benchRows<{ n: number | string }>(database, { sqlite: q, postgres: q }))[0]?.n ?? 0);
+  return { failed: await n(queries.failed), jobs: await n(queries.jobs), delivered: await n(queries.delivered) };
 }
 
 /** A run of `count` deliveries from the first arrival at the receiver to the last. */
