@@ -249,6 +249,19 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: webmail in Chromium (${TEST_DIALECT})`,
     await phone.close();
   });
 
+  it('switches workspaces: the other workspace\'s mailboxes, none of this one\'s', async () => {
+    const other = await h.services.tenancy.admin.createWorkspace({ name: 'Globex' });
+    await h.services.tenancy.admin.addMember({ workspace: other.workspace_id, email: acme.ownerEmail, role: 'member' });
+    await page.reload();
+    const switcher = page.getByLabel('Workspace');
+    await switcher.waitFor();
+    await switcher.selectOption({ label: 'Globex (member)' });
+    await page.getByText('No mailboxes in this workspace yet.').waitFor();
+    expect(await page.getByRole('link', { name: new RegExp(SUPPORT) }).count()).toBe(0);
+    await switcher.selectOption({ label: 'Acme (owner)' });
+    await page.getByRole('link', { name: new RegExp(SUPPORT) }).first().waitFor();
+  });
+
   it('logs out, and the token no longer works', async () => {
     await openInbox();
     const token = await page.evaluate<string | null>("sessionStorage.getItem('mailroom.session')");

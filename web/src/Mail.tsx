@@ -90,6 +90,8 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
       <main className="content" id="content">
         {route.messageId ? (
           <MessageView key={route.messageId} messageId={route.messageId} onBack={back} />
+        ) : route.mailbox === null ? (
+          <p className="muted empty">{mailboxes.isPending ? 'Loading mailboxes…' : 'Choose a mailbox.'}</p>
         ) : (
           <MessageList route={route} page={page} selected={selected} onSelect={(i) => setSelected(() => i)} onOpen={open} />
         )}

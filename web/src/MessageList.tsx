@@ -66,7 +66,7 @@ export function MessageList(props: {
                 {!m.read && <span className="visually-hidden">Unread: </span>}
                 {m.subject || '(no subject)'}
                 {m.labels.map((l) => <span key={l} className="label">{l}</span>)}
-                {m.attachments.length > 0 && <span className="clip" title="has attachments">📎<span className="visually-hidden"> has attachments</span></span>}
+                {m.attachments.length > 0 && <span className="clip">· attachment</span>}
                 <span className="snippet"> — {m.snippet}</span>
               </span>
               <time className="date" dateTime={m.created_at}>{shortDate(m.date ?? m.created_at)}</time>

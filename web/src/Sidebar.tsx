@@ -25,7 +25,7 @@ export function Sidebar({ mailboxes, route }: { mailboxes: Mailbox[]; route: Mai
           return (
             <li key={m.address}>
               <Link to={mailPath(m.address, 'inbox')} current={active && route.folder === 'inbox' && !route.q} className="mailbox">
-                <span className="address">{m.address}</span>
+                <span className="address" title={m.address}>{m.address}</span>
                 {m.unread_count > 0 && <span className="count" aria-label={`${m.unread_count} unread`}>{m.unread_count}</span>}
               </Link>
               {active && (
