@@ -22,6 +22,11 @@ export function whenUnauthorized(listener: Listener): () => void {
   return () => onUnauthorized.delete(listener);
 }
 
+/** Tell the app its session ended (the event stream learns it outside api()). */
+export function sessionEnded(): void {
+  for (const l of onUnauthorized) l();
+}
+
 export function sessionHeaders(): Record<string, string> {
   const token = loadToken();
   return token === null ? {} : { 'x-service-session': token };
@@ -55,7 +60,7 @@ export async function api<T>(path: string, init: { method?: string; body?: unkno
   });
   if (!res.ok) {
     const err = await errorOf(res);
-    if (res.status === 401 && path !== '/login') for (const l of onUnauthorized) l();
+    if (res.status === 401 && path !== '/login') sessionEnded();
     throw err;
   }
   return (await res.json()) as T;

@@ -1,4 +1,4 @@
-import { sessionHeaders } from './api';
+import { sessionEnded, sessionHeaders } from './api';
 
 /** One Server-Sent Event of GET /app/api/events/stream. */
 export interface StreamEvent {
@@ -41,6 +41,12 @@ export function followEvents(onEvent: (event: StreamEvent) => void, onState: (li
     const headers: Record<string, string> = { ...sessionHeaders(), accept: 'text/event-stream' };
     if (lastId !== null) headers['last-event-id'] = lastId;
     const res = await fetch('/app/api/events/stream', { headers, signal: controller.signal, cache: 'no-store' });
+    if (res.status === 401) {
+      // The session ended: reconnecting cannot help; the app goes back to its login page.
+      controller.abort();
+      sessionEnded();
+      return;
+    }
     if (!res.ok || res.body === null) throw new Error(`event stream answered ${res.status}`);
     onState(true);
     retry = RETRY_FIRST_MS;

@@ -52,5 +52,5 @@ export function textDocument(text: string): string {
 
 /** Whether the message asks for anything remote (so "show images" is worth offering). */
 export function hasRemoteContent(html: string): boolean {
-  return /(?:src|url\()\s*=?\s*["']?\s*https?:/i.test(html);
+  return /(?:src\s*=|url\()\s*["']?https?:/i.test(html);
 }
