@@ -2,7 +2,7 @@ import DOMPurify from 'dompurify';
 
 // Message HTML is hostile input. It is cleaned with DOMPurify and then shown in an iframe with `sandbox` (no
 // allow-scripts, no allow-same-origin: an opaque origin that can reach neither this page nor its storage) and a
-// policy of its own that allows no fetch at all until the reader asks for images (decision 241).
+// policy of its own that allows no fetch at all until the reader asks for images (decision 244).
 
 /** Elements that fetch, navigate, submit or embed; removed even where DOMPurify would keep them. */
 const FORBID_TAGS = ['form', 'input', 'button', 'select', 'textarea', 'option', 'meta', 'base', 'link', 'iframe', 'frame', 'frameset', 'object', 'embed', 'audio', 'video', 'source', 'track', 'picture', 'svg', 'math', 'script', 'noscript', 'template', 'portal'];

@@ -1,4 +1,4 @@
-// Where the session token lives (decision 240): sessionStorage, so a reload keeps the user logged in while each tab
+// Where the session token lives (decision 243): sessionStorage, so a reload keeps the user logged in while each tab
 // logs in on its own and the token ends with the tab. Message content never runs in this origin (sandboxed
 // iframe with an opaque origin), so nothing it carries can read it.
 const KEY = 'mailroom.session';

@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
  * The product app's Content-Security-Policy. Scripts come only from this origin (no inline script, no eval).
  * Messages render in a sandboxed srcdoc iframe, which inherits this policy on top of its own meta policy, so
  * what a message may need is allowed here and narrowed there: inline `<style>`, and images from anywhere
- * (the iframe's own policy allows only `data:` until the reader asks for remote images, decision 241).
+ * (the iframe's own policy allows only `data:` until the reader asks for remote images, decision 244).
  */
 export const WEB_CSP = [
   "default-src 'self'",
