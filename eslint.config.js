@@ -2,6 +2,8 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import regexp from 'eslint-plugin-regexp';
+import reactHooks from 'eslint-plugin-react-hooks';
+import globals from 'globals';
 
 // The "never" arrows of the design (transports → modules → db; lib below all): each folder's block lists every
 // pattern that applies to it, since a later block setting the same rule replaces an earlier one for a file.
@@ -113,5 +115,12 @@ export default tseslint.config(
       'regexp/no-super-linear-backtracking': 'error',
       'regexp/no-super-linear-move': 'error',
     },
+  },
+  {
+    // The web app (web/src) runs in the browser: its globals, and the rules of React's hooks.
+    files: ['web/src/**/*.{ts,tsx}'],
+    languageOptions: { globals: globals.browser },
+    plugins: { 'react-hooks': reactHooks },
+    rules: reactHooks.configs.recommended.rules,
   },
 );

@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Config } from './config/config.js';
 import type { ProcessRole } from './config/roles.js';
 import { ping } from './db/database.js';
@@ -15,6 +17,9 @@ import { createInboundSmtpServer } from './transports/smtp/inbound.server.js';
 export { ROLES, type ProcessRole } from './config/roles.js';
 // The composition lives in services.ts; its callers know it from here.
 export { createServices, type FeatureServices, type Plumbing, type Services } from './services.js';
+
+/** The Vite build of web/: dist/web beside the compiled service (dist/main.js), and the same folder from src/main.ts. */
+const WEB_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'web');
 
 export function createHttpApp(config: Readonly<Config>, services: Services, logger: Logger): Promise<FastifyInstance> {
   return buildApp({
@@ -36,6 +41,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     rateLimitPerMinute: config.rateLimitPerMinute,
     // One process holds every count in the embedded SQLite mode (decision 210).
     rateLimitCounts: services.database.dialect.sharedByProcesses ? 'database' : 'memory',
+    webRoot: WEB_ROOT,
     timeouts: { requestMs: config.httpRequestTimeoutMs, headersMs: config.httpHeadersTimeoutMs, keepAliveMs: config.httpKeepAliveTimeoutMs },
   });
 }

@@ -31,6 +31,7 @@ import { loginRoute, sessionRoutes } from './routes/session.routes.js';
 import { webhookRoutes } from './routes/webhooks.routes.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 import { createPageCache } from './page-cache.js';
+import { registerWebApp } from './web.js';
 
 /** Contract §2: a JSON body over 1 MiB answers 413. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -62,13 +63,15 @@ export interface AppDeps {
   rateLimitPerMinute: number;
   /** Where the rate limit counts: in the shared database, or in this process (when it is the only one). */
   rateLimitCounts: 'database' | 'memory';
+  /** The built web app (index.html and assets/), or null to serve none; a folder without a build serves a how-to page. */
+  webRoot: string | null;
   /** Slow clients: whole request, headers alone, idle keep-alive connection (milliseconds). */
   timeouts: { requestMs: number; headersMs: number; keepAliveMs: number };
 }
 
 /**
  * Build the HTTP application (not listening): the API-key surface at the root, the session surface
- * under /app/api, /health and /openapi.json. Routes are thin: schema, one service call, a mapped result.
+ * under /app/api, /health and /openapi.json, and the web app at / (web.ts). Routes are thin: schema, one service call, a mapped result.
  */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
@@ -131,7 +134,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     perMinute: deps.rateLimitPerMinute,
     count: deps.rateLimitCounts === 'database' ? (bucket, windowMs) => deps.auth.countRequest(bucket, windowMs) : undefined,
   });
-  registerErrorHandling(app, limits.address);
+  // The app's pages answer requests that match no route, so every API route keeps its own answer.
+  const page = await registerWebApp(app, deps.webRoot);
+  registerErrorHandling(app, limits.address, page);
   // One cache for both surfaces' pages (their keys name the route).
   const pages = createPageCache(deps.pageCacheBytes);
 

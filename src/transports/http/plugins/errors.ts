@@ -105,8 +105,15 @@ function answerWhileClosing(app: FastifyInstance): void {
   });
 }
 
-/** `beforeNotFound` runs before an unknown route's 404 (the rate limit by client address). */
-export function registerErrorHandling(app: FastifyInstance, beforeNotFound: (request: FastifyRequest, reply: FastifyReply) => Promise<void>): void {
+/**
+ * `beforeNotFound` runs before an unknown route's 404 (the rate limit by client address); `page`, when given,
+ * may answer it instead (the web app's index.html for a browser's page request).
+ */
+export function registerErrorHandling(
+  app: FastifyInstance,
+  beforeNotFound: (request: FastifyRequest, reply: FastifyReply) => Promise<void>,
+  page: (request: FastifyRequest, reply: FastifyReply) => FastifyReply | null = () => null,
+): void {
   answerWhileClosing(app);
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const mapped = toHttpError(err, request.id);
@@ -115,8 +122,10 @@ export function registerErrorHandling(app: FastifyInstance, beforeNotFound: (req
     if (mapped.retryAfter !== undefined) void reply.header('retry-after', String(mapped.retryAfter));
     return reply.code(mapped.status).type('application/json; charset=utf-8').send(mapped.body);
   });
-  app.setNotFoundHandler({ preHandler: beforeNotFound }, async (request, reply) =>
-    reply.code(404).send({ error: 'not_found', detail: `no route ${request.method} ${request.url.split('?')[0]}` }),
+  app.setNotFoundHandler(
+    { preHandler: beforeNotFound },
+    async (request, reply) =>
+      page(request, reply) ?? reply.code(404).send({ error: 'not_found', detail: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );
 }
 

@@ -1,0 +1,91 @@
+import { useQueryClient } from '@tanstack/react-query';
+import { useEffect, useRef, useState } from 'react';
+import { api } from './api';
+import { followEvents } from './events';
+import { Header } from './Header';
+import { MessageList } from './MessageList';
+import { MessageView } from './MessageView';
+import { invalidateMail, useMailboxes, useMessageAction, useMessagePage } from './queries';
+import { mailPath, navigate, type Route } from './router';
+import { Shortcuts, useShortcuts } from './Shortcuts';
+import { Sidebar } from './Sidebar';
+import type { SessionInfo } from './types';
+
+type MailRoute = Extract<Route, { page: 'mail' }>;
+
+/** Keep the list current: every message event refreshes the views it may change. */
+function useLiveMail(workspaceId: string | null): boolean {
+  const client = useQueryClient();
+  const [live, setLive] = useState(false);
+  useEffect(() => {
+    if (workspaceId === null) return undefined;
+    return followEvents(
+      (event) => {
+        if (event.type.startsWith('message.')) void invalidateMail(client);
+      },
+      setLive,
+    );
+  }, [workspaceId, client]);
+  return live;
+}
+
+export function Mail({ session, route, onLogout }: { session: SessionInfo; route: MailRoute; onLogout: () => void }) {
+  const workspaceId = session.active_workspace_id;
+  const mailboxes = useMailboxes(workspaceId);
+  const page = useMessagePage(route.mailbox, route.folder, route.q, route.offset);
+  const live = useLiveMail(workspaceId);
+  const action = useMessageAction();
+  // The selection belongs to one list: another folder, search or page starts at its top.
+  const listKey = `${route.mailbox ?? ''}|${route.folder}|${route.q}|${route.offset}`;
+  const [selection, setSelection] = useState({ listKey, index: 0 });
+  const selected = selection.listKey === listKey ? selection.index : 0;
+  const setSelected = (update: (index: number) => number) => setSelection({ listKey, index: update(selected) });
+  const [helpOpen, setHelpOpen] = useState(false);
+  const searchRef = useRef<HTMLInputElement>(null);
+  const messages = page.data?.messages ?? [];
+
+  useEffect(() => {
+    const first = mailboxes.data?.[0];
+    if (route.mailbox === null && first) navigate(mailPath(first.address, 'inbox'), { replace: true });
+  }, [route.mailbox, mailboxes.data]);
+
+  const current = route.messageId ?? messages[selected]?.message_id ?? null;
+  const open = (id: string) => route.mailbox && navigate(mailPath(route.mailbox, route.folder, id, route.q, route.offset));
+  const back = () => route.mailbox && navigate(mailPath(route.mailbox, route.folder, null, route.q, route.offset));
+  const act = (kind: 'archive' | 'trash') => {
+    if (current === null) return;
+    action.mutate({ id: current, action: { kind: 'move', folder: kind } });
+    if (route.messageId) back();
+  };
+
+  useShortcuts({
+    next: () => setSelected((i) => Math.min(i + 1, Math.max(messages.length - 1, 0))),
+    previous: () => setSelected((i) => Math.max(i - 1, 0)),
+    open: () => current && !route.messageId && open(current),
+    archive: () => act('archive'),
+    trash: () => act('trash'),
+    search: () => searchRef.current?.focus(),
+    help: () => setHelpOpen((v) => !v),
+    back: () => (helpOpen ? setHelpOpen(false) : route.messageId ? back() : undefined),
+  });
+
+  async function logout() {
+    await api('/logout', { method: 'POST' }).catch(() => undefined);
+    onLogout();
+  }
+
+  return (
+    <div className={`shell ${route.messageId ? 'reading' : ''}`}>
+      <Header session={session} route={route} live={live} searchRef={searchRef} searchError={page.error} onLogout={() => void logout()} onHelp={() => setHelpOpen(true)} />
+      <Sidebar mailboxes={mailboxes.data ?? []} route={route} />
+      <main className="content" id="content">
+        {route.messageId ? (
+          <MessageView key={route.messageId} messageId={route.messageId} onBack={back} />
+        ) : (
+          <MessageList route={route} page={page} selected={selected} onSelect={(i) => setSelected(() => i)} onOpen={open} />
+        )}
+      </main>
+      <Shortcuts open={helpOpen} onClose={() => setHelpOpen(false)} />
+    </div>
+  );
+}

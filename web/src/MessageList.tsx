@@ -1,0 +1,79 @@
+import type { UseQueryResult } from '@tanstack/react-query';
+import { useEffect, useRef } from 'react';
+import { ApiError } from './api';
+import { person, shortDate } from './format';
+import { PAGE_SIZE } from './queries';
+import { mailPath, navigate, type Route } from './router';
+import type { MessagePage } from './types';
+
+type MailRoute = Extract<Route, { page: 'mail' }>;
+
+function Pager({ route, page }: { route: MailRoute; page: MessagePage }) {
+  const from = page.total === 0 ? 0 : page.offset + 1;
+  const to = page.offset + page.messages.length;
+  const go = (offset: number) => route.mailbox && navigate(mailPath(route.mailbox, route.folder, null, route.q, offset));
+  return (
+    <div className="pager">
+      <span>{from}–{to} of {page.total}{page.total_capped ? '+' : ''}</span>
+      <button type="button" disabled={page.offset === 0} onClick={() => go(Math.max(page.offset - PAGE_SIZE, 0))} aria-label="Newer messages">‹</button>
+      <button type="button" disabled={to >= page.total} onClick={() => go(page.offset + PAGE_SIZE)} aria-label="Older messages">›</button>
+    </div>
+  );
+}
+
+export function MessageList(props: {
+  route: MailRoute;
+  page: UseQueryResult<MessagePage>;
+  selected: number;
+  onSelect: (index: number) => void;
+  onOpen: (id: string) => void;
+}) {
+  const { route, page, selected } = props;
+  const rows = useRef<Array<HTMLAnchorElement | null>>([]);
+  useEffect(() => {
+    // Focus follows j/k only when the list already has it, so typing elsewhere is never interrupted.
+    if (document.activeElement?.closest('.messages')) rows.current[selected]?.focus();
+  }, [selected]);
+  const title = route.q ? `Search: ${route.q}` : `${route.folder[0]?.toUpperCase()}${route.folder.slice(1)}`;
+
+  if (page.isPending) return <p className="loading" role="status">Loading messages…</p>;
+  if (page.isError) {
+    const err = page.error;
+    const detail = err instanceof ApiError ? err.detail : 'the server did not answer';
+    return err instanceof ApiError && err.code === 'invalid_query' ? <h1 className="list-title">{title}</h1> : <p role="alert" className="error">{detail}</p>;
+  }
+  const data = page.data;
+  return (
+    <section aria-labelledby="list-title">
+      <div className="list-head">
+        <h1 id="list-title" className="list-title">{title}</h1>
+        <Pager route={route} page={data} />
+      </div>
+      {data.messages.length === 0 && <p className="muted empty">No messages here.</p>}
+      <ul className="messages" aria-label="Messages">
+        {data.messages.map((m, i) => (
+          <li key={m.message_id} className={`row ${m.read ? '' : 'unread'} ${i === selected ? 'selected' : ''}`} data-message-id={m.message_id}>
+            <a
+              ref={(el) => { rows.current[i] = el; }}
+              href={route.mailbox ? mailPath(route.mailbox, route.folder, m.message_id, route.q, route.offset) : '#'}
+              tabIndex={i === selected ? 0 : -1}
+              aria-current={i === selected ? 'true' : undefined}
+              onClick={(e) => { e.preventDefault(); props.onOpen(m.message_id); }}
+              onFocus={() => props.onSelect(i)}
+            >
+              <span className="from">{m.direction === 'outbound' ? `To: ${m.to.map((t) => t.address).join(', ')}` : person(m.from)}</span>
+              <span className="subject">
+                {!m.read && <span className="visually-hidden">Unread: </span>}
+                {m.subject || '(no subject)'}
+                {m.labels.map((l) => <span key={l} className="label">{l}</span>)}
+                {m.attachments.length > 0 && <span className="clip" title="has attachments">📎<span className="visually-hidden"> has attachments</span></span>}
+                <span className="snippet"> — {m.snippet}</span>
+              </span>
+              <time className="date" dateTime={m.created_at}>{shortDate(m.date ?? m.created_at)}</time>
+            </a>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}

@@ -1,0 +1,72 @@
+import { useSyncExternalStore } from 'react';
+import { FOLDERS, type Folder } from './types';
+
+// A router of a few lines: the app has four kinds of page, and the History API is all it needs.
+// Paths stay clear of the API's own (/inbox, /messages, … at the root): the server answers index.html only
+// for page requests that match no API route (src/transports/http/web.ts).
+
+export type Route =
+  | { page: 'login' }
+  | { page: 'mail'; mailbox: string | null; folder: Folder; messageId: string | null; q: string; offset: number }
+  | { page: 'not-found'; path: string };
+
+const listeners = new Set<() => void>();
+
+function notify(): void {
+  for (const l of listeners) l();
+}
+
+window.addEventListener('popstate', notify);
+
+export function navigate(to: string, options: { replace?: boolean } = {}): void {
+  if (to === `${location.pathname}${location.search}`) return;
+  if (options.replace) history.replaceState(null, '', to);
+  else history.pushState(null, '', to);
+  notify();
+}
+
+function isFolder(value: string | undefined): value is Folder {
+  return (FOLDERS as readonly string[]).includes(value ?? '');
+}
+
+export function parseRoute(pathname: string, search: string): Route {
+  const parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  const query = new URLSearchParams(search);
+  if (parts[0] === 'login' && parts.length === 1) return { page: 'login' };
+  if (parts.length === 0) return { page: 'mail', mailbox: null, folder: 'inbox', messageId: null, q: '', offset: 0 };
+  if (parts[0] !== 'mail' || parts.length > 4) return { page: 'not-found', path: pathname };
+  const folder = parts[2] ?? 'inbox';
+  if (!isFolder(folder)) return { page: 'not-found', path: pathname };
+  const offset = Number.parseInt(query.get('offset') ?? '0', 10);
+  return {
+    page: 'mail',
+    mailbox: parts[1] ?? null,
+    folder,
+    messageId: parts[3] ?? null,
+    q: query.get('q') ?? '',
+    offset: Number.isFinite(offset) && offset > 0 ? offset : 0,
+  };
+}
+
+/** The path of a mail view; a search (`q`) and a page offset go in the query. */
+export function mailPath(mailbox: string, folder: Folder, messageId: string | null = null, q = '', offset = 0): string {
+  const path = `/mail/${encodeURIComponent(mailbox)}/${folder}${messageId ? `/${encodeURIComponent(messageId)}` : ''}`;
+  const query = new URLSearchParams();
+  if (q) query.set('q', q);
+  if (offset > 0) query.set('offset', String(offset));
+  const qs = query.toString();
+  return qs ? `${path}?${qs}` : path;
+}
+
+function subscribe(listener: () => void): () => void {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
+const snapshot = () => `${location.pathname}${location.search}`;
+
+export function useRoute(): Route {
+  const current = useSyncExternalStore(subscribe, snapshot);
+  const [pathname = '/', search = ''] = current.split(/\?(.*)/s);
+  return parseRoute(pathname, search ? `?${search}` : '');
+}

@@ -1,0 +1,56 @@
+import DOMPurify from 'dompurify';
+
+// Message HTML is hostile input. It is cleaned with DOMPurify and then shown in an iframe with `sandbox` (no
+// allow-scripts, no allow-same-origin: an opaque origin that can reach neither this page nor its storage) and a
+// policy of its own that allows no fetch at all until the reader asks for images (decision 241).
+
+/** Elements that fetch, navigate, submit or embed; removed even where DOMPurify would keep them. */
+const FORBID_TAGS = ['form', 'input', 'button', 'select', 'textarea', 'option', 'meta', 'base', 'link', 'iframe', 'frame', 'frameset', 'object', 'embed', 'audio', 'video', 'source', 'track', 'picture', 'svg', 'math', 'script', 'noscript', 'template', 'portal'];
+const FORBID_ATTR = ['srcset', 'action', 'formaction', 'ping', 'background', 'poster', 'lowsrc', 'dynsrc'];
+
+let hooked = false;
+
+function hookLinks(): void {
+  if (hooked) return;
+  hooked = true;
+  DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+    if (node.tagName === 'A' && node.hasAttribute('href')) {
+      node.setAttribute('target', '_blank');
+      node.setAttribute('rel', 'noopener noreferrer');
+    }
+  });
+}
+
+/** The message's HTML without anything that runs, navigates the frame or submits. */
+export function sanitizeHtml(html: string): string {
+  hookLinks();
+  return DOMPurify.sanitize(html, {
+    FORBID_TAGS,
+    FORBID_ATTR,
+    WHOLE_DOCUMENT: false,
+    // Keeps a leading <style> in the body instead of dropping it.
+    FORCE_BODY: true,
+    ALLOW_DATA_ATTR: false,
+  });
+}
+
+/**
+ * The iframe's srcdoc: the meta policy comes first so it governs everything after it. Without `showImages`,
+ * images (and CSS url()s) may only be data: URLs; with it, http(s) images too. Nothing else is fetched, ever.
+ */
+export function messageDocument(html: string, showImages: boolean): string {
+  const img = showImages ? 'data: https: http:' : 'data:';
+  const csp = `default-src 'none'; img-src ${img}; style-src 'unsafe-inline'; font-src data:; form-action 'none'; base-uri 'none'; script-src 'none'`;
+  return `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="${csp}"><meta charset="utf-8"><meta name="referrer" content="no-referrer"><style>body{margin:0;padding:8px;font:14px/1.5 system-ui,sans-serif;color:#111;background:#fff;overflow-wrap:anywhere}img{max-width:100%;height:auto}</style></head><body>${sanitizeHtml(html)}</body></html>`;
+}
+
+/** Plain text as a document for the same frame (escaped, kept in its lines). */
+export function textDocument(text: string): string {
+  const escaped = text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
+  return messageDocument(`<pre style="white-space:pre-wrap;font:inherit">${escaped}</pre>`, false);
+}
+
+/** Whether the message asks for anything remote (so "show images" is worth offering). */
+export function hasRemoteContent(html: string): boolean {
+  return /(?:src|url\()\s*=?\s*["']?\s*https?:/i.test(html);
+}
