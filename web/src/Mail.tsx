@@ -58,9 +58,18 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
     if (route.messageId) back();
   };
 
+  // j/k move the selection in the list and, while a message is open, open its neighbour (as Gmail does).
+  const step = (delta: number) => {
+    const from = route.messageId ? messages.findIndex((m) => m.message_id === route.messageId) : selected;
+    const to = Math.min(Math.max(from + delta, 0), Math.max(messages.length - 1, 0));
+    setSelected(() => to);
+    const target = messages[to];
+    if (route.messageId && target && target.message_id !== route.messageId) open(target.message_id);
+  };
+
   useShortcuts({
-    next: () => setSelected((i) => Math.min(i + 1, Math.max(messages.length - 1, 0))),
-    previous: () => setSelected((i) => Math.max(i - 1, 0)),
+    next: () => step(1),
+    previous: () => step(-1),
     open: () => current && !route.messageId && open(current),
     archive: () => act('archive'),
     trash: () => act('trash'),
