@@ -207,9 +207,10 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: webmail in Chromium (${TEST_DIALECT})`,
     await page.waitForTimeout(1500);
     const inFrame = page.frameLocator('iframe.message-frame');
     expect(await inFrame.locator('html[data-pwned], script, form, iframe, object, embed, svg, meta[http-equiv="refresh"], base, link, input, img[srcset]').count()).toBe(0);
+    type Attributes = { getAttribute(name: string): string | null };
     const hrefs = await inFrame
       .locator('a[href]')
-      .evaluateAll<string[][], undefined>("(as) => as.map((a) => [a.getAttribute('href'), a.getAttribute('target'), a.getAttribute('rel')])");
+      .evaluateAll((as: Attributes[]) => as.map((a) => [a.getAttribute('href'), a.getAttribute('target'), a.getAttribute('rel')]));
     expect(hrefs.length).toBeGreaterThan(0);
     for (const [href, target, rel] of hrefs) {
       expect(href).not.toMatch(/^\s*(javascript|data):/i);
