@@ -26,6 +26,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     logger,
     health: { check: () => ping(services.database.db) },
     auth: services.tenancy.auth,
+    workspaceAdmin: services.tenancy.workspace,
     mailboxes: services.mailboxes,
     messages: services.messages,
     lists: services.lists,

@@ -212,7 +212,7 @@ export async function createServices(
   return {
     database,
     clock,
-    tenancy: createTenancyModule({ db, clock }),
+    tenancy: createTenancyModule({ db, clock, dialect }),
     events,
     queue,
     commits,

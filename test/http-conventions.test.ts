@@ -80,6 +80,14 @@ describe(`HTTP conventions (${TEST_DIALECT})`, () => {
       ['/app/api/workspaces/select', 'post'],
       ['/app/api/mailboxes', 'get'],
       ['/app/api/mailboxes', 'post'],
+      ['/app/api/session/password', 'post'],
+      ['/app/api/api-keys', 'get'],
+      ['/app/api/api-keys', 'post'],
+      ['/app/api/api-keys/{key_id}', 'delete'],
+      ['/app/api/members', 'get'],
+      ['/app/api/members', 'post'],
+      ['/app/api/members/{user_id}', 'patch'],
+      ['/app/api/members/{user_id}', 'delete'],
     ] as const) {
       expect(doc.paths[path]?.[method], `${method} ${path}`).toBeDefined();
     }

@@ -15,6 +15,7 @@ import * as m20261126002200 from './migrations/20261126002200_request_counts.js'
 import * as m20261126235000 from './migrations/20261126235000_event_order.js';
 import * as m20261127000100 from './migrations/20261127000100_message_search.js';
 import * as m20261127000200 from './migrations/20261127000200_events_workspace_index.js';
+import * as m20261128000100 from './migrations/20261128000100_api_key_names.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -37,6 +38,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261126235000_event_order': m20261126235000,
   '20261127000100_message_search': m20261127000100,
   '20261127000200_events_workspace_index': m20261127000200,
+  '20261128000100_api_key_names': m20261128000100,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

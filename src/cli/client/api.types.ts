@@ -10,7 +10,15 @@ export type { ListEntryView as ListEntry } from '../../modules/lists/list.servic
 export type { CreatedDomainView, SendingDomainView as SendingDomain } from '../../modules/domains/domain.service.js';
 import type { ServiceTokenView } from '../../modules/transactional/service-token.service.js';
 export type { CreatedWebhookView as CreatedWebhook, DeliveryView as WebhookDelivery, WebhookView as Webhook } from '../../modules/webhooks/webhook.types.js';
-export type { LoginView as LoginAnswer, SessionView as SessionInfo, WorkspaceMembershipView as WorkspaceMembership } from '../../modules/tenancy/tenancy.types.js';
+export type {
+  ApiKeyView as ApiKey,
+  ApiKeyWithSecret as CreatedApiKey,
+  LoginView as LoginAnswer,
+  MemberView as Member,
+  PasswordChangeView as PasswordChanged,
+  SessionView as SessionInfo,
+  WorkspaceMembershipView as WorkspaceMembership,
+} from '../../modules/tenancy/tenancy.types.js';
 
 /** What every paginated list answer carries beside its items. */
 export interface Page {

@@ -69,6 +69,19 @@ export function promptHidden(question: string): Promise<string> {
   });
 }
 
+/** A new password asked twice on the terminal (hidden); the two must match. */
+export async function promptNewPassword(question: string): Promise<string> {
+  const first = await promptHidden(`${question}: `);
+  const second = await promptHidden(`${question} again: `);
+  if (first !== second) throw new CliError('the two passwords differ; nothing was changed');
+  return first;
+}
+
+/** Standard input's lines (without their line breaks), for secrets piped in one a line. */
+export async function stdinLines(): Promise<string[]> {
+  return (await readStdin()).split(/\r?\n/);
+}
+
 /** All of standard input as text. */
 export async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];

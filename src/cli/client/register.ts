@@ -2,8 +2,10 @@ import type { Command } from 'commander';
 import { registerEventCommands } from './events.commands.js';
 import { registerDomainCommands } from './domains.commands.js';
 import { registerDraftCommands } from './drafts.commands.js';
+import { registerKeyCommands } from './keys.commands.js';
 import { registerListCommands } from './lists.commands.js';
 import { registerMailboxCommands } from './mailboxes.commands.js';
+import { registerMemberCommands } from './members.commands.js';
 import { registerMessageCommands } from './messages.commands.js';
 import { registerSendingCommands } from './sending.commands.js';
 import { registerSessionCommands } from './session.commands.js';
@@ -24,5 +26,7 @@ export function registerClientCommands(program: Command): void {
   registerDomainCommands(program);
   registerTokenCommands(program);
   registerWebhookCommands(program);
+  registerKeyCommands(program);
+  registerMemberCommands(program);
   registerEventCommands(program);
 }

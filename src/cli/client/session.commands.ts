@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
-import type { LoginAnswer, SessionInfo, WorkspaceMembership } from './api.types.js';
+import type { LoginAnswer, PasswordChanged, SessionInfo, WorkspaceMembership } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { ApiError, CliError } from './errors.js';
 import { relativeTime, renderFields, renderTable } from './format.js';
 import { createApiClient } from './http-client.js';
-import { promptHidden, promptLine, readStdin } from './prompt.js';
+import { promptHidden, promptLine, promptNewPassword, readStdin, stdinLines } from './prompt.js';
 
 /** How long logging in waits for the old session's logout, which is only a courtesy. */
 const REVOKE_TIMEOUT_MS = 5000;
@@ -48,6 +48,24 @@ async function login(ctx: Context, options: { email?: string; passwordStdin?: bo
   }
   const { session_token: _secret, ...session } = answer;
   ctx.show({ ...session, server: ctx.server }, () => [`Logged in to ${ctx.server} as ${session.user.email}.`, ...describeWorkspaces(session)]);
+}
+
+/** The current and the new password: the first two lines of stdin, or asked on the terminal (the new one twice). */
+async function passwords(fromStdin: boolean): Promise<{ current_password: string; new_password: string }> {
+  if (fromStdin) {
+    const [current = '', next = ''] = await stdinLines();
+    if (!current || !next) throw new CliError('give the current password on the first line of standard input and the new one on the second');
+    return { current_password: current, new_password: next };
+  }
+  const current = await promptHidden('Current password: ');
+  return { current_password: current, new_password: await promptNewPassword('New password') };
+}
+
+async function changePassword(ctx: Context, options: { passwordStdin?: boolean }): Promise<void> {
+  const api = ctx.api();
+  const answer = await api.post<PasswordChanged>('/app/api/session/password', await passwords(options.passwordStdin === true));
+  const others = answer.sessions_ended === 1 ? '1 other session was' : `${answer.sessions_ended} other sessions were`;
+  ctx.show(answer, () => [`Password changed. ${others} logged out; this one stays.`]);
 }
 
 async function logout(ctx: Context): Promise<void> {
@@ -114,6 +132,14 @@ export function registerSessionCommands(program: Command): void {
   leaf(program, { name: 'logout', description: 'end the session on the server and forget it here', examples: ['mailroom logout'] }).action(
     run((ctx) => logout(ctx)),
   );
+
+  leaf(program, {
+    name: 'password',
+    description: 'change your password; your other sessions are logged out',
+    examples: ['mailroom password', 'printf "%s\\n%s\\n" "$OLD" "$NEW" | mailroom password --password-stdin'],
+  })
+    .option('--password-stdin', 'read the current password (first line) and the new one (second line) from standard input')
+    .action(run<{ passwordStdin?: boolean }>((ctx, _args, options) => changePassword(ctx, options)));
 
   leaf(program, { name: 'whoami', description: 'show the server, the user and the active workspace', examples: ['mailroom whoami', 'mailroom whoami --json'] }).action(
     run((ctx) => whoami(ctx)),

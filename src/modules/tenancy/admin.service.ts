@@ -3,10 +3,11 @@ import { isUniqueViolation } from '../../db/dialect.js';
 import type { Clock } from '../../lib/clock.js';
 import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import { hashPassword, hashToken, newToken } from '../../lib/secrets.js';
-import { ROLES, type Role } from './tenancy.table.js';
+import { hashPassword } from '../../lib/secrets.js';
+import { insertApiKey as createApiKeyRow, insertUser as createUserRow } from './credentials.js';
+import type { Role } from './tenancy.table.js';
 import { tenancyRepository as repo } from './tenancy.repository.js';
-import { MAX_PASSWORD_LENGTH, MAX_WORKSPACE_NAME_LENGTH, MIN_PASSWORD_LENGTH, normalizeEmail } from './validation.js';
+import { MAX_WORKSPACE_NAME_LENGTH, checkEmail, checkPassword, checkRole } from './validation.js';
 
 export interface AdminService {
   /** Create a workspace, its owner and a workspace API key in one transaction. */
@@ -16,18 +17,6 @@ export interface AdminService {
   addMember(input: { workspace: string; email: string; role: string }): Promise<{ workspace_id: string; user_id: string; role: Role }>;
   /** A workspace key (`workspace` given) or a platform key; the plaintext is returned only here. */
   createApiKey(input: { workspace?: string; platform?: boolean }): Promise<{ api_key: string; key_id: string; workspace_id: string | null }>;
-}
-
-function checkPassword(password: string): void {
-  if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
-    throw invalid('invalid_password', `password must be ${MIN_PASSWORD_LENGTH}–${MAX_PASSWORD_LENGTH} characters`);
-  }
-}
-
-function checkEmail(email: string): string {
-  const normalized = normalizeEmail(email);
-  if (!normalized) throw invalid('invalid_email', `'${email}' is not a valid email address`);
-  return normalized;
 }
 
 function checkWorkspaceName(name: string): string {
@@ -40,29 +29,9 @@ function checkWorkspaceName(name: string): string {
 
 /** Operator actions behind `mailroom admin …`: users, workspaces, memberships and API keys. */
 export function createAdminService({ db, clock }: { db: Db; clock: Clock }): AdminService {
-  async function insertUser(trx: Db, email: string, password: string): Promise<string> {
-    const id = newId('usr');
-    try {
-      await repo.insertUser(trx, { id, email, password_hash: await hashPassword(password), created_at: clock.now() });
-    } catch (err) {
-      if (isUniqueViolation(err)) throw conflict('email_taken', `a user with email ${email} already exists`);
-      throw err;
-    }
-    return id;
-  }
-
   async function insertApiKey(trx: Db, workspaceId: string | null) {
-    const token = newToken('mrk');
-    const id = newId('key');
-    await repo.insertApiKey(trx, {
-      id,
-      workspace_id: workspaceId,
-      token_hash: hashToken(token),
-      created_at: clock.now(),
-      last_used_at: null,
-      revoked_at: null,
-    });
-    return { api_key: token, key_id: id, workspace_id: workspaceId };
+    const { token, row } = await createApiKeyRow(trx, clock, workspaceId);
+    return { api_key: token, key_id: row.id, workspace_id: workspaceId };
   }
 
   return {
@@ -70,11 +39,12 @@ export function createAdminService({ db, clock }: { db: Db; clock: Clock }): Adm
       const email = checkEmail(input.email);
       checkPassword(input.password);
       const name = checkWorkspaceName(input.workspace);
+      const passwordHash = await hashPassword(input.password);
       return db.transaction().execute(async (trx) => {
         const now = clock.now();
         const workspaceId = newId('ws');
         await repo.insertWorkspace(trx, { id: workspaceId, name, created_at: now });
-        const userId = await insertUser(trx, email, input.password);
+        const userId = await createUserRow(trx, clock, email, passwordHash);
         await repo.insertMembership(trx, { workspace_id: workspaceId, user_id: userId, role: 'owner', created_at: now });
         const { api_key } = await insertApiKey(trx, workspaceId);
         return { workspace_id: workspaceId, user_id: userId, api_key };
@@ -84,7 +54,7 @@ export function createAdminService({ db, clock }: { db: Db; clock: Clock }): Adm
     async createUser(input) {
       const email = checkEmail(input.email);
       checkPassword(input.password);
-      const userId = await insertUser(db, email, input.password);
+      const userId = await createUserRow(db, clock, email, await hashPassword(input.password));
       return { user_id: userId, email };
     },
 
@@ -96,8 +66,7 @@ export function createAdminService({ db, clock }: { db: Db; clock: Clock }): Adm
     },
 
     async addMember(input) {
-      const role = ROLES.find((r) => r === input.role);
-      if (!role) throw invalid('invalid_role', `role must be one of ${ROLES.join(', ')}`);
+      const role = checkRole(input.role);
       const email = checkEmail(input.email);
       const workspace = await repo.findWorkspace(db, input.workspace);
       if (!workspace) throw notFound('workspace_not_found', `no workspace ${input.workspace}`);

@@ -3,10 +3,10 @@ import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { forbidden, invalid, notFound, rateLimited, unauthorized } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import { DUMMY_PASSWORD_HASH, hashToken, newToken, verifyPassword } from '../../lib/secrets.js';
+import { DUMMY_PASSWORD_HASH, hashPassword, hashToken, newToken, verifyPassword } from '../../lib/secrets.js';
 import { tenancyRepository as repo } from './tenancy.repository.js';
-import type { ApiKeyContext, LoginView, SessionContext, SessionView, TenantContext } from './tenancy.types.js';
-import { normalizeEmail } from './validation.js';
+import type { ApiKeyContext, LoginView, PasswordChangeView, SessionContext, SessionView, TenantContext } from './tenancy.types.js';
+import { checkPassword, normalizeEmail } from './validation.js';
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
@@ -30,6 +30,11 @@ export interface AuthService {
   selectWorkspace(session: SessionContext, workspaceId: string): Promise<SessionView>;
   /** The tenant a session acts for; 403 when no workspace is active. */
   sessionTenant(session: SessionContext): TenantContext;
+  /**
+   * Change the session user's password after checking the current one (counted like a login attempt), and end the
+   * user's other sessions; the session that asked stays.
+   */
+  changePassword(session: SessionContext, input: { current_password: string; new_password: string }): Promise<PasswordChangeView>;
   /** Count one request in a rate-limit bucket's fixed window, in the database every process shares. */
   countRequest(bucket: string, windowMs: number): Promise<{ hits: number; resetInMs: number }>;
 }
@@ -143,6 +148,23 @@ export function createAuthService({ db, clock }: { db: Db; clock: Clock }): Auth
       if (!membership) throw notFound('workspace_not_found', `no workspace ${workspaceId}`);
       await repo.setActiveWorkspace(db, session.sessionId, workspaceId);
       return view({ ...session, activeWorkspaceId: workspaceId });
+    },
+
+    async changePassword(session, input) {
+      checkPassword(input.new_password);
+      const now = clock.now();
+      // The login throttle's budget: a stolen session cannot guess the password faster than a login could.
+      await countAttempt(session.email, now);
+      const user = await repo.findUserById(db, session.userId);
+      const ok = await verifyPassword(input.current_password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
+      if (!user || !ok) throw forbidden('wrong_password', 'the current password is wrong');
+      await repo.clearLoginFailures(db, session.email, clock.now());
+      const passwordHash = await hashPassword(input.new_password);
+      const ended = await db.transaction().execute(async (trx) => {
+        await repo.setPasswordHash(trx, user.id, passwordHash);
+        return repo.revokeOtherSessions(trx, user.id, session.sessionId, now, now - SESSION_IDLE_MS);
+      });
+      return { ok: true as const, sessions_ended: ended };
     },
 
     async countRequest(bucket, windowMs) {

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { preparedQuery } from '../../db/prepared.js';
-import type { ApiKeyTable, MembershipTable, SessionTable, UserTable, WorkspaceTable } from './tenancy.table.js';
+import type { ApiKeyTable, MembershipTable, Role, SessionTable, UserTable, WorkspaceTable } from './tenancy.table.js';
 
 // Asked by every authenticated request: compiled once (db/prepared.ts).
 const apiKeyByHashQuery = preparedQuery<{ tokenHash: string }, Pick<ApiKeyTable, 'id' | 'workspace_id' | 'last_used_at'>>((db, p) =>
@@ -33,7 +33,19 @@ export const tenancyRepository = {
   insertWorkspace: (db: Db, row: WorkspaceTable) => db.insertInto('workspaces').values(row).execute(),
   findWorkspace: (db: Db, id: string) => db.selectFrom('workspaces').selectAll().where('id', '=', id).executeTakeFirst(),
 
+  /**
+   * Take the workspace's row lock (PostgreSQL) for a change of its memberships, so two changes that each leave one
+   * owner cannot both commit; SQLite's write transactions are serial already (they begin IMMEDIATE).
+   */
+  lockWorkspace: async (db: Db, id: string, rowLocks: boolean): Promise<boolean> => {
+    const query = db.selectFrom('workspaces').select('id').where('id', '=', id);
+    return (await (rowLocks ? query.forUpdate() : query).executeTakeFirst()) !== undefined;
+  },
+
   insertUser: (db: Db, row: UserTable) => db.insertInto('users').values(row).execute(),
+  findUserById: (db: Db, id: string) => db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst(),
+  setPasswordHash: (db: Db, id: string, passwordHash: string) =>
+    db.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', id).execute(),
   findUserByEmail: (db: Db, email: string) =>
     db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst(),
 
@@ -45,6 +57,37 @@ export const tenancyRepository = {
       .where('workspace_id', '=', workspaceId)
       .where('user_id', '=', userId)
       .executeTakeFirst(),
+  /** A workspace's members with their email, oldest membership first. */
+  listMembers: (db: Db, workspaceId: string) =>
+    db
+      .selectFrom('memberships')
+      .innerJoin('users', 'users.id', 'memberships.user_id')
+      .select(['memberships.user_id as user_id', 'users.email as email', 'memberships.role as role', 'memberships.created_at as created_at'])
+      .where('memberships.workspace_id', '=', workspaceId)
+      .orderBy('memberships.created_at')
+      .orderBy('memberships.user_id')
+      .execute(),
+  findMember: (db: Db, workspaceId: string, userId: string) =>
+    db
+      .selectFrom('memberships')
+      .innerJoin('users', 'users.id', 'memberships.user_id')
+      .select(['memberships.user_id as user_id', 'users.email as email', 'memberships.role as role', 'memberships.created_at as created_at'])
+      .where('memberships.workspace_id', '=', workspaceId)
+      .where('memberships.user_id', '=', userId)
+      .executeTakeFirst(),
+  countOwners: async (db: Db, workspaceId: string): Promise<number> => {
+    const row = await db
+      .selectFrom('memberships')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('workspace_id', '=', workspaceId)
+      .where('role', '=', 'owner')
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
+  },
+  setRole: (db: Db, workspaceId: string, userId: string, role: Role) =>
+    db.updateTable('memberships').set({ role }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute(),
+  deleteMembership: (db: Db, workspaceId: string, userId: string) =>
+    db.deleteFrom('memberships').where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute(),
   /** The user's workspaces, oldest membership first. */
   listMembershipsOfUser: (db: Db, userId: string) =>
     db
@@ -59,6 +102,33 @@ export const tenancyRepository = {
   insertApiKey: (db: Db, row: ApiKeyTable) => db.insertInto('api_keys').values(row).execute(),
   /** Every API-key request asks this (prepared: see db/prepared.ts). */
   findApiKeyByHash: async (db: Db, tokenHash: string) => (await apiKeyByHashQuery(db, { tokenHash }))[0],
+  /** A workspace's keys, revoked ones included, newest first; never platform keys. */
+  listApiKeys: (db: Db, workspaceId: string) =>
+    db
+      .selectFrom('api_keys')
+      .select(['id', 'name', 'created_at', 'last_used_at', 'revoked_at'])
+      .where('workspace_id', '=', workspaceId)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute(),
+  findApiKey: (db: Db, workspaceId: string, id: string) =>
+    db
+      .selectFrom('api_keys')
+      .select(['id', 'name', 'created_at', 'last_used_at', 'revoked_at'])
+      .where('workspace_id', '=', workspaceId)
+      .where('id', '=', id)
+      .executeTakeFirst(),
+  countLiveApiKeys: async (db: Db, workspaceId: string): Promise<number> => {
+    const row = await db
+      .selectFrom('api_keys')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('workspace_id', '=', workspaceId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
+  },
+  revokeApiKey: (db: Db, workspaceId: string, id: string, at: number) =>
+    db.updateTable('api_keys').set({ revoked_at: at }).where('workspace_id', '=', workspaceId).where('id', '=', id).where('revoked_at', 'is', null).execute(),
   touchApiKey: (db: Db, id: string, at: number) =>
     db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute(),
 
@@ -70,6 +140,22 @@ export const tenancyRepository = {
     db.updateTable('sessions').set({ last_seen_at: at }).where('id', '=', id).execute(),
   revokeSession: (db: Db, id: string, at: number) =>
     db.updateTable('sessions').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute(),
+  /**
+   * End every live session of a user but one (a password change keeps the session that made it); how many ended.
+   * A session unused since `idleSince` or past its expiry has ended already and is left as it is.
+   */
+  revokeOtherSessions: async (db: Db, userId: string, keepId: string, at: number, idleSince: number): Promise<number> => {
+    const result = await db
+      .updateTable('sessions')
+      .set({ revoked_at: at })
+      .where('user_id', '=', userId)
+      .where('id', '<>', keepId)
+      .where('revoked_at', 'is', null)
+      .where('expires_at', '>', at)
+      .where('last_seen_at', '>', idleSince)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  },
   setActiveWorkspace: (db: Db, id: string, workspaceId: string) =>
     db.updateTable('sessions').set({ active_workspace_id: workspaceId }).where('id', '=', id).execute(),
 

@@ -26,6 +26,8 @@ export interface ApiKeyTable {
   id: string;
   /** null for a platform (operator-level) key. */
   workspace_id: string | null;
+  /** A label for people (empty when none was given). */
+  name: string;
   token_hash: string;
   created_at: number;
   last_used_at: number | null;

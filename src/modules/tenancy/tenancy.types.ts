@@ -49,3 +49,30 @@ export interface LoginView extends SessionView {
 export function isAdmin(role: TenantContext['role']): boolean {
   return role === 'owner' || role === 'admin' || role === 'api_key';
 }
+
+/** A workspace API key as the session surface shows it: never the key itself. */
+export interface ApiKeyView {
+  key_id: string;
+  name: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+/** The answer to creating a key: the only time `api_key` (the credential) is shown. */
+export interface ApiKeyWithSecret extends ApiKeyView {
+  api_key: string;
+}
+
+export interface MemberView {
+  user_id: string;
+  email: string;
+  role: Role;
+  joined_at: string;
+}
+
+export interface PasswordChangeView {
+  ok: true;
+  /** The user's other sessions that ended with the change. */
+  sessions_ended: number;
+}

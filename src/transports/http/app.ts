@@ -10,6 +10,7 @@ import type { SendingService } from '../../modules/sending/sending.service.js';
 import type { MailboxService } from '../../modules/mailboxes/mailbox.service.js';
 import type { MessageService } from '../../modules/messages/message.service.js';
 import type { AuthService } from '../../modules/tenancy/auth.service.js';
+import type { WorkspaceAdminService } from '../../modules/tenancy/workspace-admin.service.js';
 import type { ServiceTokenService } from '../../modules/transactional/service-token.service.js';
 import type { TransactionalService } from '../../modules/transactional/transactional.service.js';
 import { apiKeyAuth, serviceTokenAuth, sessionAuth, sessionOf, tenantOf } from './plugins/auth.js';
@@ -29,6 +30,7 @@ import { serviceTokenRoutes } from './routes/service-tokens.routes.js';
 import { transactionalRoutes } from './routes/transactional.routes.js';
 import { loginRoute, sessionRoutes } from './routes/session.routes.js';
 import { webhookRoutes } from './routes/webhooks.routes.js';
+import { apiKeyRoutes, memberRoutes } from './routes/workspace-admin.routes.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 import { createPageCache } from './page-cache.js';
 import { registerWebApp } from './web.js';
@@ -45,6 +47,8 @@ export interface AppDeps {
   logger: Logger;
   health: HealthCheck;
   auth: AuthService;
+  /** API keys and members of the active workspace (session surface). */
+  workspaceAdmin: WorkspaceAdminService;
   mailboxes: MailboxService;
   messages: MessageService;
   lists: ListService;
@@ -172,6 +176,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(sendingRoutes({ sending: deps.sending, tenant, surface: 'session' }));
         await authed.register(draftRoutes({ drafts: deps.drafts, tenant }));
         await authed.register(serviceTokenRoutes({ tokens: deps.serviceTokens, tenant }));
+        await authed.register(apiKeyRoutes({ workspace: deps.workspaceAdmin, tenant }));
+        await authed.register(memberRoutes({ workspace: deps.workspaceAdmin, tenant }));
         await authed.register(webhookRoutes({ webhooks: deps.webhooks, tenant }));
         await authed.register(eventRoutes({ events: deps.events, tenant, heartbeatMs: deps.eventHeartbeatMs }));
       });

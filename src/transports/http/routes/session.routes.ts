@@ -11,6 +11,15 @@ const LoginBody = Type.Object(
   },
   { additionalProperties: false },
 );
+const PasswordBody = Type.Object(
+  {
+    current_password: Type.String({ minLength: 1, maxLength: 1024 }),
+    // The length rule (8–1024) is the service's, so it answers invalid_password as user creation does.
+    new_password: Type.String({ minLength: 1, maxLength: 1024 }),
+  },
+  { additionalProperties: false },
+);
+const PasswordAnswer = Type.Object({ ok: Type.Literal(true), sessions_ended: Type.Integer({ minimum: 0, description: "the user's other sessions that this ended" }) });
 const SelectBody = Type.Object({ workspace_id: Type.String({ minLength: 1, maxLength: 64 }) }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
 const tags = ['session'];
@@ -38,7 +47,7 @@ export function loginRoute(auth: AuthService): FastifyPluginAsyncTypebox {
   };
 }
 
-/** Session routes that need a session: logout, session, workspaces/select. */
+/** Session routes that need a session: logout, session, session/password, workspaces/select. */
 export function sessionRoutes(auth: AuthService): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post(
@@ -54,6 +63,21 @@ export function sessionRoutes(auth: AuthService): FastifyPluginAsyncTypebox {
       '/session',
       { schema: { summary: 'The session: user, workspaces, active workspace', tags, security, querystring: NoQuery, response: { 200: ref(SessionSchema), ...errors(401, 429) } } },
       async (request) => auth.describe(sessionOf(request)),
+    );
+
+    app.post(
+      '/session/password',
+      {
+        schema: {
+          summary: "Change the user's password; the user's other sessions end, this one stays",
+          tags,
+          security,
+          querystring: NoQuery,
+          body: PasswordBody,
+          response: { 200: PasswordAnswer, ...errors(400, 401, 403, 413, 415, 429) },
+        },
+      },
+      async (request) => auth.changePassword(sessionOf(request), request.body),
     );
 
     app.post(

@@ -1,0 +1,30 @@
+import type { Db } from '../../db/database.js';
+import { isUniqueViolation } from '../../db/dialect.js';
+import type { Clock } from '../../lib/clock.js';
+import { conflict } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { hashToken, newToken } from '../../lib/secrets.js';
+import { tenancyRepository as repo } from './tenancy.repository.js';
+
+// Writes shared by the operator commands (admin.service.ts) and the workspace's own admins (workspace-admin.service.ts),
+// so a user or a key made either way is the same row.
+
+/** Insert a user (hash its password with `hashPassword` first, outside the transaction); 409 email_taken when the address has one already. */
+export async function insertUser(trx: Db, clock: Clock, email: string, passwordHash: string): Promise<string> {
+  const id = newId('usr');
+  try {
+    await repo.insertUser(trx, { id, email, password_hash: passwordHash, created_at: clock.now() });
+  } catch (err) {
+    if (isUniqueViolation(err)) throw conflict('email_taken', `a user with email ${email} already exists`);
+    throw err;
+  }
+  return id;
+}
+
+/** Insert an API key (stored as its hash); the plaintext is in this answer only. */
+export async function insertApiKey(trx: Db, clock: Clock, workspaceId: string | null, name = '') {
+  const token = newToken('mrk');
+  const row = { id: newId('key'), workspace_id: workspaceId, name, token_hash: hashToken(token), created_at: clock.now(), last_used_at: null, revoked_at: null };
+  await repo.insertApiKey(trx, row);
+  return { token, row };
+}
