@@ -20,7 +20,7 @@ function KeyRow({ apiKey }: { apiKey: ApiKey }) {
       <td>{when(apiKey.created_at)}</td>
       <td>{when(apiKey.last_used_at)}</td>
       <td className="actions">
-        {apiKey.revoked_at ? `Revoked ${when(apiKey.revoked_at)}` : <ConfirmButton label="Revoke" confirm={`Revoke ${label}`} onConfirm={() => revoke.mutate()} />}
+        {apiKey.revoked_at ? `Revoked ${when(apiKey.revoked_at)}` : <ConfirmButton label="Revoke" name={`Revoke ${label}`} confirm={`Really revoke ${label}`} onConfirm={() => revoke.mutate()} />}
         <ErrorNote error={revoke.error} />
       </td>
     </tr>

@@ -34,7 +34,7 @@ function MemberRow({ member, viewer, me }: { member: Member; viewer: Role | null
       <td>{when(member.joined_at)}</td>
       {isManager(viewer) && (
         <td>
-          {editable && <ConfirmButton label={`Remove ${member.email}`} confirm={`Really remove ${member.email}`} onConfirm={() => remove.mutate()} />}
+          {editable && <ConfirmButton label="Remove" name={`Remove ${member.email}`} confirm={`Really remove ${member.email}`} onConfirm={() => remove.mutate()} />}
           <ErrorNote error={change.error ?? remove.error} />
         </td>
       )}

@@ -64,9 +64,8 @@ function TokenRow({ token, onSecret }: { token: ServiceToken; onSecret: (t: Serv
       <td>{when(token.created_at)}</td>
       <td>{when(token.last_used_at)}</td>
       <td className="actions">
-        <span className="visually-hidden">{label}: </span>
-        <ConfirmButton label="Rotate" confirm={`Rotate ${label} (the old credential stops now)`} onConfirm={() => rotate.mutate()} />
-        <ConfirmButton label="Revoke" confirm={`Revoke ${label}`} onConfirm={() => revoke.mutate()} />
+        <ConfirmButton label="Rotate" name={`Rotate ${label}`} confirm={`Rotate ${label} (the old credential stops now)`} onConfirm={() => rotate.mutate()} />
+        <ConfirmButton label="Revoke" name={`Revoke ${label}`} confirm={`Really revoke ${label}`} onConfirm={() => revoke.mutate()} />
         <ErrorNote error={rotate.error ?? revoke.error} />
       </td>
     </tr>

@@ -86,7 +86,7 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
         </select>
         <button type="button" onClick={() => test.mutate()} disabled={test.isPending}>Send test event</button>
         <button type="button" aria-expanded={open} onClick={() => setOpen((v) => !v)}>{open ? 'Hide deliveries' : 'Show deliveries'}</button>
-        <ConfirmButton label="Delete" confirm={`Delete ${webhook.url}`} onConfirm={() => remove.mutate()} />
+        <ConfirmButton label="Delete" name={`Delete ${webhook.url}`} confirm={`Really delete ${webhook.url}`} onConfirm={() => remove.mutate()} />
       </div>
       {test.isSuccess && <p role="status">Test event {test.data.event_id} queued.</p>}
       <ErrorNote error={toggle.error ?? test.error ?? remove.error} />

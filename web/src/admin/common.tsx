@@ -71,9 +71,13 @@ export function OnceSecret({ title, value, id, onDone }: { title: string; value:
 }
 
 /** A destructive button that asks once more in place (no browser dialog). */
-export function ConfirmButton({ label, confirm, onConfirm, disabled }: { label: string; confirm: string; onConfirm: () => void; disabled?: boolean }) {
+export function ConfirmButton(props: { label: string; name?: string; confirm: string; onConfirm: () => void; disabled?: boolean }) {
+  const { label, name, confirm, onConfirm, disabled } = props;
   const [asking, setAsking] = useState(false);
-  if (!asking) return <button type="button" className="danger" disabled={disabled} onClick={() => setAsking(true)}>{label}</button>;
+  if (!asking) {
+    // `name` tells apart the rows' buttons for screen readers ("Revoke CI deploys", not five "Revoke").
+    return <button type="button" className="danger" disabled={disabled} aria-label={name} onClick={() => setAsking(true)}>{label}</button>;
+  }
   return (
     <span className="inline">
       <button type="button" className="danger" onClick={() => { setAsking(false); onConfirm(); }}>{confirm}</button>
