@@ -147,6 +147,10 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: workspace settings in Chromium (${TEST_
     await log.getByRole('cell', { name: '204 (delivered)', exact: true }).waitFor();
     await log.getByText('message.bounced').waitFor();
     expect(await seriousViolations(page)).toEqual([]);
+    // The dark theme (from the system setting) keeps its contrast too.
+    await page.emulateMedia({ colorScheme: 'dark' });
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.emulateMedia({ colorScheme: 'light' });
     // A failing answer shows its status and error, newest first.
     receiver.answer = () => ({ status: 500, body: 'broken' });
     await card.getByRole('button', { name: 'Send test event' }).click();

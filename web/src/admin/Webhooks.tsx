@@ -70,6 +70,8 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
     },
   });
   const remove = useMutation({ mutationFn: () => api(path, { method: 'DELETE' }), onSuccess: refresh });
+  // The box shows the asked-for state at once; the mutation stays pending until the list is fetched again.
+  const active = toggle.isPending && toggle.variables !== undefined ? toggle.variables : webhook.active;
   const id = webhook.webhook_id;
   return (
     <li className="card" aria-labelledby={`${id}-url`}>
@@ -77,7 +79,7 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
       <p className="muted">Events: {webhook.event_types.length === 0 ? 'all' : webhook.event_types.join(', ')} · created {when(webhook.created_at)}</p>
       <div className="inline">
         <label className="check">
-          <input type="checkbox" checked={webhook.active} disabled={toggle.isPending} onChange={(e) => toggle.mutate(e.target.checked)} />
+          <input type="checkbox" checked={active} disabled={toggle.isPending} onChange={(e) => toggle.mutate(e.target.checked)} />
           Active
         </label>
         <label htmlFor={`${id}-test`}>Test event</label>
