@@ -61,7 +61,16 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
   const [testType, setTestType] = useState<string>(EVENT_TYPES[0]);
   const [open, setOpen] = useState(false);
   const refresh = () => client.invalidateQueries({ queryKey: KEY });
-  const toggle = useMutation({ mutationFn: (active: boolean) => api(path, { method: 'PATCH', body: { active } }), onSettled: refresh });
+  // The box shows the asked-for state at once (set in the event handler, so React never puts the old one back),
+  // until the list has been fetched again after the change.
+  const [asked, setAsked] = useState<boolean | null>(null);
+  const toggle = useMutation({
+    mutationFn: (active: boolean) => api(path, { method: 'PATCH', body: { active } }),
+    onSettled: async () => {
+      await refresh();
+      setAsked(null);
+    },
+  });
   const test = useMutation({
     mutationFn: () => api<{ event_id: string }>(`${path}/test`, { method: 'POST', body: { event_type: testType } }),
     onSuccess: () => {
@@ -70,8 +79,7 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
     },
   });
   const remove = useMutation({ mutationFn: () => api(path, { method: 'DELETE' }), onSuccess: refresh });
-  // The box shows the asked-for state at once; the mutation stays pending until the list is fetched again.
-  const active = toggle.isPending && toggle.variables !== undefined ? toggle.variables : webhook.active;
+  const active = asked ?? webhook.active;
   const id = webhook.webhook_id;
   return (
     <li className="card" aria-labelledby={`${id}-url`}>
@@ -79,7 +87,7 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
       <p className="muted">Events: {webhook.event_types.length === 0 ? 'all' : webhook.event_types.join(', ')} · created {when(webhook.created_at)}</p>
       <div className="inline">
         <label className="check">
-          <input type="checkbox" checked={active} disabled={toggle.isPending} onChange={(e) => toggle.mutate(e.target.checked)} />
+          <input type="checkbox" checked={active} disabled={toggle.isPending} onChange={(e) => { setAsked(e.target.checked); toggle.mutate(e.target.checked); }} />
           Active
         </label>
         <label htmlFor={`${id}-test`}>Test event</label>
