@@ -1,11 +1,14 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useCallback, useEffect, useState } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useState } from 'react';
 import { api, ApiError, whenUnauthorized } from './api';
 import { Login } from './Login';
 import { Mail } from './Mail';
 import { navigate, useRoute } from './router';
 import { loadToken, saveToken } from './session';
 import type { SessionInfo } from './types';
+
+// The settings pages are a chunk of their own: the inbox's first load does not carry them.
+const Admin = lazy(() => import('./admin/Admin').then((m) => ({ default: m.Admin })));
 
 export function App() {
   const route = useRoute();
@@ -61,6 +64,13 @@ export function App() {
         <p>Nothing lives at {route.path}.</p>
         <a href="/" onClick={(e) => { e.preventDefault(); navigate('/'); }}>Go to your mail</a>
       </main>
+    );
+  }
+  if (route.page === 'admin') {
+    return (
+      <Suspense fallback={<p className="loading" role="status">Loading…</p>}>
+        <Admin session={session.data} section={route.section} onLogout={signOut} />
+      </Suspense>
     );
   }
   return <Mail session={session.data} route={route} onLogout={signOut} />;

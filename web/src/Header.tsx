@@ -85,6 +85,7 @@ export function Header(props: {
         {props.live ? 'Live' : 'Offline'}
       </span>
       <button type="button" onClick={props.onHelp} aria-label="Keyboard shortcuts">?</button>
+      <a href="/settings/mailboxes" onClick={(e) => { e.preventDefault(); navigate('/settings/mailboxes'); }}>Settings</a>
       <span className="user">{props.session.user.email}</span>
       <button type="button" onClick={props.onLogout}>Log out</button>
     </header>

@@ -8,6 +8,7 @@ import { FOLDERS, type Folder } from './types';
 export type Route =
   | { page: 'login' }
   | { page: 'mail'; mailbox: string | null; folder: Folder; messageId: string | null; q: string; offset: number }
+  | { page: 'admin'; section: string }
   | { page: 'not-found'; path: string };
 
 const listeners = new Set<() => void>();
@@ -33,6 +34,7 @@ export function parseRoute(pathname: string, search: string): Route {
   const parts = pathname.split('/').filter(Boolean).map(decodeURIComponent);
   const query = new URLSearchParams(search);
   if (parts[0] === 'login' && parts.length === 1) return { page: 'login' };
+  if (parts[0] === 'settings' && parts.length <= 2) return { page: 'admin', section: parts[1] ?? '' };
   if (parts.length === 0) return { page: 'mail', mailbox: null, folder: 'inbox', messageId: null, q: '', offset: 0 };
   if (parts[0] !== 'mail' || parts.length > 4) return { page: 'not-found', path: pathname };
   const folder = parts[2] ?? 'inbox';

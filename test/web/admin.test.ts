@@ -1,0 +1,232 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listen } from '../helpers/cli-client.js';
+import { TEST_DIALECT } from '../helpers/database.js';
+import { bearer, createTenant, login, memberSession, session, type Tenant } from '../helpers/harness.js';
+import { HAS_CHROMIUM, logIn, startBrowser, type Browser } from '../helpers/browser.js';
+import { startMailHarness, type MailHarness } from '../helpers/mail.js';
+import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { startWorker } from '../helpers/webhooks.js';
+
+const SUPPORT = 'support@mailroom.localhost';
+const DOMAIN = 'acme-admin.example';
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core's serious and critical violations on the page as it is. */
+async function seriousViolations(page: Page): Promise<string[]> {
+  // Evaluated over CDP, which the page's CSP does not govern (it refuses inline script tags).
+  await page.evaluate(AXE);
+  const result = await page.evaluate<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: unknown }> }> }>(
+    "axe.run(document, { resultTypes: ['violations'] })",
+  );
+  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${JSON.stringify(v.nodes.map((n) => n.target))}`);
+}
+
+describe.skipIf(!HAS_CHROMIUM)(`web app: workspace settings in Chromium (${TEST_DIALECT})`, () => {
+  let h: MailHarness;
+  let base: string;
+  let acme: Tenant;
+  let browser: Browser;
+  let page: Page;
+  let receiver: WebhookReceiver;
+  let worker: ReturnType<typeof startWorker>;
+
+  const settings = async (p: Page, section: string, title: string) => {
+    await p.goto(`${base}/settings/${section}`);
+    await p.getByRole('heading', { level: 1, name: title }).waitFor();
+  };
+  const api = (url: string, token: string, method: 'GET' | 'POST' | 'DELETE' = 'GET') => h.app.inject({ method, url, headers: session(token) });
+
+  beforeAll(async () => {
+    // Webhooks to the loopback receiver need its network exempted from the address rules (docs/api.md).
+    h = await startMailHarness({ MAILROOM_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8' });
+    h.clock.set(Date.now());
+    base = await listen(h.app);
+    acme = await createTenant(h, 'Acme');
+    expect((await h.app.inject({ method: 'POST', url: '/mailboxes', headers: bearer(acme.apiKey), payload: { address: SUPPORT } })).statusCode).toBe(201);
+    receiver = await startReceiver();
+    worker = startWorker(h, 20);
+    browser = await startBrowser();
+    page = await browser.page();
+    await logIn(page, base, acme.ownerEmail, acme.password);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await worker?.close();
+    await receiver?.close();
+    await h?.services.webhooks.close();
+    await h?.close();
+  });
+
+  it('creates a sending domain, shows its records copy-ready, and verifies it against the loopback DNS', async () => {
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Mailboxes' }).waitFor();
+    await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Sending domains' }).click();
+    await page.getByLabel('Domain', { exact: true }).fill(DOMAIN);
+    await page.getByRole('button', { name: 'Add domain' }).click();
+    const value = await page.getByRole('textbox', { name: 'Verification record value', exact: true }).inputValue();
+    expect(value).toMatch(/^mailroom-verification=\S+$/);
+    expect(await page.getByRole('textbox', { name: 'Verification record name', exact: true }).inputValue()).toBe(`_mailroom-verification.${DOMAIN}`);
+    expect(await page.getByRole('textbox', { name: 'DKIM record value', exact: true }).inputValue()).toMatch(/^v=DKIM1; k=rsa; p=/);
+    await page.getByRole('button', { name: 'Copy verification record value' }).waitFor();
+    // Before the record is published, verify says what is missing.
+    await page.getByRole('button', { name: `Verify ${DOMAIN}` }).click();
+    await page.getByText(`Still pending: no TXT record at _mailroom-verification.${DOMAIN}`).waitFor();
+    h.dns.set(`_mailroom-verification.${DOMAIN}`, { TXT: [value] });
+    await page.getByRole('button', { name: `Verify ${DOMAIN}` }).click();
+    await page.getByText(/^Verified /).waitFor();
+    expect(await page.locator('.status.verified').textContent()).toBe('verified');
+    expect(await seriousViolations(page)).toEqual([]);
+  });
+
+  it('creates a mailbox in the verified domain', async () => {
+    await settings(page, 'mailboxes', 'Mailboxes');
+    await page.getByLabel('Address').fill(`auth@${DOMAIN}`);
+    await page.getByRole('button', { name: 'Create mailbox' }).click();
+    await page.getByRole('cell', { name: `auth@${DOMAIN}` }).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+  });
+
+  it('shows a service token once (not after a reload), rotates and revokes it', async () => {
+    await settings(page, 'service-tokens', 'Service tokens');
+    await page.getByLabel('Name').fill('login codes');
+    await expect.poll(() => page.getByLabel('Mailbox it sends from').inputValue()).toBe(`auth@${DOMAIN}`);
+    await page.getByRole('button', { name: 'Create token' }).click();
+    const token = await page.getByRole('textbox', { name: 'Token login codes', exact: true }).inputValue();
+    expect(token).toMatch(/^mst_/);
+    await page.getByText('It is shown this once').waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.reload();
+    await page.getByRole('cell', { name: 'login codes', exact: true }).waitFor();
+    expect(await page.content()).not.toContain(token);
+    await page.getByRole('button', { name: 'Rotate login codes', exact: true }).click();
+    await page.getByRole('button', { name: 'Rotate login codes (the old credential stops now)' }).click();
+    const rotated = await page.getByRole('textbox', { name: 'Token login codes', exact: true }).inputValue();
+    expect(rotated).toMatch(/^mst_/);
+    expect(rotated).not.toBe(token);
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    expect(await page.content()).not.toContain(rotated);
+    await page.getByRole('button', { name: 'Revoke login codes' }).click();
+    await page.getByRole('button', { name: 'Really revoke login codes' }).click();
+    await page.getByText('No service tokens yet.').waitFor();
+  });
+
+  it('shows an API key once; it works on the API-key surface until revoked', async () => {
+    await settings(page, 'api-keys', 'API keys');
+    await page.getByLabel('Name').fill('CI deploys');
+    await page.getByRole('button', { name: 'Create API key' }).click();
+    const key = await page.getByRole('textbox', { name: 'API key CI deploys', exact: true }).inputValue();
+    expect(key).toMatch(/^mrk_/);
+    expect((await h.app.inject({ method: 'GET', url: '/mailboxes', headers: bearer(key) })).statusCode).toBe(200);
+    await page.reload();
+    await page.getByRole('cell', { name: 'CI deploys', exact: true }).waitFor();
+    expect(await page.content()).not.toContain(key);
+    await page.getByRole('button', { name: 'Revoke CI deploys' }).click();
+    await page.getByRole('button', { name: 'Really revoke CI deploys' }).click();
+    await page.getByText(/^Revoked /).waitFor();
+    expect((await h.app.inject({ method: 'GET', url: '/mailboxes', headers: bearer(key) })).statusCode).toBe(401);
+    expect(await seriousViolations(page)).toEqual([]);
+  });
+
+  it('creates a webhook, sends a test event, and shows it in the delivery log', async () => {
+    await settings(page, 'webhooks', 'Webhooks');
+    await page.getByLabel('Endpoint URL').fill(`${receiver.url}/hook`);
+    await page.getByLabel('message.received').check();
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    expect(await page.getByRole('textbox', { name: 'Signing secret', exact: true }).inputValue()).toMatch(/^whsec_/);
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    const card = page.locator('.card', { hasText: `${receiver.url}/hook` });
+    await card.getByText('Events: message.received').waitFor();
+    await card.getByLabel('Test event').selectOption('message.bounced');
+    await card.getByRole('button', { name: 'Send test event' }).click();
+    const [hit] = await receiver.waitFor(1);
+    expect(JSON.parse(hit!.body)).toMatchObject({ event_type: 'message.bounced', data: { test: true } });
+    const log = card.getByRole('region', { name: `Deliveries to ${receiver.url}/hook` });
+    await log.getByRole('cell', { name: '204 (delivered)', exact: true }).waitFor();
+    await log.getByText('message.bounced').waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    // The dark theme (from the system setting) keeps its contrast too.
+    await page.emulateMedia({ colorScheme: 'dark' });
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.emulateMedia({ colorScheme: 'light' });
+    // A failing answer shows its status and error, newest first.
+    receiver.answer = () => ({ status: 500, body: 'broken' });
+    await card.getByRole('button', { name: 'Send test event' }).click();
+    await log.getByRole('cell', { name: '500 (failed)', exact: true }).waitFor();
+    expect(await log.locator('tbody tr').first().textContent()).toContain('HTTP 500: broken');
+    receiver.answer = () => ({ status: 204 });
+    await card.getByLabel('Active').uncheck();
+    await expect.poll(async () => (await api('/app/api/webhooks', await login(h, acme.ownerEmail, acme.password))).json<{ webhooks: Array<{ active: boolean }> }>().webhooks[0]?.active).toBe(false);
+  });
+
+  it('adds and removes allow/block list entries per direction', async () => {
+    await settings(page, 'lists', 'Allow and block lists');
+    await page.getByLabel('Entry').fill('Spammer@Bad.Example');
+    await page.getByLabel('Reason (optional)').fill('sends junk');
+    await page.getByRole('button', { name: 'Add entry' }).click();
+    await page.getByRole('cell', { name: 'spammer@bad.example', exact: true }).waitFor();
+    await page.getByLabel('Direction').selectOption('outbound');
+    await page.getByText('The outbound block list is empty.').waitFor();
+    await page.getByLabel('Entry').fill('203.0.113.7');
+    await page.getByRole('button', { name: 'Add entry' }).click();
+    await page.getByText('IP addresses and CIDRs are for inbound lists only').waitFor();
+    await page.getByLabel('Direction').selectOption('inbound');
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.getByRole('button', { name: 'Remove spammer@bad.example' }).click();
+    await page.getByText('The inbound block list is empty.').waitFor();
+  });
+
+  it('adds a member, changes roles, and shows the last-owner 409 in place', async () => {
+    await settings(page, 'members', 'Members and roles');
+    await page.getByLabel('Email').fill('newbie@example.com');
+    await page.getByLabel('Role', { exact: true }).selectOption('admin');
+    await page.getByLabel('Password for a new user').fill('newbie-s3cret');
+    await page.getByRole('button', { name: 'Add member' }).click();
+    await page.getByText('newbie@example.com added as admin (new user).').waitFor();
+    await page.getByLabel('Role of newbie@example.com').selectOption('member');
+    await expect.poll(async () => (await api('/app/api/members', await login(h, 'newbie@example.com', 'newbie-s3cret'))).json<{ members: Array<{ email: string; role: string }> }>().members.find((m) => m.email === 'newbie@example.com')?.role).toBe('member');
+    await page.getByLabel(`Role of ${acme.ownerEmail}`).selectOption('admin');
+    await page.getByRole('alert').filter({ hasText: '409 last_owner' }).waitFor();
+    expect(await page.getByLabel(`Role of ${acme.ownerEmail}`).inputValue()).toBe('owner');
+    expect(await seriousViolations(page)).toEqual([]);
+  });
+
+  it('enforces member roles in the UI and the API; a member changes their own password', async () => {
+    const member = await memberSession(h, acme.workspaceId, 'member');
+    const tab = await browser.page({ width: 375, height: 740 });
+    await logIn(tab, base, member.email, 'correct horse battery');
+    await settings(tab, 'mailboxes', 'Mailboxes');
+    const nav = tab.getByRole('navigation', { name: 'Settings' });
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Mailboxes', 'Webhooks', 'Allow and block lists', 'Members and roles', 'Your password']);
+    expect(await tab.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+    // Reached by its address, a page the role may not use shows the API's refusal in place.
+    await settings(tab, 'domains', 'Sending domains');
+    await tab.getByRole('alert').filter({ hasText: 'sending domains need the owner or admin role (403 forbidden_role)' }).waitFor();
+    const forced = await tab.evaluate<number>(
+      "fetch('/app/api/api-keys', { method: 'POST', headers: { 'x-service-session': sessionStorage.getItem('mailroom.session'), 'content-type': 'application/json' }, body: '{}' }).then((r) => r.status)",
+    );
+    expect(forced).toBe(403);
+    expect((await api('/app/api/service-tokens', member.token)).statusCode).toBe(403);
+    await settings(tab, 'members', 'Members and roles');
+    await tab.getByRole('cell', { name: acme.ownerEmail, exact: true }).waitFor();
+    expect(await tab.getByRole('button', { name: 'Add member' }).count()).toBe(0);
+    expect(await tab.getByRole('combobox').count()).toBe(0);
+    expect(await seriousViolations(tab)).toEqual([]);
+    expect(await tab.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+    await settings(tab, 'password', 'Your password');
+    await tab.getByLabel('Current password').fill('wrong password!');
+    await tab.getByLabel('New password (at least 8 characters)').fill('a-longer-s3cret');
+    await tab.getByLabel('New password again').fill('a-longer-s3cret');
+    await tab.getByRole('button', { name: 'Change password' }).click();
+    await tab.getByRole('alert').filter({ hasText: '403 wrong_password' }).waitFor();
+    await tab.getByLabel('Current password').fill('correct horse battery');
+    await tab.getByRole('button', { name: 'Change password' }).click();
+    await tab.getByText('Password changed. 1 other session(s) ended.').waitFor();
+    expect((await api('/app/api/session', member.token)).statusCode).toBe(401);
+    expect((await h.app.inject({ method: 'POST', url: '/app/api/login', payload: { email: member.email, password: 'correct horse battery' } })).statusCode).toBe(401);
+    expect(await seriousViolations(tab)).toEqual([]);
+    await tab.close();
+  });
+});

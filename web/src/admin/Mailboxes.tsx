@@ -1,0 +1,51 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { api } from '../api';
+import type { Mailbox } from '../types';
+import { ErrorNote, Section } from './common';
+
+export function Mailboxes() {
+  const client = useQueryClient();
+  const list = useQuery({ queryKey: ['mailboxes-admin'], queryFn: () => api<{ mailboxes: Mailbox[] }>('/mailboxes') });
+  const [address, setAddress] = useState('');
+  const [description, setDescription] = useState('');
+  const create = useMutation({
+    mutationFn: () => api<Mailbox>('/mailboxes', { method: 'POST', body: { address: address.trim(), ...(description.trim() ? { description: description.trim() } : {}) } }),
+    onSuccess: () => {
+      setAddress('');
+      setDescription('');
+      void client.invalidateQueries({ queryKey: ['mailboxes-admin'] });
+      void client.invalidateQueries({ queryKey: ['mailboxes'] });
+    },
+  });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    create.mutate();
+  };
+  return (
+    <Section title="Mailboxes" intro="Addresses that receive mail in this workspace. A mailbox at your own domain needs that domain verified first.">
+      <form className="admin-form" onSubmit={submit}>
+        <h2>New mailbox</h2>
+        <label htmlFor="mb-address">Address</label>
+        <input id="mb-address" type="email" required value={address} onChange={(e) => setAddress(e.target.value)} placeholder="team@example.com" />
+        <label htmlFor="mb-description">Description (optional)</label>
+        <input id="mb-description" value={description} onChange={(e) => setDescription(e.target.value)} />
+        <button type="submit" className="primary" disabled={create.isPending}>Create mailbox</button>
+        <ErrorNote error={create.error} />
+      </form>
+      <ErrorNote error={list.error} />
+      {list.data && (
+        <table className="admin-table">
+          <caption className="visually-hidden">Mailboxes</caption>
+          <thead><tr><th scope="col">Address</th><th scope="col">Description</th><th scope="col">Messages</th><th scope="col">Unread</th></tr></thead>
+          <tbody>
+            {list.data.mailboxes.map((m) => (
+              <tr key={m.address}><td>{m.address}</td><td>{m.description ?? ''}</td><td>{m.message_count}</td><td>{m.unread_count}</td></tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {list.data?.mailboxes.length === 0 && <p className="muted">No mailboxes yet.</p>}
+    </Section>
+  );
+}

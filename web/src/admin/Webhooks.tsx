@@ -1,0 +1,143 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { api } from '../api';
+import { ConfirmButton, ErrorNote, OnceSecret, Section, when } from './common';
+import { EVENT_TYPES, type Webhook, type WebhookDelivery } from './types';
+
+const KEY = ['webhooks'];
+/** How often an open delivery log looks for new attempts (a test event lands within a second or two). */
+const DELIVERY_POLL_MS = 2000;
+
+function EventFilter({ value, onChange }: { value: string[]; onChange: (v: string[]) => void }) {
+  return (
+    <fieldset className="event-filter">
+      <legend>Events (none ticked: every event)</legend>
+      {EVENT_TYPES.map((t) => (
+        <label key={t} className="check">
+          <input type="checkbox" checked={value.includes(t)} onChange={(e) => onChange(e.target.checked ? [...value, t] : value.filter((x) => x !== t))} />
+          {t}
+        </label>
+      ))}
+    </fieldset>
+  );
+}
+
+function DeliveryLog({ webhook }: { webhook: Webhook }) {
+  const log = useQuery({
+    queryKey: ['webhook-deliveries', webhook.webhook_id],
+    queryFn: () => api<{ deliveries: WebhookDelivery[] }>(`/webhooks/${encodeURIComponent(webhook.webhook_id)}/deliveries`, { query: { limit: 50 } }),
+    refetchInterval: DELIVERY_POLL_MS,
+  });
+  return (
+    <section className="deliveries" aria-label={`Deliveries to ${webhook.url}`}>
+      <h4>Delivery log (newest first)</h4>
+      <ErrorNote error={log.error} />
+      {log.data?.deliveries.length === 0 && <p className="muted">No delivery attempts yet.</p>}
+      {log.data && log.data.deliveries.length > 0 && (
+        <table className="admin-table">
+          <caption className="visually-hidden">Delivery attempts to {webhook.url}</caption>
+          <thead><tr><th scope="col">When</th><th scope="col">Event</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Error</th><th scope="col">Time</th></tr></thead>
+          <tbody>
+            {log.data.deliveries.map((d) => (
+              <tr key={d.delivery_id} className={d.success ? 'ok' : 'failed'}>
+                <td>{when(d.delivered_at)}</td>
+                <td>{d.event_type} <code className="muted">{d.event_id}</code></td>
+                <td>{d.attempt}</td>
+                <td>{d.status_code ?? 'no answer'} {d.success ? '(delivered)' : '(failed)'}</td>
+                <td>{d.error ?? ''}</td>
+                <td>{d.duration_ms} ms</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+function WebhookCard({ webhook }: { webhook: Webhook }) {
+  const client = useQueryClient();
+  const path = `/webhooks/${encodeURIComponent(webhook.webhook_id)}`;
+  const [testType, setTestType] = useState<string>(EVENT_TYPES[0]);
+  const [open, setOpen] = useState(false);
+  const refresh = () => client.invalidateQueries({ queryKey: KEY });
+  // The box shows the asked-for state at once (set in the event handler, so React never puts the old one back),
+  // until the list has been fetched again after the change.
+  const [asked, setAsked] = useState<boolean | null>(null);
+  const toggle = useMutation({
+    mutationFn: (active: boolean) => api(path, { method: 'PATCH', body: { active } }),
+    onSettled: async () => {
+      await refresh();
+      setAsked(null);
+    },
+  });
+  const test = useMutation({
+    mutationFn: () => api<{ event_id: string }>(`${path}/test`, { method: 'POST', body: { event_type: testType } }),
+    onSuccess: () => {
+      setOpen(true);
+      void client.invalidateQueries({ queryKey: ['webhook-deliveries', webhook.webhook_id] });
+    },
+  });
+  const remove = useMutation({ mutationFn: () => api(path, { method: 'DELETE' }), onSuccess: refresh });
+  const active = asked ?? webhook.active;
+  const id = webhook.webhook_id;
+  return (
+    <li className="card" aria-labelledby={`${id}-url`}>
+      <h3 id={`${id}-url`} className="url">{webhook.url}</h3>
+      <p className="muted">Events: {webhook.event_types.length === 0 ? 'all' : webhook.event_types.join(', ')} · created {when(webhook.created_at)}</p>
+      <div className="inline">
+        <label className="check">
+          <input type="checkbox" checked={active} disabled={toggle.isPending} onChange={(e) => { setAsked(e.target.checked); toggle.mutate(e.target.checked); }} />
+          Active
+        </label>
+        <label htmlFor={`${id}-test`}>Test event</label>
+        <select id={`${id}-test`} value={testType} onChange={(e) => setTestType(e.target.value)}>
+          {EVENT_TYPES.map((t) => <option key={t} value={t}>{t}</option>)}
+        </select>
+        <button type="button" onClick={() => test.mutate()} disabled={test.isPending}>Send test event</button>
+        <button type="button" aria-expanded={open} onClick={() => setOpen((v) => !v)}>{open ? 'Hide deliveries' : 'Show deliveries'}</button>
+        <ConfirmButton label="Delete" name={`Delete ${webhook.url}`} confirm={`Really delete ${webhook.url}`} onConfirm={() => remove.mutate()} />
+      </div>
+      {test.isSuccess && <p role="status">Test event {test.data.event_id} queued.</p>}
+      <ErrorNote error={toggle.error ?? test.error ?? remove.error} />
+      {open && <DeliveryLog webhook={webhook} />}
+    </li>
+  );
+}
+
+export function Webhooks() {
+  const client = useQueryClient();
+  const list = useQuery({ queryKey: KEY, queryFn: () => api<{ webhooks: Webhook[] }>('/webhooks') });
+  const [url, setUrl] = useState('');
+  const [events, setEvents] = useState<string[]>([]);
+  const [created, setCreated] = useState<Webhook | null>(null);
+  const create = useMutation({
+    mutationFn: () => api<Webhook>('/webhooks', { method: 'POST', body: { url: url.trim(), event_types: events } }),
+    onSuccess: (w) => {
+      setCreated(w);
+      setUrl('');
+      setEvents([]);
+      void client.invalidateQueries({ queryKey: KEY });
+    },
+  });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    create.mutate();
+  };
+  return (
+    <Section title="Webhooks" intro="Endpoints that receive this workspace's events, signed per Standard Webhooks.">
+      {created?.secret && <OnceSecret id="new-secret" title="Signing secret" value={created.secret} onDone={() => setCreated(null)} />}
+      <form className="admin-form" onSubmit={submit}>
+        <h2>New webhook</h2>
+        <label htmlFor="wh-url">Endpoint URL</label>
+        <input id="wh-url" type="url" required value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://hooks.example.com/mailroom" />
+        <EventFilter value={events} onChange={setEvents} />
+        <button type="submit" className="primary" disabled={create.isPending}>Create webhook</button>
+        <ErrorNote error={create.error} />
+      </form>
+      <ErrorNote error={list.error} />
+      {list.data?.webhooks.length === 0 && <p className="muted">No webhooks yet.</p>}
+      <ul className="cards">{list.data?.webhooks.map((w) => <WebhookCard key={w.webhook_id} webhook={w} />)}</ul>
+    </Section>
+  );
+}
