@@ -1,12 +1,15 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { api } from './api';
+import { Compose, composeKey } from './Compose';
+import { Drafts } from './Drafts';
 import { followEvents } from './events';
 import { Header } from './Header';
 import { MessageList } from './MessageList';
 import { MessageView } from './MessageView';
 import { invalidateMail, useMailboxes, useMessageAction, useMessagePage } from './queries';
-import { mailPath, navigate, type Route } from './router';
+import { composePath, mailPath, navigate, type ComposeMode, type Route } from './router';
+import { SentList } from './Sent';
 import { Shortcuts, useShortcuts } from './Shortcuts';
 import { Sidebar } from './Sidebar';
 import type { SessionInfo } from './types';
@@ -49,9 +52,16 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
     if (route.mailbox === null && first) navigate(mailPath(first.address, 'inbox'), { replace: true });
   }, [route.mailbox, mailboxes.data]);
 
-  const current = route.messageId ?? messages[selected]?.message_id ?? null;
+  // Keys that act on a message act only where messages are shown, not in the compose form or the drafts.
+  const inFolder = route.view.kind === 'folder';
+  const current = inFolder ? (route.messageId ?? messages[selected]?.message_id ?? null) : null;
   const open = (id: string) => route.mailbox && navigate(mailPath(route.mailbox, route.folder, id, route.q, route.offset));
   const back = () => route.mailbox && navigate(mailPath(route.mailbox, route.folder, null, route.q, route.offset));
+  const write = (mode: ComposeMode) => {
+    if (!route.mailbox) return;
+    if (mode === 'new') navigate(composePath(route.mailbox));
+    else if (current !== null) navigate(composePath(route.mailbox, { source: current, mode }));
+  };
   const act = (kind: 'archive' | 'trash') => {
     if (current === null) return;
     action.mutate({ id: current, action: { kind: 'move', folder: kind } });
@@ -60,6 +70,7 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
 
   // j/k move the selection in the list and, while a message is open, open its neighbour (as Gmail does).
   const step = (delta: number) => {
+    if (!inFolder) return;
     const from = route.messageId ? messages.findIndex((m) => m.message_id === route.messageId) : selected;
     const to = Math.min(Math.max(from + delta, 0), Math.max(messages.length - 1, 0));
     setSelected(() => to);
@@ -76,6 +87,10 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
     search: () => searchRef.current?.focus(),
     help: () => setHelpOpen((v) => !v),
     back: () => (helpOpen ? setHelpOpen(false) : route.messageId ? back() : undefined),
+    compose: () => write('new'),
+    reply: () => write('reply'),
+    replyAll: () => write('all'),
+    forward: () => write('forward'),
   });
 
   async function logout() {
@@ -88,10 +103,16 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
       <Header session={session} route={route} live={live} searchRef={searchRef} searchError={page.error} onLogout={() => void logout()} onHelp={() => setHelpOpen(true)} />
       <Sidebar mailboxes={mailboxes.data ?? []} route={route} />
       <main className="content" id="content">
-        {route.messageId ? (
+        {route.view.kind === 'compose' ? (
+          <Compose key={composeKey(route.view)} view={route.view} mailbox={route.mailbox} mailboxes={mailboxes.data ?? []} />
+        ) : route.view.kind === 'drafts' ? (
+          <Drafts mailbox={route.mailbox} />
+        ) : route.messageId ? (
           <MessageView key={route.messageId} messageId={route.messageId} onBack={back} />
         ) : route.mailbox === null ? (
           <p className="muted empty">{mailboxes.isPending ? 'Loading mailboxes…' : 'Choose a mailbox.'}</p>
+        ) : route.folder === 'sent' && !route.q ? (
+          <SentList route={route} selected={selected} onSelect={(i) => setSelected(() => i)} onOpen={open} />
         ) : (
           <MessageList route={route} page={page} selected={selected} onSelect={(i) => setSelected(() => i)} onOpen={open} />
         )}

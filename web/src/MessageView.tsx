@@ -4,7 +4,8 @@ import { ApiError, download } from './api';
 import { bytes, longDate, person } from './format';
 import { MessageBody } from './MessageBody';
 import { invalidateMail, useMessage, useMessageAction, useThread, type MessageAction } from './queries';
-import { mailPath, navigate } from './router';
+import { composePath, mailPath, navigate, type ComposeMode } from './router';
+import { Delivery } from './Sent';
 import { FOLDERS, type FullMessage } from './types';
 
 function Toolbar({ message, onBack }: { message: FullMessage; onBack: () => void }) {
@@ -17,6 +18,11 @@ function Toolbar({ message, onBack }: { message: FullMessage; onBack: () => void
   return (
     <div className="toolbar" role="toolbar" aria-label="Message actions">
       <button type="button" onClick={onBack}>← Back</button>
+      {(['reply', 'all', 'forward'] as const).map((mode: ComposeMode) => (
+        <button key={mode} type="button" onClick={() => navigate(composePath(message.mailbox, { source: message.message_id, mode }))}>
+          {mode === 'reply' ? 'Reply' : mode === 'all' ? 'Reply all' : 'Forward'}
+        </button>
+      ))}
       {message.folder !== 'archive' && <button type="button" onClick={() => run({ kind: 'move', folder: 'archive' })}>Archive</button>}
       <button type="button" onClick={() => run(spam ? { kind: 'not-spam' } : { kind: 'spam' })}>{spam ? 'Not spam' : 'Spam'}</button>
       {message.folder === 'trash' ? (
@@ -153,6 +159,7 @@ export function MessageView({ messageId, onBack }: { messageId: string; onBack: 
       <Labels key={m.labels.join(',')} message={m} />
       <MessageBody message={m} />
       <Attachments message={m} />
+      {m.direction === 'outbound' && <Delivery message={m} />}
       <ThreadList messageId={messageId} />
     </article>
   );

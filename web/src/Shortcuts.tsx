@@ -9,6 +9,10 @@ export interface ShortcutActions {
   search: () => void;
   help: () => void;
   back: () => void;
+  compose: () => void;
+  reply: () => void;
+  replyAll: () => void;
+  forward: () => void;
 }
 
 /** Gmail's keys; a key typed into a field or with a modifier is the field's, not a shortcut. */
@@ -23,6 +27,10 @@ const KEYS: Record<string, keyof ShortcutActions> = {
   '?': 'help',
   Escape: 'back',
   u: 'back',
+  c: 'compose',
+  r: 'reply',
+  a: 'replyAll',
+  f: 'forward',
 };
 
 export const SHORTCUT_LIST: Array<[string, string]> = [
@@ -31,6 +39,9 @@ export const SHORTCUT_LIST: Array<[string, string]> = [
   ['u or Esc', 'back to the list'],
   ['e', 'archive'],
   ['#', 'move to trash'],
+  ['c', 'compose a new message'],
+  ['r / a / f', 'reply / reply to all / forward'],
+  ['Ctrl+Enter', 'send (while writing)'],
   ['/', 'search'],
   ['?', 'this list'],
 ];

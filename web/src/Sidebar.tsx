@@ -1,5 +1,5 @@
 import type { ReactNode } from 'react';
-import { mailPath, navigate, type Route } from './router';
+import { composePath, draftsPath, mailPath, navigate, type Route } from './router';
 import { FOLDERS, type Folder, type Mailbox } from './types';
 
 type MailRoute = Extract<Route, { page: 'mail' }>;
@@ -17,6 +17,11 @@ function Link({ to, current, children, className }: { to: string; current: boole
 export function Sidebar({ mailboxes, route }: { mailboxes: Mailbox[]; route: MailRoute }) {
   return (
     <nav className="sidebar" aria-label="Mailboxes and folders">
+      {route.mailbox && (
+        <a className="compose-button button primary" href={composePath(route.mailbox)} onClick={(e) => { e.preventDefault(); if (route.mailbox) navigate(composePath(route.mailbox)); }}>
+          Compose
+        </a>
+      )}
       <h2 className="visually-hidden">Mailboxes</h2>
       {mailboxes.length === 0 && <p className="muted">No mailboxes in this workspace yet.</p>}
       <ul className="mailboxes">
@@ -24,7 +29,7 @@ export function Sidebar({ mailboxes, route }: { mailboxes: Mailbox[]; route: Mai
           const active = m.address === route.mailbox;
           return (
             <li key={m.address}>
-              <Link to={mailPath(m.address, 'inbox')} current={active && route.folder === 'inbox' && !route.q} className="mailbox">
+              <Link to={mailPath(m.address, 'inbox')} current={active && route.view.kind === 'folder' && route.folder === 'inbox' && !route.q} className="mailbox">
                 <span className="address" title={m.address}>{m.address}</span>
                 {m.unread_count > 0 && <span className="count" aria-label={`${m.unread_count} unread`}>{m.unread_count}</span>}
               </Link>
@@ -32,9 +37,12 @@ export function Sidebar({ mailboxes, route }: { mailboxes: Mailbox[]; route: Mai
                 <ul className="folders">
                   {FOLDERS.map((f) => (
                     <li key={f}>
-                      <Link to={mailPath(m.address, f)} current={route.folder === f && !route.q}>{FOLDER_NAMES[f]}</Link>
+                      <Link to={mailPath(m.address, f)} current={route.view.kind === 'folder' && route.folder === f && !route.q}>{FOLDER_NAMES[f]}</Link>
                     </li>
                   ))}
+                  <li>
+                    <Link to={draftsPath(m.address)} current={route.view.kind === 'drafts'}>Drafts</Link>
+                  </li>
                 </ul>
               )}
             </li>

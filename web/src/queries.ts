@@ -79,6 +79,7 @@ export function invalidateMail(client: ReturnType<typeof useQueryClient>): Promi
     client.invalidateQueries({ queryKey: ['messages'] }),
     client.invalidateQueries({ queryKey: ['mailboxes'] }),
     client.invalidateQueries({ queryKey: ['thread'] }),
+    client.invalidateQueries({ queryKey: ['sent'] }),
     client.invalidateQueries({ queryKey: ['message'], refetchType: 'none' }),
   ]).then(() => undefined);
 }

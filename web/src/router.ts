@@ -5,11 +5,36 @@ import { FOLDERS, type Folder } from './types';
 // Paths stay clear of the API's own (/inbox, /messages, … at the root): the server answers index.html only
 // for page requests that match no API route (src/transports/http/web.ts).
 
+/** How a compose view starts: a new message, or an answer to (or forward of) the message `source`. */
+export type ComposeMode = 'new' | 'reply' | 'all' | 'forward';
+
+/** What the main pane of a mail page shows: a folder (or a message of it), the drafts, or the compose form. */
+export type MailView =
+  | { kind: 'folder' }
+  | { kind: 'drafts' }
+  | { kind: 'compose'; draftId: string | null; source: string | null; mode: ComposeMode };
+
 export type Route =
   | { page: 'login' }
-  | { page: 'mail'; mailbox: string | null; folder: Folder; messageId: string | null; q: string; offset: number }
+  | { page: 'mail'; mailbox: string | null; folder: Folder; messageId: string | null; q: string; offset: number; view: MailView }
   | { page: 'admin'; section: string }
   | { page: 'not-found'; path: string };
+
+const COMPOSE_MODES: readonly ComposeMode[] = ['new', 'reply', 'all', 'forward'];
+
+/** `/mail/{mailbox}/drafts` and `/mail/{mailbox}/compose[/{draft_id}]?reply=…&mode=…`; null for any other path. */
+function writingView(parts: string[], query: URLSearchParams): MailView | null {
+  if (parts[2] === 'drafts' && parts.length === 3) return { kind: 'drafts' };
+  if (parts[2] !== 'compose') return null;
+  const mode = query.get('mode') ?? 'new';
+  const source = query.get('reply');
+  return {
+    kind: 'compose',
+    draftId: parts[3] ?? null,
+    source: parts[3] === undefined ? source : null,
+    mode: source !== null && parts[3] === undefined && (COMPOSE_MODES as readonly string[]).includes(mode) ? (mode as ComposeMode) : 'new',
+  };
+}
 
 const listeners = new Set<() => void>();
 
@@ -35,8 +60,10 @@ export function parseRoute(pathname: string, search: string): Route {
   const query = new URLSearchParams(search);
   if (parts[0] === 'login' && parts.length === 1) return { page: 'login' };
   if (parts[0] === 'settings' && parts.length <= 2) return { page: 'admin', section: parts[1] ?? '' };
-  if (parts.length === 0) return { page: 'mail', mailbox: null, folder: 'inbox', messageId: null, q: '', offset: 0 };
+  if (parts.length === 0) return { page: 'mail', mailbox: null, folder: 'inbox', messageId: null, q: '', offset: 0, view: { kind: 'folder' } };
   if (parts[0] !== 'mail' || parts.length > 4) return { page: 'not-found', path: pathname };
+  const writing = writingView(parts, query);
+  if (writing !== null) return { page: 'mail', mailbox: parts[1] ?? null, folder: 'inbox', messageId: null, q: '', offset: 0, view: writing };
   const folder = parts[2] ?? 'inbox';
   if (!isFolder(folder)) return { page: 'not-found', path: pathname };
   const offset = Number.parseInt(query.get('offset') ?? '0', 10);
@@ -47,7 +74,20 @@ export function parseRoute(pathname: string, search: string): Route {
     messageId: parts[3] ?? null,
     q: query.get('q') ?? '',
     offset: Number.isFinite(offset) && offset > 0 ? offset : 0,
+    view: { kind: 'folder' },
   };
+}
+
+/** The compose form of `mailbox`: a saved draft, an answer to (or forward of) `source`, or a new message. */
+export function composePath(mailbox: string, target: { draftId?: string; source?: string; mode?: ComposeMode } = {}): string {
+  const path = `/mail/${encodeURIComponent(mailbox)}/compose`;
+  if (target.draftId) return `${path}/${encodeURIComponent(target.draftId)}`;
+  if (!target.source || !target.mode || target.mode === 'new') return path;
+  return `${path}?${new URLSearchParams({ reply: target.source, mode: target.mode }).toString()}`;
+}
+
+export function draftsPath(mailbox: string): string {
+  return `/mail/${encodeURIComponent(mailbox)}/drafts`;
 }
 
 /** The path of a mail view; a search (`q`) and a page offset go in the query. */

@@ -1,0 +1,207 @@
+import { useQueryClient } from '@tanstack/react-query';
+import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent, type RefObject } from 'react';
+import { ApiError } from './api';
+import { useAutosave, type SaveState } from './autosave';
+import { emptyFields, RECIPIENT_ERRORS, SENDER_ERRORS, startFrom } from './compose';
+import { composePath, mailPath, navigate, type MailView } from './router';
+import { deleteDraft, sendDraft, useDraft, useSourceMessage, type Draft, type DraftFields } from './sending';
+import { rememberSent } from './Sent';
+import type { Mailbox } from './types';
+import './compose.css';
+
+type ComposeView = Extract<MailView, { kind: 'compose' }>;
+
+/**
+ * Drafts this tab created, with the view that created them: the draft's URL replaces the compose URL, and the
+ * form that made it stays mounted as it was (same key, no reload of what it already holds).
+ */
+const createdHere = new Map<string, ComposeView>();
+
+const originOf = (view: ComposeView): ComposeView => (view.draftId !== null ? createdHere.get(view.draftId) : undefined) ?? view;
+
+/** The React key of a compose view: a draft created by the open form keeps the form's key. */
+export function composeKey(view: ComposeView): string {
+  const origin = originOf(view);
+  return origin.draftId ?? `new:${origin.source ?? ''}:${origin.mode}`;
+}
+
+const TITLES: Record<ComposeView['mode'], string> = { new: 'New message', reply: 'Reply', all: 'Reply to all', forward: 'Forward' };
+
+function fromDraft(d: Draft): DraftFields {
+  return { mailbox: d.mailbox, to: d.to.join(', '), cc: d.cc.join(', '), bcc: d.bcc.join(', '), subject: d.subject, body: d.body, in_reply_to: d.in_reply_to };
+}
+
+/** The compose form of a saved draft, of an answer or forward of a message, or of a new message. */
+export function Compose(props: { view: ComposeView; mailbox: string | null; mailboxes: Mailbox[] }) {
+  const { mailbox, mailboxes } = props;
+  const view = originOf(props.view);
+  const draft = useDraft(view.draftId);
+  const source = useSourceMessage(view.draftId === null ? view.source : null);
+  const failed = draft.error ?? source.error;
+  if (failed) {
+    const gone = failed instanceof ApiError && failed.code === 'draft_not_found';
+    return <p role="alert" className="error">{gone ? 'This draft was sent or discarded.' : failed instanceof ApiError ? failed.detail : 'could not load it'}</p>;
+  }
+  if (draft.isLoading || source.isLoading) return <p className="loading" role="status">Loading…</p>;
+  const sender = mailbox ?? mailboxes[0]?.address;
+  let initial: DraftFields | null = null;
+  if (draft.data) initial = fromDraft(draft.data);
+  else if (source.data && view.mode !== 'new') initial = startFrom(source.data, view.mode);
+  else if (sender !== undefined) initial = emptyFields(sender);
+  if (initial === null) return <p className="muted">This workspace has no mailbox to send from yet.</p>;
+  const title = view.draftId !== null ? 'Draft' : TITLES[view.mode];
+  const back = source.data ? mailPath(source.data.mailbox, source.data.folder, source.data.message_id) : mailPath(initial.mailbox, 'inbox');
+  return <ComposeForm title={title} initial={initial} draftId={view.draftId} mailboxes={mailboxes} back={back} origin={view} />;
+}
+
+function SaveStatus({ state }: { state: SaveState }) {
+  let text = '';
+  if (state.kind === 'saving') text = 'Saving…';
+  if (state.kind === 'saved') text = `Draft saved at ${state.at.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' })}`;
+  if (state.kind === 'error') text = state.recipients ? 'Draft saved without the recipients (see above)' : `Not saved: ${state.detail}`;
+  return <p className="save-status muted" role="status" aria-live="polite">{text}</p>;
+}
+
+interface FormProps {
+  title: string;
+  initial: DraftFields;
+  draftId: string | null;
+  mailboxes: Mailbox[];
+  back: string;
+  origin: ComposeView;
+}
+
+function ComposeForm({ title, initial, draftId, mailboxes, back, origin }: FormProps) {
+  const client = useQueryClient();
+  const [fields, setFields] = useState(initial);
+  const [sendError, setSendError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const saver = useAutosave(initial, draftId, (id) => {
+    createdHere.set(id, origin);
+    navigate(composePath(initial.mailbox, { draftId: id }), { replace: true });
+    void client.invalidateQueries({ queryKey: ['drafts', 'list'] });
+  });
+  const first = useRef<HTMLInputElement>(null);
+  const body = useRef<HTMLTextAreaElement>(null);
+  useEffect(() => {
+    // An answer starts above the quote; a new message at its first recipient.
+    if (initial.to && body.current) {
+      body.current.focus();
+      body.current.setSelectionRange(0, 0);
+    } else first.current?.focus();
+  }, [initial.to]);
+
+  const change = (patch: Partial<DraftFields>) => {
+    const next = { ...fields, ...patch };
+    setFields(next);
+    saver.change(next);
+  };
+
+  async function send(event?: FormEvent) {
+    event?.preventDefault();
+    setBusy(true);
+    setSendError(null);
+    try {
+      const id = await saver.saveNow();
+      const answer = await sendDraft(id);
+      await saver.stop();
+      rememberSent(answer);
+      void client.invalidateQueries({ queryKey: ['drafts', 'list'] });
+      void client.invalidateQueries({ queryKey: ['sent'] });
+      navigate(mailPath(fields.mailbox, 'sent', answer.message_id), { replace: true });
+    } catch (err) {
+      setSendError(err instanceof ApiError ? err : new ApiError(0, 'network', 'the server did not answer; try again'));
+      setBusy(false);
+    }
+  }
+
+  async function discard() {
+    setBusy(true);
+    const id = await saver.stop();
+    if (id !== null) await deleteDraft(id).catch(() => undefined);
+    void client.invalidateQueries({ queryKey: ['drafts', 'list'] });
+    navigate(back, { replace: true });
+  }
+
+  const onKey = (e: KeyboardEvent) => {
+    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) void send();
+  };
+  const saveState = saver.state;
+  const recipientsProblem = sendError && RECIPIENT_ERRORS.has(sendError.code) ? sendError.detail
+    : sendError?.code === 'invalid_request' && /\b(to|cc|bcc)\b/.test(sendError.detail) ? sendError.detail
+      : saveState.kind === 'error' && saveState.recipients ? saveState.detail : null;
+  const senderProblem = sendError && SENDER_ERRORS.has(sendError.code) ? sendError.detail : null;
+  const otherProblem = sendError && recipientsProblem !== sendError.detail && senderProblem === null ? sendError : null;
+
+  return (
+    <section className="compose" aria-labelledby="compose-title">
+      <h1 id="compose-title">{title}</h1>
+      <form onSubmit={(e) => void send(e)} onKeyDown={onKey} noValidate>
+        <div className="field">
+          <label htmlFor="compose-from">From</label>
+          <select id="compose-from" value={fields.mailbox} onChange={(e) => change({ mailbox: e.target.value })}
+            aria-invalid={senderProblem !== null} aria-describedby={senderProblem ? 'compose-from-error' : undefined}>
+            {mailboxes.map((m) => <option key={m.address} value={m.address}>{m.address}</option>)}
+            {!mailboxes.some((m) => m.address === fields.mailbox) && <option value={fields.mailbox}>{fields.mailbox}</option>}
+          </select>
+          {senderProblem && <p id="compose-from-error" className="error" role="alert">{senderProblem}</p>}
+        </div>
+        <Recipients fields={fields} change={change} firstRef={first} problem={recipientsProblem} alert={sendError !== null} />
+        <div className="field">
+          <label htmlFor="compose-subject">Subject</label>
+          <input id="compose-subject" value={fields.subject} maxLength={998} onChange={(e) => change({ subject: e.target.value })} />
+        </div>
+        <div className="field body-field">
+          <label htmlFor="compose-body">Message</label>
+          <textarea id="compose-body" ref={body} rows={14} value={fields.body} onChange={(e) => change({ body: e.target.value })} />
+        </div>
+        {fields.in_reply_to && <p className="muted thread-note">An answer: it joins the conversation of the message it answers.</p>}
+        {otherProblem && <SendProblem error={otherProblem} onNewMessage={() => change({ in_reply_to: null })} />}
+        <div className="compose-actions">
+          <button type="submit" className="primary" disabled={busy}>{busy ? 'Sending…' : 'Send'}</button>
+          <button type="button" onClick={() => void discard()} disabled={busy}>Discard</button>
+          <SaveStatus state={saveState} />
+        </div>
+      </form>
+    </section>
+  );
+}
+
+function Recipients(props: {
+  fields: DraftFields;
+  change: (patch: Partial<DraftFields>) => void;
+  firstRef: RefObject<HTMLInputElement | null>;
+  problem: string | null;
+  alert: boolean;
+}) {
+  const { fields, change, problem } = props;
+  const described = problem ? 'compose-recipients-error compose-recipients-hint' : 'compose-recipients-hint';
+  const input = (key: 'to' | 'cc' | 'bcc', label: string) => (
+    <div className="field">
+      <label htmlFor={`compose-${key}`}>{label}</label>
+      <input id={`compose-${key}`} ref={key === 'to' ? props.firstRef : undefined} type="text" inputMode="email" autoComplete="off"
+        value={fields[key]} onChange={(e) => change({ [key]: e.target.value })} aria-invalid={problem !== null} aria-describedby={described} />
+    </div>
+  );
+  return (
+    <fieldset className="recipients">
+      <legend className="visually-hidden">Recipients</legend>
+      {input('to', 'To')}
+      {input('cc', 'Cc')}
+      {input('bcc', 'Bcc')}
+      <p id="compose-recipients-hint" className="muted hint">Addresses separated by commas.</p>
+      {problem && <p id="compose-recipients-error" className="error" role={props.alert ? 'alert' : undefined}>{problem}</p>}
+    </fieldset>
+  );
+}
+
+function SendProblem({ error, onNewMessage }: { error: ApiError; onNewMessage: () => void }) {
+  return (
+    <div className="error" role="alert">
+      <p>Not sent: {error.detail}</p>
+      {error.code === 'message_not_found' && (
+        <button type="button" onClick={onNewMessage}>Send it as a new message instead</button>
+      )}
+    </div>
+  );
+}

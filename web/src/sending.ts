@@ -1,0 +1,160 @@
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { api, sessionHeaders } from './api';
+import type { FullMessage, Message } from './types';
+
+/** A draft as the drafts API shows it (docs/api.md "The draft object"). */
+export interface Draft {
+  draft_id: string;
+  mailbox: string;
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  subject: string;
+  body: string;
+  html: string | null;
+  in_reply_to: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The fields a draft is written with; recipients as the comma-separated text of the form. */
+export interface DraftFields {
+  mailbox: string;
+  to: string;
+  cc: string;
+  bcc: string;
+  subject: string;
+  body: string;
+  in_reply_to: string | null;
+}
+
+export interface Attempt {
+  at: string;
+  mx: string | null;
+  recipients: string[];
+  outcome: 'sent' | 'rejected' | 'deferred' | 'ambiguous' | 'no_route';
+  response: string | null;
+}
+
+export interface RecipientState {
+  address: string;
+  status: 'pending' | 'accepted' | 'failed' | 'unknown';
+  response: string | null;
+  mx: string | null;
+}
+
+/** One item of GET /app/api/sent: the list view plus its delivery state (docs/api.md "Delivery status"). */
+export interface SentItem extends Message {
+  status: string;
+  recipients: RecipientState[];
+  attempts: Attempt[];
+  last_error: string | null;
+}
+
+export interface SentPage {
+  messages: SentItem[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+/** The answer of POST /app/api/drafts/{id}/send. */
+export interface SendAnswer {
+  message_id: string;
+  status: string;
+}
+
+/** Rows of the sent list and of the drafts list. */
+export const SENT_PAGE_SIZE = 50;
+/** Sent items read per request while looking for one message's delivery state. */
+const SENT_SCAN_PAGE = 100;
+
+const draftPath = (id: string) => `/drafts/${encodeURIComponent(id)}`;
+
+export function draftBody(fields: DraftFields, withRecipients = true): Record<string, unknown> {
+  const { to, cc, bcc, ...rest } = fields;
+  return withRecipients ? { ...rest, to, cc, bcc } : rest;
+}
+
+export const createDraft = (fields: DraftFields, withRecipients = true) =>
+  api<Draft>('/drafts', { method: 'POST', body: draftBody(fields, withRecipients) });
+
+export const patchDraft = (id: string, fields: DraftFields, withRecipients = true) =>
+  api<Draft>(draftPath(id), { method: 'PATCH', body: draftBody(fields, withRecipients) });
+
+export const deleteDraft = (id: string) => api<{ ok: true }>(draftPath(id), { method: 'DELETE' });
+
+export const sendDraft = (id: string) => api<SendAnswer>(`${draftPath(id)}/send`, { method: 'POST' });
+
+/**
+ * The last save of a page being closed: a normal fetch is cancelled with the page, a keepalive one is not.
+ * Without the recipients when they are the reason saves fail, so the text at least is kept.
+ */
+export function saveOnUnload(id: string, fields: DraftFields, withRecipients: boolean): void {
+  void fetch(`/app/api${draftPath(id)}`, {
+    method: 'PATCH',
+    keepalive: true,
+    headers: { ...sessionHeaders(), 'content-type': 'application/json' },
+    body: JSON.stringify(draftBody(fields, withRecipients)),
+  }).catch(() => undefined);
+}
+
+export function useDraft(id: string | null) {
+  return useQuery({
+    queryKey: ['drafts', 'one', id],
+    queryFn: () => api<Draft>(draftPath(id ?? '')),
+    enabled: id !== null,
+    // The form owns the draft once loaded; a refetch must not overwrite what is being typed.
+    staleTime: Infinity,
+    gcTime: 0,
+  });
+}
+
+export function useDrafts(mailbox: string | null) {
+  return useQuery({
+    queryKey: ['drafts', 'list', mailbox],
+    queryFn: () => api<{ drafts: Draft[]; total: number }>('/drafts', { query: { mailbox: mailbox ?? undefined, limit: SENT_PAGE_SIZE } }),
+    enabled: mailbox !== null,
+  });
+}
+
+export function useSourceMessage(id: string | null) {
+  return useQuery({
+    queryKey: ['message', id],
+    queryFn: () => api<FullMessage>(`/messages/${encodeURIComponent(id ?? '')}`),
+    enabled: id !== null,
+  });
+}
+
+export function useSentPage(mailbox: string | null, offset: number) {
+  return useQuery({
+    queryKey: ['sent', 'page', mailbox, offset],
+    queryFn: () => api<SentPage>('/sent', { query: { mailbox: mailbox ?? undefined, limit: SENT_PAGE_SIZE, offset } }),
+    enabled: mailbox !== null,
+    placeholderData: (previous) => previous,
+  });
+}
+
+/**
+ * The delivery state of one sent message. The API lists it only in GET /app/api/sent (newest first), so read
+ * pages until it shows up or the list has passed its time; null when it is not in `sent` (moved elsewhere).
+ */
+async function findSent(message: Message): Promise<SentItem | null> {
+  for (let offset = 0; ; offset += SENT_SCAN_PAGE) {
+    const page = await api<SentPage>('/sent', { query: { mailbox: message.mailbox, limit: SENT_SCAN_PAGE, offset } });
+    const found = page.messages.find((m) => m.message_id === message.message_id);
+    if (found) return found;
+    const last = page.messages.at(-1);
+    if (last === undefined || last.created_at < message.created_at) return null;
+  }
+}
+
+export function useSentItem(message: Message) {
+  return useQuery({ queryKey: ['sent', 'item', message.message_id], queryFn: () => findSent(message) });
+}
+
+/** Refresh what a draft change touches: the drafts lists (the form keeps its own copy). */
+export function useInvalidateDrafts(): () => Promise<void> {
+  const client = useQueryClient();
+  return () => client.invalidateQueries({ queryKey: ['drafts', 'list'] });
+}
