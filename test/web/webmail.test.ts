@@ -65,8 +65,14 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: webmail in Chromium (${TEST_DIALECT})`,
     receiverOrigin = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
     browser = await startBrowser();
     page = await browser.page();
-    page.on('request', (r) => {
-      if (!r.url().startsWith(`${base}/`) && !r.url().startsWith('blob:') && !r.url().startsWith('data:') && r.url() !== 'about:srcdoc') outside.push(r.url());
+    // A request outside the app that went out (finished) or failed for any reason but the frame's policy: Chromium
+    // announces some CSS url()s before its Content-Security-Policy refuses them, and a refused one fetches nothing.
+    const isOutside = (url: string) => !url.startsWith(`${base}/`) && !url.startsWith('blob:') && !url.startsWith('data:') && url !== 'about:srcdoc';
+    page.on('requestfinished', (r) => {
+      if (isOutside(r.url())) outside.push(r.url());
+    });
+    page.on('requestfailed', (r) => {
+      if (isOutside(r.url()) && !/BLOCKED_BY_CSP|csp/i.test(r.failure()?.errorText ?? '')) outside.push(`${r.url()} (${r.failure()?.errorText ?? 'failed'})`);
     });
     page.on('dialog', (d) => {
       dialogs.push(d.message());
