@@ -30,9 +30,10 @@ import { smtpSuite } from './suites/smtp.suite.js';
 import { streamSuite } from './suites/stream.suite.js';
 import { transactionalSuite } from './suites/transactional.suite.js';
 import { webhooksSuite } from './suites/webhooks.suite.js';
+import { webSuite } from './suites/web.suite.js';
 
 /** Every suite, in the order a bare `npm run bench` runs them. Add new suites here. */
-const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, webhooksSuite, hostileSuite, cliSuite, streamSuite, searchSuite];
+const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, webhooksSuite, hostileSuite, cliSuite, streamSuite, searchSuite, webSuite];
 
 const RESULTS_FILE = join(ROOT, 'bench', 'results', 'latest.json');
 const PROFILE_DIR = join(ROOT, 'bench', 'results', 'profiles');

@@ -1,0 +1,126 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Dialect } from '../lib/databases.js';
+import { DIALECTS, forEachDialect, freshDatabase } from '../lib/dialects.js';
+import { fillMailbox } from '../lib/fill.js';
+import type { Measurement } from '../lib/load.js';
+import { BENCH_DOMAIN, BENCH_OWNER, bootstrapTenant, createMailbox, startMailroom } from '../lib/mailroom.js';
+import { withScope } from '../lib/scope.js';
+import { latencyStats } from '../lib/smtp-load.js';
+import { pairRows, type BenchSettings, type Goal, type ResultRow, type Suite, type SuiteContext, type SuiteResult } from '../lib/suite.js';
+
+/**
+ * `npm run bench -- web` (issue 25 item 7): the web app in Debian's Chromium against a mailbox of
+ * BENCH_WEB_MESSAGES (100,000) messages: from pressing "Log in" to the inbox's first page on screen, and from a click
+ * on a message to its body on screen, each timed by the browser, against loading the app's login page (no API).
+ */
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const MAILBOX = `web@${BENCH_DOMAIN}`;
+const DEFAULT_MESSAGES = 100_000;
+const FILL_TIMEOUT_S = 1200;
+/** Timed rounds per case (each a fresh tab: log in, first page, open a message). */
+const ROUNDS = 15;
+const LOGIN_GOAL_MS = 1000;
+const OPEN_GOAL_MS = 300;
+
+function messageCount(): number {
+  const raw = process.env.BENCH_WEB_MESSAGES?.trim();
+  if (!raw) return DEFAULT_MESSAGES;
+  if (!/^\d+$/.test(raw) || Number(raw) < 50) throw new Error(`BENCH_WEB_MESSAGES=${JSON.stringify(raw)}: expected a whole number ≥ 50`);
+  return Number(raw);
+}
+
+const asMeasurement = (samples: number[]): Measurement => {
+  const latencyMs = latencyStats(samples);
+  const total = samples.reduce((a, b) => a + b, 0);
+  return { requestsPerSec: total > 0 ? (samples.length * 1000) / total : 0, latencyMs, totalRequests: samples.length, durationS: total / 1000, connections: 1, errors: 0, timeouts: 0, non2xx: 0, serverCpuUsPerRequest: null, serverCpuUtilization: null };
+};
+
+/** One round in a fresh tab: the login page alone, then log in → first page, then open the newest message. */
+async function round(context: BrowserContext, url: string): Promise<{ page: number; login: number; open: number }> {
+  const tab: Page = await context.newPage();
+  try {
+    const loadStart = performance.now();
+    await tab.goto(`${url}/login`);
+    await tab.getByLabel('Email').waitFor();
+    const page = performance.now() - loadStart;
+    await tab.getByLabel('Email').fill(BENCH_OWNER.email);
+    await tab.getByLabel('Password').fill(BENCH_OWNER.password);
+    const loginStart = performance.now();
+    await tab.getByRole('button', { name: 'Log in' }).click();
+    await tab.locator('.messages li').first().waitFor();
+    const login = performance.now() - loginStart;
+    const openStart = performance.now();
+    await tab.locator('.messages li').first().click();
+    await tab.locator('iframe.message-frame').waitFor();
+    const open = performance.now() - openStart;
+    return { page, login, open };
+  } finally {
+    await tab.close();
+  }
+}
+
+async function runCase(context: SuiteContext, dialect: Dialect, messages: number, info: Record<string, unknown>): Promise<ResultRow[]> {
+  return withScope(context.log, async (scope) => {
+    const database = await freshDatabase(context, scope, dialect, 'web');
+    const tenant = await bootstrapTenant(context, database.url);
+    const service = await startMailroom(context, scope, database.url, ['api'], { profileName: `mailroom-api-web-${dialect}` });
+    await createMailbox(service.url, tenant.apiKey, MAILBOX, 'Web bench mailbox', context.signal);
+    info[`${dialect}_fill`] = await fillMailbox(context, database, MAILBOX, messages, FILL_TIMEOUT_S);
+    const profile = mkdtempSync(join(context.workDir, 'chromium-'));
+    const browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1280, height: 800 } });
+    scope.defer('chromium', async () => {
+      await browser.close();
+      rmSync(profile, { recursive: true, force: true });
+    });
+    await round(browser, service.url); // warm-up: the server's statement caches and the browser's disk cache
+    const samples = { page: [] as number[], login: [] as number[], open: [] as number[] };
+    for (let i = 0; i < ROUNDS; i++) {
+      context.signal.throwIfAborted();
+      const r = await round(browser, service.url);
+      samples.page.push(r.page);
+      samples.login.push(r.login);
+      samples.open.push(r.open);
+    }
+    const base = { target: 'the login page alone (static files)', measurement: asMeasurement(samples.page) };
+    context.log(`  [${dialect}] median ms: login page ${base.measurement.latencyMs.p50}, log in → first page ${latencyStats(samples.login).p50}, open a message ${latencyStats(samples.open).p50}`);
+    return [
+      ...pairRows('web', `${dialect}, log in → first page`, 'rounds/s', base, { target: 'mailroom web app', measurement: asMeasurement(samples.login) }),
+      ...pairRows('web', `${dialect}, open a message`, 'rounds/s', base, { target: 'mailroom web app', measurement: asMeasurement(samples.open) }).slice(1),
+    ];
+  });
+}
+
+function timeGoal(result: SuiteResult, name: string, limitMs: number, text: string): Goal {
+  const row = result.rows.find((r) => r.case === name && r.role === 'subject');
+  const threshold = `p90 ≤ ${limitMs} ms`;
+  if (!row?.latencyMs) return { goal: text, case: name, minRatio: 1, ratio: null, met: null, threshold };
+  return { goal: text, case: name, minRatio: 1, ratio: row.ratio, met: row.latencyMs.p90 <= limitMs, threshold, measured: `p90 ${Math.round(row.latencyMs.p90)} ms` };
+}
+
+export const webSuite: Suite = {
+  name: 'web',
+  description: `the web app in Chromium on a mailbox of ${DEFAULT_MESSAGES.toLocaleString('en')} messages: log in → first page, open a message (vs the login page alone)`,
+  budgetS: (_s: Readonly<BenchSettings>) => DIALECTS.length * (FILL_TIMEOUT_S + 300),
+  async run(context: SuiteContext): Promise<SuiteResult> {
+    const messages = messageCount();
+    const result: SuiteResult = { suite: 'web', rows: [], skipped: [], failed: [], info: { messages, rounds: ROUNDS, browser: CHROMIUM } };
+    await forEachDialect(context, result, async (dialect) => {
+      try {
+        result.rows.push(...(await runCase(context, dialect, messages, result.info)));
+      } catch (err) {
+        if (context.signal.aborted) throw err;
+        const why = err instanceof Error ? err.message : String(err);
+        context.log(`  [${dialect}] FAILED: ${why}`);
+        result.failed.push({ case: dialect, error: why });
+      }
+    });
+    result.goals = DIALECTS.flatMap((d) => [
+      timeGoal(result, `${d}, log in → first page`, LOGIN_GOAL_MS, `the inbox's first page on screen ≤ 1 s after login (${messages.toLocaleString('en')} messages)`),
+      timeGoal(result, `${d}, open a message`, OPEN_GOAL_MS, 'opening a message ≤ 300 ms'),
+    ]);
+    return result;
+  },
+};
