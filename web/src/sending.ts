@@ -66,8 +66,6 @@ export interface SendAnswer {
 
 /** Rows of the sent list and of the drafts list. */
 export const SENT_PAGE_SIZE = 50;
-/** Sent items read per request while looking for one message's delivery state. */
-const SENT_SCAN_PAGE = 100;
 
 const draftPath = (id: string) => `/drafts/${encodeURIComponent(id)}`;
 
@@ -136,17 +134,14 @@ export function useSentPage(mailbox: string | null, offset: number) {
 }
 
 /**
- * The delivery state of one sent message. The API lists it only in GET /app/api/sent (newest first), so read
- * pages until it shows up or the list has passed its time; null when it is not in `sent` (moved elsewhere).
+ * The delivery state of one sent message: its single view carries it, recipient by recipient (GET
+ * /app/api/messages/{id}, as an item of GET /app/api/sent); null for a message that was never sent.
  */
 async function findSent(message: Message): Promise<SentItem | null> {
-  for (let offset = 0; ; offset += SENT_SCAN_PAGE) {
-    const page = await api<SentPage>('/sent', { query: { mailbox: message.mailbox, limit: SENT_SCAN_PAGE, offset } });
-    const found = page.messages.find((m) => m.message_id === message.message_id);
-    if (found) return found;
-    const last = page.messages.at(-1);
-    if (last === undefined || last.created_at < message.created_at) return null;
-  }
+  const view = await api<Message & Partial<SentItem>>(`/messages/${encodeURIComponent(message.message_id)}`);
+  const { status, recipients, attempts, last_error } = view;
+  if (status === undefined || recipients === undefined || attempts === undefined || last_error === undefined) return null;
+  return { ...view, status, recipients, attempts, last_error };
 }
 
 export function useSentItem(message: Message) {

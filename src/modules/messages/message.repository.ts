@@ -46,6 +46,9 @@ function withDelivery<T extends QueryCreator<Database>>(db: T) {
 /** The delivery state's columns of a message row: both null for an inbound message. */
 export const DELIVERY_COLUMNS = ['delivery.status as out_status', 'delivery.attempts_json as out_events'] as const;
 export type DeliveryColumns = { out_status: DeliveryStatus | null; out_events: string | null };
+/** What the views that show a delivery recipient by recipient (`GET /sent`, single messages) read besides. */
+export const DELIVERY_DETAIL_COLUMNS = ['delivery.recipients_json as out_recipients', 'delivery.last_error as out_last_error'] as const;
+export type DeliveryDetailColumns = DeliveryColumns & { out_recipients: string | null; out_last_error: string | null };
 
 /** A whole message row (single lookups, which also need its mailbox, envelope and bookkeeping). */
 const LIST_COLUMNS = [...PAGE_COLUMNS, 'messages.workspace_id', 'messages.mailbox_id', 'messages.envelope_json', 'messages.updated_at'] as const;
@@ -53,6 +56,8 @@ const LIST_COLUMNS = [...PAGE_COLUMNS, 'messages.workspace_id', 'messages.mailbo
 export type MessageRow = MessageTable & { mailbox_address: string };
 /** A message row as the views read it (single lookups, thread views): with its delivery state. */
 export type MessageViewRow = MessageRow & DeliveryColumns;
+/** A single lookup's row: with its delivery state recipient by recipient. */
+export type MessageDetailRow = MessageViewRow & DeliveryDetailColumns;
 export type MessagePageRow = Pick<MessageRow, 'id' | 'thread_id' | 'direction' | 'folder' | 'read' | 'labels' | 'from_json' | 'to_json' | 'cc_json' | 'subject' | 'snippet' | 'size' | 'date' | 'internet_message_id' | 'auth_json' | 'attachments_json' | 'created_at' | 'mailbox_address'>;
 export type ThreadRow = ThreadTable & { mailbox_address: string };
 /** A subquery of thread ids (`SELECT messages.thread_id …`). */
@@ -127,6 +132,10 @@ function newestFirst<Q extends SelectQueryBuilder<Database, 'messages', object>>
 
 // A page of messages and its totals are asked by every list request (prepared: see db/prepared.ts).
 const pageRowsQuery = preparedQuery<PageParams, MessagePageRow & DeliveryColumns>((db, p) => newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select([...PAGE_COLUMNS, ...DELIVERY_COLUMNS]), p));
+/** A page of `GET /sent`: the rows of a page with their delivery state recipient by recipient. */
+const sentRowsQuery = preparedQuery<PageParams, MessagePageRow & DeliveryDetailColumns>((db, p) =>
+  newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select([...PAGE_COLUMNS, ...DELIVERY_COLUMNS, ...DELIVERY_DETAIL_COLUMNS]), p),
+);
 /** A row of `pageWithTotals`: a message with its delivery state, the totals, and its mailbox's address (only when not filtered by mailbox). */
 type TotalsPageRow = Omit<MessagePageRow, 'mailbox_address'> & DeliveryColumns & {
   mailbox_address?: string;
@@ -193,9 +202,9 @@ const counterSumsQuery = preparedQuery<Omit<PageWithTotalsParams, 'read' | 'limi
 const versionOf = (mailboxId: string, modseq: number | string | null | undefined): string => `${mailboxId}:${String(modseq ?? 0)}`;
 
 // Single-message reads of the send and delivery paths (prepared: see db/prepared.ts).
-const findMessageQuery = preparedQuery<{ workspaceId: string; messageId: string }, MessageViewRow>((db, p) =>
+const findMessageQuery = preparedQuery<{ workspaceId: string; messageId: string }, MessageDetailRow>((db, p) =>
   filtered(db, p<string>('workspaceId'), {})
-    .select([...LIST_COLUMNS, ...DELIVERY_COLUMNS])
+    .select([...LIST_COLUMNS, ...DELIVERY_COLUMNS, ...DELIVERY_DETAIL_COLUMNS])
     .where('messages.id', '=', p<string>('messageId')),
 );
 /**
@@ -395,6 +404,9 @@ export const messageRepository = {
   /** A page of messages, newest first. */
   listMessages: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<Array<MessagePageRow & DeliveryColumns>> =>
     pageRowsQuery(db, { ...bound(filter), workspaceId, limit, offset }),
+  /** A page of messages, newest first, each with its delivery state recipient by recipient (`GET /sent`). */
+  listWithDelivery: (db: Db, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<Array<MessagePageRow & DeliveryDetailColumns>> =>
+    sentRowsQuery(db, { ...bound(filter), workspaceId, limit, offset }),
   /**
    * A page filtered by mailbox (address), folder and read state, with the folder counters' totals: one
    * statement, a second one only when the page is empty; `mailboxFound` is false when the workspace has
@@ -429,7 +441,7 @@ export const messageRepository = {
       .orderBy('messages.created_at', 'asc')
       .orderBy('messages.id', 'asc')
       .execute(),
-  findMessage: async (db: Db, workspaceId: string, messageId: string): Promise<MessageViewRow | undefined> => (await findMessageQuery(db, { workspaceId, messageId }))[0],
+  findMessage: async (db: Db, workspaceId: string, messageId: string): Promise<MessageDetailRow | undefined> => (await findMessageQuery(db, { workspaceId, messageId }))[0],
   findContent: async (db: Db, workspaceId: string, messageId: string, withRaw: boolean): Promise<Partial<MessageContentTable> | undefined> =>
     (await findContentQuery(db, { workspaceId, messageId, withRaw: withRaw ? true : undefined }))[0],
   updateMessage: (db: Db, workspaceId: string, messageId: string, values: Partial<MessageTable>) =>

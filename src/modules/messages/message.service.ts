@@ -6,7 +6,7 @@ import { invalid, notFound } from '../../lib/errors.js';
 import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
-import { messageRepository as repo, type MessageFilter, type MessageRow, type MessageViewRow } from './message.repository.js';
+import { messageRepository as repo, type MessageDetailRow, type MessageFilter, type MessageRow } from './message.repository.js';
 import {
   FOLDERS,
   LABEL_PATTERN,
@@ -19,7 +19,7 @@ import {
   type ThreadDetailView,
   type ThreadView,
 } from './message.types.js';
-import { toMessageListView, toThreadView } from './message.views.js';
+import { toDeliveryDetail, toMessageListView, toThreadView } from './message.views.js';
 import { createSearch, type Search } from './search.service.js';
 
 /**
@@ -103,7 +103,7 @@ export function createMessageService({ db, clock, dialect }: { db: Db; clock: Cl
     return mailbox.id;
   }
 
-  async function findMessage(conn: Db, tenant: TenantContext, messageId: string): Promise<MessageViewRow> {
+  async function findMessage(conn: Db, tenant: TenantContext, messageId: string): Promise<MessageDetailRow> {
     const row = await repo.findMessage(conn, tenant.workspaceId, messageId);
     if (!row) throw messageNotFound(messageId);
     return row;
@@ -213,6 +213,8 @@ export function createMessageService({ db, clock, dialect }: { db: Db; clock: Cl
       const content = await repo.findContent(db, tenant.workspaceId, messageId, false);
       return {
         ...toMessageListView(row),
+        // An outbound message's delivery recipient by recipient, as `GET /sent` shows it (decision 280).
+        ...(row.out_status != null ? toDeliveryDetail(row) : {}),
         text: content?.text_body ?? null,
         html: content?.html_body ?? null,
         headers: content?.headers_json ? (JSON.parse(content.headers_json) as MessageView['headers']) : [],

@@ -1,4 +1,4 @@
-import type { DeliveryStatus } from '../sending/sending.table.js';
+import type { DeliveryStatus, RecipientState } from '../sending/sending.table.js';
 import type { AddressView } from './mime.js';
 
 /** Contract §4: the folders a message can be in. */
@@ -61,8 +61,23 @@ export interface MessageListView {
   events?: DeliveryEvent[];
 }
 
-/** The single-message view adds the bodies and headers. */
-export interface MessageView extends MessageListView {
+/**
+ * What an outbound message's delivery came to, recipient by recipient: an item of `GET /sent` and the single view
+ * of an outbound message carry it (decision 280). `attempts` are the `events` under the name `/sent` gave them first.
+ */
+export interface DeliveryDetail {
+  recipients: RecipientState[];
+  attempts: DeliveryEvent[];
+  last_error: string | null;
+}
+
+/** A message of `GET /sent`: the list view with its delivery status and detail. */
+export interface SentMessageView extends MessageListView, DeliveryDetail {
+  status: DeliveryStatus;
+}
+
+/** The single-message view adds the bodies and headers, and for an outbound message its delivery detail. */
+export interface MessageView extends MessageListView, Partial<DeliveryDetail> {
   text: string | null;
   html: string | null;
   headers: Array<{ name: string; value: string }>;

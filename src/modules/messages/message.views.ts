@@ -1,6 +1,7 @@
 import { iso } from '../../lib/clock.js';
-import type { AttachmentView, AuthSummary, DeliveryEvent, MessageListView, ThreadView } from './message.types.js';
-import type { DeliveryColumns, MessagePageRow, ThreadRow } from './message.repository.js';
+import type { RecipientState } from '../sending/sending.table.js';
+import type { AttachmentView, AuthSummary, DeliveryDetail, DeliveryEvent, MessageListView, SentMessageView, ThreadView } from './message.types.js';
+import type { DeliveryColumns, DeliveryDetailColumns, MessagePageRow, ThreadRow } from './message.repository.js';
 import type { AddressView } from './mime.js';
 
 const parse = <T>(text: string): T => JSON.parse(text) as T;
@@ -37,6 +38,24 @@ export function toMessageListView(row: MessagePageRow & Partial<DeliveryColumns>
     view.events = parse<DeliveryEvent[]>(row.out_events ?? '[]');
   }
   return view;
+}
+
+/**
+ * An outbound message's delivery recipient by recipient (the columns of DELIVERY_DETAIL_COLUMNS), the one writer of
+ * it for `GET /sent` and the single view. A row without a delivery (a message moved into `sent` that was never sent)
+ * has no recipients and no attempts.
+ */
+export function toDeliveryDetail(row: Partial<DeliveryDetailColumns>): DeliveryDetail {
+  return {
+    recipients: parse<RecipientState[]>(row.out_recipients ?? '[]'),
+    attempts: parse<DeliveryEvent[]>(row.out_events ?? '[]'),
+    last_error: row.out_last_error ?? null,
+  };
+}
+
+/** A message of `GET /sent`: one never sent (moved into `sent`) counts as `accepted`, as it always has. */
+export function toSentMessageView(row: MessagePageRow & DeliveryDetailColumns): SentMessageView {
+  return { ...toMessageListView(row), status: row.out_status ?? 'accepted', ...toDeliveryDetail(row) };
 }
 
 export function toThreadView(row: ThreadRow): ThreadView {

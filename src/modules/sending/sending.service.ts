@@ -15,9 +15,8 @@ import type { MessageStore } from '../messages/message-store.js';
 import { MAX_SUBJECT_LENGTH, snippetOf, type ParsedMessage } from '../messages/mime.js';
 import { messageRepository } from '../messages/message.repository.js';
 import { searchEntryOf } from '../../lib/mail-text.js';
-import type { MessageListView } from '../messages/message.types.js';
-import { toMessageListView } from '../messages/message.views.js';
-import type { DeliveryStatus } from './sending.table.js';
+import type { SentMessageView } from '../messages/message.types.js';
+import { toMessageListView, toSentMessageView } from '../messages/message.views.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import { composeMessage } from './compose.js';
@@ -64,12 +63,8 @@ export interface Queued {
   status: 'queued';
 }
 
-export interface SentItem extends MessageListView {
-  status: DeliveryStatus;
-  recipients: Array<{ address: string; status: string; response: string | null; mx: string | null }>;
-  attempts: unknown[];
-  last_error: string | null;
-}
+/** A message of `GET /sent` (the client's name for it). */
+export type SentItem = SentMessageView;
 
 export interface SendingService {
   /** Outbound messages (the `sent` folder) with their delivery status, newest first. */
@@ -272,27 +267,10 @@ export function createSendingService(deps: SendingDeps): SendingService {
       }
       const filter = { mailboxId, folder: 'sent' };
       const [rows, total] = await Promise.all([
-        messageRepository.listMessages(db, tenant.workspaceId, filter, query.limit, query.offset),
+        messageRepository.listWithDelivery(db, tenant.workspaceId, filter, query.limit, query.offset),
         messageRepository.countMessages(db, tenant.workspaceId, filter),
       ]);
-      const ids = rows.map((r) => r.id);
-      const states = ids.length === 0 ? [] : await db.selectFrom('outbound').selectAll().where('workspace_id', '=', tenant.workspaceId).where('message_id', 'in', ids).execute();
-      const byId = new Map(states.map((s) => [s.message_id, s]));
-      return {
-        messages: rows.map((row) => {
-          const state = byId.get(row.id);
-          return {
-            ...toMessageListView(row),
-            status: state?.status ?? 'accepted',
-            recipients: state ? (JSON.parse(state.recipients_json) as SentItem['recipients']) : [],
-            attempts: state ? (JSON.parse(state.attempts_json) as unknown[]) : [],
-            last_error: state?.last_error ?? null,
-          };
-        }),
-        total,
-        limit: query.limit,
-        offset: query.offset,
-      };
+      return { messages: rows.map(toSentMessageView), total, limit: query.limit, offset: query.offset };
     },
 
     async enqueue(tenant, input, trx) {

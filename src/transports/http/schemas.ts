@@ -105,6 +105,8 @@ const DeliveryEventSchema = Type.Object({
   outcome: Type.String({ description: 'sent, rejected, deferred, ambiguous or no_route' }),
   response: Type.String(),
 });
+const deliveryStatus = (description: string) =>
+  Type.Union([Type.Literal('queued'), Type.Literal('processing'), Type.Literal('accepted'), Type.Literal('failed'), Type.Literal('unknown')], { description });
 const messageListProperties = {
   message_id: Type.String(),
   mailbox: Type.String(),
@@ -124,17 +126,36 @@ const messageListProperties = {
   auth: Type.Object({ spf: Type.String(), dkim: Type.String(), dmarc: Type.String() }),
   internet_message_id: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String(),
-  status: Type.Optional(
-    Type.Union([Type.Literal('queued'), Type.Literal('processing'), Type.Literal('accepted'), Type.Literal('failed'), Type.Literal('unknown')], {
-      description: 'outbound messages only: the delivery status',
-    }),
-  ),
+  status: Type.Optional(deliveryStatus('outbound messages only: the delivery status')),
   events: Type.Optional(Type.Array(DeliveryEventSchema, { description: 'outbound messages only: each delivery attempt, oldest first' })),
 };
 export const MessageListItem = Type.Object(messageListProperties, { $id: 'MessageListItem' });
+/** One envelope recipient of an outbound message and what became of it (sending.table.ts RecipientState). */
+const DeliveryRecipientSchema = Type.Object({
+  address: Type.String(),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('accepted'), Type.Literal('failed'), Type.Literal('unknown')]),
+  response: Type.Union([Type.String(), Type.Null()], { description: 'the last SMTP reply for it, or the routing error; null before the first attempt' }),
+  mx: Type.Union([Type.String(), Type.Null()], { description: 'the host of its last attempt, or null' }),
+});
+/** An outbound message's delivery recipient by recipient (message.types.ts DeliveryDetail), `only` saying when it is there. */
+const deliveryDetailProperties = (only: string) => ({
+  recipients: Type.Array(DeliveryRecipientSchema, { description: `${only}each envelope recipient (to, cc and bcc) and what became of it` }),
+  attempts: Type.Array(DeliveryEventSchema, { description: `${only}each delivery attempt, oldest first (the same entries as events)` }),
+  last_error: Type.Union([Type.String(), Type.Null()], { description: `${only}the last attempt's 4xx reply or routing error, or a failed message's last reply` }),
+});
+/** A message of `GET /sent`: the list view with its delivery status and detail. */
+export const SentMessage = Type.Object(
+  { ...messageListProperties, status: deliveryStatus('the delivery status (accepted for a message moved into sent that was never sent)'), ...deliveryDetailProperties('') },
+  { $id: 'SentMessage' },
+);
+export const SentPage = Type.Object({ messages: Type.Array(ref(SentMessage)), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() });
+const outboundDetail = deliveryDetailProperties('outbound messages only: ');
 export const MessageDetail = Type.Object(
   {
     ...messageListProperties,
+    recipients: Type.Optional(outboundDetail.recipients),
+    attempts: Type.Optional(outboundDetail.attempts),
+    last_error: Type.Optional(outboundDetail.last_error),
     text: Type.Union([Type.String(), Type.Null()]),
     html: Type.Union([Type.String(), Type.Null()]),
     headers: Type.Array(Type.Object({ name: Type.String(), value: Type.String() })),
@@ -182,4 +203,4 @@ export const ListEntrySchema = Type.Object(
 );
 
 /** Every shared schema registered with `addSchema` so `Type.Ref` resolves. */
-export const SHARED_SCHEMAS: TSchema[] = [ErrorResponse, MailboxSchema, SessionSchema, MessageListItem, MessageDetail, ThreadSchema, ThreadDetail, ListEntrySchema];
+export const SHARED_SCHEMAS: TSchema[] = [ErrorResponse, MailboxSchema, SessionSchema, MessageListItem, SentMessage, MessageDetail, ThreadSchema, ThreadDetail, ListEntrySchema];

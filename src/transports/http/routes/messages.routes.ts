@@ -103,7 +103,17 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
 
     app.get(
       '/messages/:message_id',
-      { schema: { summary: 'One message with text, html and headers', tags, security, params: MessageParams, querystring: GetQuery, response: { 200: ref(MessageDetail), ...common } } },
+      {
+        schema: {
+          operationId: surface === 'api-key' ? 'getMessage' : 'appGetMessage',
+          summary: 'One message with text, html and headers (an outbound one with its delivery, recipient by recipient)',
+          tags,
+          security,
+          params: MessageParams,
+          querystring: GetQuery,
+          response: { 200: ref(MessageDetail), ...common },
+        },
+      },
       async (request) =>
         messages.get(tenant(request), request.params.message_id, { markRead: request.query.mark_read === true }),
     );

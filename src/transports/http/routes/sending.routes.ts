@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { MAX_RECIPIENTS } from '../../../modules/sending/recipients.js';
 import type { SendingService } from '../../../modules/sending/sending.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { Email, Limit, Offset, errors } from '../schemas.js';
+import { Email, Limit, Offset, SentPage, errors } from '../schemas.js';
 
 /** Characters of a comma-separated recipient list: MAX_RECIPIENTS addresses of up to 254 characters and their separators. */
 const RECIPIENT_LIST_MAX_CHARS = MAX_RECIPIENTS * 256;
@@ -38,7 +38,7 @@ const Queued = Type.Object({ message_id: Type.String(), status: Type.Literal('qu
 const SentQuery = Type.Object({ mailbox: Type.Optional(Email), limit: Type.Optional(Limit), offset: Type.Optional(Offset) }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
-/** POST /send on both surfaces, and GET /sent (session) with delivery status. */
+/** POST /send and GET /sent (with each message's delivery, recipient by recipient) on both surfaces. */
 export function sendingRoutes({ sending, tenant, surface }: { sending: SendingService; tenant: (request: FastifyRequest) => TenantContext; surface: 'api-key' | 'session' }): FastifyPluginAsyncTypebox {
   const security = surface === 'api-key' ? [{ apiKey: [] }] : [{ session: [] }];
   const tags = ['sending'];
@@ -57,10 +57,18 @@ export function sendingRoutes({ sending, tenant, surface }: { sending: SendingSe
       },
       async (request, reply) => reply.code(202).send(await sending.enqueue(tenant(request), request.body)),
     );
-    if (surface !== 'session') return;
     app.get(
       '/sent',
-      { schema: { summary: 'Sent messages with delivery status, newest first', tags, security, querystring: SentQuery, response: errors(400, 401, 403, 404, 429) } },
+      {
+        schema: {
+          operationId: surface === 'api-key' ? 'listSent' : 'appListSent',
+          summary: 'Sent messages with their delivery status, recipients and attempts, newest first',
+          tags,
+          security,
+          querystring: SentQuery,
+          response: { 200: SentPage, ...errors(400, 401, 403, 404, 429) },
+        },
+      },
       async (request) => {
         const q = request.query;
         return sending.listSent(tenant(request), { mailbox: q.mailbox, limit: q.limit ?? 50, offset: q.offset ?? 0 });
