@@ -62,6 +62,8 @@ describe(`the CLI client loads no server module (${TEST_DIALECT})`, () => {
       await loaded((env) => user.run(['whoami'], { env })),
       await loaded((env) => user.run(['messages', 'list', '--mailbox', 'nobody@mailroom.localhost'], { env })),
       await loaded((env) => runCli(['whoami'], { ...env, HOME: dir, XDG_CONFIG_HOME: join(dir, 'none') })),
+      await loaded((env) => user.run(['messages', 'reply', 'msg_nope', '--body', 'x'], { env })),
+      await loaded((env) => runCli(['help', 'messages', 'reply'], env)),
     ];
     for (const { modules } of runs) {
       expect(modules.some((m) => m.includes('/dist/cli/index.js'))).toBe(true);
@@ -69,5 +71,9 @@ describe(`the CLI client loads no server module (${TEST_DIALECT})`, () => {
     }
     expect(runs[1]!.result.code).toBe(0);
     expect(runs[2]!.result.code).toBe(0);
+    // An answer loads its module only when it runs (and then no server module either).
+    expect(runs[5]!.result.stderr).toBe('error: 404 message_not_found: no message msg_nope\n');
+    expect(runs[5]!.modules.some((m) => m.endsWith('/dist/cli/client/reply.js'))).toBe(true);
+    expect(runs[1]!.modules.some((m) => m.endsWith('/dist/cli/client/reply.js'))).toBe(false);
   });
 });

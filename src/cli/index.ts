@@ -107,7 +107,33 @@ export function buildProgram(): Command {
 
   registerAdminCommands(program);
   registerClientCommands(program);
+  registerHelpCommand(program);
   return program;
+}
+
+/**
+ * `mailroom help messages reply`: the help of a command at any depth. Commander's own help command reads one name
+ * (`help messages reply` showed the group's help); a command named `help` takes its place.
+ */
+function registerHelpCommand(program: Command): void {
+  program
+    .command('help [command...]')
+    .description('display help for command')
+    .helpGroup('Commands:')
+    .action((names: string[]) => {
+      let target = program;
+      for (const [i, name] of names.entries()) {
+        const next = target.commands.find((c) => c.name() === name || c.aliases().includes(name));
+        if (!next) {
+          const parent = ['mailroom', ...names.slice(0, i)].join(' ');
+          process.stderr.write(`error: unknown command '${name}' (${parent} --help lists them)\n`);
+          process.exitCode = 1;
+          return;
+        }
+        target = next;
+      }
+      target.help();
+    });
 }
 
 export async function main(argv: string[]): Promise<void> {

@@ -51,16 +51,17 @@ const FIELDS = { to: 'To', cc: 'Cc', bcc: 'Bcc', subject: 'Subject' } as const;
 
 /**
  * The text the editor opens: header fields, an empty line, the body (the shape of a mail message, so it
- * reads naturally). Comment lines explain it and are dropped when it is read back.
+ * reads naturally). Comment lines explain it and are dropped when it is read back; `ending` says what
+ * saving an empty file does.
  */
-export function draftTemplate(draft: EditableDraft, mailbox: string): string {
+export function draftTemplate(draft: EditableDraft, mailbox: string, ending = 'An empty file saves nothing.'): string {
   return [
     `To: ${draft.to.join(', ')}`,
     `Cc: ${draft.cc.join(', ')}`,
     `Bcc: ${draft.bcc.join(', ')}`,
     `Subject: ${draft.subject}`,
     `# From ${mailbox}. Write the body below the empty line. Lines starting with # above it`,
-    '# are ignored. Separate addresses with commas. An empty file saves nothing.',
+    `# are ignored. Separate addresses with commas. ${ending}`,
     '',
     draft.body,
   ].join('\n');

@@ -6,6 +6,7 @@ import { CliError } from './errors.js';
 import { formatBytes, pageFooter } from './format.js';
 import { seg } from './http-client.js';
 import { collect, withPaging, type PageOptions } from './options.js';
+import type { AnswerKind, AnswerOptions } from './reply.js';
 import { attachmentTable, messageTable, messageView, threadView } from './views.js';
 
 const path = (id: string, rest = '') => `/app/api/messages/${seg(id)}${rest}`;
@@ -53,6 +54,39 @@ async function search(ctx: Context, query: string, options: ListOptions): Promis
     offset: options.offset,
   });
   ctx.show(page, () => [...(page.messages.length > 0 ? messageTable(page.messages, ctx.style) : []), ctx.style.dim(searchFooter(page, page.messages.length))]);
+}
+
+const ANSWERS: ReadonlyArray<{ kind: AnswerKind; description: string }> = [
+  { kind: 'reply', description: "reply to a message's sender (its Reply-To, else its From) in $EDITOR, quoted; sends on save" },
+  { kind: 'reply-all', description: 'reply to the sender and every To and Cc recipient but you, in $EDITOR, quoted; sends on save' },
+  { kind: 'forward', description: 'forward a message (its text, under its From, Date, Subject and To) in $EDITOR; sends on save' },
+];
+
+/** reply, reply-all and forward: the editor by default; options for scripts. */
+function registerAnswers(messages: Command): void {
+  const id = 'msg_01m7yfetj82xfwa7143xbzbx1z';
+  for (const { kind, description } of ANSWERS) {
+    leaf(messages, {
+      name: `${kind} <message_id>`,
+      description,
+      examples:
+        kind === 'forward'
+          ? [`mailroom messages forward ${id}`, `mailroom messages forward ${id} --to billing@example.com --body "See below." --draft`]
+          : [`mailroom messages ${kind} ${id}`, `mailroom messages ${kind} ${id} --body "Thanks, it ships today."`, `mailroom messages ${kind} ${id} --no-edit --no-quote --body-file answer.txt`],
+    })
+      .option('--to <address>', 'add a recipient; repeat, or separate with commas', collect)
+      .option('--cc <address>', 'add a copy recipient; repeat, or separate with commas', collect)
+      .option('--bcc <address>', 'add a blind copy recipient; repeat, or separate with commas', collect)
+      .option('--subject <text>', `the subject (default: the original's, after ${kind === 'forward' ? 'Fwd:' : 'Re:'})`)
+      .option('--body <text>', 'your text, above the original; sends without the editor (unless -e)')
+      .option('--body-file <path>', 'read your text from a file (- for standard input); as --body')
+      .option('-e, --editor', 'open $VISUAL or $EDITOR even with --body (the options fill it in first)')
+      .addOption(new Option('--no-edit', 'do not open the editor: send what the options and the original make').conflicts('editor'))
+      .option('--no-quote', 'leave the original out')
+      .option('--draft', 'save it as a draft instead of sending it')
+      // Loaded only when an answer is written: the other commands start without it.
+      .action(run<AnswerOptions>(async (ctx, [message = ''], options) => (await import('./reply.js')).answer(ctx, kind, message, options)));
+  }
 }
 
 /** POST an action on one message and say what became of it. */
@@ -111,6 +145,8 @@ export function registerMessageCommands(program: Command): void {
         ctx.show(message, () => messageView(message, ctx.style, options));
       }),
     );
+
+  registerAnswers(messages);
 
   leaf(messages, { name: 'read <message_id>', description: 'mark a message read', examples: ['mailroom messages read msg_01m7yfetj82xfwa7143xbzbx1z'] }).action(
     run((ctx, [id = '']) => act(ctx, id, 'read', { read: true }, 'marked read')),

@@ -62,9 +62,23 @@ export function messageView(m: MessageDetail, style: Style, options: { html?: bo
       ['Labels', m.labels.length > 0 ? m.labels.join(', ') : null],
       ['Thread', m.thread_id],
       ['Auth', m.direction === 'inbound' ? `spf=${m.auth.spf} dkim=${m.auth.dkim} dmarc=${m.auth.dmarc}` : null],
+      ['Delivery', m.status ?? null],
+      ['Last error', m.last_error ?? null],
     ],
     style,
   );
+  if (m.recipients && m.recipients.length > 0) {
+    const table = renderTable(
+      m.recipients,
+      [
+        { header: 'RECIPIENT', value: (r) => r.address },
+        { header: 'STATUS', value: (r) => r.status, style: statusStyle(style) },
+        { header: 'LAST REPLY', value: (r) => r.response ?? '', max: 60 },
+      ],
+      style,
+    );
+    lines.push('', style.bold('Recipients'), ...table.map((l) => `  ${l}`));
+  }
   if (m.attachments.length > 0) lines.push('', style.bold('Attachments'), ...attachmentTable(m.attachments, style).map((l) => `  ${l}`));
   if (options.headers) {
     lines.push('', style.bold('Header fields'));
