@@ -120,6 +120,7 @@ function registerHelpCommand(program: Command): void {
     .command('help [command...]')
     .description('display help for command')
     .helpGroup('Commands:')
+    .addHelpText('after', '\nExamples:\n  $ mailroom help messages\n  $ mailroom help messages reply')
     .action((names: string[]) => {
       let target = program;
       for (const [i, name] of names.entries()) {
