@@ -113,6 +113,8 @@ describe(`sandbox mode (${TEST_DIALECT})`, () => {
       { name: 'ACME.example.', type: 'MX', value: '10 MX.acme.example.' },
       { name: 'mx.acme.example', type: 'A', value: '192.0.2.10' },
       { name: 'mx.acme.example', type: 'AAAA', value: '2001:DB8:0:0:0:0:0:1' },
+      { name: 'alias.acme.example', type: 'CNAME', value: 'mx.acme.example' },
+      { name: 'nomail.example', type: 'MX', value: '0 .' },
     ]);
     expect(res.statusCode, res.body).toBe(200);
     const records = res.json<{ dns_records: DnsRecordView[] }>().dns_records;
@@ -122,6 +124,8 @@ describe(`sandbox mode (${TEST_DIALECT})`, () => {
       'acme.example MX 10 mx.acme.example',
       'mx.acme.example A 192.0.2.10',
       'mx.acme.example AAAA 2001:db8::1',
+      'alias.acme.example CNAME mx.acme.example',
+      'nomail.example MX 0 .',
     ]);
 
     const resolver = resolverAt(dnsServer);
@@ -129,6 +133,8 @@ describe(`sandbox mode (${TEST_DIALECT})`, () => {
     expect((await resolver.resolveTxt(created.dkim.record_name)).map((parts) => parts.join(''))).toEqual([created.dkim.record_value]);
     expect(await resolver.resolveMx('acme.example')).toEqual([{ exchange: 'mx.acme.example', priority: 10 }]);
     expect(await resolver.resolve6('mx.acme.example')).toEqual(['2001:db8::1']);
+    expect(await resolver.resolve4('alias.acme.example')).toEqual(['192.0.2.10']);
+    expect(await resolver.resolveMx('nomail.example')).toEqual([{ exchange: '', priority: 0 }]);
     // The same over TCP, where long answers go.
     const tcp = dns2.TCPClient({ dns: '127.0.0.1', port: Number(dnsServer.split(':')[1]) });
     const overTcp = await tcp(created.dkim.record_name, 'TXT');
