@@ -143,11 +143,12 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
 /** What sandbox mode changes, said at start (decision 262): a sandbox must never pass for a service that delivers mail. */
 export function sandboxLines(dnsServer: string): string[] {
   return [
-    'SANDBOX MODE: for trying Mailroom on one machine; do not use it for real mail.',
-    `  - DNS: every lookup of the service asks the sandbox DNS server at ${dnsServer}: the records published with`,
-    '    `mailroom sandbox dns …`, then the usual servers for other names',
-    '  - outbound mail is captured, not delivered (`mailroom sandbox outbox`); mail for this service\'s own mailboxes still arrives',
-    '  - webhooks may go to loopback receivers (http://localhost:PORT/…); catch-all mailboxes can be set',
+    'SANDBOX MODE: for trying Mailroom on one machine; never for real mail.',
+    `  - DNS: every lookup goes to the sandbox DNS server at ${dnsServer} (mailroom sandbox dns …),`,
+    '    which asks the usual servers for names it has no record of',
+    '  - outbound mail is captured, not delivered (mailroom sandbox outbox);',
+    "    mail for this service's own mailboxes still arrives in them",
+    '  - webhooks may go to loopback receivers (http://localhost:PORT/…); catch-alls can be set',
     '  - every HTTP answer carries the header Mailroom-Sandbox: true',
   ];
 }
