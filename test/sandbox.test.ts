@@ -99,6 +99,17 @@ describe(`sandbox mode (${TEST_DIALECT})`, () => {
     expect(dnsServer).toMatch(/^127\.0\.0\.1:\d+$/);
   });
 
+  it('documents its routes in /openapi.json, each with an operation id and a summary', async () => {
+    const paths = (await h.app.inject({ method: 'GET', url: '/openapi.json' })).json<{ paths: Record<string, Record<string, { operationId?: string; summary?: string }>> }>().paths;
+    const sandboxOperations = Object.entries(paths).filter(([path]) => path.includes('/sandbox')).flatMap(([, operations]) => Object.values(operations));
+    expect(sandboxOperations).toHaveLength(16);
+    for (const operation of sandboxOperations) {
+      expect(operation.operationId).toMatch(/^[a-z][A-Za-z]+$/);
+      expect(operation.summary).toBeTruthy();
+    }
+    expect(new Set(sandboxOperations.map((o) => o.operationId)).size).toBe(16);
+  });
+
   it('answers published records over UDP and TCP, and a sending domain verifies through it', async () => {
     const created = (await post('/app/api/sending-domains', owner, { domain: 'acme.example' })).json<{
       domain_id: string;
@@ -314,6 +325,8 @@ describe(`without --sandbox nothing of it is active (${TEST_DIALECT})`, () => {
   });
 
   it('has no sandbox routes, header or DNS server', async () => {
+    const paths = Object.keys((await h.app.inject({ method: 'GET', url: '/openapi.json' })).json<{ paths: Record<string, unknown> }>().paths);
+    expect(paths.filter((path) => path.includes('sandbox'))).toEqual([]);
     expect(h.services.sandboxDns).toBeNull();
     for (const url of ['/app/api/sandbox', '/app/api/sandbox/dns-records', '/app/api/sandbox/outbox', '/app/api/sandbox/catch-alls']) {
       const res = await h.app.inject({ method: 'GET', url, headers: session(owner) });
