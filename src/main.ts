@@ -44,6 +44,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     rateLimitCounts: services.database.dialect.sharedByProcesses ? 'database' : 'memory',
     webRoot: WEB_ROOT,
     timeouts: { requestMs: config.httpRequestTimeoutMs, headersMs: config.httpHeadersTimeoutMs, keepAliveMs: config.httpKeepAliveTimeoutMs },
+    sandbox: services.sandbox && services.sandboxDns ? { module: services.sandbox, dnsServer: services.sandboxDns.address } : null,
   });
 }
 
@@ -52,6 +53,8 @@ export interface RunningService {
   httpUrl: string | null;
   /** The inbound SMTP port when the smtp role runs. */
   smtpPort: number | null;
+  /** Sandbox mode: `ip:port` of this process's sandbox DNS server; null without --sandbox. */
+  sandboxDns: string | null;
   /** Graceful stop: close listeners, finish or release leased work, close the database. */
   stop(): Promise<void>;
 }
@@ -63,6 +66,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
   let httpUrl: string | null = null;
   let smtpPort: number | null = null;
   try {
+    if (services.sandboxDns) logSandbox(config, services.sandboxDns.address, logger);
     if (config.webhookAllowCidrs.length > 0) {
       logger.warn({ cidrs: config.webhookAllowCidrs }, 'MAILROOM_WEBHOOK_ALLOW_CIDRS exempts these networks from the webhook address rules; use only for development and tests');
     }
@@ -122,6 +126,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
   return {
     httpUrl,
     smtpPort,
+    sandboxDns: services.sandboxDns?.address ?? null,
     async stop() {
       for (const stop of stoppers) {
         try {
@@ -133,4 +138,22 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       await services.database.destroy();
     },
   };
+}
+
+/** What sandbox mode changes, said at start (decision 262): a sandbox must never pass for a service that delivers mail. */
+export function sandboxLines(dnsServer: string): string[] {
+  return [
+    'SANDBOX MODE: for trying Mailroom on one machine; never for real mail.',
+    `  - DNS: every lookup goes to the sandbox DNS server at ${dnsServer} (mailroom sandbox dns …),`,
+    '    which asks the usual servers for names it has no record of',
+    '  - outbound mail is captured, not delivered (mailroom sandbox outbox);',
+    "    mail for this service's own mailboxes still arrives in them",
+    '  - webhooks may go to loopback receivers (http://localhost:PORT/…); catch-alls can be set',
+    '  - every HTTP answer carries the header Mailroom-Sandbox: true',
+  ];
+}
+
+function logSandbox(config: Readonly<Config>, dnsServer: string, logger: Logger): void {
+  logger.warn({ sandbox: true, dns_server: dnsServer }, sandboxLines(dnsServer).join('\n'));
+  if (config.smtpRelay) logger.warn('MAILROOM_SMTP_RELAY is not used in sandbox mode: outbound mail is captured');
 }

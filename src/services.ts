@@ -46,6 +46,8 @@ import { createServiceTokenService, type ServiceTokenService } from './modules/t
 import { createTransactionalService, type TransactionalService } from './modules/transactional/transactional.service.js';
 import { createWebhooksModule, type WebhooksModule } from './modules/webhooks/webhooks.module.js';
 import { createWebhookClient } from './transports/http/webhook.client.js';
+import { createSandboxCapture, createSandboxModule, SANDBOX_WEBHOOK_CIDRS, type SandboxModule } from './modules/sandbox/sandbox.module.js';
+import { startSandboxDnsServer, type SandboxDnsServer } from './transports/dns/sandbox-dns.server.js';
 
 /** The feature services: what the transports and the CLI call (the rules of the product). */
 export interface FeatureServices {
@@ -63,6 +65,8 @@ export interface FeatureServices {
   serviceTokens: ServiceTokenService;
   transactional: TransactionalService;
   webhooks: WebhooksModule;
+  /** Sandbox mode's records, captured mail and catch-alls; null unless the service runs with --sandbox. */
+  sandbox: SandboxModule | null;
 }
 
 /** The plumbing the features run on: the database, commits, queue, wake-ups and threads that main.ts starts and stops. */
@@ -95,6 +99,8 @@ export interface Plumbing {
   returnPaths: ReturnPaths;
   /** Seals and opens secrets at rest under MAILROOM_SECRET_KEY. */
   secretBox: SecretBox;
+  /** Sandbox mode: its DNS server, which every lookup of this process asks (closed by `database.destroy`). */
+  sandboxDns: SandboxDnsServer | null;
 }
 
 /**
@@ -129,6 +135,16 @@ export async function createServices(
     await opened.destroy();
     throw err;
   }
+  const sandbox = config.sandbox ? createSandboxModule({ db, clock }) : null;
+  let sandboxDns: SandboxDnsServer | null = null;
+  try {
+    // Upstream: the servers the operator named, else the system's; every lookup of this process asks the sandbox's.
+    if (sandbox) sandboxDns = await startSandboxDnsServer({ host: '127.0.0.1', port: config.sandboxDnsPort, lookup: sandbox.dns.lookup, upstream: config.dnsServers, logger });
+  } catch (err) {
+    await opened.destroy();
+    throw err;
+  }
+  const dnsServers = sandboxDns ? [sandboxDns.address] : config.dnsServers;
   const events = createEventsService({ clock });
   const wakeups = createJobWakeups();
   const eventSignal = createEventSignal();
@@ -149,7 +165,14 @@ export async function createServices(
         },
       })
     : null;
-  const database: DbHandle = notifications ? { ...opened, destroy: () => notifications.close().then(() => opened.destroy()) } : opened;
+  const database: DbHandle = {
+    ...opened,
+    async destroy() {
+      await sandboxDns?.close();
+      await notifications?.close();
+      await opened.destroy();
+    },
+  };
   events.subscribe(signalCommittedEvents(eventSignal, notifications));
   // A job enqueued here wakes this process's worker after commit, and the workers of the others.
   const wake = (name: string): void => {
@@ -162,19 +185,22 @@ export async function createServices(
   const workerCommits = dialect.supportsRowLocks ? createGroupCommit(db) : commits;
   const lists = createListService({ db, clock });
   const store = createMessageStore({ clock, dialect });
-  const resolve = createDnsResolver(config.dnsServers);
+  const resolve = createDnsResolver(dnsServers);
   const authenticator = options.authenticator ?? createMailauthAuthenticator({ resolve: cachingResolver(resolve), hostname: config.smtpHostname });
   // An authenticator given by the caller runs where it was made; otherwise parser threads do the work.
   const analyzer =
     options.authenticator || config.smtpParserThreads === 0
       ? createInProcessAnalyzer(authenticator)
-      : createThreadedAnalyzer({ threads: config.smtpParserThreads, dnsServers: config.dnsServers, hostname: config.smtpHostname, fallback: authenticator, logger });
+      : createThreadedAnalyzer({ threads: config.smtpParserThreads, dnsServers, hostname: config.smtpHostname, fallback: authenticator, logger });
   const domains = createDomainService({ db, clock, events, resolve, hostedDomains: config.hostedDomains, hostedKey: operatorDkimKey(config), hostedSelector: config.dkimSelector, box });
   const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs, wake });
   // VERP return paths live in the first hosted domain, whose MX points at this service.
   const returnPaths = createReturnPaths(box, config.hostedDomains[0] ?? config.smtpHostname);
   const sending = createSendingService({ db, clock, events, store, queue, domains, returnPaths, commits });
-  const deliverer = options.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname });
+  const inbound = createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits, catchAll: sandbox?.catchAlls.find });
+  // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
+  const capture = sandbox ? createSandboxCapture({ db, clock, logger, inbound }) : null;
+  const deliverer = options.deliverer ?? capture?.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname });
   const signer = config.dkimThreads === 0 ? createInProcessSigner() : createThreadedSigner({ threads: config.dkimThreads, logger });
   const delivery = createDeliveryHandler({
     db,
@@ -185,7 +211,7 @@ export async function createServices(
     logger,
     events,
     domains,
-    routes: options.routes ?? createRouteResolver({ resolve: cachingResolver(resolve), mxPort: config.mxPort, relay: config.smtpRelay, allowCidrs: config.deliveryAllowCidrs }),
+    routes: options.routes ?? capture?.routes ?? createRouteResolver({ resolve: cachingResolver(resolve), mxPort: config.mxPort, relay: config.smtpRelay, allowCidrs: config.deliveryAllowCidrs }),
     deliverer,
     signer,
     retryBaseMs: config.deliveryRetryBaseMs,
@@ -200,7 +226,7 @@ export async function createServices(
     events,
     // Uncached: every address check must see the answer the pinned connection will use.
     resolve,
-    allowCidrs: config.webhookAllowCidrs,
+    allowCidrs: sandbox ? [...config.webhookAllowCidrs, ...SANDBOX_WEBHOOK_CIDRS] : config.webhookAllowCidrs,
     sender: createWebhookClient(),
     backoffBaseMs: config.webhookBackoffBaseMs,
     timeoutMs: config.webhookTimeoutMs,
@@ -234,7 +260,9 @@ export async function createServices(
     messages: createMessageService({ db, clock, dialect }),
     returnPaths,
     secretBox: box,
-    inbound: createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits }),
+    inbound,
+    sandbox,
+    sandboxDns,
     analyzer,
     signer,
   };

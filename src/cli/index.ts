@@ -36,11 +36,13 @@ export function buildProgram(): Command {
     .command('serve')
     .description('run the service (all roles in one process unless --role is given)')
     .option('--role <roles>', `role(s) to run: ${ROLES.join(', ')} (repeat or comma-separate)`, parseRoles)
-    .addHelpText('after', '\nExamples:\n  $ mailroom serve\n  $ MAILROOM_DATABASE_URL=postgres://localhost/mailroom mailroom serve --role api --role worker')
-    .action(async (opts: { role?: ProcessRole[] }) => {
+    .option('--sandbox', 'try everything on one machine: a DNS server of its own, outbound mail captured, loopback webhooks, catch-alls (see mailroom help sandbox)')
+    .addHelpText('after', '\nExamples:\n  $ mailroom serve\n  $ mailroom serve --sandbox\n  $ MAILROOM_DATABASE_URL=postgres://localhost/mailroom mailroom serve --role api --role worker')
+    .action(async (opts: { role?: ProcessRole[]; sandbox?: boolean }) => {
       let config;
       try {
-        config = (await import('../config/config.js')).loadConfig();
+        const loaded = (await import('../config/config.js')).loadConfig();
+        config = opts.sandbox === true ? Object.freeze({ ...loaded, sandbox: true }) : loaded;
       } catch (err) {
         failWith(err);
       }
@@ -56,7 +58,13 @@ export function buildProgram(): Command {
         logger.fatal({ err }, 'start-up failed');
         failWith(err);
       }
-      logger.info({ roles, http: running.httpUrl }, 'mailroom started');
+      logger.info({ roles, http: running.httpUrl, sandbox: running.sandboxDns !== null }, 'mailroom started');
+      if (running.sandboxDns !== null) {
+        const { sandboxLines } = await import('../main.js');
+        const lines = sandboxLines(running.sandboxDns);
+        const rule = '='.repeat(Math.max(...lines.map((line) => line.length)));
+        process.stderr.write(`${[rule, ...lines, rule].join('\n')}\n`);
+      }
       let stopping = false;
       const shutdown = (signal: string) => {
         if (stopping) return;

@@ -66,6 +66,13 @@ export interface Config {
    * SQLite database (modules/secrets/secret-key.ts). Text rather than bytes so the config crosses to threads as it is.
    */
   secretKey: string | null;
+  /**
+   * Sandbox mode (`mailroom serve --sandbox`, never from the environment): a DNS server of its own, outbound mail
+   * captured, loopback webhooks allowed, catch-all mailboxes (modules/sandbox). Off unless the flag is given.
+   */
+  sandbox: boolean;
+  /** UDP and TCP port of the sandbox's DNS server on 127.0.0.1 (0 = a free port, shown at start). */
+  sandboxDnsPort: number;
 }
 
 export class ConfigError extends Error {
@@ -242,6 +249,8 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     httpHeadersTimeoutMs: ms('HTTP_HEADERS_TIMEOUT_MS', 10_000, 100),
     // Longer than the 60 s idle time-out common in load balancers, so the balancer closes first (as Fastify's default).
     httpKeepAliveTimeoutMs: ms('HTTP_KEEPALIVE_TIMEOUT_MS', 72_000, 100),
+    sandbox: false,
+    sandboxDnsPort: port('SANDBOX_DNS_PORT', 0),
   };
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
     problems.push('MAILROOM_HTTP_HEADERS_TIMEOUT_MS must not exceed MAILROOM_HTTP_REQUEST_TIMEOUT_MS');

@@ -5,6 +5,7 @@ import type { DraftTable, OutboundTable } from '../modules/sending/sending.table
 import type { IdempotencyKeyTable, ServiceTokenTable } from '../modules/transactional/transactional.table.js';
 import type { ListEntryTable } from '../modules/lists/list.table.js';
 import type { MailboxTable } from '../modules/mailboxes/mailbox.table.js';
+import type { SandboxCatchAllTable, SandboxDnsRecordTable, SandboxMessageTable } from '../modules/sandbox/sandbox.table.js';
 import type { SecretKeyCheckTable } from '../modules/secrets/secret-key.table.js';
 import type { WebhookDeliveryTable, WebhookTable } from '../modules/webhooks/webhook.table.js';
 import type {
@@ -59,4 +60,7 @@ export interface Database {
   webhooks: WebhookTable;
   webhook_deliveries: WebhookDeliveryTable;
   secret_key_check: SecretKeyCheckTable;
+  sandbox_dns_records: SandboxDnsRecordTable;
+  sandbox_messages: SandboxMessageTable;
+  sandbox_catch_alls: SandboxCatchAllTable;
 }

@@ -16,9 +16,10 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
+/** `sandbox`: as `mailroom serve --sandbox` runs it (a flag, not a variable). */
+export async function startHarness(env: Record<string, string> = {}, options: { sandbox?: boolean } = {}): Promise<Harness> {
   const database = await createTestDatabase();
-  const config = loadConfig({
+  const loaded = loadConfig({
     MAILROOM_DATABASE_URL: database.url,
     ...database.secretEnv,
     MAILROOM_LOG_LEVEL: 'silent',
@@ -27,6 +28,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     ...TEST_SERVICE_ENV,
     ...env,
   });
+  const config = options.sandbox === true ? Object.freeze({ ...loaded, sandbox: true }) : loaded;
   const clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 0));
   const services = await createServices(config, { clock });
   const app = await createHttpApp(config, services, createLogger('silent'));

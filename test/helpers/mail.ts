@@ -17,9 +17,10 @@ export interface MailHarness extends Harness {
   sendRaw(raw: string | Buffer, envelope: { from: string; to: string[] }): Promise<SMTPTransport.SentMessageInfo>;
 }
 
-export async function startMailHarness(env: Record<string, string> = {}): Promise<MailHarness> {
+/** `dns` is MAILROOM_DNS_SERVERS; in sandbox mode (`options.sandbox`) it is the sandbox DNS server's upstream. */
+export async function startMailHarness(env: Record<string, string> = {}, options: { sandbox?: boolean } = {}): Promise<MailHarness> {
   const dns = await startDnsServer();
-  const harness = await startHarness({ MAILROOM_DNS_SERVERS: dns.address, MAILROOM_SMTP_HOSTNAME: 'mx.mailroom.test', ...env });
+  const harness = await startHarness({ MAILROOM_DNS_SERVERS: dns.address, MAILROOM_SMTP_HOSTNAME: 'mx.mailroom.test', ...env }, options);
   const smtp = createInboundSmtpServer({
     inbound: harness.services.inbound,
     logger: createLogger('silent'),

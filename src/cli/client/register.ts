@@ -8,6 +8,7 @@ import { registerMailboxCommands } from './mailboxes.commands.js';
 import { registerMemberCommands } from './members.commands.js';
 import { registerMessageCommands } from './messages.commands.js';
 import { registerSendingCommands } from './sending.commands.js';
+import { registerSandboxCommands } from './sandbox.commands.js';
 import { registerSessionCommands } from './session.commands.js';
 import { registerThreadCommands } from './threads.commands.js';
 import { registerTokenCommands } from './tokens.commands.js';
@@ -29,4 +30,5 @@ export function registerClientCommands(program: Command): void {
   registerKeyCommands(program);
   registerMemberCommands(program);
   registerEventCommands(program);
+  registerSandboxCommands(program);
 }

@@ -63,10 +63,14 @@ export interface InboundDeps {
   returnPaths: ReturnPaths;
   /** Shared commits: concurrent deliveries are stored in one transaction (see db/group-commit.ts). */
   commits?: GroupCommit;
+  /** Sandbox mode: the catch-all mailbox of an address that has none of its own (modules/sandbox). */
+  catchAll?: ((address: string) => Promise<MailboxAddress | undefined>) | undefined;
 }
 
+type MailboxAddress = { id: string; workspace_id: string; address: string };
+
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits = createGroupCommit(db) }: InboundDeps): InboundService {
+export function createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits = createGroupCommit(db), catchAll }: InboundDeps): InboundService {
 
   /**
    * A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the
@@ -156,7 +160,7 @@ export function createInboundService({ db, events, store, lists, analyzer, logge
         return { ok: true, recipient: { workspaceId: outbound.workspace_id, mailboxId: '', address: rawAddress.toLowerCase(), reportFor } };
       }
       const address = normalizeEmail(rawAddress);
-      const mailbox = address ? await mailboxRepository.findAnyByAddress(db, address) : undefined;
+      const mailbox = address ? ((await mailboxRepository.findAnyByAddress(db, address)) ?? (await catchAll?.(address))) : undefined;
       if (!mailbox) return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
       const sender = normalizeEmail(envelope.mailFrom);
       const verdict = await lists.evaluate(db, mailbox.workspace_id, 'inbound', { address: sender, ip: envelope.remoteIp });

@@ -117,7 +117,8 @@ function recordResult(run: Run, group: RecipientState[], result: DeliveryResult)
   }
 }
 
-const mxName = (route: SmtpRoute) => `${route.host}${route.address && route.address !== route.host ? ` [${route.address}]` : ''}:${route.port}`;
+/** `host [address]:port`; a route without a port (the sandbox's capture) is its host alone. */
+const mxName = (route: SmtpRoute) => `${route.host}${route.address && route.address !== route.host ? ` [${route.address}]` : ''}${route.port > 0 ? `:${route.port}` : ''}`;
 
 /** What the steps of a run use: the handler's dependencies, its repository and its retry policy. */
 type Context = DeliveryDeps & { repo: DeliveryRepository; backoff: BackoffPolicy };
@@ -171,6 +172,7 @@ async function transact(ctx: Context, run: Run, message: Buffer, group: Recipien
       mailFrom: run.start.delivery.mail_from,
       recipients: group.map((r) => r.address),
       message,
+      origin: { workspaceId: run.start.delivery.workspace_id, messageId: run.start.delivery.message_id },
       onDataStart: async () => {
         // No byte of DATA without a live lease: a run whose job was claimed again must not send a second copy.
         if (!(await ctx.repo.markDataStarted(run.job))) throw new Error('lease lost or expired before DATA; not sending');

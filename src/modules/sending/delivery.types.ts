@@ -23,6 +23,8 @@ export interface DeliveryRequest {
   message: Buffer;
   /** Awaited before the first byte of DATA is sent: the caller records, durably, that the outcome may now be ambiguous. */
   onDataStart(): Promise<void>;
+  /** The outbound message this transaction carries (the sandbox's capture files it under its workspace). */
+  origin?: { workspaceId: string; messageId: string } | undefined;
 }
 
 export interface RecipientRefusal {

@@ -65,6 +65,17 @@ export function createAddressRules({ resolve, allowCidrs }: { resolve: DnsResolv
     throw new WebhookUrlRefused(viaDns ? `${host} resolves to ${address}, ${reason}` : `${address} is ${reason}`, address);
   }
 
+  /**
+   * `localhost`'s addresses are fixed (RFC 6761), not an answer someone else controls: those the rules allow are kept
+   * (`127.0.0.0/8` alone allows 127.0.0.1), and it is refused only when none is (decision 265).
+   */
+  function localhostAddresses(host: string): Array<{ address: string; family: 4 | 6 }> {
+    const loopback = [{ address: '127.0.0.1', family: 4 as const }, { address: '::1', family: 6 as const }];
+    const allowed = loopback.filter(({ address }) => policy.refusal(address) === null);
+    if (allowed.length === 0) judge(host, loopback[0]!.address, true);
+    return allowed;
+  }
+
   async function lookup(host: string, signal: AbortSignal | undefined): Promise<Array<{ address: string; family: 4 | 6 }>> {
     const name = host.replace(/\.$/, '');
     const one = async (rrtype: 'A' | 'AAAA'): Promise<string[]> => {
@@ -91,9 +102,8 @@ export function createAddressRules({ resolve, allowCidrs }: { resolve: DnsResolv
         judge(literal, literal, false);
         return { url, host: literal, addresses: [{ address: literal, family: isIPv4(literal) ? 4 : 6 }] };
       }
-      const addresses = isLocalhostName(hostname)
-        ? [{ address: '127.0.0.1', family: 4 as const }, { address: '::1', family: 6 as const }]
-        : await lookup(hostname, signal);
+      if (isLocalhostName(hostname)) return { url, host: hostname, addresses: localhostAddresses(hostname) };
+      const addresses = await lookup(hostname, signal);
       if (addresses.length === 0) throw new WebhookUrlRefused(`${hostname} does not resolve to any address`);
       // Every answer must pass: a client may connect to any of them, and an attacker controls which.
       for (const { address } of addresses) judge(hostname, address, true);

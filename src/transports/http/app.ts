@@ -30,6 +30,8 @@ import { serviceTokenRoutes } from './routes/service-tokens.routes.js';
 import { transactionalRoutes } from './routes/transactional.routes.js';
 import { loginRoute, sessionRoutes } from './routes/session.routes.js';
 import { webhookRoutes } from './routes/webhooks.routes.js';
+import { SANDBOX_HEADER, sandboxAdminRoutes, sandboxOutboxRoutes } from './routes/sandbox.routes.js';
+import type { SandboxModule } from '../../modules/sandbox/sandbox.module.js';
 import { apiKeyRoutes, memberRoutes } from './routes/workspace-admin.routes.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 import { createPageCache } from './page-cache.js';
@@ -71,6 +73,8 @@ export interface AppDeps {
   webRoot: string | null;
   /** Slow clients: whole request, headers alone, idle keep-alive connection (milliseconds). */
   timeouts: { requestMs: number; headersMs: number; keepAliveMs: number };
+  /** Sandbox mode (--sandbox): its routes, and a header on every answer; null = no such routes (404) and no header. */
+  sandbox: { module: SandboxModule; dnsServer: string } | null;
 }
 
 /**
@@ -106,8 +110,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorateRequest('tenantContext', null);
   app.decorateRequest('sessionContext', null);
   app.decorateRequest('serviceTokenContext', null);
+  const sandbox = deps.sandbox;
   app.addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);
+    // Loud on purpose: no client can mistake a sandbox for a service that delivers mail.
+    if (sandbox) void reply.header(SANDBOX_HEADER, 'true');
   });
 
   // Only JSON bodies: without a text/plain parser such a body answers 415.
@@ -156,6 +163,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await scope.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant: tenantOf, surface: 'api-key', withItemRoutes: true }));
     await scope.register(messageRoutes({ messages: deps.messages, tenant: tenantOf, surface: 'api-key', pages }));
     await scope.register(sendingRoutes({ sending: deps.sending, tenant: tenantOf, surface: 'api-key' }));
+    if (sandbox) await scope.register(sandboxOutboxRoutes({ sandbox: sandbox.module, dnsServer: sandbox.dnsServer, tenant: tenantOf, surface: 'api-key' }));
   });
 
   // Session surface.
@@ -180,6 +188,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(memberRoutes({ workspace: deps.workspaceAdmin, tenant }));
         await authed.register(webhookRoutes({ webhooks: deps.webhooks, tenant }));
         await authed.register(eventRoutes({ events: deps.events, tenant, heartbeatMs: deps.eventHeartbeatMs }));
+        if (sandbox) {
+          await authed.register(sandboxOutboxRoutes({ sandbox: sandbox.module, dnsServer: sandbox.dnsServer, tenant, surface: 'session' }));
+          await authed.register(sandboxAdminRoutes({ sandbox: sandbox.module, tenant }));
+        }
       });
     },
     { prefix: '/app/api' },
