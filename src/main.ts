@@ -6,6 +6,7 @@ import type { Config } from './config/config.js';
 import type { ProcessRole } from './config/roles.js';
 import { ping } from './db/database.js';
 import { createWorker, type Worker } from './jobs/worker.js';
+import { listenOrExplain } from './lib/listen-error.js';
 import type { Logger } from './lib/logger.js';
 import { relayTlsInsecure } from './modules/sending/routes.resolver.js';
 import { createMaintenance, type Maintenance } from './modules/tenancy/maintenance.js';
@@ -106,14 +107,16 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
             ? { key: readFileSync(config.smtpTlsKeyFile), cert: readFileSync(config.smtpTlsCertFile) }
             : undefined,
       });
-      smtpPort = await smtp.listen(config.smtpHost, config.smtpPort);
+      const smtpListener = { service: 'SMTP', host: config.smtpHost, port: config.smtpPort, hostVariable: 'MAILROOM_SMTP_HOST', portVariable: 'MAILROOM_SMTP_PORT' };
+      smtpPort = await listenOrExplain(smtpListener, () => smtp.listen(config.smtpHost, config.smtpPort));
       // Stop taking mail first (open sessions get 421 once the close time-out passes), then stop the analysis threads.
       stoppers.unshift(() => smtp.close());
       logger.info({ host: config.smtpHost, port: smtpPort }, 'smtp listening');
     }
     if (roles.includes('api')) {
       const app = await createHttpApp(config, services, logger);
-      const address = await app.listen({ host: config.httpHost, port: config.httpPort });
+      const httpListener = { service: 'HTTP API', host: config.httpHost, port: config.httpPort, hostVariable: 'MAILROOM_HTTP_HOST', portVariable: 'MAILROOM_HTTP_PORT' };
+      const address = await listenOrExplain(httpListener, () => app.listen({ host: config.httpHost, port: config.httpPort }));
       httpUrl = address;
       stoppers.unshift(() => app.close());
       logger.info({ url: address }, 'http api listening');

@@ -86,6 +86,13 @@ describe('configuration', () => {
     }
   });
 
+  it('reads the log format: auto by default, json or pretty in any letter case, nothing else', () => {
+    expect(loadConfig({}).logFormat).toBe('auto');
+    expect(loadConfig({ MAILROOM_LOG_FORMAT: 'JSON' }).logFormat).toBe('json');
+    expect(loadConfig({ MAILROOM_LOG_FORMAT: ' pretty ' }).logFormat).toBe('pretty');
+    expect(() => loadConfig({ MAILROOM_LOG_FORMAT: 'colour' })).toThrow(/MAILROOM_LOG_FORMAT="colour": unknown format; expected auto\|json\|pretty/);
+  });
+
   it('treats an empty variable as unset', () => {
     expect(loadConfig({ MAILROOM_HTTP_PORT: '', MAILROOM_SMTP_RELAY: '' })).toMatchObject({ httpPort: 8080, smtpRelay: null });
   });

@@ -1,5 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { ROLES, type ProcessRole } from '../config/roles.js';
+import type { Logger } from '../lib/logger.js';
+import type { RunningService } from '../main.js';
 import { registerAdminCommands } from './admin.commands.js';
 import { registerClientCommands } from './client/register.js';
 import { failWith, printResult } from './output.js';
@@ -14,6 +16,63 @@ function parseRoles(value: string, previous: ProcessRole[] = []): ProcessRole[] 
 
 /** How long a stopping process may take before it exits anyway. */
 const SHUTDOWN_TIMEOUT_MS = 30_000;
+
+/** `mailroom serve`: start the roles, then stop gracefully on SIGTERM or SIGINT. */
+async function serve(roles: ProcessRole[], sandbox: boolean): Promise<void> {
+  let config;
+  try {
+    const loaded = (await import('../config/config.js')).loadConfig();
+    config = sandbox ? Object.freeze({ ...loaded, sandbox: true }) : loaded;
+  } catch (err) {
+    failWith(err);
+  }
+  // The service (and its configuration) is loaded only by the commands that run it, so the client commands
+  // start quickly; a lint rule keeps src/cli/client from importing it (eslint.config.js).
+  const [{ createProcessLogger }, { startService }] = await Promise.all([import('../lib/logger.js'), import('../main.js')]);
+  const logger = await createProcessLogger(config.logLevel, config.logFormat);
+  let running;
+  try {
+    running = await startService(config, roles, logger);
+  } catch (err) {
+    // A listener that cannot start says in its one line which variable to change; a stack would bury it.
+    if (!(err instanceof Error && err.name === 'ListenError')) logger.fatal({ err }, 'start-up failed');
+    failWith(err);
+  }
+  logger.info({ roles, http: running.httpUrl, sandbox: running.sandboxDns !== null }, 'mailroom started');
+  if (running.sandboxDns !== null) {
+    const { sandboxLines } = await import('../main.js');
+    const lines = sandboxLines(running.sandboxDns);
+    const rule = '='.repeat(Math.max(...lines.map((line) => line.length)));
+    process.stderr.write(`${[rule, ...lines, rule].join('\n')}\n`);
+  }
+  stopOnSignals(running, logger);
+}
+
+function stopOnSignals(running: RunningService, logger: Logger): void {
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      logger.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, SHUTDOWN_TIMEOUT_MS);
+    force.unref();
+    running.stop().then(
+      () => {
+        logger.info('stopped');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
 
 export function buildProgram(): Command {
   const program = new Command('mailroom')
@@ -38,57 +97,7 @@ export function buildProgram(): Command {
     .option('--role <roles>', `role(s) to run: ${ROLES.join(', ')} (repeat or comma-separate)`, parseRoles)
     .option('--sandbox', 'try everything on one machine: a DNS server of its own, outbound mail captured, loopback webhooks, catch-alls (see mailroom help sandbox)')
     .addHelpText('after', '\nExamples:\n  $ mailroom serve\n  $ mailroom serve --sandbox\n  $ MAILROOM_DATABASE_URL=postgres://localhost/mailroom mailroom serve --role api --role worker')
-    .action(async (opts: { role?: ProcessRole[]; sandbox?: boolean }) => {
-      let config;
-      try {
-        const loaded = (await import('../config/config.js')).loadConfig();
-        config = opts.sandbox === true ? Object.freeze({ ...loaded, sandbox: true }) : loaded;
-      } catch (err) {
-        failWith(err);
-      }
-      // The service (and its configuration) is loaded only by the commands that run it, so the client commands
-      // start quickly; a lint rule keeps src/cli/client from importing it (eslint.config.js).
-      const [{ createLogger }, { startService }] = await Promise.all([import('../lib/logger.js'), import('../main.js')]);
-      const logger = createLogger(config.logLevel);
-      const roles = opts.role ?? [...ROLES];
-      let running;
-      try {
-        running = await startService(config, roles, logger);
-      } catch (err) {
-        logger.fatal({ err }, 'start-up failed');
-        failWith(err);
-      }
-      logger.info({ roles, http: running.httpUrl, sandbox: running.sandboxDns !== null }, 'mailroom started');
-      if (running.sandboxDns !== null) {
-        const { sandboxLines } = await import('../main.js');
-        const lines = sandboxLines(running.sandboxDns);
-        const rule = '='.repeat(Math.max(...lines.map((line) => line.length)));
-        process.stderr.write(`${[rule, ...lines, rule].join('\n')}\n`);
-      }
-      let stopping = false;
-      const shutdown = (signal: string) => {
-        if (stopping) return;
-        stopping = true;
-        logger.info({ signal }, 'shutting down');
-        const force = setTimeout(() => {
-          logger.error('shutdown took too long; exiting');
-          process.exit(1);
-        }, SHUTDOWN_TIMEOUT_MS);
-        force.unref();
-        running.stop().then(
-          () => {
-            logger.info('stopped');
-            process.exit(0);
-          },
-          (err: unknown) => {
-            logger.error({ err }, 'shutdown failed');
-            process.exit(1);
-          },
-        );
-      };
-      process.on('SIGTERM', () => shutdown('SIGTERM'));
-      process.on('SIGINT', () => shutdown('SIGINT'));
-    });
+    .action((opts: { role?: ProcessRole[]; sandbox?: boolean }) => serve(opts.role ?? [...ROLES], opts.sandbox === true));
 
   program
     .command('migrate')

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism, hostname } from 'node:os';
 import { parse as parseDotenv } from 'dotenv';
 import ipaddr from 'ipaddr.js';
+import type { LogFormatSetting } from '../lib/logger.js';
 import { parseSecretKey } from '../lib/secret-box.js';
 
 /**
@@ -51,6 +52,8 @@ export interface Config {
   /** Interval of the event stream's `: ping` comment lines. */
   eventHeartbeatMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** `auto`: pretty lines when standard output is a terminal, JSON lines otherwise (lib/logger.ts). */
+  logFormat: LogFormatSetting;
   /** Requests per minute per credential (per process); 0 turns the limit off. */
   rateLimitPerMinute: number;
   /** Bytes of answered message pages an api process keeps per mailbox version (transports/http/page-cache.ts); 0 keeps none. */
@@ -159,6 +162,8 @@ function readableFile(raw: string): string {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+// A type-only import of the logger: reading the configuration loads no logging code.
+const LOG_FORMATS = ['auto', 'json', 'pretty'] as const satisfies readonly LogFormatSetting[];
 
 const DAY_MS = 86_400_000;
 /** Most worker threads of a kind (parser, DKIM) by default. */
@@ -242,6 +247,16 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
         return level;
       },
       expect: LOG_LEVELS.join('|'),
+    }),
+    logFormat: read({
+      name: 'LOG_FORMAT',
+      fallback: 'auto',
+      parse: (s) => {
+        const format = LOG_FORMATS.find((f) => f === s.toLowerCase());
+        if (!format) throw new Error('unknown format');
+        return format;
+      },
+      expect: LOG_FORMATS.join('|'),
     }),
     secretKey: read<string | null>({ name: 'SECRET_KEY', fallback: null, parse: (v) => (parseSecretKey(v), v), expect: '32 random bytes as 64 hex digits or base64 (openssl rand -base64 32)', secret: true }),
     rateLimitPerMinute: read({ name: 'RATE_LIMIT_PER_MINUTE', fallback: 1200, parse: intIn(0, 10_000_000), expect: 'a whole number (0 = off)' }),

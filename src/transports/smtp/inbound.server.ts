@@ -191,7 +191,11 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
       });
     },
   });
-  server.on('error', (err) => logger.error({ err }, 'smtp server error'));
+  // Until the listener is up, an error is listen()'s to report (a port in use is one clear line, not a logged stack).
+  let listening = false;
+  server.on('error', (err) => {
+    if (listening) logger.error({ err }, 'smtp server error');
+  });
 
   return {
     listen(host, port) {
@@ -199,6 +203,7 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
         server.server.once('error', reject);
         server.listen(port, host, () => {
           server.server.off('error', reject);
+          listening = true;
           resolve((server.server.address() as AddressInfo).port);
         });
       });

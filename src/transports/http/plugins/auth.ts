@@ -23,6 +23,27 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
   return Array.isArray(value) ? value[0] : value;
 }
 
+type CredentialKind = 'mrk' | 'mrs' | 'mst';
+
+/** Where each kind of credential goes, for the 401 of a credential sent to the wrong place (told apart by prefix). */
+const CREDENTIAL_USE: Record<CredentialKind, { is: string; goes: string }> = {
+  mrk: { is: 'an API key (mrk_…)', goes: 'send it as Authorization: Bearer on the API-key routes (/mailboxes, /inbox, /messages/…, /send)' },
+  mrs: { is: 'a session token (mrs_…)', goes: 'send it as X-Service-Session: <session token> on the session routes (/app/api/…)' },
+  mst: { is: 'a service token (mst_…)', goes: 'send it as Authorization: Bearer on /v1/transactional/…' },
+};
+
+function kindOf(token: string): CredentialKind | null {
+  const prefix = token.slice(0, token.indexOf('_'));
+  return prefix === 'mrk' || prefix === 'mrs' || prefix === 'mst' ? prefix : null;
+}
+
+/** "This is X: send it there; this route takes Y" when `token` is a known credential of another kind than `wanted`. */
+function misplacedHint(token: string, wanted: CredentialKind): string | null {
+  const kind = kindOf(token);
+  if (kind === null || kind === wanted) return null;
+  return `this is ${CREDENTIAL_USE[kind].is}: ${CREDENTIAL_USE[kind].goes}; this route takes ${CREDENTIAL_USE[wanted].is}`;
+}
+
 /** The token of `Authorization: Bearer <token>`; 401 when the header is missing or has another shape. */
 function bearerToken(request: FastifyRequest, credential: string): string {
   const header = headerValue(request, 'authorization');
@@ -36,7 +57,10 @@ function bearerToken(request: FastifyRequest, credential: string): string {
 export function apiKeyAuth(auth: AuthService, limit: CredentialLimit) {
   return async <P>(request: FastifyRequest, reply: FastifyReply, payload: P): Promise<P> => {
     await limit(request, reply, async () => {
-      const { apiKeyId, ...tenant } = await auth.authenticateApiKey(bearerToken(request, 'API key'), headerValue(request, 'x-tenant-id'));
+      const token = bearerToken(request, 'API key');
+      const hint = misplacedHint(token, 'mrk');
+      if (hint) throw unauthorized('invalid_credential', hint);
+      const { apiKeyId, ...tenant } = await auth.authenticateApiKey(token, headerValue(request, 'x-tenant-id'));
       request.tenantContext = tenant;
       return `key:${apiKeyId}`;
     });
@@ -44,12 +68,23 @@ export function apiKeyAuth(auth: AuthService, limit: CredentialLimit) {
   };
 }
 
+/** What to say when X-Service-Session is missing: most often the session token was sent as a Bearer token. */
+function missingSessionDetail(request: FastifyRequest): string {
+  const bearer = BEARER.exec(headerValue(request, 'authorization') ?? '')?.[1];
+  if (bearer !== undefined && kindOf(bearer) === 'mrs') {
+    return 'send the session token as X-Service-Session: <session token>, not as Authorization: Bearer';
+  }
+  return 'send X-Service-Session: <session token> (POST /app/api/login gives one)';
+}
+
 /** preParsing hook of the session surface: `X-Service-Session: mrs_…`. */
 export function sessionAuth(auth: AuthService, limit: CredentialLimit) {
   return async <P>(request: FastifyRequest, reply: FastifyReply, payload: P): Promise<P> => {
     await limit(request, reply, async () => {
       const token = headerValue(request, 'x-service-session')?.trim();
-      if (!token) throw unauthorized('missing_credential', 'send X-Service-Session: <session token> (POST /app/api/login gives one)');
+      if (!token) throw unauthorized('missing_credential', missingSessionDetail(request));
+      const hint = misplacedHint(token, 'mrs');
+      if (hint) throw unauthorized('invalid_session', hint);
       request.sessionContext = await auth.authenticateSession(token);
       return `ses:${request.sessionContext.sessionId}`;
     });
@@ -72,7 +107,10 @@ export function sessionOf(request: FastifyRequest): SessionContext {
 export function serviceTokenAuth(tokens: ServiceTokenService, limit: CredentialLimit) {
   return async <P>(request: FastifyRequest, reply: FastifyReply, payload: P): Promise<P> => {
     await limit(request, reply, async () => {
-      request.serviceTokenContext = await tokens.authenticate(bearerToken(request, 'service token'));
+      const token = bearerToken(request, 'service token');
+      const hint = misplacedHint(token, 'mst');
+      if (hint) throw unauthorized('invalid_credential', hint);
+      request.serviceTokenContext = await tokens.authenticate(token);
       return `tok:${request.serviceTokenContext.tokenId}`;
     });
     return payload;
