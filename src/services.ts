@@ -192,10 +192,22 @@ export async function createServices(
     options.authenticator || config.smtpParserThreads === 0
       ? createInProcessAnalyzer(authenticator)
       : createThreadedAnalyzer({ threads: config.smtpParserThreads, dnsServers, hostname: config.smtpHostname, fallback: authenticator, logger });
-  const domains = createDomainService({ db, clock, events, resolve, hostedDomains: config.hostedDomains, hostedKey: operatorDkimKey(config), hostedSelector: config.dkimSelector, box });
-  const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs, wake });
   // VERP return paths live in the first hosted domain, whose MX points at this service.
-  const returnPaths = createReturnPaths(box, config.hostedDomains[0] ?? config.smtpHostname);
+  const returnPathDomain = config.hostedDomains[0] ?? config.smtpHostname;
+  const domains = createDomainService({
+    db,
+    clock,
+    events,
+    resolve,
+    hostedDomains: config.hostedDomains,
+    returnPathDomain,
+    rowLocks: dialect.supportsRowLocks,
+    hostedKey: operatorDkimKey(config),
+    hostedSelector: config.dkimSelector,
+    box,
+  });
+  const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs, wake });
+  const returnPaths = createReturnPaths(box, returnPathDomain);
   const sending = createSendingService({ db, clock, events, store, queue, domains, returnPaths, commits });
   const inbound = createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits, catchAll: sandbox?.catchAlls.find });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.

@@ -367,12 +367,48 @@ describe(`mailroom CLI client: mail, drafts, lists and domains (${TEST_DIALECT})
     const id = /^added acme\.example \((dom_[0-9a-z]{26})\), pending\n/.exec(out)?.[1] ?? '';
     expect(id).not.toBe('');
     expect(out).toContain('Publish these TXT records in its DNS:\n\n  Verification (shown only now: keep it until it is published)\n    name   _mailroom-verification.acme.example\n    type   TXT\n    value  mailroom-verification=');
-    expect(out).toMatch(/\n {2}DKIM\n {4}name {3}\S+\._domainkey\.acme\.example\n {4}type {3}TXT\n {4}value {2}v=DKIM1; k=rsa; p=[A-Za-z0-9+/=]+\n\nThen run: mailroom domains verify dom_/);
+    expect(out).toMatch(/\n {2}DKIM\n {4}name {3}\S+\._domainkey\.acme\.example\n {4}type {3}TXT\n {4}value {2}v=DKIM1; k=rsa; p=[A-Za-z0-9+/=]+\n\n/);
+    expect(out).toMatch(/\n {2}SPF \(advice, not required[^\n]*\n {4}name {3}acme\.example\n {4}type {3}TXT\n {4}value {2}v=spf1 include:mailroom\.localhost ~all\n\nThen run: mailroom domains verify dom_/);
     const record = /value {2}(mailroom-verification=\S+)/.exec(out)?.[1] ?? '';
+    const dkim = /value {2}(v=DKIM1; \S+ \S+)/.exec(out)?.[1] ?? '';
+    const dkimName = /name {3}(\S+\._domainkey\.acme\.example)/.exec(out)?.[1] ?? '';
 
-    expect((await owner.run(['domains', 'verify', 'acme.example'])).stdout).toBe('acme.example is still pending: _mailroom-verification.acme.example has no matching TXT record yet (DNS can take a while)\n');
+    // The API's per-record answer as a table, then what DNS has against what it should, for each record not ok.
+    h.dns.set('acme.example', { TXT: ['v=spf1 include:_spf.elsewhere.example -all'] });
+    const pending = (await owner.run(['domains', 'verify', 'acme.example'])).stdout.split('\n');
+    expect(pending.slice(0, 2)).toEqual(['acme.example is pending: the verification record is not published yet; DKIM: missing', '']);
+    expect(cells(pending.slice(2, 6), ['RECORD', 'STATUS', 'NAME', 'REASON'])).toEqual([
+      ['verification', 'missing', '_mailroom-verification.acme.example', 'no TXT record at _mailroom-verification.acme.example yet: publish it (a new record can take a while to show in DNS)'],
+      ['dkim', 'missing', dkimName, expect.stringMatching(/^no TXT record at \S+: mail from acme\.example is signed with this key all the same/)],
+      ['spf (advice)', 'mismatch', 'acme.example', expect.stringMatching(/^the SPF record of acme\.example does not include mailroom\.localhost\. Not required/)],
+    ]);
+    expect(pending.slice(6).join('\n')).toBe(
+      [
+        '',
+        '  verification',
+        '    found    (nothing)',
+        '    expected mailroom-verification=<the token shown at creation or by the last records regeneration> — lost it? mailroom domains records acme.example makes a new one',
+        '',
+        '  dkim',
+        '    found    (nothing)',
+        `    expected ${dkim}`,
+        '',
+        '  spf (advice)',
+        '    found    v=spf1 include:_spf.elsewhere.example -all',
+        '    expected v=spf1 include:mailroom.localhost ~all',
+        '',
+      ].join('\n'),
+    );
     h.dns.set('_mailroom-verification.acme.example', { TXT: ['v=spf1 -all', record] });
-    expect((await owner.run(['domains', 'verify', id])).stdout).toBe('acme.example is verified: create mailboxes in it and send from them\n');
+    const verified = (await owner.run(['domains', 'verify', id])).stdout.split('\n');
+    expect(verified[0]).toMatch(/^acme\.example is verified, but its DKIM record is missing: mail from it is signed/);
+    expect(cells(verified.slice(2, 6), ['RECORD', 'STATUS', 'NAME', 'REASON']).map((r) => r.slice(0, 2))).toEqual([
+      ['verification', 'ok'],
+      ['dkim', 'missing'],
+      ['spf (advice)', 'mismatch'],
+    ]);
+    h.dns.set(dkimName, { TXT: [dkim] });
+    expect((await owner.json<{ summary: string; checks: { dkim: { status: string } } }>(['domains', 'verify', id])).checks.dkim.status).toBe('ok');
 
     const list = await owner.run(['sending-domains']);
     expect(cells(list.stdout.trimEnd().split('\n'), ['ID', 'DOMAIN', 'STATUS', 'DKIM SELECTOR', 'CREATED']).map((r) => r.slice(0, 3))).toEqual([[id, 'acme.example', 'verified']]);
@@ -381,5 +417,33 @@ describe(`mailroom CLI client: mail, drafts, lists and domains (${TEST_DIALECT})
     expect(shown.verification).toBeUndefined();
     expect((await owner.run(['domains', 'show', 'nope.example'])).stderr).toBe('error: nope.example is not a sending domain of this workspace (mailroom domains lists them)\n');
     expect((await member.run(['mailboxes', 'create', 'billing@acme.example'])).code).toBe(0);
+  });
+
+  it('shows the records again (a pending domain with a new token) and deletes a domain once no mailbox is in it', async () => {
+    const created = await owner.json<{ domain_id: string; verification: { record_value: string } }>(['domains', 'create', 'second.example']);
+    const again = await owner.run(['domains', 'records', 'second.example']);
+    expect(again.stderr).toBe('');
+    expect(again.stdout).toMatch(
+      /^second\.example has a new verification token: the earlier one no longer verifies\. Publish these TXT records in its DNS:\n\n {2}Verification \(shown only now\)\n {4}name {3}_mailroom-verification\.second\.example\n {4}type {3}TXT\n {4}value {2}mailroom-verification=\S+\n\n {2}DKIM\n/,
+    );
+    expect(again.stdout).toMatch(/\n\nThen run: mailroom domains verify second\.example\n$/);
+    const token = /value {2}(mailroom-verification=\S+)/.exec(again.stdout)?.[1] ?? '';
+    expect(token).not.toBe(created.verification.record_value);
+    h.dns.set('_mailroom-verification.second.example', { TXT: [created.verification.record_value] });
+    expect((await owner.json<{ checks: { verification: { status: string } } }>(['domains', 'verify', 'second.example'])).checks.verification.status).toBe('mismatch');
+
+    const verified = await owner.run(['domains', 'records', 'acme.example']);
+    expect(verified.stdout).toMatch(/^acme\.example is verified: it needs no verification record any more\.\n\n {2}DKIM\n.*\n {2}SPF \(advice/s);
+
+    expect((await owner.run(['domains', 'delete', 'acme.example'])).stderr).toBe('error: deleting acme.example cannot be undone (its DKIM key goes with it); pass --yes to go ahead\n');
+    const refused = await owner.run(['domains', 'delete', 'acme.example', '--yes']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(
+      'error: 409 domain_in_use: acme.example still has 1 mailbox (billing@acme.example); delete the mailboxes first (their service tokens go with them)\n',
+    );
+    expect((await h.app.inject({ method: 'DELETE', url: '/mailboxes/billing@acme.example', headers: { authorization: `Bearer ${acme.apiKey}` } })).statusCode).toBe(200);
+    expect((await owner.run(['domains', 'delete', 'acme.example', '--yes'])).stdout).toMatch(/^deleted acme\.example \(dom_[0-9a-z]{26}\)\n$/);
+    expect((await owner.run(['domains', 'delete', created.domain_id, '--yes'])).stdout).toBe(`deleted second.example (${created.domain_id})\n`);
+    expect((await owner.run(['domains'])).stdout).toBe('no sending domains yet: mailroom domains create <domain>\n');
   });
 });

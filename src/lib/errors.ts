@@ -19,6 +19,8 @@ export class DomainError extends Error {
   readonly retryAfterSeconds: number | undefined;
   /** Where in the caller's input the problem is (0-based), when the input is text (a search query). */
   readonly position: number | undefined = undefined;
+  /** More members of the error body beside `error` and `detail` (a refused delete's `dependents`); set by `withFields`. */
+  fields: Readonly<Record<string, unknown>> | undefined = undefined;
 
   constructor(kind: ErrorKind, code: string, detail: string, retryAfterSeconds?: number) {
     super(detail);
@@ -41,5 +43,11 @@ export const notFound = (code: string, detail: string): DomainError => new Domai
 export const conflict = (code: string, detail: string): DomainError => new DomainError('conflict', code, detail);
 export const rateLimited = (code: string, detail: string, retryAfterSeconds: number): DomainError =>
   new DomainError('rate_limited', code, detail, retryAfterSeconds);
+
+/** The error with more members for its body; each transport's error schema names the ones it may carry. */
+export function withFields(error: DomainError, fields: Readonly<Record<string, unknown>>): DomainError {
+  error.fields = fields;
+  return error;
+}
 
 export const isDomainError = (err: unknown): err is DomainError => err instanceof DomainError;

@@ -7,6 +7,8 @@ export interface Zone {
   AAAA?: string[];
   MX?: Array<{ exchange: string; priority: number }>;
   TXT?: string[];
+  /** Answer every question for the name with SERVFAIL (a broken authoritative server). */
+  SERVFAIL?: boolean;
 }
 
 /** A real DNS server on loopback (dns2) answering from a zone map the test can change at any time. */
@@ -44,6 +46,8 @@ export async function startDnsServer(): Promise<TestDnsServer> {
         const zone = zones.get(name);
         if (!zone) {
           response.header.rcode = 3; // NXDOMAIN
+        } else if (zone.SERVFAIL) {
+          response.header.rcode = 2;
         } else {
           const base = { name: question.name, class: Packet.CLASS.IN, ttl: 60 };
           if (question.type === Packet.TYPE.A) for (const address of zone.A ?? []) response.answers.push({ ...base, type: Packet.TYPE.A, address } as never);

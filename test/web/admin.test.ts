@@ -71,22 +71,73 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: workspace settings in Chromium (${TEST_
     expect(await page.getByRole('textbox', { name: 'Verification record name', exact: true }).inputValue()).toBe(`_mailroom-verification.${DOMAIN}`);
     expect(await page.getByRole('textbox', { name: 'DKIM record value', exact: true }).inputValue()).toMatch(/^v=DKIM1; k=rsa; p=/);
     await page.getByRole('button', { name: 'Copy verification record value' }).waitFor();
-    // Before the record is published, verify says what is missing.
-    await page.getByRole('button', { name: `Verify ${DOMAIN}` }).click();
-    await page.getByText(`Still pending: no TXT record at _mailroom-verification.${DOMAIN}`).waitFor();
-    h.dns.set(`_mailroom-verification.${DOMAIN}`, { TXT: [value] });
-    await page.getByRole('button', { name: `Verify ${DOMAIN}` }).click();
-    await page.getByText(/^Verified /).waitFor();
-    expect(await page.locator('.status.verified').textContent()).toBe('verified');
+    expect(await page.getByRole('textbox', { name: 'SPF record value', exact: true }).inputValue()).toBe('v=spf1 include:mailroom.localhost ~all');
+    const dkim = { name: await page.getByRole('textbox', { name: 'DKIM record name', exact: true }).inputValue(), value: await page.getByRole('textbox', { name: 'DKIM record value', exact: true }).inputValue() };
+    const card = page.locator('.card', { hasText: DOMAIN });
+    /** The checks table's row for a record: its status and its reason. */
+    const row = async (record: string) => {
+      const cells = card.getByRole('row', { name: new RegExp(`^${record.replace(/[()]/g, '\\$&')} `) }).getByRole('cell');
+      return { status: await cells.nth(0).textContent(), reason: await cells.nth(2).textContent() };
+    };
+    // Each check is followed by a wait for the summary it should end with.
+    const verify = (label = `Verify ${DOMAIN}`) => page.getByRole('button', { name: label }).click();
+    // Before anything is published, verify says per record what is missing.
+    await verify();
+    await card.getByText(`${DOMAIN} is pending: the verification record is not published yet; DKIM: missing`).waitFor();
+    expect(await row('Verification')).toEqual({ status: 'missing', reason: `no TXT record at _mailroom-verification.${DOMAIN} yet: publish it (a new record can take a while to show in DNS)` });
+    expect((await row('DKIM')).status).toBe('missing');
+    expect((await row('SPF (advice)')).reason).toMatch(/^no SPF record at acme-admin\.example\. Not required/);
     expect(await seriousViolations(page)).toEqual([]);
+
+    // A new verification value: the first one no longer verifies, the new one does.
+    await page.getByRole('button', { name: `New verification value for ${DOMAIN}` }).click();
+    await page.getByRole('button', { name: 'Make a new value (the earlier one stops working)' }).click();
+    await card.getByText('A new value: the earlier one no longer verifies.').waitFor();
+    const renewed = await page.getByRole('textbox', { name: 'Verification record value', exact: true }).inputValue();
+    expect(renewed).toMatch(/^mailroom-verification=\S+$/);
+    expect(renewed).not.toBe(value);
+    h.dns.set(`_mailroom-verification.${DOMAIN}`, { TXT: [value] });
+    await verify();
+    await card.getByText(`${DOMAIN} is pending: the verification record does not hold this domain's token; DKIM: missing`).waitFor();
+    expect(await row('Verification')).toMatchObject({ status: 'mismatch' });
+    expect(await card.locator('.found').first().textContent()).toBe(`Found: ${value}`);
+
+    // Verified with DKIM still missing: it says so, and checks again once the record is published.
+    h.dns.set(`_mailroom-verification.${DOMAIN}`, { TXT: [renewed] });
+    await verify();
+    await card.getByText(new RegExp(`^${DOMAIN.replace('.', '\\.')} is verified, but its DKIM record is missing`)).waitFor();
+    expect(await page.locator('.status.verified').textContent()).toBe('verified');
+    expect((await row('DKIM')).status).toBe('missing');
+    h.dns.set(dkim.name, { TXT: [dkim.value] });
+    await verify(`Check DNS of ${DOMAIN}`);
+    await card.getByText(`${DOMAIN} is verified and its DKIM record is published`).waitFor();
+    expect(await row('DKIM')).toMatchObject({ status: 'ok' });
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.emulateMedia({ colorScheme: 'dark' });
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.emulateMedia({ colorScheme: 'light' });
   });
 
-  it('creates a mailbox in the verified domain', async () => {
+  it('creates a mailbox in the verified domain, which then cannot be deleted; a domain without mailboxes can', async () => {
     await settings(page, 'mailboxes', 'Mailboxes');
     await page.getByLabel('Address').fill(`auth@${DOMAIN}`);
     await page.getByRole('button', { name: 'Create mailbox' }).click();
     await page.getByRole('cell', { name: `auth@${DOMAIN}` }).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
+
+    await settings(page, 'domains', 'Sending domains');
+    await page.getByRole('button', { name: `Delete ${DOMAIN}` }).click();
+    await page.getByRole('button', { name: `Delete ${DOMAIN} for good` }).click();
+    await page.getByRole('alert').filter({ hasText: `${DOMAIN} still has 1 mailbox (auth@${DOMAIN}); delete the mailboxes first (their service tokens go with them) (409 domain_in_use)` }).waitFor();
+    await page.getByLabel('Domain', { exact: true }).fill('throwaway.example');
+    await page.getByRole('button', { name: 'Add domain' }).click();
+    await page.getByRole('button', { name: 'Delete throwaway.example' }).click();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    expect(await page.getByRole('heading', { level: 3, name: /^throwaway\.example/ }).count()).toBe(1);
+    await page.getByRole('button', { name: 'Delete throwaway.example' }).click();
+    await page.getByRole('button', { name: 'Delete throwaway.example for good' }).click();
+    await expect.poll(() => page.getByRole('heading', { level: 3, name: /^throwaway\.example/ }).count()).toBe(0);
+    expect(await page.getByRole('heading', { level: 3, name: new RegExp(`^${DOMAIN.replace('.', '\\.')}`) }).count()).toBe(1);
   });
 
   it('shows a service token once (not after a reload), rotates and revokes it', async () => {

@@ -7,7 +7,7 @@ export type { MailboxView as Mailbox } from '../../modules/mailboxes/mailbox.typ
 export type { DraftView as Draft } from '../../modules/sending/draft.service.js';
 export type { Queued, SentItem as SentMessage } from '../../modules/sending/sending.service.js';
 export type { ListEntryView as ListEntry } from '../../modules/lists/list.service.js';
-export type { CreatedDomainView, SendingDomainView as SendingDomain } from '../../modules/domains/domain.service.js';
+export type { CheckedDomainView as CheckedDomain, CreatedDomainView, RecordCheck, SendingDomainView as SendingDomain } from '../../modules/domains/domain.types.js';
 import type { ServiceTokenView } from '../../modules/transactional/service-token.service.js';
 export type { CreatedWebhookView as CreatedWebhook, DeliveryView as WebhookDelivery, WebhookView as Webhook } from '../../modules/webhooks/webhook.types.js';
 export type {

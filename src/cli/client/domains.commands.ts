@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { CreatedDomainView, DnsRecord, SendingDomain } from './api.types.js';
+import type { CheckedDomain, CreatedDomainView, DnsRecord, RecordCheck, SendingDomain } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { CliError } from './errors.js';
 import { relativeTime, renderFields, renderTable, safeLine } from './format.js';
@@ -26,6 +26,46 @@ function recordLines(records: readonly (readonly [string, DnsRecord])[], ctx: Co
     `    value  ${safeLine(r.record_value)}`,
   ]);
 }
+
+/** The records a domain publishes beside its verification record: DKIM, and the SPF advice. */
+const signingRecords = (d: SendingDomain): (readonly [string, DnsRecord])[] => [
+  ['DKIM', d.dkim],
+  ['SPF (advice, not required: merge it into an SPF record the domain already has)', d.spf],
+];
+
+const CHECK_NAMES: readonly (readonly [keyof CheckedDomain['checks'], string])[] = [
+  ['verification', 'verification'],
+  ['dkim', 'dkim'],
+  ['spf', 'spf (advice)'],
+];
+
+/** A check's status in a colour that says how it went. */
+const checkStyle = (ctx: Context) => (status: string) => (status === 'ok' ? ctx.style.green(status) : status === 'error' ? ctx.style.red(status) : ctx.style.yellow(status));
+
+/** Verify's answer: the summary, a table of the records, and for each one not ok what DNS has against what it should. */
+function checkLines(d: CheckedDomain, ctx: Context): string[] {
+  const rows = CHECK_NAMES.map(([key, label]) => ({ label, check: d.checks[key] }));
+  const table = renderTable(
+    rows,
+    [
+      { header: 'RECORD', value: (r) => r.label },
+      { header: 'STATUS', value: (r) => r.check.status, style: checkStyle(ctx) },
+      { header: 'NAME', value: (r) => r.check.record_name },
+      { header: 'REASON', value: (r) => r.check.reason },
+    ],
+    ctx.style,
+  );
+  const fixes = rows
+    .filter((r) => r.check.status !== 'ok')
+    .flatMap(({ label, check }) => ['', `  ${ctx.style.bold(label)}`, ...valueLines('found', check.found), ...valueLines('expected', [expectedOf(label, check, d)])]);
+  return [d.summary, '', ...table, ...fixes];
+}
+
+const expectedOf = (label: string, check: RecordCheck, d: CheckedDomain) =>
+  label === 'verification' ? `${check.expected} — lost it? mailroom domains records ${d.domain} makes a new one` : check.expected;
+
+const valueLines = (what: string, values: readonly string[] | null): string[] =>
+  (values ?? ['(nothing)']).map((v, i) => `    ${(i === 0 ? what : '').padEnd(8)} ${safeLine(v)}`);
 
 function domainFields(d: SendingDomain, ctx: Context): string[] {
   return renderFields(
@@ -76,7 +116,7 @@ export function registerDomainCommands(program: Command): void {
       const created = await ctx.api().post<CreatedDomainView>('/app/api/sending-domains', { domain: name });
       const records: (readonly [string, DnsRecord])[] = [
         ['Verification (shown only now: keep it until it is published)', created.verification],
-        ['DKIM', created.dkim],
+        ...signingRecords(created),
       ];
       ctx.show(created, () => [
         `added ${created.domain} (${created.domain_id}), ${created.status}`,
@@ -94,23 +134,58 @@ export function registerDomainCommands(program: Command): void {
     run(async (ctx, [value = '']) => {
       const api = ctx.api();
       const domain = await api.get<SendingDomain>(`/app/api/sending-domains/${seg(await domainId(api, value))}`);
-      ctx.show(domain, () => [...domainFields(domain, ctx), '', ...recordLines([['DKIM', domain.dkim]], ctx)]);
+      ctx.show(domain, () => [...domainFields(domain, ctx), '', ...recordLines(signingRecords(domain), ctx)]);
     }),
   );
 
   leaf(domains, {
     name: 'verify <domain>',
-    description: 'look the verification TXT record up now; the domain becomes verified when it matches',
-    examples: ['mailroom domains verify dom_01m7yjdhcxqgt7jvmq1fx1c9wn', `until mailroom domains verify acme.example --json | grep -q '"status":"verified"'; do sleep 60; done`],
+    description: 'look the records up now: the domain becomes verified when the verification record matches; a table says, per record, what is wrong',
+    examples: ['mailroom domains verify acme.example', `until mailroom domains verify acme.example --json | grep -q '"status":"verified"'; do sleep 60; done`],
   }).action(
     run(async (ctx, [value = '']) => {
       const api = ctx.api();
-      const domain = await api.post<SendingDomain>(`/app/api/sending-domains/${seg(await domainId(api, value))}/verify`);
-      ctx.show(domain, () =>
-        domain.status === 'verified'
-          ? [`${domain.domain} is verified: create mailboxes in it and send from them`]
-          : [`${domain.domain} is still pending: _mailroom-verification.${domain.domain} has no matching TXT record yet (DNS can take a while)`],
-      );
+      const domain = await api.post<CheckedDomain>(`/app/api/sending-domains/${seg(await domainId(api, value))}/verify`);
+      ctx.show(domain, () => checkLines(domain, ctx));
     }),
   );
+
+  leaf(domains, {
+    name: 'records <domain>',
+    description: "the DNS records to publish again; for a pending domain with a new verification token (only its hash is kept, so the earlier token stops verifying). 'show' shows DKIM and SPF without a new token",
+    examples: ['mailroom domains records acme.example'],
+  }).action(
+    run(async (ctx, [value = '']) => {
+      const api = ctx.api();
+      const path = `/app/api/sending-domains/${seg(await domainId(api, value))}`;
+      const domain = await api.get<SendingDomain>(path);
+      if (domain.status === 'verified') {
+        ctx.show(domain, () => [`${domain.domain} is verified: it needs no verification record any more.`, '', ...recordLines(signingRecords(domain), ctx)]);
+        return;
+      }
+      const again = await api.post<CreatedDomainView>(`${path}/records`);
+      ctx.show(again, () => [
+        `${again.domain} has a new verification token: the earlier one no longer verifies. Publish these TXT records in its DNS:`,
+        '',
+        ...recordLines([['Verification (shown only now)', again.verification], ...signingRecords(again)], ctx),
+        '',
+        `Then run: mailroom domains verify ${again.domain}`,
+      ]);
+    }),
+  );
+
+  leaf(domains, {
+    name: 'delete <domain>',
+    description: 'delete a sending domain; refused while mailboxes are in it (delete them first: their service tokens go with them)',
+    examples: ['mailroom domains delete acme.example --yes'],
+  })
+    .option('--yes', 'confirm: the domain, its DKIM key and its verification go for good')
+    .action(
+      run<{ yes?: boolean }>(async (ctx, [value = ''], options) => {
+        if (!options.yes) throw new CliError(`deleting ${value} cannot be undone (its DKIM key goes with it); pass --yes to go ahead`);
+        const api = ctx.api();
+        const answer = await api.delete<{ ok: true; domain_id: string; domain: string }>(`/app/api/sending-domains/${seg(await domainId(api, value))}`);
+        ctx.show(answer, () => [`deleted ${answer.domain} (${answer.domain_id})`]);
+      }),
+    );
 }

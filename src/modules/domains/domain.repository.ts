@@ -16,6 +16,45 @@ export const domainRepository = {
     db.selectFrom('sending_domains').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
   /** Asked for every message sent (its DKIM key), so prepared (see db/prepared.ts). */
   findVerifiedByName: async (db: Db, workspaceId: string, domain: string) => (await verifiedByNameQuery(db, { workspaceId, domain }))[0],
+  /**
+   * Whether the workspace has the domain verified, holding its row (PostgreSQL `FOR KEY SHARE`) until `db`'s
+   * transaction ends, so that a delete waits for a mailbox being made in it (and then sees the mailbox).
+   */
+  holdVerifiedByName: async (db: Db, workspaceId: string, domain: string, rowLocks: boolean): Promise<boolean> => {
+    const query = db.selectFrom('sending_domains').select('id').where('workspace_id', '=', workspaceId).where('domain', '=', domain).where('status', '=', 'verified');
+    return (await (rowLocks ? query.forKeyShare() : query).executeTakeFirst()) !== undefined;
+  },
+  /** The row, locked against mailboxes being made in it (PostgreSQL `FOR UPDATE`), for a delete. */
+  lockForDelete: (db: Db, workspaceId: string, id: string, rowLocks: boolean) => {
+    const query = db.selectFrom('sending_domains').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id);
+    return (rowLocks ? query.forUpdate() : query).executeTakeFirst();
+  },
+  /** The workspace's mailboxes in the domain (not in its subdomains) and the service tokens bound to it, up to `limit` each. */
+  dependents: async (db: Db, workspaceId: string, id: string, domain: string, limit: number) => {
+    // Domain names hold no LIKE wildcards (letters, digits, hyphens and dots only), so the pattern is exact.
+    const inDomain = db.selectFrom('mailboxes').where('workspace_id', '=', workspaceId).where('address', 'like', `%@${domain}`);
+    const tokens = db.selectFrom('service_tokens').where('workspace_id', '=', workspaceId).where('domain_id', '=', id);
+    const [mailboxes, mailboxCount, serviceTokens, tokenCount] = await Promise.all([
+      inDomain.select('address').orderBy('address').limit(limit).execute(),
+      inDomain.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+      tokens.select(['id', 'name']).orderBy('created_at').orderBy('id').limit(limit).execute(),
+      tokens.select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow(),
+    ]);
+    return { mailboxes: mailboxes.map((m) => m.address), mailboxCount: Number(mailboxCount.n), serviceTokens, tokenCount: Number(tokenCount.n) };
+  },
+  /** Service tokens bound to the domain go with it (their foreign key cascades). */
+  delete: (db: Db, workspaceId: string, id: string) => db.deleteFrom('sending_domains').where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
+  /** A pending domain's new verification token; false when it is verified (or gone). */
+  replaceVerificationHash: async (db: Db, workspaceId: string, id: string, hash: string) =>
+    (
+      await db
+        .updateTable('sending_domains')
+        .set({ verification_hash: hash })
+        .where('workspace_id', '=', workspaceId)
+        .where('id', '=', id)
+        .where('status', '=', 'pending')
+        .executeTakeFirst()
+    ).numUpdatedRows > 0n,
   /** pending → verified; false when it already was (so the event is emitted once). */
   markVerified: async (db: Db, workspaceId: string, id: string, at: number) =>
     (

@@ -4,59 +4,28 @@ import { isUniqueViolation } from '../../db/dialect.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import type { DnsResolve } from '../../lib/dns.js';
-import { conflict, forbidden, invalid, notFound } from '../../lib/errors.js';
+import { conflict, forbidden, invalid, notFound, withFields, type DomainError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { SecretBox } from '../../lib/secret-box.js';
 import { hashToken } from '../../lib/secrets.js';
 import type { EventsService } from '../events/events.service.js';
-import type { DomainPolicy } from '../mailboxes/mailbox.types.js';
 import { isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
 import { dkimRecord, generateDkimKeyPair } from './dkim-keys.js';
+import { checkDkim, checkSpf, checkVerification, lookupTxt, summarize, verifiedCheck, VERIFICATION_PREFIX, type DomainChecks } from './dns-checks.js';
 import type { SendingDomainTable } from './domain.table.js';
 import { domainRepository as repo } from './domain.repository.js';
+import type { DnsRecordView, DomainDependents, DomainService, SendingDomainView } from './domain.types.js';
 
-export const VERIFICATION_PREFIX = 'mailroom-verification=';
 const DOMAIN = /^(?=.{4,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/;
 /** The key name of the service's own DKIM key (hosted domains). */
 export const HOSTED_KEY_NAME = 'hosted-dkim';
+/** How many mailboxes and service tokens a refused delete names (the counts are exact). */
+export const MAX_LISTED_DEPENDENTS = 100;
+/** The verification token's random bytes (192 bits), shown once as base64url; only its SHA-256 is kept. */
+const VERIFICATION_TOKEN_BYTES = 24;
 
-export interface SendingDomainView {
-  domain_id: string;
-  domain: string;
-  status: 'pending' | 'verified';
-  dkim: { selector: string; record_name: string; record_type: 'TXT'; record_value: string };
-  created_at: string;
-  verified_at: string | null;
-}
-
-export interface CreatedDomainView extends SendingDomainView {
-  verification: { record_name: string; record_type: 'TXT'; record_value: string };
-}
-
-/** What outbound mail of a domain is signed with. */
-export interface SigningKey {
-  domain: string;
-  selector: string;
-  privateKey: string;
-}
-
-export interface DomainService extends DomainPolicy {
-  create(tenant: TenantContext, input: { domain: string }): Promise<CreatedDomainView>;
-  list(tenant: TenantContext): Promise<{ sending_domains: SendingDomainView[] }>;
-  get(tenant: TenantContext, domainId: string): Promise<SendingDomainView>;
-  /** Look the verification TXT record up; verified (and `domain.verified` emitted once) when it matches. */
-  verify(tenant: TenantContext, domainId: string): Promise<SendingDomainView>;
-  /**
-   * The DKIM key for mail from this domain: the domain's own when verified, the service key for hosted domains.
-   * `own`: the sending workspace's verified sending domain of that name, or null when it has none. The delivery
-   * worker reads it with the message it sends (one statement), so it is not looked up here.
-   */
-  signingKey(domain: string, own: Pick<SendingDomainTable, 'id' | 'dkim_selector' | 'dkim_private_key'> | null): Promise<SigningKey | null>;
-  /** The service's DKIM key for hosted domains, created and stored at first use when the operator gave none. */
-  hostedKey(): Promise<{ selector: string; privateKey: string; publicKey: string }>;
-  /** Start-up: encrypt the private keys still stored in plaintext (from before encryption at rest); returns how many. */
-  sealStoredKeys(): Promise<number>;
-}
+export { VERIFICATION_PREFIX } from './dns-checks.js';
+export type { CheckedDomainView, CreatedDomainView, DomainService, SendingDomainView, SigningKey } from './domain.types.js';
 
 /** Where a private key is stored: its associated data, so a sealed key opens only in its own row. */
 const domainKeyContext = (id: string) => `sending_domains.dkim_private_key:${id}`;
@@ -64,12 +33,13 @@ const domainKeyContext = (id: string) => `sending_domains.dkim_private_key:${id}
 const MAX_OPENED_KEYS = 1000;
 const serviceKeyContext = (name: string) => `service_keys.private_key:${name}`;
 
-function toView(row: SendingDomainTable): SendingDomainView {
+function toView(row: SendingDomainTable, returnPathDomain: string): SendingDomainView {
   return {
     domain_id: row.id,
     domain: row.domain,
     status: row.status,
     dkim: { selector: row.dkim_selector, ...dkimRecord(row.dkim_selector, row.domain, row.dkim_public_key) },
+    spf: { record_name: row.domain, record_type: 'TXT', record_value: `v=spf1 include:${returnPathDomain} ~all` },
     created_at: iso(row.created_at),
     verified_at: iso(row.verified_at),
   };
@@ -79,10 +49,35 @@ function requireAdmin(tenant: TenantContext): void {
   if (!isAdmin(tenant.role)) throw forbidden('forbidden_role', 'sending domains need the owner or admin role');
 }
 
-/** TXT answers come as arrays of character-strings; a record is their concatenation (RFC 7208 §3.3). */
-function txtValues(answer: unknown): string[] {
-  if (!Array.isArray(answer)) return [];
-  return answer.map((record: unknown) => (Array.isArray(record) ? record.join('') : String(record)));
+/** The verification record with a token, as create and a regeneration show it (this once). */
+const verificationRecord = (domain: string, token: string): DnsRecordView => ({
+  record_name: `_mailroom-verification.${domain}`,
+  record_type: 'TXT',
+  record_value: `${VERIFICATION_PREFIX}${token}`,
+});
+
+/** Each record as DNS answers it now; the three lookups run at once. */
+async function checkRecords(resolve: DnsResolve, row: SendingDomainTable, view: SendingDomainView, returnPathDomain: string): Promise<DomainChecks> {
+  const [verification, dkim, spf] = await Promise.all([
+    row.status === 'verified' ? null : lookupTxt(resolve, `_mailroom-verification.${row.domain}`),
+    lookupTxt(resolve, view.dkim.record_name),
+    lookupTxt(resolve, row.domain),
+  ]);
+  return {
+    verification: verification ? checkVerification(row.domain, row.verification_hash, verification) : verifiedCheck(row.domain, view.verified_at ?? ''),
+    dkim: checkDkim(view.dkim, row.domain, row.dkim_public_key, dkim),
+    spf: checkSpf(row.domain, returnPathDomain, spf),
+  };
+}
+
+/** A 409 naming what still uses the domain, so the caller knows what to delete first. */
+function inUse(domain: string, d: DomainDependents): DomainError {
+  const parts = [
+    d.mailbox_count > 0 ? `${d.mailbox_count} mailbox${d.mailbox_count === 1 ? '' : 'es'} (${d.mailboxes.slice(0, 3).join(', ')}${d.mailbox_count > 3 ? ', …' : ''})` : '',
+    d.service_token_count > 0 ? `${d.service_token_count} service token${d.service_token_count === 1 ? '' : 's'}` : '',
+  ].filter((p) => p !== '');
+  const error = conflict('domain_in_use', `${domain} still has ${parts.join(' and ')}; delete the mailboxes first (their service tokens go with them)`);
+  return withFields(error, { dependents: d });
 }
 
 export interface DomainDeps {
@@ -91,6 +86,10 @@ export interface DomainDeps {
   events: EventsService;
   resolve: DnsResolve;
   hostedDomains: readonly string[];
+  /** Where every message's envelope sender is (`bounces+…@`): the domain SPF is checked at, named in the SPF advice. */
+  returnPathDomain: string;
+  /** PostgreSQL row locks (a delete and a mailbox being made in the domain wait for each other); SQLite's writes are serial. */
+  rowLocks: boolean;
   /** An operator-configured key for hosted domains (PEM) and its selector. */
   hostedKey?: { selector: string; privateKey: string; publicKey: string } | undefined;
   /** Selector of the key generated at first use when the operator configured none. */
@@ -99,10 +98,12 @@ export interface DomainDeps {
   box: SecretBox;
 }
 
-export function createDomainService({ db, clock, events, resolve, hostedDomains, hostedKey, hostedSelector = 'mailroom', box }: DomainDeps): DomainService {
+export function createDomainService(deps: DomainDeps): DomainService {
+  const { db, clock, events, resolve, hostedDomains, hostedKey, hostedSelector = 'mailroom', box, returnPathDomain, rowLocks } = deps;
   const hosted = new Set(hostedDomains);
   let cachedHostedKey = hostedKey;
   const opened = new Map<string, string>();
+  const view = (row: SendingDomainTable) => toView(row, returnPathDomain);
 
   /** A domain's private key in PEM; the signing threads cache parsed keys by it, as the hosted key is kept. */
   function openDomainKey(own: Pick<SendingDomainTable, 'id' | 'dkim_private_key'>): string {
@@ -117,17 +118,30 @@ export function createDomainService({ db, clock, events, resolve, hostedDomains,
     return pem;
   }
 
-  async function find(tenant: TenantContext, domainId: string): Promise<SendingDomainTable> {
-    const row = await repo.find(db, tenant.workspaceId, domainId);
+  async function find(tenant: TenantContext, domainId: string, conn: Db = db): Promise<SendingDomainTable> {
+    const row = await repo.find(conn, tenant.workspaceId, domainId);
     if (!row) throw notFound('domain_not_found', `no sending domain ${domainId}`);
     return row;
+  }
+
+  /** pending → verified in one transaction with its event, emitted once however many verify at once. */
+  async function markVerified(tenant: TenantContext, row: SendingDomainTable): Promise<SendingDomainTable> {
+    const now = clock.now();
+    await db.transaction().execute(async (trx) => {
+      if (await repo.markVerified(trx, tenant.workspaceId, row.id, now)) {
+        await events.emit(trx, { workspaceId: tenant.workspaceId, type: 'domain.verified', data: { ...view({ ...row, status: 'verified', verified_at: now }) } });
+      }
+    });
+    return find(tenant, row.id);
   }
 
   const service: DomainService = {
     isHostedDomain: (domain) => hosted.has(domain),
 
-    async isAllowedDomain(workspaceId, domain, conn = db) {
-      return hosted.has(domain) || (await repo.findVerifiedByName(conn, workspaceId, domain)) !== undefined;
+    async isAllowedDomain(workspaceId, domain, conn = db, hold = false) {
+      if (hosted.has(domain)) return true;
+      if (hold) return repo.holdVerifiedByName(conn, workspaceId, domain, rowLocks);
+      return (await repo.findVerifiedByName(conn, workspaceId, domain)) !== undefined;
     },
 
     async create(tenant, input) {
@@ -135,7 +149,7 @@ export function createDomainService({ db, clock, events, resolve, hostedDomains,
       const domain = input.domain.trim().toLowerCase().replace(/\.$/, '');
       if (!DOMAIN.test(domain)) throw invalid('invalid_domain', `'${input.domain}' is not a domain name`);
       if (hosted.has(domain)) throw invalid('invalid_domain', `${domain} is a hosted domain of this service; it needs no verification`);
-      const token = randomBytes(24).toString('base64url');
+      const token = randomBytes(VERIFICATION_TOKEN_BYTES).toString('base64url');
       const keys = await generateDkimKeyPair();
       const now = clock.now();
       const selector = `mr${new Date(now).toISOString().slice(0, 7).replace('-', '')}`;
@@ -158,41 +172,56 @@ export function createDomainService({ db, clock, events, resolve, hostedDomains,
         if (isUniqueViolation(err)) throw conflict('domain_exists', `${domain} is already a sending domain of this workspace`);
         throw err;
       }
-      return {
-        ...toView(row),
-        verification: { record_name: `_mailroom-verification.${domain}`, record_type: 'TXT', record_value: `${VERIFICATION_PREFIX}${token}` },
-      };
+      return { ...view(row), verification: verificationRecord(domain, token) };
     },
 
     async list(tenant) {
       requireAdmin(tenant);
-      return { sending_domains: (await repo.list(db, tenant.workspaceId)).map(toView) };
+      return { sending_domains: (await repo.list(db, tenant.workspaceId)).map(view) };
     },
 
     async get(tenant, domainId) {
       requireAdmin(tenant);
-      return toView(await find(tenant, domainId));
+      return view(await find(tenant, domainId));
     },
 
     async verify(tenant, domainId) {
       requireAdmin(tenant);
-      const row = await find(tenant, domainId);
-      if (row.status === 'verified') return toView(row);
-      let values: string[] = [];
-      try {
-        values = txtValues(await resolve(`_mailroom-verification.${row.domain}`, 'TXT'));
-      } catch {
-        values = []; // NXDOMAIN, no TXT, time-out: simply not verified yet
+      let row = await find(tenant, domainId);
+      const checks = await checkRecords(resolve, row, view(row), returnPathDomain);
+      if (row.status === 'pending' && checks.verification.status === 'ok') {
+        row = await markVerified(tenant, row);
+        checks.verification.reason = "the record holds this domain's token: the domain is verified";
       }
-      const matches = values.some((v) => v.startsWith(VERIFICATION_PREFIX) && hashToken(v.slice(VERIFICATION_PREFIX.length).trim()) === row.verification_hash);
-      if (!matches) return toView(row);
-      const now = clock.now();
-      await db.transaction().execute(async (trx) => {
-        if (await repo.markVerified(trx, tenant.workspaceId, row.id, now)) {
-          await events.emit(trx, { workspaceId: tenant.workspaceId, type: 'domain.verified', data: { ...toView({ ...row, status: 'verified', verified_at: now }) } });
+      return { ...view(row), checks, summary: summarize(row.domain, row.status === 'verified', checks) };
+    },
+
+    async regenerateRecords(tenant, domainId) {
+      requireAdmin(tenant);
+      const row = await find(tenant, domainId);
+      const token = randomBytes(VERIFICATION_TOKEN_BYTES).toString('base64url');
+      if (!(await repo.replaceVerificationHash(db, tenant.workspaceId, row.id, hashToken(token)))) {
+        // Verified meanwhile (or deleted: find answers the 404).
+        const now = await find(tenant, domainId);
+        throw conflict('domain_verified', `${now.domain} is verified: it needs no verification record any more (GET it for its DKIM record)`);
+      }
+      return { ...view(row), verification: verificationRecord(row.domain, token) };
+    },
+
+    async remove(tenant, domainId) {
+      requireAdmin(tenant);
+      return db.transaction().execute(async (trx) => {
+        // Locked before the dependents are read: a mailbox being made in the domain holds it until it is stored.
+        const row = await repo.lockForDelete(trx, tenant.workspaceId, domainId, rowLocks);
+        if (!row) throw notFound('domain_not_found', `no sending domain ${domainId}`);
+        const d = await repo.dependents(trx, tenant.workspaceId, row.id, row.domain, MAX_LISTED_DEPENDENTS);
+        if (d.mailboxCount > 0 || d.tokenCount > 0) {
+          const tokens = d.serviceTokens.map((t) => ({ token_id: t.id, name: t.name }));
+          throw inUse(row.domain, { mailbox_count: d.mailboxCount, mailboxes: d.mailboxes, service_token_count: d.tokenCount, service_tokens: tokens });
         }
+        await repo.delete(trx, tenant.workspaceId, row.id);
+        return { domain_id: row.id, domain: row.domain };
       });
-      return toView(await find(tenant, domainId));
     },
 
     async signingKey(domain, own) {

@@ -56,9 +56,6 @@ export function createMailboxService({ db, clock, domains }: { db: Db; clock: Cl
     }
     const at = address.lastIndexOf('@');
     const domain = address.slice(at + 1);
-    if (!(await domains.isAllowedDomain(workspaceId, domain))) {
-      throw invalid('domain_not_allowed', `${domain} is neither a hosted domain nor a verified sending domain of this workspace`);
-    }
     // In the workspace's own verified domain the role addresses are its own to create.
     if (!operator && domains.isHostedDomain(domain) && isReservedLocalPart(address.slice(0, at))) {
       throw invalid('address_reserved', `${address} is a reserved address of the hosted domain ${domain}; only the operator can create it`);
@@ -66,7 +63,13 @@ export function createMailboxService({ db, clock, domains }: { db: Db; clock: Cl
     const now = clock.now();
     const row: MailboxTable = { id: newId('mbx'), workspace_id: workspaceId, address, description, created_at: now, updated_at: now };
     try {
-      await repo.insert(db, row);
+      await db.transaction().execute(async (trx) => {
+        // The domain is held until the mailbox is stored, so a sending domain's delete cannot pass it by.
+        if (!(await domains.isAllowedDomain(workspaceId, domain, trx, true))) {
+          throw invalid('domain_not_allowed', `${domain} is neither a hosted domain nor a verified sending domain of this workspace`);
+        }
+        await repo.insert(trx, row);
+      });
     } catch (err) {
       if (isUniqueViolation(err)) throw conflict('address_taken', `the address ${address} is already in use`);
       throw err;

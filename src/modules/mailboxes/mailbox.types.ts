@@ -16,8 +16,11 @@ export const MAX_DESCRIPTION_LENGTH = 1000;
  * plus the workspace's verified sending domains once that feature answers here.
  */
 export interface DomainPolicy {
-  /** `conn`: the caller's transaction, when it has one open (SQLite has one connection: another query would wait on it). */
-  isAllowedDomain(workspaceId: string, domain: string, conn?: Db): Promise<boolean>;
+  /**
+   * `conn`: the caller's transaction, when it has one open (SQLite has one connection: another query would wait on it).
+   * `hold`: keep a sending domain from being deleted until that transaction ends (a mailbox is being made in it).
+   */
+  isAllowedDomain(workspaceId: string, domain: string, conn?: Db, hold?: boolean): Promise<boolean>;
   /** Whether the domain is one of the operator's hosted domains (its role addresses are the operator's). */
   isHostedDomain(domain: string): boolean;
 }

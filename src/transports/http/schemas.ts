@@ -6,6 +6,17 @@ export const ErrorResponse = Type.Object(
     error: Type.String({ description: 'stable snake_case code' }),
     detail: Type.String({ description: 'a sentence for a person' }),
     position: Type.Optional(Type.Integer({ minimum: 0, description: 'invalid_query only: the 0-based character (code point) of q where the problem is' })),
+    dependents: Type.Optional(
+      Type.Object(
+        {
+          mailbox_count: Type.Integer({ minimum: 0 }),
+          mailboxes: Type.Array(Type.String(), { description: 'their addresses, at most 100' }),
+          service_token_count: Type.Integer({ minimum: 0 }),
+          service_tokens: Type.Array(Type.Object({ token_id: Type.String(), name: Type.String() }), { description: 'at most 100' }),
+        },
+        { description: 'domain_in_use only: what still uses the sending domain' },
+      ),
+    ),
   },
   { $id: 'Error' },
 );

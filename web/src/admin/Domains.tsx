@@ -1,56 +1,103 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { api } from '../api';
-import { CopyField, ErrorNote, Section, when } from './common';
-import type { DnsRecord, SendingDomain } from './types';
+import { ConfirmButton, CopyField, ErrorNote, Section, when } from './common';
+import type { CheckedDomain, DnsRecord, SendingDomain } from './types';
 
 const KEY = ['sending-domains'];
 
-function RecordRows({ prefix, title, record }: { prefix: string; title: string; record: DnsRecord }) {
+function RecordRows({ prefix, title, record, note }: { prefix: string; title: string; record: DnsRecord; note?: string }) {
   return (
     <fieldset className="dns-record">
       <legend>{title} ({record.record_type})</legend>
+      {note && <p className="muted">{note}</p>}
       <CopyField id={`${prefix}-name`} label={`${title} name`} value={record.record_name} />
       <CopyField id={`${prefix}-value`} label={`${title} value`} value={record.record_value} />
     </fieldset>
   );
 }
 
-/** What the domain still lacks, in words a person can act on. */
-function missing(d: SendingDomain, checked: boolean): string {
-  if (d.status === 'verified') return `Verified ${when(d.verified_at)}. Mail from it is signed with its DKIM key: keep the DKIM record published.`;
-  const name = `_mailroom-verification.${d.domain}`;
-  return checked
-    ? `Still pending: no TXT record at ${name} holds this domain's verification value yet. Publish it (DNS can take a while to show) and verify again.`
-    : `Pending: publish the verification TXT record at ${name} and the DKIM record, then verify.`;
+/** Before any check on this visit: what the domain still needs, in words a person can act on. */
+function unchecked(d: SendingDomain): string {
+  if (d.status === 'verified') return `Verified ${when(d.verified_at)}. Mail from it is signed with its DKIM key: check DNS to see that the DKIM record is published.`;
+  return `Pending: publish the verification TXT record at _mailroom-verification.${d.domain} and the DKIM record, then verify.`;
+}
+
+const CHECK_ROWS = [
+  ['verification', 'Verification'],
+  ['dkim', 'DKIM'],
+  ['spf', 'SPF (advice)'],
+] as const;
+
+/** Verify's answer: one sentence, then each record with its status and the reason in words. */
+function Checks({ checked }: { checked: CheckedDomain }) {
+  return (
+    <>
+      <p className="domain-status" role="status">{checked.summary}</p>
+      <table className="admin-table domain-checks">
+        <caption>DNS records of {checked.domain} as DNS answered just now</caption>
+        <thead><tr><th scope="col">Record</th><th scope="col">Status</th><th scope="col">Name</th><th scope="col">Reason</th></tr></thead>
+        <tbody>
+          {CHECK_ROWS.map(([key, label]) => {
+            const c = checked.checks[key];
+            return (
+              <tr key={key}>
+                <th scope="row">{label}</th>
+                <td><span className={`check-status ${c.status}`}>{c.status}</span></td>
+                <td className="url">{c.record_name}</td>
+                <td>
+                  {c.reason}
+                  {c.status !== 'ok' && c.found && <span className="found">Found: {c.found.join(' · ')}</span>}
+                </td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </>
+  );
 }
 
 function DomainCard({ domain, fresh }: { domain: SendingDomain; fresh: SendingDomain | null }) {
   const client = useQueryClient();
-  const [checked, setChecked] = useState(false);
+  const [checked, setChecked] = useState<CheckedDomain | null>(null);
+  const [again, setAgain] = useState<SendingDomain | null>(null);
+  const path = `/sending-domains/${encodeURIComponent(domain.domain_id)}`;
+  const refresh = () => void client.invalidateQueries({ queryKey: KEY });
   const verify = useMutation({
-    mutationFn: () => api<SendingDomain>(`/sending-domains/${encodeURIComponent(domain.domain_id)}/verify`, { method: 'POST' }),
-    onSuccess: () => {
-      setChecked(true);
-      void client.invalidateQueries({ queryKey: KEY });
+    mutationFn: () => api<CheckedDomain>(`${path}/verify`, { method: 'POST' }),
+    onSuccess: (answer) => {
+      setChecked(answer);
+      refresh();
     },
   });
+  const regenerate = useMutation({ mutationFn: () => api<SendingDomain>(`${path}/records`, { method: 'POST' }), onSuccess: setAgain });
+  const remove = useMutation({ mutationFn: () => api<unknown>(path, { method: 'DELETE' }), onSuccess: refresh });
   const id = domain.domain_id;
+  const verification = again?.verification ?? fresh?.verification;
+  const pending = domain.status === 'pending';
   return (
     <li className="card" aria-labelledby={`${id}-title`}>
       <h3 id={`${id}-title`}>{domain.domain} <span className={`status ${domain.status}`}>{domain.status}</span></h3>
-      <p className="domain-status" role="status">{missing(domain, checked)}</p>
-      {fresh?.verification && <RecordRows prefix={`${id}-verification`} title="Verification record" record={fresh.verification} />}
-      {domain.status === 'pending' && !fresh?.verification && (
-        <p className="muted">The verification value was shown when the domain was created; it is stored hashed and cannot be shown again.</p>
+      {checked ? <Checks checked={checked} /> : <p className="domain-status" role="status">{unchecked(domain)}</p>}
+      {pending && verification && (
+        <RecordRows prefix={`${id}-verification`} title="Verification record" record={verification} note={again ? 'A new value: the earlier one no longer verifies.' : undefined} />
+      )}
+      {pending && !verification && (
+        <p className="muted">The verification value is stored hashed and cannot be shown again. Lost it? Make a new one (the earlier one then stops working).</p>
       )}
       <RecordRows prefix={`${id}-dkim`} title="DKIM record" record={domain.dkim} />
-      {domain.status === 'pending' && (
-        <button type="button" className="primary" onClick={() => verify.mutate()} disabled={verify.isPending} aria-label={`Verify ${domain.domain}`}>
-          {verify.isPending ? 'Checking DNS…' : 'Verify'}
+      <RecordRows prefix={`${id}-spf`} title="SPF record" record={domain.spf} note="Advice, not required: merge it into an SPF record the domain already has." />
+      <div className="inline">
+        <button type="button" className="primary" onClick={() => verify.mutate()} disabled={verify.isPending} aria-label={`${pending ? 'Verify' : 'Check DNS of'} ${domain.domain}`}>
+          {verify.isPending ? 'Checking DNS…' : pending ? 'Verify' : 'Check DNS'}
         </button>
-      )}
-      <ErrorNote error={verify.error} />
+        {pending && (
+          <ConfirmButton label="New verification value" name={`New verification value for ${domain.domain}`} confirm="Make a new value (the earlier one stops working)" onConfirm={() => regenerate.mutate()} />
+        )}
+        <ConfirmButton label="Delete" name={`Delete ${domain.domain}`} confirm={`Delete ${domain.domain} for good`} onConfirm={() => remove.mutate()} disabled={remove.isPending} />
+      </div>
+      <ErrorNote error={verify.error ?? regenerate.error ?? remove.error} />
     </li>
   );
 }
@@ -82,9 +129,9 @@ export function Domains() {
         <button type="submit" className="primary" disabled={create.isPending}>Add domain</button>
         <ErrorNote error={create.error} />
       </form>
-      {fresh?.verification && (
+      {fresh?.verification && list.data?.sending_domains.some((d) => d.domain_id === fresh.domain_id) && (
         <p className="warning" role="status">
-          Publish both TXT records below. The verification value is shown only now: copy it before leaving this page.
+          Publish the verification and DKIM TXT records below (SPF is advice). The verification value is shown only now: copy it before leaving this page.
         </p>
       )}
       <ErrorNote error={list.error} />

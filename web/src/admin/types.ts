@@ -13,10 +13,28 @@ export interface SendingDomain {
   domain: string;
   status: 'pending' | 'verified';
   dkim: DnsRecord & { selector: string };
+  /** Advice, never required: an SPF record that includes the return-path domain. */
+  spf: DnsRecord;
   created_at: string;
   verified_at: string | null;
-  /** Only in the answer of create: the token is stored hashed. */
+  /** Only in the answers of create and of a records regeneration: the token is stored hashed. */
   verification?: DnsRecord;
+}
+
+/** One record as verify found it in DNS. */
+export interface RecordCheck {
+  record_name: string;
+  record_type: string;
+  expected: string;
+  found: string[] | null;
+  status: 'ok' | 'missing' | 'mismatch' | 'error';
+  reason: string;
+}
+
+/** The answer of verify: the domain, each record's check, and one sentence for the whole. */
+export interface CheckedDomain extends SendingDomain {
+  checks: { verification: RecordCheck; dkim: RecordCheck; spf: RecordCheck };
+  summary: string;
 }
 
 export interface ServiceToken {

@@ -62,12 +62,12 @@ function firstIssue(issues: readonly ValidationIssue[]): ValidationIssue | undef
   return issues.find((i) => i.keyword !== 'type' && i.keyword !== 'anyOf') ?? issues[0];
 }
 
-type ErrorBody = { error: string; detail: string; position?: number };
+type ErrorBody = { error: string; detail: string; position?: number; [field: string]: unknown };
 
 /** Map any error to `{error, detail}` and a status; a 5xx never carries internals. */
 export function toHttpError(err: unknown, requestId: string): { status: number; body: ErrorBody; retryAfter?: number } {
   if (isDomainError(err)) {
-    const body: ErrorBody = { error: err.code, detail: err.detail, ...(err.position !== undefined ? { position: err.position } : {}) };
+    const body: ErrorBody = { ...err.fields, error: err.code, detail: err.detail, ...(err.position !== undefined ? { position: err.position } : {}) };
     return { status: STATUS[err.kind], body, ...(err.retryAfterSeconds !== undefined ? { retryAfter: err.retryAfterSeconds } : {}) };
   }
   const e = err as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };

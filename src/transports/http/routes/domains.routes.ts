@@ -14,26 +14,55 @@ const domainProperties = {
   domain: Type.String(),
   status: Type.Union([Type.Literal('pending'), Type.Literal('verified')]),
   dkim: Type.Object({ selector: Type.String(), record_name: Type.String(), record_type: Type.Literal('TXT'), record_value: Type.String() }),
+  spf: Type.Object(
+    { record_name: Type.String(), record_type: Type.Literal('TXT'), record_value: Type.String() },
+    { description: 'advice, never required: an SPF record for the domain that includes the return-path domain' },
+  ),
   created_at: Type.String(),
   verified_at: Type.Union([Type.String(), Type.Null()]),
 };
 const DomainSchema = Type.Object(domainProperties);
 const CreatedSchema = Type.Object({ ...domainProperties, verification: Record });
+const Check = Type.Object({
+  record_name: Type.String(),
+  record_type: Type.Literal('TXT'),
+  expected: Type.String({ description: 'the value to publish (for the verification record, a description: the token is not stored)' }),
+  found: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'the relevant TXT values DNS returned now; null when none (or not looked up)' }),
+  status: Type.Union([Type.Literal('ok'), Type.Literal('missing'), Type.Literal('mismatch'), Type.Literal('error')]),
+  reason: Type.String({ description: 'a sentence for a person: what is wrong and what to do' }),
+});
+const CheckedSchema = Type.Object({
+  ...domainProperties,
+  checks: Type.Object({ verification: Check, dkim: Check, spf: Check }),
+  summary: Type.String({ description: 'one sentence for the whole domain' }),
+});
+const DeletedSchema = Type.Object({ ok: Type.Literal(true), domain_id: Type.String(), domain: Type.String() });
 
 /** Sending domains on the session surface (owner or admin of the active workspace). */
 export function domainRoutes({ domains, tenant }: { domains: DomainService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsyncTypebox {
   const tags = ['sending domains'];
   const security = [{ session: [] }];
+  const one = { tags, security, params: DomainParams, querystring: NoQuery };
   return async (app) => {
     app.get(
       '/sending-domains',
-      { schema: { summary: 'Sending domains of the workspace', tags, security, querystring: NoQuery, response: { 200: Type.Object({ sending_domains: Type.Array(DomainSchema) }), ...errors(401, 403, 429) } } },
+      {
+        schema: {
+          operationId: 'listSendingDomains',
+          summary: 'Sending domains of the workspace',
+          tags,
+          security,
+          querystring: NoQuery,
+          response: { 200: Type.Object({ sending_domains: Type.Array(DomainSchema) }), ...errors(401, 403, 429) },
+        },
+      },
       async (request) => domains.list(tenant(request)),
     );
     app.post(
       '/sending-domains',
       {
         schema: {
+          operationId: 'createSendingDomain',
           summary: 'Add a sending domain; the verification record is shown only in this answer',
           tags,
           security,
@@ -46,13 +75,44 @@ export function domainRoutes({ domains, tenant }: { domains: DomainService; tena
     );
     app.get(
       '/sending-domains/:domain_id',
-      { schema: { summary: 'One sending domain', tags, security, params: DomainParams, querystring: NoQuery, response: { 200: DomainSchema, ...errors(401, 403, 404, 429) } } },
+      { schema: { operationId: 'getSendingDomain', summary: 'One sending domain with its DKIM and SPF records', ...one, response: { 200: DomainSchema, ...errors(401, 403, 404, 429) } } },
       async (request) => domains.get(tenant(request), request.params.domain_id),
+    );
+    app.delete(
+      '/sending-domains/:domain_id',
+      {
+        schema: {
+          operationId: 'deleteSendingDomain',
+          summary: 'Delete a sending domain that no mailbox uses (409 domain_in_use names what does)',
+          ...one,
+          response: { 200: DeletedSchema, ...errors(401, 403, 404, 409, 429) },
+        },
+      },
+      async (request) => ({ ok: true as const, ...(await domains.remove(tenant(request), request.params.domain_id)) }),
     );
     app.post(
       '/sending-domains/:domain_id/verify',
-      { schema: { summary: 'Check the verification TXT record now', tags, security, params: DomainParams, querystring: NoQuery, response: { 200: DomainSchema, ...errors(401, 403, 404, 429) } } },
+      {
+        schema: {
+          operationId: 'verifySendingDomain',
+          summary: 'Look the domain’s records up now: verified when the verification record matches; per-record status and reasons',
+          ...one,
+          response: { 200: CheckedSchema, ...errors(401, 403, 404, 429) },
+        },
+      },
       async (request) => domains.verify(tenant(request), request.params.domain_id),
+    );
+    app.post(
+      '/sending-domains/:domain_id/records',
+      {
+        schema: {
+          operationId: 'regenerateSendingDomainRecords',
+          summary: 'Show a pending domain’s records again with a new verification token (the earlier token stops verifying)',
+          ...one,
+          response: { 200: CreatedSchema, ...errors(401, 403, 404, 409, 429) },
+        },
+      },
+      async (request) => domains.regenerateRecords(tenant(request), request.params.domain_id),
     );
   };
 }
