@@ -17,7 +17,7 @@ import { messageRepository } from '../messages/message.repository.js';
 import { searchEntryOf } from '../../lib/mail-text.js';
 import type { MessageListView } from '../messages/message.types.js';
 import { toMessageListView } from '../messages/message.views.js';
-import type { DeliveryStatus } from './sending.table.js';
+import type { Attempt, DeliveryStatus, RecipientState } from './sending.table.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import { composeMessage } from './compose.js';
@@ -66,8 +66,8 @@ export interface Queued {
 
 export interface SentItem extends MessageListView {
   status: DeliveryStatus;
-  recipients: Array<{ address: string; status: string; response: string | null; mx: string | null }>;
-  attempts: unknown[];
+  recipients: RecipientState[];
+  attempts: Attempt[];
   last_error: string | null;
 }
 
@@ -285,7 +285,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
             ...toMessageListView(row),
             status: state?.status ?? 'accepted',
             recipients: state ? (JSON.parse(state.recipients_json) as SentItem['recipients']) : [],
-            attempts: state ? (JSON.parse(state.attempts_json) as unknown[]) : [],
+            attempts: state ? (JSON.parse(state.attempts_json) as Attempt[]) : [],
             last_error: state?.last_error ?? null,
           };
         }),
