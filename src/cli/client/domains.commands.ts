@@ -1,16 +1,18 @@
 import type { Command } from 'commander';
-import type { CreatedDomainView, DnsRecord, SendingDomain } from './api.types.js';
+import type { Schema } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { CliError } from './errors.js';
 import { relativeTime, renderFields, renderTable, safeLine } from './format.js';
-import { seg, type ApiClient } from './http-client.js';
+import type { ApiClient } from './http-client.js';
+
+type DnsRecord = Schema<'DnsRecord'>;
 import { statusStyle } from './views.js';
 
 /** A sending domain named by its id (`dom_…`) or by its name, as the workspace has it. */
 export async function domainId(api: ApiClient, value: string): Promise<string> {
   if (value.startsWith('dom_')) return value;
   const name = value.trim().toLowerCase().replace(/\.$/, '');
-  const { sending_domains } = await api.get<{ sending_domains: SendingDomain[] }>('/app/api/sending-domains');
+  const { sending_domains } = await api.get('/app/api/sending-domains');
   const found = sending_domains.find((d) => d.domain === name);
   if (!found) throw new CliError(`${name} is not a sending domain of this workspace (mailroom domains lists them)`);
   return found.domain_id;
@@ -27,7 +29,7 @@ function recordLines(records: readonly (readonly [string, DnsRecord])[], ctx: Co
   ]);
 }
 
-function domainFields(d: SendingDomain, ctx: Context): string[] {
+function domainFields(d: Schema<'SendingDomain'>, ctx: Context): string[] {
   return renderFields(
     [
       ['Domain', d.domain],
@@ -48,7 +50,7 @@ export function registerDomainCommands(program: Command): void {
 
   leaf(domains, { name: 'list', isDefault: true, description: 'the sending domains of the workspace', examples: ['mailroom domains list'] }).action(
     run(async (ctx) => {
-      const answer = await ctx.api().get<{ sending_domains: SendingDomain[] }>('/app/api/sending-domains');
+      const answer = await ctx.api().get('/app/api/sending-domains');
       ctx.show(answer, () =>
         answer.sending_domains.length === 0
           ? ['no sending domains yet: mailroom domains create <domain>']
@@ -73,7 +75,7 @@ export function registerDomainCommands(program: Command): void {
     examples: ['mailroom domains create acme.example'],
   }).action(
     run(async (ctx, [name = '']) => {
-      const created = await ctx.api().post<CreatedDomainView>('/app/api/sending-domains', { domain: name });
+      const created = await ctx.api().post('/app/api/sending-domains', { body: { domain: name } });
       const records: (readonly [string, DnsRecord])[] = [
         ['Verification (shown only now: keep it until it is published)', created.verification],
         ['DKIM', created.dkim],
@@ -93,7 +95,7 @@ export function registerDomainCommands(program: Command): void {
   leaf(domains, { name: 'show <domain>', description: 'one sending domain (by id or name) with its DKIM record', examples: ['mailroom domains show acme.example'] }).action(
     run(async (ctx, [value = '']) => {
       const api = ctx.api();
-      const domain = await api.get<SendingDomain>(`/app/api/sending-domains/${seg(await domainId(api, value))}`);
+      const domain = await api.get('/app/api/sending-domains/{domain_id}', { path: { domain_id: await domainId(api, value) } });
       ctx.show(domain, () => [...domainFields(domain, ctx), '', ...recordLines([['DKIM', domain.dkim]], ctx)]);
     }),
   );
@@ -105,7 +107,7 @@ export function registerDomainCommands(program: Command): void {
   }).action(
     run(async (ctx, [value = '']) => {
       const api = ctx.api();
-      const domain = await api.post<SendingDomain>(`/app/api/sending-domains/${seg(await domainId(api, value))}/verify`);
+      const domain = await api.post('/app/api/sending-domains/{domain_id}/verify', { path: { domain_id: await domainId(api, value) } });
       ctx.show(domain, () =>
         domain.status === 'verified'
           ? [`${domain.domain} is verified: create mailboxes in it and send from them`]
