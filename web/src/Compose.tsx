@@ -6,7 +6,7 @@ import { emptyFields, RECIPIENT_ERRORS, SENDER_ERRORS, startFrom } from './compo
 import { composePath, mailPath, navigate, type MailView } from './router';
 import { deleteDraft, sendDraft, useDraft, useSourceMessage, type Draft, type DraftFields } from './sending';
 import { rememberSent } from './Sent';
-import type { Mailbox } from './types';
+import { folderOf, type Mailbox } from './types';
 import './compose.css';
 
 type ComposeView = Extract<MailView, { kind: 'compose' }>;
@@ -50,7 +50,7 @@ export function Compose(props: { view: ComposeView; mailbox: string | null; mail
   else if (sender !== undefined) initial = emptyFields(sender);
   if (initial === null) return <p className="muted">This workspace has no mailbox to send from yet.</p>;
   const title = view.draftId !== null ? 'Draft' : TITLES[view.mode];
-  const back = source.data ? mailPath(source.data.mailbox, source.data.folder, source.data.message_id) : mailPath(initial.mailbox, 'inbox');
+  const back = source.data ? mailPath(source.data.mailbox, folderOf(source.data.folder), source.data.message_id) : mailPath(initial.mailbox, 'inbox');
   return <ComposeForm title={title} initial={initial} draftId={view.draftId} mailboxes={mailboxes} back={back} origin={view} />;
 }
 

@@ -6,7 +6,7 @@ import { MessageBody } from './MessageBody';
 import { invalidateMail, useMessage, useMessageAction, useThread, type MessageAction } from './queries';
 import { composePath, mailPath, navigate, type ComposeMode } from './router';
 import { Delivery } from './Sent';
-import { FOLDERS, type FullMessage } from './types';
+import { FOLDERS, folderOf, type FullMessage } from './types';
 
 function Toolbar({ message, onBack }: { message: FullMessage; onBack: () => void }) {
   const action = useMessageAction();
@@ -32,7 +32,7 @@ function Toolbar({ message, onBack }: { message: FullMessage; onBack: () => void
       )}
       <button type="button" onClick={() => run({ kind: 'read', read: false })}>Mark unread</button>
       <label htmlFor="move-to" className="visually-hidden">Move to folder</label>
-      <select id="move-to" value="" onChange={(e) => e.target.value && run({ kind: 'move', folder: e.target.value as FullMessage['folder'] })}>
+      <select id="move-to" value="" onChange={(e) => e.target.value && run({ kind: 'move', folder: folderOf(e.target.value) })}>
         <option value="">Move to…</option>
         {FOLDERS.filter((f) => f !== message.folder).map((f) => <option key={f} value={f}>{f}</option>)}
       </select>
@@ -117,7 +117,7 @@ function ThreadList({ messageId }: { messageId: string }) {
             {m.message_id === messageId ? (
               <span aria-current="true"><strong>{person(m.from)}</strong> · {longDate(m.date ?? m.created_at)} (this message)</span>
             ) : (
-              <a href={mailPath(m.mailbox, m.folder, m.message_id)} onClick={(e) => { e.preventDefault(); navigate(mailPath(m.mailbox, m.folder, m.message_id)); }}>
+              <a href={mailPath(m.mailbox, folderOf(m.folder), m.message_id)} onClick={(e) => { e.preventDefault(); navigate(mailPath(m.mailbox, folderOf(m.folder), m.message_id)); }}>
                 <strong>{person(m.from)}</strong> · {longDate(m.date ?? m.created_at)} — {m.snippet}
               </a>
             )}

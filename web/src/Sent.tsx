@@ -125,7 +125,7 @@ export function Delivery({ message }: { message: FullMessage }) {
       {item.isError && <p className="error">Could not load the delivery state: {item.error instanceof ApiError ? item.error.detail : 'no answer'}</p>}
       {item.data && <Recipients item={item.data} />}
       <h3>Attempts</h3>
-      <Attempts attempts={item.data?.attempts ?? (message as FullMessage & { events?: Attempt[] }).events ?? []} />
+      <Attempts attempts={item.data?.attempts ?? message.events ?? []} />
     </section>
   );
 }

@@ -1,21 +1,8 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { api, sessionHeaders } from './api';
-import type { FullMessage, Message } from './types';
+import type { FullMessage, Message, Schema } from './types';
 
-/** A draft as the drafts API shows it (docs/api.md "The draft object"). */
-export interface Draft {
-  draft_id: string;
-  mailbox: string;
-  to: string[];
-  cc: string[];
-  bcc: string[];
-  subject: string;
-  body: string;
-  html: string | null;
-  in_reply_to: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export type Draft = Schema<'Draft'>;
 
 /** The fields a draft is written with; recipients as the comma-separated text of the form. */
 export interface DraftFields {
@@ -28,41 +15,12 @@ export interface DraftFields {
   in_reply_to: string | null;
 }
 
-export interface Attempt {
-  at: string;
-  mx: string | null;
-  recipients: string[];
-  outcome: 'sent' | 'rejected' | 'deferred' | 'ambiguous' | 'no_route';
-  response: string | null;
-}
-
-export interface RecipientState {
-  address: string;
-  status: 'pending' | 'accepted' | 'failed' | 'unknown';
-  response: string | null;
-  mx: string | null;
-}
-
+export type Attempt = Schema<'DeliveryEvent'>;
 /** One item of GET /app/api/sent: the list view plus its delivery state (docs/api.md "Delivery status"). */
-export interface SentItem extends Message {
-  status: string;
-  recipients: RecipientState[];
-  attempts: Attempt[];
-  last_error: string | null;
-}
-
-export interface SentPage {
-  messages: SentItem[];
-  total: number;
-  limit: number;
-  offset: number;
-}
-
+export type SentItem = Schema<'SentMessage'>;
+export type SentPage = Schema<'SentPage'>;
 /** The answer of POST /app/api/drafts/{id}/send. */
-export interface SendAnswer {
-  message_id: string;
-  status: string;
-}
+export type SendAnswer = Schema<'Queued'>;
 
 /** Rows of the sent list and of the drafts list. */
 export const SENT_PAGE_SIZE = 50;

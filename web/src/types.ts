@@ -1,84 +1,25 @@
-// The session API's objects, as docs/api.md describes them (only the fields the app reads).
+import type { components } from '../../src/sdk/openapi';
 
-export interface Workspace {
-  workspace_id: string;
-  name: string;
-  role: 'owner' | 'admin' | 'member';
-}
+// The session API's objects: the types generated from /openapi.json (src/sdk/openapi.d.ts, `npm run sdk`), so that a
+// field the server renames or drops breaks the app's build. Type-only: nothing of it reaches the bundle.
 
-export interface SessionInfo {
-  ok: true;
-  expires_at: string;
-  user: { user_id: string; email: string };
-  workspaces: Workspace[];
-  active_workspace_id: string | null;
-}
+/** A schema of the API by its name in /openapi.json. */
+export type Schema<Name extends keyof components['schemas']> = components['schemas'][Name];
 
-export interface Mailbox {
-  address: string;
-  description: string | null;
-  created_at: string;
-  message_count: number;
-  unread_count: number;
-}
-
-export interface Address {
-  name: string;
-  address: string;
-}
-
-export interface Attachment {
-  attachment_id: string;
-  filename: string;
-  content_type: string;
-  size: number;
-  inline: boolean;
-  content_id: string | null;
-}
+export type Workspace = Schema<'WorkspaceMembership'>;
+export type SessionInfo = Schema<'Session'>;
+export type Mailbox = Schema<'Mailbox'>;
+export type Address = Schema<'Address'>;
+export type Attachment = Schema<'Attachment'>;
 
 export const FOLDERS = ['inbox', 'archive', 'sent', 'spam', 'trash'] as const;
 export type Folder = (typeof FOLDERS)[number];
 
-export interface Message {
-  message_id: string;
-  mailbox: string;
-  direction: 'inbound' | 'outbound';
-  folder: Folder;
-  read: boolean;
-  labels: string[];
-  thread_id: string;
-  from: Address | null;
-  to: Address[];
-  cc: Address[];
-  subject: string;
-  date: string | null;
-  snippet: string;
-  size: number;
-  attachments: Attachment[];
-  created_at: string;
-  status?: string;
-}
+/** A folder name as the API gives it (a string), as one of the app's folders; an unknown one reads as inbox. */
+export const folderOf = (name: string): Folder => FOLDERS.find((f) => f === name) ?? 'inbox';
 
-export interface FullMessage extends Message {
-  text: string | null;
-  html: string | null;
-  headers: Array<{ name: string; value: string }>;
-}
-
-export interface MessagePage {
-  messages: Message[];
-  total: number;
-  total_capped?: boolean;
-  limit: number;
-  offset: number;
-}
-
-export interface Thread {
-  thread_id: string;
-  mailbox: string;
-  subject: string;
-  labels: string[];
-  message_count: number;
-  unread_count: number;
-  messages: Message[];
-}
+export type Message = Schema<'MessageListItem'>;
+export type FullMessage = Schema<'Message'>;
+export type MessagePage = Schema<'MessagePage'>;
+/** A thread with its messages, oldest first. */
+export type Thread = Schema<'ThreadDetail'>;

@@ -1,38 +1,39 @@
-// The session API's answers as the client reads them. For the resources this server has, they are the
-// service's own view types: type-only imports, so nothing of the service is loaded at run time, and a field
-// the server renames breaks the client's build instead of its output.
+import type { components, paths } from '../../sdk/openapi.js';
 
-export type { AttachmentView as Attachment, MessageListView as Message, MessageView as MessageDetail, ThreadDetailView as ThreadDetail, ThreadView as Thread } from '../../modules/messages/message.types.js';
-export type { MailboxView as Mailbox } from '../../modules/mailboxes/mailbox.types.js';
-export type { DraftView as Draft } from '../../modules/sending/draft.service.js';
-export type { Queued, SentItem as SentMessage } from '../../modules/sending/sending.service.js';
-export type { ListEntryView as ListEntry } from '../../modules/lists/list.service.js';
-export type { CheckedDomainView as CheckedDomain, CreatedDomainView, RecordCheck, SendingDomainView as SendingDomain } from '../../modules/domains/domain.types.js';
-import type { ServiceTokenView } from '../../modules/transactional/service-token.service.js';
-export type { CreatedWebhookView as CreatedWebhook, DeliveryView as WebhookDelivery, WebhookView as Webhook } from '../../modules/webhooks/webhook.types.js';
-export type {
-  ApiKeyView as ApiKey,
-  ApiKeyWithSecret as CreatedApiKey,
-  LoginView as LoginAnswer,
-  MemberView as Member,
-  PasswordChangeView as PasswordChanged,
-  SessionView as SessionInfo,
-  WorkspaceMembershipView as WorkspaceMembership,
-} from '../../modules/tenancy/tenancy.types.js';
+// The session API as the client sees it: the types generated from /openapi.json (src/sdk/openapi.d.ts, made by
+// `npm run sdk` from the route schemas). Type-only, so nothing is loaded at run time; a route that changes its
+// parameters, body or answer breaks the client's build instead of its output.
 
-/** What every paginated list answer carries beside its items. */
-export interface Page {
-  total: number;
-  limit: number;
-  offset: number;
-}
+/** A schema of the API by its name in /openapi.json: `Schema<'Draft'>`. */
+export type Schema<Name extends keyof components['schemas']> = components['schemas'][Name];
 
-/** A DNS record to publish, as the sending-domain answers give them. */
-export interface DnsRecord {
-  record_name: string;
-  record_type: string;
-  record_value: string;
-}
+export type Method = 'get' | 'post' | 'patch' | 'delete';
 
-/** A service token; `token` (the credential) is only in the answers to create and rotate. */
-export type ServiceToken = ServiceTokenView & { token?: string };
+/** The path templates that have an operation for `M`: `/app/api/messages/{message_id}`. */
+export type PathOf<M extends Method> = { [P in keyof paths]: paths[P][M] extends { responses: unknown } ? P : never }[keyof paths];
+
+type Operation<M extends Method, P extends PathOf<M>> = Extract<paths[P][M], { responses: unknown }>;
+type Parameters<O> = O extends { parameters: infer X } ? X : never;
+
+/** What a path template's placeholders take: `{ message_id: string }`. */
+type PathPart<O> = Parameters<O> extends { path: infer A } ? { path: A } : unknown;
+type QueryPart<O> = Parameters<O> extends { query: infer Q } ? { query: Q } : Parameters<O> extends { query?: infer Q } ? ([Q] extends [undefined] ? unknown : { query?: Q }) : unknown;
+type BodyPart<O> = O extends { requestBody?: never }
+  ? unknown
+  : O extends { requestBody: { content: { 'application/json': infer B } } }
+    ? { body: B }
+    : O extends { requestBody?: { content: { 'application/json': infer B } } }
+      ? { body?: B }
+      : unknown;
+
+/** The parts of one request: `path` for the template's placeholders, `query`, and the JSON `body`. */
+export type Request<M extends Method, P extends PathOf<M>> = PathPart<Operation<M, P>> & QueryPart<Operation<M, P>> & BodyPart<Operation<M, P>>;
+
+/** A request's parts as the argument after the path: optional when none is required. */
+export type RequestArgs<M extends Method, P extends PathOf<M>> = Record<never, never> extends Request<M, P> ? [request?: Request<M, P>] : [request: Request<M, P>];
+
+/** The JSON body of an operation's success answer (200, 201 or 202). */
+export type Answer<M extends Method, P extends PathOf<M>> =
+  Operation<M, P> extends { responses: infer R }
+    ? { [S in keyof R]: S extends 200 | 201 | 202 ? (R[S] extends { content: { 'application/json': infer T } } ? T : never) : never }[keyof R]
+    : never;

@@ -1,16 +1,21 @@
 import type { Command } from 'commander';
-import type { CheckedDomain, CreatedDomainView, DnsRecord, RecordCheck, SendingDomain } from './api.types.js';
+import type { Schema } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { CliError } from './errors.js';
 import { relativeTime, renderFields, renderTable, safeLine } from './format.js';
-import { seg, type ApiClient } from './http-client.js';
+import type { ApiClient } from './http-client.js';
 import { statusStyle } from './views.js';
+
+type DnsRecord = Schema<'DnsRecord'>;
+type SendingDomain = Schema<'SendingDomain'>;
+type CheckedDomain = Schema<'CheckedSendingDomain'>;
+type RecordCheck = Schema<'RecordCheck'>;
 
 /** A sending domain named by its id (`dom_…`) or by its name, as the workspace has it. */
 export async function domainId(api: ApiClient, value: string): Promise<string> {
   if (value.startsWith('dom_')) return value;
   const name = value.trim().toLowerCase().replace(/\.$/, '');
-  const { sending_domains } = await api.get<{ sending_domains: SendingDomain[] }>('/app/api/sending-domains');
+  const { sending_domains } = await api.get('/app/api/sending-domains');
   const found = sending_domains.find((d) => d.domain === name);
   if (!found) throw new CliError(`${name} is not a sending domain of this workspace (mailroom domains lists them)`);
   return found.domain_id;
@@ -88,7 +93,7 @@ export function registerDomainCommands(program: Command): void {
 
   leaf(domains, { name: 'list', isDefault: true, description: 'the sending domains of the workspace', examples: ['mailroom domains list'] }).action(
     run(async (ctx) => {
-      const answer = await ctx.api().get<{ sending_domains: SendingDomain[] }>('/app/api/sending-domains');
+      const answer = await ctx.api().get('/app/api/sending-domains');
       ctx.show(answer, () =>
         answer.sending_domains.length === 0
           ? ['no sending domains yet: mailroom domains create <domain>']
@@ -113,7 +118,7 @@ export function registerDomainCommands(program: Command): void {
     examples: ['mailroom domains create acme.example'],
   }).action(
     run(async (ctx, [name = '']) => {
-      const created = await ctx.api().post<CreatedDomainView>('/app/api/sending-domains', { domain: name });
+      const created = await ctx.api().post('/app/api/sending-domains', { body: { domain: name } });
       const records: (readonly [string, DnsRecord])[] = [
         ['Verification (shown only now: keep it until it is published)', created.verification],
         ...signingRecords(created),
@@ -133,7 +138,7 @@ export function registerDomainCommands(program: Command): void {
   leaf(domains, { name: 'show <domain>', description: 'one sending domain (by id or name) with its DKIM record', examples: ['mailroom domains show acme.example'] }).action(
     run(async (ctx, [value = '']) => {
       const api = ctx.api();
-      const domain = await api.get<SendingDomain>(`/app/api/sending-domains/${seg(await domainId(api, value))}`);
+      const domain = await api.get('/app/api/sending-domains/{domain_id}', { path: { domain_id: await domainId(api, value) } });
       ctx.show(domain, () => [...domainFields(domain, ctx), '', ...recordLines(signingRecords(domain), ctx)]);
     }),
   );
@@ -145,7 +150,7 @@ export function registerDomainCommands(program: Command): void {
   }).action(
     run(async (ctx, [value = '']) => {
       const api = ctx.api();
-      const domain = await api.post<CheckedDomain>(`/app/api/sending-domains/${seg(await domainId(api, value))}/verify`);
+      const domain = await api.post('/app/api/sending-domains/{domain_id}/verify', { path: { domain_id: await domainId(api, value) } });
       ctx.show(domain, () => checkLines(domain, ctx));
     }),
   );
@@ -157,13 +162,13 @@ export function registerDomainCommands(program: Command): void {
   }).action(
     run(async (ctx, [value = '']) => {
       const api = ctx.api();
-      const path = `/app/api/sending-domains/${seg(await domainId(api, value))}`;
-      const domain = await api.get<SendingDomain>(path);
+      const path = { domain_id: await domainId(api, value) };
+      const domain = await api.get('/app/api/sending-domains/{domain_id}', { path });
       if (domain.status === 'verified') {
         ctx.show(domain, () => [`${domain.domain} is verified: it needs no verification record any more.`, '', ...recordLines(signingRecords(domain), ctx)]);
         return;
       }
-      const again = await api.post<CreatedDomainView>(`${path}/records`);
+      const again = await api.post('/app/api/sending-domains/{domain_id}/records', { path });
       ctx.show(again, () => [
         `${again.domain} has a new verification token: the earlier one no longer verifies. Publish these TXT records in its DNS:`,
         '',
@@ -184,7 +189,7 @@ export function registerDomainCommands(program: Command): void {
       run<{ yes?: boolean }>(async (ctx, [value = ''], options) => {
         if (!options.yes) throw new CliError(`deleting ${value} cannot be undone (its DKIM key goes with it); pass --yes to go ahead`);
         const api = ctx.api();
-        const answer = await api.delete<{ ok: true; domain_id: string; domain: string }>(`/app/api/sending-domains/${seg(await domainId(api, value))}`);
+        const answer = await api.delete('/app/api/sending-domains/{domain_id}', { path: { domain_id: await domainId(api, value) } });
         ctx.show(answer, () => [`deleted ${answer.domain} (${answer.domain_id})`]);
       }),
     );

@@ -1,14 +1,14 @@
 import type { Command } from 'commander';
-import type { Draft, Page, Queued } from './api.types.js';
+import type { Schema } from './api.types.js';
 import { composedContent, draftTemplate, isEmptyDraft, parseDraftText, withComposeOptions, type ComposeOptions, type EditableDraft } from './compose.js';
 import { group, leaf, run, type Context } from './context.js';
 import { CliError } from './errors.js';
 import { pageFooter, relativeTime, renderFields, renderTable, safeText } from './format.js';
-import { seg } from './http-client.js';
 import { withPaging, type PageOptions } from './options.js';
 import { editText } from './prompt.js';
 
-const path = (id: string, rest = '') => `/app/api/drafts/${seg(id)}${rest}`;
+type Draft = Schema<'Draft'>;
+const path = (id: string) => ({ path: { draft_id: id } });
 
 function draftView(d: Draft, ctx: Context): string[] {
   return [
@@ -76,7 +76,7 @@ export function registerDraftCommands(program: Command): void {
     ),
   ).action(
     run<PageOptions & { mailbox?: string }>(async (ctx, _args, options) => {
-      const page = await ctx.api().get<Page & { drafts: Draft[] }>('/app/api/drafts', { mailbox: options.mailbox, limit: options.limit, offset: options.offset });
+      const page = await ctx.api().get('/app/api/drafts', { query: { mailbox: options.mailbox, limit: options.limit, offset: options.offset } });
       ctx.show(page, () => [
         ...(page.drafts.length > 0
           ? renderTable(
@@ -98,7 +98,7 @@ export function registerDraftCommands(program: Command): void {
 
   leaf(drafts, { name: 'show <draft_id>', description: 'one draft with its body', examples: ['mailroom drafts show drf_01m7yhqc9wcgbyps3d2mttenjj'] }).action(
     run(async (ctx, [id = '']) => {
-      const draft = await ctx.api().get<Draft>(path(id));
+      const draft = await ctx.api().get('/app/api/drafts/{draft_id}', path(id));
       ctx.show(draft, () => draftView(draft, ctx));
     }),
   );
@@ -125,7 +125,7 @@ export function registerDraftCommands(program: Command): void {
           if (isEmptyDraft(edited)) throw new CliError('the draft is empty; nothing was saved');
           changes = { ...changes, ...edited };
         }
-        const draft = await api.post<Draft>('/app/api/drafts', changes);
+        const draft = await api.post('/app/api/drafts', { body: { ...changes, mailbox: options.mailbox } });
         ctx.show(draft, () => [`created ${draft.draft_id}`, ...draftView(draft, ctx)]);
       }),
     );
@@ -146,7 +146,7 @@ export function registerDraftCommands(program: Command): void {
         const api = ctx.api();
         const changes = await changesFrom(options);
         if (Object.keys(changes).length === 0 || options.editor) {
-          const current = await api.get<Draft>(path(id));
+          const current = await api.get('/app/api/drafts/{draft_id}', path(id));
           Object.assign(changes, editDraft({ ...current, ...changes }, changes.mailbox ?? current.mailbox));
           // Send only what differs from the draft as it is.
           for (const key of Object.keys(changes) as (keyof DraftChanges)[]) {
@@ -157,7 +157,7 @@ export function registerDraftCommands(program: Command): void {
             return;
           }
         }
-        const draft = await api.patch<Draft>(path(id), changes);
+        const draft = await api.patch('/app/api/drafts/{draft_id}', { ...path(id), body: changes });
         ctx.show(draft, () => [`updated ${draft.draft_id}`, ...draftView(draft, ctx)]);
       }),
     );
@@ -168,15 +168,15 @@ export function registerDraftCommands(program: Command): void {
     examples: ['mailroom drafts send drf_01m7yhqc9wcgbyps3d2mttenjj'],
   }).action(
     run(async (ctx, [id = '']) => {
-      const queued = await ctx.api().post<Queued>(path(id, '/send'));
+      const queued = await ctx.api().post('/app/api/drafts/{draft_id}/send', path(id));
       ctx.show(queued, () => [`sent ${id}: ${queued.message_id} is ${queued.status} (mailroom sent shows its delivery)`]);
     }),
   );
 
   leaf(drafts, { name: 'delete <draft_id>', description: 'delete a draft', examples: ['mailroom drafts delete drf_01m7yhqc9wcgbyps3d2mttenjj'] }).action(
     run(async (ctx, [id = '']) => {
-      const answer = await ctx.api().delete<{ ok: true; draft_id: string }>(path(id));
-      ctx.show(answer, () => [`deleted ${answer.draft_id}`]);
+      const answer = await ctx.api().delete('/app/api/drafts/{draft_id}', path(id));
+      ctx.show(answer, () => [`deleted ${id}`]);
     }),
   );
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { Answer, Method, PathOf, RequestArgs } from './api.types.js';
 import { ApiError, CliError } from './errors.js';
 import { trimEnd } from './format.js';
 
@@ -7,9 +8,12 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 export const DEFAULT_SERVER = 'http://127.0.0.1:8080';
 const USER_AGENT = 'mailroom-cli/0.1.0';
 
-export type Query = Record<string, string | number | boolean | undefined>;
+type Query = Record<string, string | number | boolean | undefined>;
 
-export interface RequestOptions {
+/** One request's parts, as api.types.ts `Request` types them for each path. */
+interface RequestParts {
+  /** The values of the path template's `{placeholders}`. */
+  path?: Record<string, string>;
   query?: Query;
   /** A JSON body; `undefined` sends none. */
   body?: unknown;
@@ -23,15 +27,20 @@ export interface Download {
   filename: string | null;
 }
 
-/** The session API as the commands see it: JSON in, JSON out, refusals as ApiError, no server as CliError. */
+type Call<M extends Method> = <P extends PathOf<M>>(path: P, ...request: RequestArgs<M, P>) => Promise<Answer<M, P>>;
+
+/**
+ * The session API as the commands see it, typed by the generated API types (api.types.ts): a path template,
+ * its `{ path, query, body }`, and the route's success answer. Refusals are ApiError, no server a CliError.
+ */
 export interface ApiClient {
-  get<T>(path: string, query?: Query): Promise<T>;
-  post<T>(path: string, body?: unknown): Promise<T>;
-  patch<T>(path: string, body: unknown): Promise<T>;
-  delete<T>(path: string): Promise<T>;
-  download(path: string): Promise<Download>;
+  get: Call<'get'>;
+  post: Call<'post'>;
+  patch: Call<'patch'>;
+  delete: Call<'delete'>;
+  download<P extends PathOf<'get'>>(path: P, ...request: RequestArgs<'get', P>): Promise<Download>;
   /** A long-lived GET (an event stream): the answer's body once its head arrives, with these extra headers. */
-  stream(path: string, headers: Record<string, string>): Promise<IncomingMessage>;
+  stream(path: PathOf<'get'>, headers: Record<string, string>): Promise<IncomingMessage>;
 }
 
 /**
@@ -52,7 +61,16 @@ export function normaliseServer(value: string, from = '--server'): string {
 }
 
 /** Encode one path segment (ids, addresses, list entries with slashes). */
-export const seg = (value: string): string => encodeURIComponent(value);
+const seg = (value: string): string => encodeURIComponent(value);
+
+/** A path template with its `{placeholders}` filled in, each one encoded as one segment. */
+export function expandPath(template: string, values: Record<string, string> = {}): string {
+  return template.replace(/\{(\w+)\}/g, (_match, name: string) => {
+    const value = values[name];
+    if (value === undefined) throw new Error(`${template}: no value for {${name}}`);
+    return seg(value);
+  });
+}
 
 type NetworkError = Error & { code?: string; errors?: (Error & { code?: string })[] };
 
@@ -146,18 +164,19 @@ async function exchange(url: URL, method: string, headers: Record<string, string
  * when it is null (login). Redirects are not followed: the token would go wherever they point.
  */
 export function createApiClient(server: string, token: string | null, timeoutMs: number = REQUEST_TIMEOUT_MS): ApiClient {
-  async function send(method: string, path: string, options: RequestOptions = {}, extra: Record<string, string> = {}): Promise<IncomingMessage> {
+  async function send(method: string, template: string, parts: RequestParts = {}, extra: Record<string, string> = {}): Promise<IncomingMessage> {
+    const path = expandPath(template, parts.path);
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT, ...extra };
     if (token !== null) headers['x-service-session'] = token;
     let body: string | undefined;
-    if (options.body !== undefined) {
+    if (parts.body !== undefined) {
       headers['content-type'] = 'application/json';
-      body = JSON.stringify(options.body);
+      body = JSON.stringify(parts.body);
     }
     let url = `${server}${path}`;
-    if (options.query) {
+    if (parts.query) {
       const params = new URLSearchParams();
-      for (const [key, value] of Object.entries(options.query)) if (value !== undefined) params.set(key, String(value));
+      for (const [key, value] of Object.entries(parts.query)) if (value !== undefined) params.set(key, String(value));
       const search = params.toString();
       if (search) url += `?${search}`;
     }
@@ -177,23 +196,26 @@ export function createApiClient(server: string, token: string | null, timeoutMs:
     return response;
   }
 
-  async function json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    const text = await readText(await send(method, path, options));
-    try {
-      // The server's response schemas are the contract; the commands read the fields they print.
-      return JSON.parse(text) as T;
-    } catch {
-      throw new CliError(`${server} answered ${method} ${path} with something that is not JSON; is it a Mailroom server?`);
-    }
+  /** One JSON call. Its answer is typed by the route's response schema (the server's serializer holds to it). */
+  function json<M extends Method>(method: M): Call<M> {
+    return async (template, ...[request]) => {
+      const parts = request as RequestParts | undefined;
+      const text = await readText(await send(method.toUpperCase(), template, parts));
+      try {
+        return JSON.parse(text) as never;
+      } catch {
+        throw new CliError(`${server} answered ${method.toUpperCase()} ${expandPath(template, parts?.path)} with something that is not JSON; is it a Mailroom server?`);
+      }
+    };
   }
 
   return {
-    get: (path, query) => json('GET', path, { query }),
-    post: (path, body) => json('POST', path, { body }),
-    patch: (path, body) => json('PATCH', path, { body }),
-    delete: (path) => json('DELETE', path),
-    async download(path) {
-      const body = await send('GET', path);
+    get: json('get'),
+    post: json('post'),
+    patch: json('patch'),
+    delete: json('delete'),
+    async download(template, ...[request]) {
+      const body = await send('GET', template, request as RequestParts | undefined);
       const disposition = body.headers['content-disposition'];
       return {
         body,

@@ -1,8 +1,6 @@
 import type { Command } from 'commander';
-import type { ApiKey, CreatedApiKey } from './api.types.js';
 import { group, leaf, run } from './context.js';
 import { relativeTime, renderTable } from './format.js';
-import { seg } from './http-client.js';
 
 export function registerKeyCommands(program: Command): void {
   const keys = group(program, 'keys', 'API keys of the workspace, for the API-key surface (owner or admin)', [
@@ -12,7 +10,7 @@ export function registerKeyCommands(program: Command): void {
 
   leaf(keys, { name: 'list', isDefault: true, description: 'the API keys of the workspace, revoked ones too (never the keys)', examples: ['mailroom keys list', 'mailroom keys --json'] }).action(
     run(async (ctx) => {
-      const answer = await ctx.api().get<{ api_keys: ApiKey[] }>('/app/api/api-keys');
+      const answer = await ctx.api().get('/app/api/api-keys');
       ctx.show(answer, () =>
         answer.api_keys.length === 0
           ? ['no API keys yet: mailroom keys create --name <name>']
@@ -35,7 +33,7 @@ export function registerKeyCommands(program: Command): void {
     .option('--name <name>', 'what it is for (up to 100 characters)')
     .action(
       run<{ name?: string }>(async (ctx, _args, options) => {
-        const key = await ctx.api().post<CreatedApiKey>('/app/api/api-keys', { name: options.name });
+        const key = await ctx.api().post('/app/api/api-keys', { body: { name: options.name } });
         ctx.show(key, () => [
           `created ${key.key_id}${key.name ? ` (${key.name})` : ''}`,
           '',
@@ -49,7 +47,7 @@ export function registerKeyCommands(program: Command): void {
 
   leaf(keys, { name: 'revoke <key_id>', alias: 'delete', description: 'revoke a key at once', examples: ['mailroom keys revoke key_01m7yk3v0d8n2q3bz4xg5c6h7j'] }).action(
     run(async (ctx, [id = '']) => {
-      const key = await ctx.api().delete<ApiKey>(`/app/api/api-keys/${seg(id)}`);
+      const key = await ctx.api().delete('/app/api/api-keys/{key_id}', { path: { key_id: id } });
       ctx.show(key, () => [`revoked ${key.key_id}`]);
     }),
   );

@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
-import type { ListEntry, Page } from './api.types.js';
+import type { Schema } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { pageFooter, plural, relativeTime, renderFields, renderTable } from './format.js';
-import { seg } from './http-client.js';
 import { withPaging, type PageOptions } from './options.js';
 
 const DIRECTIONS = ['inbound', 'outbound'];
@@ -10,11 +9,11 @@ const LIST_TYPES = ['allow', 'block'];
 /** Largest page the server gives; `lists` without a list name shows the first page of each list. */
 const MAX_PAGE = 500;
 
-type EntryPage = Page & { entries: ListEntry[] };
+type ListEntry = Schema<'ListEntry'>;
 
-// The entry is the rest of the path on the server and may hold slashes (CIDRs): encoded, it is one segment.
-const listPath = (direction: string, listType: string, entry?: string) =>
-  `/app/api/lists/${seg(direction)}/${seg(listType)}${entry === undefined ? '' : `/${seg(entry)}`}`;
+// The entry may hold slashes (CIDRs): the client encodes it as one segment, which the server takes as the rest of the path.
+const list = (direction: string, list_type: string) => ({ path: { direction, list_type } });
+const entryOf = (direction: string, list_type: string, entry: string) => ({ path: { direction, list_type, entry } });
 
 function entryTable(ctx: Context, entries: readonly ListEntry[]): string[] {
   return renderTable(
@@ -33,12 +32,12 @@ function entryTable(ctx: Context, entries: readonly ListEntry[]): string[] {
 async function showLists(ctx: Context, direction: string | undefined, listType: string | undefined, options: PageOptions): Promise<void> {
   const api = ctx.api();
   if (direction !== undefined && listType !== undefined) {
-    const page = await api.get<EntryPage>(listPath(direction, listType), { limit: options.limit, offset: options.offset });
+    const page = await api.get('/app/api/lists/{direction}/{list_type}', { ...list(direction, listType), query: { limit: options.limit, offset: options.offset } });
     ctx.show(page, () => [...(page.entries.length > 0 ? entryTable(ctx, page.entries) : []), ctx.style.dim(pageFooter(page, page.entries.length, ['entry', 'entries']))]);
     return;
   }
   const names = (direction === undefined ? DIRECTIONS : [direction]).flatMap((d) => LIST_TYPES.map((t) => [d, t] as const));
-  const pages = await Promise.all(names.map(([d, t]) => api.get<EntryPage>(listPath(d, t), { limit: MAX_PAGE })));
+  const pages = await Promise.all(names.map(([d, t]) => api.get('/app/api/lists/{direction}/{list_type}', { ...list(d, t), query: { limit: MAX_PAGE } })));
   const entries = pages.flatMap((p) => p.entries);
   const total = pages.reduce((sum, p) => sum + p.total, 0);
   ctx.show({ entries, total }, () => {
@@ -71,7 +70,7 @@ export function registerListCommands(program: Command): void {
     .option('--reason <text>', 'why (shown in the list)')
     .action(
       run<{ reason?: string }>(async (ctx, [direction = '', listType = '', entry = ''], options) => {
-        const added = await ctx.api().post<ListEntry>(listPath(direction, listType), { entry, reason: options.reason });
+        const added = await ctx.api().post('/app/api/lists/{direction}/{list_type}', { ...list(direction, listType), body: { entry, reason: options.reason } });
         ctx.show(added, () => [`added ${added.entry} (${added.kind}) to the ${added.direction} ${added.list_type} list`]);
       }),
     );
@@ -82,7 +81,7 @@ export function registerListCommands(program: Command): void {
     examples: ['mailroom lists show inbound block 203.0.113.0/24'],
   }).action(
     run(async (ctx, [direction = '', listType = '', entry = '']) => {
-      const found = await ctx.api().get<ListEntry>(listPath(direction, listType, entry));
+      const found = await ctx.api().get('/app/api/lists/{direction}/{list_type}/{entry}', entryOf(direction, listType, entry));
       ctx.show(found, () =>
         renderFields(
           [
@@ -104,7 +103,7 @@ export function registerListCommands(program: Command): void {
     examples: ['mailroom lists remove inbound allow partner.example'],
   }).action(
     run(async (ctx, [direction = '', listType = '', entry = '']) => {
-      const removed = await ctx.api().delete<{ ok: true; entry: string }>(listPath(direction, listType, entry));
+      const removed = await ctx.api().delete('/app/api/lists/{direction}/{list_type}/{entry}', entryOf(direction, listType, entry));
       ctx.show(removed, () => [`removed ${removed.entry} from the ${direction} ${listType} list`]);
     }),
   );

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import type { Mailbox } from './api.types.js';
 import { group, leaf, run } from './context.js';
 import { relativeTime, renderFields, renderTable } from './format.js';
 
@@ -11,7 +10,7 @@ export function registerMailboxCommands(program: Command): void {
 
   leaf(mailboxes, { name: 'list', isDefault: true, description: 'list the mailboxes with their message counts', examples: ['mailroom mailboxes list'] }).action(
     run(async (ctx) => {
-      const answer = await ctx.api().get<{ mailboxes: Mailbox[] }>('/app/api/mailboxes');
+      const answer = await ctx.api().get('/app/api/mailboxes');
       ctx.show(answer, () =>
         answer.mailboxes.length === 0
           ? ['no mailboxes yet: mailroom mailboxes create <address>']
@@ -38,7 +37,7 @@ export function registerMailboxCommands(program: Command): void {
     .option('--description <text>', 'what the mailbox is for')
     .action(
       run<{ description?: string }>(async (ctx, [address = ''], options) => {
-        const mailbox = await ctx.api().post<Mailbox>('/app/api/mailboxes', { address, description: options.description });
+        const mailbox = await ctx.api().post('/app/api/mailboxes', { body: { address, description: options.description } });
         ctx.show(mailbox, () => [`created ${mailbox.address}`, ...renderFields([['Description', mailbox.description || null]], ctx.style)]);
       }),
     );

@@ -1,22 +1,23 @@
 import type { Command } from 'commander';
-import type { Member } from './api.types.js';
+import type { Schema } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { CliError } from './errors.js';
 import { relativeTime, renderTable } from './format.js';
-import { seg, type ApiClient } from './http-client.js';
+import type { ApiClient } from './http-client.js';
 import { promptNewPassword, stdinLines } from './prompt.js';
 
-const ROLES = ['owner', 'admin', 'member'];
+const ROLES = ['owner', 'admin', 'member'] as const;
 
-function checkRole(role: string): string {
-  if (!ROLES.includes(role)) throw new CliError(`the role must be one of ${ROLES.join(', ')}`);
-  return role;
+function checkRole(role: string): (typeof ROLES)[number] {
+  const known = ROLES.find((r) => r === role);
+  if (!known) throw new CliError(`the role must be one of ${ROLES.join(', ')}`);
+  return known;
 }
 
 /** The user id of a member given by id (usr_…) or by email. */
 async function memberId(api: ApiClient, wanted: string): Promise<string> {
   if (wanted.startsWith('usr_')) return wanted;
-  const { members } = await api.get<{ members: Member[] }>('/app/api/members');
+  const { members } = await api.get('/app/api/members');
   const found = members.find((m) => m.email === wanted.trim().toLowerCase());
   if (!found) throw new CliError(`${wanted} is not a member of this workspace (mailroom members lists them)`);
   return found.user_id;
@@ -35,7 +36,7 @@ async function newUserPassword(options: AddOptions): Promise<string | undefined>
   return undefined;
 }
 
-function memberTable(ctx: Context, members: Member[]): string[] {
+function memberTable(ctx: Context, members: Schema<'Member'>[]): string[] {
   return renderTable(
     members,
     [
@@ -56,7 +57,7 @@ export function registerMemberCommands(program: Command): void {
 
   leaf(members, { name: 'list', isDefault: true, description: 'the members of the workspace, oldest first', examples: ['mailroom members list'] }).action(
     run(async (ctx) => {
-      const answer = await ctx.api().get<{ members: Member[] }>('/app/api/members');
+      const answer = await ctx.api().get('/app/api/members');
       ctx.show(answer, () => memberTable(ctx, answer.members));
     }),
   );
@@ -73,7 +74,7 @@ export function registerMemberCommands(program: Command): void {
       run<AddOptions>(async (ctx, [email = ''], options) => {
         const role = checkRole(options.role);
         const password = await newUserPassword(options);
-        const added = await ctx.api().post<Member & { user_created: boolean }>('/app/api/members', { email, role, password });
+        const added = await ctx.api().post('/app/api/members', { body: { email, role, password } });
         ctx.show(added, () => [`${added.user_created ? 'created the user and added' : 'added'} ${added.email} (${added.user_id}) as ${added.role}`]);
       }),
     );
@@ -85,7 +86,7 @@ export function registerMemberCommands(program: Command): void {
   }).action(
     run(async (ctx, [member = '', role = '']) => {
       const api = ctx.api();
-      const changed = await api.patch<Member>(`/app/api/members/${seg(await memberId(api, member))}`, { role: checkRole(role) });
+      const changed = await api.patch('/app/api/members/{user_id}', { path: { user_id: await memberId(api, member) }, body: { role: checkRole(role) } });
       ctx.show(changed, () => [`${changed.email} is now ${changed.role}`]);
     }),
   );
@@ -98,7 +99,7 @@ export function registerMemberCommands(program: Command): void {
     run(async (ctx, [member = '']) => {
       const api = ctx.api();
       const id = await memberId(api, member);
-      const answer = await api.delete<unknown>(`/app/api/members/${seg(id)}`);
+      const answer = await api.delete('/app/api/members/{user_id}', { path: { user_id: id } });
       ctx.show(answer, () => [`removed ${member} from the workspace`]);
     }),
   );

@@ -1,15 +1,13 @@
 import { Option, type Command } from 'commander';
-import type { Attachment, Message, MessageDetail, Page, ThreadDetail } from './api.types.js';
+import type { Schema } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { saveDownload } from './download.js';
 import { CliError } from './errors.js';
+import type { ApiClient } from './http-client.js';
 import { formatBytes, pageFooter } from './format.js';
-import { seg } from './http-client.js';
 import { collect, withPaging, type PageOptions } from './options.js';
 import type { AnswerKind, AnswerOptions } from './reply.js';
 import { attachmentTable, messageTable, messageView, threadView } from './views.js';
-
-const path = (id: string, rest = '') => `/app/api/messages/${seg(id)}${rest}`;
 
 interface ListOptions extends PageOptions {
   mailbox?: string;
@@ -21,20 +19,22 @@ interface ListOptions extends PageOptions {
 }
 
 async function list(ctx: Context, options: ListOptions): Promise<void> {
-  const page = await ctx.api().get<Page & { messages: Message[] }>('/app/api/messages', {
-    mailbox: options.mailbox,
-    folder: options.folder,
-    label: options.label,
-    thread_id: options.thread,
-    unread: options.unread ? true : options.read ? false : undefined,
-    limit: options.limit,
-    offset: options.offset,
+  const page = await ctx.api().get('/app/api/messages', {
+    query: {
+      mailbox: options.mailbox,
+      folder: options.folder,
+      label: options.label,
+      thread_id: options.thread,
+      unread: options.unread ? true : options.read ? false : undefined,
+      limit: options.limit,
+      offset: options.offset,
+    },
   });
   ctx.show(page, () => [...(page.messages.length > 0 ? messageTable(page.messages, ctx.style) : []), ctx.style.dim(pageFooter(page, page.messages.length, ['message', 'messages']))]);
 }
 
 /** `1–50 of 1000+ messages`: a search's count stops at its cap (`total_capped`). */
-function searchFooter(page: Page & { total_capped?: boolean }, shown: number): string {
+function searchFooter(page: Schema<'MessagePage'>, shown: number): string {
   if (!page.total_capped) return pageFooter(page, shown, ['message', 'messages']);
   const last = page.offset + shown;
   const more = shown === page.limit ? `; next page: --offset ${last}` : '';
@@ -44,14 +44,16 @@ function searchFooter(page: Page & { total_capped?: boolean }, shown: number): s
 async function search(ctx: Context, query: string, options: ListOptions): Promise<void> {
   const unknown = query.split(' ').find((word) => word.startsWith('--'));
   if (unknown !== undefined) throw new CliError(`unknown option '${unknown}' (query words start with one '-' at most)`);
-  const page = await ctx.api().get<Page & { messages: Message[]; total_capped?: boolean }>('/app/api/messages', {
-    q: query,
-    mailbox: options.mailbox,
-    folder: options.folder,
-    label: options.label,
-    unread: options.unread ? true : options.read ? false : undefined,
-    limit: options.limit,
-    offset: options.offset,
+  const page = await ctx.api().get('/app/api/messages', {
+    query: {
+      q: query,
+      mailbox: options.mailbox,
+      folder: options.folder,
+      label: options.label,
+      unread: options.unread ? true : options.read ? false : undefined,
+      limit: options.limit,
+      offset: options.offset,
+    },
   });
   ctx.show(page, () => [...(page.messages.length > 0 ? messageTable(page.messages, ctx.style) : []), ctx.style.dim(searchFooter(page, page.messages.length))]);
 }
@@ -89,9 +91,9 @@ function registerAnswers(messages: Command): void {
   }
 }
 
-/** POST an action on one message and say what became of it. */
-async function act(ctx: Context, id: string, action: string, body: unknown, done: string): Promise<void> {
-  const answer = await ctx.api().post<{ ok: true; message_id: string }>(path(id, `/${action}`), body);
+/** Run an action on one message and say what became of it. */
+async function act(ctx: Context, action: (api: ApiClient) => Promise<{ message_id: string }>, done: string): Promise<void> {
+  const answer = await action(ctx.api());
   ctx.show(answer, () => [`${answer.message_id} ${done}`]);
 }
 
@@ -141,7 +143,7 @@ export function registerMessageCommands(program: Command): void {
     .option('--headers', 'print its header fields too')
     .action(
       run<{ markRead?: boolean; html?: boolean; headers?: boolean }>(async (ctx, [id = ''], options) => {
-        const message = await ctx.api().get<MessageDetail>(path(id), options.markRead ? { mark_read: true } : undefined);
+        const message = await ctx.api().get('/app/api/messages/{message_id}', { path: { message_id: id }, query: options.markRead ? { mark_read: true } : {} });
         ctx.show(message, () => messageView(message, ctx.style, options));
       }),
     );
@@ -149,21 +151,21 @@ export function registerMessageCommands(program: Command): void {
   registerAnswers(messages);
 
   leaf(messages, { name: 'read <message_id>', description: 'mark a message read', examples: ['mailroom messages read msg_01m7yfetj82xfwa7143xbzbx1z'] }).action(
-    run((ctx, [id = '']) => act(ctx, id, 'read', { read: true }, 'marked read')),
+    run((ctx, [id = '']) => act(ctx, (api) => api.post('/app/api/messages/{message_id}/read', { path: { message_id: id }, body: { read: true } }), 'marked read')),
   );
   leaf(messages, { name: 'unread <message_id>', description: 'mark a message unread', examples: ['mailroom messages unread msg_01m7yfetj82xfwa7143xbzbx1z'] }).action(
-    run((ctx, [id = '']) => act(ctx, id, 'read', { read: false }, 'marked unread')),
+    run((ctx, [id = '']) => act(ctx, (api) => api.post('/app/api/messages/{message_id}/read', { path: { message_id: id }, body: { read: false } }), 'marked unread')),
   );
   leaf(messages, {
     name: 'move <message_id> <folder>',
     description: 'move a message to inbox, archive, sent, spam or trash',
     examples: ['mailroom messages move msg_01m7yfetj82xfwa7143xbzbx1z archive'],
-  }).action(run((ctx, [id = '', folder = '']) => act(ctx, id, 'move', { folder }, `moved to ${folder}`)));
+  }).action(run((ctx, [id = '', folder = '']) => act(ctx, (api) => api.post('/app/api/messages/{message_id}/move', { path: { message_id: id }, body: { folder } }), `moved to ${folder}`)));
   leaf(messages, { name: 'spam <message_id>', description: 'move a message to spam', examples: ['mailroom messages spam msg_01m7yfetj82xfwa7143xbzbx1z'] }).action(
-    run((ctx, [id = '']) => act(ctx, id, 'spam', undefined, 'moved to spam')),
+    run((ctx, [id = '']) => act(ctx, (api) => api.post('/app/api/messages/{message_id}/spam', { path: { message_id: id } }), 'moved to spam')),
   );
   leaf(messages, { name: 'not-spam <message_id>', description: 'move a message back to inbox', examples: ['mailroom messages not-spam msg_01m7yfetj82xfwa7143xbzbx1z'] }).action(
-    run((ctx, [id = '']) => act(ctx, id, 'not-spam', undefined, 'moved to inbox')),
+    run((ctx, [id = '']) => act(ctx, (api) => api.post('/app/api/messages/{message_id}/not-spam', { path: { message_id: id } }), 'moved to inbox')),
   );
 
   leaf(messages, {
@@ -175,7 +177,7 @@ export function registerMessageCommands(program: Command): void {
     .action(
       run<{ yes?: boolean }>(async (ctx, [id = ''], options) => {
         if (!options.yes) throw new CliError(`deleting ${id} cannot be undone; pass --yes to go ahead (or move it to trash)`);
-        const answer = await ctx.api().delete<{ ok: true; message_id: string }>(path(id));
+        const answer = await ctx.api().delete('/app/api/messages/{message_id}', { path: { message_id: id } });
         ctx.show(answer, () => [`${answer.message_id} deleted`]);
       }),
     );
@@ -190,21 +192,21 @@ export function registerMessageCommands(program: Command): void {
     .action(
       run<{ add?: string[]; remove?: string[] }>(async (ctx, [id = ''], options) => {
         if (!options.add && !options.remove) throw new CliError('give --add or --remove (or both)');
-        const answer = await ctx.api().post<{ labels: string[] }>(path(id, '/labels'), { add: options.add, remove: options.remove });
+        const answer = await ctx.api().post('/app/api/messages/{message_id}/labels', { path: { message_id: id }, body: { add: options.add, remove: options.remove } });
         ctx.show(answer, () => [`labels of ${id}: ${answer.labels.length > 0 ? answer.labels.join(', ') : '(none)'}`]);
       }),
     );
 
   leaf(messages, { name: 'thread <message_id>', description: "the message's thread, oldest message first", examples: ['mailroom messages thread msg_01m7yfetj82xfwa7143xbzbx1z'] }).action(
     run(async (ctx, [id = '']) => {
-      const thread = await ctx.api().get<ThreadDetail>(path(id, '/thread'));
+      const thread = await ctx.api().get('/app/api/messages/{message_id}/thread', { path: { message_id: id } });
       ctx.show(thread, () => threadView(thread, ctx.style));
     }),
   );
 
   leaf(messages, { name: 'attachments <message_id>', description: "the message's attachments", examples: ['mailroom messages attachments msg_01m7yfetj82xfwa7143xbzbx1z'] }).action(
     run(async (ctx, [id = '']) => {
-      const answer = await ctx.api().get<{ attachments: Attachment[] }>(path(id, '/attachments'));
+      const answer = await ctx.api().get('/app/api/messages/{message_id}/attachments', { path: { message_id: id } });
       ctx.show(answer, () => (answer.attachments.length > 0 ? attachmentTable(answer.attachments, ctx.style) : ['no attachments']));
     }),
   );
@@ -222,7 +224,7 @@ export function registerMessageCommands(program: Command): void {
     .option('--force', 'replace the file if it exists')
     .action(
       run<{ output?: string; force?: boolean }>(async (ctx, [id = '', attachmentId = ''], options) => {
-        const download = await ctx.api().download(path(id, `/attachments/${seg(attachmentId)}`));
+        const download = await ctx.api().download('/app/api/messages/{message_id}/attachments/{attachment_id}', { path: { message_id: id, attachment_id: attachmentId } });
         const saved = await saveDownload(download, { ...options, fallbackName: attachmentId });
         if (saved.path === null) return;
         ctx.show({ ok: true, ...saved }, () => [`saved ${saved.path} (${formatBytes(saved.bytes)}, ${saved.content_type})`]);
@@ -238,7 +240,7 @@ export function registerMessageCommands(program: Command): void {
     .option('--force', 'replace the file if it exists')
     .action(
       run<{ output?: string; force?: boolean }>(async (ctx, [id = ''], options) => {
-        const download = await ctx.api().download(path(id, '/raw'));
+        const download = await ctx.api().download('/app/api/messages/{message_id}/raw', { path: { message_id: id } });
         const saved = await saveDownload(download, { output: options.output ?? '-', force: options.force, fallbackName: `${id}.eml` });
         if (saved.path === null) return;
         ctx.show({ ok: true, ...saved }, () => [`saved ${saved.path} (${formatBytes(saved.bytes)})`]);

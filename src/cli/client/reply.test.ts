@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { MessageDetail } from './api.types.js';
+import type { Schema } from './api.types.js';
 import { addressesIn, answerDraft, answerRecipients, answerSubject, FORWARD_MARKER, originalText, quotedOriginal } from './reply.js';
+
+type MessageDetail = Schema<'Message'>;
 
 const SELF = 'support@mailroom.localhost';
 

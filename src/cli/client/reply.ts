@@ -1,13 +1,14 @@
 // `mailroom messages reply|reply-all|forward`: loaded only when one of them runs (messages.commands.ts), so that
 // the other commands start without it.
 import { htmlToText } from '../../lib/mail-text.js';
-import type { Draft, MessageDetail, Queued } from './api.types.js';
+import type { Schema } from './api.types.js';
 import { composedContent, draftTemplate, isEmptyDraft, parseDraftText, type ComposeOptions, type EditableDraft } from './compose.js';
 import type { Context } from './context.js';
 import { ApiError, CliError } from './errors.js';
 import { formatAddress, safeText, trimEnd } from './format.js';
-import { seg } from './http-client.js';
 import { editText } from './prompt.js';
+
+type MessageDetail = Schema<'Message'>;
 
 export type AnswerKind = 'reply' | 'reply-all' | 'forward';
 
@@ -153,21 +154,21 @@ function edit(start: EditableDraft, mailbox: string, asDraft: boolean): Editable
 export async function answer(ctx: Context, kind: AnswerKind, id: string, options: AnswerOptions): Promise<void> {
   const api = ctx.api();
   const { body: text } = await composedContent(options);
-  const original = await api.get<MessageDetail>(`/app/api/messages/${seg(id)}`);
+  const original = await api.get('/app/api/messages/{message_id}', { path: { message_id: id } });
   const interactive = options.editor === true || (options.edit !== false && text === undefined);
   let message = answerDraft(original, kind, options, text, interactive);
   if (interactive) message = edit(message, original.mailbox, options.draft === true);
   if (options.draft !== true && message.to.length + message.cc.length + message.bcc.length === 0) {
     throw new CliError(`give at least one recipient (${interactive ? 'the To: line' : '--to'}); nothing was sent`);
   }
-  const draft = await api.post<Draft>('/app/api/drafts', { mailbox: original.mailbox, ...message, in_reply_to: original.message_id });
+  const draft = await api.post('/app/api/drafts', { body: { mailbox: original.mailbox, ...message, in_reply_to: original.message_id } });
   if (options.draft === true) {
     ctx.show(draft, () => [`saved draft ${draft.draft_id} (mailroom drafts send ${draft.draft_id} sends it)`]);
     return;
   }
-  let queued: Queued;
+  let queued: Schema<'Queued'>;
   try {
-    queued = await api.post<Queued>(`/app/api/drafts/${seg(draft.draft_id)}/send`);
+    queued = await api.post('/app/api/drafts/{draft_id}/send', { path: { draft_id: draft.draft_id } });
   } catch (err) {
     if (err instanceof ApiError) throw new ApiError(err.status, err.code, `${err.detail} (the message is kept as draft ${draft.draft_id})`);
     throw err;

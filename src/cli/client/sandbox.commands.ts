@@ -1,17 +1,16 @@
 import type { Command } from 'commander';
-import type { CatchAllView as CatchAll } from '../../modules/sandbox/sandbox-catch-all.service.js';
-import type { DnsRecordView as DnsRecord } from '../../modules/sandbox/sandbox-dns.service.js';
-import type { CapturedMessageDetail, CapturedMessageView as CapturedMessage } from '../../modules/sandbox/sandbox-outbox.service.js';
-import type { Page } from './api.types.js';
+import type { Schema } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { saveDownload } from './download.js';
 import { ApiError, CliError } from './errors.js';
 import { formatBytes, pageFooter, relativeTime, renderFields, renderTable, safeLine, safeText } from './format.js';
-import { seg, type ApiClient } from './http-client.js';
+import type { ApiClient } from './http-client.js';
 import { withPaging, type PageOptions } from './options.js';
 import { readTextFile } from './prompt.js';
 
-const BASE = '/app/api/sandbox';
+type DnsRecord = Schema<'SandboxDnsRecord'>;
+type CapturedMessage = Schema<'CapturedMessage'>;
+
 /** What the server answers when it has no sandbox routes: it runs without --sandbox. */
 const NOT_A_SANDBOX = 'this server is not running in sandbox mode: start it with mailroom serve --sandbox (npm run sandbox)';
 
@@ -28,10 +27,10 @@ function sandboxApi(ctx: Context): ApiClient {
   };
   return {
     ...api,
-    get: (path, query) => explain(api.get(path, query)),
-    post: (path, body) => explain(api.post(path, body)),
-    delete: (path) => explain(api.delete(path)),
-    download: (path) => explain(api.download(path)),
+    get: (path, ...request) => explain(api.get(path, ...request)),
+    post: (path, ...request) => explain(api.post(path, ...request)),
+    delete: (path, ...request) => explain(api.delete(path, ...request)),
+    download: (path, ...request) => explain(api.download(path, ...request)),
   };
 }
 
@@ -69,7 +68,7 @@ function registerDnsCommands(sandbox: Command): void {
 
   leaf(dns, { name: 'list', isDefault: true, description: 'the records this workspace published', examples: ['mailroom sandbox dns list'] }).action(
     run(async (ctx) => {
-      const answer = await sandboxApi(ctx).get<{ dns_records: DnsRecord[] }>(`${BASE}/dns-records`);
+      const answer = await sandboxApi(ctx).get('/app/api/sandbox/dns-records');
       ctx.show(answer, () => (answer.dns_records.length === 0 ? ['no sandbox DNS records yet: mailroom sandbox dns set <name> <type> <value>'] : recordTable(answer.dns_records, ctx)));
     }),
   );
@@ -91,10 +90,10 @@ function registerDnsCommands(sandbox: Command): void {
         if (options.add) {
           // The server compares names and types normalized; so does this, closely enough for what it publishes.
           const key = (r: { name: string; type: string }) => `${r.name.toLowerCase().replace(/\.$/, '')} ${r.type.toUpperCase()}`;
-          const { dns_records } = await api.get<{ dns_records: DnsRecord[] }>(`${BASE}/dns-records`);
+          const { dns_records } = await api.get('/app/api/sandbox/dns-records');
           records.unshift(...dns_records.filter((r) => key(r) === key(records[0]!)).map((r) => ({ name: r.name, type: r.type, value: r.value })));
         }
-        const answer = await api.post<{ dns_records: DnsRecord[] }>(`${BASE}/dns-records`, { records });
+        const answer = await api.post('/app/api/sandbox/dns-records', { body: { records } });
         ctx.show(answer, () => answer.dns_records.map((r) => `published ${r.name} ${r.type} ${safeLine(r.value)}`));
       }),
     );
@@ -114,7 +113,7 @@ function registerDnsCommands(sandbox: Command): void {
       }
       const records = recordsIn(document);
       if (records.length === 0) throw new CliError('no DNS records found (objects with record_name, record_type and record_value)');
-      const answer = await sandboxApi(ctx).post<{ dns_records: DnsRecord[] }>(`${BASE}/dns-records`, { records });
+      const answer = await sandboxApi(ctx).post('/app/api/sandbox/dns-records', { body: { records } });
       ctx.show(answer, () => [`published ${answer.dns_records.length === 1 ? '1 record' : `${answer.dns_records.length} records`}:`, ...recordTable(answer.dns_records, ctx)]);
     }),
   );
@@ -125,7 +124,7 @@ function registerDnsCommands(sandbox: Command): void {
     examples: ['mailroom sandbox dns delete acme.example MX', 'mailroom sandbox dns delete _mailroom-verification.acme.example'],
   }).action(
     run(async (ctx, [name = '', type]) => {
-      const answer = await sandboxApi(ctx).delete<{ ok: true; deleted: number }>(`${BASE}/dns-records/${seg(name)}${type ? `?type=${encodeURIComponent(type)}` : ''}`);
+      const answer = await sandboxApi(ctx).delete('/app/api/sandbox/dns-records/{name}', { path: { name }, query: { type } });
       ctx.show(answer, () => [`deleted ${answer.deleted === 1 ? '1 record' : `${answer.deleted} records`} of ${name}`]);
     }),
   );
@@ -156,7 +155,7 @@ function registerOutboxCommands(sandbox: Command): void {
     }),
   ).action(
     run<PageOptions>(async (ctx, _args, options) => {
-      const page = await sandboxApi(ctx).get<Page & { captured_messages: CapturedMessage[] }>(`${BASE}/outbox`, { limit: options.limit, offset: options.offset });
+      const page = await sandboxApi(ctx).get('/app/api/sandbox/outbox', { query: { limit: options.limit, offset: options.offset } });
       ctx.show(page, () => [
         ...(page.captured_messages.length === 0
           ? []
@@ -178,7 +177,7 @@ function registerOutboxCommands(sandbox: Command): void {
 
   leaf(sandbox, { name: 'show <capture_id>', description: 'one captured message: who it was for, then its full MIME source', examples: ['mailroom sandbox show cap_01m7yk2b3c4d5e6f7g8h9j0k1m'] }).action(
     run(async (ctx, [id = '']) => {
-      const captured = await sandboxApi(ctx).get<CapturedMessageDetail>(`${BASE}/outbox/${seg(id)}`);
+      const captured = await sandboxApi(ctx).get('/app/api/sandbox/outbox/{capture_id}', { path: { capture_id: id } });
       ctx.show(captured, () => [...capturedFields(captured, ctx), '', safeText(captured.raw).trimEnd()]);
     }),
   );
@@ -192,7 +191,7 @@ function registerOutboxCommands(sandbox: Command): void {
     .option('--force', 'replace the file if it exists')
     .action(
       run<{ output?: string; force?: boolean }>(async (ctx, [id = ''], options) => {
-        const download = await sandboxApi(ctx).download(`${BASE}/outbox/${seg(id)}/raw`);
+        const download = await sandboxApi(ctx).download('/app/api/sandbox/outbox/{capture_id}/raw', { path: { capture_id: id } });
         const saved = await saveDownload(download, { output: options.output ?? '-', force: options.force, fallbackName: `${id}.eml` });
         if (saved.path === null) return;
         ctx.show({ ok: true, ...saved }, () => [`saved ${saved.path} (${formatBytes(saved.bytes)})`]);
@@ -204,7 +203,7 @@ function registerOutboxCommands(sandbox: Command): void {
     .action(
       run<{ yes?: boolean }>(async (ctx, _args, options) => {
         if (!options.yes) throw new CliError('clearing the outbox cannot be undone; pass --yes to go ahead');
-        const answer = await sandboxApi(ctx).delete<{ ok: true; deleted: number }>(`${BASE}/outbox`);
+        const answer = await sandboxApi(ctx).delete('/app/api/sandbox/outbox');
         ctx.show(answer, () => [`deleted ${answer.deleted === 1 ? '1 captured message' : `${answer.deleted} captured messages`}`]);
       }),
     );
@@ -217,7 +216,7 @@ function registerCatchAllCommands(sandbox: Command): void {
 
   leaf(catchAll, { name: 'list', isDefault: true, description: 'the catch-all mailboxes of the workspace', examples: ['mailroom sandbox catch-all list'] }).action(
     run(async (ctx) => {
-      const answer = await sandboxApi(ctx).get<{ catch_alls: CatchAll[] }>(`${BASE}/catch-alls`);
+      const answer = await sandboxApi(ctx).get('/app/api/sandbox/catch-alls');
       ctx.show(answer, () =>
         answer.catch_alls.length === 0
           ? ['no catch-all mailboxes: mailroom sandbox catch-all set <mailbox>']
@@ -239,14 +238,14 @@ function registerCatchAllCommands(sandbox: Command): void {
     examples: ['mailroom sandbox catch-all set everything@mailroom.localhost'],
   }).action(
     run(async (ctx, [mailbox = '']) => {
-      const answer = await sandboxApi(ctx).post<CatchAll>(`${BASE}/catch-alls`, { mailbox });
+      const answer = await sandboxApi(ctx).post('/app/api/sandbox/catch-alls', { body: { mailbox } });
       ctx.show(answer, () => [`mail to unknown addresses of ${answer.domain} now goes to ${answer.mailbox}`]);
     }),
   );
 
   leaf(catchAll, { name: 'delete <domain>', description: 'turn the catch-all of a domain off', examples: ['mailroom sandbox catch-all delete mailroom.localhost'] }).action(
     run(async (ctx, [domain = '']) => {
-      const answer = await sandboxApi(ctx).delete<{ ok: true }>(`${BASE}/catch-alls/${seg(domain)}`);
+      const answer = await sandboxApi(ctx).delete('/app/api/sandbox/catch-alls/{domain}', { path: { domain } });
       ctx.show(answer, () => [`no catch-all for ${domain} any more: mail to its unknown addresses is refused`]);
     }),
   );
@@ -261,7 +260,7 @@ export function registerSandboxCommands(program: Command): void {
 
   leaf(sandbox, { name: 'status', isDefault: true, description: 'whether the server is a sandbox, and where its DNS server listens', examples: ['mailroom sandbox status'] }).action(
     run(async (ctx) => {
-      const answer = await sandboxApi(ctx).get<{ sandbox: true; dns_server: string }>(BASE);
+      const answer = await sandboxApi(ctx).get('/app/api/sandbox');
       ctx.show(answer, () => [`${ctx.server} is a sandbox; its DNS server is ${answer.dns_server} (UDP and TCP)`]);
     }),
   );

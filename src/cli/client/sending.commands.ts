@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import type { Page, Queued, SentMessage } from './api.types.js';
 import { composedContent, withComposeOptions, type ComposeOptions } from './compose.js';
 import { leaf, run } from './context.js';
 import { CliError } from './errors.js';
@@ -34,16 +33,18 @@ export function registerSendingCommands(program: Command): void {
         const api = ctx.api();
         const { body, html } = await composedContent(options);
         if (body === undefined) throw new CliError("give --body or --body-file (--body '' for none)");
-        const queued = await api.post<Queued>('/app/api/send', {
-          from_mailbox: options.from,
-          to: options.to,
-          cc: options.cc,
-          bcc: options.bcc,
-          subject: options.subject,
-          body,
-          html,
-          from_name: options.fromName,
-          reply_to: options.replyTo,
+        const queued = await api.post('/app/api/send', {
+          body: {
+            from_mailbox: options.from,
+            to: options.to,
+            cc: options.cc,
+            bcc: options.bcc,
+            subject: options.subject,
+            body,
+            html,
+            from_name: options.fromName,
+            reply_to: options.replyTo,
+          },
         });
         ctx.show(queued, () => [`${queued.message_id} is ${queued.status} (mailroom sent shows its delivery)`]);
       }),
@@ -57,7 +58,7 @@ export function registerSendingCommands(program: Command): void {
     }).option('--mailbox <address>', 'only messages sent from this mailbox'),
   ).action(
     run<PageOptions & { mailbox?: string }>(async (ctx, _args, options) => {
-      const page = await ctx.api().get<Page & { messages: SentMessage[] }>('/app/api/sent', { mailbox: options.mailbox, limit: options.limit, offset: options.offset });
+      const page = await ctx.api().get('/app/api/sent', { query: { mailbox: options.mailbox, limit: options.limit, offset: options.offset } });
       const status = statusStyle(ctx.style);
       ctx.show(page, () => [
         ...(page.messages.length > 0

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { LoginAnswer, PasswordChanged, SessionInfo, WorkspaceMembership } from './api.types.js';
+import type { Schema } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { ApiError, CliError } from './errors.js';
 import { relativeTime, renderFields, renderTable } from './format.js';
@@ -8,6 +8,9 @@ import { promptHidden, promptLine, promptNewPassword, readStdin, stdinLines } fr
 
 /** How long logging in waits for the old session's logout, which is only a courtesy. */
 const REVOKE_TIMEOUT_MS = 5000;
+
+type SessionInfo = Schema<'Session'>;
+type WorkspaceMembership = Schema<'WorkspaceMembership'>;
 
 const workspaceLabel = (w: WorkspaceMembership) => `${w.name} (${w.workspace_id}, ${w.role})`;
 
@@ -37,7 +40,7 @@ async function login(ctx: Context, options: { email?: string; passwordStdin?: bo
   if (!email) throw new CliError('an email is needed: pass --email');
   const password = options.passwordStdin ? await passwordFromStdin() : await promptHidden('Password: ');
   if (!password) throw new CliError('the password is empty');
-  const answer = await ctx.anonymous().post<LoginAnswer>('/app/api/login', { email, password });
+  const answer = await ctx.anonymous().post('/app/api/login', { body: { email, password } });
   const previous = ctx.config.session && ctx.config.server ? { server: ctx.config.server, token: ctx.config.session.token } : null;
   ctx.saveConfig({ server: ctx.server, session: { token: answer.session_token, email: answer.user.email } });
   if (previous && previous.token !== answer.session_token) {
@@ -63,7 +66,7 @@ async function passwords(fromStdin: boolean): Promise<{ current_password: string
 
 async function changePassword(ctx: Context, options: { passwordStdin?: boolean }): Promise<void> {
   const api = ctx.api();
-  const answer = await api.post<PasswordChanged>('/app/api/session/password', await passwords(options.passwordStdin === true));
+  const answer = await api.post('/app/api/session/password', { body: await passwords(options.passwordStdin === true) });
   const others = answer.sessions_ended === 1 ? '1 other session was' : `${answer.sessions_ended} other sessions were`;
   ctx.show(answer, () => [`Password changed. ${others} logged out; this one stays.`]);
 }
@@ -82,7 +85,7 @@ async function logout(ctx: Context): Promise<void> {
 }
 
 async function whoami(ctx: Context): Promise<void> {
-  const session = await ctx.api().get<SessionInfo>('/app/api/session');
+  const session = await ctx.api().get('/app/api/session');
   const active = activeWorkspace(session);
   ctx.show({ ...session, server: ctx.server }, () =>
     renderFields(
@@ -148,7 +151,7 @@ export function registerSessionCommands(program: Command): void {
   const workspaces = group(program, 'workspaces', 'list your workspaces and choose the active one', ['mailroom workspaces', 'mailroom workspaces use ws_01m7yd2cwd310e4dkn6d1cayfy']);
   leaf(workspaces, { name: 'list', isDefault: true, description: 'list your workspaces; * marks the active one', examples: ['mailroom workspaces list'] }).action(
     run(async (ctx) => {
-      const session = await ctx.api().get<SessionInfo>('/app/api/session');
+      const session = await ctx.api().get('/app/api/session');
       ctx.show({ workspaces: session.workspaces, active_workspace_id: session.active_workspace_id }, () => workspaceTable(ctx, session));
     }),
   );
@@ -159,8 +162,8 @@ export function registerSessionCommands(program: Command): void {
   }).action(
     run(async (ctx, [wanted = '']) => {
       const api = ctx.api();
-      const target = wanted.startsWith('ws_') ? wanted : workspaceNamed(await api.get<SessionInfo>('/app/api/session'), wanted);
-      const session = await api.post<SessionInfo>('/app/api/workspaces/select', { workspace_id: target });
+      const target = wanted.startsWith('ws_') ? wanted : workspaceNamed(await api.get('/app/api/session'), wanted);
+      const session = await api.post('/app/api/workspaces/select', { body: { workspace_id: target } });
       const active = activeWorkspace(session);
       ctx.show(session, () => [`Active workspace: ${active ? workspaceLabel(active) : target}`]);
     }),

@@ -1,9 +1,7 @@
 import type { Command } from 'commander';
-import type { Page, Thread, ThreadDetail } from './api.types.js';
 import { group, leaf, run } from './context.js';
 import { CliError } from './errors.js';
 import { pageFooter, relativeTime, renderTable } from './format.js';
-import { seg } from './http-client.js';
 import { collect, withPaging, type PageOptions } from './options.js';
 import { threadView } from './views.js';
 
@@ -24,11 +22,8 @@ export function registerThreadCommands(program: Command): void {
       .option('--label <label>', 'only threads in which a message has this label'),
   ).action(
     run<PageOptions & { mailbox?: string; label?: string }>(async (ctx, _args, options) => {
-      const page = await ctx.api().get<Page & { threads: Thread[] }>('/app/api/threads', {
-        mailbox: options.mailbox,
-        label: options.label,
-        limit: options.limit,
-        offset: options.offset,
+      const page = await ctx.api().get('/app/api/threads', {
+        query: { mailbox: options.mailbox, label: options.label, limit: options.limit, offset: options.offset },
       });
       ctx.show(page, () => [
         ...(page.threads.length > 0
@@ -52,7 +47,7 @@ export function registerThreadCommands(program: Command): void {
 
   leaf(threads, { name: 'show <thread_id>', description: 'a thread with its messages, oldest first', examples: ['mailroom threads show thr_01m7yfer151gze8f2b9w65hgss'] }).action(
     run(async (ctx, [id = '']) => {
-      const thread = await ctx.api().get<ThreadDetail>(`/app/api/threads/${seg(id)}`);
+      const thread = await ctx.api().get('/app/api/threads/{thread_id}', { path: { thread_id: id } });
       ctx.show(thread, () => threadView(thread, ctx.style));
     }),
   );
@@ -67,7 +62,7 @@ export function registerThreadCommands(program: Command): void {
     .action(
       run<{ add?: string[]; remove?: string[] }>(async (ctx, [id = ''], options) => {
         if (!options.add && !options.remove) throw new CliError('give --add or --remove (or both)');
-        const answer = await ctx.api().post<{ labels: string[] }>(`/app/api/threads/${seg(id)}/labels`, { add: options.add, remove: options.remove });
+        const answer = await ctx.api().post('/app/api/threads/{thread_id}/labels', { path: { thread_id: id }, body: { add: options.add, remove: options.remove } });
         ctx.show(answer, () => [`labels of ${id}: ${answer.labels.length > 0 ? answer.labels.join(', ') : '(none)'}`]);
       }),
     );

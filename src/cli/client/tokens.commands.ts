@@ -1,18 +1,15 @@
 import type { Command } from 'commander';
-import type { ServiceToken } from './api.types.js';
+import type { Schema } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { relativeTime, renderTable } from './format.js';
-import { seg } from './http-client.js';
 import { domainId } from './domains.commands.js';
 
-const path = (id: string, rest = '') => `/app/api/service-tokens/${seg(id)}${rest}`;
-
 /** The credential of a create or rotate answer, shown once, with what it is for. */
-function credentialLines(ctx: Context, token: ServiceToken, verb: string): string[] {
+function credentialLines(ctx: Context, token: Schema<'ServiceTokenWithSecret'>, verb: string): string[] {
   return [
     `${verb} ${token.token_id} (${token.name}): ${token.scope} from ${token.mailbox}`,
     '',
-    `  ${ctx.style.bold(token.token ?? '(the server sent no token)')}`,
+    `  ${ctx.style.bold(token.token)}`,
     '',
     'This is the only time the token is shown: store it now. It works only on /v1/transactional/*',
     '(Authorization: Bearer <token>, with an Idempotency-Key on each send).',
@@ -27,7 +24,7 @@ export function registerTokenCommands(program: Command): void {
 
   leaf(tokens, { name: 'list', isDefault: true, description: 'the service tokens of the workspace (never their credentials)', examples: ['mailroom tokens list'] }).action(
     run(async (ctx) => {
-      const answer = await ctx.api().get<{ service_tokens: ServiceToken[] }>('/app/api/service-tokens');
+      const answer = await ctx.api().get('/app/api/service-tokens');
       ctx.show(answer, () =>
         answer.service_tokens.length === 0
           ? ['no service tokens yet: mailroom tokens create --name <name> --domain <domain> --mailbox <address>']
@@ -59,11 +56,8 @@ export function registerTokenCommands(program: Command): void {
     .action(
       run<{ name: string; domain: string; mailbox: string; scope?: string }>(async (ctx, _args, options) => {
         const api = ctx.api();
-        const token = await api.post<ServiceToken>('/app/api/service-tokens', {
-          name: options.name,
-          domain_id: await domainId(api, options.domain),
-          mailbox: options.mailbox,
-          scope: options.scope,
+        const token = await api.post('/app/api/service-tokens', {
+          body: { name: options.name, domain_id: await domainId(api, options.domain), mailbox: options.mailbox, scope: options.scope },
         });
         ctx.show(token, () => credentialLines(ctx, token, 'created'));
       }),
@@ -75,14 +69,14 @@ export function registerTokenCommands(program: Command): void {
     examples: ['mailroom tokens rotate tok_01m7yk3v0d8n2q3bz4xg5c6h7j'],
   }).action(
     run(async (ctx, [id = '']) => {
-      const token = await ctx.api().post<ServiceToken>(path(id, '/rotate'));
+      const token = await ctx.api().post('/app/api/service-tokens/{token_id}/rotate', { path: { token_id: id } });
       ctx.show(token, () => credentialLines(ctx, token, 'rotated'));
     }),
   );
 
   leaf(tokens, { name: 'revoke <token_id>', alias: 'delete', description: 'revoke a token at once', examples: ['mailroom tokens revoke tok_01m7yk3v0d8n2q3bz4xg5c6h7j'] }).action(
     run(async (ctx, [id = '']) => {
-      const answer = await ctx.api().delete<unknown>(path(id));
+      const answer = await ctx.api().delete('/app/api/service-tokens/{token_id}', { path: { token_id: id } });
       ctx.show(answer, () => [`revoked ${id}`]);
     }),
   );

@@ -1,4 +1,6 @@
-import type { Attachment, Message, MessageDetail, ThreadDetail } from './api.types.js';
+import type { Schema } from './api.types.js';
+
+type Message = Schema<'MessageListItem'>;
 import { formatAddress, formatBytes, relativeTime, renderFields, renderTable, safeText, trimEnd, type Style } from './format.js';
 
 // Human views shared by more than one command (a message list is also a thread's body).
@@ -23,7 +25,7 @@ export function messageTable(messages: readonly Message[], style: Style): string
   );
 }
 
-export function attachmentTable(attachments: readonly Attachment[], style: Style): string[] {
+export function attachmentTable(attachments: readonly Schema<'Attachment'>[], style: Style): string[] {
   return renderTable(
     attachments,
     [
@@ -48,7 +50,7 @@ export function statusStyle(style: Style): (status: string) => string {
 }
 
 /** One message: its fields, its attachments, optionally its header fields, then its body. */
-export function messageView(m: MessageDetail, style: Style, options: { html?: boolean; headers?: boolean }): string[] {
+export function messageView(m: Schema<'Message'>, style: Style, options: { html?: boolean; headers?: boolean }): string[] {
   const lines = renderFields(
     [
       ['Message', m.message_id],
@@ -92,7 +94,7 @@ export function messageView(m: MessageDetail, style: Style, options: { html?: bo
 }
 
 /** A thread: its fields, then its messages oldest first. */
-export function threadView(t: ThreadDetail, style: Style): string[] {
+export function threadView(t: Schema<'ThreadDetail'>, style: Style): string[] {
   return [
     ...renderFields(
       [

@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { Option, type Command } from 'commander';
-import type { Webhook, WebhookDelivery } from './api.types.js';
+import type { Schema } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { CliError } from './errors.js';
 import { relativeTime, renderFields, renderTable } from './format.js';
-import { seg } from './http-client.js';
 import { collect, integer } from './options.js';
 
-const path = (id: string, rest = '') => `/app/api/webhooks/${seg(id)}${rest}`;
+type Webhook = Schema<'Webhook'>;
 /** Bytes of a generated signing secret (Standard Webhooks takes 24 to 64). */
 const SECRET_BYTES = 32;
 const DEFAULT_TEST_EVENT = 'message.received';
@@ -59,7 +58,7 @@ export function registerWebhookCommands(program: Command): void {
 
   leaf(webhooks, { name: 'list', isDefault: true, description: 'the webhook endpoints of the workspace', examples: ['mailroom webhooks list'] }).action(
     run(async (ctx) => {
-      const answer = await ctx.api().get<{ webhooks: Webhook[] }>('/app/api/webhooks');
+      const answer = await ctx.api().get('/app/api/webhooks');
       ctx.show(answer, () =>
         answer.webhooks.length === 0
           ? ['no webhooks yet: mailroom webhooks create --url <url>']
@@ -81,7 +80,7 @@ export function registerWebhookCommands(program: Command): void {
 
   leaf(webhooks, { name: 'show <webhook_id>', description: 'one webhook endpoint', examples: ['mailroom webhooks show whk_01m7ym0q3f4r5t6y7u8i9o0p1a'] }).action(
     run(async (ctx, [id = '']) => {
-      const webhook = await ctx.api().get<Webhook>(path(id));
+      const webhook = await ctx.api().get('/app/api/webhooks/{webhook_id}', { path: { webhook_id: id } });
       ctx.show(webhook, () => webhookFields(webhook, ctx));
     }),
   );
@@ -100,7 +99,7 @@ export function registerWebhookCommands(program: Command): void {
   ).action(
     run<SecretOptions & { url: string; event?: string[] }>(async (ctx, _args, options) => {
       const secret = secretFrom(options);
-      const webhook = await ctx.api().post<Webhook>('/app/api/webhooks', { url: options.url, event_types: options.event ?? [], secret });
+      const webhook = await ctx.api().post('/app/api/webhooks', { body: { url: options.url, event_types: options.event ?? [], secret } });
       ctx.show(options.generateSecret ? { ...webhook, secret } : webhook, () => [`created ${webhook.webhook_id}`, ...webhookFields(webhook, ctx), ...secretLines(ctx, secret, options)]);
     }),
   );
@@ -119,7 +118,7 @@ export function registerWebhookCommands(program: Command): void {
   ).action(
     run<SecretOptions & { url?: string; event?: string[]; allEvents?: boolean; active?: boolean; inactive?: boolean }>(async (ctx, [id = ''], options) => {
       const secret = secretFrom(options);
-      const changes: Record<string, unknown> = {};
+      const changes: Schema<'WebhookChange'> = {};
       if (options.url !== undefined) changes.url = options.url;
       if (options.event !== undefined) changes.event_types = options.event;
       if (options.allEvents) changes.event_types = [];
@@ -127,14 +126,14 @@ export function registerWebhookCommands(program: Command): void {
       if (options.active) changes.active = true;
       if (options.inactive) changes.active = false;
       if (Object.keys(changes).length === 0) throw new CliError('nothing to change: give --url, --event, --all-events, --secret, --generate-secret, --active or --inactive');
-      const webhook = await ctx.api().patch<Webhook>(path(id), changes);
+      const webhook = await ctx.api().patch('/app/api/webhooks/{webhook_id}', { path: { webhook_id: id }, body: changes });
       ctx.show(options.generateSecret ? { ...webhook, secret } : webhook, () => [`updated ${webhook.webhook_id}`, ...webhookFields(webhook, ctx), ...secretLines(ctx, secret, options)]);
     }),
   );
 
   leaf(webhooks, { name: 'delete <webhook_id>', description: 'remove an endpoint', examples: ['mailroom webhooks delete whk_01m7ym0q3f4r5t6y7u8i9o0p1a'] }).action(
     run(async (ctx, [id = '']) => {
-      const answer = await ctx.api().delete<unknown>(path(id));
+      const answer = await ctx.api().delete('/app/api/webhooks/{webhook_id}', { path: { webhook_id: id } });
       ctx.show(answer, () => [`deleted ${id}`]);
     }),
   );
@@ -147,7 +146,7 @@ export function registerWebhookCommands(program: Command): void {
     .option('--limit <n>', 'how many to show (default 50)', integer)
     .action(
       run<{ limit?: number }>(async (ctx, [id = ''], options) => {
-        const answer = await ctx.api().get<{ deliveries: WebhookDelivery[] }>(path(id, '/deliveries'), { limit: options.limit });
+        const answer = await ctx.api().get('/app/api/webhooks/{webhook_id}/deliveries', { path: { webhook_id: id }, query: { limit: options.limit } });
         ctx.show(answer, () =>
           answer.deliveries.length === 0
             ? ['no deliveries yet']
@@ -177,7 +176,7 @@ export function registerWebhookCommands(program: Command): void {
     .option('--event <type>', 'the event type of the test event', DEFAULT_TEST_EVENT)
     .action(
       run<{ event: string }>(async (ctx, [id = ''], options) => {
-        const answer = await ctx.api().post<{ ok: true; event_id: string }>(path(id, '/test'), { event_type: options.event });
+        const answer = await ctx.api().post('/app/api/webhooks/{webhook_id}/test', { path: { webhook_id: id }, body: { event_type: options.event } });
         ctx.show(answer, () => [`queued test event ${answer.event_id} (${options.event}) for ${id}; mailroom webhooks deliveries ${id} shows how it went`]);
       }),
     );

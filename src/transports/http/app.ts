@@ -33,6 +33,7 @@ import { webhookRoutes } from './routes/webhooks.routes.js';
 import { SANDBOX_HEADER, sandboxAdminRoutes, sandboxOutboxRoutes } from './routes/sandbox.routes.js';
 import type { SandboxModule } from '../../modules/sandbox/sandbox.module.js';
 import { apiKeyRoutes, memberRoutes } from './routes/workspace-admin.routes.js';
+import { documentSecurity, openApiOptions } from './openapi.js';
 import { SHARED_SCHEMAS } from './schemas.js';
 import { createPageCache } from './page-cache.js';
 import { registerWebApp } from './web.js';
@@ -122,24 +123,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setValidatorCompiler(createValidatorCompiler(SHARED_SCHEMAS));
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Mailroom API',
-        version: '0.1.0',
-        description: 'API-key surface at the root, session surface under /app/api, transactional surface under /v1/transactional.',
-      },
-      components: {
-        securitySchemes: {
-          apiKey: { type: 'http', scheme: 'bearer', description: 'API key (mrk_…); optional X-Tenant-ID header' },
-          session: { type: 'apiKey', in: 'header', name: 'X-Service-Session' },
-          serviceToken: { type: 'http', scheme: 'bearer', description: 'service token (mst_…); transactional surface only' },
-        },
-      },
-    },
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-  });
+  await app.register(swagger, openApiOptions('0.1.0'));
 
   const limits = await registerRequestLimits(app, {
     perMinute: deps.rateLimitPerMinute,
@@ -152,7 +136,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const pages = createPageCache(deps.pageCacheBytes);
 
   app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
-  await app.register(healthRoutes(deps.health));
+  await app.register(async (open) => {
+    documentSecurity(open, []);
+    await open.register(healthRoutes(deps.health));
+  });
 
   // Credentials are checked, and requests counted against the rate limit (plugins/rate-limit.ts), in
   // preParsing: before the body is read, so a caller without a credential learns nothing about body
@@ -160,6 +147,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // API-key surface.
   await app.register(async (scope) => {
     scope.addHook('preParsing', apiKeyAuth(deps.auth, limits.credential));
+    documentSecurity(scope, [{ apiKey: [] }]);
     await scope.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant: tenantOf, surface: 'api-key', withItemRoutes: true }));
     await scope.register(messageRoutes({ messages: deps.messages, tenant: tenantOf, surface: 'api-key', pages }));
     await scope.register(sendingRoutes({ sending: deps.sending, tenant: tenantOf, surface: 'api-key' }));
@@ -171,10 +159,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     async (scope) => {
       await scope.register(async (anonymous) => {
         anonymous.addHook('onRequest', limits.address);
+        documentSecurity(anonymous, []);
         await anonymous.register(loginRoute(deps.auth));
       });
       await scope.register(async (authed) => {
         authed.addHook('preParsing', sessionAuth(deps.auth, limits.credential));
+        documentSecurity(authed, [{ session: [] }]);
         await authed.register(sessionRoutes(deps.auth));
         const tenant = (request: FastifyRequest) => deps.auth.sessionTenant(sessionOf(request));
         await authed.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant, surface: 'session', withItemRoutes: false }));
@@ -201,6 +191,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(
     async (scope) => {
       scope.addHook('preParsing', serviceTokenAuth(deps.serviceTokens, limits.credential));
+      documentSecurity(scope, [{ serviceToken: [] }]);
       await scope.register(transactionalRoutes({ transactional: deps.transactional }));
     },
     { prefix: '/v1/transactional' },

@@ -30,9 +30,51 @@ export function ref<T extends TSchema>(schema: T): TUnsafe<Static<T>> {
   return Type.Unsafe<Static<T>>(Type.Ref(schema.$id));
 }
 
-/** The error statuses a route may answer, each with the shared error body. */
+/**
+ * The error statuses particular to a route, each with the shared error body. The ones every route shares (400, 401
+ * with a credential, 413/415 with a body, 429, and the rest as `default`) are added to its document by openapi.ts.
+ */
 export function errors(...statuses: number[]): Record<number, TSchema> {
   return Object.fromEntries(statuses.map((s) => [s, Type.Ref('Error')]));
+}
+
+/** The key @fastify/swagger reads a response's description from (and leaves out of its schema). */
+export const RESPONSE_DESCRIPTION = 'x-response-description';
+
+/**
+ * A success answer: its schema, and the sentence /openapi.json describes it with. Without one the document says
+ * "Default Response", which redocly.yaml refuses.
+ */
+export function answer<T extends TSchema>(description: string, schema: T): T {
+  // A reference is resolved before the key above is read, so it carries the sentence as its `description`.
+  return { ...schema, ['$ref' in schema ? 'description' : RESPONSE_DESCRIPTION]: description };
+}
+
+/** Where the surface is named in a route module that both the API-key and the session surface mount. */
+export type Surface = 'api-key' | 'session';
+
+/**
+ * The operationId of a route both surfaces mount: the API-key surface's is `name`, the session surface's the same
+ * with `app` before it (`listMailboxes`, `appListMailboxes`), as every session route's is.
+ */
+export function operationId(surface: Surface, name: string): string {
+  return surface === 'api-key' ? name : `app${name[0]!.toUpperCase()}${name.slice(1)}`;
+}
+
+/** The key that names a wildcard route's `*` parameter in /openapi.json. */
+export const WILDCARD_NAME = 'x-wildcard-name';
+
+/**
+ * The `*` parameter of a wildcard route (the rest of the path), documented as the path parameter `name`: a client
+ * sends it as one segment with its slashes as %2F, and the router takes that as it takes the raw slashes.
+ */
+export function wildcard<T extends TSchema>(name: string, schema: T): T {
+  return { ...schema, [WILDCARD_NAME]: name };
+}
+
+/** One of these strings: typed as their union, documented and serialized as a string with an `enum`. */
+export function StringEnum<const V extends readonly string[]>(values: V, options: { description?: string } = {}): TUnsafe<V[number]> {
+  return Type.Unsafe<V[number]>({ type: 'string', enum: [...values], ...options });
 }
 
 export const Email = Type.String({ minLength: 3, maxLength: 254, description: 'an email address' });
@@ -56,15 +98,18 @@ export const MailboxInput = Type.Object(
   { additionalProperties: false },
 );
 
-export const MailboxList = Type.Object({ mailboxes: Type.Array(ref(MailboxSchema)) });
+export const MailboxList = Type.Object({ mailboxes: Type.Array(ref(MailboxSchema)) }, { title: 'MailboxList' });
 
-export const OkResponse = Type.Object({ ok: Type.Literal(true) }, { additionalProperties: true });
+export const OkResponse = Type.Object({ ok: Type.Literal(true) }, { additionalProperties: true, title: 'Ok' });
 
-export const WorkspaceMembership = Type.Object({
-  workspace_id: Type.String(),
-  name: Type.String(),
-  role: Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('member')]),
-});
+export const WorkspaceMembership = Type.Object(
+  {
+    workspace_id: Type.String(),
+    name: Type.String(),
+    role: Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('member')]),
+  },
+  { title: 'WorkspaceMembership' },
+);
 
 export const SessionSchema = Type.Object(
   {
@@ -77,14 +122,17 @@ export const SessionSchema = Type.Object(
   { $id: 'Session' },
 );
 
-export const LoginResponse = Type.Object({
-  ok: Type.Literal(true),
-  session_token: Type.String({ description: 'send as X-Service-Session; shown only here' }),
-  expires_at: Type.String({ format: 'date-time' }),
-  user: Type.Object({ user_id: Type.String(), email: Type.String() }),
-  workspaces: Type.Array(WorkspaceMembership),
-  active_workspace_id: Type.Union([Type.String(), Type.Null()]),
-});
+export const LoginResponse = Type.Object(
+  {
+    ok: Type.Literal(true),
+    session_token: Type.String({ description: 'send as X-Service-Session; shown only here' }),
+    expires_at: Type.String({ format: 'date-time' }),
+    user: Type.Object({ user_id: Type.String(), email: Type.String() }),
+    workspaces: Type.Array(WorkspaceMembership),
+    active_workspace_id: Type.Union([Type.String(), Type.Null()]),
+  },
+  { title: 'Login' },
+);
 
 
 // ---- messages and threads ----
@@ -99,7 +147,7 @@ export const Offset = Type.Integer({ minimum: 0, maximum: MAX_OFFSET, default: 0
 export const ResourceId = Type.String({ minLength: 1, maxLength: 100 });
 export const Label = Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z0-9_.:-]+$' });
 
-const AddressSchema = Type.Object({ name: Type.String(), address: Type.String() });
+const AddressSchema = Type.Object({ name: Type.String(), address: Type.String() }, { title: 'Address' });
 const AttachmentSchema = Type.Object({
   attachment_id: Type.String(),
   filename: Type.String(),
@@ -107,18 +155,19 @@ const AttachmentSchema = Type.Object({
   size: Type.Integer(),
   inline: Type.Boolean(),
   content_id: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-});
+}, { title: 'Attachment' });
 /** One delivery attempt of an outbound message (message.types.ts DeliveryEvent). */
-const DeliveryEventSchema = Type.Object({
+export const DeliveryEventSchema = Type.Object({
   at: Type.String({ format: 'date-time' }),
   mx: Type.Union([Type.String(), Type.Null()]),
   recipients: Type.Array(Type.String()),
   outcome: Type.String({ description: 'sent, rejected, deferred, ambiguous or no_route' }),
   response: Type.String(),
-});
+}, { title: 'DeliveryEvent' });
 const deliveryStatus = (description: string) =>
   Type.Union([Type.Literal('queued'), Type.Literal('processing'), Type.Literal('accepted'), Type.Literal('failed'), Type.Literal('unknown')], { description });
-const messageListProperties = {
+/** The fields of a message's list view (MessageListItem), for views that add their own. */
+export const messageListProperties = {
   message_id: Type.String(),
   mailbox: Type.String(),
   direction: Type.Union([Type.Literal('inbound'), Type.Literal('outbound')]),
@@ -147,7 +196,7 @@ const DeliveryRecipientSchema = Type.Object({
   status: Type.Union([Type.Literal('pending'), Type.Literal('accepted'), Type.Literal('failed'), Type.Literal('unknown')]),
   response: Type.Union([Type.String(), Type.Null()], { description: 'the last SMTP reply for it, or the routing error; null before the first attempt' }),
   mx: Type.Union([Type.String(), Type.Null()], { description: 'the host of its last attempt, or null' }),
-});
+}, { title: 'RecipientStatus' });
 /** An outbound message's delivery recipient by recipient (message.types.ts DeliveryDetail), `only` saying when it is there. */
 const deliveryDetailProperties = (only: string) => ({
   recipients: Type.Array(DeliveryRecipientSchema, { description: `${only}each envelope recipient (to, cc and bcc) and what became of it` }),
@@ -159,7 +208,7 @@ export const SentMessage = Type.Object(
   { ...messageListProperties, status: deliveryStatus('the delivery status (accepted for a message moved into sent that was never sent)'), ...deliveryDetailProperties('') },
   { $id: 'SentMessage' },
 );
-export const SentPage = Type.Object({ messages: Type.Array(ref(SentMessage)), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() });
+export const SentPage = Type.Object({ messages: Type.Array(ref(SentMessage)), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }, { title: 'SentPage' });
 const outboundDetail = deliveryDetailProperties('outbound messages only: ');
 export const MessageDetail = Type.Object(
   {
@@ -179,7 +228,7 @@ export const MessagePage = Type.Object({
   limit: Type.Integer(),
   offset: Type.Integer(),
   total_capped: Type.Optional(Type.Boolean({ description: 'searches (q) only: true when total stopped counting at 1,000 matches' })),
-});
+}, { title: 'MessagePage' });
 /** `q`: a search query (docs/api.md "Search queries"); its own parser bounds it further. */
 export const SearchText = Type.String({ minLength: 1, maxLength: 4096, description: 'a search query (Gmail\'s operators); see Search queries' });
 const threadProperties = {
@@ -195,18 +244,18 @@ const threadProperties = {
 };
 export const ThreadSchema = Type.Object(threadProperties, { $id: 'Thread' });
 export const ThreadDetail = Type.Object({ ...threadProperties, messages: Type.Array(ref(MessageListItem)) }, { $id: 'ThreadDetail' });
-export const AttachmentList = Type.Object({ attachments: Type.Array(AttachmentSchema) });
+export const AttachmentList = Type.Object({ attachments: Type.Array(AttachmentSchema) }, { title: 'AttachmentList' });
 export const LabelChange = Type.Object(
   { add: Type.Optional(Type.Array(Label, { maxItems: 100 })), remove: Type.Optional(Type.Array(Label, { maxItems: 100 })) },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'LabelChange' },
 );
-export const LabelsResponse = Type.Object({ labels: Type.Array(Type.String()) });
+export const LabelsResponse = Type.Object({ labels: Type.Array(Type.String()) }, { title: 'Labels' });
 export const ListEntrySchema = Type.Object(
   {
-    direction: Type.String(),
-    list_type: Type.String(),
+    direction: StringEnum(['inbound', 'outbound']),
+    list_type: StringEnum(['allow', 'block']),
     entry: Type.String(),
-    kind: Type.String(),
+    kind: StringEnum(['address', 'domain', 'ip']),
     reason: Type.Union([Type.String(), Type.Null()]),
     created_at: Type.String(),
   },

@@ -64,7 +64,8 @@ export function createValidatorCompiler(sharedSchemas: object[]): FastifySchemaC
   };
 }
 
-const OPTIONAL_BODY = 'x-optional-body';
+/** The mark of an optional body schema (read again by openapi.ts, which documents the body as optional). */
+export const OPTIONAL_BODY = 'x-optional-body';
 
 /**
  * Mark a body schema as optional: a request without a body skips it. The route's `request.body` is then

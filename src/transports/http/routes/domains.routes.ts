@@ -3,40 +3,46 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { DomainService } from '../../../modules/domains/domain.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { ResourceId, errors } from '../schemas.js';
+import { ResourceId, answer, errors } from '../schemas.js';
 
 const DomainParams = Type.Object({ domain_id: ResourceId }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
 const CreateBody = Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) }, { additionalProperties: false });
-const Record = Type.Object({ record_name: Type.String(), record_type: Type.Literal('TXT'), record_value: Type.String() });
+const Record = Type.Object({ record_name: Type.String(), record_type: Type.Literal('TXT'), record_value: Type.String() }, { title: 'DnsRecord' });
 const domainProperties = {
   domain_id: Type.String(),
   domain: Type.String(),
   status: Type.Union([Type.Literal('pending'), Type.Literal('verified')]),
-  dkim: Type.Object({ selector: Type.String(), record_name: Type.String(), record_type: Type.Literal('TXT'), record_value: Type.String() }),
+  dkim: Type.Object({ selector: Type.String(), record_name: Type.String(), record_type: Type.Literal('TXT'), record_value: Type.String() }, { title: 'DkimRecord' }),
   spf: Type.Object(
     { record_name: Type.String(), record_type: Type.Literal('TXT'), record_value: Type.String() },
-    { description: 'advice, never required: an SPF record for the domain that includes the return-path domain' },
+    { description: 'advice, never required: an SPF record for the domain that includes the return-path domain', title: 'SpfRecord' },
   ),
   created_at: Type.String(),
   verified_at: Type.Union([Type.String(), Type.Null()]),
 };
-const DomainSchema = Type.Object(domainProperties);
-const CreatedSchema = Type.Object({ ...domainProperties, verification: Record });
-const Check = Type.Object({
-  record_name: Type.String(),
-  record_type: Type.Literal('TXT'),
-  expected: Type.String({ description: 'the value to publish (for the verification record, a description: the token is not stored)' }),
-  found: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'the relevant TXT values DNS returned now; null when none (or not looked up)' }),
-  status: Type.Union([Type.Literal('ok'), Type.Literal('missing'), Type.Literal('mismatch'), Type.Literal('error')]),
-  reason: Type.String({ description: 'a sentence for a person: what is wrong and what to do' }),
-});
-const CheckedSchema = Type.Object({
-  ...domainProperties,
-  checks: Type.Object({ verification: Check, dkim: Check, spf: Check }),
-  summary: Type.String({ description: 'one sentence for the whole domain' }),
-});
-const DeletedSchema = Type.Object({ ok: Type.Literal(true), domain_id: Type.String(), domain: Type.String() });
+const DomainSchema = Type.Object(domainProperties, { title: 'SendingDomain' });
+const CreatedSchema = Type.Object({ ...domainProperties, verification: Record }, { title: 'CreatedSendingDomain' });
+const Check = Type.Object(
+  {
+    record_name: Type.String(),
+    record_type: Type.Literal('TXT'),
+    expected: Type.String({ description: 'the value to publish (for the verification record, a description: the token is not stored)' }),
+    found: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'the relevant TXT values DNS returned now; null when none (or not looked up)' }),
+    status: Type.Union([Type.Literal('ok'), Type.Literal('missing'), Type.Literal('mismatch'), Type.Literal('error')]),
+    reason: Type.String({ description: 'a sentence for a person: what is wrong and what to do' }),
+  },
+  { title: 'RecordCheck' },
+);
+const CheckedSchema = Type.Object(
+  {
+    ...domainProperties,
+    checks: Type.Object({ verification: Check, dkim: Check, spf: Check }),
+    summary: Type.String({ description: 'one sentence for the whole domain' }),
+  },
+  { title: 'CheckedSendingDomain' },
+);
+const DeletedSchema = Type.Object({ ok: Type.Literal(true), domain_id: Type.String(), domain: Type.String() }, { title: 'DeletedSendingDomain' });
 
 /** Sending domains on the session surface (owner or admin of the active workspace). */
 export function domainRoutes({ domains, tenant }: { domains: DomainService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsyncTypebox {
@@ -48,12 +54,12 @@ export function domainRoutes({ domains, tenant }: { domains: DomainService; tena
       '/sending-domains',
       {
         schema: {
-          operationId: 'listSendingDomains',
+          operationId: 'appListSendingDomains',
           summary: 'Sending domains of the workspace',
           tags,
           security,
           querystring: NoQuery,
-          response: { 200: Type.Object({ sending_domains: Type.Array(DomainSchema) }), ...errors(401, 403, 429) },
+          response: { 200: answer('The sending domains', Type.Object({ sending_domains: Type.Array(DomainSchema) })), ...errors(401, 403, 429) },
         },
       },
       async (request) => domains.list(tenant(request)),
@@ -62,30 +68,30 @@ export function domainRoutes({ domains, tenant }: { domains: DomainService; tena
       '/sending-domains',
       {
         schema: {
-          operationId: 'createSendingDomain',
+          operationId: 'appCreateSendingDomain',
           summary: 'Add a sending domain; the verification record is shown only in this answer',
           tags,
           security,
           querystring: NoQuery,
           body: CreateBody,
-          response: { 201: CreatedSchema, ...errors(400, 401, 403, 409, 413, 415, 429) },
+          response: { 201: answer('The domain, pending, with the records to publish', CreatedSchema), ...errors(400, 401, 403, 409, 413, 415, 429) },
         },
       },
       async (request, reply) => reply.code(201).send(await domains.create(tenant(request), request.body)),
     );
     app.get(
       '/sending-domains/:domain_id',
-      { schema: { operationId: 'getSendingDomain', summary: 'One sending domain with its DKIM and SPF records', ...one, response: { 200: DomainSchema, ...errors(401, 403, 404, 429) } } },
+      { schema: { operationId: 'appGetSendingDomain', summary: 'One sending domain with its DKIM and SPF records', ...one, response: { 200: answer('The sending domain', DomainSchema), ...errors(401, 403, 404, 429) } } },
       async (request) => domains.get(tenant(request), request.params.domain_id),
     );
     app.delete(
       '/sending-domains/:domain_id',
       {
         schema: {
-          operationId: 'deleteSendingDomain',
+          operationId: 'appDeleteSendingDomain',
           summary: 'Delete a sending domain that no mailbox uses (409 domain_in_use names what does)',
           ...one,
-          response: { 200: DeletedSchema, ...errors(401, 403, 404, 409, 429) },
+          response: { 200: answer('Deleted', DeletedSchema), ...errors(401, 403, 404, 409, 429) },
         },
       },
       async (request) => ({ ok: true as const, ...(await domains.remove(tenant(request), request.params.domain_id)) }),
@@ -94,10 +100,10 @@ export function domainRoutes({ domains, tenant }: { domains: DomainService; tena
       '/sending-domains/:domain_id/verify',
       {
         schema: {
-          operationId: 'verifySendingDomain',
+          operationId: 'appVerifySendingDomain',
           summary: 'Look the domain’s records up now: verified when the verification record matches; per-record status and reasons',
           ...one,
-          response: { 200: CheckedSchema, ...errors(401, 403, 404, 429) },
+          response: { 200: answer('The sending domain with each record’s check: verified once the verification record matches, else still pending', CheckedSchema), ...errors(401, 403, 404, 429) },
         },
       },
       async (request) => domains.verify(tenant(request), request.params.domain_id),
@@ -106,10 +112,10 @@ export function domainRoutes({ domains, tenant }: { domains: DomainService; tena
       '/sending-domains/:domain_id/records',
       {
         schema: {
-          operationId: 'regenerateSendingDomainRecords',
+          operationId: 'appRegenerateSendingDomainRecords',
           summary: 'Show a pending domain’s records again with a new verification token (the earlier token stops verifying)',
           ...one,
-          response: { 200: CreatedSchema, ...errors(401, 403, 404, 409, 429) },
+          response: { 200: answer('The domain’s records with a new verification token (shown only in this answer)', CreatedSchema), ...errors(401, 403, 404, 409, 429) },
         },
       },
       async (request) => domains.regenerateRecords(tenant(request), request.params.domain_id),

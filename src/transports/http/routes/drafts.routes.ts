@@ -4,8 +4,8 @@ import { Type } from 'typebox';
 import type { DraftService } from '../../../modules/sending/draft.service.js';
 import { MAX_BODY_LENGTH } from '../../../modules/sending/sending.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { Email, Limit, Offset, OkResponse, ResourceId, errors } from '../schemas.js';
-import { recipientsSchema } from './sending.routes.js';
+import { Email, Limit, Offset, OkResponse, ResourceId, answer, errors } from '../schemas.js';
+import { Queued, recipientsSchema } from './sending.routes.js';
 
 /** As a send takes them (one address, a comma list, an array); stored and shown as an array, lower-case. */
 const Addresses = recipientsSchema(0);
@@ -29,7 +29,7 @@ const CreateBody = Type.Object(
     html: Type.Optional(fields.html),
     in_reply_to: Type.Optional(fields.in_reply_to),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'DraftCreate' },
 );
 const PatchBody = Type.Object(
   {
@@ -42,7 +42,7 @@ const PatchBody = Type.Object(
     html: Type.Optional(fields.html),
     in_reply_to: Type.Optional(fields.in_reply_to),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'DraftChange' },
 );
 const Draft = Type.Object({
   draft_id: Type.String(),
@@ -56,9 +56,8 @@ const Draft = Type.Object({
   in_reply_to: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
-});
-const DraftPage = Type.Object({ drafts: Type.Array(Draft), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() });
-const Queued = Type.Object({ message_id: Type.String(), status: Type.Literal('queued') });
+}, { title: 'Draft' });
+const DraftPage = Type.Object({ drafts: Type.Array(Draft), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }, { title: 'DraftPage' });
 const DraftParams = Type.Object({ draft_id: ResourceId }, { additionalProperties: false });
 const ListQuery = Type.Object({ mailbox: Type.Optional(Email), limit: Type.Optional(Limit), offset: Type.Optional(Offset) }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
@@ -72,7 +71,16 @@ export function draftRoutes({ drafts, tenant }: { drafts: DraftService; tenant: 
   return async (app) => {
     app.get(
       '/drafts',
-      { schema: { summary: 'Drafts of the workspace, newest first', tags, security, querystring: ListQuery, response: { 200: DraftPage, ...common } } },
+      {
+        schema: {
+          operationId: 'appListDrafts',
+          summary: 'Drafts of the workspace, newest first',
+          tags,
+          security,
+          querystring: ListQuery,
+          response: { 200: answer('A page of drafts, newest first', DraftPage), ...common },
+        },
+      },
       async (request) => {
         const q = request.query;
         return drafts.list(tenant(request), { mailbox: q.mailbox, limit: q.limit ?? 50, offset: q.offset ?? 0 });
@@ -81,25 +89,56 @@ export function draftRoutes({ drafts, tenant }: { drafts: DraftService; tenant: 
 
     app.post(
       '/drafts',
-      { schema: { summary: 'Create a draft (only mailbox is required)', tags, security, querystring: NoQuery, body: CreateBody, response: { 201: Draft, ...withBody } } },
+      {
+        schema: {
+          operationId: 'appCreateDraft',
+          summary: 'Create a draft (only mailbox is required)',
+          tags,
+          security,
+          querystring: NoQuery,
+          body: CreateBody,
+          response: { 201: answer('The draft, created', Draft), ...withBody },
+        },
+      },
       async (request, reply) => reply.code(201).send(await drafts.create(tenant(request), request.body)),
     );
 
     app.get(
       '/drafts/:draft_id',
-      { schema: { summary: 'One draft', tags, security, params: DraftParams, querystring: NoQuery, response: { 200: Draft, ...common } } },
+      { schema: { operationId: 'appGetDraft', summary: 'One draft', tags, security, params: DraftParams, querystring: NoQuery, response: { 200: answer('The draft', Draft), ...common } } },
       async (request) => drafts.get(tenant(request), request.params.draft_id),
     );
 
     app.patch(
       '/drafts/:draft_id',
-      { schema: { summary: 'Change the fields given', tags, security, params: DraftParams, querystring: NoQuery, body: PatchBody, response: { 200: Draft, ...withBody } } },
+      {
+        schema: {
+          operationId: 'appUpdateDraft',
+          summary: 'Change the fields given',
+          tags,
+          security,
+          params: DraftParams,
+          querystring: NoQuery,
+          body: PatchBody,
+          response: { 200: answer('The draft, changed', Draft), ...withBody },
+        },
+      },
       async (request) => drafts.update(tenant(request), request.params.draft_id, request.body),
     );
 
     app.delete(
       '/drafts/:draft_id',
-      { schema: { summary: 'Delete a draft', tags, security, params: DraftParams, querystring: NoQuery, response: { 200: OkResponse, ...common } } },
+      {
+        schema: {
+          operationId: 'appDeleteDraft',
+          summary: 'Delete a draft',
+          tags,
+          security,
+          params: DraftParams,
+          querystring: NoQuery,
+          response: { 200: answer('The draft is gone', OkResponse), ...common },
+        },
+      },
       async (request) => drafts.remove(tenant(request), request.params.draft_id),
     );
 
@@ -107,12 +146,13 @@ export function draftRoutes({ drafts, tenant }: { drafts: DraftService; tenant: 
       '/drafts/:draft_id/send',
       {
         schema: {
+          operationId: 'appSendDraft',
           summary: 'Send the draft: queued for delivery, a copy in sent, the draft deleted (202)',
           tags,
           security,
           params: DraftParams,
           querystring: NoQuery,
-          response: { 202: Queued, ...errors(400, 401, 403, 404, 422, 429) },
+          response: { 202: answer('Stored in sent and queued for delivery; the draft is gone', Queued), ...errors(400, 401, 403, 404, 422, 429) },
         },
       },
       async (request, reply) => reply.code(202).send(await drafts.send(tenant(request), request.params.draft_id)),

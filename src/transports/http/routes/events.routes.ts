@@ -37,6 +37,7 @@ export function eventRoutes(deps: EventRouteDeps): FastifyPluginAsyncTypebox {
       '/events/stream',
       {
         schema: {
+          operationId: 'appStreamEvents',
           summary: 'Stream the active workspace\'s events (Server-Sent Events; resumable with Last-Event-ID)',
           tags: ['events'],
           security: [{ session: [] }],

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { answer } from '../schemas.js';
 
 export interface HealthCheck {
   /** Resolves when the database answers. */
@@ -13,11 +14,13 @@ export function healthRoutes(health: HealthCheck): FastifyPluginAsyncTypebox {
       '/health',
       {
         schema: {
+          operationId: 'getHealth',
           summary: 'Liveness and database check',
           tags: ['health'],
+          security: [],
           response: {
-            200: Type.Object({ ok: Type.Literal(true), database: Type.Literal('ok') }),
-            503: Type.Object({ ok: Type.Literal(false), error: Type.String(), detail: Type.String() }),
+            200: answer('The service and its database answer', Type.Object({ ok: Type.Literal(true), database: Type.Literal('ok') })),
+            503: answer('The database does not answer', Type.Object({ ok: Type.Literal(false), error: Type.String(), detail: Type.String() })),
           },
         },
         config: { rateLimit: false },

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { ListService } from '../../../modules/lists/list.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { Limit, ListEntrySchema, Offset, errors, ref } from '../schemas.js';
+import { Limit, ListEntrySchema, Offset, answer, errors, ref, wildcard } from '../schemas.js';
 
 const ListParams = Type.Object(
   { direction: Type.String({ minLength: 1, maxLength: 16 }), list_type: Type.String({ minLength: 1, maxLength: 16 }) },
@@ -11,7 +11,11 @@ const ListParams = Type.Object(
 );
 // The entry is the rest of the path: CIDRs such as 2001:db8::/32 contain slashes.
 const EntryParams = Type.Object(
-  { direction: Type.String({ minLength: 1, maxLength: 16 }), list_type: Type.String({ minLength: 1, maxLength: 16 }), '*': Type.String({ minLength: 1, maxLength: 320 }) },
+  {
+    direction: Type.String({ minLength: 1, maxLength: 16 }),
+    list_type: Type.String({ minLength: 1, maxLength: 16 }),
+    '*': wildcard('entry', Type.String({ minLength: 1, maxLength: 320, description: 'the entry (address, domain, IP or CIDR); a slash may be sent as is or as %2F' })),
+  },
   { additionalProperties: false },
 );
 const PageQuery = Type.Object({ limit: Type.Optional(Limit), offset: Type.Optional(Offset) }, { additionalProperties: false });
@@ -30,12 +34,16 @@ export function listRoutes({ lists, tenant }: { lists: ListService; tenant: (req
       '/lists/:direction/:list_type',
       {
         schema: {
+          operationId: 'appListListEntries',
           summary: 'Entries of one list, newest first',
           tags,
           security,
           params: ListParams,
           querystring: PageQuery,
-          response: { 200: Type.Object({ entries: Type.Array(ref(ListEntrySchema)), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }), ...errors(400, 401, 403, 429) },
+          response: {
+            200: answer('A page of the list', Type.Object({ entries: Type.Array(ref(ListEntrySchema)), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }, { title: 'ListEntryPage' })),
+            ...errors(400, 401, 403, 429),
+          },
         },
       },
       async (request) => {
@@ -49,13 +57,14 @@ export function listRoutes({ lists, tenant }: { lists: ListService; tenant: (req
       '/lists/:direction/:list_type',
       {
         schema: {
+          operationId: 'appAddListEntry',
           summary: 'Add an address, a domain, or (inbound) an IP or CIDR',
           tags,
           security,
           params: ListParams,
           querystring: NoQuery,
           body: EntryInput,
-          response: { 201: ref(ListEntrySchema), ...errors(400, 401, 403, 409, 413, 415, 429) },
+          response: { 201: answer('The entry, added', ref(ListEntrySchema)), ...errors(400, 401, 403, 409, 413, 415, 429) },
         },
       },
       async (request, reply) => {
@@ -66,7 +75,17 @@ export function listRoutes({ lists, tenant }: { lists: ListService; tenant: (req
 
     app.get(
       '/lists/:direction/:list_type/*',
-      { schema: { summary: 'One entry', tags, security, params: EntryParams, querystring: NoQuery, response: { 200: ref(ListEntrySchema), ...errors(400, 401, 403, 404, 429) } } },
+      {
+        schema: {
+          operationId: 'appGetListEntry',
+          summary: 'One entry',
+          tags,
+          security,
+          params: EntryParams,
+          querystring: NoQuery,
+          response: { 200: answer('The entry', ref(ListEntrySchema)), ...errors(400, 401, 403, 404, 429) },
+        },
+      },
       async (request) => {
         const p = request.params;
         return lists.get(tenant(request), p.direction, p.list_type, p['*']);
@@ -75,7 +94,17 @@ export function listRoutes({ lists, tenant }: { lists: ListService; tenant: (req
 
     app.delete(
       '/lists/:direction/:list_type/*',
-      { schema: { summary: 'Remove an entry', tags, security, params: EntryParams, querystring: NoQuery, response: { 200: Type.Object({ ok: Type.Literal(true), entry: Type.String() }), ...errors(400, 401, 403, 404, 429) } } },
+      {
+        schema: {
+          operationId: 'appRemoveListEntry',
+          summary: 'Remove an entry',
+          tags,
+          security,
+          params: EntryParams,
+          querystring: NoQuery,
+          response: { 200: answer('The entry is gone', Type.Object({ ok: Type.Literal(true), entry: Type.String() })), ...errors(400, 401, 403, 404, 429) },
+        },
+      },
       async (request) => {
         const p = request.params;
         const removed = await lists.remove(tenant(request), p.direction, p.list_type, p['*']);

@@ -4,7 +4,7 @@ import { Type, type Static } from 'typebox';
 import type { MailboxService } from '../../../modules/mailboxes/mailbox.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { optionalBody } from '../plugins/validation.js';
-import { Email, MailboxInput, MailboxList, MailboxSchema, OkResponse, errors, ref } from '../schemas.js';
+import { Email, MailboxInput, MailboxList, MailboxSchema, OkResponse, answer, errors, operationId, ref } from '../schemas.js';
 
 type Input = Static<typeof MailboxInput>;
 const AddressParams = Type.Object({ address: Email }, { additionalProperties: false });
@@ -27,10 +27,20 @@ export function mailboxRoutes(options: MailboxRouteOptions): FastifyPluginAsyncT
   const { mailboxes, tenant, surface } = options;
   const security = surface === 'api-key' ? [{ apiKey: [] }] : [{ session: [] }];
   const tags = [surface === 'api-key' ? 'mailboxes (API key)' : 'mailboxes (session)'];
+  const op = (name: string) => operationId(surface, name);
   return async (app) => {
     app.get(
       '/mailboxes',
-      { schema: { summary: 'List mailboxes', tags, security, querystring: NoQuery, response: { 200: MailboxList, ...errors(400, 401, 403, 404, 429) } } },
+      {
+        schema: {
+          operationId: op('listMailboxes'),
+          summary: 'List mailboxes',
+          tags,
+          security,
+          querystring: NoQuery,
+          response: { 200: answer('The mailboxes of the workspace', MailboxList), ...errors(400, 401, 403, 404, 429) },
+        },
+      },
       async (request) => ({ mailboxes: await mailboxes.list(tenant(request)) }),
     );
 
@@ -38,12 +48,13 @@ export function mailboxRoutes(options: MailboxRouteOptions): FastifyPluginAsyncT
       '/mailboxes',
       {
         schema: {
+          operationId: op('createMailbox'),
           summary: 'Create a mailbox',
           tags,
           security,
           querystring: MailboxInput,
           body: optionalBody(MailboxInput),
-          response: { 201: ref(MailboxSchema), ...errors(400, 401, 403, 404, 409, 413, 415, 429) },
+          response: { 201: answer('The mailbox, created', ref(MailboxSchema)), ...errors(400, 401, 403, 404, 409, 413, 415, 429) },
         },
       },
       async (request, reply) => {
@@ -56,7 +67,17 @@ export function mailboxRoutes(options: MailboxRouteOptions): FastifyPluginAsyncT
 
     app.get(
       '/mailboxes/:address',
-      { schema: { summary: 'Get a mailbox', tags, security, params: AddressParams, querystring: NoQuery, response: { 200: ref(MailboxSchema), ...errors(400, 401, 403, 404, 429) } } },
+      {
+        schema: {
+          operationId: op('getMailbox'),
+          summary: 'Get a mailbox',
+          tags,
+          security,
+          params: AddressParams,
+          querystring: NoQuery,
+          response: { 200: answer('The mailbox with its counts', ref(MailboxSchema)), ...errors(400, 401, 403, 404, 429) },
+        },
+      },
       async (request) => mailboxes.get(tenant(request), request.params.address),
     );
 
@@ -64,12 +85,13 @@ export function mailboxRoutes(options: MailboxRouteOptions): FastifyPluginAsyncT
       '/mailboxes/:address',
       {
         schema: {
+          operationId: op('deleteMailbox'),
           summary: 'Delete a mailbox and everything in it',
           tags,
           security,
           params: AddressParams,
           querystring: NoQuery,
-          response: { 200: OkResponse, ...errors(400, 401, 403, 404, 429) },
+          response: { 200: answer('The mailbox and its mail are gone', OkResponse), ...errors(400, 401, 403, 404, 429) },
         },
       },
       async (request) => {

@@ -5,7 +5,7 @@ import { invalid } from '../../../lib/errors.js';
 import type { MessageService } from '../../../modules/messages/message.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { optionalBody } from '../plugins/validation.js';
-import { AttachmentList, Email, Label, SearchText, LabelChange, LabelsResponse, Limit, MessageDetail, MessagePage, Offset, ResourceId, ThreadDetail, ThreadSchema, errors, ref } from '../schemas.js';
+import { AttachmentList, Email, Label, SearchText, LabelChange, LabelsResponse, Limit, MessageDetail, MessagePage, Offset, ResourceId, ThreadDetail, ThreadSchema, answer, errors, operationId, ref } from '../schemas.js';
 import { createPageCache, sendMessagePage, type PageCache } from '../page-cache.js';
 import { sendDownload } from './download.js';
 
@@ -43,13 +43,25 @@ const ThreadsQuery = Type.Object(
   { mailbox: Type.Optional(Email), label: Type.Optional(Label), q: Type.Optional(SearchText), limit: Type.Optional(Limit), offset: Type.Optional(Offset) },
   { additionalProperties: false },
 );
-const ActionResponse = Type.Object({ ok: Type.Literal(true), message_id: Type.String(), read: Type.Optional(Type.Boolean()), folder: Type.Optional(Type.String()) });
-const StatsResponse = Type.Object({
-  mailboxes: Type.Integer(),
-  messages: Type.Integer(),
-  unread: Type.Integer(),
-  threads: Type.Integer(),
-  folders: Type.Record(Type.String(), Type.Object({ total: Type.Integer(), unread: Type.Integer() })),
+const ActionResponse = Type.Object(
+  { ok: Type.Literal(true), message_id: Type.String(), read: Type.Optional(Type.Boolean()), folder: Type.Optional(Type.String()) },
+  { title: 'MessageAction' },
+);
+const StatsResponse = Type.Object(
+  {
+    mailboxes: Type.Integer(),
+    messages: Type.Integer(),
+    unread: Type.Integer(),
+    threads: Type.Integer(),
+    folders: Type.Record(Type.String(), Type.Object({ total: Type.Integer(), unread: Type.Integer() })),
+  },
+  { title: 'Stats' },
+);
+const ThreadPage = Type.Object({ threads: Type.Array(ref(ThreadSchema)), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }, { title: 'ThreadPage' });
+const Download = (description: string, contentType: string) => ({
+  description,
+  headers: { 'Content-Disposition': { type: 'string', description: 'attachment; filename="…"; filename*=UTF-8\'\'…' } },
+  content: { [contentType]: { schema: { type: 'string', format: 'binary' } } },
 });
 
 export interface MessageRouteOptions {
@@ -74,12 +86,22 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
   const security = surface === 'api-key' ? [{ apiKey: [] }] : [{ session: [] }];
   const tags = [surface === 'api-key' ? 'messages (API key)' : 'messages (session)'];
   const common = errors(400, 401, 403, 404, 429);
+  const op = (name: string) => operationId(surface, name);
 
   return async (app) => {
     if (surface === 'api-key') {
       app.get(
         '/inbox',
-        { schema: { summary: 'A page of one folder (default inbox), newest first', tags, security, querystring: InboxQuery, response: { 200: MessagePage, ...common } } },
+        {
+          schema: {
+            operationId: 'listInbox',
+            summary: 'A page of one folder (default inbox), newest first',
+            tags,
+            security,
+            querystring: InboxQuery,
+            response: { 200: answer('A page of messages, newest first', MessagePage), ...common },
+          },
+        },
         async (request, reply) => {
           const q = request.query;
           const page = { mailbox: q.mailbox, limit: q.limit ?? 50, offset: q.offset ?? 0 };
@@ -91,7 +113,16 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
     } else {
       app.get(
         '/messages',
-        { schema: { summary: 'Messages of the workspace, filtered, newest first', tags, security, querystring: MessagesQuery, response: { 200: MessagePage, ...common } } },
+        {
+          schema: {
+            operationId: 'appListMessages',
+            summary: 'Messages of the workspace, filtered, newest first',
+            tags,
+            security,
+            querystring: MessagesQuery,
+            response: { 200: answer('A page of messages, newest first', MessagePage), ...common },
+          },
+        },
         async (request, reply) => {
           const q = request.query;
           const query = { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 };
@@ -105,13 +136,13 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
       '/messages/:message_id',
       {
         schema: {
-          operationId: surface === 'api-key' ? 'getMessage' : 'appGetMessage',
+          operationId: op('getMessage'),
           summary: 'One message with text, html and headers (an outbound one with its delivery, recipient by recipient)',
           tags,
           security,
           params: MessageParams,
           querystring: GetQuery,
-          response: { 200: ref(MessageDetail), ...common },
+          response: { 200: answer('The message', ref(MessageDetail)), ...common },
         },
       },
       async (request) =>
@@ -120,13 +151,35 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
 
     app.post(
       '/messages/:message_id/read',
-      { schema: { summary: 'Set the read flag (read defaults to true)', tags, security, params: MessageParams, querystring: ReadInput, body: optionalBody(ReadInput), response: { 200: ActionResponse, ...common } } },
+      {
+        schema: {
+          operationId: op('setMessageRead'),
+          summary: 'Set the read flag (read defaults to true)',
+          tags,
+          security,
+          params: MessageParams,
+          querystring: ReadInput,
+          body: optionalBody(ReadInput),
+          response: { 200: answer('The flag is set', ActionResponse), ...common },
+        },
+      },
       async (request) => messages.setRead(tenant(request), request.params.message_id, merged(request.query, request.body).read ?? true),
     );
 
     app.post(
       '/messages/:message_id/move',
-      { schema: { summary: 'Move to a folder: inbox, archive, sent, spam, trash', tags, security, params: MessageParams, querystring: MoveInput, body: optionalBody(MoveInput), response: { 200: ActionResponse, ...common } } },
+      {
+        schema: {
+          operationId: op('moveMessage'),
+          summary: 'Move to a folder: inbox, archive, sent, spam, trash',
+          tags,
+          security,
+          params: MessageParams,
+          querystring: MoveInput,
+          body: optionalBody(MoveInput),
+          response: { 200: answer('The message is in the folder', ActionResponse), ...common },
+        },
+      },
       async (request) => {
         const { folder } = merged(request.query, request.body);
         if (folder === undefined) throw invalid('invalid_request', 'folder is required (query parameter or JSON body)');
@@ -134,41 +187,102 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
       },
     );
 
-    for (const [action, folder] of [['spam', 'spam'], ['not-spam', 'inbox']] as const) {
+    for (const [action, folder, name] of [['spam', 'spam', 'markMessageSpam'], ['not-spam', 'inbox', 'markMessageNotSpam']] as const) {
       app.post(
         `/messages/:message_id/${action}`,
-        { schema: { summary: `Move to ${folder}`, tags, security, params: MessageParams, querystring: NoQuery, response: { 200: ActionResponse, ...common } } },
+        {
+          schema: {
+            operationId: op(name),
+            summary: `Move to ${folder}`,
+            tags,
+            security,
+            params: MessageParams,
+            querystring: NoQuery,
+            response: { 200: answer(`The message is in ${folder}`, ActionResponse), ...common },
+          },
+        },
         async (request) => messages.move(tenant(request), request.params.message_id, folder),
       );
     }
 
     app.delete(
       '/messages/:message_id',
-      { schema: { summary: 'Delete a message for good', tags, security, params: MessageParams, querystring: NoQuery, response: { 200: ActionResponse, ...common } } },
+      {
+        schema: {
+          operationId: op('deleteMessage'),
+          summary: 'Delete a message for good',
+          tags,
+          security,
+          params: MessageParams,
+          querystring: NoQuery,
+          response: { 200: answer('The message is gone', ActionResponse), ...common },
+        },
+      },
       async (request) => messages.remove(tenant(request), request.params.message_id),
     );
 
     app.post(
       '/messages/:message_id/labels',
-      { schema: { summary: 'Add and remove labels', tags, security, params: MessageParams, querystring: NoQuery, body: LabelChange, response: { 200: LabelsResponse, ...errors(400, 401, 403, 404, 413, 415, 429) } } },
+      {
+        schema: {
+          operationId: op('changeMessageLabels'),
+          summary: 'Add and remove labels',
+          tags,
+          security,
+          params: MessageParams,
+          querystring: NoQuery,
+          body: LabelChange,
+          response: { 200: answer("The message's labels now", LabelsResponse), ...errors(400, 401, 403, 404, 413, 415, 429) },
+        },
+      },
       async (request) => messages.setLabels(tenant(request), request.params.message_id, request.body),
     );
 
     app.get(
       '/messages/:message_id/thread',
-      { schema: { summary: "The message's thread, messages oldest first", tags, security, params: MessageParams, querystring: NoQuery, response: { 200: ref(ThreadDetail), ...common } } },
+      {
+        schema: {
+          operationId: op('getMessageThread'),
+          summary: "The message's thread, messages oldest first",
+          tags,
+          security,
+          params: MessageParams,
+          querystring: NoQuery,
+          response: { 200: answer('The thread with its messages', ref(ThreadDetail)), ...common },
+        },
+      },
       async (request) => messages.threadOf(tenant(request), request.params.message_id),
     );
 
     app.get(
       '/messages/:message_id/attachments',
-      { schema: { summary: "The message's attachments", tags, security, params: MessageParams, querystring: NoQuery, response: { 200: AttachmentList, ...common } } },
+      {
+        schema: {
+          operationId: op('listAttachments'),
+          summary: "The message's attachments",
+          tags,
+          security,
+          params: MessageParams,
+          querystring: NoQuery,
+          response: { 200: answer('The attachments, in the order of the message', AttachmentList), ...common },
+        },
+      },
       async (request) => messages.attachments(tenant(request), request.params.message_id),
     );
 
     app.get(
       '/messages/:message_id/attachments/:attachment_id',
-      { schema: { summary: 'Download an attachment', tags, security, params: AttachmentParams, querystring: NoQuery, response: common } },
+      {
+        schema: {
+          operationId: op('downloadAttachment'),
+          summary: 'Download an attachment',
+          tags,
+          security,
+          params: AttachmentParams,
+          querystring: NoQuery,
+          response: { 200: Download("The attachment's bytes, with its own Content-Type", '*/*'), ...common },
+        },
+      },
       async (request, reply) => {
         const { message_id, attachment_id } = request.params;
         return sendDownload(reply, await messages.attachment(tenant(request), message_id, attachment_id));
@@ -177,19 +291,47 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
 
     app.get(
       '/messages/:message_id/raw',
-      { schema: { summary: 'Download the RFC 5322 source (message/rfc822)', tags, security, params: MessageParams, querystring: NoQuery, response: common } },
+      {
+        schema: {
+          operationId: op('downloadRawMessage'),
+          summary: 'Download the RFC 5322 source (message/rfc822)',
+          tags,
+          security,
+          params: MessageParams,
+          querystring: NoQuery,
+          response: { 200: Download('The message as it was stored', 'message/rfc822'), ...common },
+        },
+      },
       async (request, reply) => sendDownload(reply, await messages.raw(tenant(request), request.params.message_id)),
     );
 
     app.get(
       '/stats',
-      { schema: { summary: 'Counts of mailboxes, messages, unread and threads, per folder', tags, security, querystring: NoQuery, response: { 200: StatsResponse, ...common } } },
+      {
+        schema: {
+          operationId: op('getStats'),
+          summary: 'Counts of mailboxes, messages, unread and threads, per folder',
+          tags,
+          security,
+          querystring: NoQuery,
+          response: { 200: answer('The counts', StatsResponse), ...common },
+        },
+      },
       async (request) => messages.stats(tenant(request)),
     );
 
     app.get(
       '/threads',
-      { schema: { summary: 'Threads, most recent first', tags, security, querystring: ThreadsQuery, response: { 200: Type.Object({ threads: Type.Array(ref(ThreadSchema)), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }), ...common } } },
+      {
+        schema: {
+          operationId: op('listThreads'),
+          summary: 'Threads, most recent first',
+          tags,
+          security,
+          querystring: ThreadsQuery,
+          response: { 200: answer('A page of threads, most recent first', ThreadPage), ...common },
+        },
+      },
       async (request) => {
         const q = request.query;
         const query = { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 };
@@ -200,13 +342,34 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
 
     app.get(
       '/threads/:thread_id',
-      { schema: { summary: 'A thread with its messages, oldest first', tags, security, params: ThreadParams, querystring: NoQuery, response: { 200: ref(ThreadDetail), ...common } } },
+      {
+        schema: {
+          operationId: op('getThread'),
+          summary: 'A thread with its messages, oldest first',
+          tags,
+          security,
+          params: ThreadParams,
+          querystring: NoQuery,
+          response: { 200: answer('The thread with its messages', ref(ThreadDetail)), ...common },
+        },
+      },
       async (request) => messages.getThread(tenant(request), request.params.thread_id),
     );
 
     app.post(
       '/threads/:thread_id/labels',
-      { schema: { summary: 'Add and remove labels on every message of a thread', tags, security, params: ThreadParams, querystring: NoQuery, body: LabelChange, response: { 200: LabelsResponse, ...errors(400, 401, 403, 404, 413, 415, 429) } } },
+      {
+        schema: {
+          operationId: op('changeThreadLabels'),
+          summary: 'Add and remove labels on every message of a thread',
+          tags,
+          security,
+          params: ThreadParams,
+          querystring: NoQuery,
+          body: LabelChange,
+          response: { 200: answer("The thread's labels now", LabelsResponse), ...errors(400, 401, 403, 404, 413, 415, 429) },
+        },
+      },
       async (request) => messages.setThreadLabels(tenant(request), request.params.thread_id, request.body),
     );
   };

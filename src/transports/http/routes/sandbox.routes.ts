@@ -5,7 +5,7 @@ import { MAX_TXT_LENGTH, RECORD_TYPES } from '../../../modules/sandbox/dns-recor
 import { MAX_RECORDS_PER_PUBLISH } from '../../../modules/sandbox/sandbox-dns.service.js';
 import type { SandboxModule } from '../../../modules/sandbox/sandbox.module.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { Email, Limit, Offset, ResourceId, errors } from '../schemas.js';
+import { Email, Limit, Offset, ResourceId, answer, errors, operationId, type Surface } from '../schemas.js';
 import { sendDownload } from './download.js';
 
 /** Every answer of a sandbox says so in this header (decision 262). */
@@ -20,13 +20,13 @@ const RecordInput = Type.Object(
 );
 const PublishBody = Type.Object(
   { records: Type.Array(RecordInput, { minItems: 1, maxItems: MAX_RECORDS_PER_PUBLISH, description: 'each name and type given replaces the records of that name and type' }) },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'SandboxDnsPublish' },
 );
-const DnsRecord = Type.Object({ name: Type.String(), type: Type.String(), value: Type.String(), created_at: Type.String({ format: 'date-time' }) });
-const DnsRecords = Type.Object({ dns_records: Type.Array(DnsRecord) });
+const DnsRecord = Type.Object({ name: Type.String(), type: Type.String(), value: Type.String(), created_at: Type.String({ format: 'date-time' }) }, { title: 'SandboxDnsRecord' });
+const DnsRecords = Type.Object({ dns_records: Type.Array(DnsRecord) }, { title: 'SandboxDnsRecords' });
 const NameParams = Type.Object({ name: DnsName }, { additionalProperties: false });
 const TypeQuery = Type.Object({ type: Type.Optional(DnsType) }, { additionalProperties: false });
-const Deleted = Type.Object({ ok: Type.Literal(true), deleted: Type.Integer() });
+const Deleted = Type.Object({ ok: Type.Literal(true), deleted: Type.Integer() }, { title: 'SandboxDeleted' });
 
 const capturedProperties = {
   capture_id: Type.String(),
@@ -40,19 +40,18 @@ const capturedProperties = {
   size: Type.Integer(),
   captured_at: Type.String({ format: 'date-time' }),
 };
-const Captured = Type.Object(capturedProperties);
-const CapturedDetail = Type.Object({ ...capturedProperties, raw: Type.String({ description: 'the full MIME message as it left, DKIM signature included' }) });
-const CapturedPage = Type.Object({ captured_messages: Type.Array(Captured), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() });
+const Captured = Type.Object(capturedProperties, { title: 'CapturedMessage' });
+const CapturedDetail = Type.Object({ ...capturedProperties, raw: Type.String({ description: 'the full MIME message as it left, DKIM signature included' }) }, { title: 'CapturedMessageDetail' });
+const CapturedPage = Type.Object({ captured_messages: Type.Array(Captured), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }, { title: 'CapturedMessagePage' });
 const PageQuery = Type.Object({ limit: Type.Optional(Limit), offset: Type.Optional(Offset) }, { additionalProperties: false });
 const CaptureParams = Type.Object({ capture_id: ResourceId }, { additionalProperties: false });
 const RawMessage = { description: 'the message as it left (message/rfc822)', content: { 'message/rfc822': { schema: { type: 'string', format: 'binary' } } } };
 
-const CatchAll = Type.Object({ domain: Type.String(), mailbox: Type.String(), created_at: Type.String({ format: 'date-time' }) });
+const CatchAll = Type.Object({ domain: Type.String(), mailbox: Type.String(), created_at: Type.String({ format: 'date-time' }) }, { title: 'CatchAll' });
 const CatchAllBody = Type.Object({ mailbox: Email }, { additionalProperties: false });
 const DomainParams = Type.Object({ domain: DnsName }, { additionalProperties: false });
-const Status = Type.Object({ sandbox: Type.Literal(true), dns_server: Type.String({ description: 'ip:port of the sandbox DNS server this process runs (UDP and TCP)' }) });
+const Status = Type.Object({ sandbox: Type.Literal(true), dns_server: Type.String({ description: 'ip:port of the sandbox DNS server this process runs (UDP and TCP)' }) }, { title: 'SandboxStatus' });
 
-type Surface = 'session' | 'api-key';
 interface SandboxRouteDeps {
   sandbox: SandboxModule;
   /** ip:port of this process's sandbox DNS server. */
@@ -60,9 +59,6 @@ interface SandboxRouteDeps {
   tenant: (request: FastifyRequest) => TenantContext;
   surface: Surface;
 }
-
-/** Operation ids: the session surface's plain, the API-key twins' with a suffix, so both stay unique. */
-const operation = (surface: Surface, id: string) => (surface === 'session' ? id : `${id}ByApiKey`);
 
 /** The captured mail of the workspace (both surfaces) and the sandbox's own address. */
 export function sandboxOutboxRoutes({ sandbox, dnsServer, tenant, surface }: SandboxRouteDeps): FastifyPluginAsyncTypebox {
@@ -72,27 +68,27 @@ export function sandboxOutboxRoutes({ sandbox, dnsServer, tenant, surface }: San
   return async (app) => {
     app.get(
       '/sandbox',
-      { schema: { operationId: operation(surface, 'getSandbox'), summary: 'Sandbox mode: whether it is on (this route exists only then) and its DNS server', tags, security, querystring: NoQuery, response: { 200: Status, ...errors(401, 403, 429) } } },
+      { schema: { operationId: operationId(surface, 'getSandbox'), summary: 'Sandbox mode: whether it is on (this route exists only then) and its DNS server', tags, security, querystring: NoQuery, response: { 200: answer('Sandbox mode is on; its DNS server', Status), ...errors(401, 403, 429) } } },
       async () => ({ sandbox: true as const, dns_server: dnsServer }),
     );
     app.get(
       '/sandbox/outbox',
-      { schema: { operationId: operation(surface, 'listSandboxOutbox'), summary: 'Outbound mail the sandbox captured instead of delivering, newest first', tags, security, querystring: PageQuery, response: { 200: CapturedPage, ...common } } },
+      { schema: { operationId: operationId(surface, 'listSandboxOutbox'), summary: 'Outbound mail the sandbox captured instead of delivering, newest first', tags, security, querystring: PageQuery, response: { 200: answer('A page of captured messages, newest first', CapturedPage), ...common } } },
       async (request) => sandbox.outbox.list(tenant(request), { limit: request.query.limit ?? 50, offset: request.query.offset ?? 0 }),
     );
     app.get(
       '/sandbox/outbox/:capture_id',
-      { schema: { operationId: operation(surface, 'getSandboxCapturedMessage'), summary: 'One captured message with its full MIME source', tags, security, params: CaptureParams, querystring: NoQuery, response: { 200: CapturedDetail, ...common } } },
+      { schema: { operationId: operationId(surface, 'getSandboxCapturedMessage'), summary: 'One captured message with its full MIME source', tags, security, params: CaptureParams, querystring: NoQuery, response: { 200: answer('The captured message with its MIME source', CapturedDetail), ...common } } },
       async (request) => sandbox.outbox.get(tenant(request), request.params.capture_id),
     );
     app.get(
       '/sandbox/outbox/:capture_id/raw',
-      { schema: { operationId: operation(surface, 'downloadSandboxCapturedMessage'), summary: 'Download a captured message (message/rfc822)', tags, security, params: CaptureParams, querystring: NoQuery, response: { 200: RawMessage, ...common } } },
+      { schema: { operationId: operationId(surface, 'downloadSandboxCapturedMessage'), summary: 'Download a captured message (message/rfc822)', tags, security, params: CaptureParams, querystring: NoQuery, response: { 200: RawMessage, ...common } } },
       async (request, reply) => sendDownload(reply, await sandbox.outbox.raw(tenant(request), request.params.capture_id)),
     );
     app.delete(
       '/sandbox/outbox',
-      { schema: { operationId: operation(surface, 'clearSandboxOutbox'), summary: "Delete the workspace's captured messages", tags, security, querystring: NoQuery, response: { 200: Deleted, ...common } } },
+      { schema: { operationId: operationId(surface, 'clearSandboxOutbox'), summary: "Delete the workspace's captured messages", tags, security, querystring: NoQuery, response: { 200: answer('How many captured messages were deleted', Deleted), ...common } } },
       async (request) => sandbox.outbox.clear(tenant(request)),
     );
   };
@@ -107,27 +103,27 @@ export function sandboxAdminRoutes({ sandbox, tenant }: Omit<SandboxRouteDeps, '
   return async (app) => {
     app.get(
       '/sandbox/dns-records',
-      { schema: { operationId: 'listSandboxDnsRecords', summary: 'DNS records the workspace published to the sandbox', tags, security, querystring: NoQuery, response: { 200: DnsRecords, ...common } } },
+      { schema: { operationId: 'appListSandboxDnsRecords', summary: 'DNS records the workspace published to the sandbox', tags, security, querystring: NoQuery, response: { 200: answer('The records, by name and type', DnsRecords), ...common } } },
       async (request) => sandbox.dns.list(tenant(request)),
     );
     app.post(
       '/sandbox/dns-records',
-      { schema: { operationId: 'publishSandboxDnsRecords', summary: 'Publish DNS records to the sandbox (each name and type given is replaced)', tags, security, querystring: NoQuery, body: PublishBody, response: { 200: DnsRecords, ...withBody } } },
+      { schema: { operationId: 'appPublishSandboxDnsRecords', summary: 'Publish DNS records to the sandbox (each name and type given is replaced)', tags, security, querystring: NoQuery, body: PublishBody, response: { 200: answer('The records published', DnsRecords), ...withBody } } },
       async (request) => sandbox.dns.publish(tenant(request), request.body),
     );
     app.delete(
       '/sandbox/dns-records/:name',
-      { schema: { operationId: 'deleteSandboxDnsRecords', summary: "Delete the workspace's records of a name (of one type with ?type=)", tags, security, params: NameParams, querystring: TypeQuery, response: { 200: Deleted, ...common } } },
+      { schema: { operationId: 'appDeleteSandboxDnsRecords', summary: "Delete the workspace's records of a name (of one type with ?type=)", tags, security, params: NameParams, querystring: TypeQuery, response: { 200: answer('How many records were deleted', Deleted), ...common } } },
       async (request) => sandbox.dns.remove(tenant(request), request.params.name, request.query.type),
     );
     app.get(
       '/sandbox/catch-alls',
-      { schema: { operationId: 'listSandboxCatchAlls', summary: 'Catch-all mailboxes of the workspace', tags, security, querystring: NoQuery, response: { 200: Type.Object({ catch_alls: Type.Array(CatchAll) }), ...common } } },
+      { schema: { operationId: 'appListSandboxCatchAlls', summary: 'Catch-all mailboxes of the workspace', tags, security, querystring: NoQuery, response: { 200: answer('The catch-all mailboxes', Type.Object({ catch_alls: Type.Array(CatchAll) }, { title: 'CatchAllList' })), ...common } } },
       async (request) => sandbox.catchAlls.list(tenant(request)),
     );
     app.post(
       '/sandbox/catch-alls',
-      { schema: { operationId: 'setSandboxCatchAll', summary: "Send mail for unknown addresses of the mailbox's domain to the mailbox", tags, security, querystring: NoQuery, body: CatchAllBody, response: { 200: CatchAll, 201: CatchAll, ...withBody } } },
+      { schema: { operationId: 'appSetSandboxCatchAll', summary: "Send mail for unknown addresses of the mailbox's domain to the mailbox", tags, security, querystring: NoQuery, body: CatchAllBody, response: { 200: answer('The catch-all, changed to this mailbox', CatchAll), 201: answer('The catch-all, new', CatchAll), ...withBody } } },
       async (request, reply) => {
         const { catchAll, created } = await sandbox.catchAlls.set(tenant(request), request.body);
         return reply.code(created ? 201 : 200).send(catchAll);
@@ -135,7 +131,7 @@ export function sandboxAdminRoutes({ sandbox, tenant }: Omit<SandboxRouteDeps, '
     );
     app.delete(
       '/sandbox/catch-alls/:domain',
-      { schema: { operationId: 'deleteSandboxCatchAll', summary: 'Turn the catch-all of a domain off', tags, security, params: DomainParams, querystring: NoQuery, response: { 200: Type.Object({ ok: Type.Literal(true) }), ...common } } },
+      { schema: { operationId: 'appDeleteSandboxCatchAll', summary: 'Turn the catch-all of a domain off', tags, security, params: DomainParams, querystring: NoQuery, response: { 200: answer('The catch-all is off', Type.Object({ ok: Type.Literal(true) })), ...common } } },
       async (request) => sandbox.catchAlls.remove(tenant(request), request.params.domain),
     );
   };

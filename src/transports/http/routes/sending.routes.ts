@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { MAX_RECIPIENTS } from '../../../modules/sending/recipients.js';
 import type { SendingService } from '../../../modules/sending/sending.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { Email, Limit, Offset, SentPage, errors } from '../schemas.js';
+import { Email, Limit, Offset, SentPage, answer, errors, operationId, type Surface } from '../schemas.js';
 
 /** Characters of a comma-separated recipient list: MAX_RECIPIENTS addresses of up to 254 characters and their separators. */
 const RECIPIENT_LIST_MAX_CHARS = MAX_RECIPIENTS * 256;
@@ -32,14 +32,14 @@ export const SendBody = Type.Object(
     from_name: Type.Optional(Type.String({ maxLength: 200 })),
     reply_to: Type.Optional(Email),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'SendRequest' },
 );
-const Queued = Type.Object({ message_id: Type.String(), status: Type.Literal('queued') });
+export const Queued = Type.Object({ message_id: Type.String(), status: Type.Literal('queued') }, { title: 'Queued' });
 const SentQuery = Type.Object({ mailbox: Type.Optional(Email), limit: Type.Optional(Limit), offset: Type.Optional(Offset) }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
 /** POST /send and GET /sent (with each message's delivery, recipient by recipient) on both surfaces. */
-export function sendingRoutes({ sending, tenant, surface }: { sending: SendingService; tenant: (request: FastifyRequest) => TenantContext; surface: 'api-key' | 'session' }): FastifyPluginAsyncTypebox {
+export function sendingRoutes({ sending, tenant, surface }: { sending: SendingService; tenant: (request: FastifyRequest) => TenantContext; surface: Surface }): FastifyPluginAsyncTypebox {
   const security = surface === 'api-key' ? [{ apiKey: [] }] : [{ session: [] }];
   const tags = ['sending'];
   return async (app) => {
@@ -47,12 +47,13 @@ export function sendingRoutes({ sending, tenant, surface }: { sending: SendingSe
       '/send',
       {
         schema: {
+          operationId: operationId(surface, 'sendMessage'),
           summary: 'Send a message: stored in sent, queued for delivery (202)',
           tags,
           security,
           querystring: NoQuery,
           body: SendBody,
-          response: { 202: Queued, ...errors(400, 401, 403, 404, 413, 415, 422, 429) },
+          response: { 202: answer('Stored in sent and queued for delivery', Queued), ...errors(400, 401, 403, 404, 413, 415, 422, 429) },
         },
       },
       async (request, reply) => reply.code(202).send(await sending.enqueue(tenant(request), request.body)),
@@ -61,12 +62,12 @@ export function sendingRoutes({ sending, tenant, surface }: { sending: SendingSe
       '/sent',
       {
         schema: {
-          operationId: surface === 'api-key' ? 'listSent' : 'appListSent',
+          operationId: operationId(surface, 'listSent'),
           summary: 'Sent messages with their delivery status, recipients and attempts, newest first',
           tags,
           security,
           querystring: SentQuery,
-          response: { 200: SentPage, ...errors(400, 401, 403, 404, 429) },
+          response: { 200: answer('A page of sent messages with their delivery status, recipients and attempts, newest first', SentPage), ...errors(400, 401, 403, 404, 429) },
         },
       },
       async (request) => {

@@ -2,9 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { TransactionalService } from '../../../modules/transactional/transactional.service.js';
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../../../modules/transactional/transactional.service.js';
-import { Email, ResourceId, errors } from '../schemas.js';
+import { Email, ResourceId, answer, errors } from '../schemas.js';
 import { serviceTokenOf } from '../plugins/auth.js';
-import { Recipients } from './sending.routes.js';
+import { Queued, Recipients } from './sending.routes.js';
 
 /** Seed §4.3: exactly these fields; anything else is a 400, so nothing unvalidated reaches the canonical hash. */
 const TransactionalBody = Type.Object(
@@ -17,9 +17,8 @@ const TransactionalBody = Type.Object(
     from_name: Type.Optional(Type.String({ maxLength: 200 })),
     reply_to: Type.Optional(Email),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'TransactionalRequest' },
 );
-const Queued = Type.Object({ message_id: Type.String(), status: Type.Literal('queued') });
 const Status = Type.Union([Type.Literal('queued'), Type.Literal('processing'), Type.Literal('accepted'), Type.Literal('failed'), Type.Literal('unknown')]);
 const MessageStatus = Type.Object({
   message_id: Type.String(),
@@ -33,7 +32,7 @@ const MessageStatus = Type.Object({
   attempts: Type.Array(Type.Object({}, { additionalProperties: true })),
   last_error: Type.Union([Type.String(), Type.Null()]),
   smtp_response: Type.Union([Type.String(), Type.Null()]),
-});
+}, { title: 'TransactionalMessage' });
 const MessageParams = Type.Object({ message_id: ResourceId }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
 const KeyQuery = Type.Object({ idempotency_key: Type.String({ minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_LENGTH }) }, { additionalProperties: false });
@@ -47,13 +46,14 @@ export function transactionalRoutes({ transactional }: { transactional: Transact
       '/messages',
       {
         schema: {
+          operationId: 'transactionalSendMessage',
           summary: 'Queue one message exactly once per Idempotency-Key (202; a replay answers the first 202 with Idempotent-Replayed: true)',
           tags,
           security,
           headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ description: '1–255 printable characters, stable per logical request' })) }),
           querystring: NoQuery,
           body: TransactionalBody,
-          response: { 202: Queued, ...errors(400, 401, 403, 409, 413, 415, 422, 429) },
+          response: { 202: answer('Queued (or, with Idempotent-Replayed: true, the first answer for this key again)', Queued), ...errors(400, 401, 403, 409, 413, 415, 422, 429) },
         },
       },
       async (request, reply) => {
@@ -64,12 +64,31 @@ export function transactionalRoutes({ transactional }: { transactional: Transact
     );
     app.get(
       '/messages/:message_id',
-      { schema: { summary: "A message's delivery status (this token's messages only)", tags, security, params: MessageParams, querystring: NoQuery, response: { 200: MessageStatus, ...errors(400, 401, 404, 429) } } },
+      {
+        schema: {
+          operationId: 'transactionalGetMessage',
+          summary: "A message's delivery status (this token's messages only)",
+          tags,
+          security,
+          params: MessageParams,
+          querystring: NoQuery,
+          response: { 200: answer('The message and its delivery status', MessageStatus), ...errors(400, 401, 404, 429) },
+        },
+      },
       async (request) => transactional.get(serviceTokenOf(request), request.params.message_id),
     );
     app.get(
       '/messages',
-      { schema: { summary: 'The message created with an Idempotency-Key, with its status', tags, security, querystring: KeyQuery, response: { 200: MessageStatus, ...errors(400, 401, 404, 429) } } },
+      {
+        schema: {
+          operationId: 'transactionalGetMessageByKey',
+          summary: 'The message created with an Idempotency-Key, with its status',
+          tags,
+          security,
+          querystring: KeyQuery,
+          response: { 200: answer('The message and its delivery status', MessageStatus), ...errors(400, 401, 404, 429) },
+        },
+      },
       async (request) => transactional.getByKey(serviceTokenOf(request), request.query.idempotency_key),
     );
   };

@@ -5,7 +5,7 @@ import { EVENT_TYPES } from '../../../modules/events/event.types.js';
 import { MAX_URL_LENGTH } from '../../../modules/webhooks/address-rules.js';
 import type { WebhookService } from '../../../modules/webhooks/webhook.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { Limit, OkResponse, ResourceId, errors } from '../schemas.js';
+import { Limit, OkResponse, ResourceId, answer, errors } from '../schemas.js';
 
 const EventName = Type.String({ minLength: 1, maxLength: 64, description: `one of ${EVENT_TYPES.join(', ')}` });
 const fields = {
@@ -16,11 +16,11 @@ const fields = {
 };
 const CreateBody = Type.Object(
   { url: fields.url, event_types: Type.Optional(fields.event_types), secret: Type.Optional(fields.secret), active: Type.Optional(fields.active) },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'WebhookCreate' },
 );
 const PatchBody = Type.Object(
   { url: Type.Optional(fields.url), event_types: Type.Optional(fields.event_types), secret: Type.Optional(fields.secret), active: Type.Optional(fields.active) },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'WebhookChange' },
 );
 const TestBody = Type.Object({ event_type: EventName }, { additionalProperties: false });
 const webhookProperties = {
@@ -33,8 +33,11 @@ const webhookProperties = {
   updated_at: Type.String({ format: 'date-time' }),
 };
 // Response schemas list every field shown: Fastify's serializer drops the rest, so no secret can slip out.
-const Webhook = Type.Object(webhookProperties);
-const CreatedWebhook = Type.Object({ ...webhookProperties, secret: Type.Optional(Type.String({ description: 'only when the service generated it, and only in this answer' })) });
+const Webhook = Type.Object(webhookProperties, { title: 'Webhook' });
+const CreatedWebhook = Type.Object(
+  { ...webhookProperties, secret: Type.Optional(Type.String({ description: 'only when the service generated it, and only in this answer' })) },
+  { title: 'CreatedWebhook' },
+);
 const Delivery = Type.Object({
   delivery_id: Type.String(),
   event_id: Type.String(),
@@ -45,7 +48,7 @@ const Delivery = Type.Object({
   success: Type.Boolean(),
   duration_ms: Type.Integer(),
   delivered_at: Type.String({ format: 'date-time' }),
-});
+}, { title: 'WebhookDelivery' });
 const WebhookParams = Type.Object({ webhook_id: ResourceId }, { additionalProperties: false });
 const DeliveriesQuery = Type.Object({ limit: Type.Optional(Limit) }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
@@ -59,7 +62,16 @@ export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; 
   return async (app) => {
     app.get(
       '/webhooks',
-      { schema: { summary: 'Webhook endpoints of the workspace, newest first', tags, security, querystring: NoQuery, response: { 200: Type.Object({ webhooks: Type.Array(Webhook) }), ...common } } },
+      {
+        schema: {
+          operationId: 'appListWebhooks',
+          summary: 'Webhook endpoints of the workspace, newest first',
+          tags,
+          security,
+          querystring: NoQuery,
+          response: { 200: answer('The endpoints, newest first', Type.Object({ webhooks: Type.Array(Webhook) })), ...common },
+        },
+      },
       async (request) => webhooks.list(tenant(request)),
     );
 
@@ -67,12 +79,13 @@ export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; 
       '/webhooks',
       {
         schema: {
+          operationId: 'appCreateWebhook',
           summary: 'Add an endpoint; without a secret one is generated and shown in this answer only',
           tags,
           security,
           querystring: NoQuery,
           body: CreateBody,
-          response: { 201: CreatedWebhook, ...errors(400, 401, 403, 409, 413, 415, 429) },
+          response: { 201: answer('The endpoint, created (with its secret when the service made it)', CreatedWebhook), ...errors(400, 401, 403, 409, 413, 415, 429) },
         },
       },
       async (request, reply) => reply.code(201).send(await webhooks.create(tenant(request), request.body)),
@@ -80,7 +93,17 @@ export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; 
 
     app.get(
       '/webhooks/:webhook_id',
-      { schema: { summary: 'One endpoint', tags, security, params: WebhookParams, querystring: NoQuery, response: { 200: Webhook, ...common } } },
+      {
+        schema: {
+          operationId: 'appGetWebhook',
+          summary: 'One endpoint',
+          tags,
+          security,
+          params: WebhookParams,
+          querystring: NoQuery,
+          response: { 200: answer('The endpoint (never its secret)', Webhook), ...common },
+        },
+      },
       async (request) => webhooks.get(tenant(request), request.params.webhook_id),
     );
 
@@ -88,13 +111,14 @@ export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; 
       '/webhooks/:webhook_id',
       {
         schema: {
+          operationId: 'appUpdateWebhook',
           summary: 'Change the fields given (a new secret keeps the old one signing for 24 hours)',
           tags,
           security,
           params: WebhookParams,
           querystring: NoQuery,
           body: PatchBody,
-          response: { 200: Webhook, ...withBody },
+          response: { 200: answer('The endpoint, changed', Webhook), ...withBody },
         },
       },
       async (request) => webhooks.update(tenant(request), request.params.webhook_id, request.body),
@@ -102,7 +126,17 @@ export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; 
 
     app.delete(
       '/webhooks/:webhook_id',
-      { schema: { summary: 'Delete an endpoint, its pending deliveries and its history', tags, security, params: WebhookParams, querystring: NoQuery, response: { 200: OkResponse, ...common } } },
+      {
+        schema: {
+          operationId: 'appDeleteWebhook',
+          summary: 'Delete an endpoint, its pending deliveries and its history',
+          tags,
+          security,
+          params: WebhookParams,
+          querystring: NoQuery,
+          response: { 200: answer('The endpoint is gone', OkResponse), ...common },
+        },
+      },
       async (request) => webhooks.remove(tenant(request), request.params.webhook_id),
     );
 
@@ -110,12 +144,13 @@ export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; 
       '/webhooks/:webhook_id/deliveries',
       {
         schema: {
+          operationId: 'appListWebhookDeliveries',
           summary: 'Delivery attempts of the endpoint, newest first',
           tags,
           security,
           params: WebhookParams,
           querystring: DeliveriesQuery,
-          response: { 200: Type.Object({ deliveries: Type.Array(Delivery) }), ...common },
+          response: { 200: answer('The attempts, newest first', Type.Object({ deliveries: Type.Array(Delivery) })), ...common },
         },
       },
       async (request) => webhooks.deliveries(tenant(request), request.params.webhook_id, request.query.limit ?? 50),
@@ -125,13 +160,17 @@ export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; 
       '/webhooks/:webhook_id/test',
       {
         schema: {
+          operationId: 'appTestWebhook',
           summary: 'Queue one synthetic event of the given type for this endpoint only (202)',
           tags,
           security,
           params: WebhookParams,
           querystring: NoQuery,
           body: TestBody,
-          response: { 202: Type.Object({ ok: Type.Literal(true), event_id: Type.String() }), ...errors(400, 401, 403, 404, 409, 413, 415, 429) },
+          response: {
+            202: answer('The test event is queued for this endpoint', Type.Object({ ok: Type.Literal(true), event_id: Type.String() })),
+            ...errors(400, 401, 403, 404, 409, 413, 415, 429),
+          },
         },
       },
       async (request, reply) =>
