@@ -63,14 +63,18 @@ describe(`mailroom serve --sandbox and mailroom sandbox … (${TEST_DIALECT})`, 
     const published = await owner.run(['sandbox', 'dns', 'publish'], { input: created.stdout });
     expect(published.code, published.stderr).toBe(0);
     const lines = published.stdout.trimEnd().split('\n');
-    expect(lines[0]).toBe('published 2 records:');
+    expect(lines[0]).toBe('published 3 records:');
     expect(lines[1]).toMatch(/^NAME\s+TYPE\s+VALUE$/);
     // In the order the answer gives them.
     expect(lines.slice(2).sort()).toEqual([
       expect.stringMatching(/^_mailroom-verification\.acme\.example\s+TXT\s+mailroom-verification=/) as unknown,
+      expect.stringMatching(/^acme\.example\s+TXT\s+v=spf1 include:\S+ ~all$/) as unknown,
       expect.stringMatching(/^mr\d{6}\._domainkey\.acme\.example\s+TXT\s+v=DKIM1; k=rsa; p=/) as unknown,
     ]);
-    expect((await owner.run(['domains', 'verify', 'acme.example'])).stdout).toBe('acme.example is verified: create mailboxes in it and send from them\n');
+    // Every record the sandbox published checks out: verification, DKIM and the SPF advice.
+    const verified = (await owner.run(['domains', 'verify', 'acme.example'])).stdout;
+    expect(verified.split('\n')[0]).toBe('acme.example is verified and its DKIM record is published');
+    for (const record of ['verification', 'dkim', 'spf \\(advice\\)']) expect(verified).toMatch(new RegExp(`^${record}\\s+ok\\s`, 'm'));
 
     const empty = await owner.run(['sandbox', 'dns', 'publish'], { input: '{"domain":"acme.example"}' });
     expect(empty.stderr).toContain('no DNS records found');
