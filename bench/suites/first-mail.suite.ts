@@ -14,6 +14,7 @@ const STEP_TIMEOUT_MS = 120_000;
 const FIRST_MAIL_BLOCK = /--upload-file mail\.eml/;
 /** The mailbox the README's first mail goes to. */
 const FIRST_MAILBOX = 'support@mailroom.localhost';
+const STEPS_FILE = '.first-mail-steps';
 
 /** Run `command args` in `cwd` to completion; its wall time in seconds, or an error with its output. */
 function timed(context: SuiteContext, command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<number> {
@@ -40,7 +41,15 @@ function firstMailScript(readme: string, ports: { http: number; smtp: number }):
   const last = blocks.findIndex((b) => FIRST_MAIL_BLOCK.test(b.code));
   if (start < 0 || last < start) throw new Error('README.md: no server block followed by the first mail (--upload-file mail.eml)');
   const steps = blocks.slice(start + 1, last + 1).filter((b) => b.marker === null);
-  return ['set -e -o pipefail', ...steps.map((b) => withPorts(b.code, ports))].join('\n');
+  // Each block's start and the end go to STEPS_FILE, so the report can say which step takes the time.
+  const mark = (label: string) => `printf '%s %s\\n' ${label} "$(date +%s.%N)" >> ${STEPS_FILE}`;
+  return ['set -e -o pipefail', ...steps.flatMap((b) => [mark(`README.md:${b.line}`), withPorts(b.code, ports)]), mark('end')].join('\n');
+}
+
+/** Seconds of each README step, from the marks firstMailScript leaves in STEPS_FILE. */
+function stepSeconds(dir: string): Record<string, number> {
+  const marks = readFileSync(join(dir, STEPS_FILE), 'utf8').trim().split('\n').map((l) => l.split(' ') as [string, string]);
+  return Object.fromEntries(marks.slice(0, -1).map(([label, at], i) => [label, Math.round((Number(marks[i + 1]![1]) - Number(at)) * 100) / 100]));
 }
 
 /** Log in as the README's owner and poll the web app's message list until the first mail is in it. */
@@ -100,10 +109,12 @@ async function runFirstMail(context: SuiteContext): Promise<SuiteResult> {
     await waitForFirstMail(url, context.signal);
     phases.firstMail = seconds(mailStarted);
     context.log(`  first mail  ${phases.firstMail.toFixed(1)} s (README steps until GET /app/api/messages shows it)`);
+    result.info.readmeStepsS = stepSeconds(clone);
+    context.log(`  README steps (s): ${JSON.stringify(result.info.readmeStepsS)}`);
   });
   const total = Object.values(phases).reduce((a, b) => a + b, 0);
   result.rows.push(phaseRow('git clone', phases.clone), phaseRow('npm ci', phases.npmCi), phaseRow('npm run sandbox', phases.start!), phaseRow('README to first mail', phases.firstMail!), phaseRow('total', total));
-  result.info = { phasesS: phases, totalS: total, node: process.version };
+  result.info = { ...result.info, phasesS: phases, totalS: total, node: process.version };
   return result;
 }
 
