@@ -20,7 +20,7 @@ import { matchesShown, walkthroughBlocks, withPorts } from '../bench/lib/readme.
  *     the background, and the blocks after it run once its HTTP port answers;
  *   - blocks in other languages (or none) are illustrations and are not run.
  * The test gives the server free ports and a temporary SQLite database through MAILROOM_* variables and rewrites the
- * README's 127.0.0.1:8080 and 127.0.0.1:2525 to them; `npx mailroom` runs the built bin/mailroom.js; `curl` fails on
+ * README's 127.0.0.1:8080 and 127.0.0.1:2525 to them; `mailroom` runs the built bin/mailroom.js; `curl` fails on
  * an HTTP error status (so a refused request fails its block even where no output is shown).
  */
 
@@ -54,7 +54,8 @@ describe.skipIf(TEST_DIALECT === 'postgres')('README walkthrough', () => {
     writeFileSync(
       join(dir, 'preamble.sh'),
       [
-        `npx() { if [ "$1" = mailroom ]; then shift; node ${JSON.stringify(BIN)} "$@"; else command npx "$@"; fi; }`,
+        // A function wins over the PATH the README sets (blocks run in a temporary directory, not the project's).
+        `mailroom() { node ${JSON.stringify(BIN)} "$@"; }`,
         'curl() { command curl --fail-with-body "$@"; }',
         'touch state.sh; source state.sh',
         'set -a -e -o pipefail',
