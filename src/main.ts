@@ -31,6 +31,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     mailboxes: services.mailboxes,
     messages: services.messages,
     lists: services.lists,
+    suppressions: services.suppressions,
     domains: services.domains,
     sending: services.sending,
     drafts: services.drafts,

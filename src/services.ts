@@ -24,6 +24,7 @@ import { afterCommit } from './db/commit-hooks.js';
 import { createNotifications, type Notifications } from './db/notifications.js';
 import type { Db } from './db/database.js';
 import { createListService, type ListService } from './modules/lists/list.service.js';
+import { createSuppressionService, type SuppressionService } from './modules/suppressions/suppression.service.js';
 import { createInProcessAnalyzer, type MessageAnalyzer } from './modules/messages/analysis.js';
 import { createThreadedAnalyzer } from './modules/messages/analysis-pool.js';
 import { createMailauthAuthenticator, type MessageAuthenticator } from './modules/messages/authentication.js';
@@ -57,6 +58,8 @@ export interface FeatureServices {
   eventStream: EventStreamService;
   mailboxes: MailboxService;
   lists: ListService;
+  /** The addresses a workspace no longer sends to (hard bounces, complaints, manual entries). */
+  suppressions: SuppressionService;
   messages: MessageService;
   inbound: InboundService;
   domains: DomainService;
@@ -209,7 +212,7 @@ export async function createServices(
   const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs, wake });
   const returnPaths = createReturnPaths(box, returnPathDomain);
   const sending = createSendingService({ db, clock, events, store, queue, domains, returnPaths, commits });
-  const inbound = createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits, catchAll: sandbox?.catchAlls.find });
+  const inbound = createInboundService({ db, clock, events, store, lists, analyzer, logger, returnPaths, commits, catchAll: sandbox?.catchAlls.find });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
   const capture = sandbox ? createSandboxCapture({ db, clock, logger, inbound }) : null;
   const deliverer = options.deliverer ?? capture?.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname });
@@ -269,6 +272,7 @@ export async function createServices(
     mailboxes: createMailboxService({ db, clock, domains }),
     domains,
     lists,
+    suppressions: createSuppressionService({ db, clock }),
     messages: createMessageService({ db, clock, dialect }),
     returnPaths,
     secretBox: box,

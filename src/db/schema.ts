@@ -6,6 +6,7 @@ import type { IdempotencyKeyTable, ServiceTokenTable } from '../modules/transact
 import type { ListEntryTable } from '../modules/lists/list.table.js';
 import type { MailboxTable } from '../modules/mailboxes/mailbox.table.js';
 import type { SandboxCatchAllTable, SandboxDnsRecordTable, SandboxMessageTable } from '../modules/sandbox/sandbox.table.js';
+import type { SuppressionTable } from '../modules/suppressions/suppression.table.js';
 import type { SecretKeyCheckTable } from '../modules/secrets/secret-key.table.js';
 import type { WebhookDeliveryTable, WebhookTable } from '../modules/webhooks/webhook.table.js';
 import type {
@@ -50,6 +51,7 @@ export interface Database {
   message_labels: MessageLabelTable;
   thread_refs: ThreadRefTable;
   list_entries: ListEntryTable;
+  suppressions: SuppressionTable;
   folder_counts: FolderCountTable;
   sending_domains: SendingDomainTable;
   service_keys: ServiceKeyTable;

@@ -811,6 +811,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/app/api/suppressions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Suppressed addresses, newest first */
+        get: operations["appListSuppressions"];
+        put?: never;
+        /** Suppress an address by hand (an address suppressed already keeps its entry: 200) */
+        post: operations["appAddSuppression"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/api/suppressions/{address}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One suppressed address: why, and the message that caused it */
+        get: operations["appGetSuppression"];
+        put?: never;
+        post?: never;
+        /** Lift a suppression: the address may be sent to again */
+        delete: operations["appRemoveSuppression"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/app/api/sending-domains": {
         parameters: {
             query?: never;
@@ -1378,6 +1414,8 @@ export interface components {
                     name: string;
                 }[];
             };
+            /** @description recipient_suppressed only: the suppressed recipients (every recipient of the send) */
+            suppressed?: string[];
         };
         Mailbox: {
             address: string;
@@ -1654,6 +1692,8 @@ export interface components {
             message_id: string;
             /** @enum {string} */
             status: "queued";
+            /** @description recipients left out because this workspace suppresses them (see Suppressions); absent when none was */
+            suppressed?: string[];
         };
         /** SentPage */
         SentPage: {
@@ -1755,6 +1795,43 @@ export interface components {
             total: number;
             limit: number;
             offset: number;
+        };
+        /** Suppression */
+        Suppression: {
+            /** @description lower case */
+            address: string;
+            /**
+             * @description hard_bounce: a 5.x.x DSN or a 5xx refusal at RCPT TO; complaint: an ARF report; manual: added with POST
+             * @enum {string}
+             */
+            reason: "hard_bounce" | "complaint" | "manual";
+            /** @description the DSN's diagnostic, the SMTP reply, the feedback type, or the note given with POST */
+            detail: string | null;
+            /** @description the DSN status (5.1.1) or the SMTP reply's enhanced code (else its basic code, 550); null for complaints and manual entries */
+            status_code: string | null;
+            /** @description the message whose bounce or complaint added it; null for manual entries */
+            message_id: string | null;
+            created_at: string;
+        };
+        /** SuppressionPage */
+        SuppressionPage: {
+            suppressions: components["schemas"]["Suppression"][];
+            total: number;
+            limit: number;
+            offset: number;
+        };
+        /** SuppressionInput */
+        SuppressionInput: {
+            /** @description an email address */
+            address: string;
+            /** @description a note: why */
+            detail?: string;
+        };
+        /** SuppressionRemoved */
+        SuppressionRemoved: {
+            /** @enum {boolean} */
+            ok: true;
+            address: string;
         };
         /** DkimRecord */
         DkimRecord: {
@@ -2142,7 +2219,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Refused by policy: a recipient is on an outbound block list (or not on its allow list) */
+        /** @description Refused by policy: a recipient is on an outbound block list (or not on its allow list), or every recipient is suppressed (recipient_suppressed) */
         Unprocessable: {
             headers: {
                 [name: string]: unknown;
@@ -3898,6 +3975,136 @@ export interface operations {
                         ok: true;
                         entry: string;
                     };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appListSuppressions: {
+        parameters: {
+            query?: {
+                /** @description only entries of this reason */
+                reason?: "hard_bounce" | "complaint" | "manual";
+                /** @description page size, 1..500 */
+                limit?: number;
+                /** @description items to skip, 0..2147483647 */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the suppression list */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuppressionPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appAddSuppression: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SuppressionInput"];
+            };
+        };
+        responses: {
+            /** @description The address was suppressed already: its entry, unchanged */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Suppression"];
+                };
+            };
+            /** @description The entry, added */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Suppression"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appGetSuppression: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an email address */
+                address: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entry */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Suppression"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appRemoveSuppression: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an email address */
+                address: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The suppression is gone */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SuppressionRemoved"];
                 };
             };
             400: components["responses"]["BadRequest"];

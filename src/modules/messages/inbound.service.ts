@@ -7,11 +7,14 @@ import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import type { Analysis, MessageAnalyzer } from './analysis.js';
 import type { MessageStore } from './message-store.js';
-import type { Folder } from './message.types.js';
+import type { Folder, MessageListView } from './message.types.js';
 import { toMessageListView } from './message.views.js';
 import type { ParsedMessage } from './mime.js';
 import { messageRepository } from './message.repository.js';
-import { parseDsn, parseFeedbackReport } from '../sending/reports.js';
+import { parseDsn, parseFeedbackReport, type DsnRecipient, type FeedbackReport } from '../sending/reports.js';
+import { isPermanentStatus } from '../suppressions/suppression.service.js';
+import { suppressionRepository } from '../suppressions/suppression.repository.js';
+import type { Clock } from '../../lib/clock.js';
 import type { ReturnPaths } from '../sending/verp.js';
 
 /** The SMTP envelope and connection facts of one transaction. */
@@ -53,6 +56,8 @@ export interface InboundService {
 
 export interface InboundDeps {
   db: Db;
+  /** When a bounce or complaint suppressed its address. */
+  clock: Clock;
   events: EventsService;
   store: MessageStore;
   lists: ListService;
@@ -69,46 +74,78 @@ export interface InboundDeps {
 
 type MailboxAddress = { id: string; workspace_id: string; address: string };
 
+/** The outbound message a bounce or complaint is about: its workspace, its recipients and the events' view of it. */
+interface Report {
+  workspaceId: string;
+  messageId: string;
+  sentTo: ReadonlySet<string>;
+  view: MessageListView | { message_id: string };
+}
+
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ db, events, store, lists, analyzer, logger, returnPaths, commits = createGroupCommit(db), catchAll }: InboundDeps): InboundService {
+export function createInboundService({ db, clock, events, store, lists, analyzer, logger, returnPaths, commits = createGroupCommit(db), catchAll }: InboundDeps): InboundService {
 
   /**
    * A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the
    * SMTP reply. Contract §5: a report that names no recipient of the message changes nothing (decision 208).
+   * A permanent (5.x.x) failure and a complaint also suppress the address, in the same transaction (issue 27).
    */
   async function recordReport(trx: Db, recipient: Recipient, parsed: ParsedMessage): Promise<string[]> {
     const messageId = recipient.reportFor!;
     const outbound = await trx.selectFrom('outbound').select('recipients_json').where('workspace_id', '=', recipient.workspaceId).where('message_id', '=', messageId).executeTakeFirst();
     const sentTo = new Set(outbound ? (JSON.parse(outbound.recipients_json) as Array<{ address: string }>).map((r) => r.address.toLowerCase()) : []);
     const row = await messageRepository.findMessage(trx, recipient.workspaceId, messageId);
-    const view = row ? toMessageListView(row) : { message_id: messageId };
+    const report: Report = { workspaceId: recipient.workspaceId, messageId, sentTo, view: row ? toMessageListView(row) : { message_id: messageId } };
     const feedback = parseFeedbackReport(parsed);
-    if (feedback) {
-      // Feedback loops often redact the recipient: the keyed return path already ties the report to this message.
-      const complainer = feedback.recipient ?? (sentTo.size === 1 ? [...sentTo][0]! : null);
-      if (feedback.recipient !== null && !sentTo.has(feedback.recipient)) {
-        logger.info({ messageId, named: feedback.recipient }, 'complaint names no recipient of its message; ignored');
-        return [`report:${messageId}`];
-      }
-      await events.emit(trx, { workspaceId: recipient.workspaceId, type: 'message.complained', data: { ...view, recipient: complainer, reason: feedback.feedbackType, user_agent: feedback.userAgent } });
-      return [`complaint:${messageId}`];
-    }
+    if (feedback) return recordComplaint(trx, report, feedback);
     const failed = (parseDsn(parsed) ?? []).filter((r) => r.action === 'failed');
+    await recordBounces(trx, report, failed);
+    if (failed.length === 0) logger.info({ messageId, subject: parsed.subject }, 'mail to a return path that is no failure report; dropped');
+    return [`report:${messageId}`];
+  }
+
+  async function recordComplaint(trx: Db, report: Report, feedback: FeedbackReport): Promise<string[]> {
+    const { workspaceId, messageId, sentTo, view } = report;
+    // Feedback loops often redact the recipient: the keyed return path already ties the report to this message.
+    const complainer = feedback.recipient ?? (sentTo.size === 1 ? [...sentTo][0]! : null);
+    if (feedback.recipient !== null && !sentTo.has(feedback.recipient)) {
+      logger.info({ messageId, named: feedback.recipient }, 'complaint names no recipient of its message; ignored');
+      return [`report:${messageId}`];
+    }
+    // A complaint that names nobody among several recipients suppresses nobody (decision 330).
+    if (complainer !== null) {
+      await suppressionRepository.insert(trx, [{ workspace_id: workspaceId, address: complainer, reason: 'complaint', detail: feedback.feedbackType, status_code: null, message_id: messageId, created_at: clock.now() }]);
+    }
+    await events.emit(trx, {
+      workspaceId,
+      type: 'message.complained',
+      data: { ...view, recipient: complainer, reason: feedback.feedbackType, status: null, suppressed: complainer !== null, user_agent: feedback.userAgent },
+    });
+    return [`complaint:${messageId}`];
+  }
+
+  async function recordBounces(trx: Db, report: Report, failed: readonly DsnRecipient[]): Promise<void> {
+    const { workspaceId, messageId, sentTo, view } = report;
     // Matched by the address the message was sent to: Original-Recipient when a forwarder changed the final one.
     const failures = failed.flatMap((r) => {
       const sent = [r.recipient, r.originalRecipient].find((a) => a !== null && sentTo.has(a));
-      return sent ? [{ ...r, recipient: sent }] : [];
+      return sent ? [{ ...r, recipient: sent, permanent: isPermanentStatus(r.status) }] : [];
     });
+    const now = clock.now();
+    await suppressionRepository.insert(
+      trx,
+      failures.filter((f) => f.permanent).map((f) => ({ workspace_id: workspaceId, address: f.recipient, reason: 'hard_bounce' as const, detail: f.diagnostic ?? f.status, status_code: f.status, message_id: messageId, created_at: now })),
+    );
     for (const failure of failures) {
+      const status = failure.status || null;
       await events.emit(trx, {
-        workspaceId: recipient.workspaceId,
+        workspaceId,
         type: 'message.bounced',
-        data: { ...view, recipient: failure.recipient, reason: failure.diagnostic ?? failure.status, status_code: failure.status },
+        // `status_code` is the older name of `status`, kept for existing receivers (decision 328).
+        data: { ...view, recipient: failure.recipient, reason: failure.diagnostic ?? failure.status, status, status_code: status, suppressed: failure.permanent },
       });
     }
     if (failures.length < failed.length) logger.info({ messageId, ignored: failed.length - failures.length }, 'bounce report names addresses the message was not sent to; those ignored');
-    if (failed.length === 0) logger.info({ messageId, subject: parsed.subject }, 'mail to a return path that is no failure report; dropped');
-    return [`report:${messageId}`];
   }
 
   /** The second half of `deliver`: one group-commit unit storing every copy of an analysed message. */

@@ -11,7 +11,9 @@ import type { EventsService } from '../events/events.service.js';
 import type { EmitInput } from '../events/event.types.js';
 import { toMessageListView } from '../messages/message.views.js';
 import { createDeliveryRepository, type DeliveryJob, type DeliveryRepository, type RunStart } from './delivery.repository.js';
-import { RouteError, type DeliveryResult, type RouteResolver, type SmtpDeliverer, type SmtpRoute } from './delivery.types.js';
+import { RouteError, type DeliveryResult, type RecipientRefusal, type RouteResolver, type SmtpDeliverer, type SmtpRoute } from './delivery.types.js';
+import { replyStatus } from '../suppressions/suppression.service.js';
+import type { SuppressionTable } from '../suppressions/suppression.table.js';
 import { domainOf } from './recipients.js';
 import type { Attempt, DeliveryStatus, RecipientState } from './sending.table.js';
 import { DELIVERY_QUEUE } from './sending.service.js';
@@ -43,7 +45,9 @@ const HOUR_MS = 3_600_000;
 const DONE = { type: 'done' } as const satisfies JobOutcome;
 const SETTLED = { type: 'settled' } as const satisfies JobOutcome;
 
-type Emitted = { type: 'message.accepted' | 'message.failed'; extra: Record<string, unknown> };
+type Emitted = { type: 'message.accepted' | 'message.failed' | 'message.bounced'; extra: Record<string, unknown> };
+/** An address a permanent RCPT refusal suppresses: the row less its workspace, message and time, added at settling. */
+type Suppressed = { address: string; detail: string; status: string };
 
 /** One run of a delivery job: what it read, and the recipients, attempts and events it changes as it goes. */
 interface Run {
@@ -52,6 +56,7 @@ interface Run {
   recipients: RecipientState[];
   attempts: Attempt[];
   emit: Emitted[];
+  suppress: Suppressed[];
   lastResponse: string | null;
   lastError: string | null;
 }
@@ -107,6 +112,9 @@ function recordResult(run: Run, group: RecipientState[], result: DeliveryResult)
       if (code >= 500) {
         r.status = 'failed';
         run.emit.push({ type: 'message.failed', extra: { recipient: r.address, reason: r.response } });
+        // A permanent refusal at RCPT TO is a hard bounce of the address; a 5xx to the whole transaction (MAIL
+        // FROM, DATA) is about the sender or the content, and suppresses nobody (decision 331).
+        if (refusal) recordRefusal(run, r.address, refusal);
       } else {
         run.lastError = r.response;
       }
@@ -115,6 +123,13 @@ function recordResult(run: Run, group: RecipientState[], result: DeliveryResult)
   if (result.type === 'sent' && group.some((r) => r.status === 'accepted')) {
     run.emit.push({ type: 'message.accepted', extra: { recipients: group.filter((r) => r.status === 'accepted').map((r) => r.address), smtp_response: result.response } });
   }
+}
+
+/** A permanent RCPT refusal: `message.bounced` (as Postmark counts it) and the address's suppression (decision 332). */
+function recordRefusal(run: Run, address: string, refusal: RecipientRefusal): void {
+  const status = replyStatus(refusal.code, refusal.response);
+  run.suppress.push({ address, detail: refusal.response, status });
+  run.emit.push({ type: 'message.bounced', extra: { recipient: address, reason: refusal.response, status, status_code: status, suppressed: true } });
 }
 
 /** `host [address]:port`; a route without a port (the sandbox's capture) is its host alone. */
@@ -134,7 +149,10 @@ function settle(ctx: Context, run: Run, status: DeliveryStatus, lastError: strin
     emitted = run.emit.map((e) => ({ workspaceId, type: e.type, data: { ...view, status, ...e.extra } }));
   }
   const { recipients, attempts, lastResponse: smtpResponse } = run;
-  return ctx.repo.settle(run.job, { status, recipients, attempts, lastError, smtpResponse, events: emitted, outcome });
+  const { workspace_id, message_id } = run.start.delivery;
+  const now = ctx.clock.now();
+  const suppressions = run.suppress.map((x): SuppressionTable => ({ workspace_id, address: x.address, reason: 'hard_bounce', detail: x.detail, status_code: x.status, message_id, created_at: now }));
+  return ctx.repo.settle(run.job, { status, recipients, attempts, lastError, smtpResponse, events: emitted, suppressions, outcome });
 }
 
 /** A worker died (or its lease ran out) after DATA began: the peer may have the message. Never resend. */
@@ -219,7 +237,7 @@ async function handle(ctx: Context, job: DeliveryJob): Promise<JobOutcome> {
   if (!start) return DONE;
   const { delivery } = start;
   if (delivery.status === 'accepted' || delivery.status === 'failed' || delivery.status === 'unknown') return DONE;
-  const run: Run = { job, start, recipients: delivery.recipients, attempts: delivery.attempts, emit: [], lastResponse: delivery.smtp_response, lastError: null };
+  const run: Run = { job, start, recipients: delivery.recipients, attempts: delivery.attempts, emit: [], suppress: [], lastResponse: delivery.smtp_response, lastError: null };
   const now = ctx.clock.now();
   if (delivery.data_started_at !== null) return settleInterrupted(ctx, run, now);
   if (now - delivery.created_at > ctx.maxAgeMs) return settleExpired(ctx, run);

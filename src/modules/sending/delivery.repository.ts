@@ -11,6 +11,8 @@ import type { Logger } from '../../lib/logger.js';
 import type { EmitInput } from '../events/event.types.js';
 import { messageWithRawQuery, type MessageRow } from '../messages/message.repository.js';
 import type { Attempt, DeliveryStatus, OutboundTable, RecipientState } from './sending.table.js';
+import { suppressionRepository } from '../suppressions/suppression.repository.js';
+import type { SuppressionTable } from '../suppressions/suppression.table.js';
 
 // Every delivery runs these statements (prepared: see db/prepared.ts; the state updates that are writes nobody
 // reads a result of may be sent with the transaction's next statement on PostgreSQL).
@@ -161,6 +163,8 @@ export interface Settlement {
   lastError: string | null;
   smtpResponse: string | null;
   events: EmitInput[];
+  /** Addresses the run's permanent RCPT refusals suppress (an address suppressed already keeps its row). */
+  suppressions?: SuppressionTable[] | undefined;
   outcome: Exclude<JobOutcome, { type: 'settled' }>;
 }
 
@@ -291,6 +295,7 @@ export function createDeliveryRepository(deps: DeliveryRepositoryDeps) {
           smtpResponse: settlement.smtpResponse,
           now: clock.now(),
         });
+        if (settlement.suppressions) await suppressionRepository.insert(trx, settlement.suppressions);
         for (const event of settlement.events) await emit(trx, event);
         // The job is settled last, so that on PostgreSQL its statement carries the writes above (db/write-coalescing.ts).
         // Without the lease they are undone: the transaction fails (and with it, once, a shared one: group-commit.ts).

@@ -19,6 +19,8 @@ import type { SentMessageView } from '../messages/message.types.js';
 import { toMessageListView, toSentMessageView } from '../messages/message.views.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
+import { suppressionRepository } from '../suppressions/suppression.repository.js';
+import { suppressedError } from '../suppressions/suppression.service.js';
 import { composeMessage } from './compose.js';
 import { MAX_RECIPIENTS, parseRecipients } from './recipients.js';
 import type { ReturnPaths } from './verp.js';
@@ -61,6 +63,8 @@ export interface SendInput {
 export interface Queued {
   message_id: string;
   status: 'queued';
+  /** Recipients left out because the workspace suppresses them (issue 27); absent when none was. */
+  suppressed?: string[];
 }
 
 /** A message of `GET /sent` (the client's name for it). */
@@ -99,7 +103,7 @@ export interface SendingDeps {
   maxAttempts?: number;
 }
 
-type Checked = { mailbox: { id: string; address: string }; fromDomain: string; to: string[]; cc: string[]; all: string[]; subject: string; replyTo: string | undefined; fromName: string };
+type Checked = { mailbox: { id: string; address: string }; fromDomain: string; to: string[]; cc: string[]; all: string[]; suppressed: string[]; subject: string; replyTo: string | undefined; fromName: string };
 type Composed = { messageId: string; now: number; raw: Buffer; parsed: ParsedMessage; mailFrom: string };
 
 export function createSendingService(deps: SendingDeps): SendingService {
@@ -169,7 +173,20 @@ export function createSendingService(deps: SendingDeps): SendingService {
       }
       throw error;
     }
-    return { mailbox, fromDomain, to, cc, all, subject, replyTo, fromName };
+    const deliverable = await withoutSuppressed(conn, tenant, all);
+    return { mailbox, fromDomain, to, cc, ...deliverable, subject, replyTo, fromName };
+  }
+
+  /**
+   * The recipients the workspace does not suppress, and those it does; 422 when it suppresses them all. The
+   * headers keep every address the sender wrote: a suppressed one only gets no copy (decision 333).
+   */
+  async function withoutSuppressed(conn: Db, tenant: TenantContext, all: string[]): Promise<{ all: string[]; suppressed: string[] }> {
+    const found = await suppressionRepository.among(conn, tenant.workspaceId, all);
+    if (found.size === 0) return { all, suppressed: [] };
+    const suppressed = all.filter((a) => found.has(a));
+    if (suppressed.length === all.length) throw suppressedError(suppressed);
+    return { all: all.filter((a) => !found.has(a)), suppressed };
   }
 
   /**
@@ -276,7 +293,8 @@ export function createSendingService(deps: SendingDeps): SendingService {
     async enqueue(tenant, input, trx) {
       const checked = await check(tenant, input, trx ?? db, trx === undefined);
       const composed = await compose(input, checked);
-      return trx ? write(tenant, checked, composed, trx) : commits.run((own) => write(tenant, checked, composed, own));
+      const queued = await (trx ? write(tenant, checked, composed, trx) : commits.run((own) => write(tenant, checked, composed, own)));
+      return checked.suppressed.length > 0 ? { ...queued, suppressed: checked.suppressed } : queued;
     },
 
     async check(tenant, input) {

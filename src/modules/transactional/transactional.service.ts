@@ -170,11 +170,15 @@ export function createTransactionalService({ db, clock, sending }: { db: Db; clo
           })
           .onConflict((oc) => oc.columns(['token_id', 'idempotency_key']).doNothing())
           .executeTakeFirst();
-        if ((inserted.numInsertedOrUpdatedRows ?? 0n) === 0n) return false;
-        await sending.enqueue(tenant, { ...input, messageId }, trx);
-        return true;
+        if ((inserted.numInsertedOrUpdatedRows ?? 0n) === 0n) return null;
+        const queued = await sending.enqueue(tenant, { ...input, messageId }, trx);
+        // The answer says more than the claim did (suppressed recipients left out): replays give the same answer.
+        if (JSON.stringify(queued) !== JSON.stringify(body)) {
+          await trx.updateTable('idempotency_keys').set({ response_json: JSON.stringify(queued) }).where('token_id', '=', token.tokenId).where('idempotency_key', '=', key).execute();
+        }
+        return queued;
       });
-      if (claimed) return { body, replayed: false };
+      if (claimed) return { body: claimed, replayed: false };
       const winner = await findKey(db, token, key);
       if (!winner) throw new Error('idempotency key vanished after a conflicting claim');
       return answerExisting(winner, hash);

@@ -27,7 +27,7 @@ const ERROR_ANSWERS: Record<string, { name: string; description: string; retryAf
   '409': { name: 'Conflict', description: 'A conflict with the current state: a name or address taken, an entry already there, an idempotency key reused with other content' },
   '413': { name: 'PayloadTooLarge', description: 'The JSON body is larger than 1 MiB' },
   '415': { name: 'UnsupportedMediaType', description: 'The body is not JSON: send Content-Type: application/json' },
-  '422': { name: 'Unprocessable', description: 'Refused by policy: a recipient is on an outbound block list (or not on its allow list)' },
+  '422': { name: 'Unprocessable', description: 'Refused by policy: a recipient is on an outbound block list (or not on its allow list), or every recipient is suppressed (recipient_suppressed)' },
   '429': { name: 'TooManyRequests', description: 'Rate limited: Retry-After says how many seconds to wait', retryAfter: true },
   default: { name: 'UnexpectedError', description: 'Any other failure: 500 internal_error (with the request id, never internals), or 503 shutting_down while the server stops' },
 };

@@ -17,6 +17,7 @@ export const ErrorResponse = Type.Object(
         { description: 'domain_in_use only: what still uses the sending domain' },
       ),
     ),
+    suppressed: Type.Optional(Type.Array(Type.String(), { description: 'recipient_suppressed only: the suppressed recipients (every recipient of the send)' })),
   },
   { $id: 'Error' },
 );

@@ -34,7 +34,14 @@ export const SendBody = Type.Object(
   },
   { additionalProperties: false, title: 'SendRequest' },
 );
-export const Queued = Type.Object({ message_id: Type.String(), status: Type.Literal('queued') }, { title: 'Queued' });
+export const Queued = Type.Object(
+  {
+    message_id: Type.String(),
+    status: Type.Literal('queued'),
+    suppressed: Type.Optional(Type.Array(Type.String(), { description: 'recipients left out because this workspace suppresses them (see Suppressions); absent when none was' })),
+  },
+  { title: 'Queued' },
+);
 const SentQuery = Type.Object({ mailbox: Type.Optional(Email), limit: Type.Optional(Limit), offset: Type.Optional(Offset) }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
