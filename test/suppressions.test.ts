@@ -136,7 +136,7 @@ describe(`suppressions (${TEST_DIALECT})`, () => {
       const verp = h.services.returnPaths.address(id);
       await h.sendRaw(dsn(verp, 'lost@peer.test'), { from: '', to: [verp] });
       const [bounced] = await events('message.bounced', id);
-      expect(bounced).toMatchObject({ workspace_id: acme.workspaceId, data: { recipient: 'lost@peer.test', reason: 'smtp; 550 5.1.1 mailbox unavailable', status: '5.1.1', status_code: '5.1.1', suppressed: true } });
+      expect(bounced).toMatchObject({ workspace_id: acme.workspaceId, data: { recipient: 'lost@peer.test', reason: 'smtp; 550 5.1.1 mailbox unavailable', status: '5.1.1', status_code: '5.1.1', suppressed: true, delivery_status: 'accepted' } });
       const found = await suppression('lost@peer.test');
       expect(found.statusCode).toBe(200);
       expect(found.json()).toEqual({ address: 'lost@peer.test', reason: 'hard_bounce', detail: 'smtp; 550 5.1.1 mailbox unavailable', status_code: '5.1.1', message_id: id, created_at: expect.any(String) as unknown });
@@ -157,7 +157,7 @@ describe(`suppressions (${TEST_DIALECT})`, () => {
       const verp = h.services.returnPaths.address(id);
       await h.sendRaw(arf(verp, 'annoyed@peer.test'), { from: 'feedback@isp.test', to: [verp] });
       const [complained] = await events('message.complained', id);
-      expect(complained!.data).toMatchObject({ recipient: 'annoyed@peer.test', reason: 'abuse', status: null, suppressed: true });
+      expect(complained!.data).toMatchObject({ recipient: 'annoyed@peer.test', reason: 'abuse', status: null, suppressed: true, delivery_status: 'accepted' });
       expect((await suppression('annoyed@peer.test')).json()).toMatchObject({ reason: 'complaint', detail: 'abuse', status_code: null, message_id: id });
     });
 
@@ -168,7 +168,7 @@ describe(`suppressions (${TEST_DIALECT})`, () => {
       expect(outcome.recipients).toEqual([expect.objectContaining({ address: 'gone@peer.test', status: 'failed' }), expect.objectContaining({ address: 'here@peer.test', status: 'accepted' })]);
       expect((await events('message.failed', id)).map((e) => e.data.recipient)).toEqual(['gone@peer.test']);
       const [bounced] = await events('message.bounced', id);
-      expect(bounced!.data).toMatchObject({ recipient: 'gone@peer.test', status: '5.1.1', status_code: '5.1.1', suppressed: true });
+      expect(bounced!.data).toMatchObject({ recipient: 'gone@peer.test', status: '5.1.1', status_code: '5.1.1', suppressed: true, delivery_status: 'accepted' });
       expect(bounced!.data.reason).toMatch(/^550 5\.1\.1 /);
       expect((await suppression('gone@peer.test')).json()).toMatchObject({ reason: 'hard_bounce', status_code: '5.1.1', message_id: id, detail: expect.stringMatching(/^550 5\.1\.1 /) as unknown });
       expect(errorOf(await suppression('here@peer.test'))).toMatchObject({ status: 404 });

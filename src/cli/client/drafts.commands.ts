@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { Schema } from './api.types.js';
 import { composedContent, draftTemplate, isEmptyDraft, parseDraftText, withComposeOptions, type ComposeOptions, type EditableDraft } from './compose.js';
+import { suppressedNote } from './suppressions.commands.js';
 import { group, leaf, run, type Context } from './context.js';
 import { CliError } from './errors.js';
 import { pageFooter, relativeTime, renderFields, renderTable, safeText } from './format.js';
@@ -169,7 +170,7 @@ export function registerDraftCommands(program: Command): void {
   }).action(
     run(async (ctx, [id = '']) => {
       const queued = await ctx.api().post('/app/api/drafts/{draft_id}/send', path(id));
-      ctx.show(queued, () => [`sent ${id}: ${queued.message_id} is ${queued.status} (mailroom sent shows its delivery)`]);
+      ctx.show(queued, () => [`sent ${id}: ${queued.message_id} is ${queued.status} (mailroom sent shows its delivery)`, ...suppressedNote(queued)]);
     }),
   );
 

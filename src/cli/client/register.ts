@@ -10,6 +10,7 @@ import { registerMessageCommands } from './messages.commands.js';
 import { registerSendingCommands } from './sending.commands.js';
 import { registerSandboxCommands } from './sandbox.commands.js';
 import { registerSessionCommands } from './session.commands.js';
+import { registerSuppressionCommands } from './suppressions.commands.js';
 import { registerThreadCommands } from './threads.commands.js';
 import { registerTokenCommands } from './tokens.commands.js';
 import { registerWebhookCommands } from './webhooks.commands.js';
@@ -24,6 +25,7 @@ export function registerClientCommands(program: Command): void {
   registerDraftCommands(program);
   registerSendingCommands(program);
   registerListCommands(program);
+  registerSuppressionCommands(program);
   registerDomainCommands(program);
   registerTokenCommands(program);
   registerWebhookCommands(program);

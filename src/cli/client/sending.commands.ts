@@ -4,6 +4,7 @@ import { leaf, run } from './context.js';
 import { CliError } from './errors.js';
 import { pageFooter, relativeTime, renderTable } from './format.js';
 import { withPaging, type PageOptions } from './options.js';
+import { suppressedNote } from './suppressions.commands.js';
 import { statusStyle } from './views.js';
 
 interface SendOptions extends ComposeOptions {
@@ -46,7 +47,7 @@ export function registerSendingCommands(program: Command): void {
             reply_to: options.replyTo,
           },
         });
-        ctx.show(queued, () => [`${queued.message_id} is ${queued.status} (mailroom sent shows its delivery)`]);
+        ctx.show(queued, () => [`${queued.message_id} is ${queued.status} (mailroom sent shows its delivery)`, ...suppressedNote(queued)]);
       }),
     );
 

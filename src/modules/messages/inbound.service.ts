@@ -79,7 +79,7 @@ interface Report {
   workspaceId: string;
   messageId: string;
   sentTo: ReadonlySet<string>;
-  view: MessageListView | { message_id: string };
+  view: (MessageListView | { message_id: string }) & { delivery_status: string | null };
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
@@ -95,7 +95,10 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
     const outbound = await trx.selectFrom('outbound').select('recipients_json').where('workspace_id', '=', recipient.workspaceId).where('message_id', '=', messageId).executeTakeFirst();
     const sentTo = new Set(outbound ? (JSON.parse(outbound.recipients_json) as Array<{ address: string }>).map((r) => r.address.toLowerCase()) : []);
     const row = await messageRepository.findMessage(trx, recipient.workspaceId, messageId);
-    const report: Report = { workspaceId: recipient.workspaceId, messageId, sentTo, view: row ? toMessageListView(row) : { message_id: messageId } };
+    const listView = row ? toMessageListView(row) : undefined;
+    // The events' `status` is the report's (issue 27); the message's delivery status moves to `delivery_status` (decision 328).
+    const view = { ...(listView ?? { message_id: messageId }), delivery_status: listView?.status ?? null };
+    const report: Report = { workspaceId: recipient.workspaceId, messageId, sentTo, view };
     const feedback = parseFeedbackReport(parsed);
     if (feedback) return recordComplaint(trx, report, feedback);
     const failed = (parseDsn(parsed) ?? []).filter((r) => r.action === 'failed');

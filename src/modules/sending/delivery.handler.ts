@@ -146,7 +146,8 @@ function settle(ctx: Context, run: Run, status: DeliveryStatus, lastError: strin
   if (run.emit.length > 0) {
     const view = toMessageListView(run.start.message);
     const workspaceId = run.start.delivery.workspace_id;
-    emitted = run.emit.map((e) => ({ workspaceId, type: e.type, data: { ...view, status, ...e.extra } }));
+    // A bounce's `status` is its SMTP status (issue 27); the message's own moves to `delivery_status` (decision 328).
+    emitted = run.emit.map((e) => ({ workspaceId, type: e.type, data: { ...view, status, ...(e.type === 'message.bounced' ? { delivery_status: status } : {}), ...e.extra } }));
   }
   const { recipients, attempts, lastResponse: smtpResponse } = run;
   const { workspace_id, message_id } = run.start.delivery;

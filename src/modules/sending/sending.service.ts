@@ -76,7 +76,7 @@ export interface SendingService {
   /**
    * The one way into the outbound pipeline (API, session, drafts, transactional): checks, composes,
    * stores the `sent` copy, queues delivery and emits `message.sent`, all in the caller's transaction
-   * (or its own).
+   * (or its own). Suppressed recipients are left out and listed in the answer (all of them: 422).
    */
   enqueue(tenant: TenantContext, input: SendInput, trx?: Db): Promise<Queued>;
   /**
