@@ -330,6 +330,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/send/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send up to 100 messages at once: each queued or refused on its own, the queued ones written in one transaction (200) */
+        post: operations["sendBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sent": {
         parameters: {
             query?: never;
@@ -928,6 +945,23 @@ export interface paths {
         put?: never;
         /** Send a message: stored in sent, queued for delivery (202) */
         post: operations["appSendMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/api/send/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send up to 100 messages at once: each queued or refused on its own, the queued ones written in one transaction (200) */
+        post: operations["appSendBatch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1694,6 +1728,34 @@ export interface components {
             status: "queued";
             /** @description recipients left out because this workspace suppresses them (see Suppressions); absent when none was */
             suppressed?: string[];
+        };
+        /** BatchSendRequest */
+        BatchSendRequest: {
+            /** @description 1..100 messages, each as POST /send takes it; each is validated on its own, so a bad one fails only itself */
+            messages: components["schemas"]["SendRequest"][];
+        };
+        /** BatchQueued */
+        BatchQueued: {
+            /** @description its place in the request, from 0 */
+            index: number;
+            message_id: string;
+            /** @enum {string} */
+            status: "queued";
+        };
+        /** BatchRefused */
+        BatchRefused: {
+            /** @description its place in the request, from 0 */
+            index: number;
+            /** @description the HTTP status POST /send would have answered for this message alone (400, 404, 422…) */
+            status_code: number;
+            error: components["schemas"]["Error"];
+        };
+        /** BatchSendResult */
+        BatchSendResult: {
+            /** @description one entry per message, in the order sent */
+            messages: (components["schemas"]["BatchQueued"] | components["schemas"]["BatchRefused"])[];
+            queued: number;
+            failed: number;
         };
         /** SentPage */
         SentPage: {
@@ -2955,6 +3017,37 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    sendBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchSendRequest"];
+            };
+        };
+        responses: {
+            /** @description Per message, in order: its message_id (queued) or the error its single send would have answered */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchSendResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
         };
@@ -4319,6 +4412,37 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appSendBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchSendRequest"];
+            };
+        };
+        responses: {
+            /** @description Per message, in order: its message_id (queued) or the error its single send would have answered */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchSendResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
         };

@@ -2,7 +2,7 @@ import type { Db } from '../../db/database.js';
 import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
 import { insertRows, preparedQuery } from '../../db/prepared.js';
 import type { Clock } from '../../lib/clock.js';
-import { invalid, notFound, DomainError } from '../../lib/errors.js';
+import { invalid, isDomainError, notFound, DomainError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { Queue } from '../../jobs/queue.js';
 import type { DomainService } from '../domains/domain.service.js';
@@ -29,6 +29,8 @@ export const DELIVERY_QUEUE = 'delivery';
 /** Contract §4 limits of a send. */
 export const MAX_BODY_LENGTH = 512 * 1024;
 export const MAX_NAME_LENGTH = 200;
+/** Messages of one batch send (Resend's limit). */
+export const MAX_BATCH_MESSAGES = 100;
 
 /**
  * A send's sender check in one statement: the workspace's mailbox of the `from` address and the outbound list entries
@@ -67,6 +69,9 @@ export interface Queued {
   suppressed?: string[];
 }
 
+/** One message of a batch: queued, or refused with the error its single send would have answered. */
+export type BatchOutcome = { queued: Queued } | { error: DomainError };
+
 /** A message of `GET /sent` (the client's name for it). */
 export type SentItem = SentMessageView;
 
@@ -86,6 +91,12 @@ export interface SendingService {
    * on SQLite's one connection, and the caller's rollback would undo one written inside its own).
    */
   check(tenant: TenantContext, input: SendInput): Promise<void>;
+  /**
+   * Many sends at once (`POST /send/batch`): each message is checked and composed on its own, so a refusal
+   * fails only its own message; every good one is then written in one transaction (one commit, one fsync).
+   * The outcomes are in the order of `inputs`.
+   */
+  enqueueBatch(tenant: TenantContext, inputs: readonly SendInput[]): Promise<BatchOutcome[]>;
 }
 
 export interface SendingDeps {
@@ -299,6 +310,35 @@ export function createSendingService(deps: SendingDeps): SendingService {
 
     async check(tenant, input) {
       await check(tenant, input, db, true);
+    },
+
+    async enqueueBatch(tenant, inputs) {
+      if (inputs.length > MAX_BATCH_MESSAGES) throw invalid('invalid_request', `at most ${MAX_BATCH_MESSAGES} messages in a batch`);
+      // Checked and composed before the transaction, as a single send is; a refusal is recorded there (check's own
+      // transaction) and answered in its place. Anything but a refusal is a failure of the whole batch.
+      const prepared = await Promise.all(
+        inputs.map(async (input): Promise<{ checked: Checked; composed: Composed } | { error: DomainError }> => {
+          try {
+            const checked = await check(tenant, input, db, true);
+            return { checked, composed: await compose(input, checked) };
+          } catch (error) {
+            if (isDomainError(error)) return { error };
+            throw error;
+          }
+        }),
+      );
+      const good = prepared.flatMap((p) => ('checked' in p ? [p] : []));
+      // One unit of the group commit: the batch's messages are written together or not at all.
+      const written =
+        good.length === 0
+          ? []
+          : await commits.run(async (trx) => {
+              const queued: Queued[] = [];
+              for (const p of good) queued.push(await write(tenant, p.checked, p.composed, trx));
+              return queued;
+            });
+      let next = 0;
+      return prepared.map((p) => ('error' in p ? { error: p.error } : { queued: written[next++]! }));
     },
   };
 }

@@ -62,10 +62,23 @@ function firstIssue(issues: readonly ValidationIssue[]): ValidationIssue | undef
   return issues.find((i) => i.keyword !== 'type' && i.keyword !== 'anyOf') ?? issues[0];
 }
 
+/** What a body that failed its schema answers: `context` names it (`body`, `body.messages.3`), the first issue says why. */
+export function describeValidationIssues(context: string, issues: readonly ValidationIssue[]): string {
+  return describeValidation(context, firstIssue(issues));
+}
+
 type ErrorBody = { error: string; detail: string; position?: number; [field: string]: unknown };
 
-/** Map any error to `{error, detail}` and a status; a 5xx never carries internals. */
-export function toHttpError(err: unknown, requestId: string): { status: number; body: ErrorBody; retryAfter?: number } {
+/** A body limit as a person reads it: `1 MiB`, `50 MiB`, or bytes when it is no whole number of MiB. */
+function sizeText(bytes: number): string {
+  return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
+}
+
+/**
+ * Map any error to `{error, detail}` and a status; a 5xx never carries internals. `bodyLimit`: the route's, for the
+ * 413's detail (most routes take 1 MiB, a few more).
+ */
+export function toHttpError(err: unknown, requestId: string, bodyLimit?: number): { status: number; body: ErrorBody; retryAfter?: number } {
   if (isDomainError(err)) {
     const body: ErrorBody = { ...err.fields, error: err.code, detail: err.detail, ...(err.position !== undefined ? { position: err.position } : {}) };
     return { status: STATUS[err.kind], body, ...(err.retryAfterSeconds !== undefined ? { retryAfter: err.retryAfterSeconds } : {}) };
@@ -75,6 +88,7 @@ export function toHttpError(err: unknown, requestId: string): { status: number; 
     return { status: 400, body: { error: 'invalid_request', detail: describeValidation(e.validationContext, firstIssue(e.validation)) } };
   }
   const known = e.code ? FASTIFY_CODES[e.code] : undefined;
+  if (known?.status === 413 && bodyLimit !== undefined) return { status: 413, body: { error: known.error, detail: `the request body is larger than ${sizeText(bodyLimit)}` } };
   if (known) return { status: known.status, body: { error: known.error, detail: known.detail ?? e.message } };
   if (e.statusCode === 429) {
     const detail = (err as { detail?: unknown }).detail;
@@ -116,7 +130,7 @@ export function registerErrorHandling(
 ): void {
   answerWhileClosing(app);
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const mapped = toHttpError(err, request.id);
+    const mapped = toHttpError(err, request.id, request.routeOptions.bodyLimit);
     if (mapped.status >= 500) request.log.error({ err }, 'request failed');
     else request.log.info({ error: mapped.body.error, status: mapped.status }, 'request refused');
     if (mapped.retryAfter !== undefined) void reply.header('retry-after', String(mapped.retryAfter));

@@ -1,7 +1,7 @@
-import { Ajv, type AnySchema, type Options } from 'ajv';
+import { Ajv, type AnySchema, type Options, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
-import { Type, type Static, type TSchema, type TUnsafe } from 'typebox';
+import { Type, type Static, type TArray, type TSchema, type TUnsafe } from 'typebox';
 
 // ajv-formats is CommonJS with a default export; under NodeNext its namespace is what we import.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -41,10 +41,10 @@ function coerceText(schema: AnySchema, data: unknown): void {
  * first (`limit=5` → 5, `read=false` → false). Unknown fields are refused everywhere the schema says so.
  */
 export function createValidatorCompiler(sharedSchemas: object[]): FastifySchemaCompiler<unknown> {
-  const ajv = addFormats(new Ajv({ ...BASE, coerceTypes: false }));
+  const ajv = bodyAjv();
   for (const schema of sharedSchemas) ajv.addSchema(schema);
   return ({ schema, httpPart }) => {
-    const validate = ajv.compile(schema as AnySchema);
+    const validate = ajv.compile(withItemsApart(schema) as AnySchema);
     if (httpPart !== 'body') {
       const validateText = (data: unknown): boolean => {
         coerceText(schema as AnySchema, data);
@@ -73,4 +73,42 @@ export const OPTIONAL_BODY = 'x-optional-body';
  */
 export function optionalBody<T extends TSchema>(schema: T): TUnsafe<Static<T> | null | undefined> {
   return Type.Unsafe<Static<T> | null | undefined>({ ...schema, [OPTIONAL_BODY]: true });
+}
+
+/** The Ajv of JSON bodies: no coercion, formats checked. */
+function bodyAjv(): Ajv {
+  return addFormats(new Ajv({ ...BASE, coerceTypes: false }));
+}
+
+/** The mark of an array whose items the route validates itself, one by one (read by the compiler above). */
+export const ITEMS_APART = 'x-items-validated-apart';
+
+/**
+ * An array whose items the request's validator does not look into: the route validates each on its own
+ * (`compileBodyValidator`), so one bad item of a batch fails only itself. The array's own rules (its
+ * length) still apply, and /openapi.json documents the items' schema; the route sees them as `unknown`.
+ */
+export function itemsApart(array: TArray): TUnsafe<unknown[]> {
+  return Type.Unsafe<unknown[]>({ ...array, [ITEMS_APART]: true });
+}
+
+/**
+ * The schema with every `itemsApart` array's items taken as they come; the very same object when it has none
+ * (Ajv knows schemas by identity, and a copy of one with an `$id` would clash with the original).
+ */
+function withItemsApart(schema: unknown): unknown {
+  if (Array.isArray(schema)) {
+    const items = schema.map(withItemsApart);
+    return items.some((item, i) => item !== schema[i]) ? items : schema;
+  }
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const node = schema as Record<string, unknown>;
+  if (node[ITEMS_APART] === true) return { ...node, items: {} };
+  const entries = Object.entries(node).map(([key, value]) => [key, withItemsApart(value)] as const);
+  return entries.some(([key, value]) => value !== node[key]) ? Object.fromEntries(entries) : schema;
+}
+
+/** A body validator with the request validator's settings, for the items a route validates itself (`itemsApart`). */
+export function compileBodyValidator<T extends TSchema>(schema: T): ValidateFunction<Static<T>> {
+  return bodyAjv().compile<Static<T>>(schema as AnySchema);
 }

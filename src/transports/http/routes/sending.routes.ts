@@ -1,10 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { MAX_RECIPIENTS } from '../../../modules/sending/recipients.js';
-import type { SendingService } from '../../../modules/sending/sending.service.js';
+import { MAX_BATCH_MESSAGES, type BatchOutcome, type SendingService } from '../../../modules/sending/sending.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { Email, Limit, Offset, SentPage, answer, errors, operationId, type Surface } from '../schemas.js';
+import { describeValidationIssues, toHttpError } from '../plugins/errors.js';
+import { compileBodyValidator, itemsApart } from '../plugins/validation.js';
+import { Email, ErrorResponse, Limit, Offset, SentPage, answer, errors, operationId, ref, type Surface } from '../schemas.js';
 
 /** Characters of a comma-separated recipient list: MAX_RECIPIENTS addresses of up to 254 characters and their separators. */
 const RECIPIENT_LIST_MAX_CHARS = MAX_RECIPIENTS * 256;
@@ -42,6 +44,67 @@ export const Queued = Type.Object(
   },
   { title: 'Queued' },
 );
+/**
+ * A batch's body may be far larger than the 1 MiB of other routes: up to 100 messages, each of which may carry
+ * attachments (decision 339).
+ */
+export const BATCH_BODY_LIMIT_BYTES = 50 * 1024 * 1024;
+const BatchSendBody = Type.Object(
+  {
+    messages: itemsApart(
+      Type.Array(SendBody, {
+        minItems: 1,
+        maxItems: MAX_BATCH_MESSAGES,
+        description: `1..${MAX_BATCH_MESSAGES} messages, each as POST /send takes it; each is validated on its own, so a bad one fails only itself`,
+      }),
+    ),
+  },
+  { additionalProperties: false, title: 'BatchSendRequest' },
+);
+const BatchQueued = Type.Object({ index: Type.Integer({ minimum: 0, description: 'its place in the request, from 0' }), ...Queued.properties }, { title: 'BatchQueued' });
+const BatchRefused = Type.Object(
+  {
+    index: Type.Integer({ minimum: 0, description: 'its place in the request, from 0' }),
+    status_code: Type.Integer({ description: 'the HTTP status POST /send would have answered for this message alone (400, 404, 422…)' }),
+    error: ref(ErrorResponse),
+  },
+  { title: 'BatchRefused' },
+);
+const BatchSendResult = Type.Object(
+  {
+    messages: Type.Array(Type.Union([BatchQueued, BatchRefused]), { description: 'one entry per message, in the order sent' }),
+    queued: Type.Integer({ minimum: 0 }),
+    failed: Type.Integer({ minimum: 0 }),
+  },
+  { title: 'BatchSendResult' },
+);
+/** Each message of a batch checked as POST /send checks its body (the request's own validator skips them). */
+const validateSendBody = compileBodyValidator(SendBody);
+type BatchItem = Static<typeof BatchQueued> | Static<typeof BatchRefused>;
+
+/** Validate each message, send the valid ones as one batch, and answer for every message in its place. */
+async function sendBatch(sending: SendingService, tenant: TenantContext, messages: readonly unknown[], requestId: string): Promise<Static<typeof BatchSendResult>> {
+  const answers: Array<BatchItem | undefined> = [];
+  const valid: Array<{ index: number; input: Static<typeof SendBody> }> = [];
+  messages.forEach((message, index) => {
+    if (validateSendBody(message)) valid.push({ index, input: message });
+    else answers[index] = { index, status_code: 400, error: { error: 'invalid_request', detail: describeValidationIssues(`body.messages.${index}`, validateSendBody.errors ?? []) } };
+  });
+  const outcomes: BatchOutcome[] = await sending.enqueueBatch(tenant, valid.map((v) => v.input));
+  outcomes.forEach((outcome, i) => {
+    const index = valid[i]!.index;
+    if ('queued' in outcome) {
+      answers[index] = { index, ...outcome.queued };
+    } else {
+      const mapped = toHttpError(outcome.error, requestId);
+      answers[index] = { index, status_code: mapped.status, error: mapped.body };
+    }
+  });
+  const items = answers.map((a) => a!);
+  const queued = items.filter((a) => 'message_id' in a).length;
+  return { messages: items, queued, failed: items.length - queued };
+}
+
 const SentQuery = Type.Object({ mailbox: Type.Optional(Email), limit: Type.Optional(Limit), offset: Type.Optional(Offset) }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
@@ -64,6 +127,22 @@ export function sendingRoutes({ sending, tenant, surface }: { sending: SendingSe
         },
       },
       async (request, reply) => reply.code(202).send(await sending.enqueue(tenant(request), request.body)),
+    );
+    app.post(
+      '/send/batch',
+      {
+        bodyLimit: BATCH_BODY_LIMIT_BYTES,
+        schema: {
+          operationId: operationId(surface, 'sendBatch'),
+          summary: `Send up to ${MAX_BATCH_MESSAGES} messages at once: each queued or refused on its own, the queued ones written in one transaction (200)`,
+          tags,
+          security,
+          querystring: NoQuery,
+          body: BatchSendBody,
+          response: { 200: answer('Per message, in order: its message_id (queued) or the error its single send would have answered', BatchSendResult), ...errors(400, 401, 403, 413, 415, 429) },
+        },
+      },
+      async (request) => sendBatch(sending, tenant(request), request.body.messages, request.id),
     );
     app.get(
       '/sent',
