@@ -40,7 +40,7 @@ describe(`webhook endpoints API (${TEST_DIALECT})`, () => {
     const res = await member.create({ url: 'https://hooks.example/mailroom?x=1', event_types: ['message.received', 'domain.verified'], secret: SECRET_A });
     expect(res.statusCode).toBe(201);
     const body = res.json<WebhookBody>();
-    expect(Object.keys(body).sort()).toEqual(['active', 'created_at', 'event_types', 'has_secret', 'updated_at', 'url', 'webhook_id']);
+    expect(Object.keys(body).sort()).toEqual(['active', 'created_at', 'disabled_at', 'disabled_reason', 'event_types', 'has_secret', 'updated_at', 'url', 'webhook_id']);
     expect(body).toMatchObject({ url: 'https://hooks.example/mailroom?x=1', event_types: ['message.received', 'domain.verified'], active: true, has_secret: true });
     expect(body.webhook_id).toMatch(/^whk_[0-9a-z]{26}$/);
     expect(body.created_at).toBe(new Date(h.clock.now()).toISOString());

@@ -19,6 +19,7 @@ import * as m20261127000300 from './migrations/20261127000300_search_statistics.
 import * as m20261128000100 from './migrations/20261128000100_api_key_names.js';
 import * as m20261129002600 from './migrations/20261129002600_sandbox.js';
 import * as m20261130002720 from './migrations/20261130002720_suppressions.js';
+import * as m20261130002730 from './migrations/20261130002730_webhook_recovery.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -45,6 +46,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261128000100_api_key_names': m20261128000100,
   '20261129002600_sandbox': m20261129002600,
   '20261130002720_suppressions': m20261130002720,
+  '20261130002730_webhook_recovery': m20261130002730,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

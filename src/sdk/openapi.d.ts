@@ -1234,6 +1234,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/app/api/webhooks/{webhook_id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Queue again every event since a time that the endpoint did not receive (202) */
+        post: operations["appRecoverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/api/webhooks/{webhook_id}/deliveries/{event_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send one event to the endpoint again, with the same event id and payload (202) */
+        post: operations["appReplayWebhookEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/app/api/events/stream": {
         parameters: {
             query?: never;
@@ -2103,6 +2137,10 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            /** @description when the service disabled the endpoint (every attempt failing for 5 days, or a 410 answer); null otherwise */
+            disabled_at: string | null;
+            /** @description why the service disabled it, with the last error; cleared by PATCH active: true */
+            disabled_reason: string | null;
         };
         /** WebhookCreate */
         WebhookCreate: {
@@ -2125,6 +2163,10 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+            /** @description when the service disabled the endpoint (every attempt failing for 5 days, or a 410 answer); null otherwise */
+            disabled_at: string | null;
+            /** @description why the service disabled it, with the last error; cleared by PATCH active: true */
+            disabled_reason: string | null;
             /** @description only when the service generated it, and only in this answer */
             secret?: string;
         };
@@ -2150,6 +2192,28 @@ export interface components {
             duration_ms: number;
             /** Format: date-time */
             delivered_at: string;
+        };
+        /** WebhookEventQueued */
+        WebhookEventQueued: {
+            /** @enum {boolean} */
+            ok: true;
+            event_id: string;
+        };
+        /** WebhookRecover */
+        WebhookRecover: {
+            /** @description ISO 8601 date-time with a zone, not in the future and at most 30 days ago */
+            since: string;
+            /** @description a previous answer's next_before: continue the walk back from there */
+            before?: string;
+        };
+        /** WebhookRecovered */
+        WebhookRecovered: {
+            /** @enum {boolean} */
+            ok: true;
+            /** @description events queued for the endpoint now */
+            queued: number;
+            /** @description null when done; otherwise call again with the same since and this as before */
+            next_before: string | null;
         };
         /** SandboxDnsRecord */
         SandboxDnsRecord: {
@@ -5228,7 +5292,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description one of message.received, message.sent, message.accepted, message.failed, message.delivered, message.bounced, message.rejected, message.complained, domain.verified */
+                    /** @description one of message.received, message.sent, message.accepted, message.failed, message.delivered, message.bounced, message.rejected, message.complained, domain.verified, webhook.disabled */
                     event_type: string;
                 };
             };
@@ -5240,11 +5304,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        ok: true;
-                        event_id: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEventQueued"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5254,6 +5314,71 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appRecoverWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookRecover"];
+            };
+        };
+        responses: {
+            /** @description The missed events are queued, oldest first */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookRecovered"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appReplayWebhookEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                webhook_id: string;
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event is queued for this endpoint */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEventQueued"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
         };

@@ -80,3 +80,37 @@ export async function head(db: Db, dialect: DialectInfo): Promise<FeedCursor> {
   const row = await db.selectFrom('events').select(sql<number | null>`max(rowid)`.as('seq')).executeTakeFirst();
   return { txid: '0', seq: row?.seq ?? 0 };
 }
+
+/** An event as a backward walk sees it: enough to decide about it without reading its whole payload. */
+export interface PastRow {
+  id: string;
+  type: string;
+  created_at: number;
+  /** The payload's first PAYLOAD_HEAD characters: the envelope and the start of `data`. */
+  head: string;
+  cursor: FeedCursor;
+}
+
+/** Characters of the payload `readBefore` returns: past the envelope, into `data`'s first field. */
+export const PAYLOAD_HEAD = 256;
+
+/**
+ * The events of one workspace before `cursor` (or from the newest when null), newest first, in stream order: the
+ * same index as `readAfter`, walked backward, so the work is that of the events read, not of the workspace's history.
+ */
+export async function readBefore(db: Db, dialect: DialectInfo, workspaceId: string, cursor: FeedCursor | null, limit: number): Promise<PastRow[]> {
+  const head = sql<string>`substr(payload, 1, ${sql.lit(PAYLOAD_HEAD)})`.as('head');
+  if (dialect.name === 'postgres') {
+    let query = db
+      .selectFrom('events')
+      .select(['id', 'type', 'created_at', head, sql<string>`txid::text`.as('txid'), sql<number>`seq`.as('seq')])
+      .where('workspace_id', '=', workspaceId);
+    if (cursor) query = query.where(sql<boolean>`(txid, seq) < (${cursor.txid}::xid8, ${cursor.seq}::bigint)`);
+    const rows = await query.orderBy(sql`txid`, 'desc').orderBy(sql`seq`, 'desc').limit(limit).execute();
+    return rows.map((r) => ({ id: r.id, type: r.type, created_at: Number(r.created_at), head: r.head, cursor: { txid: r.txid, seq: Number(r.seq) } }));
+  }
+  let query = db.selectFrom('events').select(['id', 'type', 'created_at', head, sql<number>`rowid`.as('seq')]).where('workspace_id', '=', workspaceId);
+  if (cursor) query = query.where(sql<boolean>`rowid < ${cursor.seq}`);
+  const rows = await query.orderBy(sql`rowid`, 'desc').limit(limit).execute();
+  return rows.map((r) => ({ id: r.id, type: r.type, created_at: Number(r.created_at), head: r.head, cursor: { txid: '0', seq: r.seq } }));
+}

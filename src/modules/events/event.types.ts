@@ -9,6 +9,7 @@ export const EVENT_TYPES = [
   'message.rejected',
   'message.complained',
   'domain.verified',
+  'webhook.disabled',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

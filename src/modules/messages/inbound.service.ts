@@ -10,6 +10,7 @@ import type { MessageStore } from './message-store.js';
 import type { Folder, MessageListView } from './message.types.js';
 import { toMessageListView } from './message.views.js';
 import type { ParsedMessage } from './mime.js';
+import { eventText, receivedEventData } from './received-event.js';
 import { messageRepository } from './message.repository.js';
 import { parseDsn, parseFeedbackReport, type DsnRecipient, type FeedbackReport } from '../sending/reports.js';
 import { isPermanentStatus } from '../suppressions/suppression.service.js';
@@ -159,6 +160,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
     // A DMARC failure under a reject or quarantine policy is the clearest spam signal we have (RFC 7489 §6.3).
     const folder: Folder = auth.quarantine ? 'spam' : 'inbox';
     const envelopeJson = { mail_from: envelope.mailFrom, remote_ip: envelope.remoteIp, helo: envelope.helo };
+    const text = eventText(parsed);
     // Deliveries arriving together share one transaction (one commit, one fsync): see group-commit.ts.
     // `run` queues the unit before it returns, which is what `deliver`'s announcement waits for.
     return commits.run(async (trx) => {
@@ -181,7 +183,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
           auth: auth.summary,
           envelope: { ...envelopeJson, rcpt_to: recipient.address },
         });
-        await events.emit(trx, { workspaceId: recipient.workspaceId, type: 'message.received', data: { ...toMessageListView(row) } });
+        await events.emit(trx, { workspaceId: recipient.workspaceId, type: 'message.received', data: { ...receivedEventData(toMessageListView(row), text) } });
         ids.push(row.id);
       }
       return ids;

@@ -2,16 +2,16 @@ import type { Db } from '../../db/database.js';
 import type { DialectInfo } from '../../db/dialect.js';
 import type { ClaimedJob, Queue } from '../../jobs/queue.js';
 import type { Clock } from '../../lib/clock.js';
-import { webhookRepository as repo } from './webhook.repository.js';
+import type { EventsService } from '../events/events.service.js';
+import { recordOutcomes } from './auto-disable.js';
 import type { WebhookDeliveryTable } from './webhook.table.js';
-import { WEBHOOK_QUEUE } from './webhook.types.js';
 
 /** What becomes of a delivery job once its attempt is recorded. */
 export type NextStep =
   | { type: 'complete' }
   | { type: 'retry'; error: string; delayMs: number }
   | { type: 'bury'; error: string }
-  /** 410 Gone: the endpoint becomes inactive and its other jobs are dropped. */
+  /** 410 Gone: the endpoint becomes inactive (disabled, with the reason) and its other jobs are dropped. */
   | { type: 'deactivate' };
 
 interface Settlement {
@@ -38,7 +38,16 @@ export interface AttemptLog {
  * went with it). If a shared transaction fails (such an endpoint's foreign key, a deadlock), each attempt is
  * recorded again on its own.
  */
-export function createAttemptLog({ db, dialect, clock, queue }: { db: Db; dialect: DialectInfo; clock: Clock; queue: Pick<Queue, 'retry' | 'bury' | 'cancelGroup'> }): AttemptLog {
+export interface AttemptLogDeps {
+  db: Db;
+  dialect: DialectInfo;
+  clock: Clock;
+  queue: Pick<Queue, 'retry' | 'bury' | 'cancelGroup'>;
+  /** Emits `webhook.disabled` for an endpoint the batch disabled. */
+  events: Pick<EventsService, 'emit'>;
+}
+
+export function createAttemptLog({ db, dialect, clock, queue, events }: AttemptLogDeps): AttemptLog {
   const waiting: Settlement[] = [];
   let draining = false;
 
@@ -72,11 +81,10 @@ export function createAttemptLog({ db, dialect, clock, queue }: { db: Db; dialec
     for (const s of batch) {
       if (s.next.type === 'retry') await queue.retry(s.job, s.next.error, s.next.delayMs, trx);
       else if (s.next.type === 'bury') await queue.bury(s.job, s.next.error, trx);
-      else if (s.next.type === 'deactivate') {
-        await repo.deactivate(trx, s.attempt.workspace_id, s.attempt.webhook_id, clock.now());
-        await queue.cancelGroup(trx, WEBHOOK_QUEUE, s.attempt.webhook_id);
-      }
     }
+    const recorded = new Set(rows);
+    const gone = batch.filter((s) => s.next.type === 'deactivate' && recorded.has(s.attempt)).map((s) => s.attempt);
+    await recordOutcomes(trx, rows.filter((a) => !gone.includes(a)), gone, { clock, queue, events });
   }
 
   async function drain(): Promise<void> {

@@ -7,6 +7,7 @@ import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secret-box.js';
+import type { EventsService } from '../events/events.service.js';
 import { raceAbort, WebhookUrlRefused, type AddressRules } from './address-rules.js';
 import { createAttemptLog, type NextStep } from './attempt-log.js';
 import { signatureHeader } from './signing.js';
@@ -41,6 +42,8 @@ export interface WebhookDeliveryDeps {
   endpointConcurrency?: number;
   /** Opens the endpoints' secrets, only to sign an attempt. */
   box: SecretBox;
+  /** Emits `webhook.disabled` when an attempt disables its endpoint. */
+  events: Pick<EventsService, 'emit'>;
 }
 
 const USER_AGENT = 'Mailroom-Webhooks/0.1';
@@ -105,7 +108,7 @@ export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHand
   const { db, clock, logger, queue, rules, sender, timeoutMs, box } = deps;
   const backoff: BackoffPolicy = { baseMs: deps.backoffBaseMs, factor: BACKOFF_FACTOR, capMs: BACKOFF_CAP_MS, jitter: BACKOFF_JITTER };
   // Attempts that finish together are recorded in one transaction: one commit (and flush) for many deliveries.
-  const attempts = createAttemptLog({ db, dialect: deps.dialect, clock, queue });
+  const attempts = createAttemptLog({ db, dialect: deps.dialect, clock, queue, events: deps.events });
   const loadTarget = targetLoader(db);
 
   /** Why an attempt was cut short: the job's own signal (lease lost, shutdown) or the time-out. */

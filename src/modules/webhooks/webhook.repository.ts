@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.js';
 import { preparedQuery } from '../../db/prepared.js';
 import { SEALED_PREFIX } from '../../lib/secret-box.js';
 import type { WebhookTable } from './webhook.table.js';
+import { WEBHOOK_QUEUE, type WebhookJobPayload } from './webhook.types.js';
 
 /** What a delivery attempt needs: the endpoint and the event's stored bytes. */
 export interface DeliveryTarget {
@@ -39,9 +40,77 @@ export const webhookRepository = {
   active: (db: Db, workspaceId: string) => activeQuery(db, { workspaceId }),
   update: async (db: Db, workspaceId: string, id: string, values: Partial<Omit<WebhookTable, 'id' | 'workspace_id' | 'created_at'>>): Promise<number> =>
     Number((await db.updateTable('webhooks').set(values).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numUpdatedRows),
-  /** Active → inactive; false when it was inactive (or gone) already. */
-  deactivate: async (db: Db, workspaceId: string, id: string, at: number): Promise<boolean> =>
-    (await db.updateTable('webhooks').set({ active: 0, updated_at: at }).where('workspace_id', '=', workspaceId).where('id', '=', id).where('active', '=', 1).executeTakeFirst()).numUpdatedRows > 0n,
+  /** Active → inactive, saying why; the row as it is now, or undefined when it was inactive (or gone) already. */
+  deactivate: (db: Db, workspaceId: string, id: string, at: number, reason: string) =>
+    db
+      .updateTable('webhooks')
+      .set({ active: 0, updated_at: at, disabled_at: at, disabled_reason: reason })
+      .where('workspace_id', '=', workspaceId)
+      .where('id', '=', id)
+      .where('active', '=', 1)
+      .returningAll()
+      .executeTakeFirst(),
+  /**
+   * Issue 27 §5: the same, only when every attempt since `failedBefore` or earlier has failed (decided in the
+   * transaction that records the latest failure, so any number of workers agree).
+   */
+  disableFailing: (db: Db, workspaceId: string, id: string, at: number, failedBefore: number) =>
+    db
+      .updateTable('webhooks')
+      .set({ active: 0, updated_at: at, disabled_at: at })
+      .where('workspace_id', '=', workspaceId)
+      .where('id', '=', id)
+      .where('active', '=', 1)
+      .where('failing_since', '<=', failedBefore)
+      .returningAll()
+      .executeTakeFirst(),
+  setDisabledReason: (db: Db, workspaceId: string, id: string, reason: string) =>
+    db.updateTable('webhooks').set({ disabled_reason: reason }).where('workspace_id', '=', workspaceId).where('id', '=', id).execute(),
+  /** Successes: these endpoints are no longer failing (one statement; only rows marked failing are written). */
+  clearFailing: async (db: Db, endpoints: ReadonlyArray<{ workspaceId: string; webhookId: string }>): Promise<void> => {
+    if (endpoints.length === 0) return;
+    await db
+      .updateTable('webhooks')
+      .set({ failing_since: null })
+      .where((eb) => eb.or(endpoints.map((e) => eb.and([eb('id', '=', e.webhookId), eb('workspace_id', '=', e.workspaceId)]))))
+      .where('failing_since', 'is not', null)
+      .execute();
+  },
+  /** Failures: `since` becomes the endpoint's failing_since unless it was failing already (`restart`: a success came first in the batch). */
+  markFailing: (db: Db, workspaceId: string, id: string, since: number, restart: boolean) =>
+    db
+      .updateTable('webhooks')
+      .set((eb) => ({ failing_since: restart ? since : eb.fn.coalesce('failing_since', eb.val(since)) }))
+      .where('workspace_id', '=', workspaceId)
+      .where('id', '=', id)
+      .execute(),
+  /** The workspace's event, or undefined. */
+  event: (db: Db, workspaceId: string, id: string) => db.selectFrom('events').select(['id', 'type']).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
+  /** Which of `eventIds` the endpoint received (a successful attempt). */
+  received: async (db: Db, workspaceId: string, webhookId: string, eventIds: readonly string[]): Promise<Set<string>> => {
+    if (eventIds.length === 0) return new Set();
+    const rows = await db
+      .selectFrom('webhook_deliveries')
+      .select('event_id')
+      .where('workspace_id', '=', workspaceId)
+      .where('webhook_id', '=', webhookId)
+      .where('event_id', 'in', eventIds)
+      .where('success', '=', 1)
+      .execute();
+    return new Set(rows.map((r) => r.event_id));
+  },
+  /** The events the endpoint has a delivery job waiting for (leased ones included; not the dead). */
+  pending: async (db: Db, workspaceId: string, webhookId: string): Promise<Set<string>> => {
+    const rows = await db
+      .selectFrom('jobs')
+      .select('payload')
+      .where('queue', '=', WEBHOOK_QUEUE)
+      .where('group_key', '=', webhookId)
+      .where('workspace_id', '=', workspaceId)
+      .where('state', '=', 'pending')
+      .execute();
+    return new Set(rows.map((r) => (JSON.parse(r.payload) as WebhookJobPayload).event_id));
+  },
   delete: async (db: Db, workspaceId: string, id: string): Promise<number> =>
     Number((await db.deleteFrom('webhooks').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst()).numDeletedRows),
   /**

@@ -1,5 +1,7 @@
 import { afterCommit } from '../../db/commit-hooks.js';
 import type { Db } from '../../db/database.js';
+import type { DialectInfo } from '../../db/dialect.js';
+import { cursorOf, type FeedCursor } from '../events/event-feed.repository.js';
 import type { Queue } from '../../jobs/queue.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
@@ -12,6 +14,7 @@ import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { WebhookUrlRefused, type AddressRules } from './address-rules.js';
 import { generateSecret, secretProblem } from './signing.js';
 import type { PreviousSecret, WebhookDeliveryTable, WebhookTable } from './webhook.table.js';
+import { missedEvents } from './recovery.js';
 import { webhookRepository as repo } from './webhook.repository.js';
 import {
   MAX_ATTEMPTS,
@@ -20,7 +23,9 @@ import {
   SECRET_OVERLAP_MS,
   WEBHOOK_QUEUE,
   type CreatedWebhookView,
+  RECOVER_MAX_AGE_MS,
   type DeliveryView,
+  type RecoverResult,
   type WebhookJobPayload,
   type WebhookView,
 } from './webhook.types.js';
@@ -42,6 +47,14 @@ export interface WebhookService {
   remove(tenant: TenantContext, webhookId: string): Promise<{ ok: true; webhook_id: string }>;
   /** The endpoint's delivery attempts, newest first. */
   deliveries(tenant: TenantContext, webhookId: string, limit: number): Promise<{ deliveries: DeliveryView[] }>;
+  /**
+   * Issue 27 §5: queue again every event since `since` that this endpoint's filter takes and that it has not
+   * received (no successful attempt) and is not waiting for (no pending job): failed, given up, or emitted while the
+   * endpoint was inactive. At most RECOVER_SCAN_LIMIT events are examined, newest first; `before` continues.
+   */
+  recover(tenant: TenantContext, webhookId: string, input: { since: string; before?: string | undefined }): Promise<RecoverResult>;
+  /** Send one stored event to this endpoint again, whatever became of it before, with the same event id and bytes. */
+  replay(tenant: TenantContext, webhookId: string, eventId: string): Promise<{ ok: true; event_id: string }>;
   /** Store one synthetic event (`data.test = true`) and queue it for this endpoint only, whatever its filter. */
   test(tenant: TenantContext, webhookId: string, eventType: string): Promise<{ ok: true; event_id: string }>;
   /** The outbox subscriber: one delivery job per active endpoint whose filter takes the event, in the producer's transaction. */
@@ -52,6 +65,7 @@ export interface WebhookService {
 
 export interface WebhookDeps {
   db: Db;
+  dialect: DialectInfo;
   clock: Clock;
   queue: Pick<Queue, 'enqueue' | 'enqueueMany' | 'cancelGroup'>;
   events: Pick<EventsService, 'emit'>;
@@ -60,6 +74,19 @@ export interface WebhookDeps {
   wake: (queue: string) => void;
   /** Seals secrets at rest (MAILROOM_SECRET_KEY); they are opened only to sign a delivery. */
   box: SecretBox;
+}
+
+/** What `since` takes: an RFC 3339 date-time (Date.parse alone would also take "2026" or "Nov 30"). */
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+const inactive = (id: string) => conflict('webhook_inactive', `webhook ${id} is inactive; activate it first (PATCH active: true)`);
+
+/** `recover`'s since as epoch ms: a date-time with a zone, not in the future, at most RECOVER_MAX_AGE_MS ago. */
+function checkSince(raw: string, now: number): number {
+  const since = ISO_DATE_TIME.test(raw) ? Date.parse(raw) : Number.NaN;
+  if (Number.isNaN(since)) throw invalid('invalid_since', `since: not an ISO 8601 date-time with a zone (e.g. 2026-11-30T08:00:00Z): ${raw}`);
+  if (since > now) throw invalid('invalid_since', `since: ${raw} is in the future`);
+  if (since < now - RECOVER_MAX_AGE_MS) throw invalid('invalid_since', `since: at most ${RECOVER_MAX_AGE_MS / 86_400_000} days ago`);
+  return since;
 }
 
 const webhookNotFound = (id: string) => notFound('webhook_not_found', `no webhook ${id}`);
@@ -74,6 +101,8 @@ export function toWebhookView(row: WebhookTable): WebhookView {
     has_secret: row.secret !== null,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
+    disabled_at: row.disabled_at === null ? null : iso(row.disabled_at),
+    disabled_reason: row.disabled_reason,
   };
 }
 
@@ -160,10 +189,17 @@ function activeEndpoints(trx: Db, workspaceId: string): Promise<ActiveEndpoints>
 }
 
 /** Webhook endpoints (session surface, every role) and the fan-out of events to them. */
-export function createWebhookService({ db, clock, queue, events, rules, wake, box }: WebhookDeps): WebhookService {
+export function createWebhookService({ db, dialect, clock, queue, events, rules, wake, box }: WebhookDeps): WebhookService {
   async function find(tenant: TenantContext, webhookId: string): Promise<WebhookTable> {
     const row = await repo.find(db, tenant.workspaceId, webhookId);
     if (!row) throw webhookNotFound(webhookId);
+    return row;
+  }
+
+  /** Test, replay and recover queue deliveries, which an inactive endpoint would drop unsent. */
+  async function findActive(tenant: TenantContext, webhookId: string): Promise<WebhookTable> {
+    const row = await find(tenant, webhookId);
+    if (row.active !== 1) throw inactive(webhookId);
     return row;
   }
 
@@ -209,6 +245,9 @@ export function createWebhookService({ db, clock, queue, events, rules, wake, bo
         ...sealSecrets(box, id, secret, []),
         created_at: now,
         updated_at: now,
+        failing_since: null,
+        disabled_at: null,
+        disabled_reason: null,
       };
       await db.transaction().execute(async (trx) => {
         // Counted in the inserting transaction; two concurrent creates may both pass at the limit, which is harmless.
@@ -237,6 +276,8 @@ export function createWebhookService({ db, clock, queue, events, rules, wake, bo
         Object.assign(values, sealSecrets(box, current.id, input.secret, kept.slice(0, MAX_PREVIOUS_SECRETS)));
       }
       if (input.active !== undefined) values.active = input.active ? 1 : 0;
+      // Re-activated: the reason it was disabled goes, and its failures are counted afresh.
+      if (input.active === true && current.active === 0) Object.assign(values, { disabled_at: null, disabled_reason: null, failing_since: null });
       if (Object.keys(values).length > 0) {
         values.updated_at = now;
         await db.transaction().execute(async (trx) => {
@@ -261,11 +302,40 @@ export function createWebhookService({ db, clock, queue, events, rules, wake, bo
       return { deliveries: (await repo.deliveries(db, tenant.workspaceId, webhookId, limit)).map(toDeliveryView) };
     },
 
+    async recover(tenant, webhookId, input) {
+      const since = checkSince(input.since, clock.now());
+      const row = await find(tenant, webhookId);
+      let start: FeedCursor | null = null;
+      if (input.before !== undefined) {
+        start = (await cursorOf(db, dialect, tenant.workspaceId, input.before)) ?? null;
+        if (!start) throw invalid('invalid_before', `before: no event ${input.before} in this workspace`);
+      }
+      if (row.active !== 1) throw inactive(webhookId);
+      // Events from before the endpoint existed were never its to miss.
+      const scan = await missedEvents(db, dialect, row, Math.max(since, row.created_at), start);
+      if (scan.missed.length > 0) {
+        await db.transaction().execute(async (trx) => {
+          await queue.enqueueMany(trx, scan.missed.map((eventId) => job(tenant.workspaceId, webhookId, eventId)));
+          await afterCommit(trx, () => wake(WEBHOOK_QUEUE));
+        });
+      }
+      return { ok: true, queued: scan.missed.length, next_before: scan.nextBefore };
+    },
+
+    async replay(tenant, webhookId, eventId) {
+      await findActive(tenant, webhookId);
+      if (!(await repo.event(db, tenant.workspaceId, eventId))) throw notFound('event_not_found', `no event ${eventId}`);
+      await db.transaction().execute(async (trx) => {
+        await queue.enqueue(trx, job(tenant.workspaceId, webhookId, eventId));
+        await afterCommit(trx, () => wake(WEBHOOK_QUEUE));
+      });
+      return { ok: true, event_id: eventId };
+    },
+
     async test(tenant, webhookId, eventType) {
       if (!KNOWN_EVENTS.has(eventType)) throw invalid('invalid_event_type', `unknown event type '${eventType}' (known: ${EVENT_TYPES.join(', ')})`);
       if (eventType === 'message.delivered') throw invalid('invalid_event_type', 'message.delivered is never emitted by this service, so it cannot be tested');
-      const row = await find(tenant, webhookId);
-      if (row.active !== 1) throw conflict('webhook_inactive', `webhook ${webhookId} is inactive; activate it first (PATCH active: true)`);
+      await findActive(tenant, webhookId);
       const event = await db.transaction().execute(async (trx) => {
         // A real event row (its bytes are what is signed), routed by hand to this endpoint only.
         const stored = await events.emit(

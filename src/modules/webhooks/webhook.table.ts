@@ -12,6 +12,11 @@ export interface WebhookTable {
   previous_secrets: string;
   created_at: number;
   updated_at: number;
+  /** Epoch ms of the first failed attempt since the last successful one; null when the last attempt succeeded. */
+  failing_since: number | null;
+  /** When the endpoint was disabled because every attempt failed for AUTO_DISABLE_MS; null otherwise. */
+  disabled_at: number | null;
+  disabled_reason: string | null;
 }
 
 /** A secret replaced less than 24 hours ago. */

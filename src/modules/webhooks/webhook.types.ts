@@ -17,6 +17,12 @@ export const SECRET_OVERLAP_MS = 24 * 3_600_000;
 export const MAX_PREVIOUS_SECRETS = 10;
 /** Endpoints per workspace: every event is matched against all of them, in the producer's transaction. */
 export const MAX_WEBHOOKS_PER_WORKSPACE = 100;
+/** Issue 27 §5: an endpoint every attempt of which has failed for this long is disabled at its next failure. */
+export const AUTO_DISABLE_MS = 5 * 86_400_000;
+/** How far back `recover` reaches (events are kept longer; a receiver down for a month needs a full resync anyway). */
+export const RECOVER_MAX_AGE_MS = 30 * 86_400_000;
+/** Events one `recover` call examines at most, newest first; `next_before` continues from where it stopped. */
+export const RECOVER_SCAN_LIMIT = 5000;
 /** Deliveries one worker process runs at once, over all endpoints. */
 export const DELIVERY_CONCURRENCY = 128;
 /**
@@ -34,6 +40,17 @@ export interface WebhookView {
   has_secret: boolean;
   created_at: string;
   updated_at: string;
+  /** Set when the service disabled the endpoint (every attempt failing for 5 days, or a 410 answer); cleared by re-activating it. */
+  disabled_at: string | null;
+  disabled_reason: string | null;
+}
+
+/** What `recover` queued, and where to continue when it stopped at RECOVER_SCAN_LIMIT events. */
+export interface RecoverResult {
+  ok: true;
+  queued: number;
+  /** Null when every event since `since` was examined; otherwise pass it as `before` (with the same `since`) to go on. */
+  next_before: string | null;
 }
 
 /** The creation answer: the endpoint, plus `secret` when the service generated it (shown this once). */

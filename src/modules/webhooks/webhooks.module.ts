@@ -43,7 +43,7 @@ export interface WebhooksDeps {
 /** Webhooks: endpoint management, the outbox subscriber that fans events out, and the delivery handler. */
 export function createWebhooksModule(deps: WebhooksDeps): WebhooksModule {
   const rules = createAddressRules({ resolve: deps.resolve, allowCidrs: deps.allowCidrs });
-  const service = createWebhookService({ db: deps.db, clock: deps.clock, queue: deps.queue, events: deps.events, rules, wake: deps.wake, box: deps.box });
+  const service = createWebhookService({ db: deps.db, dialect: deps.dialect, clock: deps.clock, queue: deps.queue, events: deps.events, rules, wake: deps.wake, box: deps.box });
   deps.events.subscribe((trx, event) => service.fanOut(trx, event));
   const handler = createWebhookDeliveryHandler({
     db: deps.db,
@@ -56,6 +56,7 @@ export function createWebhooksModule(deps: WebhooksDeps): WebhooksModule {
     backoffBaseMs: deps.backoffBaseMs,
     timeoutMs: deps.timeoutMs,
     box: deps.box,
+    events: deps.events,
   });
   return { service, handler, close: () => deps.sender.close() };
 }

@@ -31,6 +31,8 @@ const webhookProperties = {
   has_secret: Type.Boolean(),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
+  disabled_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'when the service disabled the endpoint (every attempt failing for 5 days, or a 410 answer); null otherwise' }),
+  disabled_reason: Type.Union([Type.String(), Type.Null()], { description: 'why the service disabled it, with the last error; cleared by PATCH active: true' }),
 };
 // Response schemas list every field shown: Fastify's serializer drops the rest, so no secret can slip out.
 const Webhook = Type.Object(webhookProperties, { title: 'Webhook' });
@@ -50,6 +52,23 @@ const Delivery = Type.Object({
   delivered_at: Type.String({ format: 'date-time' }),
 }, { title: 'WebhookDelivery' });
 const WebhookParams = Type.Object({ webhook_id: ResourceId }, { additionalProperties: false });
+const DeliveryParams = Type.Object({ webhook_id: ResourceId, event_id: ResourceId }, { additionalProperties: false });
+const RecoverBody = Type.Object(
+  {
+    since: Type.String({ minLength: 1, maxLength: 64, description: 'ISO 8601 date-time with a zone, not in the future and at most 30 days ago' }),
+    before: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "a previous answer's next_before: continue the walk back from there" })),
+  },
+  { additionalProperties: false, title: 'WebhookRecover' },
+);
+const Recovered = Type.Object(
+  {
+    ok: Type.Literal(true),
+    queued: Type.Integer({ description: 'events queued for the endpoint now' }),
+    next_before: Type.Union([Type.String(), Type.Null()], { description: 'null when done; otherwise call again with the same since and this as before' }),
+  },
+  { title: 'WebhookRecovered' },
+);
+const Queued = Type.Object({ ok: Type.Literal(true), event_id: Type.String() }, { title: 'WebhookEventQueued' });
 const DeliveriesQuery = Type.Object({ limit: Type.Optional(Limit) }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
@@ -168,13 +187,46 @@ export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; 
           querystring: NoQuery,
           body: TestBody,
           response: {
-            202: answer('The test event is queued for this endpoint', Type.Object({ ok: Type.Literal(true), event_id: Type.String() })),
+            202: answer('The test event is queued for this endpoint', Queued),
             ...errors(400, 401, 403, 404, 409, 413, 415, 429),
           },
         },
       },
       async (request, reply) =>
         reply.code(202).send(await webhooks.test(tenant(request), request.params.webhook_id, request.body.event_type)),
+    );
+
+    app.post(
+      '/webhooks/:webhook_id/recover',
+      {
+        schema: {
+          operationId: 'appRecoverWebhook',
+          summary: 'Queue again every event since a time that the endpoint did not receive (202)',
+          tags,
+          security,
+          params: WebhookParams,
+          querystring: NoQuery,
+          body: RecoverBody,
+          response: { 202: answer('The missed events are queued, oldest first', Recovered), ...errors(400, 401, 403, 404, 409, 413, 415, 429) },
+        },
+      },
+      async (request, reply) => reply.code(202).send(await webhooks.recover(tenant(request), request.params.webhook_id, request.body)),
+    );
+
+    app.post(
+      '/webhooks/:webhook_id/deliveries/:event_id/replay',
+      {
+        schema: {
+          operationId: 'appReplayWebhookEvent',
+          summary: 'Send one event to the endpoint again, with the same event id and payload (202)',
+          tags,
+          security,
+          params: DeliveryParams,
+          querystring: NoQuery,
+          response: { 202: answer('The event is queued for this endpoint', Queued), ...errors(400, 401, 403, 404, 409, 429) },
+        },
+      },
+      async (request, reply) => reply.code(202).send(await webhooks.replay(tenant(request), request.params.webhook_id, request.params.event_id)),
     );
   };
 }
