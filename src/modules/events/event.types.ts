@@ -8,6 +8,7 @@ export const EVENT_TYPES = [
   'message.bounced',
   'message.rejected',
   'message.complained',
+  'message.cancelled',
   'domain.verified',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
