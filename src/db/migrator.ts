@@ -20,6 +20,7 @@ import * as m20261128000100 from './migrations/20261128000100_api_key_names.js';
 import * as m20261129002600 from './migrations/20261129002600_sandbox.js';
 import * as m20261130002720 from './migrations/20261130002720_suppressions.js';
 import * as m20261130002730 from './migrations/20261130002730_webhook_recovery.js';
+import * as m20261130002710 from './migrations/20261130002710_scheduled_send.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -47,6 +48,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261129002600_sandbox': m20261129002600,
   '20261130002720_suppressions': m20261130002720,
   '20261130002730_webhook_recovery': m20261130002730,
+  '20261130002710_scheduled_send': m20261130002710,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -61,6 +61,10 @@ export interface Queue {
   claim<P = unknown>(queue: string, limit: number, options?: ClaimOptions): Promise<ClaimedJob<P>[]>;
   /** Remove every job of a group that is not dead, leased ones included (their holders lose the lease); the number removed. */
   cancelGroup(trx: Db, queue: string, groupKey: string): Promise<number>;
+  /** Remove one job that is not dead, leased or not (its holder loses the lease); false when there was none. */
+  cancel(trx: Db, id: string): Promise<boolean>;
+  /** Move a job that is not dead to `runAt`, dropping any lease (its holder loses it); false when there was none. */
+  reschedule(trx: Db, id: string, runAt: number): Promise<boolean>;
   /** Extend a held lease; false when the lease was lost (another worker took the job over). */
   renew(job: ClaimedJob<unknown>): Promise<boolean>;
   /** The job succeeded: remove it. False when the lease was lost meanwhile. */
@@ -151,6 +155,21 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
     async cancelGroup(trx, queue, groupKey) {
       const result = await trx.deleteFrom('jobs').where('queue', '=', queue).where('group_key', '=', groupKey).where('state', '=', 'pending').executeTakeFirst();
       return Number(result.numDeletedRows);
+    },
+
+    async cancel(trx, id) {
+      const result = await trx.deleteFrom('jobs').where('id', '=', id).where('state', '=', 'pending').executeTakeFirst();
+      return result.numDeletedRows > 0n;
+    },
+
+    async reschedule(trx, id, runAt) {
+      const result = await trx
+        .updateTable('jobs')
+        .set({ run_at: runAt, lease_token: null, updated_at: clock.now() })
+        .where('id', '=', id)
+        .where('state', '=', 'pending')
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
     },
 
     async claim<P>(queue: string, limit: number, options: ClaimOptions = {}) {

@@ -11,7 +11,7 @@ describe('the API client is typed by the generated API types', () => {
       const message = await api.get('/app/api/messages/{message_id}', { path: { message_id: 'msg_1' }, query: { mark_read: true } });
       expectTypeOf(message.subject).toEqualTypeOf<string>();
       const queued = await api.post('/app/api/send', { body: { from_mailbox: 'a@b.example', to: ['c@d.example'], subject: '', body: '' } });
-      expectTypeOf(queued.status).toEqualTypeOf<'queued'>();
+      expectTypeOf(queued.status).toEqualTypeOf<'queued' | 'scheduled'>();
       await api.post('/app/api/logout');
       // @ts-expect-error a path the server does not have
       await api.get('/app/api/nothing');

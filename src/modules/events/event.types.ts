@@ -8,6 +8,7 @@ export const EVENT_TYPES = [
   'message.bounced',
   'message.rejected',
   'message.complained',
+  'message.cancelled',
   'domain.verified',
   'webhook.disabled',
 ] as const;

@@ -44,8 +44,8 @@ function withDelivery<T extends QueryCreator<Database>>(db: T) {
     .leftJoin('outbound as delivery', (join) => join.onRef('delivery.message_id', '=', 'messages.id').onRef('delivery.workspace_id', '=', 'messages.workspace_id'));
 }
 /** The delivery state's columns of a message row: both null for an inbound message. */
-export const DELIVERY_COLUMNS = ['delivery.status as out_status', 'delivery.attempts_json as out_events'] as const;
-export type DeliveryColumns = { out_status: DeliveryStatus | null; out_events: string | null };
+export const DELIVERY_COLUMNS = ['delivery.status as out_status', 'delivery.attempts_json as out_events', 'delivery.send_at as out_send_at'] as const;
+export type DeliveryColumns = { out_status: DeliveryStatus | null; out_events: string | null; out_send_at: number | null };
 /** What the views that show a delivery recipient by recipient (`GET /sent`, single messages) read besides. */
 export const DELIVERY_DETAIL_COLUMNS = ['delivery.recipients_json as out_recipients', 'delivery.last_error as out_last_error'] as const;
 export type DeliveryDetailColumns = DeliveryColumns & { out_recipients: string | null; out_last_error: string | null };

@@ -87,8 +87,8 @@ function checkLabels(labels: readonly string[] | undefined): string[] {
   return list;
 }
 
-/** Whether a row's delivery may still change: only `queued` and `processing` lead anywhere (contract §5). */
-const deliveryMoving = (row: { out_status: string | null }): boolean => row.out_status === 'queued' || row.out_status === 'processing';
+/** Whether a row's delivery may still change: only `scheduled`, `queued` and `processing` lead anywhere (contract §5). */
+const deliveryMoving = (row: { out_status: string | null }): boolean => row.out_status === 'scheduled' || row.out_status === 'queued' || row.out_status === 'processing';
 
 const messageNotFound = (id: string) => notFound('message_not_found', `no message ${id}`);
 const mailboxNotFound = (address: string | undefined) => notFound('mailbox_not_found', `no mailbox ${address}`);

@@ -59,6 +59,8 @@ export interface MessageListView {
   /** Outbound messages only (contract §4): the delivery status (section 5) and what each attempt met. */
   status?: DeliveryStatus;
   events?: DeliveryEvent[];
+  /** Outbound messages sent with a `send_at` only: when it was (or is) to leave. */
+  send_at?: string;
 }
 
 /**

@@ -36,6 +36,7 @@ export function toMessageListView(row: MessagePageRow & Partial<DeliveryColumns>
   if (row.out_status != null) {
     view.status = row.out_status;
     view.events = parse<DeliveryEvent[]>(row.out_events ?? '[]');
+    if (row.out_send_at != null) view.send_at = iso(row.out_send_at);
   }
   return view;
 }

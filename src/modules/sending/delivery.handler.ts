@@ -237,11 +237,12 @@ async function handle(ctx: Context, job: DeliveryJob): Promise<JobOutcome> {
   const start = await ctx.repo.startRun(job);
   if (!start) return DONE;
   const { delivery } = start;
-  if (delivery.status === 'accepted' || delivery.status === 'failed' || delivery.status === 'unknown') return DONE;
+  if (delivery.status === 'accepted' || delivery.status === 'failed' || delivery.status === 'unknown' || delivery.status === 'cancelled') return DONE;
   const run: Run = { job, start, recipients: delivery.recipients, attempts: delivery.attempts, emit: [], suppress: [], lastResponse: delivery.smtp_response, lastError: null };
   const now = ctx.clock.now();
   if (delivery.data_started_at !== null) return settleInterrupted(ctx, run, now);
-  if (now - delivery.created_at > ctx.maxAgeMs) return settleExpired(ctx, run);
+  // A scheduled message ages from its send_at: waiting 30 days for it is not failing to deliver it.
+  if (now - (delivery.send_at ?? delivery.created_at) > ctx.maxAgeMs) return settleExpired(ctx, run);
   if (!start.started) return DONE; // another run owns the message now
   const message = await signed(ctx, start);
   for (const [domain, group] of pendingByDomain(run.recipients)) await deliverGroup(ctx, run, message, domain, group);

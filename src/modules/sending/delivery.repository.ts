@@ -52,6 +52,8 @@ function loadSelect(db: Db, p: Param) {
       'outbound.last_error',
       'outbound.smtp_response',
       'outbound.data_started_at',
+      'outbound.send_at',
+      'outbound.job_id',
       'outbound.created_at as outbound_created_at',
       'outbound.updated_at as outbound_updated_at',
       'sending_domains.id as own_domain_id',
@@ -61,6 +63,11 @@ function loadSelect(db: Db, p: Param) {
     .where('messages.id', '=', p<string>('messageId'));
 }
 const loadQuery = preparedQuery<MessageKey, Loaded>((db, p) => loadSelect(db, p));
+/**
+ * The statuses a run starts from. A `scheduled` message is started only by the run that flips it to `processing`
+ * while it is still `scheduled`: a cancel that came first (`cancelled`, job removed) leaves it nothing to start.
+ */
+const STARTABLE: readonly DeliveryStatus[] = ['scheduled', 'queued', 'processing'];
 type LeaseParams = { id: string; leaseToken: string; now: number; liveAfter?: number | undefined };
 /** The job row, touched if the lease is still this run's (and, with `liveAfter`, has not run out). */
 function leaseUpdate(db: Pick<Db, 'updateTable'>, p: Param) {
@@ -112,7 +119,7 @@ const loadAndStartQuery = preparedQuery<MessageKey & LeaseParams, Loaded & { sta
         .set(MARK_VALUES.processing(p))
         .where('workspace_id', '=', p<string>('workspaceId'))
         .where('message_id', '=', p<string>('messageId'))
-        .where('status', 'in', ['queued', 'processing'])
+        .where('status', 'in', STARTABLE)
         .where('data_started_at', 'is', null)
         .where((eb) => eb.exists(eb.selectFrom('lease').select('lease.id')))
         .returning('outbound.message_id'),
@@ -190,7 +197,7 @@ class LeaseLost extends Error {
 }
 
 /** Where a run may start: not final, and no DATA begun (the `started` CTE's condition, for the SQLite protocol). */
-const mayStart = (row: Loaded) => (row.delivery_status === 'queued' || row.delivery_status === 'processing') && row.data_started_at === null;
+const mayStart = (row: Loaded) => STARTABLE.includes(row.delivery_status) && row.data_started_at === null;
 
 function keyOf(job: DeliveryJob): MessageKey {
   return { workspaceId: job.workspaceId ?? '', messageId: job.payload.message_id };
@@ -211,6 +218,8 @@ function toRunStart(row: Loaded, started: boolean): RunStart {
     last_error: row.last_error,
     smtp_response: row.smtp_response,
     data_started_at: row.data_started_at,
+    send_at: row.send_at,
+    job_id: row.job_id,
     created_at: row.outbound_created_at,
     updated_at: row.outbound_updated_at,
   };

@@ -52,8 +52,8 @@ export interface DraftService {
   /** Change the fields given, nothing else. */
   update(tenant: TenantContext, draftId: string, input: DraftInput): Promise<DraftView>;
   remove(tenant: TenantContext, draftId: string): Promise<{ ok: true; draft_id: string }>;
-  /** Hand the draft to `sending.enqueue` and delete it, in one transaction. */
-  send(tenant: TenantContext, draftId: string): Promise<Queued>;
+  /** Hand the draft to `sending.enqueue` and delete it, in one transaction; `send_at` schedules it (schedule.ts). */
+  send(tenant: TenantContext, draftId: string, options?: { send_at?: string | undefined }): Promise<Queued>;
 }
 
 export interface DraftDeps {
@@ -197,7 +197,7 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
       return { ok: true, draft_id: draftId };
     },
 
-    async send(tenant, draftId) {
+    async send(tenant, draftId, options = {}) {
       const draft = await find(tenant, draftId);
       // Refusals (bad recipients, lists) are found, and list refusals recorded, before the transaction:
       // inside it a refusal could only be thrown (see SendingService.check).
@@ -209,7 +209,7 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
         // What was taken is what goes out, even if a PATCH landed after the check; enqueue checks it again.
         const from = taken.mailbox_id === draft.mailbox_id ? draft.mailbox_address : await repo.mailboxAddress(trx, tenant.workspaceId, taken.mailbox_id);
         if (from === undefined) throw draftNotFound(draftId);
-        return sending.enqueue(tenant, await sendInput(trx, tenant, taken, from), trx);
+        return sending.enqueue(tenant, { ...(await sendInput(trx, tenant, taken, from)), send_at: options.send_at }, trx);
       });
     },
   };

@@ -1,7 +1,7 @@
 import type { Db } from '../../db/database.js';
 import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
 import { insertRows, preparedQuery } from '../../db/prepared.js';
-import type { Clock } from '../../lib/clock.js';
+import { iso, type Clock } from '../../lib/clock.js';
 import { invalid, isDomainError, notFound, DomainError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { Queue } from '../../jobs/queue.js';
@@ -23,6 +23,8 @@ import { suppressionRepository } from '../suppressions/suppression.repository.js
 import { suppressedError } from '../suppressions/suppression.service.js';
 import { composeMessage } from './compose.js';
 import { MAX_RECIPIENTS, parseRecipients } from './recipients.js';
+import { scheduledTime, withDate } from './schedule.js';
+import { createScheduling, type Scheduling } from './schedule.service.js';
 import type { ReturnPaths } from './verp.js';
 
 export const DELIVERY_QUEUE = 'delivery';
@@ -60,11 +62,15 @@ export interface SendInput {
   references?: string[] | undefined;
   /** The id to give the message, for a caller that records it before the message is written (transactional). */
   messageId?: string | undefined;
+  /** When to send (ISO 8601 with an offset, up to 30 days ahead); absent, now or past: at once (schedule.ts). */
+  send_at?: string | undefined;
 }
 
 export interface Queued {
   message_id: string;
-  status: 'queued';
+  /** `scheduled` when the message waits for its `send_at`. */
+  status: 'queued' | 'scheduled';
+  send_at?: string;
   /** Recipients left out because the workspace suppresses them (issue 27); absent when none was. */
   suppressed?: string[];
 }
@@ -97,6 +103,9 @@ export interface SendingService {
    * The outcomes are in the order of `inputs`.
    */
   enqueueBatch(tenant: TenantContext, inputs: readonly SendInput[]): Promise<BatchOutcome[]>;
+  /** Cancel or reschedule a message waiting for its send_at (schedule.service.ts). */
+  cancel: Scheduling['cancel'];
+  reschedule: Scheduling['reschedule'];
 }
 
 export interface SendingDeps {
@@ -248,7 +257,16 @@ export function createSendingService(deps: SendingDeps): SendingService {
     return { messageId, now, raw, parsed, mailFrom: returnPaths.address(messageId) };
   }
 
-  async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Db): Promise<Queued> {
+  /** The answer names the recipients a send left out because they are suppressed. */
+  const withSuppressed = (queued: Queued, checked: Checked): Queued => (checked.suppressed.length > 0 ? { ...queued, suppressed: checked.suppressed } : queued);
+
+  /** A message that is to leave at `sendAt`: dated then, not now (schedule.ts withDate). */
+  function datedAt(composed: Composed, sendAt: number): Composed {
+    return { ...composed, raw: withDate(composed.raw, sendAt), parsed: { ...composed.parsed, date: sendAt } };
+  }
+
+  /** `sendAt`: a scheduled message (`scheduled`, its job due then); null sends at once. */
+  async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Db, sendAt: number | null): Promise<Queued> {
     const { mailbox, all } = checked;
     const { messageId, now, raw, parsed, mailFrom } = composed;
     const row = await store.store(trx, {
@@ -264,24 +282,35 @@ export function createSendingService(deps: SendingDeps): SendingService {
       auth: notChecked,
       envelope: { mail_from: mailFrom, rcpt_to: all },
     });
+    const status = sendAt === null ? 'queued' : 'scheduled';
+    // The job first: the outbound row keeps its id, which cancel and reschedule find it by.
+    const jobId = await queue.enqueue(trx, {
+      queue: DELIVERY_QUEUE,
+      workspaceId: tenant.workspaceId,
+      payload: { message_id: messageId },
+      maxAttempts: deps.maxAttempts ?? 1000,
+      ...(sendAt === null ? {} : { runAt: sendAt }),
+    });
     await insertRows(trx, 'outbound', [
       {
         message_id: messageId,
         workspace_id: tenant.workspaceId,
-        status: 'queued',
+        status,
         mail_from: mailFrom,
         recipients_json: JSON.stringify(all.map((address) => ({ address, status: 'pending', response: null, mx: null }))),
         attempts_json: '[]',
         last_error: null,
         smtp_response: null,
         data_started_at: null,
+        send_at: sendAt,
+        job_id: jobId,
         created_at: now,
         updated_at: now,
       },
     ]);
-    await queue.enqueue(trx, { queue: DELIVERY_QUEUE, workspaceId: tenant.workspaceId, payload: { message_id: messageId }, maxAttempts: deps.maxAttempts ?? 1000 });
-    await events.emit(trx, { workspaceId: tenant.workspaceId, type: 'message.sent', data: { ...toMessageListView(row), status: 'queued' } });
-    return { message_id: messageId, status: 'queued' };
+    const schedule = sendAt === null ? {} : { send_at: iso(sendAt) };
+    await events.emit(trx, { workspaceId: tenant.workspaceId, type: 'message.sent', data: { ...toMessageListView(row), status, ...schedule } });
+    return { message_id: messageId, status, ...schedule };
   }
 
   return {
@@ -302,10 +331,12 @@ export function createSendingService(deps: SendingDeps): SendingService {
     },
 
     async enqueue(tenant, input, trx) {
+      const sendAt = scheduledTime(input.send_at, clock.now());
       const checked = await check(tenant, input, trx ?? db, trx === undefined);
       const composed = await compose(input, checked);
-      const queued = await (trx ? write(tenant, checked, composed, trx) : commits.run((own) => write(tenant, checked, composed, own)));
-      return checked.suppressed.length > 0 ? { ...queued, suppressed: checked.suppressed } : queued;
+      const message = sendAt === null ? composed : datedAt(composed, sendAt);
+      const queued = await (trx ? write(tenant, checked, message, trx, sendAt) : commits.run((own) => write(tenant, checked, message, own, sendAt)));
+      return withSuppressed(queued, checked);
     },
 
     async check(tenant, input) {
@@ -317,10 +348,12 @@ export function createSendingService(deps: SendingDeps): SendingService {
       // Checked and composed before the transaction, as a single send is; a refusal is recorded there (check's own
       // transaction) and answered in its place. Anything but a refusal is a failure of the whole batch.
       const prepared = await Promise.all(
-        inputs.map(async (input): Promise<{ checked: Checked; composed: Composed } | { error: DomainError }> => {
+        inputs.map(async (input): Promise<{ checked: Checked; composed: Composed; sendAt: number | null } | { error: DomainError }> => {
           try {
+            const sendAt = scheduledTime(input.send_at, clock.now());
             const checked = await check(tenant, input, db, true);
-            return { checked, composed: await compose(input, checked) };
+            const composed = await compose(input, checked);
+            return { checked, composed: sendAt === null ? composed : datedAt(composed, sendAt), sendAt };
           } catch (error) {
             if (isDomainError(error)) return { error };
             throw error;
@@ -334,11 +367,12 @@ export function createSendingService(deps: SendingDeps): SendingService {
           ? []
           : await commits.run(async (trx) => {
               const queued: Queued[] = [];
-              for (const p of good) queued.push(await write(tenant, p.checked, p.composed, trx));
+              for (const p of good) queued.push(withSuppressed(await write(tenant, p.checked, p.composed, trx, p.sendAt), p.checked));
               return queued;
             });
       let next = 0;
       return prepared.map((p) => ('error' in p ? { error: p.error } : { queued: written[next++]! }));
     },
+    ...createScheduling({ db, clock, events, queue }),
   };
 }

@@ -1,6 +1,7 @@
 import type { DeliveryResult } from './delivery.types.js';
 
-export type DeliveryStatus = 'queued' | 'processing' | 'accepted' | 'failed' | 'unknown';
+/** `scheduled` waits for its send_at and may be `cancelled` (final) until a worker takes it; the rest as contract §5. */
+export type DeliveryStatus = 'scheduled' | 'queued' | 'processing' | 'accepted' | 'failed' | 'unknown' | 'cancelled';
 export type RecipientStatus = 'pending' | 'accepted' | 'failed' | 'unknown';
 
 /** One recipient of an outbound message (`outbound.recipients_json` holds a list of them). */
@@ -33,6 +34,10 @@ export interface OutboundTable {
   last_error: string | null;
   smtp_response: string | null;
   data_started_at: number | null;
+  /** When a scheduled message is to leave (epoch ms); null for a message sent at once. */
+  send_at: number | null;
+  /** The message's delivery job (one for its whole life, retries included): what cancel removes and reschedule moves. */
+  job_id: string | null;
   created_at: number;
   updated_at: number;
 }

@@ -165,8 +165,14 @@ export const DeliveryEventSchema = Type.Object({
   outcome: Type.String({ description: 'sent, rejected, deferred, ambiguous or no_route' }),
   response: Type.String(),
 }, { title: 'DeliveryEvent' });
-const deliveryStatus = (description: string) =>
-  Type.Union([Type.Literal('queued'), Type.Literal('processing'), Type.Literal('accepted'), Type.Literal('failed'), Type.Literal('unknown')], { description });
+/** An outbound message's delivery status (sending.table.ts DeliveryStatus; docs/api.md "Delivery status"). */
+export const deliveryStatus = (description: string) =>
+  Type.Union(
+    [Type.Literal('scheduled'), Type.Literal('queued'), Type.Literal('processing'), Type.Literal('accepted'), Type.Literal('failed'), Type.Literal('unknown'), Type.Literal('cancelled')],
+    { description },
+  );
+/** When a scheduled message leaves: RFC 3339 (ISO 8601 with an offset), at most 30 days ahead (schedule.ts). */
+export const SendAt = Type.String({ format: 'date-time', maxLength: 64, description: 'when to send: an ISO 8601 date-time with an offset, at most 30 days ahead; a time already past sends at once' });
 /** The fields of a message's list view (MessageListItem), for views that add their own. */
 export const messageListProperties = {
   message_id: Type.String(),
@@ -189,6 +195,7 @@ export const messageListProperties = {
   created_at: Type.String(),
   status: Type.Optional(deliveryStatus('outbound messages only: the delivery status')),
   events: Type.Optional(Type.Array(DeliveryEventSchema, { description: 'outbound messages only: each delivery attempt, oldest first' })),
+  send_at: Type.Optional(Type.String({ format: 'date-time', description: 'outbound messages sent with a send_at only: when it was (or is) to leave' })),
 };
 export const MessageListItem = Type.Object(messageListProperties, { $id: 'MessageListItem' });
 /** One envelope recipient of an outbound message and what became of it (sending.table.ts RecipientState). */

@@ -4,7 +4,8 @@ import { Type } from 'typebox';
 import type { DraftService } from '../../../modules/sending/draft.service.js';
 import { MAX_BODY_LENGTH } from '../../../modules/sending/sending.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { Email, Limit, Offset, OkResponse, ResourceId, answer, errors } from '../schemas.js';
+import { optionalBody } from '../plugins/validation.js';
+import { Email, Limit, Offset, OkResponse, ResourceId, SendAt, answer, errors } from '../schemas.js';
 import { Queued, recipientsSchema } from './sending.routes.js';
 
 /** As a send takes them (one address, a comma list, an array); stored and shown as an array, lower-case. */
@@ -31,6 +32,8 @@ const CreateBody = Type.Object(
   },
   { additionalProperties: false, title: 'DraftCreate' },
 );
+/** Sending a draft may schedule it; no body (or `{}`) sends it now. */
+const DraftSendBody = Type.Object({ send_at: Type.Optional(SendAt) }, { additionalProperties: false, title: 'DraftSendRequest' });
 const PatchBody = Type.Object(
   {
     mailbox: Type.Optional(Email),
@@ -152,10 +155,11 @@ export function draftRoutes({ drafts, tenant }: { drafts: DraftService; tenant: 
           security,
           params: DraftParams,
           querystring: NoQuery,
-          response: { 202: answer('Stored in sent and queued for delivery; the draft is gone', Queued), ...errors(400, 401, 403, 404, 422, 429) },
+          body: optionalBody(DraftSendBody),
+          response: { 202: answer('Stored in sent and queued for delivery (or scheduled); the draft is gone', Queued), ...errors(400, 401, 403, 404, 413, 415, 422, 429) },
         },
       },
-      async (request, reply) => reply.code(202).send(await drafts.send(tenant(request), request.params.draft_id)),
+      async (request, reply) => reply.code(202).send(await drafts.send(tenant(request), request.params.draft_id, { send_at: request.body?.send_at })),
     );
   };
 }

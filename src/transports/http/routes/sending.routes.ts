@@ -6,7 +6,7 @@ import { MAX_BATCH_MESSAGES, type BatchOutcome, type SendingService } from '../.
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { describeValidationIssues, toHttpError } from '../plugins/errors.js';
 import { compileBodyValidator, itemsApart } from '../plugins/validation.js';
-import { Email, ErrorResponse, Limit, Offset, SentPage, answer, errors, operationId, ref, type Surface } from '../schemas.js';
+import { Email, ErrorResponse, Limit, Offset, ResourceId, SendAt, SentMessage, SentPage, answer, errors, operationId, ref, type Surface } from '../schemas.js';
 
 /** Characters of a comma-separated recipient list: MAX_RECIPIENTS addresses of up to 254 characters and their separators. */
 const RECIPIENT_LIST_MAX_CHARS = MAX_RECIPIENTS * 256;
@@ -33,17 +33,22 @@ export const SendBody = Type.Object(
     html: Type.Optional(Type.String({ maxLength: 512 * 1024 })),
     from_name: Type.Optional(Type.String({ maxLength: 200 })),
     reply_to: Type.Optional(Email),
+    send_at: Type.Optional(SendAt),
   },
   { additionalProperties: false, title: 'SendRequest' },
 );
+/** The answer of every send (202): the message's id and whether it is queued now or waits for its send_at. */
 export const Queued = Type.Object(
   {
     message_id: Type.String(),
-    status: Type.Literal('queued'),
+    status: Type.Union([Type.Literal('queued'), Type.Literal('scheduled')], { description: 'scheduled: it waits for send_at; queued: delivery starts now' }),
+    send_at: Type.Optional(Type.String({ format: 'date-time', description: 'scheduled messages only: when it leaves' })),
     suppressed: Type.Optional(Type.Array(Type.String(), { description: 'recipients left out because this workspace suppresses them (see Suppressions); absent when none was' })),
   },
   { title: 'Queued' },
 );
+const MessageParams = Type.Object({ message_id: ResourceId }, { additionalProperties: false });
+const RescheduleBody = Type.Object({ send_at: SendAt }, { additionalProperties: false, title: 'RescheduleRequest' });
 /**
  * A batch's body may be far larger than the 1 MiB of other routes: up to 100 messages, each of which may carry
  * attachments (decision 339).
@@ -108,7 +113,10 @@ async function sendBatch(sending: SendingService, tenant: TenantContext, message
 const SentQuery = Type.Object({ mailbox: Type.Optional(Email), limit: Type.Optional(Limit), offset: Type.Optional(Offset) }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
-/** POST /send and GET /sent (with each message's delivery, recipient by recipient) on both surfaces. */
+/**
+ * POST /send, GET /sent (with each message's delivery, recipient by recipient) and the cancel and reschedule of a
+ * scheduled message, on both surfaces.
+ */
 export function sendingRoutes({ sending, tenant, surface }: { sending: SendingService; tenant: (request: FastifyRequest) => TenantContext; surface: Surface }): FastifyPluginAsyncTypebox {
   const security = surface === 'api-key' ? [{ apiKey: [] }] : [{ session: [] }];
   const tags = ['sending'];
@@ -160,6 +168,37 @@ export function sendingRoutes({ sending, tenant, surface }: { sending: SendingSe
         const q = request.query;
         return sending.listSent(tenant(request), { mailbox: q.mailbox, limit: q.limit ?? 50, offset: q.offset ?? 0 });
       },
+    );
+    app.post(
+      '/messages/:message_id/cancel',
+      {
+        schema: {
+          operationId: operationId(surface, 'cancelScheduledMessage'),
+          summary: 'Cancel a scheduled message: it never leaves (cancelled)',
+          tags,
+          security,
+          params: MessageParams,
+          querystring: NoQuery,
+          response: { 200: answer('The message, cancelled, with its delivery', ref(SentMessage)), ...errors(400, 401, 403, 404, 409, 429) },
+        },
+      },
+      async (request) => sending.cancel(tenant(request), request.params.message_id),
+    );
+    app.post(
+      '/messages/:message_id/reschedule',
+      {
+        schema: {
+          operationId: operationId(surface, 'rescheduleMessage'),
+          summary: 'Move a scheduled message to another send_at',
+          tags,
+          security,
+          params: MessageParams,
+          querystring: NoQuery,
+          body: RescheduleBody,
+          response: { 200: answer('The message, still scheduled, with its new send_at', ref(SentMessage)), ...errors(400, 401, 403, 404, 409, 413, 415, 429) },
+        },
+      },
+      async (request) => sending.reschedule(tenant(request), request.params.message_id, request.body.send_at),
     );
   };
 }

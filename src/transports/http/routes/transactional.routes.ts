@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { TransactionalService } from '../../../modules/transactional/transactional.service.js';
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../../../modules/transactional/transactional.service.js';
-import { Email, ResourceId, answer, errors } from '../schemas.js';
+import { Email, ResourceId, answer, deliveryStatus, errors } from '../schemas.js';
 import { serviceTokenOf } from '../plugins/auth.js';
 import { Queued, Recipients } from './sending.routes.js';
 
@@ -19,7 +19,8 @@ const TransactionalBody = Type.Object(
   },
   { additionalProperties: false, title: 'TransactionalRequest' },
 );
-const Status = Type.Union([Type.Literal('queued'), Type.Literal('processing'), Type.Literal('accepted'), Type.Literal('failed'), Type.Literal('unknown')]);
+// The one list of delivery statuses; a transactional message is never scheduled, so never `scheduled` nor `cancelled`.
+const Status = deliveryStatus('the delivery status (a transactional message is never scheduled)');
 const MessageStatus = Type.Object({
   message_id: Type.String(),
   status: Status,
