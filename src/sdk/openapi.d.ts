@@ -364,6 +364,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/messages/{message_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a scheduled message: it never leaves (cancelled) */
+        post: operations["cancelScheduledMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/messages/{message_id}/reschedule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Move a scheduled message to another send_at */
+        post: operations["rescheduleMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sandbox": {
         parameters: {
             query?: never;
@@ -985,6 +1019,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/app/api/messages/{message_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a scheduled message: it never leaves (cancelled) */
+        post: operations["appCancelScheduledMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/api/messages/{message_id}/reschedule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Move a scheduled message to another send_at */
+        post: operations["appRescheduleMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/app/api/drafts": {
         parameters: {
             query?: never;
@@ -1529,9 +1597,14 @@ export interface components {
             internet_message_id: string | null;
             created_at: string;
             /** @description outbound messages only: the delivery status */
-            status?: "queued" | "processing" | "accepted" | "failed" | "unknown";
+            status?: "scheduled" | "queued" | "processing" | "accepted" | "failed" | "unknown" | "cancelled";
             /** @description outbound messages only: each delivery attempt, oldest first */
             events?: components["schemas"]["DeliveryEvent"][];
+            /**
+             * Format: date-time
+             * @description outbound messages sent with a send_at only: when it was (or is) to leave
+             */
+            send_at?: string;
         };
         SentMessage: {
             message_id: string;
@@ -1557,9 +1630,14 @@ export interface components {
             internet_message_id: string | null;
             created_at: string;
             /** @description the delivery status (accepted for a message moved into sent that was never sent) */
-            status: "queued" | "processing" | "accepted" | "failed" | "unknown";
+            status: "scheduled" | "queued" | "processing" | "accepted" | "failed" | "unknown" | "cancelled";
             /** @description outbound messages only: each delivery attempt, oldest first */
             events?: components["schemas"]["DeliveryEvent"][];
+            /**
+             * Format: date-time
+             * @description outbound messages sent with a send_at only: when it was (or is) to leave
+             */
+            send_at?: string;
             /** @description each envelope recipient (to, cc and bcc) and what became of it */
             recipients: components["schemas"]["RecipientStatus"][];
             /** @description each delivery attempt, oldest first (the same entries as events) */
@@ -1591,9 +1669,14 @@ export interface components {
             internet_message_id: string | null;
             created_at: string;
             /** @description outbound messages only: the delivery status */
-            status?: "queued" | "processing" | "accepted" | "failed" | "unknown";
+            status?: "scheduled" | "queued" | "processing" | "accepted" | "failed" | "unknown" | "cancelled";
             /** @description outbound messages only: each delivery attempt, oldest first */
             events?: components["schemas"]["DeliveryEvent"][];
+            /**
+             * Format: date-time
+             * @description outbound messages sent with a send_at only: when it was (or is) to leave
+             */
+            send_at?: string;
             /** @description outbound messages only: each envelope recipient (to, cc and bcc) and what became of it */
             recipients?: components["schemas"]["RecipientStatus"][];
             /** @description outbound messages only: each delivery attempt, oldest first (the same entries as events) */
@@ -1754,12 +1837,22 @@ export interface components {
             from_name?: string;
             /** @description an email address */
             reply_to?: string;
+            /**
+             * Format: date-time
+             * @description when to send: an ISO 8601 date-time with an offset, at most 30 days ahead; a time already past sends at once
+             */
+            send_at?: string;
         };
         /** Queued */
         Queued: {
             message_id: string;
-            /** @enum {string} */
-            status: "queued";
+            /** @description scheduled: it waits for send_at; queued: delivery starts now */
+            status: "queued" | "scheduled";
+            /**
+             * Format: date-time
+             * @description scheduled messages only: when it leaves
+             */
+            send_at?: string;
             /** @description recipients left out because this workspace suppresses them (see Suppressions); absent when none was */
             suppressed?: string[];
         };
@@ -1773,8 +1866,15 @@ export interface components {
             /** @description its place in the request, from 0 */
             index: number;
             message_id: string;
-            /** @enum {string} */
-            status: "queued";
+            /** @description scheduled: it waits for send_at; queued: delivery starts now */
+            status: "queued" | "scheduled";
+            /**
+             * Format: date-time
+             * @description scheduled messages only: when it leaves
+             */
+            send_at?: string;
+            /** @description recipients left out because this workspace suppresses them (see Suppressions); absent when none was */
+            suppressed?: string[];
         };
         /** BatchRefused */
         BatchRefused: {
@@ -1797,6 +1897,14 @@ export interface components {
             total: number;
             limit: number;
             offset: number;
+        };
+        /** RescheduleRequest */
+        RescheduleRequest: {
+            /**
+             * Format: date-time
+             * @description when to send: an ISO 8601 date-time with an offset, at most 30 days ahead; a time already past sends at once
+             */
+            send_at: string;
         };
         /** SandboxStatus */
         SandboxStatus: {
@@ -2063,6 +2171,14 @@ export interface components {
             /** @description message_id (msg_…) of a message of the workspace this draft answers */
             in_reply_to?: string | null;
         };
+        /** DraftSendRequest */
+        DraftSendRequest: {
+            /**
+             * Format: date-time
+             * @description when to send: an ISO 8601 date-time with an offset, at most 30 days ahead; a time already past sends at once
+             */
+            send_at?: string;
+        };
         /** ServiceToken */
         ServiceToken: {
             token_id: string;
@@ -2265,7 +2381,8 @@ export interface components {
         /** TransactionalMessage */
         TransactionalMessage: {
             message_id: string;
-            status: "queued" | "processing" | "accepted" | "failed" | "unknown";
+            /** @description the delivery status (a transactional message is never scheduled) */
+            status: "scheduled" | "queued" | "processing" | "accepted" | "failed" | "unknown" | "cancelled";
             idempotency_key: string;
             from_mailbox: string;
             to: string[];
@@ -3145,6 +3262,70 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    cancelScheduledMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message, cancelled, with its delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SentMessage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    rescheduleMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RescheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description The message, still scheduled, with its new send_at */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SentMessage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
         };
@@ -4544,6 +4725,70 @@ export interface operations {
             default: components["responses"]["UnexpectedError"];
         };
     };
+    appCancelScheduledMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message, cancelled, with its delivery */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SentMessage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appRescheduleMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RescheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description The message, still scheduled, with its new send_at */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SentMessage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
     appListDrafts: {
         parameters: {
             query?: {
@@ -4708,9 +4953,13 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DraftSendRequest"];
+            };
+        };
         responses: {
-            /** @description Stored in sent and queued for delivery; the draft is gone */
+            /** @description Stored in sent and queued for delivery (or scheduled); the draft is gone */
             202: {
                 headers: {
                     [name: string]: unknown;
@@ -4723,6 +4972,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
@@ -5292,7 +5543,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description one of message.received, message.sent, message.accepted, message.failed, message.delivered, message.bounced, message.rejected, message.complained, domain.verified, webhook.disabled */
+                    /** @description one of message.received, message.sent, message.accepted, message.failed, message.delivered, message.bounced, message.rejected, message.complained, message.cancelled, domain.verified, webhook.disabled */
                     event_type: string;
                 };
             };
