@@ -18,6 +18,7 @@ import * as m20261127000200 from './migrations/20261127000200_events_workspace_i
 import * as m20261127000300 from './migrations/20261127000300_search_statistics.js';
 import * as m20261128000100 from './migrations/20261128000100_api_key_names.js';
 import * as m20261129002600 from './migrations/20261129002600_sandbox.js';
+import * as m20261130002700 from './migrations/20261130002700_draft_attachments.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -43,6 +44,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261127000300_search_statistics': m20261127000300,
   '20261128000100_api_key_names': m20261128000100,
   '20261129002600_sandbox': m20261129002600,
+  '20261130002700_draft_attachments': m20261130002700,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

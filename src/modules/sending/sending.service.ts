@@ -19,6 +19,7 @@ import type { SentMessageView } from '../messages/message.types.js';
 import { toMessageListView, toSentMessageView } from '../messages/message.views.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
+import { decodeAttachments, type AttachmentInput } from './attachments.js';
 import { composeMessage } from './compose.js';
 import { MAX_RECIPIENTS, parseRecipients } from './recipients.js';
 import type { ReturnPaths } from './verp.js';
@@ -56,6 +57,8 @@ export interface SendInput {
   references?: string[] | undefined;
   /** The id to give the message, for a caller that records it before the message is written (transactional). */
   messageId?: string | undefined;
+  /** Files as MIME parts (attachments.ts checks and decodes them); listed in the sent copy. */
+  attachments?: AttachmentInput[] | undefined;
 }
 
 export interface Queued {
@@ -178,6 +181,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
    */
   async function compose(input: SendInput, checked: Checked): Promise<Composed> {
     const { mailbox, fromDomain, to, cc, subject, replyTo, fromName } = checked;
+    const attachments = decodeAttachments(input.attachments);
     const messageId = input.messageId ?? newId('msg');
     const now = clock.now();
     const internetId = `${messageId}@${fromDomain}`;
@@ -193,6 +197,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       inReplyTo: input.inReplyTo,
       references: input.references,
       date: new Date(now),
+      attachments,
     });
     const views = {
       subject,
@@ -201,7 +206,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       cc: cc.map((address) => ({ name: '', address })),
       text: input.body,
       html: input.html ?? null,
-      attachments: [],
+      attachments,
     };
     const parsed: ParsedMessage = {
       ...views,

@@ -10,14 +10,16 @@ const STATUS: Record<ErrorKind, number> = {
   not_found: 404,
   conflict: 409,
   unprocessable: 422,
+  too_large: 413,
   rate_limited: 429,
   unavailable: 503,
 };
 
 /** Fastify's own client errors, by code, with our stable names. */
 const FASTIFY_CODES: Record<string, { status: number; error: string; detail?: string }> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, error: 'payload_too_large', detail: 'the request body is larger than 1 MiB' },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, error: 'unsupported_media_type', detail: 'send the body as application/json' },
+  // @fastify/multipart, on a route that takes file uploads (plugins/uploads.ts) given another body.
+  FST_INVALID_MULTIPART_CONTENT_TYPE: { status: 415, error: 'unsupported_media_type', detail: 'send the files as multipart/form-data' },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, error: 'invalid_request', detail: 'Content-Length does not match the body' },
   FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, error: 'invalid_json', detail: 'the body is empty but Content-Type says JSON' },
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, error: 'invalid_json', detail: 'the body is not valid JSON' },
@@ -64,8 +66,16 @@ function firstIssue(issues: readonly ValidationIssue[]): ValidationIssue | undef
 
 type ErrorBody = { error: string; detail: string; position?: number; [field: string]: unknown };
 
-/** Map any error to `{error, detail}` and a status; a 5xx never carries internals. */
-export function toHttpError(err: unknown, requestId: string): { status: number; body: ErrorBody; retryAfter?: number } {
+/** A route's body limit as the 413 states it: `1 MiB`, `40 MiB` (every limit here is whole mebibytes or bytes). */
+function bytesText(bytes: number): string {
+  return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
+}
+
+/**
+ * Map any error to `{error, detail}` and a status; a 5xx never carries internals. `bodyLimit`: the route's own (most
+ * routes 1 MiB, those that take attachments more), which a 413 for the request's size names.
+ */
+export function toHttpError(err: unknown, requestId: string, bodyLimit = 1024 * 1024): { status: number; body: ErrorBody; retryAfter?: number } {
   if (isDomainError(err)) {
     const body: ErrorBody = { ...err.fields, error: err.code, detail: err.detail, ...(err.position !== undefined ? { position: err.position } : {}) };
     return { status: STATUS[err.kind], body, ...(err.retryAfterSeconds !== undefined ? { retryAfter: err.retryAfterSeconds } : {}) };
@@ -73,6 +83,9 @@ export function toHttpError(err: unknown, requestId: string): { status: number; 
   const e = err as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
   if (e.validation) {
     return { status: 400, body: { error: 'invalid_request', detail: describeValidation(e.validationContext, firstIssue(e.validation)) } };
+  }
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return { status: 413, body: { error: 'payload_too_large', detail: `the request body is larger than ${bytesText(bodyLimit)}, this route's limit` } };
   }
   const known = e.code ? FASTIFY_CODES[e.code] : undefined;
   if (known) return { status: known.status, body: { error: known.error, detail: known.detail ?? e.message } };
@@ -116,7 +129,7 @@ export function registerErrorHandling(
 ): void {
   answerWhileClosing(app);
   app.setErrorHandler(async (err: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const mapped = toHttpError(err, request.id);
+    const mapped = toHttpError(err, request.id, request.routeOptions.bodyLimit);
     if (mapped.status >= 500) request.log.error({ err }, 'request failed');
     else request.log.info({ error: mapped.body.error, status: mapped.status }, 'request refused');
     if (mapped.retryAfter !== undefined) void reply.header('retry-after', String(mapped.retryAfter));
