@@ -16,6 +16,7 @@ interface Draft {
   body: string;
   html: string | null;
   in_reply_to: string | null;
+  attachments: unknown[];
   created_at: string;
   updated_at: string;
 }
@@ -136,6 +137,7 @@ describe(`drafts (${TEST_DIALECT})`, () => {
       body: '',
       html: null,
       in_reply_to: null,
+      attachments: [],
       created_at: '2026-11-21T12:00:00.000Z',
       updated_at: '2026-11-21T12:00:00.000Z',
     });

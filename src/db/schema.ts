@@ -1,7 +1,7 @@
 import type { JobTable } from '../jobs/job.table.js';
 import type { EventTable } from '../modules/events/event.table.js';
 import type { SendingDomainTable, ServiceKeyTable } from '../modules/domains/domain.table.js';
-import type { DraftTable, OutboundTable } from '../modules/sending/sending.table.js';
+import type { DraftAttachmentTable, DraftTable, OutboundTable } from '../modules/sending/sending.table.js';
 import type { IdempotencyKeyTable, ServiceTokenTable } from '../modules/transactional/transactional.table.js';
 import type { ListEntryTable } from '../modules/lists/list.table.js';
 import type { MailboxTable } from '../modules/mailboxes/mailbox.table.js';
@@ -57,6 +57,7 @@ export interface Database {
   service_keys: ServiceKeyTable;
   outbound: OutboundTable;
   drafts: DraftTable;
+  draft_attachments: DraftAttachmentTable;
   service_tokens: ServiceTokenTable;
   idempotency_keys: IdempotencyKeyTable;
   webhooks: WebhookTable;

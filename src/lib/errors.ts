@@ -9,6 +9,7 @@ export type ErrorKind =
   | 'not_found'
   | 'conflict'
   | 'unprocessable'
+  | 'too_large'
   | 'rate_limited'
   | 'unavailable';
 
@@ -41,6 +42,8 @@ export const unauthorized = (code: string, detail: string): DomainError =>
 export const forbidden = (code: string, detail: string): DomainError => new DomainError('forbidden', code, detail);
 export const notFound = (code: string, detail: string): DomainError => new DomainError('not_found', code, detail);
 export const conflict = (code: string, detail: string): DomainError => new DomainError('conflict', code, detail);
+/** Past a size limit of the content (not of the request's bytes, which the transport refuses itself). */
+export const tooLarge = (code: string, detail: string): DomainError => new DomainError('too_large', code, detail);
 export const rateLimited = (code: string, detail: string, retryAfterSeconds: number): DomainError =>
   new DomainError('rate_limited', code, detail, retryAfterSeconds);
 

@@ -1,5 +1,9 @@
 import type { Db } from '../../db/database.js';
-import type { DraftTable } from './sending.table.js';
+import type { DraftAttachmentTable, DraftTable } from './sending.table.js';
+
+/** A draft attachment without its bytes: what the draft view lists. */
+export type DraftAttachmentMeta = Omit<DraftAttachmentTable, 'content' | 'workspace_id'>;
+const META = ['id', 'draft_id', 'filename', 'content_type', 'size', 'content_id', 'created_at'] as const;
 
 /** A draft row with its mailbox's address (the draft's `mailbox`, its From). */
 export type DraftRow = DraftTable & { mailbox_address: string };
@@ -43,4 +47,35 @@ export const draftRepository = {
    */
   take: (db: Db, workspaceId: string, id: string): Promise<DraftTable | undefined> =>
     db.deleteFrom('drafts').where('workspace_id', '=', workspaceId).where('id', '=', id).returningAll().executeTakeFirst(),
+
+  insertAttachments: async (db: Db, rows: DraftAttachmentTable[]): Promise<void> => {
+    // One row per statement: a row may hold 25 MiB, and SQLite and PostgreSQL both take that better alone.
+    for (const row of rows) await db.insertInto('draft_attachments').values(row).execute();
+  },
+  /** The attachments of these drafts, without their bytes, in upload order. */
+  attachmentsOf: (db: Db, workspaceId: string, draftIds: readonly string[]): Promise<DraftAttachmentMeta[]> =>
+    draftIds.length === 0
+      ? Promise.resolve([])
+      : db.selectFrom('draft_attachments').select(META).where('workspace_id', '=', workspaceId).where('draft_id', 'in', draftIds).orderBy('id').execute(),
+  /** One draft's attachments with their bytes (to send them). */
+  attachmentContents: (db: Db, workspaceId: string, draftId: string): Promise<DraftAttachmentTable[]> =>
+    db.selectFrom('draft_attachments').selectAll().where('workspace_id', '=', workspaceId).where('draft_id', '=', draftId).orderBy('id').execute(),
+  findAttachment: (db: Db, workspaceId: string, draftId: string, id: string): Promise<DraftAttachmentTable | undefined> =>
+    db.selectFrom('draft_attachments').selectAll().where('workspace_id', '=', workspaceId).where('draft_id', '=', draftId).where('id', '=', id).executeTakeFirst(),
+  /** Bytes the draft's attachments hold now. */
+  attachmentBytes: async (db: Db, workspaceId: string, draftId: string): Promise<number> => {
+    const row = await db
+      .selectFrom('draft_attachments')
+      .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>('size'), eb.lit(0)).as('bytes'))
+      .where('workspace_id', '=', workspaceId)
+      .where('draft_id', '=', draftId)
+      .executeTakeFirstOrThrow();
+    return Number(row.bytes);
+  },
+  /** Number of rows removed: one attachment, or (without `id`) all of the draft's. */
+  deleteAttachments: async (db: Db, workspaceId: string, draftId: string, id?: string): Promise<number> => {
+    let query = db.deleteFrom('draft_attachments').where('workspace_id', '=', workspaceId).where('draft_id', '=', draftId);
+    if (id !== undefined) query = query.where('id', '=', id);
+    return Number((await query.executeTakeFirst()).numDeletedRows);
+  },
 } as const;

@@ -1,17 +1,30 @@
 import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
-import { notFound } from '../../lib/errors.js';
+import { invalid, notFound } from '../../lib/errors.js';
+import type { Download } from '../messages/message.service.js';
+import type { ParsedAttachment } from '../messages/mime.js';
 import { newId } from '../../lib/ids.js';
 import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
 import { messageRepository } from '../messages/message.repository.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
-import { draftRepository as repo, type DraftRow } from './draft.repository.js';
+import { MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS, decodeAttachments, tooManyBytes, type AttachmentInput } from './attachments.js';
+import { draftRepository as repo, type DraftAttachmentMeta, type DraftRow } from './draft.repository.js';
 import { parseRecipients } from './recipients.js';
 import { rawHeaderFields, replyHeaders } from './reply.js';
 import type { Queued, SendInput, SendingService } from './sending.service.js';
-import type { DraftTable } from './sending.table.js';
+import type { DraftAttachmentTable, DraftTable } from './sending.table.js';
+
+/** A file of a draft, as the draft view lists it (the sent copy's attachments look the same). */
+export interface DraftAttachmentView {
+  attachment_id: string;
+  filename: string;
+  content_type: string;
+  size: number;
+  content_id: string | null;
+  inline: boolean;
+}
 
 /** A draft as the API shows it (contract §4). */
 export interface DraftView {
@@ -24,6 +37,7 @@ export interface DraftView {
   body: string;
   html: string | null;
   in_reply_to: string | null;
+  attachments: DraftAttachmentView[];
   created_at: string;
   updated_at: string;
 }
@@ -41,6 +55,8 @@ export interface DraftInput {
   body?: string | undefined;
   html?: string | null | undefined;
   in_reply_to?: string | null | undefined;
+  /** Base64 files, as a send takes them; on update they replace the draft's files (uploads included). */
+  attachments?: AttachmentInput[] | undefined;
 }
 
 export interface DraftService {
@@ -54,6 +70,12 @@ export interface DraftService {
   remove(tenant: TenantContext, draftId: string): Promise<{ ok: true; draft_id: string }>;
   /** Hand the draft to `sending.enqueue` and delete it, in one transaction; `send_at` schedules it (schedule.ts). */
   send(tenant: TenantContext, draftId: string, options?: { send_at?: string | undefined }): Promise<Queued>;
+  /** Bytes the draft's files may still grow by (404 for no such draft): an upload's limit, known before it is read. */
+  attachmentRoom(tenant: TenantContext, draftId: string): Promise<{ bytes: number; files: number }>;
+  /** Add uploaded files (decoded bytes) to the draft; over 25 MiB in all is a 413. */
+  addAttachments(tenant: TenantContext, draftId: string, files: AttachmentInput[]): Promise<DraftView>;
+  removeAttachment(tenant: TenantContext, draftId: string, attachmentId: string): Promise<DraftView>;
+  attachment(tenant: TenantContext, draftId: string, attachmentId: string): Promise<Download>;
 }
 
 export interface DraftDeps {
@@ -63,9 +85,14 @@ export interface DraftDeps {
 }
 
 const draftNotFound = (id: string) => notFound('draft_not_found', `no draft ${id}`);
+const attachmentNotFound = (draftId: string, id: string) => notFound('attachment_not_found', `no attachment ${id} on draft ${draftId}`);
 const parseList = (text: string) => JSON.parse(text) as string[];
 
-function toView(row: DraftRow): DraftView {
+function toAttachmentView(a: DraftAttachmentMeta): DraftAttachmentView {
+  return { attachment_id: a.id, filename: a.filename, content_type: a.content_type, size: a.size, content_id: a.content_id, inline: a.content_id !== null };
+}
+
+function toView(row: DraftRow, attachments: readonly DraftAttachmentMeta[]): DraftView {
   return {
     draft_id: row.id,
     mailbox: row.mailbox_address,
@@ -76,6 +103,7 @@ function toView(row: DraftRow): DraftView {
     body: row.body,
     html: row.html,
     in_reply_to: row.in_reply_to,
+    attachments: attachments.filter((a) => a.draft_id === row.id).map(toAttachmentView),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };
@@ -94,6 +122,26 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
     const row = await repo.find(db, tenant.workspaceId, draftId);
     if (!row) throw draftNotFound(draftId);
     return row;
+  }
+
+  async function viewOf(tenant: TenantContext, draftId: string): Promise<DraftView> {
+    const row = await find(tenant, draftId);
+    return toView(row, await repo.attachmentsOf(db, tenant.workspaceId, [row.id]));
+  }
+
+  function attachmentRows(tenant: TenantContext, draftId: string, files: readonly ParsedAttachment[]): DraftAttachmentTable[] {
+    const now = clock.now();
+    return files.map((f) => ({
+      id: newId('att'),
+      workspace_id: tenant.workspaceId,
+      draft_id: draftId,
+      filename: f.filename,
+      content_type: f.contentType,
+      size: f.content.length,
+      content_id: f.contentId,
+      content: f.content,
+      created_at: now,
+    }));
   }
 
   /** The message a reply answers, in this workspace, or 404. */
@@ -121,8 +169,9 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
   }
 
   /** What `sending.enqueue` gets for a draft: its From, recipients, content and, for a reply, the thread headers. */
-  async function sendInput(conn: Db, tenant: TenantContext, draft: DraftTable, from: string): Promise<SendInput> {
+  async function sendInput(conn: Db, tenant: TenantContext, draft: DraftTable, from: string, files: DraftAttachmentTable[] = []): Promise<SendInput> {
     const input: SendInput = {
+      attachments: files.map((f) => ({ filename: f.filename, content_type: f.content_type, content: f.content, content_id: f.content_id })),
       from_mailbox: from,
       to: parseList(draft.to_json),
       cc: parseList(draft.cc_json),
@@ -154,14 +203,17 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
         repo.list(db, tenant.workspaceId, mailboxId, query.limit, query.offset),
         repo.count(db, tenant.workspaceId, mailboxId),
       ]);
-      return { drafts: rows.map(toView), total, limit: query.limit, offset: query.offset };
+      const attachments = await repo.attachmentsOf(db, tenant.workspaceId, rows.map((r) => r.id));
+      return { drafts: rows.map((row) => toView(row, attachments)), total, limit: query.limit, offset: query.offset };
     },
 
     async create(tenant, input) {
       const values = await columns(tenant, input);
+      const files = decodeAttachments(input.attachments);
       const now = clock.now();
       const id = newId('drf');
-      await repo.insert(db, {
+      await db.transaction().execute(async (trx) => {
+        await repo.insert(trx, {
         id,
         workspace_id: tenant.workspaceId,
         mailbox_id: values.mailbox_id!,
@@ -171,25 +223,31 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
         subject: values.subject ?? '',
         body: values.body ?? '',
         html: values.html ?? null,
-        in_reply_to: values.in_reply_to ?? null,
-        created_at: now,
-        updated_at: now,
+          in_reply_to: values.in_reply_to ?? null,
+          created_at: now,
+          updated_at: now,
+        });
+        await repo.insertAttachments(trx, attachmentRows(tenant, id, files));
       });
-      return toView(await find(tenant, id));
+      return viewOf(tenant, id);
     },
 
-    async get(tenant, draftId) {
-      return toView(await find(tenant, draftId));
-    },
+    get: viewOf,
 
     async update(tenant, draftId, input) {
       await find(tenant, draftId);
       const values = await columns(tenant, input);
-      if (Object.keys(values).length > 0) {
-        const changed = await repo.update(db, tenant.workspaceId, draftId, { ...values, updated_at: clock.now() });
-        if (changed === 0) throw draftNotFound(draftId);
+      const files = input.attachments === undefined ? undefined : decodeAttachments(input.attachments);
+      if (Object.keys(values).length > 0 || files !== undefined) {
+        await db.transaction().execute(async (trx) => {
+          const changed = await repo.update(trx, tenant.workspaceId, draftId, { ...values, updated_at: clock.now() });
+          if (changed === 0) throw draftNotFound(draftId);
+          if (files === undefined) return;
+          await repo.deleteAttachments(trx, tenant.workspaceId, draftId);
+          await repo.insertAttachments(trx, attachmentRows(tenant, draftId, files));
+        });
       }
-      return toView(await find(tenant, draftId));
+      return viewOf(tenant, draftId);
     },
 
     async remove(tenant, draftId) {
@@ -203,14 +261,50 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
       // inside it a refusal could only be thrown (see SendingService.check).
       await sending.check(tenant, await sendInput(db, tenant, draft, draft.mailbox_address));
       return db.transaction().execute(async (trx) => {
+        // Read before the claim, which takes them with the draft (foreign key, on delete cascade).
+        const files = await repo.attachmentContents(trx, tenant.workspaceId, draftId);
         // Taking the row is the claim: a concurrent send of the same draft finds nothing and sends nothing.
         const taken = await repo.take(trx, tenant.workspaceId, draftId);
         if (!taken) throw draftNotFound(draftId);
         // What was taken is what goes out, even if a PATCH landed after the check; enqueue checks it again.
         const from = taken.mailbox_id === draft.mailbox_id ? draft.mailbox_address : await repo.mailboxAddress(trx, tenant.workspaceId, taken.mailbox_id);
         if (from === undefined) throw draftNotFound(draftId);
-        return sending.enqueue(tenant, { ...(await sendInput(trx, tenant, taken, from)), send_at: options.send_at }, trx);
+        return sending.enqueue(tenant, { ...(await sendInput(trx, tenant, taken, from, files)), send_at: options.send_at }, trx);
       });
+    },
+
+    async attachmentRoom(tenant, draftId) {
+      await find(tenant, draftId);
+      const [bytes, files] = await Promise.all([repo.attachmentBytes(db, tenant.workspaceId, draftId), repo.attachmentsOf(db, tenant.workspaceId, [draftId])]);
+      return { bytes: Math.max(0, MAX_ATTACHMENT_BYTES - bytes), files: Math.max(0, MAX_ATTACHMENTS - files.length) };
+    },
+
+    async addAttachments(tenant, draftId, input) {
+      const files = decodeAttachments(input);
+      await db.transaction().execute(async (trx) => {
+        const draft = await repo.find(trx, tenant.workspaceId, draftId);
+        if (!draft) throw draftNotFound(draftId);
+        const existing = await repo.attachmentsOf(trx, tenant.workspaceId, [draftId]);
+        const total = existing.reduce((sum, a) => sum + a.size, 0) + files.reduce((sum, f) => sum + f.content.length, 0);
+        if (total > MAX_ATTACHMENT_BYTES) throw tooManyBytes(total);
+        if (existing.length + files.length > MAX_ATTACHMENTS) throw invalid('invalid_request', `a draft has at most ${MAX_ATTACHMENTS} attachments`);
+        await repo.insertAttachments(trx, attachmentRows(tenant, draftId, files));
+        await repo.update(trx, tenant.workspaceId, draftId, { updated_at: clock.now() });
+      });
+      return viewOf(tenant, draftId);
+    },
+
+    async removeAttachment(tenant, draftId, attachmentId) {
+      await find(tenant, draftId);
+      if ((await repo.deleteAttachments(db, tenant.workspaceId, draftId, attachmentId)) === 0) throw attachmentNotFound(draftId, attachmentId);
+      await repo.update(db, tenant.workspaceId, draftId, { updated_at: clock.now() });
+      return viewOf(tenant, draftId);
+    },
+
+    async attachment(tenant, draftId, attachmentId) {
+      const found = await repo.findAttachment(db, tenant.workspaceId, draftId, attachmentId);
+      if (!found) throw attachmentNotFound(draftId, attachmentId);
+      return { filename: found.filename, contentType: found.content_type, content: found.content };
     },
   };
 }

@@ -21,6 +21,7 @@ import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import { suppressionRepository } from '../suppressions/suppression.repository.js';
 import { suppressedError } from '../suppressions/suppression.service.js';
+import { decodeAttachments, type AttachmentInput } from './attachments.js';
 import { composeMessage } from './compose.js';
 import { MAX_RECIPIENTS, parseRecipients } from './recipients.js';
 import { scheduledTime, withDate } from './schedule.js';
@@ -64,6 +65,8 @@ export interface SendInput {
   messageId?: string | undefined;
   /** When to send (ISO 8601 with an offset, up to 30 days ahead); absent, now or past: at once (schedule.ts). */
   send_at?: string | undefined;
+  /** Files as MIME parts (attachments.ts checks and decodes them); listed in the sent copy. */
+  attachments?: AttachmentInput[] | undefined;
 }
 
 export interface Queued {
@@ -215,6 +218,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
    */
   async function compose(input: SendInput, checked: Checked): Promise<Composed> {
     const { mailbox, fromDomain, to, cc, subject, replyTo, fromName } = checked;
+    const attachments = decodeAttachments(input.attachments);
     const messageId = input.messageId ?? newId('msg');
     const now = clock.now();
     const internetId = `${messageId}@${fromDomain}`;
@@ -230,6 +234,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       inReplyTo: input.inReplyTo,
       references: input.references,
       date: new Date(now),
+      attachments,
     });
     const views = {
       subject,
@@ -238,7 +243,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       cc: cc.map((address) => ({ name: '', address })),
       text: input.body,
       html: input.html ?? null,
-      attachments: [],
+      attachments,
     };
     const parsed: ParsedMessage = {
       ...views,

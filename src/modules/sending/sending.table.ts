@@ -57,3 +57,17 @@ export interface DraftTable {
   created_at: number;
   updated_at: number;
 }
+
+/** A file attached to a draft (issue 27); ids are `att_…` as the sent copy's are. */
+export interface DraftAttachmentTable {
+  id: string;
+  workspace_id: string;
+  draft_id: string;
+  filename: string;
+  content_type: string;
+  size: number;
+  /** Set for an inline part (the HTML's `cid:`), without angle brackets. */
+  content_id: string | null;
+  content: Buffer;
+  created_at: number;
+}

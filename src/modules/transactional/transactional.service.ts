@@ -5,6 +5,7 @@ import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { DomainError, forbidden, invalid, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
+import type { AttachmentInput } from '../sending/attachments.js';
 import type { Queued, SendingService } from '../sending/sending.service.js';
 import type { DeliveryStatus } from '../sending/sending.table.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
@@ -24,6 +25,8 @@ export interface TransactionalSendInput {
   html?: string | undefined;
   from_name?: string | undefined;
   reply_to?: string | undefined;
+  /** Base64 as sent: part of the canonical payload, so another file under the same key is a 409. */
+  attachments?: Array<AttachmentInput & { content: string }> | undefined;
 }
 
 export interface TransactionalResult {

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
-import { OPTIONAL_BODY } from './plugins/validation.js';
+import { OPTIONAL_BODY, STREAMED_BODY } from './plugins/validation.js';
 import { WILDCARD_NAME } from './schemas.js';
 
 /**
@@ -25,8 +25,8 @@ const ERROR_ANSWERS: Record<string, { name: string; description: string; retryAf
   '403': { name: 'Forbidden', description: "Authenticated but not allowed: the member's role, the token's scope, or an X-Tenant-ID other than the key's workspace" },
   '404': { name: 'NotFound', description: 'No such resource, or one of another workspace (the two are never told apart)' },
   '409': { name: 'Conflict', description: 'A conflict with the current state: a name or address taken, an entry already there, an idempotency key reused with other content' },
-  '413': { name: 'PayloadTooLarge', description: 'The JSON body is larger than 1 MiB' },
-  '415': { name: 'UnsupportedMediaType', description: 'The body is not JSON: send Content-Type: application/json' },
+  '413': { name: 'PayloadTooLarge', description: 'The body is larger than the route takes (1 MiB; 40 MiB where attachments come as base64), or the attachments of one message or draft total more than 25 MiB decoded' },
+  '415': { name: 'UnsupportedMediaType', description: 'The body is not JSON (send Content-Type: application/json), or, where a route takes file uploads, not multipart/form-data' },
   '422': { name: 'Unprocessable', description: 'Refused by policy: a recipient is on an outbound block list (or not on its allow list), or every recipient is suppressed (recipient_suppressed)' },
   '429': { name: 'TooManyRequests', description: 'Rate limited: Retry-After says how many seconds to wait', retryAfter: true },
   default: { name: 'UnexpectedError', description: 'Any other failure: 500 internal_error (with the request id, never internals), or 503 shutting_down while the server stops' },
@@ -134,6 +134,7 @@ function shareErrorAnswers(responses: Json): void {
 function markOptionalBody(operation: Json): void {
   const body = operation.requestBody as { required?: boolean; content?: Record<string, { schema?: Json }> } | undefined;
   for (const media of Object.values(body?.content ?? {})) {
+    if (media.schema?.[STREAMED_BODY] === true) delete media.schema[STREAMED_BODY];
     if (media.schema?.[OPTIONAL_BODY] !== true) continue;
     delete media.schema[OPTIONAL_BODY];
     body!.required = false;

@@ -10,14 +10,16 @@ const STATUS: Record<ErrorKind, number> = {
   not_found: 404,
   conflict: 409,
   unprocessable: 422,
+  too_large: 413,
   rate_limited: 429,
   unavailable: 503,
 };
 
 /** Fastify's own client errors, by code, with our stable names. */
 const FASTIFY_CODES: Record<string, { status: number; error: string; detail?: string }> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, error: 'payload_too_large', detail: 'the request body is larger than 1 MiB' },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, error: 'unsupported_media_type', detail: 'send the body as application/json' },
+  // @fastify/multipart, on a route that takes file uploads (plugins/uploads.ts) given another body.
+  FST_INVALID_MULTIPART_CONTENT_TYPE: { status: 415, error: 'unsupported_media_type', detail: 'send the files as multipart/form-data' },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, error: 'invalid_request', detail: 'Content-Length does not match the body' },
   FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, error: 'invalid_json', detail: 'the body is empty but Content-Type says JSON' },
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, error: 'invalid_json', detail: 'the body is not valid JSON' },
@@ -69,16 +71,16 @@ export function describeValidationIssues(context: string, issues: readonly Valid
 
 type ErrorBody = { error: string; detail: string; position?: number; [field: string]: unknown };
 
-/** A body limit as a person reads it: `1 MiB`, `50 MiB`, or bytes when it is no whole number of MiB. */
-function sizeText(bytes: number): string {
+/** A route's body limit as the 413 states it: `1 MiB`, `40 MiB` (every limit here is whole mebibytes or bytes). */
+function bytesText(bytes: number): string {
   return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
 }
 
 /**
- * Map any error to `{error, detail}` and a status; a 5xx never carries internals. `bodyLimit`: the route's, for the
- * 413's detail (most routes take 1 MiB, a few more).
+ * Map any error to `{error, detail}` and a status; a 5xx never carries internals. `bodyLimit`: the route's own (most
+ * routes 1 MiB, those that take attachments more), which a 413 for the request's size names.
  */
-export function toHttpError(err: unknown, requestId: string, bodyLimit?: number): { status: number; body: ErrorBody; retryAfter?: number } {
+export function toHttpError(err: unknown, requestId: string, bodyLimit = 1024 * 1024): { status: number; body: ErrorBody; retryAfter?: number } {
   if (isDomainError(err)) {
     const body: ErrorBody = { ...err.fields, error: err.code, detail: err.detail, ...(err.position !== undefined ? { position: err.position } : {}) };
     return { status: STATUS[err.kind], body, ...(err.retryAfterSeconds !== undefined ? { retryAfter: err.retryAfterSeconds } : {}) };
@@ -87,8 +89,10 @@ export function toHttpError(err: unknown, requestId: string, bodyLimit?: number)
   if (e.validation) {
     return { status: 400, body: { error: 'invalid_request', detail: describeValidation(e.validationContext, firstIssue(e.validation)) } };
   }
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return { status: 413, body: { error: 'payload_too_large', detail: `the request body is larger than ${bytesText(bodyLimit)}, this route's limit` } };
+  }
   const known = e.code ? FASTIFY_CODES[e.code] : undefined;
-  if (known?.status === 413 && bodyLimit !== undefined) return { status: 413, body: { error: known.error, detail: `the request body is larger than ${sizeText(bodyLimit)}` } };
   if (known) return { status: known.status, body: { error: known.error, detail: known.detail ?? e.message } };
   if (e.statusCode === 429) {
     const detail = (err as { detail?: unknown }).detail;

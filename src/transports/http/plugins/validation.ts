@@ -53,6 +53,8 @@ export function createValidatorCompiler(sharedSchemas: object[]): FastifySchemaC
       Object.defineProperty(validateText, 'errors', { get: () => validate.errors });
       return validateText;
     }
+    // Read by the route itself, part by part, as it arrives (file uploads); the schema only documents it.
+    if ((schema as Record<string, unknown>)[STREAMED_BODY] === true) return () => true;
     if ((schema as Record<string, unknown>)[OPTIONAL_BODY] === true) {
       // An absent body is allowed here (its fields may come as query parameters instead).
       // Fastify hands an absent body to the validator as null.
@@ -111,4 +113,15 @@ function withItemsApart(schema: unknown): unknown {
 /** A body validator with the request validator's settings, for the items a route validates itself (`itemsApart`). */
 export function compileBodyValidator<T extends TSchema>(schema: T): ValidateFunction<Static<T>> {
   return bodyAjv().compile<Static<T>>(schema as AnySchema);
+}
+
+/** The mark of a body the route reads as a stream (plugins/uploads.ts); openapi.ts removes it from the document. */
+export const STREAMED_BODY = 'x-streamed-body';
+
+/**
+ * A multipart/form-data body: documented by `schema` (files as `format: binary` strings), read and checked by the
+ * route as it streams in, so nothing is validated (or buffered) before the handler runs. `request.body` is unset.
+ */
+export function streamedBody<T extends TSchema>(schema: T): TUnsafe<undefined> {
+  return Type.Unsafe<undefined>({ ...schema, [STREAMED_BODY]: true });
 }

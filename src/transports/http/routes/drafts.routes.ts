@@ -4,9 +4,12 @@ import { Type } from 'typebox';
 import type { DraftService } from '../../../modules/sending/draft.service.js';
 import { MAX_BODY_LENGTH } from '../../../modules/sending/sending.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { optionalBody } from '../plugins/validation.js';
+import { readUploads, registerUploads } from '../plugins/uploads.js';
+import { optionalBody, streamedBody } from '../plugins/validation.js';
 import { Email, Limit, Offset, OkResponse, ResourceId, SendAt, answer, errors } from '../schemas.js';
-import { Queued, recipientsSchema } from './sending.routes.js';
+import { sendDownload } from './download.js';
+import { Download } from './messages.routes.js';
+import { ATTACHMENT_BODY_LIMIT_BYTES, Attachments, Queued, recipientsSchema } from './sending.routes.js';
 
 /** As a send takes them (one address, a comma list, an array); stored and shown as an array, lower-case. */
 const Addresses = recipientsSchema(0);
@@ -18,6 +21,7 @@ const fields = {
   body: Type.String({ maxLength: MAX_BODY_LENGTH, description: 'plain text' }),
   html: Type.Union([Type.String({ maxLength: MAX_BODY_LENGTH }), Type.Null()]),
   in_reply_to: Type.Union([ResourceId, Type.Null()], { description: 'message_id (msg_…) of a message of the workspace this draft answers' }),
+  attachments: Attachments,
 };
 const CreateBody = Type.Object(
   {
@@ -29,6 +33,7 @@ const CreateBody = Type.Object(
     body: Type.Optional(fields.body),
     html: Type.Optional(fields.html),
     in_reply_to: Type.Optional(fields.in_reply_to),
+    attachments: Type.Optional(fields.attachments),
   },
   { additionalProperties: false, title: 'DraftCreate' },
 );
@@ -44,9 +49,18 @@ const PatchBody = Type.Object(
     body: Type.Optional(fields.body),
     html: Type.Optional(fields.html),
     in_reply_to: Type.Optional(fields.in_reply_to),
+    attachments: Type.Optional({ ...fields.attachments, description: "replaces all of the draft's files (uploads included); [] removes them" }),
   },
   { additionalProperties: false, title: 'DraftChange' },
 );
+const DraftAttachment = Type.Object({
+  attachment_id: Type.String(),
+  filename: Type.String(),
+  content_type: Type.String(),
+  size: Type.Integer({ description: 'bytes' }),
+  content_id: Type.Union([Type.String(), Type.Null()]),
+  inline: Type.Boolean({ description: 'true when it has a content_id: an inline part the HTML shows as cid:…' }),
+}, { title: 'DraftAttachment' });
 const Draft = Type.Object({
   draft_id: Type.String(),
   mailbox: Type.String(),
@@ -57,11 +71,20 @@ const Draft = Type.Object({
   body: Type.String(),
   html: Type.Union([Type.String(), Type.Null()]),
   in_reply_to: Type.Union([Type.String(), Type.Null()]),
+  attachments: Type.Array(DraftAttachment),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
 }, { title: 'Draft' });
 const DraftPage = Type.Object({ drafts: Type.Array(Draft), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }, { title: 'DraftPage' });
 const DraftParams = Type.Object({ draft_id: ResourceId }, { additionalProperties: false });
+const AttachmentParams = Type.Object({ draft_id: ResourceId, attachment_id: ResourceId }, { additionalProperties: false });
+const UploadForm = Type.Object(
+  {
+    file: Type.Array(Type.String({ format: 'binary' }), { description: 'one or more file parts (any field name), each with a filename and its Content-Type' }),
+    content_id: Type.Optional(Type.String({ description: 'makes the file part after it an inline part (cid:…)' })),
+  },
+  { title: 'DraftAttachmentUpload' },
+);
 const ListQuery = Type.Object({ mailbox: Type.Optional(Email), limit: Type.Optional(Limit), offset: Type.Optional(Offset) }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
@@ -93,6 +116,7 @@ export function draftRoutes({ drafts, tenant }: { drafts: DraftService; tenant: 
     app.post(
       '/drafts',
       {
+        bodyLimit: ATTACHMENT_BODY_LIMIT_BYTES,
         schema: {
           operationId: 'appCreateDraft',
           summary: 'Create a draft (only mailbox is required)',
@@ -115,6 +139,7 @@ export function draftRoutes({ drafts, tenant }: { drafts: DraftService; tenant: 
     app.patch(
       '/drafts/:draft_id',
       {
+        bodyLimit: ATTACHMENT_BODY_LIMIT_BYTES,
         schema: {
           operationId: 'appUpdateDraft',
           summary: 'Change the fields given',
@@ -160,6 +185,71 @@ export function draftRoutes({ drafts, tenant }: { drafts: DraftService; tenant: 
         },
       },
       async (request, reply) => reply.code(202).send(await drafts.send(tenant(request), request.params.draft_id, { send_at: request.body?.send_at })),
+    );
+
+    await app.register(draftAttachmentRoutes({ drafts, tenant }));
+  };
+}
+
+/** A draft's files: uploaded as multipart/form-data (in a scope of their own: no other route parses it), removed, downloaded. */
+function draftAttachmentRoutes({ drafts, tenant }: { drafts: DraftService; tenant: (request: FastifyRequest) => TenantContext }): FastifyPluginAsyncTypebox {
+  const security = [{ session: [] }];
+  const tags = ['drafts'];
+  const common = errors(400, 401, 403, 404, 429);
+  return async (app) => {
+    await registerUploads(app);
+    app.post(
+      '/drafts/:draft_id/attachments',
+      {
+        schema: {
+          operationId: 'appUploadDraftAttachments',
+          summary: 'Attach files to a draft (multipart/form-data: one or more file parts; 25 MiB per draft in all)',
+          tags,
+          security,
+          params: DraftParams,
+          querystring: NoQuery,
+          consumes: ['multipart/form-data'],
+          body: streamedBody(UploadForm),
+          response: { 201: answer('The draft, with the files attached', Draft), ...errors(400, 401, 403, 404, 413, 415, 429) },
+        },
+      },
+      async (request, reply) => {
+        const t = tenant(request);
+        // The draft is found, and its room known, before the first byte of the form is read.
+        const room = await drafts.attachmentRoom(t, request.params.draft_id);
+        const files = await readUploads(request, room);
+        return reply.code(201).send(await drafts.addAttachments(t, request.params.draft_id, files));
+      },
+    );
+    app.delete(
+      '/drafts/:draft_id/attachments/:attachment_id',
+      {
+        schema: {
+          operationId: 'appDeleteDraftAttachment',
+          summary: 'Remove a file from a draft',
+          tags,
+          security,
+          params: AttachmentParams,
+          querystring: NoQuery,
+          response: { 200: answer('The draft, without the file', Draft), ...common },
+        },
+      },
+      async (request) => drafts.removeAttachment(tenant(request), request.params.draft_id, request.params.attachment_id),
+    );
+    app.get(
+      '/drafts/:draft_id/attachments/:attachment_id',
+      {
+        schema: {
+          operationId: 'appDownloadDraftAttachment',
+          summary: "Download a draft's file",
+          tags,
+          security,
+          params: AttachmentParams,
+          querystring: NoQuery,
+          response: { 200: Download("The file's bytes, with its own Content-Type", '*/*'), ...common },
+        },
+      },
+      async (request, reply) => sendDownload(reply, await drafts.attachment(tenant(request), request.params.draft_id, request.params.attachment_id)),
     );
   };
 }

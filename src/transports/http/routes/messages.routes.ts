@@ -58,7 +58,7 @@ const StatsResponse = Type.Object(
   { title: 'Stats' },
 );
 const ThreadPage = Type.Object({ threads: Type.Array(ref(ThreadSchema)), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }, { title: 'ThreadPage' });
-const Download = (description: string, contentType: string) => ({
+export const Download = (description: string, contentType: string) => ({
   description,
   headers: { 'Content-Disposition': { type: 'string', description: 'attachment; filename="…"; filename*=UTF-8\'\'…' } },
   content: { [contentType]: { schema: { type: 'string', format: 'binary' } } },

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
+import { MAX_ATTACHMENTS, MAX_FILENAME_LENGTH } from '../../../modules/sending/attachments.js';
 import { MAX_RECIPIENTS } from '../../../modules/sending/recipients.js';
 import { MAX_BATCH_MESSAGES, type BatchOutcome, type SendingService } from '../../../modules/sending/sending.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
@@ -22,6 +23,30 @@ export function recipientsSchema(minimum: 0 | 1) {
   ]);
 }
 export const Recipients = recipientsSchema(1);
+
+/**
+ * The JSON body of a route that takes attachments: 25 MiB of files as base64 (a third more) plus both bodies at
+ * their limits; every other route keeps the 1 MiB of contract §2 (app.ts).
+ */
+export const ATTACHMENT_BODY_LIMIT_BYTES = 40 * 1024 * 1024;
+
+/**
+ * `attachments` of every send surface and of drafts (issue 27). The schema checks the shape; attachments.ts checks
+ * the rest (media type, base64, the 25 MiB total) and names the field in its 400/413. `content` has no `maxLength`:
+ * the body limit bounds it, and the validator would count its characters one by one.
+ */
+export const Attachments = Type.Array(
+  Type.Object(
+    {
+      filename: Type.String({ minLength: 1, maxLength: MAX_FILENAME_LENGTH, description: 'the name the recipient sees; no control characters' }),
+      content_type: Type.String({ minLength: 3, maxLength: 255, description: 'type/subtype, e.g. application/pdf' }),
+      content: Type.String({ description: 'the file, base64 (standard alphabet; line breaks allowed)', contentEncoding: 'base64' }),
+      content_id: Type.Optional(Type.String({ minLength: 1, maxLength: 257, description: 'makes it an inline part: the HTML shows it as <img src="cid:…">' })),
+    },
+    { additionalProperties: false, title: 'AttachmentUpload' },
+  ),
+  { maxItems: MAX_ATTACHMENTS, description: 'files sent as MIME parts; at most 25 MiB decoded in all' },
+);
 export const SendBody = Type.Object(
   {
     from_mailbox: Email,
@@ -34,6 +59,7 @@ export const SendBody = Type.Object(
     from_name: Type.Optional(Type.String({ maxLength: 200 })),
     reply_to: Type.Optional(Email),
     send_at: Type.Optional(SendAt),
+    attachments: Type.Optional(Attachments),
   },
   { additionalProperties: false, title: 'SendRequest' },
 );
@@ -124,6 +150,7 @@ export function sendingRoutes({ sending, tenant, surface }: { sending: SendingSe
     app.post(
       '/send',
       {
+        bodyLimit: ATTACHMENT_BODY_LIMIT_BYTES,
         schema: {
           operationId: operationId(surface, 'sendMessage'),
           summary: 'Send a message: stored in sent, queued for delivery (202)',

@@ -4,7 +4,7 @@ import type { TransactionalService } from '../../../modules/transactional/transa
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../../../modules/transactional/transactional.service.js';
 import { Email, ResourceId, answer, deliveryStatus, errors } from '../schemas.js';
 import { serviceTokenOf } from '../plugins/auth.js';
-import { Queued, Recipients } from './sending.routes.js';
+import { ATTACHMENT_BODY_LIMIT_BYTES, Attachments, Queued, Recipients } from './sending.routes.js';
 
 /** Seed §4.3: exactly these fields; anything else is a 400, so nothing unvalidated reaches the canonical hash. */
 const TransactionalBody = Type.Object(
@@ -16,6 +16,7 @@ const TransactionalBody = Type.Object(
     html: Type.Optional(Type.String({ maxLength: 512 * 1024 })),
     from_name: Type.Optional(Type.String({ maxLength: 200 })),
     reply_to: Type.Optional(Email),
+    attachments: Type.Optional(Attachments),
   },
   { additionalProperties: false, title: 'TransactionalRequest' },
 );
@@ -46,6 +47,7 @@ export function transactionalRoutes({ transactional }: { transactional: Transact
     app.post(
       '/messages',
       {
+        bodyLimit: ATTACHMENT_BODY_LIMIT_BYTES,
         schema: {
           operationId: 'transactionalSendMessage',
           summary: 'Queue one message exactly once per Idempotency-Key (202; a replay answers the first 202 with Idempotent-Replayed: true)',

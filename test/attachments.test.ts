@@ -1,0 +1,345 @@
+import { createHash, randomBytes } from 'node:crypto';
+import PostalMime from 'postal-mime';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorker, type Worker } from '../src/jobs/worker.js';
+import { createLogger } from '../src/lib/logger.js';
+import { TEST_DIALECT } from './helpers/database.js';
+import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import { startMailHarness, type MailHarness } from './helpers/mail.js';
+import { startSmtpPeer, type ReceivedMail, type SmtpPeer } from './helpers/smtp-peer.js';
+
+interface AttachmentView {
+  attachment_id: string;
+  filename: string;
+  content_type: string;
+  size: number;
+  inline: boolean;
+  content_id: string | null;
+}
+interface Draft {
+  draft_id: string;
+  attachments: AttachmentView[];
+}
+
+const NEWS = 'news@mailroom.localhost';
+const MIB = 1024 * 1024;
+const LIMIT = 25 * MIB;
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+/** Random bytes that are certainly not UTF-8 (a lone continuation byte, 0xff, NUL, CR LF in the middle). */
+function binary(size: number): Buffer {
+  const bytes = randomBytes(size);
+  Buffer.from([0x80, 0xff, 0x00, 0x0d, 0x0a, 0xc3, 0x28]).copy(bytes, 0);
+  return bytes;
+}
+/** A (tiny, real) PNG: the inline image. */
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+
+/** The multipart/form-data body fetch would send for `form`, and its Content-Type (with the boundary). */
+async function encodeForm(form: FormData): Promise<{ payload: Buffer; headers: Record<string, string> }> {
+  const request = new Request('http://localhost/', { method: 'POST', body: form });
+  return { payload: Buffer.from(await request.arrayBuffer()), headers: { 'content-type': request.headers.get('content-type')! } };
+}
+
+/**
+ * Issue 27 item 1: attachments on every send surface and drafts, as real MIME parts, byte-identical at the receiving
+ * SMTP peer, listed in the sent copy; the 25 MiB limit; bad input named; draft uploads as multipart/form-data;
+ * transactional idempotency over the files.
+ */
+describe(`attachments (${TEST_DIALECT})`, () => {
+  let h: MailHarness;
+  let peer: SmtpPeer;
+  let worker: Worker;
+  let acme: Tenant;
+  let other: Tenant;
+  let member: string;
+  let outsider: string;
+
+  beforeAll(async () => {
+    peer = await startSmtpPeer();
+    // Refused at RCPT: a message sent there is never transferred (the 25 MiB one need not be).
+    peer.refuse.add('nobody@peer.test');
+    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
+    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
+    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
+    acme = await createTenant(h, 'Acme');
+    other = await createTenant(h, 'Other');
+    await h.app.inject({ method: 'POST', url: `/mailboxes?address=${NEWS}`, headers: bearer(acme.apiKey) });
+    member = (await memberSession(h, acme.workspaceId, 'member')).token;
+    outsider = (await memberSession(h, other.workspaceId, 'member')).token;
+    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
+    worker.start();
+  });
+  afterAll(async () => {
+    await worker.stop(2000);
+    await h.close();
+    await peer.close();
+  });
+
+  const send = (payload: Record<string, unknown>, url = '/send', headers: Record<string, string> = bearer(acme.apiKey)) =>
+    h.app.inject({ method: 'POST', url, headers, payload: { from_mailbox: NEWS, to: 'someone@peer.test', subject: 'Files', body: 'See attached.', ...payload } });
+
+  /** The mail the peer accepted for the message `id` (its Message-ID carries our id). */
+  async function received(id: string): Promise<ReceivedMail> {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const mail = peer.accepted.find((m) => m.raw.includes(`<${id}@`));
+      if (mail) return mail;
+      if (Date.now() > deadline) throw new Error(`${id} never reached the peer`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  const download = async (url: string, headers: Record<string, string>) => {
+    const res = await h.app.inject({ method: 'GET', url, headers });
+    expect(res.statusCode, res.body).toBe(200);
+    return res;
+  };
+
+  it('sends a binary file and an inline image as MIME parts, byte-identical at the peer, listed in the sent copy', async () => {
+    const file = binary(300_000);
+    const res = await send({
+      html: '<p>Our logo: <img src="cid:logo@acme.test"></p>',
+      attachments: [
+        { filename: 'report ü.bin', content_type: 'application/octet-stream', content: file.toString('base64') },
+        { filename: 'logo.png', content_type: 'image/png', content: PNG.toString('base64'), content_id: 'logo@acme.test' },
+      ],
+    });
+    expect(res.statusCode, res.body).toBe(202);
+    const id = res.json<{ message_id: string }>().message_id;
+
+    const mail = await received(id);
+    const raw = mail.raw.toString('latin1');
+    expect(raw).toMatch(/Content-Type: multipart\/mixed/i);
+    expect(raw).toMatch(/Content-Type: multipart\/related/i);
+    expect(raw).toContain('Content-ID: <logo@acme.test>');
+    const parsed = await PostalMime.parse(mail.raw, { attachmentEncoding: 'arraybuffer' });
+    expect(parsed.html).toContain('cid:logo@acme.test');
+    const byName = new Map(parsed.attachments.map((a) => [a.filename, a]));
+    const sentFile = byName.get('report ü.bin');
+    const sentLogo = byName.get('logo.png');
+    expect(sentFile?.disposition).toBe('attachment');
+    expect(sha256(new Uint8Array(sentFile!.content as ArrayBuffer))).toBe(sha256(file));
+    expect(sentLogo).toMatchObject({ mimeType: 'image/png', contentId: '<logo@acme.test>' });
+    expect(sha256(new Uint8Array(sentLogo!.content as ArrayBuffer))).toBe(sha256(PNG));
+
+    // The sent copy lists them, and each downloads as the bytes that were sent, on both surfaces.
+    const message = (await download(`/messages/${id}`, bearer(acme.apiKey))).json<{ attachments: AttachmentView[] }>();
+    expect(message.attachments).toEqual([
+      { attachment_id: expect.stringMatching(/^att_/) as unknown, filename: 'report ü.bin', content_type: 'application/octet-stream', size: file.length, inline: false, content_id: null },
+      { attachment_id: expect.stringMatching(/^att_/) as unknown, filename: 'logo.png', content_type: 'image/png', size: PNG.length, inline: true, content_id: 'logo@acme.test' },
+    ]);
+    const got = await download(`/messages/${id}/attachments/${message.attachments[0]!.attachment_id}`, bearer(acme.apiKey));
+    expect(sha256(got.rawPayload)).toBe(sha256(file));
+    expect(got.headers['content-type']).toBe('application/octet-stream');
+    const logo = await download(`/app/api/messages/${id}/attachments/${message.attachments[1]!.attachment_id}`, session(member));
+    expect(sha256(logo.rawPayload)).toBe(sha256(PNG));
+    // Another workspace sees none of it.
+    const theirs = await h.app.inject({ method: 'GET', url: `/messages/${id}/attachments/${message.attachments[0]!.attachment_id}`, headers: bearer(other.apiKey) });
+    expect(theirs.statusCode).toBe(404);
+  });
+
+  it('takes attachments on the session surface too', async () => {
+    const file = binary(1000);
+    const res = await send({ to: 'nobody@peer.test', attachments: [{ filename: 'a.bin', content_type: 'application/octet-stream', content: file.toString('base64') }] }, '/app/api/send', session(member));
+    expect(res.statusCode, res.body).toBe(202);
+    const message = (await download(`/app/api/messages/${res.json<{ message_id: string }>().message_id}`, session(member))).json<{ attachments: AttachmentView[] }>();
+    expect(message.attachments).toMatchObject([{ filename: 'a.bin', size: 1000 }]);
+  });
+
+  it('takes 25 MiB of files in a message, and answers 413 JSON past it', async () => {
+    const atLimit = Buffer.alloc(LIMIT, 0xa5).toString('base64');
+    const ok = await send({ to: 'nobody@peer.test', attachments: [{ filename: 'big.bin', content_type: 'application/octet-stream', content: atLimit }] });
+    expect(ok.statusCode, ok.body.slice(0, 300)).toBe(202);
+
+    const half = Buffer.alloc(LIMIT / 2, 1).toString('base64');
+    const over = await send({
+      to: 'nobody@peer.test',
+      attachments: [
+        { filename: 'a.bin', content_type: 'application/octet-stream', content: half },
+        { filename: 'b.bin', content_type: 'application/octet-stream', content: Buffer.alloc(LIMIT / 2 + 1, 1).toString('base64') },
+      ],
+    });
+    expect(over.headers['content-type']).toMatch(/^application\/json/);
+    expect(errorOf(over)).toMatchObject({ status: 413, error: 'payload_too_large' });
+    expect(errorOf(over).detail).toContain('26214400');
+  });
+
+  it('answers 413 JSON naming the route’s own limit when the body itself is too large', async () => {
+    const huge = await h.app.inject({ method: 'POST', url: '/send', headers: { ...bearer(acme.apiKey), 'content-type': 'application/json' }, payload: `{"pad":"${'x'.repeat(41 * MIB)}"}` });
+    expect(errorOf(huge)).toEqual({ status: 413, error: 'payload_too_large', detail: "the request body is larger than 40 MiB, this route's limit" });
+    // Every other route keeps 1 MiB.
+    const other = await h.app.inject({ method: 'POST', url: '/app/api/mailboxes', headers: { ...session(member), 'content-type': 'application/json' }, payload: `{"pad":"${'x'.repeat(2 * MIB)}"}` });
+    expect(errorOf(other)).toEqual({ status: 413, error: 'payload_too_large', detail: "the request body is larger than 1 MiB, this route's limit" });
+  });
+
+  it('names the attachment field at fault in a 400', async () => {
+    const good = { filename: 'a.txt', content_type: 'text/plain', content: Buffer.from('hello').toString('base64') };
+    const cases: Array<[unknown, string]> = [
+      [[good, { ...good, content: 'not base64!' }], 'attachments[1].content'],
+      [[good, good, { ...good, content: 'abcde' }], 'attachments[2].content'],
+      [[{ ...good, filename: 'evil\r\nBcc: x@y.test' }], 'attachments[0].filename'],
+      [[{ ...good, content_type: 'text' }], 'attachments[0].content_type'],
+      [[{ ...good, content_id: 'a b' }], 'attachments[0].content_id'],
+      [[{ ...good, filename: '' }], 'body.attachments.0.filename'],
+      [[{ ...good, extra: 1 }], "unknown field 'extra'"],
+    ];
+    for (const [attachments, field] of cases) {
+      const res = await send({ attachments });
+      expect(errorOf(res), field).toMatchObject({ status: 400 });
+      expect(errorOf(res).detail, field).toContain(field);
+    }
+    // Line breaks inside base64 (as MIME encoders wrap it) are fine.
+    const wrapped = Buffer.from('x'.repeat(200)).toString('base64').replace(/.{76}/g, '$&\r\n');
+    expect((await send({ to: 'nobody@peer.test', attachments: [{ ...good, content: wrapped }] })).statusCode).toBe(202);
+  });
+
+  describe('drafts', () => {
+    const call = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown, token = member) =>
+      h.app.inject({ method, url: `/app/api${url}`, headers: session(token), ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }) });
+    const upload = async (draftId: string, form: FormData, token = member) => {
+      const { payload, headers } = await encodeForm(form);
+      return h.app.inject({ method: 'POST', url: `/app/api/drafts/${draftId}/attachments`, headers: { ...session(token), ...headers }, payload });
+    };
+    const newDraft = async (extra: Record<string, unknown> = {}) => {
+      const res = await call('POST', '/drafts', { mailbox: NEWS, to: 'someone@peer.test', subject: 'Draft with files', body: 'Attached.', ...extra });
+      expect(res.statusCode, res.body).toBe(201);
+      return res.json<Draft>();
+    };
+
+    it('uploads files as multipart/form-data; the sent draft arrives byte-identical with its inline image', async () => {
+      const draft = await newDraft({ html: '<img src="cid:chart">' });
+      expect(draft.attachments).toEqual([]);
+      const file = binary(200_000);
+      const form = new FormData();
+      form.append('file', new Blob([file], { type: 'application/x-thing' }), 'data.bin');
+      form.append('content_id', 'chart');
+      form.append('file', new Blob([PNG], { type: 'image/png' }), 'chart.png');
+      const res = await upload(draft.draft_id, form);
+      expect(res.statusCode, res.body).toBe(201);
+      const attachments = res.json<Draft>().attachments;
+      expect(attachments).toMatchObject([
+        { filename: 'data.bin', content_type: 'application/x-thing', size: file.length, content_id: null, inline: false },
+        { filename: 'chart.png', content_type: 'image/png', size: PNG.length, content_id: 'chart', inline: true },
+      ]);
+      expect((await call('GET', `/drafts/${draft.draft_id}`)).json<Draft>().attachments).toEqual(attachments);
+      const list = (await call('GET', '/drafts')).json<{ drafts: Draft[] }>();
+      expect(list.drafts.find((d) => d.draft_id === draft.draft_id)?.attachments).toEqual(attachments);
+      const back = await download(`/app/api/drafts/${draft.draft_id}/attachments/${attachments[0]!.attachment_id}`, session(member));
+      expect(sha256(back.rawPayload)).toBe(sha256(file));
+
+      // Another workspace finds neither the draft nor its files.
+      expect((await call('GET', `/drafts/${draft.draft_id}/attachments/${attachments[0]!.attachment_id}`, undefined, outsider)).statusCode).toBe(404);
+      expect((await call('DELETE', `/drafts/${draft.draft_id}/attachments/${attachments[0]!.attachment_id}`, undefined, outsider)).statusCode).toBe(404);
+      expect((await upload(draft.draft_id, form, outsider)).statusCode).toBe(404);
+
+      const sent = await call('POST', `/drafts/${draft.draft_id}/send`);
+      expect(sent.statusCode, sent.body).toBe(202);
+      const id = sent.json<{ message_id: string }>().message_id;
+      const parsed = await PostalMime.parse((await received(id)).raw, { attachmentEncoding: 'arraybuffer' });
+      // The inline image goes with the HTML (multipart/related), before the file: compare them by name.
+      const parts = parsed.attachments.map((a) => [a.filename, a.mimeType, sha256(new Uint8Array(a.content as ArrayBuffer))]);
+      expect(parts.sort((x, y) => String(x[0]).localeCompare(String(y[0])))).toEqual([
+        ['chart.png', 'image/png', sha256(PNG)],
+        ['data.bin', 'application/x-thing', sha256(file)],
+      ]);
+      expect(parsed.attachments.find((a) => a.filename === 'chart.png')?.contentId).toBe('<chart>');
+      const copy = (await download(`/app/api/messages/${id}`, session(member))).json<{ attachments: AttachmentView[] }>();
+      expect(copy.attachments.map((a) => [a.filename, a.size, a.inline])).toEqual([['data.bin', file.length, false], ['chart.png', PNG.length, true]]);
+      // The draft and its files are gone.
+      const gone = await h.services.database.db.selectFrom('draft_attachments').select('id').where('draft_id', '=', draft.draft_id).execute();
+      expect(gone).toEqual([]);
+    });
+
+    it('takes base64 files with the draft, replaces them on PATCH, removes one, and keeps 25 MiB per draft', async () => {
+      const draft = await newDraft({ attachments: [{ filename: 'one.txt', content_type: 'text/plain', content: Buffer.from('one').toString('base64') }] });
+      expect(draft.attachments).toMatchObject([{ filename: 'one.txt', size: 3 }]);
+      const patched = (await call('PATCH', `/drafts/${draft.draft_id}`, { attachments: [{ filename: 'two.txt', content_type: 'text/plain', content: Buffer.from('two!').toString('base64') }] })).json<Draft>();
+      expect(patched.attachments).toMatchObject([{ filename: 'two.txt', size: 4 }]);
+      const removed = await call('DELETE', `/drafts/${draft.draft_id}/attachments/${patched.attachments[0]!.attachment_id}`);
+      expect(removed.statusCode, removed.body).toBe(200);
+      expect(removed.json<Draft>().attachments).toEqual([]);
+      expect(errorOf(await call('DELETE', `/drafts/${draft.draft_id}/attachments/${patched.attachments[0]!.attachment_id}`))).toMatchObject({ status: 404, error: 'attachment_not_found' });
+
+      const big = new FormData();
+      big.append('file', new Blob([Buffer.alloc(LIMIT - 10, 7)]), 'big.bin');
+      expect((await upload(draft.draft_id, big)).statusCode).toBe(201);
+      const more = new FormData();
+      more.append('file', new Blob([Buffer.alloc(11, 7)]), 'more.bin');
+      const refused = await upload(draft.draft_id, more);
+      expect(errorOf(refused)).toMatchObject({ status: 413, error: 'payload_too_large' });
+      expect(errorOf(refused).detail).toContain('26214400');
+      const exact = new FormData();
+      exact.append('file', new Blob([Buffer.alloc(10, 7)]), 'exact.bin');
+      expect((await upload(draft.draft_id, exact)).statusCode).toBe(201);
+      await call('DELETE', `/drafts/${draft.draft_id}`);
+    });
+
+    it('answers a bad upload with a 4xx naming what is wrong', async () => {
+      const draft = await newDraft();
+      const json = await call('POST', `/drafts/${draft.draft_id}/attachments`, { file: 'x' });
+      expect(errorOf(json)).toMatchObject({ status: 415, error: 'unsupported_media_type' });
+      const fieldsOnly = new FormData();
+      fieldsOnly.append('content_id', 'x');
+      expect(errorOf(await upload(draft.draft_id, fieldsOnly))).toMatchObject({ status: 400 });
+      const unknown = new FormData();
+      unknown.append('note', 'hi');
+      expect(errorOf(await upload(draft.draft_id, unknown)).detail).toContain("'note'");
+      const badType = new FormData();
+      badType.append('file', new Blob(['x'], { type: 'nonsense' }), 'x.txt');
+      expect(errorOf(await upload(draft.draft_id, badType))).toMatchObject({ status: 400 });
+      const truncated = await h.app.inject({
+        method: 'POST',
+        url: `/app/api/drafts/${draft.draft_id}/attachments`,
+        headers: { ...session(member), 'content-type': 'multipart/form-data; boundary=xyz' },
+        payload: '--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nunfinished',
+      });
+      expect(errorOf(truncated)).toMatchObject({ status: 400 });
+      const fields = new FormData();
+      for (let i = 0; i < 50; i++) fields.append('content_id', 'x');
+      expect(errorOf(await upload(draft.draft_id, fields))).toMatchObject({ status: 413 });
+      expect((await call('GET', `/drafts/${draft.draft_id}`)).json<Draft>().attachments).toEqual([]);
+    });
+  });
+
+  describe('transactional', () => {
+    let serviceToken: string;
+
+    beforeAll(async () => {
+      const owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
+      const created = await h.app.inject({ method: 'POST', url: '/app/api/sending-domains', headers: session(owner), payload: { domain: 'acme.test' } });
+      const domain = created.json<{ domain_id: string; verification: { record_name: string; record_value: string } }>();
+      h.dns.set(domain.verification.record_name, { TXT: [domain.verification.record_value] });
+      await h.app.inject({ method: 'POST', url: `/app/api/sending-domains/${domain.domain_id}/verify`, headers: session(owner) });
+      await h.app.inject({ method: 'POST', url: '/app/api/mailboxes', headers: session(owner), payload: { address: 'auth@acme.test' } });
+      const token = await h.app.inject({ method: 'POST', url: '/app/api/service-tokens', headers: session(owner), payload: { name: 'files', domain_id: domain.domain_id, mailbox: 'auth@acme.test' } });
+      expect(token.statusCode, token.body).toBe(201);
+      serviceToken = token.json<{ token: string }>().token;
+    });
+
+    const post = (key: string, file: Buffer) =>
+      h.app.inject({
+        method: 'POST',
+        url: '/v1/transactional/messages',
+        headers: { ...bearer(serviceToken), 'idempotency-key': key },
+        payload: { from_mailbox: 'auth@acme.test', to: 'someone@peer.test', subject: 'Invoice', body: 'Attached.', attachments: [{ filename: 'invoice.pdf', content_type: 'application/pdf', content: file.toString('base64') }] },
+      });
+
+    it('replays the same file under a key, refuses another file under it (409), and delivers the file', async () => {
+      const file = binary(5000);
+      const first = await post('invoice-1', file);
+      expect(first.statusCode, first.body).toBe(202);
+      const again = await post('invoice-1', Buffer.from(file));
+      expect(again.statusCode).toBe(202);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.json()).toEqual(first.json());
+      const changed = Buffer.from(file);
+      changed[4999] = changed[4999]! ^ 1;
+      expect(errorOf(await post('invoice-1', changed))).toMatchObject({ status: 409, error: 'idempotency_key_reused' });
+
+      const id = first.json<{ message_id: string }>().message_id;
+      const parsed = await PostalMime.parse((await received(id)).raw, { attachmentEncoding: 'arraybuffer' });
+      expect(parsed.attachments.map((a) => sha256(new Uint8Array(a.content as ArrayBuffer)))).toEqual([sha256(file)]);
+    });
+  });
+});
