@@ -1107,6 +1107,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/app/api/drafts/{draft_id}/attachments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Attach files to a draft (multipart/form-data: one or more file parts; 25 MiB per draft in all) */
+        post: operations["appUploadDraftAttachments"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/api/drafts/{draft_id}/attachments/{attachment_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download a draft's file */
+        get: operations["appDownloadDraftAttachment"];
+        put?: never;
+        post?: never;
+        /** Remove a file from a draft */
+        delete: operations["appDeleteDraftAttachment"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/app/api/service-tokens": {
         parameters: {
             query?: never;
@@ -1824,6 +1859,20 @@ export interface components {
             limit: number;
             offset: number;
         };
+        /** AttachmentUpload */
+        AttachmentUpload: {
+            /** @description the name the recipient sees; no control characters */
+            filename: string;
+            /** @description type/subtype, e.g. application/pdf */
+            content_type: string;
+            /**
+             * Format: byte
+             * @description the file, base64 (standard alphabet; line breaks allowed)
+             */
+            content: string;
+            /** @description makes it an inline part: the HTML shows it as <img src="cid:…"> */
+            content_id?: string;
+        };
         /** SendRequest */
         SendRequest: {
             /** @description an email address */
@@ -1842,6 +1891,8 @@ export interface components {
              * @description when to send: an ISO 8601 date-time with an offset, at most 30 days ahead; a time already past sends at once
              */
             send_at?: string;
+            /** @description files sent as MIME parts; at most 25 MiB decoded in all */
+            attachments?: components["schemas"]["AttachmentUpload"][];
         };
         /** Queued */
         Queued: {
@@ -2120,6 +2171,17 @@ export interface components {
             /** @description one sentence for the whole domain */
             summary: string;
         };
+        /** DraftAttachment */
+        DraftAttachment: {
+            attachment_id: string;
+            filename: string;
+            content_type: string;
+            /** @description bytes */
+            size: number;
+            content_id: string | null;
+            /** @description true when it has a content_id: an inline part the HTML shows as cid:… */
+            inline: boolean;
+        };
         /** Draft */
         Draft: {
             draft_id: string;
@@ -2131,6 +2193,7 @@ export interface components {
             body: string;
             html: string | null;
             in_reply_to: string | null;
+            attachments: components["schemas"]["DraftAttachment"][];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2156,6 +2219,8 @@ export interface components {
             html?: string | null;
             /** @description message_id (msg_…) of a message of the workspace this draft answers */
             in_reply_to?: string | null;
+            /** @description files sent as MIME parts; at most 25 MiB decoded in all */
+            attachments?: components["schemas"]["AttachmentUpload"][];
         };
         /** DraftChange */
         DraftChange: {
@@ -2170,6 +2235,8 @@ export interface components {
             html?: string | null;
             /** @description message_id (msg_…) of a message of the workspace this draft answers */
             in_reply_to?: string | null;
+            /** @description replaces all of the draft's files (uploads included); [] removes them */
+            attachments?: components["schemas"]["AttachmentUpload"][];
         };
         /** DraftSendRequest */
         DraftSendRequest: {
@@ -2178,6 +2245,13 @@ export interface components {
              * @description when to send: an ISO 8601 date-time with an offset, at most 30 days ahead; a time already past sends at once
              */
             send_at?: string;
+        };
+        /** DraftAttachmentUpload */
+        DraftAttachmentUpload: {
+            /** @description one or more file parts (any field name), each with a filename and its Content-Type */
+            file: string[];
+            /** @description makes the file part after it an inline part (cid:…) */
+            content_id?: string;
         };
         /** ServiceToken */
         ServiceToken: {
@@ -2377,6 +2451,8 @@ export interface components {
             from_name?: string;
             /** @description an email address */
             reply_to?: string;
+            /** @description files sent as MIME parts; at most 25 MiB decoded in all */
+            attachments?: components["schemas"]["AttachmentUpload"][];
         };
         /** TransactionalMessage */
         TransactionalMessage: {
@@ -2444,7 +2520,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The JSON body is larger than 1 MiB */
+        /** @description The body is larger than the route takes (1 MiB; 40 MiB where attachments come as base64), or the attachments of one message or draft total more than 25 MiB decoded */
         PayloadTooLarge: {
             headers: {
                 [name: string]: unknown;
@@ -2453,7 +2529,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The body is not JSON: send Content-Type: application/json */
+        /** @description The body is not JSON (send Content-Type: application/json), or, where a route takes file uploads, not multipart/form-data */
         UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;
@@ -4975,6 +5051,100 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appUploadDraftAttachments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                draft_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["DraftAttachmentUpload"];
+            };
+        };
+        responses: {
+            /** @description The draft, with the files attached */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Draft"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appDownloadDraftAttachment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                draft_id: string;
+                attachment_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes, with its own Content-Type */
+            200: {
+                headers: {
+                    /** @description attachment; filename="…"; filename*=UTF-8''… */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appDeleteDraftAttachment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                draft_id: string;
+                attachment_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The draft, without the file */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Draft"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
         };
