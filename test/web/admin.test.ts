@@ -229,6 +229,30 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: workspace settings in Chromium (${TEST_
     await page.getByText('The inbound block list is empty.').waitFor();
   });
 
+  it('lists suppressions by reason, adds one by hand and lifts one', async () => {
+    // A hard bounce as the bounce path records it (test/suppressions.test.ts covers that path).
+    await h.services.database.db
+      .insertInto('suppressions')
+      .values({ workspace_id: acme.workspaceId, address: 'bounced@example.com', reason: 'hard_bounce', detail: 'smtp; 550 5.1.1 no such user', status_code: '5.1.1', message_id: 'msg_01jd0000000000000000000000', created_at: h.clock.now() })
+      .execute();
+    await settings(page, 'suppressions', 'Suppressions');
+    await page.getByRole('cell', { name: 'bounced@example.com', exact: true }).waitFor();
+    await page.getByLabel('Address').fill('Gone@Example.com');
+    await page.getByLabel('Note (optional)').fill('asked by phone');
+    await page.getByRole('button', { name: 'Suppress' }).click();
+    await page.getByRole('cell', { name: 'gone@example.com', exact: true }).waitFor();
+    await page.getByText('2 suppressed').waitFor();
+    await page.getByLabel('Show').selectOption('hard_bounce');
+    await page.getByText('1 suppressed').waitFor();
+    expect(await page.getByRole('cell', { name: 'gone@example.com', exact: true }).count()).toBe(0);
+    expect(await page.getByRole('cell', { name: '5.1.1', exact: true }).count()).toBe(1);
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.getByRole('button', { name: 'Remove bounced@example.com' }).click();
+    await page.getByText('No address is suppressed for this reason.').waitFor();
+    const left = (await api('/app/api/suppressions', await login(h, acme.ownerEmail, acme.password))).json<{ suppressions: Array<{ address: string }> }>();
+    expect(left.suppressions.map((x) => x.address)).toEqual(['gone@example.com']);
+  });
+
   it('adds a member, changes roles, and shows the last-owner 409 in place', async () => {
     await settings(page, 'members', 'Members and roles');
     await page.getByLabel('Email').fill('newbie@example.com');
@@ -250,7 +274,7 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: workspace settings in Chromium (${TEST_
     await logIn(tab, base, member.email, 'correct horse battery');
     await settings(tab, 'mailboxes', 'Mailboxes');
     const nav = tab.getByRole('navigation', { name: 'Settings' });
-    expect(await nav.getByRole('link').allTextContents()).toEqual(['Mailboxes', 'Webhooks', 'Allow and block lists', 'Members and roles', 'Your password']);
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Mailboxes', 'Webhooks', 'Allow and block lists', 'Suppressions', 'Members and roles', 'Your password']);
     expect(await tab.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
     // Reached by its address, a page the role may not use shows the API's refusal in place.
     await settings(tab, 'domains', 'Sending domains');

@@ -10,6 +10,7 @@ import { Mailboxes } from './Mailboxes';
 import { Members } from './Members';
 import { Password } from './Password';
 import { ServiceTokens } from './ServiceTokens';
+import { Suppressions } from './Suppressions';
 import { Webhooks } from './Webhooks';
 import type { Role } from './types';
 import './admin.css';
@@ -29,6 +30,7 @@ const SECTIONS: AdminSection[] = [
   { id: 'api-keys', title: 'API keys', managers: true, render: () => <ApiKeys /> },
   { id: 'webhooks', title: 'Webhooks', managers: false, render: () => <Webhooks /> },
   { id: 'lists', title: 'Allow and block lists', managers: false, render: () => <Lists /> },
+  { id: 'suppressions', title: 'Suppressions', managers: false, render: () => <Suppressions /> },
   { id: 'members', title: 'Members and roles', managers: false, render: ({ role, session }) => <Members viewer={role} me={session.user.user_id} /> },
   { id: 'password', title: 'Your password', managers: false, render: () => <Password /> },
 ];

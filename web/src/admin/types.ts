@@ -19,6 +19,7 @@ export type ApiKey = Schema<'ApiKey'> & Partial<Pick<Schema<'ApiKeyWithSecret'>,
 export type Webhook = Schema<'CreatedWebhook'>;
 export type WebhookDelivery = Schema<'WebhookDelivery'>;
 export type ListEntry = Schema<'ListEntry'>;
+export type Suppression = Schema<'Suppression'>;
 export type Member = Schema<'Member'>;
 
 /** The event names a webhook may filter on (docs/api.md, Events); `message.delivered` is never emitted. */
