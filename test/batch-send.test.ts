@@ -1,8 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker, type Worker } from '../src/jobs/worker.js';
 import { createLogger } from '../src/lib/logger.js';
+import { cliUser, listen } from './helpers/cli-client.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
@@ -184,6 +187,9 @@ describe(`batch send (${TEST_DIALECT})`, () => {
     const res = await batch({ messages: [1, 2, 3, 4].map((n) => message(`big-${n}`, { body: big, html: `<p>${big}</p>` })) });
     expect(res.statusCode).toBe(200);
     expect(res.json<BatchAnswer>()).toMatchObject({ queued: 4, failed: 0 });
+    // Other routes keep 1 MiB, and their 413 says so.
+    const overMiB = await h.app.inject({ method: 'POST', url: '/mailboxes', headers: bearer(acme.apiKey), payload: { address: 'x@mailroom.localhost', description: 'd'.repeat(1024 * 1024) } });
+    expect(errorOf(overMiB)).toEqual({ status: 413, error: 'payload_too_large', detail: 'the request body is larger than 1 MiB' });
     const tooBig = JSON.stringify({ messages: [message('huge', { body: 'y'.repeat(50 * 1024 * 1024) })] });
     const refused = await h.app.inject({ method: 'POST', url: '/send/batch', headers: { ...bearer(acme.apiKey), 'content-type': 'application/json' }, payload: tooBig });
     expect(errorOf(refused)).toEqual({ status: 413, error: 'payload_too_large', detail: 'the request body is larger than 50 MiB' });
@@ -242,5 +248,35 @@ describe(`batch send (${TEST_DIALECT})`, () => {
     } finally {
       startWorker();
     }
+  });
+
+  it('mailroom send-batch sends a file of messages and lists each outcome, failing when one was refused', async () => {
+    const url = await listen(h.app);
+    const cli = cliUser(url);
+    expect((await cli.login(acme.ownerEmail, acme.password)).code).toBe(0);
+    const work = mkdtempSync(join(tmpdir(), 'mailroom-batch-cli-'));
+    const file = join(work, 'messages.json');
+    writeFileSync(file, JSON.stringify({ messages: [message('cli-1'), message('cli-2', { from_mailbox: 'theirs@mailroom.localhost' })] }));
+    const mixed = await cli.run(['send-batch', file]);
+    expect(mixed.code).toBe(1);
+    const lines = mixed.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^0 {2}msg_[0-9a-z]{26} is queued$/);
+    expect(lines[1]).toBe('1  404 mailbox_not_found: no mailbox theirs@mailroom.localhost in this workspace');
+    expect(lines[2]).toBe('1 queued, 1 refused (mailroom sent shows their delivery)');
+    await delivered(/msg_[0-9a-z]{26}/.exec(lines[0]!)![0]);
+    expect(receivedBy('rcpt-cli-1@peer.test')).toHaveLength(1);
+
+    // A bare array (Resend's shape) on standard input, answered as JSON; all queued: exit 0.
+    const piped = await cli.run(['send-batch', '-', '--json'], { input: JSON.stringify([message('cli-3'), message('cli-4')]) });
+    expect(piped.code).toBe(0);
+    expect(JSON.parse(piped.stdout)).toMatchObject({ queued: 2, failed: 0, messages: [{ index: 0, status: 'queued' }, { index: 1, status: 'queued' }] });
+
+    writeFileSync(file, '{"messages": ');
+    expect((await cli.run(['send-batch', file])).stderr).toMatch(/^error: .*messages\.json is not JSON: /);
+    writeFileSync(file, '{"message": []}');
+    expect((await cli.run(['send-batch', file])).stderr).toMatch(/must hold \{"messages": \[\.\.\.\]\} or an array of messages\n$/);
+    writeFileSync(file, JSON.stringify({ messages: [] }));
+    expect((await cli.run(['send-batch', file])).stderr).toBe('error: 400 invalid_request: body.messages must NOT have fewer than 1 items\n');
+    expect((await cli.run(['send-batch', join(work, 'missing.json')])).stderr).toMatch(/cannot read .*missing\.json: no such file/);
   });
 });

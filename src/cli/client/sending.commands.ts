@@ -1,11 +1,15 @@
 import type { Command } from 'commander';
+import type { Schema } from './api.types.js';
 import { composedContent, withComposeOptions, type ComposeOptions } from './compose.js';
 import { leaf, run } from './context.js';
 import { CliError } from './errors.js';
 import { pageFooter, relativeTime, renderTable } from './format.js';
 import { withPaging, type PageOptions } from './options.js';
+import { readTextFile } from './prompt.js';
 import { suppressedNote } from './suppressions.commands.js';
 import { statusStyle } from './views.js';
+
+type SendRequest = Schema<'SendRequest'>;
 
 interface SendOptions extends ComposeOptions {
   from: string;
@@ -51,6 +55,26 @@ export function registerSendingCommands(program: Command): void {
       }),
     );
 
+  leaf(program, {
+    name: 'send-batch <file>',
+    description: 'send up to 100 messages at once from a JSON file (- for standard input): each queued or refused on its own',
+    examples: [
+      'mailroom send-batch messages.json',
+      'jq -n \'{messages: [{from_mailbox: "news@mailroom.localhost", to: "a@example.com", subject: "Hi", body: "Hello"}]}\' | mailroom send-batch -',
+    ],
+  }).action(
+    run(async (ctx, args) => {
+      const messages = batchMessages(await readTextFile(args[0]!), args[0]!);
+      const answer = await ctx.api().post('/app/api/send/batch', { body: { messages } });
+      ctx.show(answer, () => [
+        ...answer.messages.map((m) => ('message_id' in m ? `${m.index}  ${m.message_id} is ${m.status}` : `${m.index}  ${ctx.style.red(`${m.status_code} ${m.error.error}`)}: ${m.error.detail}`)),
+        ctx.style.dim(`${answer.queued} queued, ${answer.failed} refused (mailroom sent shows their delivery)`),
+      ]);
+      // A script must notice a refused message, though the request itself succeeded.
+      if (answer.failed > 0) process.exitCode = 1;
+    }),
+  );
+
   withPaging(
     leaf(program, {
       name: 'sent',
@@ -80,4 +104,21 @@ export function registerSendingCommands(program: Command): void {
       ]);
     }),
   );
+}
+
+/**
+ * The messages of a batch file: `{"messages": [...]}` as the API takes it, or a bare array of messages (Resend's
+ * shape). Each message is checked by the server, which answers for each.
+ */
+function batchMessages(text: string, file: string): SendRequest[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new CliError(`${file} is not JSON: ${(err as Error).message}`);
+  }
+  const messages = Array.isArray(parsed) ? parsed : typeof parsed === 'object' && parsed !== null ? (parsed as { messages?: unknown }).messages : undefined;
+  if (!Array.isArray(messages)) throw new CliError(`${file} must hold {"messages": [...]} or an array of messages`);
+  // The server validates each message on its own and names the bad ones in its answer.
+  return messages as SendRequest[];
 }
