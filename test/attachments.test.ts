@@ -236,6 +236,9 @@ describe(`attachments (${TEST_DIALECT})`, () => {
       expect((await call('GET', `/drafts/${draft.draft_id}/attachments/${attachments[0]!.attachment_id}`, undefined, outsider)).statusCode).toBe(404);
       expect((await call('DELETE', `/drafts/${draft.draft_id}/attachments/${attachments[0]!.attachment_id}`, undefined, outsider)).statusCode).toBe(404);
       expect((await upload(draft.draft_id, form, outsider)).statusCode).toBe(404);
+      // No session: 401 before a byte of the form is read.
+      const { payload, headers } = await encodeForm(form);
+      expect(errorOf(await h.app.inject({ method: 'POST', url: `/app/api/drafts/${draft.draft_id}/attachments`, headers, payload }))).toMatchObject({ status: 401 });
 
       const sent = await call('POST', `/drafts/${draft.draft_id}/send`);
       expect(sent.statusCode, sent.body).toBe(202);

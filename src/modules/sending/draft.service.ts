@@ -282,14 +282,14 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
     async addAttachments(tenant, draftId, input) {
       const files = decodeAttachments(input);
       await db.transaction().execute(async (trx) => {
-        const draft = await repo.find(trx, tenant.workspaceId, draftId);
-        if (!draft) throw draftNotFound(draftId);
+        // Touching the draft first takes its row lock (PostgreSQL): concurrent uploads to one draft are counted one
+        // after the other, so together they cannot pass the limit either.
+        if ((await repo.update(trx, tenant.workspaceId, draftId, { updated_at: clock.now() })) === 0) throw draftNotFound(draftId);
         const existing = await repo.attachmentsOf(trx, tenant.workspaceId, [draftId]);
         const total = existing.reduce((sum, a) => sum + a.size, 0) + files.reduce((sum, f) => sum + f.content.length, 0);
         if (total > MAX_ATTACHMENT_BYTES) throw tooManyBytes(total);
         if (existing.length + files.length > MAX_ATTACHMENTS) throw invalid('invalid_request', `a draft has at most ${MAX_ATTACHMENTS} attachments`);
         await repo.insertAttachments(trx, attachmentRows(tenant, draftId, files));
-        await repo.update(trx, tenant.workspaceId, draftId, { updated_at: clock.now() });
       });
       return viewOf(tenant, draftId);
     },
