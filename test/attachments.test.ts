@@ -302,6 +302,12 @@ describe(`attachments (${TEST_DIALECT})`, () => {
         payload: '--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nunfinished',
       });
       expect(errorOf(truncated)).toMatchObject({ status: 400 });
+      for (const contentType of ['multipart/form-data', 'multipart/form-data; boundary=']) {
+        const noBoundary = await h.app.inject({ method: 'POST', url: `/app/api/drafts/${draft.draft_id}/attachments`, headers: { ...session(member), 'content-type': contentType }, payload: 'x' });
+        expect(errorOf(noBoundary).status, contentType).toBe(400);
+      }
+      const mixed = await h.app.inject({ method: 'POST', url: `/app/api/drafts/${draft.draft_id}/attachments`, headers: { ...session(member), 'content-type': 'multipart/mixed; boundary=x' }, payload: '--x--' });
+      expect(errorOf(mixed)).toMatchObject({ status: 415 });
       const fields = new FormData();
       for (let i = 0; i < 50; i++) fields.append('content_id', 'x');
       expect(errorOf(await upload(draft.draft_id, fields))).toMatchObject({ status: 413 });
