@@ -214,15 +214,15 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
       const id = newId('drf');
       await db.transaction().execute(async (trx) => {
         await repo.insert(trx, {
-        id,
-        workspace_id: tenant.workspaceId,
-        mailbox_id: values.mailbox_id!,
-        to_json: values.to_json ?? '[]',
-        cc_json: values.cc_json ?? '[]',
-        bcc_json: values.bcc_json ?? '[]',
-        subject: values.subject ?? '',
-        body: values.body ?? '',
-        html: values.html ?? null,
+          id,
+          workspace_id: tenant.workspaceId,
+          mailbox_id: values.mailbox_id!,
+          to_json: values.to_json ?? '[]',
+          cc_json: values.cc_json ?? '[]',
+          bcc_json: values.bcc_json ?? '[]',
+          subject: values.subject ?? '',
+          body: values.body ?? '',
+          html: values.html ?? null,
           in_reply_to: values.in_reply_to ?? null,
           created_at: now,
           updated_at: now,
@@ -275,7 +275,8 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
 
     async attachmentRoom(tenant, draftId) {
       await find(tenant, draftId);
-      const [bytes, files] = await Promise.all([repo.attachmentBytes(db, tenant.workspaceId, draftId), repo.attachmentsOf(db, tenant.workspaceId, [draftId])]);
+      const files = await repo.attachmentsOf(db, tenant.workspaceId, [draftId]);
+      const bytes = files.reduce((sum, f) => sum + f.size, 0);
       return { bytes: Math.max(0, MAX_ATTACHMENT_BYTES - bytes), files: Math.max(0, MAX_ATTACHMENTS - files.length) };
     },
 
