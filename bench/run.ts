@@ -21,6 +21,7 @@ import { formatTable, writeReport, type Report } from './lib/report.js';
 import { mergeRepeats } from './lib/repeat.js';
 import type { BenchSettings, Suite, SuiteResult } from './lib/suite.js';
 import { batchSuite } from './suites/batch.suite.js';
+import { attachmentSuite } from './suites/attachment.suite.js';
 import { cliSuite } from './suites/cli.suite.js';
 import { firstMailSuite } from './suites/first-mail.suite.js';
 import { hostileSuite } from './suites/hostile.suite.js';
@@ -35,7 +36,7 @@ import { webhooksSuite } from './suites/webhooks.suite.js';
 import { webSuite } from './suites/web.suite.js';
 
 /** Every suite, in the order a bare `npm run bench` runs them. Add new suites here. */
-const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, batchSuite, webhooksSuite, hostileSuite, cliSuite, streamSuite, searchSuite, webSuite, firstMailSuite];
+const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, batchSuite, webhooksSuite, hostileSuite, cliSuite, streamSuite, searchSuite, webSuite, firstMailSuite, attachmentSuite];
 
 const RESULTS_FILE = join(ROOT, 'bench', 'results', 'latest.json');
 const PROFILE_DIR = join(ROOT, 'bench', 'results', 'profiles');

@@ -1,8 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import PostalMime from 'postal-mime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker, type Worker } from '../src/jobs/worker.js';
 import { createLogger } from '../src/lib/logger.js';
+import { cliUser, listen } from './helpers/cli-client.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
@@ -233,6 +237,9 @@ describe(`attachments (${TEST_DIALECT})`, () => {
       expect((await call('GET', `/drafts/${draft.draft_id}/attachments/${attachments[0]!.attachment_id}`, undefined, outsider)).statusCode).toBe(404);
       expect((await call('DELETE', `/drafts/${draft.draft_id}/attachments/${attachments[0]!.attachment_id}`, undefined, outsider)).statusCode).toBe(404);
       expect((await upload(draft.draft_id, form, outsider)).statusCode).toBe(404);
+      // No session: 401 before a byte of the form is read.
+      const { payload, headers } = await encodeForm(form);
+      expect(errorOf(await h.app.inject({ method: 'POST', url: `/app/api/drafts/${draft.draft_id}/attachments`, headers, payload }))).toMatchObject({ status: 401 });
 
       const sent = await call('POST', `/drafts/${draft.draft_id}/send`);
       expect(sent.statusCode, sent.body).toBe(202);
@@ -296,6 +303,12 @@ describe(`attachments (${TEST_DIALECT})`, () => {
         payload: '--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nunfinished',
       });
       expect(errorOf(truncated)).toMatchObject({ status: 400 });
+      for (const contentType of ['multipart/form-data', 'multipart/form-data; boundary=']) {
+        const noBoundary = await h.app.inject({ method: 'POST', url: `/app/api/drafts/${draft.draft_id}/attachments`, headers: { ...session(member), 'content-type': contentType }, payload: 'x' });
+        expect(errorOf(noBoundary).status, contentType).toBe(400);
+      }
+      const mixed = await h.app.inject({ method: 'POST', url: `/app/api/drafts/${draft.draft_id}/attachments`, headers: { ...session(member), 'content-type': 'multipart/mixed; boundary=x' }, payload: '--x--' });
+      expect(errorOf(mixed)).toMatchObject({ status: 415 });
       const fields = new FormData();
       for (let i = 0; i < 50; i++) fields.append('content_id', 'x');
       expect(errorOf(await upload(draft.draft_id, fields))).toMatchObject({ status: 413 });
@@ -341,6 +354,40 @@ describe(`attachments (${TEST_DIALECT})`, () => {
       const id = first.json<{ message_id: string }>().message_id;
       const parsed = await PostalMime.parse((await received(id)).raw, { attachmentEncoding: 'arraybuffer' });
       expect(parsed.attachments.map((a) => sha256(new Uint8Array(a.content as ArrayBuffer)))).toEqual([sha256(file)]);
+    });
+  });
+
+  describe('CLI', () => {
+    it('sends with --attach and uploads to a draft with drafts attach (--inline), byte-identical at the peer', async () => {
+      const url = await listen(h.app);
+      const user = cliUser(url);
+      expect((await user.login(acme.ownerEmail, acme.password)).code).toBe(0);
+      const work = mkdtempSync(join(tmpdir(), 'mailroom-attach-'));
+      const file = binary(50_000);
+      writeFileSync(join(work, 'report, final.pdf'), file);
+      writeFileSync(join(work, 'logo.png'), PNG);
+
+      const queued = await user.json<{ message_id: string }>(['send', '--from', NEWS, '--to', 'someone@peer.test', '--subject', 'CLI files', '--body', 'x', '--attach', join(work, 'report, final.pdf'), '--attach', join(work, 'logo.png')]);
+      const sent = await PostalMime.parse((await received(queued.message_id)).raw, { attachmentEncoding: 'arraybuffer' });
+      expect(sent.attachments.map((a) => [a.filename, a.mimeType, sha256(new Uint8Array(a.content as ArrayBuffer))])).toEqual([
+        ['report, final.pdf', 'application/pdf', sha256(file)],
+        ['logo.png', 'image/png', sha256(PNG)],
+      ]);
+
+      const draft = await user.json<{ draft_id: string }>(['drafts', 'create', '--mailbox', NEWS, '--to', 'someone@peer.test', '--subject', 'CLI draft', '--body', 'x']);
+      await user.json(['drafts', 'attach', draft.draft_id, join(work, 'report, final.pdf')]);
+      const attached = await user.run(['drafts', 'attach', draft.draft_id, join(work, 'logo.png'), '--inline', 'logo']);
+      expect(attached.code, attached.stderr).toBe(0);
+      expect(attached.stdout).toContain('logo.png');
+      const shown = await user.json<Draft>(['drafts', 'show', draft.draft_id]);
+      expect(shown.attachments).toMatchObject([{ filename: 'report, final.pdf', inline: false }, { filename: 'logo.png', content_id: 'logo', inline: true }]);
+      const missing = await user.run(['drafts', 'attach', draft.draft_id, join(work, 'nope.bin')]);
+      expect(missing.code).not.toBe(0);
+      expect(missing.stderr).toContain('cannot read');
+      const done = await user.json<{ message_id: string }>(['drafts', 'send', draft.draft_id]);
+      const mail = await PostalMime.parse((await received(done.message_id)).raw, { attachmentEncoding: 'arraybuffer' });
+      expect(mail.attachments.map((a) => sha256(new Uint8Array(a.content as ArrayBuffer))).sort()).toEqual([sha256(file), sha256(PNG)].sort());
+      expect(mail.attachments.find((a) => a.filename === 'logo.png')?.contentId).toBe('<logo>');
     });
   });
 });

@@ -4,7 +4,8 @@ import { ApiError } from './api';
 import { useAutosave, type SaveState } from './autosave';
 import { emptyFields, RECIPIENT_ERRORS, SENDER_ERRORS, startFrom } from './compose';
 import { composePath, mailPath, navigate, type MailView } from './router';
-import { deleteDraft, sendDraft, useDraft, useSourceMessage, type Draft, type DraftFields } from './sending';
+import { bytes } from './format';
+import { deleteDraft, removeAttachment, sendDraft, uploadAttachments, useDraft, useSourceMessage, type Draft, type DraftAttachment, type DraftFields } from './sending';
 import { rememberSent } from './Sent';
 import { folderOf, type Mailbox } from './types';
 import './compose.css';
@@ -51,7 +52,7 @@ export function Compose(props: { view: ComposeView; mailbox: string | null; mail
   if (initial === null) return <p className="muted">This workspace has no mailbox to send from yet.</p>;
   const title = view.draftId !== null ? 'Draft' : TITLES[view.mode];
   const back = source.data ? mailPath(source.data.mailbox, folderOf(source.data.folder), source.data.message_id) : mailPath(initial.mailbox, 'inbox');
-  return <ComposeForm title={title} initial={initial} draftId={view.draftId} mailboxes={mailboxes} back={back} origin={view} />;
+  return <ComposeForm title={title} initial={initial} files={draft.data?.attachments ?? []} draftId={view.draftId} mailboxes={mailboxes} back={back} origin={view} />;
 }
 
 function SaveStatus({ state }: { state: SaveState }) {
@@ -65,13 +66,15 @@ function SaveStatus({ state }: { state: SaveState }) {
 interface FormProps {
   title: string;
   initial: DraftFields;
+  /** The draft's files as loaded; the form keeps its own list after that. */
+  files: DraftAttachment[];
   draftId: string | null;
   mailboxes: Mailbox[];
   back: string;
   origin: ComposeView;
 }
 
-function ComposeForm({ title, initial, draftId, mailboxes, back, origin }: FormProps) {
+function ComposeForm({ title, initial, files, draftId, mailboxes, back, origin }: FormProps) {
   const client = useQueryClient();
   const [fields, setFields] = useState(initial);
   const [sendError, setSendError] = useState<ApiError | null>(null);
@@ -155,6 +158,7 @@ function ComposeForm({ title, initial, draftId, mailboxes, back, origin }: FormP
           <label htmlFor="compose-body">Message</label>
           <textarea id="compose-body" ref={body} rows={14} value={fields.body} onChange={(e) => change({ body: e.target.value })} />
         </div>
+        <Attachments initial={files} draftId={() => saver.saveNow()} />
         {fields.in_reply_to && <p className="muted thread-note">An answer: it joins the conversation of the message it answers.</p>}
         {otherProblem && <SendProblem error={otherProblem} onNewMessage={() => change({ in_reply_to: null })} />}
         <div className="compose-actions">
@@ -192,6 +196,57 @@ function Recipients(props: {
       <p id="compose-recipients-hint" className="muted hint">Addresses separated by commas.</p>
       {problem && <p id="compose-recipients-error" className="error" role={props.alert ? 'alert' : undefined}>{problem}</p>}
     </fieldset>
+  );
+}
+
+/**
+ * The draft's files: chosen files are uploaded to the draft at once (saving it first when it is new), each can be
+ * removed. The upload is multipart/form-data, so a large file is never base64 in the page.
+ */
+function Attachments({ initial, draftId }: { initial: DraftAttachment[]; draftId: () => Promise<string> }) {
+  const [files, setFiles] = useState(initial);
+  const [working, setWorking] = useState<string | null>(null);
+  const [problem, setProblem] = useState<string | null>(null);
+  const input = useRef<HTMLInputElement>(null);
+
+  async function act(label: string, task: (id: string) => Promise<Draft>) {
+    setWorking(label);
+    setProblem(null);
+    try {
+      setFiles((await task(await draftId())).attachments);
+    } catch (err) {
+      setProblem(err instanceof ApiError ? err.detail : 'the server did not answer; try again');
+    } finally {
+      setWorking(null);
+    }
+  }
+
+  function chosen() {
+    const picked = [...(input.current?.files ?? [])];
+    if (input.current) input.current.value = '';
+    if (picked.length > 0) void act('Uploading…', (id) => uploadAttachments(id, picked));
+  }
+
+  return (
+    <div className="field attachments-field">
+      <label htmlFor="compose-files">Files</label>
+      <div>
+        {files.length > 0 && (
+          <ul className="compose-files" aria-label="Attached files">
+            {files.map((a) => (
+              <li key={a.attachment_id}>
+                <span className="file-name">{a.filename}</span> <span className="muted">{bytes(a.size)}{a.inline ? ', inline' : ''}</span>{' '}
+                <button type="button" disabled={working !== null} aria-label={`Remove ${a.filename}`}
+                  onClick={() => void act('Removing…', (id) => removeAttachment(id, a.attachment_id))}>Remove</button>
+              </li>
+            ))}
+          </ul>
+        )}
+        <input id="compose-files" ref={input} type="file" multiple disabled={working !== null} onChange={chosen} aria-describedby="compose-files-hint" />
+        <p id="compose-files-hint" className="muted hint">{working ?? 'Up to 25 MB in all.'}</p>
+        {problem && <p className="error" role="alert">Not attached: {problem}</p>}
+      </div>
+    </div>
   );
 }
 

@@ -66,6 +66,17 @@ export async function api<T>(path: string, init: { method?: string; body?: unkno
   return (await res.json()) as T;
 }
 
+/** Upload files as multipart/form-data (the browser writes the Content-Type with its boundary); JSON out, as api(). */
+export async function apiForm<T>(path: string, form: FormData): Promise<T> {
+  const res = await fetch(`/app/api${path}`, { method: 'POST', headers: { ...sessionHeaders(), accept: 'application/json' }, body: form });
+  if (!res.ok) {
+    const err = await errorOf(res);
+    if (res.status === 401) sessionEnded();
+    throw err;
+  }
+  return (await res.json()) as T;
+}
+
 /** Download an attachment: the request needs the session header, so fetch it and hand the browser a blob URL. */
 export async function download(path: string, filename: string): Promise<void> {
   const res = await fetch(`/app/api${path}`, { headers: sessionHeaders() });

@@ -1,8 +1,9 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { api, sessionHeaders } from './api';
+import { api, apiForm, sessionHeaders } from './api';
 import type { FullMessage, Message, Schema } from './types';
 
 export type Draft = Schema<'Draft'>;
+export type DraftAttachment = Schema<'DraftAttachment'>;
 
 /** The fields a draft is written with; recipients as the comma-separated text of the form. */
 export interface DraftFields {
@@ -39,6 +40,16 @@ export const patchDraft = (id: string, fields: DraftFields, withRecipients = tru
   api<Draft>(draftPath(id), { method: 'PATCH', body: draftBody(fields, withRecipients) });
 
 export const deleteDraft = (id: string) => api<{ ok: true }>(draftPath(id), { method: 'DELETE' });
+
+/** Attach files to a draft (multipart: no base64 in the browser); answers the draft with all its files. */
+export function uploadAttachments(id: string, files: readonly File[]): Promise<Draft> {
+  const form = new FormData();
+  for (const file of files) form.append('file', file, file.name);
+  return apiForm<Draft>(`${draftPath(id)}/attachments`, form);
+}
+
+export const removeAttachment = (id: string, attachmentId: string) =>
+  api<Draft>(`${draftPath(id)}/attachments/${encodeURIComponent(attachmentId)}`, { method: 'DELETE' });
 
 export const sendDraft = (id: string) => api<SendAnswer>(`${draftPath(id)}/send`, { method: 'POST' });
 

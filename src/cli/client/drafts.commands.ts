@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { Schema } from './api.types.js';
+import { readAttachments } from './attachments.js';
 import { composedContent, draftTemplate, isEmptyDraft, parseDraftText, withComposeOptions, type ComposeOptions, type EditableDraft } from './compose.js';
 import { suppressedNote } from './suppressions.commands.js';
 import { group, leaf, run, type Context } from './context.js';
@@ -23,6 +24,7 @@ function draftView(d: Draft, ctx: Context): string[] {
         ['Subject', d.subject || '(no subject)'],
         ['In reply to', d.in_reply_to],
         ['HTML', d.html !== null ? `yes (${d.html.length} characters)` : null],
+        ['Attachments', d.attachments.length > 0 ? d.attachments.map((a) => `${a.filename} (${a.size} bytes${a.inline ? ', inline' : ''}) ${a.attachment_id}`).join('\n') : null],
         ['Updated', relativeTime(d.updated_at)],
       ],
       ctx.style,
@@ -171,6 +173,30 @@ export function registerDraftCommands(program: Command): void {
     run(async (ctx, [id = '']) => {
       const queued = await ctx.api().post('/app/api/drafts/{draft_id}/send', path(id));
       ctx.show(queued, () => [`sent ${id}: ${queued.message_id} is ${queued.status} (mailroom sent shows its delivery)`, ...suppressedNote(queued)]);
+    }),
+  );
+
+  leaf(drafts, {
+    name: 'attach <draft_id> <file>',
+    description: 'attach a file to a draft (uploaded as multipart/form-data; 25 MiB per draft in all); its type comes from its extension',
+    examples: ['mailroom drafts attach drf_01m7yhqc9wcgbyps3d2mttenjj invoice.pdf', 'mailroom drafts attach drf_01m7yhqc9wcgbyps3d2mttenjj logo.png --inline logo'],
+  })
+    .option('--inline <content_id>', 'make it an inline part, which the HTML shows as <img src="cid:content_id">')
+    .action(
+      run<{ inline?: string }>(async (ctx, [id = '', file = ''], options) => {
+        const draft = await ctx.api().upload('/app/api/drafts/{draft_id}/attachments', { draft_id: id }, await readAttachments([file]), options.inline);
+        ctx.show(draft, () => [`attached ${file} to ${id}`, ...draftView(draft, ctx)]);
+      }),
+    );
+
+  leaf(drafts, {
+    name: 'detach <draft_id> <attachment_id>',
+    description: 'remove a file from a draft',
+    examples: ['mailroom drafts detach drf_01m7yhqc9wcgbyps3d2mttenjj att_01m7yhqc9wcgbyps3d2mttenjk'],
+  }).action(
+    run(async (ctx, [id = '', attachmentId = '']) => {
+      const draft = await ctx.api().delete('/app/api/drafts/{draft_id}/attachments/{attachment_id}', { path: { draft_id: id, attachment_id: attachmentId } });
+      ctx.show(draft, () => [`removed ${attachmentId} from ${id}`, ...draftView(draft, ctx)]);
     }),
   );
 

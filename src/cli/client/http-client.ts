@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Answer, Method, PathOf, RequestArgs } from './api.types.js';
 import { ApiError, CliError } from './errors.js';
@@ -29,6 +30,13 @@ export interface Download {
 
 type Call<M extends Method> = <P extends PathOf<M>>(path: P, ...request: RequestArgs<M, P>) => Promise<Answer<M, P>>;
 
+/** One file part of a multipart/form-data upload. */
+export interface UploadFile {
+  filename: string;
+  contentType: string;
+  content: Buffer;
+}
+
 /**
  * The session API as the commands see it, typed by the generated API types (api.types.ts): a path template,
  * its `{ path, query, body }`, and the route's success answer. Refusals are ApiError, no server a CliError.
@@ -38,6 +46,8 @@ export interface ApiClient {
   post: Call<'post'>;
   patch: Call<'patch'>;
   delete: Call<'delete'>;
+  /** POST files as multipart/form-data (one part per file; `contentId` makes the first inline); the answer as the route types it. */
+  upload<P extends PathOf<'post'>>(path: P, values: Record<string, string>, files: readonly UploadFile[], contentId?: string): Promise<Answer<'post', P>>;
   download<P extends PathOf<'get'>>(path: P, ...request: RequestArgs<'get', P>): Promise<Download>;
   /** A long-lived GET (an event stream): the answer's body once its head arrives, with these extra headers. */
   stream(path: PathOf<'get'>, headers: Record<string, string>): Promise<IncomingMessage>;
@@ -130,6 +140,24 @@ export function dispositionFilename(header: string | null): string | null {
   return value || null;
 }
 
+/** A header parameter value as a quoted string: quotes and backslashes escaped, line breaks (never valid there) dropped. */
+const quoted = (value: string) => `"${value.replace(/[\r\n]/g, '').replace(/(["\\])/g, '\\$1')}"`;
+
+/**
+ * A multipart/form-data body (RFC 7578) of file parts, each under the field name `file`, and its Content-Type; a
+ * `content_id` field first when given (the server applies it to the file part after it).
+ */
+export function multipartBody(files: readonly UploadFile[], contentId?: string): { body: Buffer; contentType: string } {
+  const boundary = `----mailroom-${randomBytes(12).toString('hex')}`;
+  const field = contentId === undefined ? [] : [Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="content_id"\r\n\r\n${contentId}\r\n`)];
+  const parts = files.flatMap((f) => [
+    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename=${quoted(f.filename)}\r\nContent-Type: ${f.contentType}\r\n\r\n`),
+    f.content,
+    Buffer.from('\r\n'),
+  ]);
+  return { body: Buffer.concat([...field, ...parts, Buffer.from(`--${boundary}--\r\n`)]), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
 /** The whole body of an answer as text. */
 async function readText(body: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
@@ -142,7 +170,7 @@ async function readText(body: IncomingMessage): Promise<string> {
  * comes within `timeoutMs`. node:http rather than fetch: loading fetch's implementation was a large share of a command's
  * start (decision 217; bench/HISTORY.md). The https module is loaded only for an https server.
  */
-async function exchange(url: URL, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number): Promise<IncomingMessage> {
+async function exchange(url: URL, method: string, headers: Record<string, string>, body: string | Buffer | undefined, timeoutMs: number): Promise<IncomingMessage> {
   const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
   return new Promise((resolve, reject) => {
     const req = request(url, { method, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) } });
@@ -164,11 +192,11 @@ async function exchange(url: URL, method: string, headers: Record<string, string
  * when it is null (login). Redirects are not followed: the token would go wherever they point.
  */
 export function createApiClient(server: string, token: string | null, timeoutMs: number = REQUEST_TIMEOUT_MS): ApiClient {
-  async function send(method: string, template: string, parts: RequestParts = {}, extra: Record<string, string> = {}): Promise<IncomingMessage> {
+  async function send(method: string, template: string, parts: RequestParts = {}, extra: Record<string, string> = {}, raw?: Buffer): Promise<IncomingMessage> {
     const path = expandPath(template, parts.path);
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT, ...extra };
     if (token !== null) headers['x-service-session'] = token;
-    let body: string | undefined;
+    let body: string | Buffer | undefined = raw;
     if (parts.body !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(parts.body);
@@ -196,16 +224,20 @@ export function createApiClient(server: string, token: string | null, timeoutMs:
     return response;
   }
 
+  async function answerOf<T>(method: string, template: string, parts: RequestParts | undefined, response: IncomingMessage): Promise<T> {
+    const text = await readText(response);
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new CliError(`${server} answered ${method} ${expandPath(template, parts?.path)} with something that is not JSON; is it a Mailroom server?`);
+    }
+  }
+
   /** One JSON call. Its answer is typed by the route's response schema (the server's serializer holds to it). */
   function json<M extends Method>(method: M): Call<M> {
     return async (template, ...[request]) => {
       const parts = request as RequestParts | undefined;
-      const text = await readText(await send(method.toUpperCase(), template, parts));
-      try {
-        return JSON.parse(text) as never;
-      } catch {
-        throw new CliError(`${server} answered ${method.toUpperCase()} ${expandPath(template, parts?.path)} with something that is not JSON; is it a Mailroom server?`);
-      }
+      return answerOf<never>(method.toUpperCase(), template, parts, await send(method.toUpperCase(), template, parts));
     };
   }
 
@@ -214,6 +246,11 @@ export function createApiClient(server: string, token: string | null, timeoutMs:
     post: json('post'),
     patch: json('patch'),
     delete: json('delete'),
+    async upload(template, values, files, contentId) {
+      const { body, contentType } = multipartBody(files, contentId);
+      const parts = { path: values };
+      return answerOf('POST', template, parts, await send('POST', template, parts, { 'content-type': contentType }, body));
+    },
     async download(template, ...[request]) {
       const body = await send('GET', template, request as RequestParts | undefined);
       const disposition = body.headers['content-disposition'];

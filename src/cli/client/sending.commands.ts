@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { Schema } from './api.types.js';
+import { readAttachments, repeat } from './attachments.js';
 import { composedContent, withComposeOptions, type ComposeOptions } from './compose.js';
 import { leaf, run } from './context.js';
 import { CliError } from './errors.js';
@@ -15,6 +16,7 @@ interface SendOptions extends ComposeOptions {
   from: string;
   fromName?: string;
   replyTo?: string;
+  attach?: string[];
 }
 
 export function registerSendingCommands(program: Command): void {
@@ -25,12 +27,14 @@ export function registerSendingCommands(program: Command): void {
       examples: [
         'mailroom send --from support@mailroom.localhost --to customer@example.com --subject "Your order" --body "It ships today."',
         'mailroom send --from support@mailroom.localhost --to a@example.com,b@example.org --subject Report --body-file report.txt --html-file report.html',
+        'mailroom send --from billing@mailroom.localhost --to customer@example.com --subject Invoice --body "Attached." --attach invoice.pdf --attach terms.pdf',
       ],
     }).requiredOption('--from <address>', 'the mailbox it is sent from'),
     { required: true },
   )
     .option('--from-name <name>', 'the display name in From')
     .option('--reply-to <address>', 'an address for Reply-To')
+    .option('--attach <file>', 'attach a file (repeat for more; 25 MiB in all); its type comes from its extension', repeat)
     .action(
       run<SendOptions>(async (ctx, _args, options) => {
         if (!options.to) throw new CliError('give at least one --to');
@@ -38,6 +42,7 @@ export function registerSendingCommands(program: Command): void {
         const api = ctx.api();
         const { body, html } = await composedContent(options);
         if (body === undefined) throw new CliError("give --body or --body-file (--body '' for none)");
+        const files = await readAttachments(options.attach ?? []);
         const queued = await api.post('/app/api/send', {
           body: {
             from_mailbox: options.from,
@@ -49,6 +54,7 @@ export function registerSendingCommands(program: Command): void {
             html,
             from_name: options.fromName,
             reply_to: options.replyTo,
+            ...(files.length > 0 ? { attachments: files.map((f) => ({ filename: f.filename, content_type: f.contentType, content: f.content.toString('base64') })) } : {}),
           },
         });
         ctx.show(queued, () => [`${queued.message_id} is ${queued.status} (mailroom sent shows its delivery)`, ...suppressedNote(queued)]);

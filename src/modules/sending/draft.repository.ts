@@ -62,16 +62,6 @@ export const draftRepository = {
     db.selectFrom('draft_attachments').selectAll().where('workspace_id', '=', workspaceId).where('draft_id', '=', draftId).orderBy('id').execute(),
   findAttachment: (db: Db, workspaceId: string, draftId: string, id: string): Promise<DraftAttachmentTable | undefined> =>
     db.selectFrom('draft_attachments').selectAll().where('workspace_id', '=', workspaceId).where('draft_id', '=', draftId).where('id', '=', id).executeTakeFirst(),
-  /** Bytes the draft's attachments hold now. */
-  attachmentBytes: async (db: Db, workspaceId: string, draftId: string): Promise<number> => {
-    const row = await db
-      .selectFrom('draft_attachments')
-      .select((eb) => eb.fn.coalesce(eb.fn.sum<number | string>('size'), eb.lit(0)).as('bytes'))
-      .where('workspace_id', '=', workspaceId)
-      .where('draft_id', '=', draftId)
-      .executeTakeFirstOrThrow();
-    return Number(row.bytes);
-  },
   /** Number of rows removed: one attachment, or (without `id`) all of the draft's. */
   deleteAttachments: async (db: Db, workspaceId: string, draftId: string, id?: string): Promise<number> => {
     let query = db.deleteFrom('draft_attachments').where('workspace_id', '=', workspaceId).where('draft_id', '=', draftId);

@@ -214,15 +214,15 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
       const id = newId('drf');
       await db.transaction().execute(async (trx) => {
         await repo.insert(trx, {
-        id,
-        workspace_id: tenant.workspaceId,
-        mailbox_id: values.mailbox_id!,
-        to_json: values.to_json ?? '[]',
-        cc_json: values.cc_json ?? '[]',
-        bcc_json: values.bcc_json ?? '[]',
-        subject: values.subject ?? '',
-        body: values.body ?? '',
-        html: values.html ?? null,
+          id,
+          workspace_id: tenant.workspaceId,
+          mailbox_id: values.mailbox_id!,
+          to_json: values.to_json ?? '[]',
+          cc_json: values.cc_json ?? '[]',
+          bcc_json: values.bcc_json ?? '[]',
+          subject: values.subject ?? '',
+          body: values.body ?? '',
+          html: values.html ?? null,
           in_reply_to: values.in_reply_to ?? null,
           created_at: now,
           updated_at: now,
@@ -275,21 +275,22 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
 
     async attachmentRoom(tenant, draftId) {
       await find(tenant, draftId);
-      const [bytes, files] = await Promise.all([repo.attachmentBytes(db, tenant.workspaceId, draftId), repo.attachmentsOf(db, tenant.workspaceId, [draftId])]);
+      const files = await repo.attachmentsOf(db, tenant.workspaceId, [draftId]);
+      const bytes = files.reduce((sum, f) => sum + f.size, 0);
       return { bytes: Math.max(0, MAX_ATTACHMENT_BYTES - bytes), files: Math.max(0, MAX_ATTACHMENTS - files.length) };
     },
 
     async addAttachments(tenant, draftId, input) {
       const files = decodeAttachments(input);
       await db.transaction().execute(async (trx) => {
-        const draft = await repo.find(trx, tenant.workspaceId, draftId);
-        if (!draft) throw draftNotFound(draftId);
+        // Touching the draft first takes its row lock (PostgreSQL): concurrent uploads to one draft are counted one
+        // after the other, so together they cannot pass the limit either.
+        if ((await repo.update(trx, tenant.workspaceId, draftId, { updated_at: clock.now() })) === 0) throw draftNotFound(draftId);
         const existing = await repo.attachmentsOf(trx, tenant.workspaceId, [draftId]);
         const total = existing.reduce((sum, a) => sum + a.size, 0) + files.reduce((sum, f) => sum + f.content.length, 0);
         if (total > MAX_ATTACHMENT_BYTES) throw tooManyBytes(total);
         if (existing.length + files.length > MAX_ATTACHMENTS) throw invalid('invalid_request', `a draft has at most ${MAX_ATTACHMENTS} attachments`);
         await repo.insertAttachments(trx, attachmentRows(tenant, draftId, files));
-        await repo.update(trx, tenant.workspaceId, draftId, { updated_at: clock.now() });
       });
       return viewOf(tenant, draftId);
     },
