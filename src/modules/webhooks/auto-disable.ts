@@ -34,7 +34,8 @@ function outcomesOf(attempts: readonly WebhookDeliveryTable[]): EndpointOutcome[
     else Object.assign(o, { firstFailure: o.firstFailure ?? a.delivered_at, lastError: a.error });
     byEndpoint.set(key, o);
   }
-  return [...byEndpoint.values()];
+  // One lock order for every batch (PostgreSQL row locks on the endpoints), whichever attempts it holds.
+  return [...byEndpoint.values()].sort((a, b) => a.webhookId.localeCompare(b.webhookId));
 }
 
 export const disabledReason = (since: number, lastError: string | null) =>
