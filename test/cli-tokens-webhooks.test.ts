@@ -169,6 +169,18 @@ describe(`mailroom CLI client: service tokens and webhooks (${TEST_DIALECT})`, (
       expect(table.stdout.split('\n')[0]).toMatch(/^WHEN +EVENT +EVENT ID +ATTEMPT +RESULT +HTTP +TIME +ERROR$/);
       expect(table.stdout).toMatch(new RegExp(`message\\.bounced +${eventId} +1 +ok +200 `));
 
+      // Replay: the same event id and bytes again; recover: nothing missed (the test event was received).
+      const replayed = await owner.run(['webhooks', 'replay', id, eventId]);
+      expect(replayed.stdout).toBe(`queued ${eventId} again for ${id}; mailroom webhooks deliveries ${id} shows how it went\n`);
+      const again = await eventually(async () => {
+        const copies = received.filter((r) => r.headers['webhook-id'] === eventId);
+        return copies.length === 2 ? copies : undefined;
+      }, 'the replayed event');
+      expect(again[1]!.body).toBe(again[0]!.body);
+      expect(await owner.json(['webhooks', 'recover', id, '--since', '1h'])).toMatchObject({ ok: true, queued: 0 });
+      expect((await owner.run(['webhooks', 'recover', id, '--since', '2026-13-01'])).stderr).toMatch(/^error: 400 invalid_since: .+\n$/);
+      expect((await owner.run(['webhooks', 'recover', id])).stderr).toContain("required option '--since <time>' not specified");
+
       const rotated = await owner.run(['webhooks', 'edit', id, '--generate-secret']);
       expect(rotated.stdout).toMatch(/\n {2}whsec_[A-Za-z0-9+/=]+\n/);
       const refused = await owner.run(['webhooks', 'create', '--url', 'http://10.0.0.1/hook']);

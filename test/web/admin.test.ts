@@ -208,6 +208,25 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: workspace settings in Chromium (${TEST_
     await log.getByRole('cell', { name: '500 (failed)', exact: true }).waitFor();
     expect(await log.locator('tbody tr').first().textContent()).toContain('HTTP 500: broken');
     receiver.answer = () => ({ status: 204 });
+    // Replay sends the failed event again, with its own event id; recover finds nothing else missed (test events are not).
+    const failedId = (JSON.parse(receiver.received.at(-1)!.body) as { event_id: string }).event_id;
+    const sameId = (r: { headers: Record<string, unknown> }) => r.headers['webhook-id'] === failedId;
+    await log.getByRole('button', { name: `Replay ${failedId}` }).first().click();
+    await card.getByText(`Event ${failedId} queued again.`).waitFor();
+    await receiver.waitFor(2, 10_000, sameId);
+    await card.getByRole('button', { name: 'Recover' }).click();
+    await card.getByText('Nothing to recover.').waitFor();
+    // 410 Gone: the service disables the endpoint, and the card says why until it is turned back on.
+    receiver.answer = () => ({ status: 410 });
+    await card.getByRole('button', { name: 'Send test event' }).click();
+    await log.getByRole('cell', { name: '410 (failed)', exact: true }).waitFor();
+    await settings(page, 'webhooks', 'Webhooks');
+    await card.getByText(/Disabled by the service .*: the endpoint answered HTTP 410 Gone to event evt_/).waitFor();
+    expect(await card.getByLabel('Active').isChecked()).toBe(false);
+    receiver.answer = () => ({ status: 204 });
+    await card.getByLabel('Active').check();
+    await card.getByText(/Disabled by the service/).waitFor({ state: 'detached' });
+    expect(await seriousViolations(page)).toEqual([]);
     await card.getByLabel('Active').uncheck();
     await expect.poll(async () => (await api('/app/api/webhooks', await login(h, acme.ownerEmail, acme.password))).json<{ webhooks: Array<{ active: boolean }> }>().webhooks[0]?.active).toBe(false);
   });

@@ -13,7 +13,7 @@ interface StreamedEvent {
 const RECONNECT_FIRST_MS = 250;
 const RECONNECT_MAX_MS = 10_000;
 /** Fields of an event's data worth a place on its one line, in this order. */
-const SUMMARY_FIELDS = ['mailbox', 'from', 'to', 'subject', 'domain', 'status', 'message_id'] as const;
+const SUMMARY_FIELDS = ['mailbox', 'from', 'to', 'subject', 'domain', 'status', 'message_id', 'webhook_id', 'disabled_reason'] as const;
 
 /** Call `onEvent` for each message of an SSE body until it ends (comments and heartbeats are skipped). */
 async function readEvents(body: IncomingMessage, onEvent: (event: StreamedEvent) => void): Promise<void> {

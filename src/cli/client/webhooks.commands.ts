@@ -11,6 +11,17 @@ type Webhook = Schema<'Webhook'>;
 const SECRET_BYTES = 32;
 const DEFAULT_TEST_EVENT = 'message.received';
 
+/** Longest walk `recover` follows (calls of 5000 events each): a runaway loop ends, a month of events does not. */
+const MAX_RECOVER_CALLS = 1000;
+
+/** `--since`: an ISO 8601 date-time as the API takes it, or an age such as 30m, 6h or 2d (before now). */
+export function sinceOption(value: string, now = Date.now()): string {
+  const age = /^(\d+)\s*(m|h|d)$/i.exec(value.trim());
+  if (!age) return value;
+  const unit = { m: 60_000, h: 3_600_000, d: 86_400_000 }[age[2]!.toLowerCase() as 'm' | 'h' | 'd'];
+  return new Date(now - Number(age[1]) * unit).toISOString();
+}
+
 const events = (w: Webhook) => (w.event_types.length === 0 ? 'all events' : w.event_types.join(', '));
 
 function webhookFields(w: Webhook, ctx: Context): string[] {
@@ -20,6 +31,7 @@ function webhookFields(w: Webhook, ctx: Context): string[] {
       ['URL', w.url],
       ['Events', events(w)],
       ['Active', w.active ? 'yes' : 'no (no deliveries; mailroom webhooks edit --active turns it back on)'],
+      ...(w.disabled_reason === null ? [] : ([['Disabled', `${relativeTime(w.disabled_at ?? '')}: ${w.disabled_reason}`]] as Array<[string, string]>)),
       ['Signed', w.has_secret ? 'yes' : 'no (set a secret with --generate-secret)'],
       ['Created', relativeTime(w.created_at)],
       ['Updated', relativeTime(w.updated_at)],
@@ -68,7 +80,7 @@ export function registerWebhookCommands(program: Command): void {
                 { header: 'ID', value: (w) => w.webhook_id },
                 { header: 'URL', value: (w) => w.url, max: 50 },
                 { header: 'EVENTS', value: events, max: 40 },
-                { header: 'ACTIVE', value: (w) => (w.active ? 'yes' : 'no'), style: (t, w) => (w.active ? ctx.style.green(t) : ctx.style.red(t)) },
+                { header: 'ACTIVE', value: (w) => (w.active ? 'yes' : w.disabled_at === null ? 'no' : 'disabled'), style: (t, w) => (w.active ? ctx.style.green(t) : ctx.style.red(t)) },
                 { header: 'SIGNED', value: (w) => (w.has_secret ? 'yes' : 'no') },
                 { header: 'CREATED', value: (w) => relativeTime(w.created_at), style: (t) => ctx.style.dim(t) },
               ],
@@ -180,4 +192,38 @@ export function registerWebhookCommands(program: Command): void {
         ctx.show(answer, () => [`queued test event ${answer.event_id} (${options.event}) for ${id}; mailroom webhooks deliveries ${id} shows how it went`]);
       }),
     );
+  leaf(webhooks, {
+    name: 'recover <webhook_id>',
+    description: 'send again every event since a time that the endpoint did not receive (failed, given up, or while it was off)',
+    examples: ['mailroom webhooks recover whk_01m7ym0q3f4r5t6y7u8i9o0p1a --since 2026-11-30T08:00:00Z', 'mailroom webhooks recover whk_01m7ym0q3f4r5t6y7u8i9o0p1a --since 2d'],
+  })
+    .requiredOption('--since <time>', 'an ISO 8601 date-time with a zone, or an age: 30m, 6h, 2d (at most 30 days)', (value: string) => sinceOption(value))
+    .action(
+      run<{ since: string }>(async (ctx, [id = ''], options) => {
+        // The server examines a bounded number of events per call; follow its next_before until the walk is done.
+        let queued = 0;
+        let before: string | undefined;
+        for (let calls = 0; calls < MAX_RECOVER_CALLS; calls++) {
+          const body = before === undefined ? { since: options.since } : { since: options.since, before };
+          const answer = await ctx.api().post('/app/api/webhooks/{webhook_id}/recover', { path: { webhook_id: id }, body });
+          queued += answer.queued;
+          if (answer.next_before === null) break;
+          before = answer.next_before;
+        }
+        ctx.show({ ok: true, queued, since: options.since }, () => [
+          queued === 0 ? `nothing to recover for ${id} since ${options.since}` : `queued ${queued} missed event${queued === 1 ? '' : 's'} for ${id} since ${options.since}; mailroom webhooks deliveries ${id} shows how they went`,
+        ]);
+      }),
+    );
+
+  leaf(webhooks, {
+    name: 'replay <webhook_id> <event_id>',
+    description: 'send one event to the endpoint again, with the same event id and payload',
+    examples: ['mailroom webhooks replay whk_01m7ym0q3f4r5t6y7u8i9o0p1a evt_01m7yntqg5gx3bvspbyf8vkyzd'],
+  }).action(
+    run(async (ctx, [id = '', eventId = '']) => {
+      const answer = await ctx.api().post('/app/api/webhooks/{webhook_id}/deliveries/{event_id}/replay', { path: { webhook_id: id, event_id: eventId } });
+      ctx.show(answer, () => [`queued ${answer.event_id} again for ${id}; mailroom webhooks deliveries ${id} shows how it went`]);
+    }),
+  );
 }

@@ -34,20 +34,21 @@ function outcomesOf(attempts: readonly WebhookDeliveryTable[]): EndpointOutcome[
     else Object.assign(o, { firstFailure: o.firstFailure ?? a.delivered_at, lastError: a.error });
     byEndpoint.set(key, o);
   }
-  return [...byEndpoint.values()];
+  // One lock order for every batch (PostgreSQL row locks on the endpoints), whichever attempts it holds.
+  return [...byEndpoint.values()].sort((a, b) => a.webhookId.localeCompare(b.webhookId));
 }
 
 export const disabledReason = (since: number, lastError: string | null) =>
   `every delivery attempt failed for ${AUTO_DISABLE_MS / 86_400_000} days (since ${iso(since)}); last error: ${lastError ?? 'unknown'}`;
 
 /**
- * Endpoints the service disables, in the transaction that records a batch of attempts. `gone`: attempts answered
- * 410. The others, issue 27 §5 that records a batch of attempts: a success clears the endpoint's
- * `failing_since`, a failure sets it unless set, and a failure when it is at least AUTO_DISABLE_MS old disables the
- * endpoint. Either way it becomes inactive with `disabled_at` and `disabled_reason`, its pending retries are dropped
- * and `webhook.disabled` is emitted. The database row is the one truth, so
- * workers in any number of processes agree. Endpoints are changed first and events emitted after, so that the
- * fan-out of those events (read once per transaction) sees every endpoint this batch disabled as inactive.
+ * What a batch of attempts does to its endpoints, in the transaction that records it. `gone`: attempts answered 410,
+ * whose endpoints are disabled at once. The others (issue 27 §5): a success clears the endpoint's `failing_since`, a
+ * failure sets it unless set, and a failure when it is AUTO_DISABLE_MS old or more disables the endpoint. A disabled
+ * endpoint becomes inactive with `disabled_at` and `disabled_reason`, its pending retries are dropped, and
+ * `webhook.disabled` is emitted. The database row is the one truth, so workers in any number of processes agree.
+ * Endpoints are changed first and events emitted after, so that the fan-out of those events (which reads the active
+ * endpoints once per transaction) sees every endpoint this batch disabled as inactive.
  */
 export async function recordOutcomes(trx: Db, attempts: readonly WebhookDeliveryTable[], gone: readonly WebhookDeliveryTable[], { clock, queue, events }: OutcomeDeps): Promise<void> {
   const outcomes = outcomesOf(attempts);

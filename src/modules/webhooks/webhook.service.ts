@@ -20,10 +20,10 @@ import {
   MAX_ATTEMPTS,
   MAX_PREVIOUS_SECRETS,
   MAX_WEBHOOKS_PER_WORKSPACE,
+  RECOVER_MAX_AGE_MS,
   SECRET_OVERLAP_MS,
   WEBHOOK_QUEUE,
   type CreatedWebhookView,
-  RECOVER_MAX_AGE_MS,
   type DeliveryView,
   type RecoverResult,
   type WebhookJobPayload,
@@ -171,7 +171,8 @@ const activeByTransaction = new WeakMap<Db, Map<string, Promise<ActiveEndpoints>
 /**
  * The active endpoints of a workspace, read once per transaction: a group commit (db/group-commit.ts)
  * emits many events of one workspace in one transaction, and endpoints are only ever changed in
- * transactions that emit no event, so one read serves them all. Outside a transaction, read each time.
+ * transactions that emit no event, or (auto-disable.ts) change them all before the first event, so one read
+ * serves them all. Outside a transaction, read each time.
  */
 function activeEndpoints(trx: Db, workspaceId: string): Promise<ActiveEndpoints> {
   if (!trx.isTransaction) return repo.active(trx, workspaceId);

@@ -22,7 +22,18 @@ function EventFilter({ value, onChange }: { value: string[]; onChange: (v: strin
   );
 }
 
+/** The webhook routes of one endpoint, from the session surface. */
+const pathOf = (webhook: Webhook) => `/webhooks/${encodeURIComponent(webhook.webhook_id)}`;
+/** Most recover calls one click follows (each examines up to 5000 events; docs/api.md). */
+const MAX_RECOVER_CALLS = 100;
+
 function DeliveryLog({ webhook }: { webhook: Webhook }) {
+  const client = useQueryClient();
+  const replay = useMutation({
+    mutationFn: (eventId: string) =>
+      api<{ event_id: string }>(`${pathOf(webhook)}/deliveries/${encodeURIComponent(eventId)}/replay`, { method: 'POST' }),
+    onSuccess: () => void client.invalidateQueries({ queryKey: ['webhook-deliveries', webhook.webhook_id] }),
+  });
   const log = useQuery({
     queryKey: ['webhook-deliveries', webhook.webhook_id],
     queryFn: () => api<{ deliveries: WebhookDelivery[] }>(`/webhooks/${encodeURIComponent(webhook.webhook_id)}/deliveries`, { query: { limit: 50 } }),
@@ -31,12 +42,13 @@ function DeliveryLog({ webhook }: { webhook: Webhook }) {
   return (
     <section className="deliveries" aria-label={`Deliveries to ${webhook.url}`}>
       <h4>Delivery log (newest first)</h4>
-      <ErrorNote error={log.error} />
+      <ErrorNote error={log.error ?? replay.error} />
+      {replay.isSuccess && <p role="status">Event {replay.data.event_id} queued again.</p>}
       {log.data?.deliveries.length === 0 && <p className="muted">No delivery attempts yet.</p>}
       {log.data && log.data.deliveries.length > 0 && (
         <table className="admin-table">
           <caption className="visually-hidden">Delivery attempts to {webhook.url}</caption>
-          <thead><tr><th scope="col">When</th><th scope="col">Event</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Error</th><th scope="col">Time</th></tr></thead>
+          <thead><tr><th scope="col">When</th><th scope="col">Event</th><th scope="col">Attempt</th><th scope="col">Status</th><th scope="col">Error</th><th scope="col">Time</th><th scope="col"><span className="visually-hidden">Actions</span></th></tr></thead>
           <tbody>
             {log.data.deliveries.map((d) => (
               <tr key={d.delivery_id} className={d.success ? 'ok' : 'failed'}>
@@ -46,6 +58,9 @@ function DeliveryLog({ webhook }: { webhook: Webhook }) {
                 <td>{d.status_code ?? 'no answer'} {d.success ? '(delivered)' : '(failed)'}</td>
                 <td>{d.error ?? ''}</td>
                 <td>{d.duration_ms} ms</td>
+                <td>
+                  <button type="button" aria-label={`Replay ${d.event_id}`} onClick={() => replay.mutate(d.event_id)} disabled={replay.isPending || !webhook.active}>Replay</button>
+                </td>
               </tr>
             ))}
           </tbody>
@@ -55,9 +70,47 @@ function DeliveryLog({ webhook }: { webhook: Webhook }) {
   );
 }
 
+/** An hour ago, as a datetime-local input's value (local time, minutes). */
+function anHourAgo(): string {
+  const d = new Date(Date.now() - 3_600_000);
+  d.setMinutes(d.getMinutes() - d.getTimezoneOffset());
+  return d.toISOString().slice(0, 16);
+}
+
+/** Recover: queue again what the endpoint missed since a time, following the server's walk to its end. */
+function Recover({ webhook, onQueued }: { webhook: Webhook; onQueued: () => void }) {
+  const [since, setSince] = useState(anHourAgo);
+  const recover = useMutation({
+    mutationFn: async () => {
+      const from = new Date(since).toISOString();
+      let queued = 0;
+      let before: string | null = null;
+      for (let calls = 0; calls < MAX_RECOVER_CALLS; calls++) {
+        const body: { since: string; before?: string } = before === null ? { since: from } : { since: from, before };
+        const answer: { queued: number; next_before: string | null } = await api(`${pathOf(webhook)}/recover`, { method: 'POST', body });
+        queued += answer.queued;
+        before = answer.next_before;
+        if (before === null) break;
+      }
+      return queued;
+    },
+    onSuccess: onQueued,
+  });
+  const id = webhook.webhook_id;
+  return (
+    <form className="inline" onSubmit={(e) => { e.preventDefault(); recover.mutate(); }}>
+      <label htmlFor={`${id}-since`}>Recover missed events since</label>
+      <input id={`${id}-since`} type="datetime-local" required value={since} onChange={(e) => setSince(e.target.value)} />
+      <button type="submit" disabled={recover.isPending || !webhook.active}>Recover</button>
+      {recover.isSuccess && <p role="status">{recover.data === 0 ? 'Nothing to recover.' : `${recover.data} missed event${recover.data === 1 ? '' : 's'} queued.`}</p>}
+      <ErrorNote error={recover.error} />
+    </form>
+  );
+}
+
 function WebhookCard({ webhook }: { webhook: Webhook }) {
   const client = useQueryClient();
-  const path = `/webhooks/${encodeURIComponent(webhook.webhook_id)}`;
+  const path = pathOf(webhook);
   const [testType, setTestType] = useState<string>(EVENT_TYPES[0]);
   const [open, setOpen] = useState(false);
   const refresh = () => client.invalidateQueries({ queryKey: KEY });
@@ -85,6 +138,11 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
     <li className="card" aria-labelledby={`${id}-url`}>
       <h3 id={`${id}-url`} className="url">{webhook.url}</h3>
       <p className="muted">Events: {webhook.event_types.length === 0 ? 'all' : webhook.event_types.join(', ')} · created {when(webhook.created_at)}</p>
+      {webhook.disabled_reason !== null && (
+        <p className="error" role="note">
+          Disabled by the service {webhook.disabled_at === null ? '' : when(webhook.disabled_at)}: {webhook.disabled_reason}. Tick Active to turn it back on, then recover what it missed.
+        </p>
+      )}
       <div className="inline">
         <label className="check">
           <input type="checkbox" checked={active} disabled={toggle.isPending} onChange={(e) => { setAsked(e.target.checked); toggle.mutate(e.target.checked); }} />
@@ -100,6 +158,7 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
       </div>
       {test.isSuccess && <p role="status">Test event {test.data.event_id} queued.</p>}
       <ErrorNote error={toggle.error ?? test.error ?? remove.error} />
+      <Recover webhook={webhook} onQueued={() => { setOpen(true); void client.invalidateQueries({ queryKey: ['webhook-deliveries', webhook.webhook_id] }); }} />
       {open && <DeliveryLog webhook={webhook} />}
     </li>
   );

@@ -32,4 +32,5 @@ export const EVENT_TYPES = [
   'message.rejected',
   'message.complained',
   'domain.verified',
+  'webhook.disabled',
 ] as const;
