@@ -3,13 +3,14 @@ import { composedContent, withComposeOptions, type ComposeOptions } from './comp
 import { leaf, run } from './context.js';
 import { CliError } from './errors.js';
 import { pageFooter, relativeTime, renderTable } from './format.js';
-import { withPaging, type PageOptions } from './options.js';
-import { statusStyle } from './views.js';
+import { sendAt, withPaging, type PageOptions } from './options.js';
+import { queuedLine, statusStyle } from './views.js';
 
 interface SendOptions extends ComposeOptions {
   from: string;
   fromName?: string;
   replyTo?: string;
+  at?: string;
 }
 
 export function registerSendingCommands(program: Command): void {
@@ -20,12 +21,14 @@ export function registerSendingCommands(program: Command): void {
       examples: [
         'mailroom send --from support@mailroom.localhost --to customer@example.com --subject "Your order" --body "It ships today."',
         'mailroom send --from support@mailroom.localhost --to a@example.com,b@example.org --subject Report --body-file report.txt --html-file report.html',
+        'mailroom send --from support@mailroom.localhost --to customer@example.com --subject "Reminder" --body "See you tomorrow." --at 2026-12-01T09:00:00+01:00',
       ],
     }).requiredOption('--from <address>', 'the mailbox it is sent from'),
     { required: true },
   )
     .option('--from-name <name>', 'the display name in From')
     .option('--reply-to <address>', 'an address for Reply-To')
+    .option('--at <time>', 'send it later: an ISO 8601 time up to 30 days ahead (without an offset: local time)', sendAt)
     .action(
       run<SendOptions>(async (ctx, _args, options) => {
         if (!options.to) throw new CliError('give at least one --to');
@@ -44,9 +47,10 @@ export function registerSendingCommands(program: Command): void {
             html,
             from_name: options.fromName,
             reply_to: options.replyTo,
+            send_at: options.at,
           },
         });
-        ctx.show(queued, () => [`${queued.message_id} is ${queued.status} (mailroom sent shows its delivery)`]);
+        ctx.show(queued, () => [queuedLine(queued)]);
       }),
     );
 
@@ -68,7 +72,7 @@ export function registerSendingCommands(program: Command): void {
                 { header: 'ID', value: (m) => m.message_id },
                 { header: 'TO', value: (m) => `${m.to[0]?.address ?? '-'}${m.to.length > 1 ? ` +${m.to.length - 1}` : ''}`, max: 30 },
                 { header: 'SUBJECT', value: (m) => m.subject || '(no subject)', max: 40 },
-                { header: 'STATUS', value: (m) => m.status, style: status },
+                { header: 'STATUS', value: (m) => (m.status === 'scheduled' && m.send_at ? `scheduled for ${m.send_at}` : m.status), style: status },
                 { header: 'SENT', value: (m) => relativeTime(m.created_at), style: (t) => ctx.style.dim(t) },
                 { header: 'LAST ERROR', value: (m) => m.last_error ?? '', max: 50 },
               ],
