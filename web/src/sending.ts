@@ -40,7 +40,12 @@ export const patchDraft = (id: string, fields: DraftFields, withRecipients = tru
 
 export const deleteDraft = (id: string) => api<{ ok: true }>(draftPath(id), { method: 'DELETE' });
 
-export const sendDraft = (id: string) => api<SendAnswer>(`${draftPath(id)}/send`, { method: 'POST' });
+/** `sendAt` (ISO 8601): schedule it (docs/api.md "Scheduled send"); without it, it leaves now. */
+export const sendDraft = (id: string, sendAt?: string) =>
+  api<SendAnswer>(`${draftPath(id)}/send`, { method: 'POST', ...(sendAt === undefined ? {} : { body: { send_at: sendAt } }) });
+
+/** Cancel a scheduled message: it never leaves (409 message_not_scheduled once a worker took it). */
+export const cancelScheduled = (id: string) => api<SentItem>(`/messages/${encodeURIComponent(id)}/cancel`, { method: 'POST' });
 
 /**
  * The last save of a page being closed: a normal fetch is cancelled with the page, a keepalive one is not.
