@@ -6,6 +6,7 @@ import { createServices, type Services } from '../src/main.js';
 import { rfc5322Date } from '../src/modules/sending/schedule.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, errorOf, login, session, type Tenant } from './helpers/harness.js';
+import { cliUser, listen } from './helpers/cli-client.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 import { startSmtpPeer, type ReceivedMail, type SmtpPeer } from './helpers/smtp-peer.js';
 
@@ -262,6 +263,41 @@ describe(`scheduled send (${TEST_DIALECT})`, () => {
       await next.database.destroy();
       worker = startWorker(h.services);
     }
+  });
+
+  it('the CLI: send --at, sent, messages reschedule and cancel, drafts send --at', async () => {
+    const user = cliUser(await listen(h.app));
+    expect((await user.login(acme.ownerEmail, acme.password)).code).toBe(0);
+    const first = new Date(h.clock.now() + 10 * MINUTE).toISOString();
+    const sent = await user.run(['send', '--from', NEWS, '--to', 'cli@peer.test', '--subject', 'Later', '--body', 'From the CLI.', '--at', first]);
+    expect(sent.code, sent.stderr).toBe(0);
+    const id = /msg_[0-9a-z]{26}/.exec(sent.stdout)![0];
+    expect(sent.stdout).toBe(`${id} is scheduled for ${first} (mailroom messages cancel ${id} cancels it)\n`);
+    expect((await user.run(['sent'])).stdout).toContain(`scheduled for ${first}`);
+    expect((await user.run(['messages', 'show', id])).stdout).toMatch(new RegExp(`Send at +${first}`));
+
+    const later = new Date(h.clock.now() + 20 * MINUTE).toISOString();
+    const moved = await user.run(['messages', 'reschedule', id, '--at', later]);
+    expect(moved.stdout, moved.stderr).toBe(`${id} is scheduled, for ${later}\n`);
+    expect((await user.run(['messages', 'reschedule', id])).stderr).toContain("required option '--at <time>' not specified");
+    const tooFar = await user.run(['messages', 'reschedule', id, '--at', new Date(h.clock.now() + 31 * DAY).toISOString()]);
+    expect(tooFar.code).not.toBe(0);
+    expect(tooFar.stderr).toContain('send_at must be at most 30 days ahead');
+
+    expect((await user.run(['messages', 'cancel', id])).stdout).toBe(`${id} is cancelled\n`);
+    const again = await user.run(['messages', 'cancel', id]);
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toContain('is cancelled: only a scheduled message can be cancelled or rescheduled');
+
+    const draft = await user.json<{ draft_id: string }>(['drafts', 'create', '--mailbox', NEWS, '--to', 'cli@peer.test', '--subject', 'Draft', '--body', 'Later.']);
+    const drafted = await user.run(['drafts', 'send', draft.draft_id, '--at', later]);
+    expect(drafted.stdout, drafted.stderr).toMatch(new RegExp(`^sent ${draft.draft_id}: msg_[0-9a-z]{26} is scheduled for ${later} `));
+    // A time without an offset is local time (the test runs in the process's time zone, as the CLI does).
+    const local = new Date(h.clock.now() + 30 * MINUTE);
+    const pad = (n: number) => String(n).padStart(2, '0');
+    const text = `${local.getFullYear()}-${pad(local.getMonth() + 1)}-${pad(local.getDate())} ${pad(local.getHours())}:${pad(local.getMinutes())}`;
+    const localSend = await user.json<Queued>(['send', '--from', NEWS, '--to', 'cli@peer.test', '--subject', 'Local', '--body', 'x', '--at', text]);
+    expect(localSend.send_at).toBe(new Date(Math.floor(local.getTime() / MINUTE) * MINUTE).toISOString());
   });
 
   it('ages from send_at: a message scheduled 29 days ahead is delivered, not expired (the maximum age is 4 days; last: sessions do not live that long)', async () => {

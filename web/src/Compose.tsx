@@ -79,6 +79,8 @@ function ComposeForm({ title, initial, files, draftId, mailboxes, back, origin }
   const [fields, setFields] = useState(initial);
   const [sendError, setSendError] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
+  /** "Send later": a datetime-local value (the browser's time zone), empty to send now. */
+  const [sendAt, setSendAt] = useState('');
   const saver = useAutosave(initial, draftId, (id) => {
     createdHere.set(id, origin);
     navigate(composePath(initial.mailbox, { draftId: id }), { replace: true });
@@ -106,7 +108,7 @@ function ComposeForm({ title, initial, files, draftId, mailboxes, back, origin }
     setSendError(null);
     try {
       const id = await saver.saveNow();
-      const answer = await sendDraft(id);
+      const answer = await sendDraft(id, sendAt ? new Date(sendAt).toISOString() : undefined);
       await saver.stop();
       rememberSent(answer);
       void client.invalidateQueries({ queryKey: ['drafts', 'list'] });
@@ -162,7 +164,10 @@ function ComposeForm({ title, initial, files, draftId, mailboxes, back, origin }
         {fields.in_reply_to && <p className="muted thread-note">An answer: it joins the conversation of the message it answers.</p>}
         {otherProblem && <SendProblem error={otherProblem} onNewMessage={() => change({ in_reply_to: null })} />}
         <div className="compose-actions">
-          <button type="submit" className="primary" disabled={busy}>{busy ? 'Sending…' : 'Send'}</button>
+          <button type="submit" className="primary" disabled={busy}>{busy ? 'Sending…' : sendAt ? 'Schedule' : 'Send'}</button>
+          <label htmlFor="compose-send-at" className="send-later">Send later</label>
+          <input id="compose-send-at" type="datetime-local" value={sendAt} onChange={(e) => setSendAt(e.target.value)} aria-describedby="compose-send-at-hint" />
+          <span id="compose-send-at-hint" className="muted hint">up to 30 days ahead; empty sends now</span>
           <button type="button" onClick={() => void discard()} disabled={busy}>Discard</button>
           <SaveStatus state={saveState} />
         </div>

@@ -1,8 +1,9 @@
-import { useEffect, useRef } from 'react';
+import { useQueryClient } from '@tanstack/react-query';
+import { useEffect, useRef, useState } from 'react';
 import { ApiError } from './api';
 import { longDate, shortDate } from './format';
 import { mailPath, navigate, type Route } from './router';
-import { SENT_PAGE_SIZE, useSentItem, useSentPage, type Attempt, type SendAnswer, type SentItem } from './sending';
+import { cancelScheduled, SENT_PAGE_SIZE, useSentItem, useSentPage, type Attempt, type SendAnswer, type SentItem } from './sending';
 import type { FullMessage } from './types';
 
 type MailRoute = Extract<Route, { page: 'mail' }>;
@@ -15,6 +16,8 @@ export function rememberSent(answer: SendAnswer): void {
 }
 
 const STATUS_TEXT: Record<string, string> = {
+  scheduled: 'Scheduled',
+  cancelled: 'Cancelled',
   queued: 'Queued',
   processing: 'Sending',
   accepted: 'Accepted',
@@ -108,6 +111,32 @@ function Recipients({ item }: { item: SentItem }) {
   );
 }
 
+/** A scheduled message: when it leaves, and a Cancel button while it has not. */
+function Scheduled({ messageId, sendAt }: { messageId: string; sendAt: string | undefined }) {
+  const client = useQueryClient();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  async function cancel() {
+    setBusy(true);
+    setError(null);
+    try {
+      await cancelScheduled(messageId);
+    } catch (err) {
+      setError(err instanceof ApiError ? err.detail : 'the server did not answer; try again');
+    }
+    setBusy(false);
+    await client.invalidateQueries({ queryKey: ['sent'] });
+    await client.invalidateQueries({ queryKey: ['message', messageId] });
+  }
+  return (
+    <div className="scheduled">
+      <p>Scheduled for {sendAt ? <time dateTime={sendAt}>{longDate(sendAt)}</time> : 'later'}.</p>
+      <button type="button" onClick={() => void cancel()} disabled={busy}>Cancel sending</button>
+      {error && <p className="error" role="alert">{error}</p>}
+    </div>
+  );
+}
+
 /**
  * The delivery of an outbound message: its status, each recipient's and every attempt. The event stream's
  * message.* events invalidate it, so it follows the delivery live.
@@ -119,8 +148,9 @@ export function Delivery({ message }: { message: FullMessage }) {
   return (
     <section className="delivery" aria-labelledby="delivery-title">
       <h2 id="delivery-title">Delivery</h2>
-      {answer && <p className="notice">Sent: the server took it ({answer.status}).</p>}
+      {answer && <p className="notice">{answer.status === 'scheduled' ? 'Scheduled: the server will send it at its time.' : `Sent: the server took it (${answer.status}).`}</p>}
       <p role="status" aria-live="polite" className="delivery-status">Status: <StatusBadge status={status} /></p>
+      {status === 'scheduled' && <Scheduled messageId={message.message_id} sendAt={item.data?.send_at ?? message.send_at} />}
       {item.data?.last_error && <p className="error">Last error: <code>{item.data.last_error}</code></p>}
       {item.isError && <p className="error">Could not load the delivery state: {item.error instanceof ApiError ? item.error.detail : 'no answer'}</p>}
       {item.data && <Recipients item={item.data} />}

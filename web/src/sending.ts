@@ -51,7 +51,12 @@ export function uploadAttachments(id: string, files: readonly File[]): Promise<D
 export const removeAttachment = (id: string, attachmentId: string) =>
   api<Draft>(`${draftPath(id)}/attachments/${encodeURIComponent(attachmentId)}`, { method: 'DELETE' });
 
-export const sendDraft = (id: string) => api<SendAnswer>(`${draftPath(id)}/send`, { method: 'POST' });
+/** `sendAt` (ISO 8601): schedule it (docs/api.md "Scheduled send"); without it, it leaves now. */
+export const sendDraft = (id: string, sendAt?: string) =>
+  api<SendAnswer>(`${draftPath(id)}/send`, { method: 'POST', ...(sendAt === undefined ? {} : { body: { send_at: sendAt } }) });
+
+/** Cancel a scheduled message: it never leaves (409 message_not_scheduled once a worker took it). */
+export const cancelScheduled = (id: string) => api<SentItem>(`/messages/${encodeURIComponent(id)}/cancel`, { method: 'POST' });
 
 /**
  * The last save of a page being closed: a normal fetch is cancelled with the page, a keepalive one is not.

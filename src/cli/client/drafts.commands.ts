@@ -6,8 +6,9 @@ import { suppressedNote } from './suppressions.commands.js';
 import { group, leaf, run, type Context } from './context.js';
 import { CliError } from './errors.js';
 import { pageFooter, relativeTime, renderFields, renderTable, safeText } from './format.js';
-import { withPaging, type PageOptions } from './options.js';
+import { sendAt, withPaging, type PageOptions } from './options.js';
 import { editText } from './prompt.js';
+import { queuedLine } from './views.js';
 
 type Draft = Schema<'Draft'>;
 const path = (id: string) => ({ path: { draft_id: id } });
@@ -167,14 +168,17 @@ export function registerDraftCommands(program: Command): void {
 
   leaf(drafts, {
     name: 'send <draft_id>',
-    description: 'send a draft: it is queued for delivery, a copy goes to sent, and the draft is deleted',
-    examples: ['mailroom drafts send drf_01m7yhqc9wcgbyps3d2mttenjj'],
-  }).action(
-    run(async (ctx, [id = '']) => {
-      const queued = await ctx.api().post('/app/api/drafts/{draft_id}/send', path(id));
-      ctx.show(queued, () => [`sent ${id}: ${queued.message_id} is ${queued.status} (mailroom sent shows its delivery)`, ...suppressedNote(queued)]);
-    }),
-  );
+    description: 'send a draft: it is queued for delivery (or scheduled, with --at), a copy goes to sent, and the draft is deleted',
+    examples: ['mailroom drafts send drf_01m7yhqc9wcgbyps3d2mttenjj', 'mailroom drafts send drf_01m7yhqc9wcgbyps3d2mttenjj --at 2026-12-01T09:00:00Z'],
+  })
+    .option('--at <time>', 'send it later: an ISO 8601 time up to 30 days ahead (without an offset: local time)', sendAt)
+    .action(
+      run<{ at?: string }>(async (ctx, [id = ''], options) => {
+        const body = options.at === undefined ? {} : { body: { send_at: options.at } };
+        const queued = await ctx.api().post('/app/api/drafts/{draft_id}/send', { ...path(id), ...body });
+        ctx.show(queued, () => [`sent ${id}: ${queuedLine(queued)}`, ...suppressedNote(queued)]);
+      }),
+    );
 
   leaf(drafts, {
     name: 'attach <draft_id> <file>',

@@ -5,7 +5,7 @@ import { saveDownload } from './download.js';
 import { CliError } from './errors.js';
 import type { ApiClient } from './http-client.js';
 import { formatBytes, pageFooter } from './format.js';
-import { collect, withPaging, type PageOptions } from './options.js';
+import { collect, sendAt, withPaging, type PageOptions } from './options.js';
 import type { AnswerKind, AnswerOptions } from './reply.js';
 import { attachmentTable, messageTable, messageView, threadView } from './views.js';
 
@@ -167,6 +167,29 @@ export function registerMessageCommands(program: Command): void {
   leaf(messages, { name: 'not-spam <message_id>', description: 'move a message back to inbox', examples: ['mailroom messages not-spam msg_01m7yfetj82xfwa7143xbzbx1z'] }).action(
     run((ctx, [id = '']) => act(ctx, (api) => api.post('/app/api/messages/{message_id}/not-spam', { path: { message_id: id } }), 'moved to inbox')),
   );
+
+  leaf(messages, {
+    name: 'cancel <message_id>',
+    description: 'cancel a scheduled message (sent with --at): it never leaves; the copy stays in sent as cancelled',
+    examples: ['mailroom messages cancel msg_01m7yfetj82xfwa7143xbzbx1z'],
+  }).action(
+    run(async (ctx, [id = '']) => {
+      const message = await ctx.api().post('/app/api/messages/{message_id}/cancel', { path: { message_id: id } });
+      ctx.show(message, () => [`${message.message_id} is ${message.status}`]);
+    }),
+  );
+  leaf(messages, {
+    name: 'reschedule <message_id>',
+    description: 'send a scheduled message at another time (up to 30 days ahead; a time already past sends it now)',
+    examples: ['mailroom messages reschedule msg_01m7yfetj82xfwa7143xbzbx1z --at 2026-12-02T09:00:00Z', 'mailroom messages reschedule msg_01m7yfetj82xfwa7143xbzbx1z --at "2026-12-02 09:00"'],
+  })
+    .requiredOption('--at <time>', 'the new time: ISO 8601 (without an offset: local time)', sendAt)
+    .action(
+      run<{ at: string }>(async (ctx, [id = ''], options) => {
+        const message = await ctx.api().post('/app/api/messages/{message_id}/reschedule', { path: { message_id: id }, body: { send_at: options.at } });
+        ctx.show(message, () => [`${message.message_id} is ${message.status}, for ${message.send_at ?? options.at}`]);
+      }),
+    );
 
   leaf(messages, {
     name: 'delete <message_id>',

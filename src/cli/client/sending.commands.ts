@@ -5,10 +5,10 @@ import { composedContent, withComposeOptions, type ComposeOptions } from './comp
 import { leaf, run } from './context.js';
 import { CliError } from './errors.js';
 import { pageFooter, relativeTime, renderTable } from './format.js';
-import { withPaging, type PageOptions } from './options.js';
+import { sendAt, withPaging, type PageOptions } from './options.js';
 import { readTextFile } from './prompt.js';
 import { suppressedNote } from './suppressions.commands.js';
-import { statusStyle } from './views.js';
+import { queuedLine, statusStyle } from './views.js';
 
 type SendRequest = Schema<'SendRequest'>;
 
@@ -17,6 +17,7 @@ interface SendOptions extends ComposeOptions {
   fromName?: string;
   replyTo?: string;
   attach?: string[];
+  at?: string;
 }
 
 export function registerSendingCommands(program: Command): void {
@@ -28,6 +29,7 @@ export function registerSendingCommands(program: Command): void {
         'mailroom send --from support@mailroom.localhost --to customer@example.com --subject "Your order" --body "It ships today."',
         'mailroom send --from support@mailroom.localhost --to a@example.com,b@example.org --subject Report --body-file report.txt --html-file report.html',
         'mailroom send --from billing@mailroom.localhost --to customer@example.com --subject Invoice --body "Attached." --attach invoice.pdf --attach terms.pdf',
+        'mailroom send --from support@mailroom.localhost --to customer@example.com --subject "Reminder" --body "See you tomorrow." --at 2026-12-01T09:00:00+01:00',
       ],
     }).requiredOption('--from <address>', 'the mailbox it is sent from'),
     { required: true },
@@ -35,6 +37,7 @@ export function registerSendingCommands(program: Command): void {
     .option('--from-name <name>', 'the display name in From')
     .option('--reply-to <address>', 'an address for Reply-To')
     .option('--attach <file>', 'attach a file (repeat for more; 25 MiB in all); its type comes from its extension', repeat)
+    .option('--at <time>', 'send it later: an ISO 8601 time up to 30 days ahead (without an offset: local time)', sendAt)
     .action(
       run<SendOptions>(async (ctx, _args, options) => {
         if (!options.to) throw new CliError('give at least one --to');
@@ -55,9 +58,10 @@ export function registerSendingCommands(program: Command): void {
             from_name: options.fromName,
             reply_to: options.replyTo,
             ...(files.length > 0 ? { attachments: files.map((f) => ({ filename: f.filename, content_type: f.contentType, content: f.content.toString('base64') })) } : {}),
+            send_at: options.at,
           },
         });
-        ctx.show(queued, () => [`${queued.message_id} is ${queued.status} (mailroom sent shows its delivery)`, ...suppressedNote(queued)]);
+        ctx.show(queued, () => [queuedLine(queued), ...suppressedNote(queued)]);
       }),
     );
 
@@ -99,7 +103,7 @@ export function registerSendingCommands(program: Command): void {
                 { header: 'ID', value: (m) => m.message_id },
                 { header: 'TO', value: (m) => `${m.to[0]?.address ?? '-'}${m.to.length > 1 ? ` +${m.to.length - 1}` : ''}`, max: 30 },
                 { header: 'SUBJECT', value: (m) => m.subject || '(no subject)', max: 40 },
-                { header: 'STATUS', value: (m) => m.status, style: status },
+                { header: 'STATUS', value: (m) => (m.status === 'scheduled' && m.send_at ? `scheduled for ${m.send_at}` : m.status), style: status },
                 { header: 'SENT', value: (m) => relativeTime(m.created_at), style: (t) => ctx.style.dim(t) },
                 { header: 'LAST ERROR', value: (m) => m.last_error ?? '', max: 50 },
               ],

@@ -49,6 +49,14 @@ export function statusStyle(style: Style): (status: string) => string {
   };
 }
 
+/** What a send or a draft's send answered, in a line: a scheduled one says when it leaves and how to cancel it. */
+export function queuedLine(queued: { message_id: string; status: string; send_at?: string }): string {
+  if (queued.status === 'scheduled' && queued.send_at !== undefined) {
+    return `${queued.message_id} is scheduled for ${queued.send_at} (mailroom messages cancel ${queued.message_id} cancels it)`;
+  }
+  return `${queued.message_id} is ${queued.status} (mailroom sent shows its delivery)`;
+}
+
 /** One message: its fields, its attachments, optionally its header fields, then its body. */
 export function messageView(m: Schema<'Message'>, style: Style, options: { html?: boolean; headers?: boolean }): string[] {
   const lines = renderFields(
@@ -65,6 +73,7 @@ export function messageView(m: Schema<'Message'>, style: Style, options: { html?
       ['Thread', m.thread_id],
       ['Auth', m.direction === 'inbound' ? `spf=${m.auth.spf} dkim=${m.auth.dkim} dmarc=${m.auth.dmarc}` : null],
       ['Delivery', m.status ?? null],
+      ['Send at', m.send_at ?? null],
       ['Last error', m.last_error ?? null],
     ],
     style,

@@ -271,7 +271,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
   }
 
   /** `sendAt`: a scheduled message (`scheduled`, its job due then); null sends at once. */
-  async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Db, sendAt: number | null): Promise<Queued> {
+  async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Db, sendAt: number | null = null): Promise<Queued> {
     const { mailbox, all } = checked;
     const { messageId, now, raw, parsed, mailFrom } = composed;
     const row = await store.store(trx, {

@@ -14,7 +14,7 @@
  * - The mailbox id is part of the version: a mailbox deleted and created again at its address starts its
  *   modseqs anew.
  * - An outbound message's delivery `status` and `events` change without a modseq: a page showing a delivery
- *   that is still `queued` or `processing` has no version and is never kept (decision 216), and a final one does
+ *   that is still `scheduled`, `queued` or `processing` has no version and is never kept (decision 216), and a final one does
  *   not change. Whatever changes a final delivery state must raise the folder's modseq.
  * - The key holds everything of the request that decides the answer apart from the version: the route (its
  *   serializer), the workspace and every query parameter.
