@@ -189,10 +189,10 @@ describe(`batch send (${TEST_DIALECT})`, () => {
     expect(res.json<BatchAnswer>()).toMatchObject({ queued: 4, failed: 0 });
     // Other routes keep 1 MiB, and their 413 says so.
     const overMiB = await h.app.inject({ method: 'POST', url: '/mailboxes', headers: bearer(acme.apiKey), payload: { address: 'x@mailroom.localhost', description: 'd'.repeat(1024 * 1024) } });
-    expect(errorOf(overMiB)).toEqual({ status: 413, error: 'payload_too_large', detail: 'the request body is larger than 1 MiB' });
+    expect(errorOf(overMiB)).toEqual({ status: 413, error: 'payload_too_large', detail: "the request body is larger than 1 MiB, this route's limit" });
     const tooBig = JSON.stringify({ messages: [message('huge', { body: 'y'.repeat(50 * 1024 * 1024) })] });
     const refused = await h.app.inject({ method: 'POST', url: '/send/batch', headers: { ...bearer(acme.apiKey), 'content-type': 'application/json' }, payload: tooBig });
-    expect(errorOf(refused)).toEqual({ status: 413, error: 'payload_too_large', detail: 'the request body is larger than 50 MiB' });
+    expect(errorOf(refused)).toEqual({ status: 413, error: 'payload_too_large', detail: "the request body is larger than 50 MiB, this route's limit" });
   });
 
   it('works on the session surface, and each surface takes only its own credential', async () => {

@@ -12,6 +12,7 @@ import type { EmitInput } from '../events/event.types.js';
 import { toMessageListView } from '../messages/message.views.js';
 import { createDeliveryRepository, type DeliveryJob, type DeliveryRepository, type RunStart } from './delivery.repository.js';
 import { RouteError, type DeliveryResult, type RecipientRefusal, type RouteResolver, type SmtpDeliverer, type SmtpRoute } from './delivery.types.js';
+import { suppressionRepository } from '../suppressions/suppression.repository.js';
 import { replyStatus } from '../suppressions/suppression.service.js';
 import type { SuppressionTable } from '../suppressions/suppression.table.js';
 import { domainOf } from './recipients.js';
@@ -132,6 +133,25 @@ function recordRefusal(run: Run, address: string, refusal: RecipientRefusal): vo
   run.emit.push({ type: 'message.bounced', extra: { recipient: address, reason: refusal.response, status, status_code: status, suppressed: true } });
 }
 
+/**
+ * Recipients suppressed since the message was sent fail without a transaction, as Postmark and Resend check at send
+ * time (decision 358): a scheduled message waits up to 30 days and a deferred one hours, and an address may bounce,
+ * complain or be added by hand meanwhile. The first run of a message sent at once skips the read: its send checked.
+ */
+async function dropSuppressed(ctx: Context, run: Run): Promise<void> {
+  const { delivery } = run.start;
+  if (delivery.send_at === null && run.job.attempt <= 1) return;
+  const pending = run.recipients.filter((r) => r.status === 'pending');
+  const found = await suppressionRepository.among(ctx.db, delivery.workspace_id, pending.map((r) => r.address));
+  for (const r of pending) {
+    if (!found.has(r.address)) continue;
+    r.status = 'failed';
+    r.response = `not sent: ${r.address} is on this workspace's suppression list`;
+    run.lastError = r.response;
+    run.emit.push({ type: 'message.failed', extra: { recipient: r.address, reason: r.response, suppressed: true } });
+  }
+}
+
 /** `host [address]:port`; a route without a port (the sandbox's capture) is its host alone. */
 const mxName = (route: SmtpRoute) => `${route.host}${route.address && route.address !== route.host ? ` [${route.address}]` : ''}${route.port > 0 ? `:${route.port}` : ''}`;
 
@@ -244,6 +264,7 @@ async function handle(ctx: Context, job: DeliveryJob): Promise<JobOutcome> {
   // A scheduled message ages from its send_at: waiting 30 days for it is not failing to deliver it.
   if (now - (delivery.send_at ?? delivery.created_at) > ctx.maxAgeMs) return settleExpired(ctx, run);
   if (!start.started) return DONE; // another run owns the message now
+  await dropSuppressed(ctx, run);
   const message = await signed(ctx, start);
   for (const [domain, group] of pendingByDomain(run.recipients)) await deliverGroup(ctx, run, message, domain, group);
   return finish(ctx, run);
