@@ -128,6 +128,8 @@ export interface SendingDeps {
 
 type Checked = { mailbox: { id: string; address: string }; fromDomain: string; to: string[]; cc: string[]; all: string[]; suppressed: string[]; subject: string; replyTo: string | undefined; fromName: string };
 type Composed = { messageId: string; now: number; raw: Buffer; parsed: ParsedMessage; mailFrom: string };
+/** A send ready to be written: `sendAt` null sends at once. */
+type Prepared = { checked: Checked; composed: Composed; sendAt: number | null };
 
 export function createSendingService(deps: SendingDeps): SendingService {
   const { db, clock, events, store, queue, domains, returnPaths } = deps;
@@ -270,6 +272,14 @@ export function createSendingService(deps: SendingDeps): SendingService {
     return { ...composed, raw: withDate(composed.raw, sendAt), parsed: { ...composed.parsed, date: sendAt } };
   }
 
+  /** Everything before the write, outside any transaction: the time to send, the checks, the composed message. */
+  async function prepare(tenant: TenantContext, input: SendInput, conn: Db, record: boolean): Promise<Prepared> {
+    const sendAt = scheduledTime(input.send_at, clock.now());
+    const checked = await check(tenant, input, conn, record);
+    const composed = await compose(input, checked);
+    return { checked, composed: sendAt === null ? composed : datedAt(composed, sendAt), sendAt };
+  }
+
   /** `sendAt`: a scheduled message (`scheduled`, its job due then); null sends at once. */
   async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Db, sendAt: number | null = null): Promise<Queued> {
     const { mailbox, all } = checked;
@@ -336,11 +346,8 @@ export function createSendingService(deps: SendingDeps): SendingService {
     },
 
     async enqueue(tenant, input, trx) {
-      const sendAt = scheduledTime(input.send_at, clock.now());
-      const checked = await check(tenant, input, trx ?? db, trx === undefined);
-      const composed = await compose(input, checked);
-      const message = sendAt === null ? composed : datedAt(composed, sendAt);
-      const queued = await (trx ? write(tenant, checked, message, trx, sendAt) : commits.run((own) => write(tenant, checked, message, own, sendAt)));
+      const { checked, composed, sendAt } = await prepare(tenant, input, trx ?? db, trx === undefined);
+      const queued = await (trx ? write(tenant, checked, composed, trx, sendAt) : commits.run((own) => write(tenant, checked, composed, own, sendAt)));
       return withSuppressed(queued, checked);
     },
 
@@ -353,12 +360,9 @@ export function createSendingService(deps: SendingDeps): SendingService {
       // Checked and composed before the transaction, as a single send is; a refusal is recorded there (check's own
       // transaction) and answered in its place. Anything but a refusal is a failure of the whole batch.
       const prepared = await Promise.all(
-        inputs.map(async (input): Promise<{ checked: Checked; composed: Composed; sendAt: number | null } | { error: DomainError }> => {
+        inputs.map(async (input): Promise<Prepared | { error: DomainError }> => {
           try {
-            const sendAt = scheduledTime(input.send_at, clock.now());
-            const checked = await check(tenant, input, db, true);
-            const composed = await compose(input, checked);
-            return { checked, composed: sendAt === null ? composed : datedAt(composed, sendAt), sendAt };
+            return await prepare(tenant, input, db, true);
           } catch (error) {
             if (isDomainError(error)) return { error };
             throw error;
