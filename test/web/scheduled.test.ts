@@ -103,6 +103,23 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: scheduled send in Chromium (${TEST_DIAL
     expect(peer.accepted.filter((m) => m.mailFrom === h.services.returnPaths.address(id))).toEqual([]);
   });
 
+  it('a send that leaves out a suppressed recipient says so', async () => {
+    const added = await h.app.inject({ method: 'POST', url: '/app/api/suppressions', headers: session(token), payload: { address: 'gone@peer.test' } });
+    expect(added.statusCode).toBe(201);
+    await page.goto(`${base}/mail/${encodeURIComponent(SUPPORT)}/compose`);
+    await page.getByRole('heading', { name: 'New message' }).waitFor();
+    await field('To').fill('customer@peer.test, gone@peer.test');
+    await field('Subject').fill('Two of us');
+    await field('Message').fill('Hello both.');
+    await saved();
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    await page.waitForURL(/\/sent\/msg_[0-9a-z]{26}$/);
+    await page.getByText("Not sent to gone@peer.test: on this workspace's suppression list").waitFor();
+    await page.getByRole('region', { name: 'Delivery' }).getByRole('status').filter({ hasText: 'Accepted' }).waitFor();
+    const id = /msg_[0-9a-z]{26}$/.exec(page.url())![0];
+    expect(peer.accepted.filter((m) => m.mailFrom === h.services.returnPaths.address(id)).map((m) => m.recipients)).toEqual([['customer@peer.test']]);
+  });
+
   it('a scheduled message goes to Accepted live when its time comes', async () => {
     const sendAt = h.clock.now() + 5 * MINUTE;
     const id = await schedule('Sent at five past', sendAt);

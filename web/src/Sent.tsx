@@ -149,6 +149,7 @@ export function Delivery({ message }: { message: FullMessage }) {
     <section className="delivery" aria-labelledby="delivery-title">
       <h2 id="delivery-title">Delivery</h2>
       {answer && <p className="notice">{answer.status === 'scheduled' ? 'Scheduled: the server will send it at its time.' : `Sent: the server took it (${answer.status}).`}</p>}
+      {answer?.suppressed && <p className="notice">Not sent to {answer.suppressed.join(', ')}: on this workspace's suppression list (Settings → Suppressions).</p>}
       <p role="status" aria-live="polite" className="delivery-status">Status: <StatusBadge status={status} /></p>
       {status === 'scheduled' && <Scheduled messageId={message.message_id} sendAt={item.data?.send_at ?? message.send_at} />}
       {item.data?.last_error && <p className="error">Last error: <code>{item.data.last_error}</code></p>}
