@@ -4,67 +4,8 @@ import { createLogger } from '../src/lib/logger.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
+import { arf, dsn } from './helpers/reports.js';
 import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
-
-const dsn = (verp: string, recipient: string) =>
-  [
-    'From: Mail Delivery System <mailer-daemon@peer.test>',
-    `To: ${verp}`,
-    'Subject: Undelivered Mail Returned to Sender',
-    'MIME-Version: 1.0',
-    'Content-Type: multipart/report; report-type=delivery-status; boundary="b1"',
-    '',
-    '--b1',
-    'Content-Type: text/plain',
-    '',
-    'Your message could not be delivered.',
-    '--b1',
-    'Content-Type: message/delivery-status',
-    '',
-    'Reporting-MTA: dns; mx1.peer.test',
-    '',
-    `Final-Recipient: rfc822; ${recipient}`,
-    'Action: failed',
-    'Status: 5.1.1',
-    'Diagnostic-Code: smtp; 550 5.1.1 mailbox unavailable',
-    '',
-    '--b1',
-    'Content-Type: text/rfc822-headers',
-    '',
-    'Subject: Hi',
-    '--b1--',
-    '',
-  ].join('\r\n');
-
-const arf = (verp: string, recipient: string) =>
-  [
-    'From: feedback@isp.test',
-    `To: ${verp}`,
-    'Subject: Abuse report',
-    'MIME-Version: 1.0',
-    'Content-Type: multipart/report; report-type=feedback-report; boundary="b2"',
-    '',
-    '--b2',
-    'Content-Type: text/plain',
-    '',
-    'A user marked this as spam.',
-    '--b2',
-    'Content-Type: message/feedback-report',
-    '',
-    'Feedback-Type: abuse',
-    'User-Agent: ISP-FBL/1.0',
-    'Version: 1',
-    `Original-Rcpt-To: ${recipient}`,
-    '',
-    '--b2',
-    'Content-Type: message/rfc822',
-    '',
-    'Subject: Hi',
-    '',
-    'original',
-    '--b2--',
-    '',
-  ].join('\r\n');
 
 describe(`bounces and complaints (${TEST_DIALECT})`, () => {
   let h: MailHarness;

@@ -4,60 +4,10 @@ import { createLogger } from '../src/lib/logger.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
+import { arf, dsn } from './helpers/reports.js';
 import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
 
 const FROM = 'sender@mailroom.localhost';
-
-/** A delivery status notification for one recipient, as a receiving MTA sends it to the VERP return path. */
-const dsn = (verp: string, recipient: string, status = '5.1.1', diagnostic = 'smtp; 550 5.1.1 mailbox unavailable') =>
-  [
-    'From: Mail Delivery System <mailer-daemon@peer.test>',
-    `To: ${verp}`,
-    'Subject: Undelivered Mail Returned to Sender',
-    'MIME-Version: 1.0',
-    'Content-Type: multipart/report; report-type=delivery-status; boundary="b1"',
-    '',
-    '--b1',
-    'Content-Type: text/plain',
-    '',
-    'Your message could not be delivered.',
-    '--b1',
-    'Content-Type: message/delivery-status',
-    '',
-    'Reporting-MTA: dns; mx1.peer.test',
-    '',
-    `Final-Recipient: rfc822; ${recipient}`,
-    'Action: failed',
-    `Status: ${status}`,
-    `Diagnostic-Code: ${diagnostic}`,
-    '',
-    '--b1--',
-    '',
-  ].join('\r\n');
-
-const arf = (verp: string, recipient: string) =>
-  [
-    'From: feedback@isp.test',
-    `To: ${verp}`,
-    'Subject: Abuse report',
-    'MIME-Version: 1.0',
-    'Content-Type: multipart/report; report-type=feedback-report; boundary="b2"',
-    '',
-    '--b2',
-    'Content-Type: text/plain',
-    '',
-    'A user marked this as spam.',
-    '--b2',
-    'Content-Type: message/feedback-report',
-    '',
-    'Feedback-Type: abuse',
-    'User-Agent: ISP-FBL/1.0',
-    'Version: 1',
-    `Original-Rcpt-To: ${recipient}`,
-    '',
-    '--b2--',
-    '',
-  ].join('\r\n');
 
 interface Suppression {
   address: string;
