@@ -74,7 +74,10 @@ export function useMessageAction() {
   });
 }
 
-export function invalidateMail(client: ReturnType<typeof useQueryClient>): Promise<void> {
+export async function invalidateMail(client: ReturnType<typeof useQueryClient>): Promise<void> {
+  // A read already in flight may have started before the change this event announces, and an invalidation
+  // hands a query without data back that very read: cancel it, so the refetch below reads after the change.
+  await client.cancelQueries({ queryKey: ['sent'] });
   return Promise.all([
     client.invalidateQueries({ queryKey: ['messages'] }),
     client.invalidateQueries({ queryKey: ['mailboxes'] }),
