@@ -74,15 +74,15 @@ export function useMessageAction() {
   });
 }
 
+/** The queries a mail event may change, refetched at once when shown. */
+const LIVE_MAIL_KEYS = [['messages'], ['mailboxes'], ['thread'], ['sent']] as const;
+
 export async function invalidateMail(client: ReturnType<typeof useQueryClient>): Promise<void> {
-  // A read already in flight may have started before the change this event announces, and an invalidation
-  // hands a query without data back that very read: cancel it, so the refetch below reads after the change.
-  await client.cancelQueries({ queryKey: ['sent'] });
-  return Promise.all([
-    client.invalidateQueries({ queryKey: ['messages'] }),
-    client.invalidateQueries({ queryKey: ['mailboxes'] }),
-    client.invalidateQueries({ queryKey: ['thread'] }),
-    client.invalidateQueries({ queryKey: ['sent'] }),
+  // A read already in flight may have started before the change this event announces, and an invalidation hands a
+  // query without data back that very read: cancel such reads, so the refetches below read after the change.
+  await Promise.all(LIVE_MAIL_KEYS.map((queryKey) => client.cancelQueries({ queryKey })));
+  await Promise.all([
+    ...LIVE_MAIL_KEYS.map((queryKey) => client.invalidateQueries({ queryKey })),
     client.invalidateQueries({ queryKey: ['message'], refetchType: 'none' }),
-  ]).then(() => undefined);
+  ]);
 }
