@@ -103,6 +103,9 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
         maxSize: config.smtpMaxSize,
         maxClients: config.smtpMaxClients,
         maxClientsPerIp: config.smtpMaxClientsPerIp,
+        maxSessionMs: config.smtpMaxSessionMs,
+        maxCommands: config.smtpMaxCommands,
+        idleMs: config.smtpIdleMs,
         tls:
           config.smtpTlsKeyFile && config.smtpTlsCertFile
             ? { key: readFileSync(config.smtpTlsKeyFile), cert: readFileSync(config.smtpTlsCertFile) }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/lib/logger.js';
 import { createInboundSmtpServer, type InboundSmtpServer } from '../src/transports/smtp/inbound.server.js';
+import { addressGroup } from '../src/transports/smtp/session-slots.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
@@ -59,18 +60,50 @@ async function eventually(check: () => boolean | Promise<boolean>, what: string,
   }
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A session that keeps itself open with NOOP every 100 ms, as the attack did; `done` is the first other reply,
+ * or `still open` once `forMs` passed (the load is bounded in time).
+ */
+function keepAlive(c: Client, forMs = 8000) {
+  let stopped = false;
+  const until = Date.now() + forMs;
+  const done = (async () => {
+    while (!stopped) {
+      if (Date.now() > until) return 'still open';
+      const answer = await c.send('NOOP').catch(() => 'no reply');
+      if (!answer.startsWith('250 ')) return answer;
+      await sleep(100);
+    }
+    return 'stopped';
+  })();
+  return { done, stop: () => ((stopped = true), done) };
+}
+
+/** A session from `from` past its greeting and EHLO. */
+async function greeted(port: number, from: string): Promise<Client> {
+  const c = await client(port, from);
+  expect(await c.reply()).toMatch(/^220 /);
+  expect(await c.send('EHLO client.test')).toMatch(/^250[ -]/);
+  return c;
+}
+
+/** A session with a transaction in progress (MAIL FROM accepted), so it is not idle. */
+async function busy(port: number, from: string): Promise<Client> {
+  const c = await greeted(port, from);
+  expect(await c.send('MAIL FROM:<sender@elsewhere.test>')).toMatch(/^250 /);
+  return c;
+}
+
 describe(`inbound sessions are bounded (${TEST_DIALECT})`, () => {
-  it('answers the 21st concurrent session from one address 421 4.7.0 and closes it (default limit 20)', async () => {
+  it('answers a session past the limit of one address group 421 4.7.0 when no session of the group is idle', async () => {
     const h = await startMailHarness();
     const open: Client[] = [];
     try {
-      for (let i = 0; i < 20; i += 1) {
-        const c = await client(h.smtpPort);
-        expect(await c.reply()).toMatch(/^220 /);
-        open.push(c);
-      }
+      for (let i = 0; i < 20; i += 1) open.push(await busy(h.smtpPort, '127.0.0.1'));
       const extra = await client(h.smtpPort);
-      expect(await extra.reply()).toMatch(/^421 4\.7\.0 Too many connections from 127\.0\.0\.1/);
+      expect(await extra.reply()).toMatch(/^421 4\.7\.0 Too many connections from 127\.0\.0\.0\/24, try again later/);
       await extra.closed;
       // One leaves: a new session is welcome again.
       open.pop()!.end();
@@ -86,26 +119,176 @@ describe(`inbound sessions are bounded (${TEST_DIALECT})`, () => {
     }
   });
 
-  it('limits sessions in all as well as per address', async () => {
+  it('limits sessions in all as well as per address group, and never evicts one in a transaction', async () => {
     const h = await startMailHarness({ MAILROOM_SMTP_MAX_CLIENTS: '3', MAILROOM_SMTP_MAX_CLIENTS_PER_IP: '2' });
     const open: Client[] = [];
-    const greet = async (from: string) => {
-      const c = await client(h.smtpPort, from);
-      open.push(c);
-      return c.reply();
-    };
     try {
-      expect(await greet('127.0.0.1')).toMatch(/^220 /);
-      expect(await greet('127.0.0.1')).toMatch(/^220 /);
-      expect(await greet('127.0.0.1')).toMatch(/^421 4\.7\.0 Too many connections from 127\.0\.0\.1/);
-      expect(await greet('127.0.0.2')).toMatch(/^220 /);
-      expect(await greet('127.0.0.3')).toMatch(/^421 4\.7\.0 Too many connections, try again later/);
+      open.push(await busy(h.smtpPort, '127.0.0.1'), await busy(h.smtpPort, '127.0.0.1'));
+      const sameGroup = await client(h.smtpPort, '127.0.0.1');
+      open.push(sameGroup);
+      expect(await sameGroup.reply()).toMatch(/^421 4\.7\.0 Too many connections from 127\.0\.0\.0\/24/);
+      open.push(await busy(h.smtpPort, '127.0.1.1'));
+      const otherGroup = await client(h.smtpPort, '127.0.2.1');
+      open.push(otherGroup);
+      expect(await otherGroup.reply()).toMatch(/^421 4\.7\.0 Too many connections, try again later/);
+      // The sessions in a transaction were left alone.
+      expect(await open[0]!.send('RSET')).toMatch(/^250 /);
       open[0]!.end();
-      await eventually(async () => (await greet('127.0.0.3')).startsWith('220 '), 'a free slot for another address');
+      await eventually(async () => {
+        const c = await client(h.smtpPort, '127.0.2.1');
+        open.push(c);
+        return (await c.reply()).startsWith('220 ');
+      }, 'a free slot for another group');
     } finally {
       for (const c of open) c.end();
       await h.close();
     }
+  });
+
+  it('counts 127.0.0.1 and 127.0.0.2 in one /24 group', async () => {
+    const h = await startMailHarness({ MAILROOM_SMTP_MAX_CLIENTS: '10', MAILROOM_SMTP_MAX_CLIENTS_PER_IP: '2' });
+    const open: Client[] = [];
+    try {
+      open.push(await busy(h.smtpPort, '127.0.0.1'), await busy(h.smtpPort, '127.0.0.2'));
+      const third = await client(h.smtpPort, '127.0.0.3');
+      open.push(third);
+      expect(await third.reply()).toMatch(/^421 4\.7\.0 Too many connections from 127\.0\.0\.0\/24/);
+      await third.closed;
+      // Another /24 has a share of its own.
+      open.push(await greeted(h.smtpPort, '127.0.1.1'));
+    } finally {
+      for (const c of open) c.end();
+      await h.close();
+    }
+  });
+
+  it('makes room in a full group by closing that group\'s oldest idle session (421 4.4.2)', async () => {
+    const h = await startMailHarness({ MAILROOM_SMTP_MAX_CLIENTS: '10', MAILROOM_SMTP_MAX_CLIENTS_PER_IP: '2' });
+    const open: Client[] = [];
+    try {
+      const oldest = await greeted(h.smtpPort, '127.0.0.1');
+      const younger = await greeted(h.smtpPort, '127.0.0.2');
+      const elsewhere = await greeted(h.smtpPort, '127.0.1.1');
+      open.push(oldest, younger, elsewhere);
+      const newcomer = await client(h.smtpPort, '127.0.0.3');
+      open.push(newcomer);
+      expect(await newcomer.reply()).toMatch(/^220 /);
+      expect(await oldest.reply()).toMatch(/^421 4\.4\.2 Idle session closed to make room for another, try again later/);
+      await oldest.closed;
+      expect(await younger.send('NOOP')).toMatch(/^250 /);
+      expect(await elsewhere.send('NOOP')).toMatch(/^250 /);
+    } finally {
+      for (const c of open) c.end();
+      await h.close();
+    }
+  });
+});
+
+describe(`NOOP-kept sessions cannot keep a sender out (${TEST_DIALECT})`, () => {
+  it('stores a real sender\'s message for workspace G while sessions from three /24s fill the listener with NOOP', async () => {
+    const h = await startMailHarness({ MAILROOM_SMTP_MAX_CLIENTS: '6', MAILROOM_SMTP_MAX_CLIENTS_PER_IP: '2' });
+    const f = await createTenant(h, 'F');
+    const g = await createTenant(h, 'G');
+    await h.app.inject({ method: 'POST', url: '/mailboxes?address=f-desk@mailroom.localhost', headers: bearer(f.apiKey) });
+    await h.app.inject({ method: 'POST', url: '/mailboxes?address=g-desk@mailroom.localhost', headers: bearer(g.apiKey) });
+    const squatters: Client[] = [];
+    const loops: Array<ReturnType<typeof keepAlive>> = [];
+    try {
+      for (let i = 0; i < 6; i += 1) {
+        const c = await greeted(h.smtpPort, `127.0.${1 + (i % 3)}.1`);
+        squatters.push(c);
+        loops.push(keepAlive(c));
+      }
+      await sleep(300); // a few rounds of NOOP on every squatter
+      const sent = await h.send({ from: 'alice@sender.test', to: 'g-desk@mailroom.localhost', subject: 'through', text: 'hello G' });
+      expect(sent.response).toMatch(/^250 2\.0\.0 Stored as msg_/);
+      const id = /Stored as (msg_\w+)/.exec(sent.response)![1]!;
+      expect((await h.app.inject({ method: 'GET', url: `/messages/${id}`, headers: bearer(g.apiKey) })).statusCode).toBe(200);
+      expect((await h.app.inject({ method: 'GET', url: `/messages/${id}`, headers: bearer(f.apiKey) })).statusCode).toBe(404);
+      // The oldest squatter made room; the others still hold theirs.
+      expect(await loops[0]!.done).toMatch(/^421 4\.4\.2 Idle session closed to make room/);
+      for (const loop of loops.slice(1)) expect(await loop.stop()).toBe('stopped');
+    } finally {
+      for (const loop of loops) void loop.stop();
+      for (const c of squatters) c.end();
+      await h.close();
+    }
+  });
+});
+
+describe(`every session ends (${TEST_DIALECT})`, () => {
+  it('closes a NOOP-kept session at its lifetime with 421 4.4.2', async () => {
+    const h = await startMailHarness({ MAILROOM_SMTP_MAX_SESSION_MS: '1000' });
+    try {
+      const c = await greeted(h.smtpPort, '127.0.0.1');
+      expect(await keepAlive(c).done).toMatch(/^421 4\.4\.2 Session time limit reached, closing connection/);
+      await c.closed;
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('lets a message in DATA at the lifetime finish, answers it 250, then closes with 421 4.4.2', async () => {
+    const h = await startMailHarness({ MAILROOM_SMTP_MAX_SESSION_MS: '1000' });
+    const g = await createTenant(h, 'G');
+    await h.app.inject({ method: 'POST', url: '/mailboxes?address=g-desk@mailroom.localhost', headers: bearer(g.apiKey) });
+    try {
+      const c = await greeted(h.smtpPort, '127.0.0.1');
+      expect(await c.send('MAIL FROM:<alice@sender.test>')).toMatch(/^250 /);
+      expect(await c.send('RCPT TO:<g-desk@mailroom.localhost>')).toMatch(/^250 /);
+      expect(await c.send('DATA')).toMatch(/^354 /);
+      await c.write('From: alice@sender.test\r\nTo: g-desk@mailroom.localhost\r\nSubject: across the limit\r\n\r\n');
+      await sleep(1500); // the lifetime passes while the message arrives
+      await c.write('the rest of the body\r\n');
+      const answer = await c.send('.');
+      expect(answer).toMatch(/^250 2\.0\.0 Stored as msg_/);
+      expect(await c.reply()).toMatch(/^421 4\.4\.2 Session time limit reached, closing connection/);
+      await c.closed;
+      const id = /Stored as (msg_\w+)/.exec(answer)![1]!;
+      expect((await h.app.inject({ method: 'GET', url: `/messages/${id}`, headers: bearer(g.apiKey) })).statusCode).toBe(200);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('answers the command past MAILROOM_SMTP_MAX_COMMANDS 421 4.7.0 and closes', async () => {
+    const h = await startMailHarness({ MAILROOM_SMTP_MAX_COMMANDS: '10' });
+    try {
+      const c = await greeted(h.smtpPort, '127.0.0.1');
+      for (let i = 0; i < 9; i += 1) expect(await c.send(i % 2 ? 'NOOP' : 'RSET')).toMatch(/^250 /);
+      expect(await c.send('NOOP')).toMatch(/^421 4\.7\.0 Too many commands in one session, closing connection/);
+      await c.closed;
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('closes a session that only sends NOOP for MAILROOM_SMTP_IDLE_MS with 421 4.4.2 (NOOP does not count as activity)', async () => {
+    const h = await startMailHarness({ MAILROOM_SMTP_IDLE_MS: '1000' });
+    try {
+      const c = await greeted(h.smtpPort, '127.0.0.1');
+      expect(await keepAlive(c).done).toMatch(/^421 4\.4\.2 Idle for too long, closing connection/);
+      await c.closed;
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('address groups', () => {
+  it('groups IPv4 by /24, IPv6 by /64, and IPv4-mapped IPv6 as IPv4', () => {
+    expect(addressGroup('127.0.0.1')).toBe('127.0.0.0/24');
+    expect(addressGroup('127.0.0.2')).toBe('127.0.0.0/24');
+    expect(addressGroup('192.0.2.200')).toBe('192.0.2.0/24');
+    expect(addressGroup('192.0.3.1')).toBe('192.0.3.0/24');
+    expect(addressGroup('2001:db8:1:2:3:4:5:6')).toBe('2001:db8:1:2::/64');
+    expect(addressGroup('2001:db8:1:2::ffff')).toBe('2001:db8:1:2::/64');
+    expect(addressGroup('2001:db8:1:3::1')).toBe('2001:db8:1:3::/64');
+    expect(addressGroup('::1')).toBe('::/64');
+    expect(addressGroup('::ffff:192.0.2.7')).toBe('192.0.2.0/24');
+    expect(addressGroup('::ffff:c000:0207')).toBe('192.0.2.0/24');
+    // Not an address (a PROXY or XCLIENT peer name): a group of its own.
+    expect(addressGroup('unknown')).toBe('unknown');
   });
 });
 

@@ -39,9 +39,13 @@ export interface Config {
   webhookAllowCidrs: readonly string[];
   /** CIDRs exempted from the outbound address rules (contract §5); development and tests only. */
   deliveryAllowCidrs: readonly string[];
-  /** Concurrent inbound SMTP sessions of this process, in all and per client address (421 4.7.0 past either). */
+  /** Concurrent inbound SMTP sessions of this process, in all and per client address group (IPv4 /24, IPv6 /64). */
   smtpMaxClients: number;
   smtpMaxClientsPerIp: number;
+  /** Inbound SMTP session bounds: lifetime, commands, and longest time without MAIL, RCPT or DATA (421 past each). */
+  smtpMaxSessionMs: number;
+  smtpMaxCommands: number;
+  smtpIdleMs: number;
   webhookBackoffBaseMs: number;
   webhookTimeoutMs: number;
   deliveryRetryBaseMs: number;
@@ -231,6 +235,10 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     deliveryAllowCidrs: read<string[]>({ name: 'DELIVERY_ALLOW_CIDRS', fallback: [], parse: parseCidrs, expect: 'a comma list of CIDRs' }),
     smtpMaxClients: read({ name: 'SMTP_MAX_CLIENTS', fallback: 200, parse: intIn(1, 1_000_000), expect: 'a whole number of sessions, 1 or more' }),
     smtpMaxClientsPerIp: read({ name: 'SMTP_MAX_CLIENTS_PER_IP', fallback: 20, parse: intIn(1, 1_000_000), expect: 'a whole number of sessions, 1 or more' }),
+    // Inbound SMTP session slots: every session ends (lifetime, command count, idle time).
+    smtpMaxSessionMs: ms('SMTP_MAX_SESSION_MS', 10 * 60_000, 100),
+    smtpMaxCommands: read({ name: 'SMTP_MAX_COMMANDS', fallback: 1000, parse: intIn(10, 1_000_000_000), expect: 'a whole number of commands, 10 or more' }),
+    smtpIdleMs: ms('SMTP_IDLE_MS', 60_000, 100),
     webhookBackoffBaseMs: ms('WEBHOOK_BACKOFF_BASE_MS', 5000),
     webhookTimeoutMs: ms('WEBHOOK_TIMEOUT_MS', 10_000),
     deliveryRetryBaseMs: ms('DELIVERY_RETRY_BASE_MS', 60_000),

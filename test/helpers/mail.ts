@@ -28,6 +28,9 @@ export async function startMailHarness(env: Record<string, string> = {}, options
     maxSize: harness.config.smtpMaxSize,
     maxClients: harness.config.smtpMaxClients,
     maxClientsPerIp: harness.config.smtpMaxClientsPerIp,
+    maxSessionMs: harness.config.smtpMaxSessionMs,
+    maxCommands: harness.config.smtpMaxCommands,
+    idleMs: harness.config.smtpIdleMs,
   });
   const smtpPort = await smtp.listen('127.0.0.1', 0);
   const transportOptions: SMTPTransport.Options = { host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true, name: 'client.test' };

@@ -4,13 +4,14 @@ import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMT
 import { createByteBudget } from '../../lib/byte-budget.js';
 import type { Logger } from '../../lib/logger.js';
 import type { InboundService, Recipient } from '../../modules/messages/inbound.service.js';
+import { createSessionSlots, DEFAULT_IDLE_MS, DEFAULT_MAX_COMMANDS, DEFAULT_MAX_SESSION_MS } from './session-slots.js';
 import { MessageSpool } from './spool.js';
 
 /** RFC 5321 §4.5.3.1.8: a server must accept at least 100 recipients per transaction. */
 export const MAX_RECIPIENTS = 100;
 /** Time a closing server gives open sessions before it answers them 421 and hangs up. */
 const CLOSE_TIMEOUT_MS = 5000;
-/** Contract §1 defaults: concurrent sessions of one process, in all and per client address. */
+/** Contract §1 defaults: concurrent sessions of one process, in all and per client address group (/24, /64). */
 export const DEFAULT_MAX_CLIENTS = 200;
 export const DEFAULT_MAX_CLIENTS_PER_IP = 20;
 /** Bytes of one message kept in memory while it arrives; the rest is spilled to a file (spool.ts). */
@@ -30,9 +31,17 @@ export interface InboundSmtpOptions {
   tls?: { key: Buffer | string; cert: Buffer | string } | undefined;
   /** How long close() lets open sessions finish before answering them 421 (default 5 s). */
   closeTimeoutMs?: number;
-  /** Concurrent sessions, in all and per client address; past either a new one gets 421 4.7.0 (defaults 200 / 20). */
+  /**
+   * Concurrent sessions, in all and per client address group (IPv4 /24, IPv6 /64); past either the oldest idle
+   * session (of the group, when the group is full) is closed with 421 4.4.2 to make room, and without one idle a
+   * new session gets 421 4.7.0 (defaults 200 / 20).
+   */
   maxClients?: number;
   maxClientsPerIp?: number;
+  /** A session's lifetime, its commands, and its longest time without MAIL, RCPT or DATA (session-slots.ts). */
+  maxSessionMs?: number;
+  maxCommands?: number;
+  idleMs?: number;
   /** Bytes of a message kept in memory while it arrives (default SPOOL_MEMORY_BYTES), and where the rest goes (os.tmpdir()). */
   spoolMemoryBytes?: number;
   spoolDir?: string;
@@ -49,46 +58,27 @@ function reply(code: number, text: string): Error & { responseCode: number } {
 }
 
 /**
- * Counts open sessions, in all and per client address: `admit` says whether a new one may start, and
- * counts it; `release` uncounts a session `admit` let in (and ignores the others).
- */
-function sessionLimits(maxClients: number, maxPerIp: number) {
-  const perIp = new Map<string, number>();
-  const admitted = new Map<string, string>();
-  return {
-    admit(session: SMTPServerSession): Error | null {
-      const ip = session.remoteAddress;
-      const fromIp = perIp.get(ip) ?? 0;
-      if (admitted.size >= maxClients) return reply(421, '4.7.0 Too many connections, try again later');
-      if (fromIp >= maxPerIp) return reply(421, `4.7.0 Too many connections from ${ip}, try again later`);
-      perIp.set(ip, fromIp + 1);
-      admitted.set(session.id, ip);
-      return null;
-    },
-    release(session: SMTPServerSession): void {
-      const ip = admitted.get(session.id);
-      if (ip === undefined) return;
-      admitted.delete(session.id);
-      const left = (perIp.get(ip) ?? 1) - 1;
-      if (left > 0) perIp.set(ip, left);
-      else perIp.delete(ip);
-    },
-  };
-}
-
-/**
  * Inbound SMTP: refuses unknown and blocked recipients at RCPT, and answers 250 after the end of DATA
  * only once every copy is committed to the database. A thin transport over the inbound service.
  *
- * Bounded per process: sessions (in all and per client address, checked in onConnect, since smtp-server's
- * own `maxClients` answers without an enhanced status code and knows no addresses); the memory of a message
+ * Bounded per process: sessions (session-slots.ts: in all and per address group, checked in onConnect, since
+ * smtp-server's own `maxClients` answers without an enhanced status code and knows no addresses; and each in
+ * lifetime, commands and idle time); the memory of a message
  * arriving (a spool, spill file past SPOOL_MEMORY_BYTES); and the bytes analysed and stored at once (a byte
  * budget the whole message must get before it is read back and handed to the inbound service).
  */
 export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmtpServer {
   const { inbound, logger, maxSize } = options;
   const recipients = new WeakMap<SMTPServerSession, Recipient[]>();
-  const limits = sessionLimits(options.maxClients ?? DEFAULT_MAX_CLIENTS, options.maxClientsPerIp ?? DEFAULT_MAX_CLIENTS_PER_IP);
+  const idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
+  const slots = createSessionSlots({
+    maxClients: options.maxClients ?? DEFAULT_MAX_CLIENTS,
+    maxPerGroup: options.maxClientsPerIp ?? DEFAULT_MAX_CLIENTS_PER_IP,
+    maxSessionMs: options.maxSessionMs ?? DEFAULT_MAX_SESSION_MS,
+    maxCommands: options.maxCommands ?? DEFAULT_MAX_COMMANDS,
+    idleMs,
+    logger,
+  });
   const budget = createByteBudget(Math.max(MIN_BYTES_IN_PROGRESS, LARGEST_MESSAGES_IN_PROGRESS * maxSize));
   const spoolOptions = { memoryBytes: options.spoolMemoryBytes ?? SPOOL_MEMORY_BYTES, maxBytes: maxSize, dir: options.spoolDir ?? tmpdir() };
 
@@ -119,16 +109,19 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
     ...(options.tls ? { key: options.tls.key, cert: options.tls.cert } : {}),
     disableReverseLookup: true,
     closeTimeout: options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS,
+    // A client silent this long is closed by smtp-server itself (421 4.4.2); any byte resets this clock, NOOP too.
+    socketTimeout: idleMs,
     logger: false,
 
     onConnect(session: SMTPServerSession, callback: (err?: Error | null) => void) {
-      const refusal = limits.admit(session);
+      const connection = [...server.connections].find((c) => c.id === session.id);
+      const refusal = connection ? slots.admit(connection) : '4.3.0 Temporary failure, please try again later';
       if (refusal) logger.warn({ ip: session.remoteAddress }, 'smtp session refused: too many connections');
-      callback(refusal);
+      callback(refusal ? reply(421, refusal) : null);
     },
 
     onClose(session: SMTPServerSession) {
-      limits.release(session);
+      slots.release(session.id);
     },
 
     onMailFrom(_address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
@@ -166,6 +159,7 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
     onData(stream: SMTPServerDataStream, session: SMTPServerSession, callback: (err?: Error | null, message?: string) => void) {
       // Past the size limit smtp-server keeps reading to the final dot; the spool stops keeping the bytes.
       const spool = new MessageSpool(spoolOptions);
+      slots.dataStarted(session.id);
       stream.on('data', (chunk: Buffer) => {
         const written = spool.add(chunk);
         if (!written) return;
@@ -176,10 +170,12 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
       stream.on('error', (err: Error) => {
         // The client went away mid-message: nobody to answer, nothing to keep.
         void spool.discard();
-        callback(err);
+        slots.answered(session.id, () => callback(err));
       });
       stream.on('end', () => {
-        const answer = (result: Error | null, message?: string) => void spool.discard().finally(() => callback(result, message));
+        slots.dataReceived(session.id);
+        const answer = (result: Error | null, message?: string) =>
+          void spool.discard().finally(() => slots.answered(session.id, () => callback(result, message)));
         if (stream.sizeExceeded) return answer(reply(552, `5.3.4 Message too big (at most ${maxSize} bytes)`));
         store(spool, session).then(
           (ids) => answer(null, `2.0.0 Stored as ${ids.join(', ')}`),
