@@ -21,6 +21,9 @@ describe('configuration', () => {
       deliveryAllowCidrs: [],
       smtpMaxClients: 200,
       smtpMaxClientsPerIp: 20,
+      smtpMaxSessionMs: 600_000,
+      smtpMaxCommands: 1000,
+      smtpIdleMs: 60_000,
       webhookBackoffBaseMs: 5000,
       webhookTimeoutMs: 10_000,
       deliveryRetryBaseMs: 60_000,
@@ -44,6 +47,9 @@ describe('configuration', () => {
       MAILROOM_DELIVERY_ALLOW_CIDRS: '127.0.0.0/8, ::1/128',
       MAILROOM_SMTP_MAX_CLIENTS: '50',
       MAILROOM_SMTP_MAX_CLIENTS_PER_IP: '5',
+      MAILROOM_SMTP_MAX_SESSION_MS: '120000',
+      MAILROOM_SMTP_MAX_COMMANDS: '50',
+      MAILROOM_SMTP_IDLE_MS: '30000',
       MAILROOM_LEASE_MS: '1500',
       MAILROOM_SMTP_PARSER_THREADS: '0',
       MAILROOM_DKIM_THREADS: '3',
@@ -62,6 +68,9 @@ describe('configuration', () => {
       deliveryAllowCidrs: ['127.0.0.0/8', '::1/128'],
       smtpMaxClients: 50,
       smtpMaxClientsPerIp: 5,
+      smtpMaxSessionMs: 120_000,
+      smtpMaxCommands: 50,
+      smtpIdleMs: 30_000,
       leaseMs: 1500,
     });
   });
@@ -119,6 +128,9 @@ describe('configuration', () => {
     expect(() => loadConfig({ MAILROOM_DELIVERY_ALLOW_CIDRS: '127.0.0.1' })).toThrow(/MAILROOM_DELIVERY_ALLOW_CIDRS="127.0.0.1": '127.0.0.1' is not a CIDR/);
     expect(() => loadConfig({ MAILROOM_SMTP_MAX_CLIENTS: '0' })).toThrow(/MAILROOM_SMTP_MAX_CLIENTS="0"/);
     expect(() => loadConfig({ MAILROOM_SMTP_MAX_CLIENTS_PER_IP: 'many' })).toThrow(/MAILROOM_SMTP_MAX_CLIENTS_PER_IP="many"/);
+    expect(() => loadConfig({ MAILROOM_SMTP_MAX_COMMANDS: '9' })).toThrow(/MAILROOM_SMTP_MAX_COMMANDS="9"/);
+    expect(() => loadConfig({ MAILROOM_SMTP_MAX_SESSION_MS: '0' })).toThrow(/MAILROOM_SMTP_MAX_SESSION_MS="0"/);
+    expect(() => loadConfig({ MAILROOM_SMTP_IDLE_MS: '1m' })).toThrow(/MAILROOM_SMTP_IDLE_MS="1m"/);
     expect(() => loadConfig({ MAILROOM_PG_PREPARE: 'sometimes' })).toThrow(/MAILROOM_PG_PREPARE="sometimes": not on or off/);
     for (const on of ['1', 'true', 'ON', 'yes']) expect(loadConfig({ MAILROOM_PG_PREPARE: on }).pgPrepare).toBe(true);
     for (const off of ['0', 'false', 'Off', 'no']) expect(loadConfig({ MAILROOM_PG_PREPARE: off }).pgPrepare).toBe(false);

@@ -102,6 +102,9 @@ export function mailroomEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
     // All load comes from one loopback address, and the smtp suite opens 200 sessions plus a probe at once.
     MAILROOM_SMTP_MAX_CLIENTS: String(BENCH_SMTP_SESSIONS_ALLOWED),
     MAILROOM_SMTP_MAX_CLIENTS_PER_IP: String(BENCH_SMTP_SESSIONS_ALLOWED),
+    // `smtp-source -d` sends message after message on one session for the whole run: no session bound may end it.
+    MAILROOM_SMTP_MAX_SESSION_MS: String(24 * 3600_000),
+    MAILROOM_SMTP_MAX_COMMANDS: '1000000000',
     ...vars,
     ...serviceEnvOverrides(),
   };
