@@ -251,6 +251,40 @@ describe(`every session ends (${TEST_DIALECT})`, () => {
     }
   });
 
+  it('cuts a message still trickling in after the lifetime and its grace with 421 4.4.2, and stores nothing', async () => {
+    const h = await startMailHarness();
+    const g = await createTenant(h, 'G');
+    await h.app.inject({ method: 'POST', url: '/mailboxes?address=g-desk@mailroom.localhost', headers: bearer(g.apiKey) });
+    const smtp = createInboundSmtpServer({
+      inbound: h.services.inbound,
+      logger: createLogger('silent'),
+      hostname: 'mx.mailroom.test',
+      maxSize: 1024 * 1024,
+      maxSessionMs: 500,
+      lifetimeDataGraceMs: 500,
+    });
+    const port = await smtp.listen('127.0.0.1', 0);
+    try {
+      const c = await greeted(port, '127.0.0.1');
+      expect(await c.send('MAIL FROM:<alice@sender.test>')).toMatch(/^250 /);
+      expect(await c.send('RCPT TO:<g-desk@mailroom.localhost>')).toMatch(/^250 /);
+      expect(await c.send('DATA')).toMatch(/^354 /);
+      await c.write('From: alice@sender.test\r\nSubject: trickled\r\n\r\n');
+      // One byte every 100 ms keeps the socket time-out from firing, for at most 8 s.
+      let open = true;
+      void c.closed.then(() => (open = false));
+      for (const until = Date.now() + 8000; open && Date.now() < until; await sleep(100)) await c.write('x');
+      expect(await c.reply()).toMatch(/^421 4\.4\.2 Session time limit reached, closing connection/);
+      await c.closed;
+      const list = await h.app.inject({ method: 'GET', url: '/inbox?mailbox=g-desk@mailroom.localhost', headers: bearer(g.apiKey) });
+      expect(list.statusCode).toBe(200);
+      expect(list.json<{ messages: unknown[] }>().messages).toEqual([]);
+    } finally {
+      await smtp.close();
+      await h.close();
+    }
+  });
+
   it('answers the command past MAILROOM_SMTP_MAX_COMMANDS 421 4.7.0 and closes', async () => {
     const h = await startMailHarness({ MAILROOM_SMTP_MAX_COMMANDS: '10' });
     try {

@@ -42,6 +42,8 @@ export interface InboundSmtpOptions {
   maxSessionMs?: number;
   maxCommands?: number;
   idleMs?: number;
+  /** How long a message still arriving at the lifetime may go on (default LIFETIME_DATA_GRACE_MS); for tests. */
+  lifetimeDataGraceMs?: number;
   /** Bytes of a message kept in memory while it arrives (default SPOOL_MEMORY_BYTES), and where the rest goes (os.tmpdir()). */
   spoolMemoryBytes?: number;
   spoolDir?: string;
@@ -78,6 +80,7 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
     maxCommands: options.maxCommands ?? DEFAULT_MAX_COMMANDS,
     idleMs,
     logger,
+    ...(options.lifetimeDataGraceMs === undefined ? {} : { dataGraceMs: options.lifetimeDataGraceMs }),
   });
   const budget = createByteBudget(Math.max(MIN_BYTES_IN_PROGRESS, LARGEST_MESSAGES_IN_PROGRESS * maxSize));
   const spoolOptions = { memoryBytes: options.spoolMemoryBytes ?? SPOOL_MEMORY_BYTES, maxBytes: maxSize, dir: options.spoolDir ?? tmpdir() };
