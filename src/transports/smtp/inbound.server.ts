@@ -64,10 +64,10 @@ function reply(code: number, text: string): Error & { responseCode: number } {
  * only once every copy is committed to the database. A thin transport over the inbound service.
  *
  * Bounded per process: sessions (session-slots.ts: in all and per address group, checked in onConnect, since
- * smtp-server's own `maxClients` answers without an enhanced status code and knows no addresses; and each in
- * lifetime, commands and idle time); the memory of a message
- * arriving (a spool, spill file past SPOOL_MEMORY_BYTES); and the bytes analysed and stored at once (a byte
- * budget the whole message must get before it is read back and handed to the inbound service).
+ * smtp-server's own `maxClients` answers without an enhanced status code and knows no addresses; and each one in
+ * lifetime, commands and idle time); the memory of a message arriving (a spool, spill file past
+ * SPOOL_MEMORY_BYTES); and the bytes analysed and stored at once (a byte budget the whole message must get
+ * before it is read back and handed to the inbound service).
  */
 export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmtpServer {
   const { inbound, logger, maxSize } = options;
@@ -118,8 +118,9 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
 
     onConnect(session: SMTPServerSession, callback: (err?: Error | null) => void) {
       const connection = [...server.connections].find((c) => c.id === session.id);
+      // Not found cannot happen (smtp-server adds a connection before it calls onConnect); refused, not trusted.
       const refusal = connection ? slots.admit(connection) : '4.3.0 Temporary failure, please try again later';
-      if (refusal) logger.warn({ ip: session.remoteAddress }, 'smtp session refused: too many connections');
+      if (refusal) logger.warn({ ip: session.remoteAddress, refusal }, 'smtp session refused');
       callback(refusal ? reply(421, refusal) : null);
     },
 

@@ -140,8 +140,11 @@ export function createSessionSlots(options: SessionSlotOptions): SessionSlots {
   function mayRun(slot: Slot, command: Buffer): boolean {
     if (!slots.has(slot.connection.id)) return true;
     slot.commands += 1;
-    if (slot.commands > options.maxCommands) return end(slot, 'commands'), false;
-    if (slot.expired && slot.data === 'none') return end(slot, 'lifetime'), false;
+    const bound = slot.commands > options.maxCommands ? 'commands' : slot.expired && slot.data === 'none' ? 'lifetime' : null;
+    if (bound) {
+      end(slot, bound);
+      return false;
+    }
     const name = /^\S*/.exec(command.subarray(0, 8).toString('latin1'))![0].toUpperCase();
     if (MAIL_COMMANDS.has(name)) slot.lastMail = Date.now();
     return true;
