@@ -70,10 +70,10 @@ function dkimResult(row: Status): string | undefined {
 /**
  * mailauth's Authentication-Results with the DKIM rows dkimResult reads as `fail` saying so, so that the stored
  * field agrees with the message's verdict. Such a row is `dkim=neutral (body hash did not verify)` at the start of
- * a result (the field's start or after a `;`); the comment is mailauth's own, escaped values cannot end a result.
+ * a result, which mailauth begins with `;` and a folded line (the authserv-id's too); the comment is its own.
  */
 function agreeingHeaders(headers: string): string {
-  return headers.replace(/((?:^|;)\s*)dkim=neutral(?= \(body hash did not verify\))/gm, '$1dkim=fail');
+  return headers.replace(/;\r\n dkim=neutral(?= \(body hash did not verify\))/g, ';\r\n dkim=fail');
 }
 
 /** A header field that makes mailauth hash the body: a DKIM signature, or an ARC set (ARC-Message-Signature, ARC-Seal). */
