@@ -1,4 +1,3 @@
-import { encode as base64Encode, wrap as base64Wrap } from 'nodemailer/lib/base64/index.js';
 import MailComposer from 'nodemailer/lib/mail-composer/index.js';
 import { buildHeaderValue, encodeWord, foldLines } from 'nodemailer/lib/mime-funcs/index.js';
 import type { ParsedAttachment } from '../messages/mime.js';
@@ -75,6 +74,24 @@ export async function composeMessage(input: ComposeInput): Promise<Buffer> {
   return own.lines === '' ? raw : Buffer.concat([Buffer.from(own.lines, 'latin1'), raw]);
 }
 
+const BASE64_LINE = 76;
+
+/** The content as base64 in lines of 76 characters (RFC 2045 §6.8), copied line by line out of one encoding. */
+function base64Lines(content: Buffer): Buffer {
+  const encoded = Buffer.from(content.toString('base64'), 'latin1');
+  const breaks = Math.max(0, Math.ceil(encoded.length / BASE64_LINE) - 1);
+  const out = Buffer.allocUnsafe(encoded.length + 2 * breaks);
+  let at = 0;
+  for (let from = 0; from < encoded.length; from += BASE64_LINE) {
+    if (from > 0) {
+      out[at++] = 0x0d;
+      out[at++] = 0x0a;
+    }
+    at += encoded.copy(out, at, from, Math.min(from + BASE64_LINE, encoded.length));
+  }
+  return out;
+}
+
 /**
  * One MIME part, written here rather than by the composer, which puts a non-ASCII name into Content-Type as
  * RFC 2047 words inside a quoted `name=` (no encoded word belongs in a quoted string, RFC 2047 §5): both `name`
@@ -91,7 +108,7 @@ function composerAttachment(a: ParsedAttachment) {
   ];
   const head = lines.map((line) => foldLines(line, 76)).join('\r\n');
   return {
-    raw: Buffer.concat([Buffer.from(`${head}\r\n\r\n`, 'utf8'), Buffer.from(base64Wrap(base64Encode(a.content), 76), 'latin1')]),
+    raw: Buffer.concat([Buffer.from(`${head}\r\n\r\n`, 'latin1'), base64Lines(a.content)]),
     // The composer sorts parts by these: an inline part with a Content-ID goes beside the HTML.
     contentType: a.contentType,
     contentDisposition: disposition,
