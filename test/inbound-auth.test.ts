@@ -108,6 +108,8 @@ describe(`SPF, DKIM and DMARC of inbound mail through real DNS (${TEST_DIALECT})
     const bodyTampered = await message(storedId((await h.sendRaw(body, envelope)).response));
     expect(bodyTampered.text).toContain('Pay 900 EUR to account B.');
     expect(bodyTampered.auth.dkim).toBe('fail');
+    // The stored Authentication-Results says what the verdict says (mailauth alone would write `neutral`).
+    expect(header(bodyTampered, 'Authentication-Results')[0]).toMatch(/dkim=fail \(body hash did not verify\)/);
 
     const subject = original.replace('Subject: Pay invoice 17', 'Subject: Pay invoice 18');
     expect(subject).not.toBe(original);

@@ -11,7 +11,8 @@ import { capturingLogger } from './helpers/webhooks.js';
 
 /** Built with nodemailer's composer, as the send path composes. */
 async function compose(i: number): Promise<Buffer> {
-  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true });
+  // CRLF lines, as the send path writes them (a bare CR or LF is made CRLF before signing: dkim-sign.ts).
+  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'windows' });
   const info = await transport.sendMail({
     from: 'News <news@signer.test>',
     to: `user${i}@example.test`,
@@ -72,6 +73,15 @@ describe('DKIM signing on worker threads', () => {
     const tampered = Buffer.from(signed.toString('latin1').replace('Hello 1', 'Hallo 1'), 'latin1');
     // mailauth reports a body-hash mismatch as neutral (RFC 6376 §6.1.3 leaves the word to the verifier).
     expect(['fail', 'neutral']).toContain((await verify(tampered))[0]?.result);
+  });
+
+  it('signs a stored message with bare CR or LF as the SMTP client sends it: CRLF lines, verifying on the wire', async () => {
+    const stored = Buffer.from((await compose(4)).toString('latin1').replace('Hello 4\r\n', 'Hello 4\rbare CR\nbare LF\r\n'), 'latin1');
+    const signed = await threaded.sign(stored, key);
+    // nodemailer's SMTP client (DataStream) turns every bare CR and bare LF into CRLF.
+    const onTheWire = Buffer.from(signed.toString('latin1').replace(/\r\n|\r|\n/g, '\r\n'), 'latin1');
+    expect(onTheWire.equals(signed)).toBe(true);
+    expect(await verify(onTheWire)).toEqual([{ domain: 'signer.test', selector: 'mr1', result: 'pass' }]);
   });
 
   it('after close() signs in the calling thread, with the same result', async () => {

@@ -60,9 +60,20 @@ interface Status {
  * A DKIM row's result. A body hash mismatch is a PERMFAIL (RFC 6376 §6.1.3), i.e. a failed
  * verification, which RFC 8601 §2.7.1 reports as `fail`; mailauth, like Gmail, calls it `neutral`.
  */
+const BODY_HASH_MISMATCH = 'body hash did not verify';
+
 function dkimResult(row: Status): string | undefined {
   const result = row.status?.result;
-  return result === 'neutral' && row.status?.comment === 'body hash did not verify' ? 'fail' : result;
+  return result === 'neutral' && row.status?.comment === BODY_HASH_MISMATCH ? 'fail' : result;
+}
+
+/**
+ * mailauth's Authentication-Results with the DKIM rows dkimResult reads as `fail` saying so, so that the stored
+ * field agrees with the message's verdict. Such a row is `dkim=neutral (body hash did not verify)` at the start of
+ * a result, which mailauth begins with `;` and a folded line (the authserv-id's too); the comment is its own.
+ */
+function agreeingHeaders(headers: string): string {
+  return headers.replace(/;\r\n dkim=neutral(?= \(body hash did not verify\))/g, ';\r\n dkim=fail');
 }
 
 /** A header field that makes mailauth hash the body: a DKIM signature, or an ARC set (ARC-Message-Signature, ARC-Seal). */
@@ -151,7 +162,7 @@ export function createMailauthAuthenticator({ resolve, hostname, timeLimitMs = A
           dkim,
           dmarc: (result.dmarc && result.dmarc.status?.result) || 'none',
         },
-        headerLines: result.headers ?? '',
+        headerLines: agreeingHeaders(result.headers ?? ''),
         quarantine: result.dmarc !== false && result.dmarc?.status?.result === 'fail' && (result.dmarc.policy === 'reject' || result.dmarc.policy === 'quarantine'),
       };
     } catch {

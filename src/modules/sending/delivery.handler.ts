@@ -16,6 +16,7 @@ import { suppressionRepository } from '../suppressions/suppression.repository.js
 import { replyStatus } from '../suppressions/suppression.service.js';
 import type { SuppressionTable } from '../suppressions/suppression.table.js';
 import { domainOf } from './recipients.js';
+import { withDate } from './schedule.js';
 import type { Attempt, DeliveryStatus, RecipientState } from './sending.table.js';
 import { DELIVERY_QUEUE } from './sending.service.js';
 import type { MessageSigner } from './signing-pool.js';
@@ -196,10 +197,16 @@ async function settleExpired(ctx: Context, run: Run): Promise<JobOutcome> {
   return SETTLED;
 }
 
-/** The message as it goes out: DKIM-signed with the key of the sender's domain, if it has one. */
-async function signed(ctx: Context, { message, ownDomain }: RunStart): Promise<Buffer> {
+/**
+ * The message as it goes out: a scheduled one dated its `send_at` (a reschedule moves only the time, never
+ * rewrites the stored source), then DKIM-signed with the key of the sender's domain, if it has one, so the
+ * signature covers the final Date.
+ */
+async function signed(ctx: Context, { message, ownDomain, delivery }: RunStart): Promise<Buffer> {
+  const stored = Buffer.from(message.raw);
+  const raw = delivery.send_at === null ? stored : withDate(stored, delivery.send_at);
   const key = await ctx.domains.signingKey(domainOf(message.mailbox_address), ownDomain);
-  return key ? ctx.signer.sign(Buffer.from(message.raw), key) : Buffer.from(message.raw);
+  return key ? ctx.signer.sign(raw, key) : raw;
 }
 
 /** One SMTP transaction for `group`, trying the routes in order; null when there was none to try. */

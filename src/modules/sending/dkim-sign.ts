@@ -16,11 +16,44 @@ function keyObject(pem: string): KeyObject {
   return key;
 }
 
+const CR = 0x0d;
+const LF = 0x0a;
+const CRLF = Buffer.from('\r\n');
+
+/**
+ * The message with every line break as CRLF, as the SMTP client sends it (nodemailer's DataStream turns a bare CR
+ * or LF into CRLF): signed as stored, such a message would fail every verifier with a body hash mismatch. The
+ * composer writes CRLF only; this also covers a message stored before it did. The breaks are found with indexOf
+ * (native), each kind's next one kept until passed, so a 35 MB message costs one pass and no byte loop.
+ */
+export function crlfLines(raw: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  let from = 0;
+  let cr = raw.indexOf(CR);
+  let lf = raw.indexOf(LF);
+  while (cr !== -1 || lf !== -1) {
+    const at = cr === -1 ? lf : lf === -1 ? cr : Math.min(cr, lf);
+    // A CRLF is a line break as it should be; a CR or LF alone is replaced by one.
+    const next = at === cr && lf === at + 1 ? at + 2 : at + 1;
+    if (next === at + 1) {
+      parts.push(raw.subarray(from, at), CRLF);
+      from = next;
+    }
+    if (cr !== -1 && cr < next) cr = raw.indexOf(CR, next);
+    if (lf !== -1 && lf < next) lf = raw.indexOf(LF, next);
+  }
+  if (parts.length === 0) return raw;
+  parts.push(raw.subarray(from));
+  return Buffer.concat(parts);
+}
+
 /**
  * Put a DKIM-Signature (relaxed/relaxed, rsa-sha256) in front of the message, with nodemailer's signer:
- * unlike mailauth's, it takes a parsed KeyObject, so a domain's key is parsed once per process.
+ * unlike mailauth's, it takes a parsed KeyObject, so a domain's key is parsed once per process. What it signs is
+ * the bytes the SMTP client sends: CRLF lines only (the client's dot-stuffing is undone by the receiver).
  */
-export async function signMessage(raw: Buffer, key: SigningKey): Promise<Buffer> {
+export async function signMessage(stored: Buffer, key: SigningKey): Promise<Buffer> {
+  const raw = crlfLines(stored);
   const signer = new DKIM({
     domainName: key.domain,
     keySelector: key.selector,

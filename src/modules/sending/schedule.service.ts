@@ -7,14 +7,14 @@ import { messageRepository, type MessageDetailRow } from '../messages/message.re
 import type { SentMessageView } from '../messages/message.types.js';
 import { toMessageListView, toSentMessageView } from '../messages/message.views.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
-import { scheduledTime, withDate } from './schedule.js';
+import { scheduledTime } from './schedule.js';
 import type { OutboundTable } from './sending.table.js';
 
 /** Cancelling and rescheduling a message that waits for its send_at (`scheduled`). */
 export interface Scheduling {
   /** The message will never leave: `cancelled`, its job removed, `message.cancelled` emitted, in one transaction. */
   cancel(tenant: TenantContext, messageId: string): Promise<SentMessageView>;
-  /** The message leaves at `sendAt` instead (a time already past: now), dated anew. */
+  /** The message leaves at `sendAt` instead (a time already past: now), dated anew (its `date`; the copy sent, at delivery). */
   reschedule(tenant: TenantContext, messageId: string, sendAt: string): Promise<SentMessageView>;
 }
 
@@ -41,13 +41,11 @@ const scheduleRepository = {
       .executeTakeFirst();
     return result.numUpdatedRows > 0n;
   },
-  /** The stored copy (what the worker sends) and its `date`, dated `sendAt`. */
+  /**
+   * The message's `date`, `sendAt`. Its stored source is not rewritten (up to 25 MiB of attachments for a 60-byte
+   * request): the worker sets the Date field of the copy it sends to `send_at` (delivery.handler.ts).
+   */
   async redate(db: Db, { workspaceId, messageId }: Key, sendAt: number): Promise<void> {
-    const content = await db.selectFrom('message_contents').select('raw').where('workspace_id', '=', workspaceId).where('message_id', '=', messageId).executeTakeFirst();
-    if (content) {
-      const raw = withDate(Buffer.from(content.raw), sendAt);
-      await db.updateTable('message_contents').set({ raw }).where('workspace_id', '=', workspaceId).where('message_id', '=', messageId).execute();
-    }
     await db.updateTable('messages').set({ date: sendAt }).where('workspace_id', '=', workspaceId).where('id', '=', messageId).execute();
   },
 };

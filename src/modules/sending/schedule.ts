@@ -41,9 +41,9 @@ export function rfc5322Date(ms: number): string {
 }
 
 /**
- * The message with its Date header set to `ms`: a scheduled message is dated when it is to leave, not when it was
- * scheduled (up to 30 days earlier), and a reschedule dates it anew. Only the header block is read; the body, and
- * with it any attachment, is copied as it is.
+ * The message with its Date header set to `ms`: a scheduled message goes out dated when it is to leave, not when
+ * it was scheduled (up to 30 days earlier), nor when a reschedule was asked for. Only the header block is read; the
+ * body, and with it any attachment, is copied as it is, and not at all when the Date is already `ms`.
  */
 export function withDate(raw: Buffer, ms: number): Buffer {
   const end = raw.indexOf('\r\n\r\n');
@@ -52,6 +52,7 @@ export function withDate(raw: Buffer, ms: number): Buffer {
   // The field with its folded continuation lines; a message without one gets it first.
   const field = /^Date:[^\r\n]*\r\n(?:[ \t][^\r\n]*\r\n)*/im;
   const line = `Date: ${rfc5322Date(ms)}\r\n`;
+  if (field.exec(head)?.[0] === line) return raw;
   const dated = field.test(head) ? head.replace(field, line) : line + head;
   return Buffer.concat([Buffer.from(dated, 'latin1'), raw.subarray(headEnd)]);
 }

@@ -24,7 +24,7 @@ import { suppressedError } from '../suppressions/suppression.service.js';
 import { decodeAttachments, type AttachmentInput } from './attachments.js';
 import { composeMessage } from './compose.js';
 import { MAX_RECIPIENTS, parseRecipients } from './recipients.js';
-import { scheduledTime, withDate } from './schedule.js';
+import { scheduledTime } from './schedule.js';
 import { createScheduling, type Scheduling } from './schedule.service.js';
 import type { ReturnPaths } from './verp.js';
 
@@ -218,11 +218,14 @@ export function createSendingService(deps: SendingDeps): SendingService {
    * The message as it will be sent and stored, built before any transaction: composing is the CPU-heavy part of a
    * send, and sends share their transactions (group commit), whose units run one after another.
    */
-  async function compose(input: SendInput, checked: Checked): Promise<Composed> {
+  async function compose(input: SendInput, checked: Checked, sendAt: number | null): Promise<Composed> {
     const { mailbox, fromDomain, to, cc, subject, replyTo, fromName } = checked;
     const attachments = decodeAttachments(input.attachments);
     const messageId = input.messageId ?? newId('msg');
     const now = clock.now();
+    // A scheduled message is dated when it is to leave, not when it was scheduled (the worker dates it again
+    // at delivery, after a reschedule: delivery.handler.ts).
+    const date = sendAt ?? now;
     const internetId = `${messageId}@${fromDomain}`;
     const raw = await composeMessage({
       messageId: internetId,
@@ -235,7 +238,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       html: input.html,
       inReplyTo: input.inReplyTo,
       references: input.references,
-      date: new Date(now),
+      date: new Date(date),
       attachments,
     });
     const views = {
@@ -250,7 +253,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
     const parsed: ParsedMessage = {
       ...views,
       replyTo: replyTo ? [{ name: '', address: replyTo }] : [],
-      date: now,
+      date,
       messageId: internetId.toLowerCase(),
       // The store's thread keys are lower-case (as the MIME parser gives them); the wire keeps the case.
       inReplyTo: input.inReplyTo?.toLowerCase() ?? null,
@@ -267,17 +270,11 @@ export function createSendingService(deps: SendingDeps): SendingService {
   /** The answer names the recipients a send left out because they are suppressed. */
   const withSuppressed = (queued: Queued, checked: Checked): Queued => (checked.suppressed.length > 0 ? { ...queued, suppressed: checked.suppressed } : queued);
 
-  /** A message that is to leave at `sendAt`: dated then, not now (schedule.ts withDate). */
-  function datedAt(composed: Composed, sendAt: number): Composed {
-    return { ...composed, raw: withDate(composed.raw, sendAt), parsed: { ...composed.parsed, date: sendAt } };
-  }
-
   /** Everything before the write, outside any transaction: the time to send, the checks, the composed message. */
   async function prepare(tenant: TenantContext, input: SendInput, conn: Db, record: boolean): Promise<Prepared> {
     const sendAt = scheduledTime(input.send_at, clock.now());
     const checked = await check(tenant, input, conn, record);
-    const composed = await compose(input, checked);
-    return { checked, composed: sendAt === null ? composed : datedAt(composed, sendAt), sendAt };
+    return { checked, composed: await compose(input, checked, sendAt), sendAt };
   }
 
   /** `sendAt`: a scheduled message (`scheduled`, its job due then); null sends at once. */

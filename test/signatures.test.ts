@@ -1,0 +1,267 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { authenticate } from 'mailauth';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorker, type Worker } from '../src/jobs/worker.js';
+import { createDnsResolver } from '../src/lib/dns.js';
+import { createLogger } from '../src/lib/logger.js';
+import { rfc5322Date } from '../src/modules/sending/schedule.js';
+import { TEST_DIALECT } from './helpers/database.js';
+import { bearer, createTenant, memberSession, session, type Tenant } from './helpers/harness.js';
+import { startMailHarness, type MailHarness } from './helpers/mail.js';
+import { startSmtpPeer, type ReceivedMail, type SmtpPeer } from './helpers/smtp-peer.js';
+
+/** A Python 3 that can `import dkim` (Debian's python3-dkim installs into /usr/bin/python3's path); null when none can. */
+function dkimpyPython(): string | null {
+  for (const candidate of ['/usr/bin/python3', 'python3']) {
+    try {
+      execFileSync(candidate, ['-c', 'import dkim'], { stdio: 'ignore' });
+      return candidate;
+    } catch {
+      // not this one
+    }
+  }
+  return null;
+}
+
+/**
+ * dkimpy's verdict on each message, the key records answered from the test's own table, and what Python's email
+ * package (an independent MIME parser) reads in it: the decoded Subject and From name, the parts and file names.
+ */
+const VERIFY = String.raw`
+import base64, json, sys, dkim, email, email.policy
+job = json.load(sys.stdin)
+def dnsfunc(name, timeout=5):
+    txt = job['records'].get(name.decode().rstrip('.').lower())
+    return txt.encode() if txt is not None else None
+out = []
+for b64 in job['messages']:
+    raw = base64.b64decode(b64)
+    msg = email.message_from_bytes(raw, policy=email.policy.default)
+    parts = [p for p in msg.walk()]
+    out.append({
+        'dkim': bool(dkim.verify(raw, dnsfunc=dnsfunc)),
+        'subject': None if msg['Subject'] is None else str(msg['Subject']),
+        'from_name': msg['From'].addresses[0].display_name if msg['From'] is not None else None,
+        'types': [p.get_content_type() for p in parts],
+        'texts': [p.get_content() for p in parts if p.get_content_maintype() == 'text'],
+        'filenames': [p.get_filename() for p in parts if p.get_filename() is not None],
+        'names': [email.utils.collapse_rfc2231_value(p.get_param('name', header='content-type')) for p in parts if p.get_param('name', header='content-type') is not None],
+    })
+json.dump(out, sys.stdout)
+`;
+
+interface PythonView {
+  dkim: boolean;
+  subject: string | null;
+  from_name: string | null;
+  types: string[];
+  texts: string[];
+  filenames: string[];
+  names: string[];
+}
+
+function verifyWithDkimpy(python: string, records: Record<string, string>, messages: Buffer[]): Promise<PythonView[]> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(python, ['-c', VERIFY], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`dkimpy: ${stderr || error.message}`));
+      else resolve(JSON.parse(stdout) as PythonView[]);
+    });
+    child.stdin!.end(JSON.stringify({ records, messages: messages.map((m) => m.toString('base64')) }));
+  });
+}
+
+const python = dkimpyPython();
+const MINUTE = 60_000;
+const PDF = Buffer.from('%PDF-1.4 résumé\n').toString('base64');
+
+/**
+ * Every shape of outbound mail that once went out with a signature no verifier accepts, or decoding to other text:
+ * sent through the real service to a real SMTP peer, each captured message is verified by dkimpy (an implementation
+ * that shares no code with the signer) and by mailauth, and read back by Python's MIME parser.
+ */
+describe.skipIf(python === null)(`signatures verify everywhere (${TEST_DIALECT})${python === null ? ' — skipped: python3-dkim (dkimpy) is not installed; apt-get install python3-dkim' : ''}`, () => {
+  let h: MailHarness;
+  let peer: SmtpPeer;
+  let worker: Worker;
+  let acme: Tenant;
+  let other: Tenant;
+  let acmeToken: string;
+  const records: Record<string, string> = {};
+
+  beforeAll(async () => {
+    peer = await startSmtpPeer();
+    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
+    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
+    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
+    const publish = (name: string, txt: string) => {
+      records[name] = txt;
+      h.dns.set(name, { TXT: [txt] });
+    };
+    publish('mailroom._domainkey.mailroom.localhost', `v=DKIM1; k=rsa; p=${(await h.services.domains.hostedKey()).publicKey}`);
+    acme = await createTenant(h, 'Acme');
+    other = await createTenant(h, 'Other');
+    acmeToken = (await memberSession(h, acme.workspaceId, 'owner')).token;
+    await h.app.inject({ method: 'POST', url: '/mailboxes?address=news@mailroom.localhost', headers: bearer(acme.apiKey) });
+    await h.app.inject({ method: 'POST', url: '/mailboxes?address=theirs@mailroom.localhost', headers: bearer(other.apiKey) });
+    // Acme's own sending domain, verified, its DKIM key published, under DMARC p=reject.
+    const created = (await h.app.inject({ method: 'POST', url: '/app/api/sending-domains', headers: session(acmeToken), payload: { domain: 'brand.example' } })).json<{ domain_id: string; dkim: { record_name: string; record_value: string }; verification: { record_value: string } }>();
+    h.dns.set('_mailroom-verification.brand.example', { TXT: [created.verification.record_value] });
+    expect((await h.app.inject({ method: 'POST', url: `/app/api/sending-domains/${created.domain_id}/verify`, headers: session(acmeToken) })).json()).toMatchObject({ status: 'verified' });
+    publish(created.dkim.record_name, created.dkim.record_value);
+    h.dns.set('_dmarc.brand.example', { TXT: ['v=DMARC1; p=reject'] });
+    expect((await h.app.inject({ method: 'POST', url: '/mailboxes?address=hello@brand.example', headers: bearer(acme.apiKey) })).statusCode).toBe(201);
+    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
+    worker.start();
+  });
+  afterAll(async () => {
+    await worker?.stop(2000);
+    await h?.close();
+    await peer?.close();
+  });
+
+  const send = async (payload: Record<string, unknown>, key = acme.apiKey) => {
+    const res = await h.app.inject({ method: 'POST', url: '/send', headers: bearer(key), payload: { from_mailbox: 'news@mailroom.localhost', subject: 'Hi', body: 'Hello', ...payload } });
+    expect(res.statusCode, res.body).toBe(202);
+    return res.json<{ message_id: string }>().message_id;
+  };
+  const captured = async (recipient: string): Promise<ReceivedMail> => {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const mail = peer.accepted.find((m) => m.recipients.includes(recipient));
+      if (mail) return mail;
+      if (Date.now() > deadline) throw new Error(`nothing delivered to ${recipient}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+  const storedRaw = async (id: string, key = acme.apiKey) => (await h.app.inject({ method: 'GET', url: `/messages/${id}/raw`, headers: bearer(key) })).rawPayload;
+  const mailauthDkim = async (mail: ReceivedMail) => {
+    const verdict = await authenticate(mail.raw, { ip: '127.0.0.1', helo: 'mx.mailroom.test', sender: mail.mailFrom, resolver: createDnsResolver([h.dns.address]) as never, disableArc: true, disableBimi: true });
+    return {
+      dkim: verdict.dkim.results.map((r) => `${r.signingDomain}:${r.status.result}`),
+      dmarc: verdict.dmarc ? verdict.dmarc.status.result : 'none',
+    };
+  };
+  /** The text parts as a reader gets them, line breaks as LF. */
+  const texts = (v: PythonView) => v.texts.map((t) => t.replace(/\r\n/g, '\n'));
+  /** The unfolded Content-Type fields of the parts that carry a name. */
+  const namedContentTypes = (raw: Buffer) =>
+    [...raw.toString('latin1').replace(/\r\n[ \t]+/g, ' ').matchAll(/^Content-Type: ([^\r\n]*\bname\b[^\r\n]*)$/gim)].map((m) => m[1]!);
+
+  it('each shape: dkimpy and mailauth pass, the wire is the stored copy, and it reads back as it was written', async () => {
+    const shapes: Array<{ to: string; id: () => Promise<string>; key?: string; domain?: string; check: (v: PythonView, raw: Buffer) => void }> = [
+      {
+        to: 'bare-cr@peer.test',
+        id: () => send({ to: 'bare-cr@peer.test', body: 'line one\rline two\r', html: '<p>one\rtwo</p>' }),
+        check: (v) => expect(texts(v)).toEqual(['line one\nline two\n', '<p>one\ntwo</p>']),
+      },
+      {
+        to: 'bare-lf@peer.test',
+        id: () => send({ to: 'bare-lf@peer.test', body: 'line one\nline two\n', html: '<p>one\ntwo</p>' }),
+        check: (v) => expect(texts(v)).toEqual(['line one\nline two\n', '<p>one\ntwo</p>']),
+      },
+      {
+        to: 'encoded-word@peer.test',
+        id: () => send({ to: 'encoded-word@peer.test', subject: '=?UTF-8?B?SGk=?= is how "Hi" looks encoded', from_name: '=?UTF-8?Q?Acme?=' }),
+        check: (v) => {
+          expect(v.subject).toBe('=?UTF-8?B?SGk=?= is how "Hi" looks encoded');
+          expect(v.from_name).toBe('=?UTF-8?Q?Acme?=');
+        },
+      },
+      {
+        to: 'empty-subject@peer.test',
+        id: () => send({ to: 'empty-subject@peer.test', subject: '' }),
+        check: (v, raw) => {
+          expect(v.subject).toBe('');
+          expect(raw.toString('latin1')).toMatch(/^Subject: ?\r$/m);
+        },
+      },
+      {
+        to: 'html-only@peer.test',
+        id: () => send({ to: 'html-only@peer.test', body: '', html: '<p>Only HTML</p>' }),
+        check: (v) => {
+          expect(v.types).toEqual(['multipart/alternative', 'text/plain', 'text/html']);
+          expect(texts(v)).toEqual(['', '<p>Only HTML</p>']);
+        },
+      },
+      {
+        to: 'empty-both@peer.test',
+        id: () => send({ to: 'empty-both@peer.test', body: '', html: '' }),
+        check: (v) => expect(v.types).toEqual(['multipart/alternative', 'text/plain', 'text/html']),
+      },
+      {
+        to: 'file-name@peer.test',
+        id: () => send({ to: 'file-name@peer.test', attachments: [{ filename: 'résumé №1.pdf', content_type: 'application/pdf', content: PDF }] }),
+        check: (v, raw) => {
+          expect(v.types).toEqual(['multipart/mixed', 'text/plain', 'application/pdf']);
+          expect(v.filenames).toEqual(['résumé №1.pdf']);
+          expect(v.names).toEqual(['résumé №1.pdf']);
+          // RFC 2231 in Content-Type as in Content-Disposition, no encoded word in a quoted string.
+          expect(namedContentTypes(raw)).toEqual([expect.stringMatching(/^application\/pdf;\s*name\*(?:0\*)?=utf-8''r%C3%A9sum%C3%A9/i)]);
+        },
+      },
+      {
+        to: 'own-domain@peer.test',
+        domain: 'brand.example',
+        id: () => send({ to: 'own-domain@peer.test', from_mailbox: 'hello@brand.example', body: 'Signed by brand.example\r\rwith a bare CR.' }),
+        check: (v) => expect(texts(v)).toEqual(['Signed by brand.example\n\nwith a bare CR.\n']),
+      },
+      {
+        to: 'other-workspace@peer.test',
+        key: other.apiKey,
+        id: () => send({ to: 'other-workspace@peer.test', from_mailbox: 'theirs@mailroom.localhost', subject: '', body: 'x\ry' }, other.apiKey),
+        check: (v) => expect(v.subject).toBe(''),
+      },
+    ];
+    const ids = await Promise.all(shapes.map((s) => s.id()));
+    const mails = await Promise.all(shapes.map((s) => captured(s.to)));
+    const views = await verifyWithDkimpy(python!, records, mails.map((m) => m.raw));
+    // Every shape is checked, and every failing one named: each once went out broken in its own way.
+    const failures: string[] = [];
+    for (const [i, shape] of shapes.entries()) {
+      const mail = mails[i]!;
+      const domain = shape.domain ?? 'mailroom.localhost';
+      try {
+        expect(views[i]!.dkim, 'dkimpy').toBe(true);
+        expect(await mailauthDkim(mail), 'mailauth').toEqual({ dkim: [`${domain}:pass`], dmarc: domain === 'brand.example' ? 'pass' : 'none' });
+        // What was signed is what went out: the stored copy, byte for byte, after the signature.
+        const stored = await storedRaw(ids[i]!, shape.key);
+        expect(mail.raw.subarray(mail.raw.length - stored.length).equals(stored), 'the stored copy is the wire').toBe(true);
+        expect(mail.raw.subarray(0, mail.raw.length - stored.length).toString('latin1')).toMatch(/^DKIM-Signature: [^]*\r\n$/);
+        shape.check(views[i]!, mail.raw);
+      } catch (error) {
+        failures.push(`${shape.to}: ${(error as Error).message}`);
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('every other sending path composes the same way: a batch and a draft with bare CR and LF verify', async () => {
+    const batch = await h.app.inject({ method: 'POST', url: '/send/batch', headers: bearer(acme.apiKey), payload: { messages: [{ from_mailbox: 'news@mailroom.localhost', to: 'batch@peer.test', subject: 'batch', body: 'a\rb\nc' }] } });
+    expect(batch.statusCode, batch.body).toBeLessThan(300);
+    const draft = await h.app.inject({ method: 'POST', url: '/app/api/drafts', headers: session(acmeToken), payload: { mailbox: 'news@mailroom.localhost', to: 'draft@peer.test', subject: 'draft', body: 'a\rb\nc', html: '<p>a\rb</p>' } });
+    expect(draft.statusCode, draft.body).toBe(201);
+    const sent = await h.app.inject({ method: 'POST', url: `/app/api/drafts/${draft.json<{ draft_id: string }>().draft_id}/send`, headers: session(acmeToken) });
+    expect(sent.statusCode, sent.body).toBe(202);
+    const mails = [await captured('batch@peer.test'), await captured('draft@peer.test')];
+    expect((await verifyWithDkimpy(python!, records, mails.map((m) => m.raw))).map((v) => v.dkim)).toEqual([true, true]);
+    for (const mail of mails) expect((await mailauthDkim(mail)).dkim).toEqual(['mailroom.localhost:pass']);
+  });
+
+  it('a reschedule leaves the stored message as it is; the copy sent is dated its send_at, and signed after', async () => {
+    const first = h.clock.now() + 10 * MINUTE;
+    const later = first + 60 * MINUTE;
+    const id = await send({ to: 'rescheduled@peer.test', send_at: new Date(first).toISOString(), attachments: [{ filename: 'a.pdf', content_type: 'application/pdf', content: PDF }] });
+    const before = await storedRaw(id);
+    const res = await h.app.inject({ method: 'POST', url: `/messages/${id}/reschedule`, headers: bearer(acme.apiKey), payload: { send_at: new Date(later).toISOString() } });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ send_at: new Date(later).toISOString(), date: new Date(later).toISOString() });
+    // Not one byte of the stored source is rewritten for a new time.
+    expect((await storedRaw(id)).equals(before)).toBe(true);
+    h.clock.set(later);
+    const mail = await captured('rescheduled@peer.test');
+    expect(/^Date: (.*)\r$/m.exec(mail.raw.toString('latin1').split('\r\n\r\n')[0]! + '\r')?.[1]).toBe(rfc5322Date(later));
+    const [view] = await verifyWithDkimpy(python!, records, [mail.raw]);
+    expect(view!.dkim).toBe(true);
+    expect((await mailauthDkim(mail)).dkim).toEqual(['mailroom.localhost:pass']);
+  });
+});
