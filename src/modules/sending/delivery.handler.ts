@@ -197,9 +197,9 @@ async function settleExpired(ctx: Context, run: Run): Promise<JobOutcome> {
 }
 
 /** The message as it goes out: DKIM-signed with the key of the sender's domain, if it has one. */
-async function signed(ctx: Context, { message, ownDomain }: RunStart): Promise<Buffer> {
+async function signed(ctx: Context, { message, ownDomain, delivery }: RunStart): Promise<Buffer> {
   const key = await ctx.domains.signingKey(domainOf(message.mailbox_address), ownDomain);
-  return key ? ctx.signer.sign(Buffer.from(message.raw), key) : Buffer.from(message.raw);
+  return key ? ctx.signer.sign(Buffer.from(message.raw), key, delivery.workspace_id) : Buffer.from(message.raw);
 }
 
 /** One SMTP transaction for `group`, trying the routes in order; null when there was none to try. */
