@@ -31,7 +31,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const P50_FACTOR = 2;
 const MAX_MS = 1000;
 const OTHER_OWNER = { email: 'bench-other@example.com', password: 'bench-password-2' };
-/** The case of issue 22's hostile messages (`mail`) and the floods, selectable with BENCH_HOSTILE_CASES. */
+/** The hostile-messages case (`mail`) and the floods, selectable with BENCH_HOSTILE_CASES. */
 const CASES: readonly string[] = selectCases(process.env.BENCH_HOSTILE_CASES);
 
 function selectCases(given: string | undefined): readonly string[] {
@@ -271,7 +271,7 @@ function report(context: SuiteContext, dialect: Dialect, flood: Flood, { idle, d
   result.info[`${dialect} ${flood.name}`] = info;
 }
 
-/** Another workspace's latencies while hostile mail arrives (issue 22) and during each flood of one workspace (issue 34). */
+/** Another workspace's latencies while hostile mail arrives (issue 22) and during each flood of one workspace. */
 export const hostileSuite: Suite = {
   name: 'hostile',
   description: "another workspace's p50/p99 (inbound SMTP, POST /send, /health, webhook) while one workspace sends hostile mail or floods search, replays, big bodies, streams or SMTP slots, vs idle, on SQLite and PostgreSQL",
