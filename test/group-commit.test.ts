@@ -87,4 +87,22 @@ describe(`group commit (${TEST_DIALECT})`, () => {
     // Nothing announced any more: no waiting, two transactions.
     expect(seen[0]).not.toBe(seen[1]);
   });
+
+  it('takes waiting units round-robin across workspaces: one with many queued does not go in front of another', async () => {
+    const commits = createGroupCommit(h.services.database.db, 4);
+    const [f, g] = await Promise.all([h.services.tenancy.admin.createWorkspace({ name: 'F' }), h.services.tenancy.admin.createWorkspace({ name: 'G' })]);
+    const order: string[] = [];
+    const unit = (workspaceId: string, tag: string, i: number) =>
+      commits.run(async (trx) => {
+        await trx.insertInto('events').values({ id: `evt_fair_${tag}${i}`, workspace_id: workspaceId, type: 'message.sent', payload: '{}', created_at: i }).execute();
+        order.push(`${tag}${i}`);
+      }, workspaceId);
+    // F queues twenty units, then G two, all before the first batch is taken.
+    const units = [...Array.from({ length: 20 }, (_, i) => unit(f.workspace_id, 'f', i)), unit(g.workspace_id, 'g', 0), unit(g.workspace_id, 'g', 1)];
+    await Promise.all(units);
+    // The first batch of four alternates; arrival order would have put G's units after all twenty of F's.
+    expect(order.slice(0, 4)).toEqual(['f0', 'g0', 'f1', 'g1']);
+    // Each workspace's own units keep their order.
+    expect(order.filter((t) => t.startsWith('f'))).toEqual(Array.from({ length: 20 }, (_, i) => `f${i}`));
+  });
 });

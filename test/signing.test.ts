@@ -55,7 +55,7 @@ describe('DKIM signing on worker threads', () => {
 
   it('signs concurrent messages exactly as the calling thread does, each verifying, the body untouched', async () => {
     const messages = await Promise.all(Array.from({ length: 12 }, (_, i) => compose(i)));
-    const [fromThreads, fromHere] = await Promise.all([Promise.all(messages.map((m) => threaded.sign(m, key))), Promise.all(messages.map((m) => inProcess.sign(m, key)))]);
+    const [fromThreads, fromHere] = await Promise.all([Promise.all(messages.map((m) => threaded.sign(m, key, 'w1'))), Promise.all(messages.map((m) => inProcess.sign(m, key, 'w1')))]);
     for (let i = 0; i < messages.length; i++) {
       const signed = fromThreads[i]!;
       expect(Buffer.isBuffer(signed)).toBe(true);
@@ -69,7 +69,7 @@ describe('DKIM signing on worker threads', () => {
   });
 
   it('a tampered body fails verification (the check above can fail)', async () => {
-    const signed = await threaded.sign(await compose(1), key);
+    const signed = await threaded.sign(await compose(1), key, 'w1');
     const tampered = Buffer.from(signed.toString('latin1').replace('Hello 1', 'Hallo 1'), 'latin1');
     // mailauth reports a body-hash mismatch as neutral (RFC 6376 §6.1.3 leaves the word to the verifier).
     expect(['fail', 'neutral']).toContain((await verify(tampered))[0]?.result);
@@ -87,14 +87,34 @@ describe('DKIM signing on worker threads', () => {
   it('after close() signs in the calling thread, with the same result', async () => {
     const signer = createThreadedSigner({ threads: 1, logger: createLogger('silent') });
     const message = await compose(3);
-    const before = await signer.sign(message, key);
+    const before = await signer.sign(message, key, 'w1');
     await signer.close();
-    const after = await signer.sign(message, key);
+    const after = await signer.sign(message, key, 'w1');
     expect(withoutTime(after)).toBe(withoutTime(before));
     expect(await verify(after)).toEqual([{ domain: 'signer.test', selector: 'mr1', result: 'pass' }]);
   });
 
   it('a key the thread cannot use is an error, not a hang', async () => {
-    await expect(threaded.sign(await compose(2), { ...key, privateKey: 'not a key' })).rejects.toThrow();
+    await expect(threaded.sign(await compose(2), { ...key, privateKey: 'not a key' }, 'w1')).rejects.toThrow();
+  });
+
+  it('shares the threads between workspaces: a second workspace is not signed behind the first one\'s queue', async () => {
+    // One thread: two signings on it at once, one of them at most per workspace.
+    const signer = createThreadedSigner({ threads: 1, logger: createLogger('silent') });
+    try {
+      const big = await compose(40);
+      await signer.sign(big, key, 'warm-up');
+      const done: string[] = [];
+      const sign = (workspace: string) => signer.sign(big, key, workspace).then(() => done.push(workspace));
+      // The first workspace queues 12 signings, then the second asks for 2.
+      const first = Array.from({ length: 12 }, () => sign('first'));
+      const second = [sign('second'), sign('second')];
+      await Promise.all([...first, ...second]);
+      // Taken round-robin, the second workspace's two are done among the first five, not after the first's twelve.
+      expect(done.slice(0, 5).filter((w) => w === 'second')).toHaveLength(2);
+      expect(done.filter((w) => w === 'first')).toHaveLength(12);
+    } finally {
+      await signer.close();
+    }
   });
 });

@@ -8,13 +8,13 @@ import type { BenchDatabase } from '../lib/databases.js';
 import { DIALECTS, forEachDialect, freshDatabase } from '../lib/dialects.js';
 import type { Measurement } from '../lib/load.js';
 import { apiRequest, type ApiRequestInit, assertAlive, BENCH_SECRET_KEY, bootstrapTenant, loginOwner, mailroomEnv, MAILROOM_BIN, ROOT, SERVICE_DIST, startMailroom } from '../lib/mailroom.js';
-import { freeLoopbackPort, waitForOutput, type ManagedProcess } from '../lib/processes.js';
+import type { ManagedProcess } from '../lib/processes.js';
 import type { Scope } from '../lib/scope.js';
 import { latencyStats } from '../lib/smtp-load.js';
 import { withScope } from '../lib/scope.js';
+import { startReceiver, type Receiver } from '../lib/webhook-receiver.js';
 import { pairRows, profileFlags, type BenchSettings, type Goal, type Suite, type SuiteContext, type SuiteResult } from '../lib/suite.js';
 
-const RECEIVER = join(ROOT, 'bench', 'servers', 'webhook-receiver.server.ts');
 const FILL_TOOL = join(ROOT, 'bench', 'tools', 'webhook-fill.ts');
 /** Endpoint counts of the throughput cases. */
 const ENDPOINT_CASES = [1, 50] as const;
@@ -35,37 +35,6 @@ const BASELINE = 'undici POST → receiver (same concurrency)';
 const SUBJECT = 'outbox backlog → worker → receiver';
 const LATENCY_BASELINE = 'undici POST → receiver, one at a time';
 const LATENCY_SUBJECT = 'POST …/test → worker → receiver';
-
-interface Receiver {
-  /** One URL per endpoint port. */
-  urls: string[];
-  process: ManagedProcess;
-  stats(withLatencies?: boolean): Promise<{ count: number; first: number; last: number; latencies?: number[] }>;
-  reset(): Promise<void>;
-}
-
-async function startReceiver(context: SuiteContext, scope: Scope, ports: number): Promise<Receiver> {
-  const list = await Promise.all(Array.from({ length: ports }, () => freeLoopbackPort()));
-  const proc = context.processes.start('webhook receiver', {
-    args: [...profileFlags(context.settings, 'webhook-receiver'), '--import', 'tsx', RECEIVER],
-    cwd: ROOT,
-    env: { ...process.env, BENCH_RECEIVER_PORTS: list.join(',') },
-  });
-  scope.defer(proc.name, () => proc.stop());
-  await waitForOutput(proc, /^listening /m, 30_000, context.signal);
-  const base = `http://127.0.0.1:${list[0]}`;
-  return {
-    urls: list.map((port) => `http://127.0.0.1:${port}`),
-    process: proc,
-    async stats(withLatencies = false) {
-      const res = await apiRequest(`${base}/stats${withLatencies ? '?latencies=1' : ''}`, {}, context.signal);
-      return JSON.parse(res.text) as { count: number; first: number; last: number; latencies?: number[] };
-    },
-    async reset() {
-      await apiRequest(`${base}/reset`, { method: 'POST' }, context.signal);
-    },
-  };
-}
 
 /** Webhook deliveries as stored: attempts that failed, and jobs still in the queue (both must be 0 after a run). */
 async function deliveryState(database: BenchDatabase): Promise<{ failed: number; jobs: number; delivered: number }> {

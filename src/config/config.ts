@@ -29,6 +29,8 @@ export interface Config {
   smtpParserThreads: number;
   /** Worker threads that DKIM-sign outbound mail; 0 signs on the main thread. */
   dkimThreads: number;
+  /** Signings one workspace may have on the DKIM threads at once; null: as many as there are threads (half the slots). */
+  dkimSigningsPerWorkspace: number | null;
   hostedDomains: readonly string[];
   smtpRelay: string | null;
   mxPort: number;
@@ -274,6 +276,8 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     httpKeepAliveTimeoutMs: ms('HTTP_KEEPALIVE_TIMEOUT_MS', 72_000, 100),
     sandbox: false,
     sandboxDnsPort: port('SANDBOX_DNS_PORT', 0),
+    // Signing threads shared fairly between workspaces.
+    dkimSigningsPerWorkspace: read<number | null>({ name: 'DKIM_SIGNINGS_PER_WORKSPACE', fallback: null, parse: intIn(1, 1024), expect: 'a whole number 1..1024' }),
   };
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
     problems.push('MAILROOM_HTTP_HEADERS_TIMEOUT_MS must not exceed MAILROOM_HTTP_REQUEST_TIMEOUT_MS');

@@ -12,8 +12,12 @@ export interface GroupCommit {
    * callers, as databases do with group commit. If the shared transaction fails, each unit of work
    * is retried in a transaction of its own, so one bad unit never fails the others; `work` must
    * therefore be safe to run again from the start.
+   *
+   * `key` says whose work it is (a workspace id): a batch takes the waiting units round-robin across keys, so a
+   * workspace with hundreds of units queued does not put them all in front of another's one. Units of one key
+   * (and all units without one) keep their order.
    */
-  run<T>(work: (trx: Db) => Promise<T>): Promise<T>;
+  run<T>(work: (trx: Db) => Promise<T>, key?: string): Promise<T>;
   /**
    * Say that a unit of work is on its way (a message being parsed before it is stored). While such
    * units are announced, a batch waits for them a few milliseconds before it starts, as PostgreSQL's
@@ -30,8 +34,43 @@ interface Unit {
   reject: (err: unknown) => void;
 }
 
+/** The key of units given none. */
+const NO_KEY = '';
+
+/**
+ * Units waiting, one queue per key. The map's insertion order is the round-robin: a key that was just taken from
+ * moves to the end.
+ */
+function createFairQueue() {
+  const queues = new Map<string, Unit[]>();
+  let length = 0;
+  return {
+    get length() {
+      return length;
+    },
+    push(key: string, unit: Unit) {
+      const queue = queues.get(key);
+      if (queue) queue.push(unit);
+      else queues.set(key, [unit]);
+      length += 1;
+    },
+    /** Up to `max` units, one per key in turn. */
+    take(max: number): Unit[] {
+      const batch: Unit[] = [];
+      for (let next = queues.entries().next(); batch.length < max && !next.done; next = queues.entries().next()) {
+        const [key, queue] = next.value;
+        batch.push(queue.shift()!);
+        queues.delete(key);
+        if (queue.length > 0) queues.set(key, queue);
+      }
+      length -= batch.length;
+      return batch;
+    },
+  };
+}
+
 export function createGroupCommit(db: Db, maxBatch = MAX_BATCH): GroupCommit {
-  const waiting: Unit[] = [];
+  const waiting = createFairQueue();
   let draining = false;
   let announced = 0;
   /** Wakes a batch that waits for announced units (a unit arrived or withdrew). */
@@ -74,7 +113,7 @@ export function createGroupCommit(db: Db, maxBatch = MAX_BATCH): GroupCommit {
         // other caller could ever join a batch (the previous transaction never yielded to I/O).
         await new Promise<void>((resolve) => setImmediate(resolve));
         await awaitSiblings();
-        const batch = waiting.splice(0, maxBatch);
+        const batch = waiting.take(maxBatch);
         if (batch.length === 1) {
           await runAlone(batch[0]!);
           continue;
@@ -98,9 +137,9 @@ export function createGroupCommit(db: Db, maxBatch = MAX_BATCH): GroupCommit {
   }
 
   return {
-    run<T>(work: (trx: Db) => Promise<T>): Promise<T> {
+    run<T>(work: (trx: Db) => Promise<T>, key = NO_KEY): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        waiting.push({ work, resolve: resolve as (value: unknown) => void, reject });
+        waiting.push(key, { work, resolve: resolve as (value: unknown) => void, reject });
         if (!draining) void drain();
         else signal();
       });

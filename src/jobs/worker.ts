@@ -96,7 +96,7 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
   async function settle(handler: JobHandler, job: ClaimedJob<unknown>, outcome: JobOutcome): Promise<void> {
     if (outcome.type === 'settled') return;
     const record = (trx?: Db) => settleJob({ queue, logger, backoff: handler.backoff }, job, outcome, trx);
-    await (options.commits ? options.commits.run((trx) => record(trx)) : record());
+    await (options.commits ? options.commits.run((trx) => record(trx), job.workspaceId ?? undefined) : record());
   }
 
   async function run(handler: JobHandler, job: ClaimedJob<unknown>, controller: AbortController): Promise<void> {

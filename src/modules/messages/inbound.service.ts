@@ -187,7 +187,8 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
         ids.push(row.id);
       }
       return ids;
-    });
+      // Taken fairly by the workspace it is for (the first recipient's: a message for several is rare).
+    }, recipients[0]?.workspaceId);
   }
 
   return {

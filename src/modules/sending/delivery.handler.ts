@@ -206,7 +206,7 @@ async function signed(ctx: Context, { message, ownDomain, delivery }: RunStart):
   const stored = Buffer.from(message.raw);
   const raw = delivery.send_at === null ? stored : withDate(stored, delivery.send_at);
   const key = await ctx.domains.signingKey(domainOf(message.mailbox_address), ownDomain);
-  return key ? ctx.signer.sign(raw, key) : raw;
+  return key ? ctx.signer.sign(raw, key, delivery.workspace_id) : raw;
 }
 
 /** One SMTP transaction for `group`, trying the routes in order; null when there was none to try. */

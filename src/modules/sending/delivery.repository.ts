@@ -260,7 +260,7 @@ function checkThenMarkProtocol({ db, commits, clock }: DeliveryRepositoryDeps): 
       if ((await holdLeaseQuery(trx, leaseOf(job, now, live))).length === 0) return false;
       await markQueries[mark](trx, { ...keyOf(job), now });
       return true;
-    });
+    }, job.workspaceId ?? undefined);
   return {
     async startRun(job) {
       const row = (await loadQuery(db, keyOf(job)))[0];
@@ -310,7 +310,7 @@ export function createDeliveryRepository(deps: DeliveryRepositoryDeps) {
         // Without the lease they are undone: the transaction fails (and with it, once, a shared one: group-commit.ts).
         if (!(await settleJob({ queue, logger, backoff }, job, settlement.outcome, trx))) throw new LeaseLost();
         return true;
-      });
+      }, job.workspaceId ?? undefined);
       return written.catch((err: unknown) => {
         if (err instanceof LeaseLost) return false;
         throw err;

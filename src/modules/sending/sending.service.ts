@@ -344,7 +344,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
 
     async enqueue(tenant, input, trx) {
       const { checked, composed, sendAt } = await prepare(tenant, input, trx ?? db, trx === undefined);
-      const queued = await (trx ? write(tenant, checked, composed, trx, sendAt) : commits.run((own) => write(tenant, checked, composed, own, sendAt)));
+      const queued = await (trx ? write(tenant, checked, composed, trx, sendAt) : commits.run((own) => write(tenant, checked, composed, own, sendAt), tenant.workspaceId));
       return withSuppressed(queued, checked);
     },
 
@@ -375,7 +375,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
               const queued: Queued[] = [];
               for (const p of good) queued.push(withSuppressed(await write(tenant, p.checked, p.composed, trx, p.sendAt), p.checked));
               return queued;
-            });
+            }, tenant.workspaceId);
       let next = 0;
       return prepared.map((p) => ('error' in p ? { error: p.error } : { queued: written[next++]! }));
     },
