@@ -31,6 +31,7 @@ import { createMailauthAuthenticator, type MessageAuthenticator } from './module
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
 import { createMessageStore } from './modules/messages/message-store.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
+import { createSearchRunner } from './modules/messages/search-runner.js';
 import { createDeliveryHandler } from './modules/sending/delivery.handler.js';
 import { createInProcessSigner, createThreadedSigner, type MessageSigner } from './modules/sending/signing-pool.js';
 import { createDraftService, type DraftService } from './modules/sending/draft.service.js';
@@ -168,9 +169,16 @@ export async function createServices(
         },
       })
     : null;
+  const searches = createSearchRunner({
+    handle: opened,
+    limits: { timeoutMs: config.searchTimeoutMs, threads: config.searchThreads, concurrency: config.searchConcurrency, perWorkspace: config.searchConcurrencyPerWorkspace },
+    logger,
+  });
   const database: DbHandle = {
     ...opened,
     async destroy() {
+      // The reader threads hold connections of their own to the database.
+      await searches.close();
       await sandboxDns?.close();
       await notifications?.close();
       await opened.destroy();
@@ -273,7 +281,7 @@ export async function createServices(
     domains,
     lists,
     suppressions: createSuppressionService({ db, clock }),
-    messages: createMessageService({ db, clock, dialect }),
+    messages: createMessageService({ db, clock, dialect, searches }),
     returnPaths,
     secretBox: box,
     inbound,

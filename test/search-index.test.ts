@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMigrator } from '../src/db/migrator.js';
+import { workspaceTag } from '../src/lib/mail-text.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, errorOf, login, session, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
@@ -216,8 +217,10 @@ describe(`search (${TEST_DIALECT})`, () => {
     // The index itself holds nothing of the deleted mail, not only the joins that read it.
     const db = h.services.database.db;
     if (TEST_DIALECT === 'sqlite') {
-      const { rows } = await sql<{ rowid: number }>`select rowid from message_fts where message_fts match 'quarterly'`.execute(db);
+      const { rows } = await sql<{ rowid: number }>`select rowid from message_fts where message_fts match ${workspaceTag(other.workspaceId) + 'quarterly'}`.execute(db);
       expect(rows).toHaveLength(1); // the other workspace's
+      const ours = await sql<{ rowid: number }>`select rowid from message_fts where message_fts match ${workspaceTag(acme.workspaceId) + 'quarterly'}`.execute(db);
+      expect(ours.rows).toHaveLength(0);
       const keys = await db.selectFrom('message_fts_keys').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
       const messages = await db.selectFrom('messages').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
       expect(Number(keys.n)).toBe(Number(messages.n));
@@ -252,6 +255,29 @@ describe(`search index of mail stored before it existed (${TEST_DIALECT})`, () =
     expect(up.error).toBeUndefined();
     expect(up.results?.map((r) => r.migrationName)).toContain('20261127000100_message_search');
     for (const q of ['invoice', 'from:zoe', 'subject:before', 'filename:csv']) {
+      const res = await h.app.inject({ method: 'GET', url: `/inbox?q=${encodeURIComponent(q)}`, headers: bearer(acme.apiKey) });
+      expect(res.json<Page>().messages.map((m) => m.message_id), q).toEqual([id]);
+    }
+  });
+  it("is rebuilt with each word behind its workspace's tag by the migration that adds the tags", async () => {
+    const acme = await createTenant(h, 'Tagged');
+    const address = 'tagged@mailroom.localhost';
+    expect((await h.app.inject({ method: 'POST', url: '/mailboxes', headers: bearer(acme.apiKey), payload: { address } })).statusCode).toBe(201);
+    const info = await h.send({ from: 'ann@sender.test', to: address, subject: 'Untagged words', text: 'a parcel of zucchini' });
+    const id = /Stored as (.+)$/.exec(info.response)![1]!;
+    const migrator = createMigrator(h.services.database.db);
+    const db = h.services.database.db;
+    expect((await migrator.migrateDown()).results?.map((r) => r.migrationName)).toEqual(['20261201003700_search_workspace_tags']);
+    if (TEST_DIALECT === 'sqlite') {
+      const bare = await sql<{ rowid: number }>`select rowid from message_fts where message_fts match 'zucchini'`.execute(db);
+      expect(bare.rows).toHaveLength(1);
+    }
+    expect((await migrator.migrateToLatest()).error).toBeUndefined();
+    if (TEST_DIALECT === 'sqlite') {
+      const bare = await sql<{ rowid: number }>`select rowid from message_fts where message_fts match 'zucchini'`.execute(db);
+      expect(bare.rows).toHaveLength(0);
+    }
+    for (const q of ['zucchini', 'zucc*', 'from:ann', 'subject:untagged']) {
       const res = await h.app.inject({ method: 'GET', url: `/inbox?q=${encodeURIComponent(q)}`, headers: bearer(acme.apiKey) });
       expect(res.json<Page>().messages.map((m) => m.message_id), q).toEqual([id]);
     }

@@ -1,6 +1,7 @@
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-import { FTS5_SYNTAX, TSQUERY_SYNTAX, type TextSyntax } from '../../src/modules/messages/search-text.js';
+import { workspaceTag } from '../../src/lib/mail-text.js';
+import { fts5Syntax, TSQUERY_SYNTAX, type TextSyntax } from '../../src/modules/messages/search-text.js';
 import type { TextNode } from '../../src/modules/messages/search-query.js';
 import { processCpuMs } from '../lib/cpu.js';
 import type { BenchDatabase, Dialect } from '../lib/databases.js';
@@ -128,8 +129,9 @@ const ranks = (from: number, to: number, count: number): string[] => Array.from(
  * by Zipf's law, so a word's rank sets its frequency class): a word in most messages, one in about 1 %, one in a few
  * per 100,000; a phrase of two common words; a prefix; a sender; all of it with column filters.
  */
-async function chooseShapes(bare: BareDb, dialect: Dialect, messages: number): Promise<Shape[]> {
-  const syntax = dialect === 'sqlite' ? FTS5_SYNTAX : TSQUERY_SYNTAX;
+async function chooseShapes(bare: BareDb, dialect: Dialect, messages: number, workspaceId: string): Promise<Shape[]> {
+  // SQLite's index words carry the workspace's tag (lib/mail-text.ts `workspaceTag`).
+  const syntax = dialect === 'sqlite' ? fts5Syntax(workspaceTag(workspaceId)) : TSQUERY_SYNTAX;
   const single = (list: string[]) => list.map((w) => ({ q: w, nodes: [word(w)] }));
   const share = (fraction: number) => Math.max(1, Math.round(messages * fraction));
   const common = await pick(bare, syntax, 'common word', single(ranks(16, 40, 12)), share(0.25), messages);
@@ -246,7 +248,7 @@ async function runDialect(context: SuiteContext, dialect: Dialect, messages: num
     const bare = dialect === 'sqlite' ? openSqlite(database) : await openPostgres(database);
     scope.defer('bare connection', () => bare.close());
     const chooseStarted = performance.now();
-    const shapes = await chooseShapes(bare, dialect, messages);
+    const shapes = await chooseShapes(bare, dialect, messages, tenant.workspaceId);
     context.log(`  [${dialect}] chose the queries in ${((performance.now() - chooseStarted) / 1000).toFixed(1)} s (messages each matches, text part):`);
     for (const s of shapes) context.log(`    ${s.name.padEnd(18)} ${s.queries.map((q) => `${q.q} (${q.matches})`).join(', ')}`);
     const rows: ResultRow[] = [];

@@ -75,6 +75,14 @@ export interface Config {
    * SQLite database (modules/secrets/secret-key.ts). Text rather than bytes so the config crosses to threads as it is.
    */
   secretKey: string | null;
+  /** A search's time budget from its arrival, waiting included (then 503 `search_timeout`). */
+  searchTimeoutMs: number;
+  /** SQLite: threads that run searches on read-only connections of their own (searches at once are at most this many). */
+  searchThreads: number;
+  /** Searches running at once in the process, every workspace together. */
+  searchConcurrency: number;
+  /** Searches running at once for one workspace. */
+  searchConcurrencyPerWorkspace: number;
   /**
    * Sandbox mode (`mailroom serve --sandbox`, never from the environment): a DNS server of its own, outbound mail
    * captured, loopback webhooks allowed, catch-all mailboxes (modules/sandbox). Off unless the flag is given.
@@ -174,6 +182,8 @@ const LOG_FORMATS = ['auto', 'json', 'pretty'] as const satisfies readonly LogFo
 const DAY_MS = 86_400_000;
 /** Most worker threads of a kind (parser, DKIM) by default. */
 const MAX_DEFAULT_THREADS = 4;
+/** Most search reader threads by default: each runs one search, which may keep its core busy for its whole budget. */
+const MAX_DEFAULT_SEARCH_THREADS = 2;
 
 /** One thread per core but one (the main thread speaks SMTP or HTTP and writes the database), at least one, at most four. */
 function defaultWorkerThreads(): number {
@@ -274,6 +284,11 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     httpHeadersTimeoutMs: ms('HTTP_HEADERS_TIMEOUT_MS', 10_000, 100),
     // Longer than the 60 s idle time-out common in load balancers, so the balancer closes first (as Fastify's default).
     httpKeepAliveTimeoutMs: ms('HTTP_KEEPALIVE_TIMEOUT_MS', 72_000, 100),
+    // Search: its time budget, SQLite's reader threads, and searches at once in the process and per workspace.
+    searchTimeoutMs: ms('SEARCH_TIMEOUT_MS', 5000),
+    searchThreads: read({ name: 'SEARCH_THREADS', fallback: Math.min(MAX_DEFAULT_SEARCH_THREADS, defaultWorkerThreads()), parse: intIn(1, 64), expect: 'a whole number 1..64' }),
+    searchConcurrency: read({ name: 'SEARCH_CONCURRENCY', fallback: 4, parse: intIn(1, 1000), expect: 'a whole number of searches 1..1000' }),
+    searchConcurrencyPerWorkspace: read({ name: 'SEARCH_CONCURRENCY_PER_WORKSPACE', fallback: 1, parse: intIn(1, 1000), expect: 'a whole number of searches 1..1000' }),
     sandbox: false,
     sandboxDnsPort: port('SANDBOX_DNS_PORT', 0),
     // Signing threads shared fairly between workspaces.

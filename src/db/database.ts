@@ -15,11 +15,13 @@ export type Db = Kysely<Database>;
 export interface DbHandle {
   db: Db;
   dialect: DialectInfo;
+  /** SQLite: the database file, which reader threads open on their own (null in memory and on PostgreSQL). */
+  sqliteFile: string | null;
   /** Close every connection. */
   destroy(): Promise<void>;
 }
 
-const SQLITE_BUSY_TIMEOUT_MS = 5000;
+export const SQLITE_BUSY_TIMEOUT_MS = 5000;
 const PG_POOL_SIZE = 10;
 const PG_INT8_OID = 20;
 
@@ -71,7 +73,7 @@ export function createDb(url: string, options: { poolSize?: number; pgPrepare?: 
     database.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
     database.pragma('foreign_keys = ON');
     const db = new Kysely<Database>({ dialect: withCommitHooks(withImmediateTransactions(new SqliteDialect({ database: withStatementCache(database) }))) });
-    return { db, dialect: SQLITE, destroy: () => db.destroy() };
+    return { db, dialect: SQLITE, sqliteFile: path === ':memory:' ? null : path, destroy: () => db.destroy() };
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
     const pool = new pg.Pool({
@@ -83,7 +85,7 @@ export function createDb(url: string, options: { poolSize?: number; pgPrepare?: 
     pool.on('error', () => undefined);
     const dialect = new PostgresDialect({ pool: options.pgPrepare === false ? pool : withNamedStatements(pool) });
     const db = new Kysely<Database>({ dialect: withCommitHooks(withWriteCoalescing(dialect)) });
-    return { db, dialect: POSTGRES, destroy: () => db.destroy() };
+    return { db, dialect: POSTGRES, sqliteFile: null, destroy: () => db.destroy() };
   }
   throw new Error(`unsupported database URL '${url}': use sqlite:PATH or postgres://…`);
 }

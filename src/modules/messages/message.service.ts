@@ -21,6 +21,7 @@ import {
 } from './message.types.js';
 import { toDeliveryDetail, toMessageListView, toThreadView } from './message.views.js';
 import { createSearch, type Search } from './search.service.js';
+import type { SearchRunner } from './search-runner.js';
 
 /**
  * A page of messages with its version: what names this exact page while no message of its folders changes
@@ -94,7 +95,7 @@ const messageNotFound = (id: string) => notFound('message_not_found', `no messag
 const mailboxNotFound = (address: string | undefined) => notFound('mailbox_not_found', `no mailbox ${address}`);
 
 /** Reading and organising stored mail, scoped to the caller's workspace. */
-export function createMessageService({ db, clock, dialect }: { db: Db; clock: Clock; dialect: DialectInfo }): MessageService {
+export function createMessageService({ db, clock, dialect, searches }: { db: Db; clock: Clock; dialect: DialectInfo; searches: SearchRunner }): MessageService {
   async function mailboxId(tenant: TenantContext, address: string | undefined): Promise<string | undefined> {
     if (address === undefined) return undefined;
     const normalized = normalizeEmail(address);
@@ -182,7 +183,7 @@ export function createMessageService({ db, clock, dialect }: { db: Db; clock: Cl
   }
 
   return {
-    ...createSearch({ db, dialect, mailboxId, parseFolder }),
+    ...createSearch({ runner: searches, mailboxId, parseFolder }),
 
     async list(tenant, query) {
       const folder = query.folder === undefined ? undefined : parseFolder(query.folder);

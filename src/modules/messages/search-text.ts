@@ -16,18 +16,23 @@ export interface TextSyntax {
   andNot(positive: string | null, negative: string): string | null;
 }
 
-/** FTS5: `"alice example com"` is a phrase, `{from} : …` limits it to a column, `"invo" *` is a prefix. */
-export const FTS5_SYNTAX: TextSyntax = {
-  term(node) {
-    const words = searchTokens(node.value);
-    if (words.length === 0) return null;
-    const phrase = `"${words.join(' ')}"${node.kind === 'prefix' ? ' *' : ''}`;
-    return node.field === null ? phrase : `{${node.field}} : ${phrase}`;
-  },
-  and: (parts) => parts.map((p) => `(${p})`).join(' AND '),
-  or: (parts) => parts.map((p) => `(${p})`).join(' OR '),
-  andNot: (positive, negative) => (positive === null ? null : `(${positive}) NOT (${negative})`),
-};
+/**
+ * FTS5: `"alice example com"` is a phrase, `{from} : …` limits it to a column, `"invo" *` is a prefix. Every word
+ * carries the workspace's tag, as the index's words do (lib/mail-text.ts `workspaceTag`).
+ */
+export function fts5Syntax(tag: string): TextSyntax {
+  return {
+    term(node) {
+      const words = searchTokens(node.value);
+      if (words.length === 0) return null;
+      const phrase = `"${words.map((w) => tag + w).join(' ')}"${node.kind === 'prefix' ? ' *' : ''}`;
+      return node.field === null ? phrase : `{${node.field}} : ${phrase}`;
+    },
+    and: (parts) => parts.map((p) => `(${p})`).join(' AND '),
+    or: (parts) => parts.map((p) => `(${p})`).join(' OR '),
+    andNot: (positive, negative) => (positive === null ? null : `(${positive}) NOT (${negative})`),
+  };
+}
 
 /** tsquery: `'alice' <-> 'example'`, field words under their prefix (`'f.alice'`), `'invo':*` a prefix. */
 export const TSQUERY_SYNTAX: TextSyntax = {

@@ -6,10 +6,10 @@
 import { sql, type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { DialectInfo } from '../../db/dialect.js';
-import type { SearchDocument } from '../../lib/mail-text.js';
+import { taggedDocument, workspaceTag, type SearchDocument } from '../../lib/mail-text.js';
 import { DELIVERY_COLUMNS, filtered, PAGE_COLUMNS, type BoundFilter, type DeliveryColumns, type MessagePageRow } from './message.repository.js';
 import { containsText, type FilterNode, type SearchNode } from './search-query.js';
-import { FTS5_SYNTAX, TSQUERY_SYNTAX, type TextSyntax } from './search-text.js';
+import { fts5Syntax, TSQUERY_SYNTAX, type TextSyntax } from './search-text.js';
 
 /**
  * A search answer counts its matches up to this many (`total_capped` beyond): counting every match of a common
@@ -154,7 +154,8 @@ interface Plan {
 
 function plan(db: Db, dialect: DialectInfo, workspaceId: string, filter: BoundFilter, node: SearchNode): Plan {
   const fts = dialect.fullText === 'fts5';
-  const compiler = new Compiler(fts ? FTS5_SYNTAX : TSQUERY_SYNTAX, fts ? ftsMatch : tsMatch, workspaceId);
+  const ftsSyntax = fts ? fts5Syntax(workspaceTag(workspaceId)) : null;
+  const compiler = new Compiler(ftsSyntax ?? TSQUERY_SYNTAX, fts ? ftsMatch : tsMatch, workspaceId);
   const compiled = compiler.compile(node);
   const query = filtered(db, workspaceId, filter);
   const newest = (q: MessageQuery) => q.orderBy('messages.created_at', 'desc').orderBy('messages.id', 'desc');
@@ -173,17 +174,20 @@ function plan(db: Db, dialect: DialectInfo, workspaceId: string, filter: BoundFi
     .innerJoin('message_fts_keys', 'message_fts_keys.message_id', 'messages.id')
     .innerJoin('message_fts', 'message_fts.rowid', 'message_fts_keys.id')
     .where(sql`message_fts`, 'match', text) as unknown as MessageQuery;
-  const unindexed = new Compiler(FTS5_SYNTAX, ftsMatch, workspaceId, true);
+  const unindexed = new Compiler(ftsSyntax!, ftsMatch, workspaceId, true);
   return { query: driven.where(unindexed.cond({ ...unindexed.compile(node), text: null, without: [] })), order: (q) => q.orderBy(sql`message_fts.rowid`, 'desc') };
 }
 
 export type SearchPageRow = MessagePageRow & DeliveryColumns;
 
 export const searchRepository = {
-  /** SQLite: the message's FTS5 row, keyed by a new key (PostgreSQL keeps its tsvector in `message_contents`). */
+  /**
+   * SQLite: the message's FTS5 row, keyed by a new key, its words behind the workspace's tag (so that a query's
+   * prefixes walk only this workspace's words). PostgreSQL keeps its tsvector in `message_contents`.
+   */
   async indexFts(db: Db, workspaceId: string, messageId: string, doc: SearchDocument): Promise<void> {
     const key = await db.insertInto('message_fts_keys').values({ message_id: messageId, workspace_id: workspaceId }).returning('id').executeTakeFirstOrThrow();
-    await db.insertInto('message_fts').values({ rowid: key.id, ...doc }).execute();
+    await db.insertInto('message_fts').values({ rowid: key.id, ...taggedDocument(doc, workspaceTag(workspaceId)) }).execute();
   },
 
   /** A page of the messages that match, newest first, with their count up to SEARCH_TOTAL_CAP (+1: more). */

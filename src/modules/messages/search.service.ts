@@ -1,11 +1,10 @@
-import type { Db } from '../../db/database.js';
-import type { DialectInfo } from '../../db/dialect.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
-import { bound, messageRepository, type ThreadIdQuery } from './message.repository.js';
+import { bound } from './message.repository.js';
 import type { Folder, MessagePage, MessageSearchQuery, ThreadView } from './message.types.js';
 import { toMessageListView, toThreadView } from './message.views.js';
 import { parseSearchQuery } from './search-query.js';
-import { SEARCH_TOTAL_CAP, searchRepository } from './search.repository.js';
+import { SEARCH_TOTAL_CAP } from './search.repository.js';
+import type { SearchRunner } from './search-runner.js';
 
 export interface ThreadSearchQuery {
   q: string;
@@ -16,8 +15,8 @@ export interface ThreadSearchQuery {
 }
 
 export interface SearchDeps {
-  db: Db;
-  dialect: DialectInfo;
+  /** Runs the statements: off the event loop, under the search slots and time limit (search-runner.ts). */
+  runner: SearchRunner;
   /** The id of the workspace's mailbox with that address (404 when there is none), or undefined for none given. */
   mailboxId: (tenant: TenantContext, address: string | undefined) => Promise<string | undefined>;
   parseFolder: (value: string) => Folder;
@@ -32,21 +31,24 @@ function totals(counted: number): { total: number; total_capped: boolean } {
  * Searches (issue 24): `q` in the search query language, with a list's other filters beside it (all must match).
  * A malformed `q` throws `invalid_query` (400) with the position of the problem. Newest first, like every list.
  */
-export function createSearch({ db, dialect, mailboxId, parseFolder }: SearchDeps) {
+export function createSearch({ runner, mailboxId, parseFolder }: SearchDeps) {
   return {
     async search(tenant: TenantContext, query: MessageSearchQuery): Promise<MessagePage> {
       const node = parseSearchQuery(query.q);
       const folder = query.folder === undefined ? undefined : parseFolder(query.folder);
       const filter = bound({ mailboxId: await mailboxId(tenant, query.mailbox), folder, label: query.label, threadId: query.thread_id, unread: query.unread });
-      const { rows, total } = await searchRepository.searchMessages(db, dialect, tenant.workspaceId, filter, node, query.limit, query.offset);
+      const answer = await runner.run({ kind: 'messages', workspaceId: tenant.workspaceId, filter, node, limit: query.limit, offset: query.offset });
+      if (answer.kind !== 'messages') throw new Error('a message search answered with threads');
+      const { rows, total } = answer;
       return { messages: rows.map(toMessageListView), ...totals(total), limit: query.limit, offset: query.offset };
     },
 
     async searchThreads(tenant: TenantContext, query: ThreadSearchQuery): Promise<{ threads: ThreadView[]; total: number; limit: number; offset: number }> {
       const node = parseSearchQuery(query.q);
-      const matching = searchRepository.matchingThreadIds(db, dialect, tenant.workspaceId, node) as unknown as ThreadIdQuery;
-      const filter = { mailboxId: await mailboxId(tenant, query.mailbox), label: query.label, matching };
-      const { rows, total } = await messageRepository.listThreads(db, tenant.workspaceId, filter, query.limit, query.offset);
+      const task = { kind: 'threads', workspaceId: tenant.workspaceId, mailboxId: await mailboxId(tenant, query.mailbox), label: query.label, node, limit: query.limit, offset: query.offset } as const;
+      const answer = await runner.run(task);
+      if (answer.kind !== 'threads') throw new Error('a thread search answered with messages');
+      const { rows, total } = answer;
       return { threads: rows.map(toThreadView), total, limit: query.limit, offset: query.offset };
     },
   };

@@ -29,6 +29,7 @@ const ERROR_ANSWERS: Record<string, { name: string; description: string; retryAf
   '415': { name: 'UnsupportedMediaType', description: 'The body is not JSON (send Content-Type: application/json), or, where a route takes file uploads, not multipart/form-data' },
   '422': { name: 'Unprocessable', description: 'Refused by policy: a recipient is on an outbound block list (or not on its allow list), or every recipient is suppressed (recipient_suppressed)' },
   '429': { name: 'TooManyRequests', description: 'Rate limited: Retry-After says how many seconds to wait', retryAfter: true },
+  '503': { name: 'ServiceUnavailable', description: 'Not now: a search past its time budget (search_timeout) or whose thread failed (search_unavailable); Retry-After says how many seconds to wait', retryAfter: true },
   default: { name: 'UnexpectedError', description: 'Any other failure: 500 internal_error (with the request id, never internals), or 503 shutting_down while the server stops' },
 };
 

@@ -86,6 +86,8 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
   const security = surface === 'api-key' ? [{ apiKey: [] }] : [{ session: [] }];
   const tags = [surface === 'api-key' ? 'messages (API key)' : 'messages (session)'];
   const common = errors(400, 401, 403, 404, 429);
+  // With `q`, a list is a search: 429 `search_busy` and 503 `search_timeout` too.
+  const searching = errors(400, 401, 403, 404, 429, 503);
   const op = (name: string) => operationId(surface, name);
 
   return async (app) => {
@@ -99,7 +101,7 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
             tags,
             security,
             querystring: InboxQuery,
-            response: { 200: answer('A page of messages, newest first', MessagePage), ...common },
+            response: { 200: answer('A page of messages, newest first', MessagePage), ...searching },
           },
         },
         async (request, reply) => {
@@ -120,7 +122,7 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
             tags,
             security,
             querystring: MessagesQuery,
-            response: { 200: answer('A page of messages, newest first', MessagePage), ...common },
+            response: { 200: answer('A page of messages, newest first', MessagePage), ...searching },
           },
         },
         async (request, reply) => {
@@ -329,7 +331,7 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
           tags,
           security,
           querystring: ThreadsQuery,
-          response: { 200: answer('A page of threads, most recent first', ThreadPage), ...common },
+          response: { 200: answer('A page of threads, most recent first', ThreadPage), ...searching },
         },
       },
       async (request) => {
