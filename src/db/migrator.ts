@@ -22,6 +22,7 @@ import * as m20261130002720 from './migrations/20261130002720_suppressions.js';
 import * as m20261130002730 from './migrations/20261130002730_webhook_recovery.js';
 import * as m20261130002710 from './migrations/20261130002710_scheduled_send.js';
 import * as m20261130002700 from './migrations/20261130002700_draft_attachments.js';
+import * as m20261201003400 from './migrations/20261201003400_fair_queue.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -51,6 +52,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261130002730_webhook_recovery': m20261130002730,
   '20261130002710_scheduled_send': m20261130002710,
   '20261130002700_draft_attachments': m20261130002700,
+  '20261201003400_fair_queue': m20261201003400,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
