@@ -239,6 +239,7 @@ export async function createServices(
     signer,
     retryBaseMs: config.deliveryRetryBaseMs,
     maxAgeMs: config.deliveryMaxAgeMs,
+    workspaceConcurrency: config.fairQueue.deliveryWorkspaceConcurrency,
   });
   const webhooks = createWebhooksModule({
     db,
@@ -253,6 +254,7 @@ export async function createServices(
     sender: createWebhookClient(),
     backoffBaseMs: config.webhookBackoffBaseMs,
     timeoutMs: config.webhookTimeoutMs,
+    caps: config.fairQueue,
     wake,
     box,
   });

@@ -72,6 +72,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
         interrupted: 0,
         last_error: null,
         group_key: null,
+        dedup_key: null,
         created_at: clock.now(),
         updated_at: clock.now(),
       });

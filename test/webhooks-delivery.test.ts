@@ -192,7 +192,8 @@ describe(`webhook delivery (${TEST_DIALECT})`, () => {
     expect(Date.now() - started).toBeLessThan(TIMEOUT_MS);
     expect(slow.received).toHaveLength(ENDPOINT_CONCURRENCY);
 
-    const timedOut = await settle(h, api, slowHook.webhook_id, queued, 10_000);
+    // Two rounds of time-outs: the endpoint's slots, then the rest of its backlog.
+    const timedOut = await settle(h, api, slowHook.webhook_id, queued, 20_000);
     for (const attempt of timedOut) {
       expect(attempt).toMatchObject({ status_code: null, success: false, attempt: 1 });
       expect(attempt.error).toBe(`timed out after ${TIMEOUT_MS} ms (127.0.0.1)`);

@@ -154,7 +154,7 @@ describe(`webhook recovery, replay and auto-disable (${TEST_DIALECT})`, () => {
 
     const res = await api.replay(hook.webhook_id, eventId);
     expect(res.statusCode).toBe(202);
-    expect(res.json()).toEqual({ ok: true, event_id: eventId });
+    expect(res.json()).toEqual({ ok: true, event_id: eventId, queued: true });
     const [, again] = await r.waitFor(2);
     expect(header(again!, 'webhook-id')).toBe(eventId);
     expect(again!.body).toBe(first!.body);

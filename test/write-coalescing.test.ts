@@ -40,6 +40,7 @@ describe(`write coalescing (${TEST_DIALECT})`, () => {
     interrupted: 0,
     last_error: null,
     group_key: null,
+    dedup_key: null,
     created_at: n,
     updated_at: n,
   });
@@ -220,7 +221,7 @@ describe.runIf(TEST_DIALECT === 'postgres')('write coalescing: a statement carri
   it('a lease check after the writes carries them, and when it finds no lease the transaction undoes them', async () => {
     const jobId = `job_carry_${Date.now()}`;
     await insertRows(db(), 'jobs', [
-      { id: jobId, queue: 'carry-test', workspace_id: workspaceId, payload: '{}', state: 'pending', attempts: 1, max_attempts: 3, run_at: 1, lease_token: 'held', interrupted: 0, last_error: null, group_key: null, created_at: 1, updated_at: 1 },
+      { id: jobId, queue: 'carry-test', workspace_id: workspaceId, payload: '{}', state: 'pending', attempts: 1, max_attempts: 3, run_at: 1, lease_token: 'held', interrupted: 0, last_error: null, group_key: null, dedup_key: null, created_at: 1, updated_at: 1 },
     ]);
     const settle = (token: string, eventId: string) =>
       db()
@@ -255,6 +256,7 @@ describe.runIf(TEST_DIALECT === 'postgres')('write coalescing: a statement carri
     interrupted: 0,
     last_error: null,
     group_key: null,
+    dedup_key: null,
     created_at: 1,
     updated_at: 1,
   });

@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { join } from 'node:path';
 import { benchRows } from '../lib/store.js';
 import { Pool } from 'undici';
-import { DELIVERY_CONCURRENCY, ENDPOINT_CONCURRENCY } from '../../src/modules/webhooks/webhook.types.js';
+import { DELIVERY_CONCURRENCY, ENDPOINT_CONCURRENCY, WORKSPACE_CONCURRENCY } from '../../src/modules/webhooks/webhook.types.js';
 import { processCpuMs } from '../lib/cpu.js';
 import type { BenchDatabase } from '../lib/databases.js';
 import { DIALECTS, forEachDialect, freshDatabase } from '../lib/dialects.js';
@@ -22,8 +22,8 @@ const ENDPOINT_CASES = [1, 50] as const;
 const CALIBRATION_DELIVERIES = 3000;
 const MIN_DELIVERIES = 3000;
 const MAX_DELIVERIES = 200_000;
-/** The worker's bounds (deliveries at once, and per endpoint); the baseline keeps the same. */
-const OVERALL_CONCURRENCY = DELIVERY_CONCURRENCY;
+/** The worker's bounds for one workspace (deliveries at once, and per endpoint); the baseline keeps the same. */
+const OVERALL_CONCURRENCY = Math.min(DELIVERY_CONCURRENCY, WORKSPACE_CONCURRENCY);
 /** Idle latency: one test event every this many ms. */
 const LATENCY_INTERVAL_MS = 100;
 const MIN_LATENCY_SAMPLES = 50;

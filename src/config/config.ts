@@ -10,6 +10,20 @@ import { parseSecretKey } from '../lib/secret-box.js';
  * frozen. A `.env` file in the working directory is read when present but never overrides a variable
  * that is already set; a variable set to the empty string counts as unset.
  */
+/** Caps of the fair queue (jobs/queue.ts claims) and of webhook replays (modules/webhooks). */
+export interface FairQueueSettings {
+  /** Outbound delivery jobs of one workspace running at once. */
+  deliveryWorkspaceConcurrency: number;
+  /** Webhook deliveries running at once to one endpoint, and for one workspace. */
+  webhookEndpointConcurrency: number;
+  webhookWorkspaceConcurrency: number;
+  /** Pending deliveries of an endpoint, and of a workspace, past which replay and recover answer 429. */
+  webhookEndpointPendingMax: number;
+  webhookWorkspacePendingMax: number;
+  /** Replay, recover and test calls per workspace per minute (per process). */
+  webhookReplaysPerMinute: number;
+}
+
 export interface Config {
   databaseUrl: string;
   /** PostgreSQL: run parameterised statements as named prepared statements (db/pg-named-statements.ts). */
@@ -57,6 +71,8 @@ export interface Config {
   workerPollMs: number;
   /** Interval of the event stream's `: ping` comment lines. */
   eventHeartbeatMs: number;
+  /** Fair queue and webhooks: jobs running at once per workspace and per endpoint (every process together), pending caps, replay rate. */
+  fairQueue: FairQueueSettings;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** `auto`: pretty lines when standard output is a terminal, JSON lines otherwise (lib/logger.ts). */
   logFormat: LogFormatSetting;
@@ -217,6 +233,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
   }
   const port = (name: string, fallback: number) =>
     read({ name, fallback, parse: intIn(0, 65535), expect: 'a port 0..65535 (0 picks a free port)' });
+  const count = (name: string, fallback: number) => read({ name, fallback, parse: intIn(1, 1_000_000), expect: 'a whole number 1..1000000' });
   const ms = (name: string, fallback: number, min = 1) =>
     read({ name, fallback, parse: intIn(min, 365 * DAY_MS), expect: `milliseconds (${min} or more)` });
 
@@ -258,6 +275,16 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     leaseMs: ms('LEASE_MS', 30_000, 100),
     workerPollMs: ms('WORKER_POLL_MS', 200, 10),
     eventHeartbeatMs: ms('EVENT_HEARTBEAT_MS', 15_000, 10),
+    // Fair queue and webhooks: caps counted in the database, so they hold across worker processes.
+    fairQueue: {
+      deliveryWorkspaceConcurrency: count('QUEUE_WORKSPACE_CONCURRENCY', 6),
+      // At most the webhook sender's connections per receiver (32).
+      webhookEndpointConcurrency: read({ name: 'WEBHOOK_ENDPOINT_CONCURRENCY', fallback: 8, parse: intIn(1, 32), expect: 'a whole number 1..32' }),
+      webhookWorkspaceConcurrency: count('WEBHOOK_WORKSPACE_CONCURRENCY', 32),
+      webhookEndpointPendingMax: count('WEBHOOK_ENDPOINT_PENDING_MAX', 10_000),
+      webhookWorkspacePendingMax: count('WEBHOOK_WORKSPACE_PENDING_MAX', 50_000),
+      webhookReplaysPerMinute: count('WEBHOOK_REPLAYS_PER_MINUTE', 120),
+    },
     logLevel: read({
       name: 'LOG_LEVEL',
       fallback: 'info',

@@ -24,6 +24,8 @@ import * as m20261130002710 from './migrations/20261130002710_scheduled_send.js'
 import * as m20261130002700 from './migrations/20261130002700_draft_attachments.js';
 import * as m20261201003700 from './migrations/20261201003700_search_workspace_tags.js';
 
+import * as m20261201003400 from './migrations/20261201003400_fair_queue.js';
+
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
  * name order. On PostgreSQL Kysely's migrator holds an advisory lock while it runs, so any number of
@@ -53,6 +55,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261130002710_scheduled_send': m20261130002710,
   '20261130002700_draft_attachments': m20261130002700,
   '20261201003700_search_workspace_tags': m20261201003700,
+
+  '20261201003400_fair_queue': m20261201003400,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

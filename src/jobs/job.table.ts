@@ -17,6 +17,8 @@ export interface JobTable {
   last_error: string | null;
   /** Jobs of one group (e.g. one webhook endpoint) are limited in how many run at once per worker; null = no group. */
   group_key: string | null;
+  /** At most one pending job of a queue has this key (a webhook delivery: endpoint and event); null = no such rule. */
+  dedup_key: string | null;
   created_at: number;
   updated_at: number;
 }

@@ -14,9 +14,11 @@ export const DEFAULT_MAX_ATTEMPTS = 25;
 const MAX_ERROR_LENGTH = 2000;
 /** Rows per INSERT in `enqueueMany`. */
 const ENQUEUE_BATCH = 500;
-/** A grouped claim ranks this many due candidates per job it may take (at least GROUPED_SCAN_MIN). */
+/** A claim reads this many ranked candidates per job it may take, plus GROUPED_SCAN_MIN (some may be over a cap). */
 const GROUPED_SCAN_FACTOR = 4;
 const GROUPED_SCAN_MIN = 64;
+/** Claims read again when every job they picked was taken by another claim meanwhile. */
+const CLAIM_RETRIES = 3;
 
 export interface EnqueueInput {
   queue: string;
@@ -27,6 +29,8 @@ export interface EnqueueInput {
   maxAttempts?: number;
   /** Jobs sharing a group key (e.g. one webhook endpoint) can be limited in how many run at once, and cancelled together. */
   groupKey?: string | null;
+  /** At most one pending job of the queue has this key: see `enqueueNew`. */
+  dedupKey?: string | null;
 }
 
 export interface ClaimedJob<P = unknown> {
@@ -46,10 +50,13 @@ export interface ClaimedJob<P = unknown> {
 
 export interface ClaimOptions {
   /**
-   * Take at most `max` jobs of one group, counting the `running` ones (this worker's, by group): a
-   * group at `max` is skipped, so its backlog cannot fill the claim. Jobs without a group are not limited.
+   * Jobs of one group (e.g. one webhook endpoint) running at once, in every process together (counted from the
+   * leased rows): a group at its cap is skipped, so its backlog cannot fill the claim. Jobs without a group are
+   * not limited. Unset: no limit.
    */
-  groups?: { max: number; running: ReadonlyMap<string, number> };
+  perGroup?: number;
+  /** The same for the jobs of one workspace (jobs without a workspace count as one more workspace). */
+  perWorkspace?: number;
 }
 
 export interface Queue {
@@ -57,6 +64,11 @@ export interface Queue {
   enqueue(trx: Db, input: EnqueueInput): Promise<string>;
   /** Add several jobs in one statement (same rules as `enqueue`); their ids, in order. */
   enqueueMany(trx: Db, inputs: readonly EnqueueInput[]): Promise<string[]>;
+  /**
+   * Add the jobs whose `dedupKey` no pending job of their queue has yet (the others are left out, whoever wrote the
+   * pending one, in any process); the ids of those added. Jobs without a key are always added.
+   */
+  enqueueNew(trx: Db, inputs: readonly EnqueueInput[]): Promise<string[]>;
   /** Lease up to `limit` due jobs of one queue; each stays invisible to others until its lease expires. */
   claim<P = unknown>(queue: string, limit: number, options?: ClaimOptions): Promise<ClaimedJob<P>[]>;
   /** Remove every job of a group that is not dead, leased ones included (their holders lose the lease); the number removed. */
@@ -108,11 +120,92 @@ const completeQuery = preparedQuery<{ id: string; leaseToken: string }, { id: st
 
 const truncate = (text: string): string => (text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH)}…` : text);
 
+/** Leased jobs (lease not expired) of a queue, per workspace and per group: what runs now, in every process. */
+interface Running {
+  workspaces: Map<string | null, number>;
+  groups: Map<string, number>;
+}
+
+async function runningCounts(trx: Db, queue: string, now: number, options: ClaimOptions): Promise<Running> {
+  const running: Running = { workspaces: new Map(), groups: new Map() };
+  if (options.perGroup === undefined && options.perWorkspace === undefined) return running;
+  const rows = await trx
+    .selectFrom('jobs')
+    .select(['workspace_id', 'group_key', (eb) => eb.fn.countAll<number | string>().as('n')])
+    .where('queue', '=', queue)
+    .where('lease_token', 'is not', null)
+    .where('state', '=', 'pending')
+    .where('run_at', '>', now)
+    .groupBy(['workspace_id', 'group_key'])
+    .execute();
+  for (const row of rows) {
+    const n = Number(row.n);
+    running.workspaces.set(row.workspace_id, (running.workspaces.get(row.workspace_id) ?? 0) + n);
+    if (row.group_key !== null) running.groups.set(row.group_key, (running.groups.get(row.group_key) ?? 0) + n);
+  }
+  return running;
+}
+
+interface Candidate {
+  id: string;
+  workspace_id: string | null;
+  group_key: string | null;
+}
+
+/**
+ * The due jobs a claim chooses from, in the order it takes them: each workspace's first job, then each one's
+ * second, and so on (arrival order only within a workspace); inside a workspace its groups take turns the same way.
+ * Each workspace offers at most what its cap or the claim could take, each group at most its cap.
+ */
+async function dueCandidates(trx: Db, queue: string, limit: number, now: number, options: ClaimOptions): Promise<Candidate[]> {
+  const perWorkspace = Math.min(limit, options.perWorkspace ?? limit);
+  const due = trx
+    .selectFrom('jobs')
+    .select(['id', 'workspace_id', 'group_key', 'run_at', sql<number>`row_number() over (partition by workspace_id, group_key order by run_at, id)`.as('group_rank')])
+    .where('queue', '=', queue)
+    .where('state', '=', 'pending')
+    .where('run_at', '<=', now);
+  const inGroup = trx
+    .selectFrom(due.as('due'))
+    .select(['id', 'workspace_id', 'group_key', 'run_at', sql<number>`row_number() over (partition by workspace_id order by group_rank, run_at, id)`.as('turn')])
+    .$if(options.perGroup !== undefined, (qb) => qb.where((eb) => eb.or([eb('group_key', 'is', null), eb('group_rank', '<=', options.perGroup!)])));
+  return trx
+    .selectFrom(inGroup.as('ranked'))
+    .select(['id', 'workspace_id', 'group_key'])
+    .where('turn', '<=', perWorkspace)
+    .orderBy('turn')
+    .orderBy('run_at')
+    .orderBy('id')
+    // Room for what full groups and workspaces leave out of this list (pickFairly skips them).
+    .limit(limit * GROUPED_SCAN_FACTOR + GROUPED_SCAN_MIN)
+    .execute();
+}
+
+/** The candidates this claim takes, in their order, while their workspace and group have room. */
+function pickFairly(candidates: readonly Candidate[], running: Running, limit: number, options: ClaimOptions): string[] {
+  const picked: string[] = [];
+  const workspaces = new Map(running.workspaces);
+  const groups = new Map(running.groups);
+  for (const c of candidates) {
+    if (picked.length >= limit) break;
+    const inWorkspace = workspaces.get(c.workspace_id) ?? 0;
+    if (options.perWorkspace !== undefined && inWorkspace >= options.perWorkspace) continue;
+    const inGroup = c.group_key === null ? 0 : groups.get(c.group_key) ?? 0;
+    if (options.perGroup !== undefined && c.group_key !== null && inGroup >= options.perGroup) continue;
+    picked.push(c.id);
+    workspaces.set(c.workspace_id, inWorkspace + 1);
+    if (c.group_key !== null) groups.set(c.group_key, inGroup + 1);
+  }
+  return picked;
+}
+
 /**
  * The durable job queue shared by every worker process. A claimed job's `run_at` is its lease expiry,
- * so one index serves both "due" and "lease expired" jobs. PostgreSQL claims with
- * `FOR UPDATE SKIP LOCKED` (many workers, no blocking, no double claims); SQLite has one writer and the
- * claim is a single UPDATE statement, which is atomic there.
+ * so one index serves both "due" and "lease expired" jobs. A claim takes due jobs round-robin across
+ * workspaces (and groups within one), within caps counted from the leased rows of every process. On
+ * PostgreSQL claims of a queue take turns under an advisory lock and pass over rows held by others
+ * (`FOR UPDATE SKIP LOCKED`); SQLite serves one process. A claim's UPDATE takes only rows still due, so a
+ * job is never leased twice.
  */
 export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Queue {
   function row(input: EnqueueInput, now: number): JobTable {
@@ -129,6 +222,7 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
       interrupted: 0,
       last_error: null,
       group_key: input.groupKey ?? null,
+      dedup_key: input.dedupKey ?? null,
       created_at: now,
       updated_at: now,
     };
@@ -146,10 +240,24 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
       if (inputs.length === 0) return [];
       const now = clock.now();
       const rows = inputs.map((input) => row(input, now));
-      // Bound the statement's parameters (SQLite allows 32766, PostgreSQL 65535; 14 columns a row).
+      // Bound the statement's parameters (SQLite allows 32766, PostgreSQL 65535; 15 columns a row).
       for (let i = 0; i < rows.length; i += ENQUEUE_BATCH) await insertRows(trx, 'jobs', rows.slice(i, i + ENQUEUE_BATCH));
       if (wake) for (const name of new Set(inputs.map((input) => input.queue))) await afterCommit(trx, () => wake(name));
       return rows.map((r) => r.id);
+    },
+
+    async enqueueNew(trx, inputs) {
+      if (inputs.length === 0) return [];
+      const now = clock.now();
+      const rows = inputs.map((input) => row(input, now));
+      const ids: string[] = [];
+      for (let i = 0; i < rows.length; i += ENQUEUE_BATCH) {
+        // Against the partial unique index on (queue, dedup_key) of pending jobs: a duplicate is skipped, not an error.
+        const added = await trx.insertInto('jobs').values(rows.slice(i, i + ENQUEUE_BATCH)).onConflict((oc) => oc.doNothing()).returning('id').execute();
+        ids.push(...added.map((r) => r.id));
+      }
+      if (wake && ids.length > 0) for (const name of new Set(inputs.map((input) => input.queue))) await afterCommit(trx, () => wake(name));
+      return ids;
     },
 
     async cancelGroup(trx, queue, groupKey) {
@@ -173,52 +281,50 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
     },
 
     async claim<P>(queue: string, limit: number, options: ClaimOptions = {}) {
-      const now = clock.now();
-      const token = randomUUID();
-      const groups = options.groups;
-      const rows = await db
-        .updateTable('jobs')
-        .set({
-          lease_token: token,
-          run_at: now + leaseMs,
-          attempts: sql<number>`attempts + 1`,
-          // SET expressions read the row as it was: a non-null token means an earlier lease ran out. A
-          // released claim (token cleared, flag untouched) passes the flag on: the run it interrupted is not undone.
-          interrupted: sql<number>`case when lease_token is null then interrupted else 1 end`,
-          updated_at: now,
-        })
-        .where('id', 'in', (eb) => {
-          const due = eb.selectFrom('jobs').where('queue', '=', queue).where('state', '=', 'pending').where('run_at', '<=', now);
-          if (!groups) {
-            const first = due.select('id').orderBy('run_at').limit(limit);
-            return dialect.supportsSkipLocked ? first.forUpdate().skipLocked() : first;
-          }
-          // Grouped: the earliest due candidates of groups below their limit (rows locked by another
-          // claimer skipped), ranked within their group; each group contributes what it has room for.
-          const full = [...groups.running].filter(([, n]) => n >= groups.max).map(([group]) => group);
-          const partial = [...groups.running].filter(([, n]) => n > 0 && n < groups.max);
-          let candidates = due.select(['id', 'group_key', 'run_at']);
-          if (full.length > 0) candidates = candidates.where((w) => w.or([w('group_key', 'is', null), w('group_key', 'not in', full)]));
-          candidates = candidates.orderBy('run_at').orderBy('id').limit(Math.max(GROUPED_SCAN_MIN, limit * GROUPED_SCAN_FACTOR));
-          const locked = dialect.supportsSkipLocked ? candidates.forUpdate().skipLocked() : candidates;
-          const int = (n: number) => sql<number>`cast(${n} as integer)`;
-          const room =
-            partial.length === 0
-              ? int(groups.max)
-              : sql<number>`case group_key ${sql.join(partial.map(([group, n]) => sql`when ${group} then ${int(groups.max - n)}`), sql` `)} else ${int(groups.max)} end`;
-          const ranked = eb
-            .selectFrom(locked.as('candidate'))
-            .select(['id', 'group_key', 'run_at', sql<number>`row_number() over (partition by group_key order by run_at, id)`.as('rank')]);
-          return eb
-            .selectFrom(ranked.as('ranked'))
-            .select('id')
-            .where((w) => w.or([w('group_key', 'is', null), w('rank', '<=', room)]))
-            .orderBy('run_at')
-            .orderBy('id')
-            .limit(limit);
-        })
-        .returningAll()
-        .execute();
+      if (limit <= 0) return [];
+      const take = async (trx: Db) => {
+        const now = clock.now();
+        let picked = pickFairly(await dueCandidates(trx, queue, limit, now, options), await runningCounts(trx, queue, now, options), limit, options);
+        if (picked.length > 0 && dialect.supportsSkipLocked) {
+          // A row another transaction holds (a cancel, a settle) is passed over, not waited for.
+          const free = await trx.selectFrom('jobs').select('id').where('id', 'in', picked).forUpdate().skipLocked().execute();
+          picked = free.map((r) => r.id);
+        }
+        if (picked.length === 0) return { picked: 0, rows: [] };
+        const rows = await trx
+          .updateTable('jobs')
+          .set({
+            lease_token: randomUUID(),
+            run_at: now + leaseMs,
+            attempts: sql<number>`attempts + 1`,
+            // SET expressions read the row as it was: a non-null token means an earlier lease ran out. A
+            // released claim (token cleared, flag untouched) passes the flag on: the run it interrupted is not undone.
+            interrupted: sql<number>`case when lease_token is null then interrupted else 1 end`,
+            updated_at: now,
+          })
+          // Still due: a cancel, reschedule or settle between the read and this write wins.
+          .where('id', 'in', picked)
+          .where('state', '=', 'pending')
+          .where('run_at', '<=', now)
+          .returningAll()
+          .execute();
+        return { picked: picked.length, rows };
+      };
+      // PostgreSQL: claims of one queue take turns across processes, so the caps are counted and filled with no other
+      // claim between. SQLite serves one process (one connection): no lock, and a write transaction held across
+      // statements would stall other connections of the process. Either way the UPDATE takes only rows still due,
+      // so two claims never lease one job.
+      const once = () =>
+        dialect.sharedByProcesses
+          ? db.transaction().execute(async (trx) => {
+              await sql`select pg_advisory_xact_lock(hashtext(${`mailroom.jobs.claim:${queue}`}))`.execute(trx);
+              return take(trx);
+            })
+          : take(db);
+      let { picked, rows } = await once();
+      // Every pick taken by another claim between the read and the write (SQLite, several processes): read again,
+      // rather than answer "nothing due" while there is.
+      for (let retry = 0; retry < CLAIM_RETRIES && picked > 0 && rows.length === 0; retry += 1) ({ picked, rows } = await once());
       return rows.map((row) => toClaimed<P>(row)).sort((a, b) => a.id.localeCompare(b.id));
     },
 

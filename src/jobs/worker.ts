@@ -17,10 +17,12 @@ export interface JobHandler<P = unknown> {
   /** Jobs of this queue run at once in this process. */
   concurrency: number;
   /**
-   * Jobs of one group (`groupKey`, e.g. one webhook endpoint) run at once in this process; unset = no
-   * limit. Jobs of a group at its limit are left in the queue, so one slow group cannot take every slot.
+   * Jobs of one group (`groupKey`, e.g. one webhook endpoint) running at once in every process together; unset =
+   * no limit. Jobs of a group at its limit are left in the queue, so one slow group cannot take every slot.
    */
   groupConcurrency?: number;
+  /** The same for the jobs of one workspace: one tenant's backlog or slow work cannot take every slot. */
+  workspaceConcurrency?: number;
   /** Delay after a thrown error or a retry without its own delay. */
   backoff: BackoffPolicy;
   /**
@@ -146,12 +148,16 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
       }
       return counts;
     };
+    const caps = {
+      ...(perGroup === undefined ? {} : { perGroup }),
+      ...(handler.workspaceConcurrency === undefined ? {} : { perWorkspace: handler.workspaceConcurrency }),
+    };
     while (!stopping) {
       const free = handler.concurrency - mine();
       let claimed: ClaimedJob<unknown>[] = [];
       if (free > 0) {
         try {
-          claimed = await queue.claim(handler.queue, free, perGroup === undefined ? undefined : { groups: { max: perGroup, running: groups() } });
+          claimed = await queue.claim(handler.queue, free, caps);
         } catch (err) {
           logger.error({ err, queue: handler.queue }, 'claim failed');
         }

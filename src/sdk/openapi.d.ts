@@ -2405,6 +2405,14 @@ export interface components {
             /** @description null when done; otherwise call again with the same since and this as before */
             next_before: string | null;
         };
+        /** WebhookEventReplayed */
+        WebhookEventReplayed: {
+            /** @enum {boolean} */
+            ok: true;
+            event_id: string;
+            /** @description false when a delivery of this event to this endpoint was pending already: nothing was added */
+            queued: boolean;
+        };
         /** SandboxDnsRecord */
         SandboxDnsRecord: {
             name: string;
@@ -5801,13 +5809,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The event is queued for this endpoint */
+            /** @description The event is queued for this endpoint (once: a pending delivery of it is not doubled) */
             202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["WebhookEventQueued"];
+                    "application/json": components["schemas"]["WebhookEventReplayed"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -223,7 +223,11 @@ export function registerWebhookCommands(program: Command): void {
   }).action(
     run(async (ctx, [id = '', eventId = '']) => {
       const answer = await ctx.api().post('/app/api/webhooks/{webhook_id}/deliveries/{event_id}/replay', { path: { webhook_id: id, event_id: eventId } });
-      ctx.show(answer, () => [`queued ${answer.event_id} again for ${id}; mailroom webhooks deliveries ${id} shows how it went`]);
+      ctx.show(answer, () => [
+        answer.queued
+          ? `queued ${answer.event_id} again for ${id}; mailroom webhooks deliveries ${id} shows how it went`
+          : `${answer.event_id} is already waiting for ${id} (not queued twice); mailroom webhooks deliveries ${id} shows how it went`,
+      ]);
     }),
   );
 }

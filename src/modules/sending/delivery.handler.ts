@@ -39,6 +39,8 @@ export interface DeliveryDeps {
   /** Contract §1: a message not accepted after this long fails (RFC 5321 §4.5.4.1). */
   maxAgeMs: number;
   concurrency?: number;
+  /** Delivery jobs of one workspace running at once in every process together (MAILROOM_QUEUE_WORKSPACE_CONCURRENCY); unset = no cap. */
+  workspaceConcurrency?: number;
   /** Shared commits: state changes of concurrent deliveries share a transaction (db/group-commit.ts). */
   commits?: GroupCommit;
 }
@@ -288,5 +290,11 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
     emit: (trx, event) => deps.events.emit(trx, event),
   });
   const ctx: Context = { ...deps, repo, backoff };
-  return { queue: DELIVERY_QUEUE, concurrency: deps.concurrency ?? 8, backoff, handle: (job) => handle(ctx, job) };
+  return {
+    queue: DELIVERY_QUEUE,
+    concurrency: deps.concurrency ?? 8,
+    ...(deps.workspaceConcurrency === undefined ? {} : { workspaceConcurrency: deps.workspaceConcurrency }),
+    backoff,
+    handle: (job) => handle(ctx, job),
+  };
 }

@@ -16,6 +16,11 @@ const ORDER_SLACK_MS = 60_000;
 /** The start of a synthetic test event's data (webhook.service `test`): it was meant for one endpoint, once. */
 const TEST_EVENT_MARK = '"data":{"test":true,"webhook_id":';
 
+/** Whether an event's stored JSON is a synthetic test event made for this endpoint (replay lets it through any filter). */
+export function isTestEventFor(payload: string, webhookId: string): boolean {
+  return payload.includes(`${TEST_EVENT_MARK}${JSON.stringify(webhookId)}`);
+}
+
 /** The events of a page the endpoint should have had: since `from`, of a type its filter takes, not a test. */
 function wanted(rows: readonly PastRow[], endpoint: Pick<WebhookTable, 'event_types'>, from: number): PastRow[] {
   return rows.filter((r) => r.created_at >= from && filterTakes(endpoint.event_types, r.type) && !r.head.includes(TEST_EVENT_MARK));

@@ -22,6 +22,7 @@ import {
   MAX_ATTEMPTS,
   MAX_RETRY_AFTER_MS,
   WEBHOOK_QUEUE,
+  WORKSPACE_CONCURRENCY,
   type WebhookJobPayload,
   type WebhookSender,
 } from './webhook.types.js';
@@ -38,8 +39,11 @@ export interface WebhookDeliveryDeps {
   backoffBaseMs: number;
   /** Contract §1: MAILROOM_WEBHOOK_TIMEOUT_MS, for the whole attempt (DNS, connection, answer). */
   timeoutMs: number;
+  /** Deliveries this process runs at once, over every endpoint and workspace. */
   concurrency?: number;
+  /** Deliveries running at once to one endpoint, and for one workspace, in every process together. */
   endpointConcurrency?: number;
+  workspaceConcurrency?: number;
   /** Opens the endpoints' secrets, only to sign an attempt. */
   box: SecretBox;
   /** Emits `webhook.disabled` when an attempt disables its endpoint. */
@@ -205,6 +209,7 @@ export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHand
     queue: WEBHOOK_QUEUE,
     concurrency: deps.concurrency ?? DELIVERY_CONCURRENCY,
     groupConcurrency: deps.endpointConcurrency ?? ENDPOINT_CONCURRENCY,
+    workspaceConcurrency: deps.workspaceConcurrency ?? WORKSPACE_CONCURRENCY,
     backoff,
     handle,
   };

@@ -85,7 +85,7 @@ export const webhookRepository = {
       .where('id', '=', id)
       .execute(),
   /** The workspace's event, or undefined. */
-  event: (db: Db, workspaceId: string, id: string) => db.selectFrom('events').select(['id', 'type']).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
+  event: (db: Db, workspaceId: string, id: string) => db.selectFrom('events').select(['id', 'type', 'payload']).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
   /** Which of `eventIds` the endpoint received (a successful attempt). */
   received: async (db: Db, workspaceId: string, webhookId: string, eventIds: readonly string[]): Promise<Set<string>> => {
     if (eventIds.length === 0) return new Set();

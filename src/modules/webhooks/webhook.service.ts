@@ -14,7 +14,8 @@ import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { WebhookUrlRefused, type AddressRules } from './address-rules.js';
 import { generateSecret, secretProblem } from './signing.js';
 import type { PreviousSecret, WebhookDeliveryTable, WebhookTable } from './webhook.table.js';
-import { missedEvents } from './recovery.js';
+import { isTestEventFor, missedEvents } from './recovery.js';
+import type { ReplayLimits } from './replay-limits.js';
 import { webhookRepository as repo } from './webhook.repository.js';
 import {
   MAX_ATTEMPTS,
@@ -53,8 +54,12 @@ export interface WebhookService {
    * endpoint was inactive. At most RECOVER_SCAN_LIMIT events are examined, newest first; `before` continues.
    */
   recover(tenant: TenantContext, webhookId: string, input: { since: string; before?: string | undefined }): Promise<RecoverResult>;
-  /** Send one stored event to this endpoint again, whatever became of it before, with the same event id and bytes. */
-  replay(tenant: TenantContext, webhookId: string, eventId: string): Promise<{ ok: true; event_id: string }>;
+  /**
+   * Send one stored event to this endpoint again, whatever became of it before, with the same event id and bytes,
+   * when its filter takes the event's type (or it is this endpoint's test event). `queued` is false when a delivery
+   * of it to this endpoint was pending already (nothing is added).
+   */
+  replay(tenant: TenantContext, webhookId: string, eventId: string): Promise<{ ok: true; event_id: string; queued: boolean }>;
   /** Store one synthetic event (`data.test = true`) and queue it for this endpoint only, whatever its filter. */
   test(tenant: TenantContext, webhookId: string, eventType: string): Promise<{ ok: true; event_id: string }>;
   /** The outbox subscriber: one delivery job per active endpoint whose filter takes the event, in the producer's transaction. */
@@ -67,13 +72,15 @@ export interface WebhookDeps {
   db: Db;
   dialect: DialectInfo;
   clock: Clock;
-  queue: Pick<Queue, 'enqueue' | 'enqueueMany' | 'cancelGroup'>;
+  queue: Pick<Queue, 'enqueue' | 'enqueueMany' | 'enqueueNew' | 'cancelGroup'>;
   events: Pick<EventsService, 'emit'>;
   rules: AddressRules;
   /** Called after a transaction that queued deliveries commits (wakes this process's worker). */
   wake: (queue: string) => void;
   /** Seals secrets at rest (MAILROOM_SECRET_KEY); they are opened only to sign a delivery. */
   box: SecretBox;
+  /** The rate and pending caps of replay, recover and test. */
+  limits: ReplayLimits;
 }
 
 /** What `since` takes: an RFC 3339 date-time (Date.parse alone would also take "2026" or "Nov 30"). */
@@ -190,7 +197,7 @@ function activeEndpoints(trx: Db, workspaceId: string): Promise<ActiveEndpoints>
 }
 
 /** Webhook endpoints (session surface, every role) and the fan-out of events to them. */
-export function createWebhookService({ db, dialect, clock, queue, events, rules, wake, box }: WebhookDeps): WebhookService {
+export function createWebhookService({ db, dialect, clock, queue, events, rules, wake, box, limits }: WebhookDeps): WebhookService {
   async function find(tenant: TenantContext, webhookId: string): Promise<WebhookTable> {
     const row = await repo.find(db, tenant.workspaceId, webhookId);
     if (!row) throw webhookNotFound(webhookId);
@@ -222,7 +229,8 @@ export function createWebhookService({ db, dialect, clock, queue, events, rules,
 
   function job(workspaceId: string, webhookId: string, eventId: string) {
     const payload: WebhookJobPayload = { webhook_id: webhookId, event_id: eventId };
-    return { queue: WEBHOOK_QUEUE, workspaceId, payload, groupKey: webhookId, maxAttempts: MAX_ATTEMPTS };
+    // One pending delivery per endpoint and event, however many replays and recovers ask for it.
+    return { queue: WEBHOOK_QUEUE, workspaceId, payload, groupKey: webhookId, dedupKey: `${webhookId}:${eventId}`, maxAttempts: MAX_ATTEMPTS };
   }
 
   return {
@@ -312,31 +320,44 @@ export function createWebhookService({ db, dialect, clock, queue, events, rules,
         if (!start) throw invalid('invalid_before', `before: no event ${input.before} in this workspace`);
       }
       if (row.active !== 1) throw inactive(webhookId);
+      limits.take(tenant.workspaceId);
       // Events from before the endpoint existed were never its to miss.
       const scan = await missedEvents(db, dialect, row, Math.max(since, row.created_at), start);
+      let queued = 0;
       if (scan.missed.length > 0) {
-        await db.transaction().execute(async (trx) => {
-          await queue.enqueueMany(trx, scan.missed.map((eventId) => job(tenant.workspaceId, webhookId, eventId)));
+        await limits.checkBacklog(db, tenant.workspaceId, webhookId, scan.missed.length);
+        queued = await db.transaction().execute(async (trx) => {
+          const added = await queue.enqueueNew(trx, scan.missed.map((eventId) => job(tenant.workspaceId, webhookId, eventId)));
           await afterCommit(trx, () => wake(WEBHOOK_QUEUE));
+          return added.length;
         });
       }
-      return { ok: true, queued: scan.missed.length, next_before: scan.nextBefore };
+      return { ok: true, queued, next_before: scan.nextBefore };
     },
 
     async replay(tenant, webhookId, eventId) {
-      await findActive(tenant, webhookId);
-      if (!(await repo.event(db, tenant.workspaceId, eventId))) throw notFound('event_not_found', `no event ${eventId}`);
-      await db.transaction().execute(async (trx) => {
-        await queue.enqueue(trx, job(tenant.workspaceId, webhookId, eventId));
+      const endpoint = await findActive(tenant, webhookId);
+      const event = await repo.event(db, tenant.workspaceId, eventId);
+      if (!event) throw notFound('event_not_found', `no event ${eventId}`);
+      if (!filterTakes(endpoint.event_types, event.type) && !isTestEventFor(event.payload, webhookId)) {
+        throw conflict('event_type_not_subscribed', `webhook ${webhookId} does not take ${event.type} events (its event_types); add the type first (PATCH event_types)`);
+      }
+      limits.take(tenant.workspaceId);
+      await limits.checkBacklog(db, tenant.workspaceId, webhookId, 1);
+      const added = await db.transaction().execute(async (trx) => {
+        const ids = await queue.enqueueNew(trx, [job(tenant.workspaceId, webhookId, eventId)]);
         await afterCommit(trx, () => wake(WEBHOOK_QUEUE));
+        return ids.length;
       });
-      return { ok: true, event_id: eventId };
+      return { ok: true, event_id: eventId, queued: added > 0 };
     },
 
     async test(tenant, webhookId, eventType) {
       if (!KNOWN_EVENTS.has(eventType)) throw invalid('invalid_event_type', `unknown event type '${eventType}' (known: ${EVENT_TYPES.join(', ')})`);
       if (eventType === 'message.delivered') throw invalid('invalid_event_type', 'message.delivered is never emitted by this service, so it cannot be tested');
       await findActive(tenant, webhookId);
+      limits.take(tenant.workspaceId);
+      await limits.checkBacklog(db, tenant.workspaceId, webhookId, 1);
       const event = await db.transaction().execute(async (trx) => {
         // A real event row (its bytes are what is signed), routed by hand to this endpoint only.
         const stored = await events.emit(
@@ -364,6 +385,8 @@ export function createWebhookService({ db, dialect, clock, queue, events, rules,
       const endpoints = await activeEndpoints(trx, event.workspaceId);
       const targets = endpoints.filter((e) => filterTakes(e.event_types, event.type));
       if (targets.length === 0) return;
+      // Never refused nor capped: an event is delivered however long the endpoint's backlog (only replay, recover
+      // and test are capped). The event is new, so no delivery of it can be pending: the plain insert cannot conflict.
       await queue.enqueueMany(trx, targets.map((t) => job(event.workspaceId, t.id, event.id)));
       await afterCommit(trx, () => wake(WEBHOOK_QUEUE));
     },

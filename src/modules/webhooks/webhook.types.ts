@@ -23,13 +23,28 @@ export const AUTO_DISABLE_MS = 5 * 86_400_000;
 export const RECOVER_MAX_AGE_MS = 30 * 86_400_000;
 /** Events one `recover` call examines at most, newest first; `next_before` continues from where it stopped. */
 export const RECOVER_SCAN_LIMIT = 5000;
-/** Deliveries one worker process runs at once, over all endpoints. */
+/** Deliveries one worker process runs at once, over all endpoints and workspaces. */
 export const DELIVERY_CONCURRENCY = 128;
 /**
- * Deliveries to one endpoint one worker process runs at once: a slow endpoint cannot take every slot,
- * and a receiver gets at most this many requests at once from each worker.
+ * Deliveries to one endpoint running at once, in every worker process together (the default of
+ * MAILROOM_WEBHOOK_ENDPOINT_CONCURRENCY): a receiver that never answers ties up only these slots.
  */
-export const ENDPOINT_CONCURRENCY = 32;
+export const ENDPOINT_CONCURRENCY = 8;
+/** The most MAILROOM_WEBHOOK_ENDPOINT_CONCURRENCY may be: the sender's connections per receiver. */
+export const MAX_ENDPOINT_CONCURRENCY = 32;
+/** Deliveries of one workspace running at once, in every process together (MAILROOM_WEBHOOK_WORKSPACE_CONCURRENCY). */
+export const WORKSPACE_CONCURRENCY = 32;
+
+/** The caps of a workspace's webhook work (settings; see the README's settings table). */
+export interface WebhookCaps {
+  webhookEndpointConcurrency: number;
+  webhookWorkspaceConcurrency: number;
+  /** Pending deliveries of an endpoint, and of a workspace, past which replay, recover and test answer 429. */
+  webhookEndpointPendingMax: number;
+  webhookWorkspacePendingMax: number;
+  /** Replay, recover and test calls per workspace per minute, in this process. */
+  webhookReplaysPerMinute: number;
+}
 
 /** An endpoint as the API shows it (contract §6); the secret never appears. */
 export interface WebhookView {

@@ -10,7 +10,8 @@ import type { EventsService } from '../events/events.service.js';
 import { createAddressRules } from './address-rules.js';
 import { createWebhookDeliveryHandler } from './webhook-delivery.handler.js';
 import { createWebhookService, type WebhookService } from './webhook.service.js';
-import type { WebhookJobPayload, WebhookSender } from './webhook.types.js';
+import { createReplayLimits } from './replay-limits.js';
+import type { WebhookCaps, WebhookJobPayload, WebhookSender } from './webhook.types.js';
 
 export interface WebhooksModule {
   service: WebhookService;
@@ -34,6 +35,8 @@ export interface WebhooksDeps {
   sender: WebhookSender;
   backoffBaseMs: number;
   timeoutMs: number;
+  /** Concurrency, pending and replay-rate caps (MAILROOM_WEBHOOK_*). */
+  caps: WebhookCaps;
   /** Wake this process's worker for a queue (after the enqueuing transaction commits). */
   wake: (queue: string) => void;
   /** Seals endpoint secrets at rest (MAILROOM_SECRET_KEY). */
@@ -43,7 +46,8 @@ export interface WebhooksDeps {
 /** Webhooks: endpoint management, the outbox subscriber that fans events out, and the delivery handler. */
 export function createWebhooksModule(deps: WebhooksDeps): WebhooksModule {
   const rules = createAddressRules({ resolve: deps.resolve, allowCidrs: deps.allowCidrs });
-  const service = createWebhookService({ db: deps.db, dialect: deps.dialect, clock: deps.clock, queue: deps.queue, events: deps.events, rules, wake: deps.wake, box: deps.box });
+  const limits = createReplayLimits(deps.caps, deps.clock);
+  const service = createWebhookService({ db: deps.db, dialect: deps.dialect, clock: deps.clock, queue: deps.queue, events: deps.events, rules, wake: deps.wake, box: deps.box, limits });
   deps.events.subscribe((trx, event) => service.fanOut(trx, event));
   const handler = createWebhookDeliveryHandler({
     db: deps.db,
@@ -55,6 +59,8 @@ export function createWebhooksModule(deps: WebhooksDeps): WebhooksModule {
     sender: deps.sender,
     backoffBaseMs: deps.backoffBaseMs,
     timeoutMs: deps.timeoutMs,
+    endpointConcurrency: deps.caps.webhookEndpointConcurrency,
+    workspaceConcurrency: deps.caps.webhookWorkspaceConcurrency,
     box: deps.box,
     events: deps.events,
   });

@@ -1,16 +1,16 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import { Agent, request } from 'undici';
-import { ENDPOINT_CONCURRENCY, MAX_RESPONSE_BYTES, type WebhookRequest, type WebhookResponse, type WebhookSender } from '../../modules/webhooks/webhook.types.js';
+import { MAX_ENDPOINT_CONCURRENCY, MAX_RESPONSE_BYTES, type WebhookRequest, type WebhookResponse, type WebhookSender } from '../../modules/webhooks/webhook.types.js';
 
 /** Connection pools kept (one per origin and pinned address); the least recently used is closed beyond this. */
 const MAX_POOLS = 256;
 /** How long an idle kept-alive connection to a receiver stays open. */
 const KEEP_ALIVE_MS = 4000;
 /**
- * Connections per pool: as many as the worker runs deliveries to one endpoint, so that none waits for a
+ * Connections per pool: as many as the workers may run deliveries to one endpoint, so that none waits for a
  * connection behind a request that hangs.
  */
-const CONNECTIONS_PER_POOL = ENDPOINT_CONCURRENCY;
+const CONNECTIONS_PER_POOL = MAX_ENDPOINT_CONCURRENCY;
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 

@@ -69,6 +69,14 @@ const Recovered = Type.Object(
   { title: 'WebhookRecovered' },
 );
 const Queued = Type.Object({ ok: Type.Literal(true), event_id: Type.String() }, { title: 'WebhookEventQueued' });
+const Replayed = Type.Object(
+  {
+    ok: Type.Literal(true),
+    event_id: Type.String(),
+    queued: Type.Boolean({ description: 'false when a delivery of this event to this endpoint was pending already: nothing was added' }),
+  },
+  { title: 'WebhookEventReplayed' },
+);
 const DeliveriesQuery = Type.Object({ limit: Type.Optional(Limit) }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
 
@@ -223,7 +231,7 @@ export function webhookRoutes({ webhooks, tenant }: { webhooks: WebhookService; 
           security,
           params: DeliveryParams,
           querystring: NoQuery,
-          response: { 202: answer('The event is queued for this endpoint', Queued), ...errors(400, 401, 403, 404, 409, 429) },
+          response: { 202: answer('The event is queued for this endpoint (once: a pending delivery of it is not doubled)', Replayed), ...errors(400, 401, 403, 404, 409, 429) },
         },
       },
       async (request, reply) => reply.code(202).send(await webhooks.replay(tenant(request), request.params.webhook_id, request.params.event_id)),
