@@ -77,7 +77,7 @@ describe('DKIM signing on worker threads', () => {
 
   it('signs a stored message with bare CR or LF as the SMTP client sends it: CRLF lines, verifying on the wire', async () => {
     const stored = Buffer.from((await compose(4)).toString('latin1').replace('Hello 4\r\n', 'Hello 4\rbare CR\nbare LF\r\n'), 'latin1');
-    const signed = await threaded.sign(stored, key);
+    const signed = await threaded.sign(stored, key, 'w1');
     // nodemailer's SMTP client (DataStream) turns every bare CR and bare LF into CRLF.
     const onTheWire = Buffer.from(signed.toString('latin1').replace(/\r\n|\r|\n/g, '\r\n'), 'latin1');
     expect(onTheWire.equals(signed)).toBe(true);
