@@ -64,7 +64,14 @@ export function eventRoutes(deps: EventRouteDeps): FastifyPluginAsyncTypebox {
           connection: 'close',
           'x-request-id': request.id,
         });
-        res.write(': connected\n\n');
+        // Written once the follower is in place (or with the first event, which proves it): a client that commits
+        // after seeing it gets that event.
+        let greeted = false;
+        const greet = (): void => {
+          if (greeted) return;
+          greeted = true;
+          res.write(': connected\n\n');
+        };
         let ended = false;
         let stopFollowing = (): void => ticket.release();
         const end = (): void => {
@@ -78,8 +85,11 @@ export function eventRoutes(deps: EventRouteDeps): FastifyPluginAsyncTypebox {
         res.on('close', end);
         try {
           const follower = await ticket.follow(lastEventId, {
-            write: (event) => res.write(frame(event)),
-            ping: () => void res.write(': ping\n\n'),
+            write: (event) => {
+              greet();
+              return res.write(frame(event));
+            },
+            ping: () => void (greeted && res.write(': ping\n\n')),
             end,
           });
           stopFollowing = () => follower.close();
@@ -87,6 +97,7 @@ export function eventRoutes(deps: EventRouteDeps): FastifyPluginAsyncTypebox {
             follower.close();
             return;
           }
+          greet();
           res.on('drain', () => follower.resume());
         } catch (err) {
           request.log.error({ err }, 'event stream failed to start');
