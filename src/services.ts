@@ -159,7 +159,7 @@ export async function createServices(
     heartbeatMs: config.eventHeartbeatMs,
     caps: { perSession: config.eventStreamsPerSession, perWorkspace: config.eventStreamsPerWorkspace, total: config.eventStreamsMax },
     checkGrants: (grants) => tenancy.auth.checkGrants(grants),
-    onError: (err) => logger.error({ err }, 'event stream read failed'),
+    onError: (err) => logger.error({ err }, 'event stream read or credential check failed'),
   });
   // Filled below: the worker's queues, woken all at once after the listener reconnects.
   const handlers: JobHandler[] = [];

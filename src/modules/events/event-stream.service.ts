@@ -77,7 +77,10 @@ export function createEventStreamService(deps: {
   function feedOf(workspaceId: string): WorkspaceFeed {
     let feed = feeds.get(workspaceId);
     if (!feed) {
-      const made = createWorkspaceFeed({ db, dialect, signal: deps.signal, onRead, onError, workspaceId, onEmpty: () => feeds.get(workspaceId) === made && feeds.delete(workspaceId) });
+      const onEmpty = (): void => {
+        if (feeds.get(workspaceId) === made) feeds.delete(workspaceId);
+      };
+      const made = createWorkspaceFeed({ db, dialect, signal: deps.signal, onRead, onError, workspaceId, onEmpty });
       feeds.set(workspaceId, (feed = made));
     }
     return feed;
