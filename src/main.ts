@@ -39,7 +39,6 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     transactional: services.transactional,
     webhooks: services.webhooks.service,
     events: services.eventStream,
-    eventHeartbeatMs: config.eventHeartbeatMs,
     pageCacheBytes: config.pageCacheBytes,
     rateLimitPerMinute: config.rateLimitPerMinute,
     // One process holds every count in the embedded SQLite mode (decision 210).

@@ -152,6 +152,16 @@ export async function createServices(
   const events = createEventsService({ clock });
   const wakeups = createJobWakeups();
   const eventSignal = createEventSignal();
+  // Its grants are checked by the tenancy module made below (only once a stream is open).
+  const eventStream = createEventStreamService({
+    db,
+    dialect,
+    signal: eventSignal,
+    heartbeatMs: config.eventHeartbeatMs,
+    caps: { perSession: config.eventStreamsPerSession, perWorkspace: config.eventStreamsPerWorkspace, total: config.eventStreamsMax },
+    checkGrants: (grants) => tenancy.auth.checkGrants(grants),
+    onError: (err) => logger.error({ err }, 'event stream read or credential check failed'),
+  });
   // Filled below: the worker's queues, woken all at once after the listener reconnects.
   const handlers: JobHandler[] = [];
   const notifications = dialect.sharedByProcesses
@@ -162,9 +172,11 @@ export async function createServices(
         onTopic: (topic) => {
           if (topic.startsWith('events:')) eventSignal.notify(topic.slice('events:'.length));
           else if (topic.startsWith('queue:')) wakeups.notify(topic.slice('queue:'.length));
+          else if (topic.startsWith('credentials:')) eventStream.credentialsChanged(topic.slice('credentials:'.length));
         },
         onReconnect: () => {
           eventSignal.notifyAll();
+          eventStream.recheckAll();
           for (const handler of handlers) wakeups.notify(handler.queue);
         },
       })
@@ -190,6 +202,16 @@ export async function createServices(
     wakeups.notify(name);
     notifications?.publishSoon(`queue:${name}`);
   };
+  // A user's streams end with their session or membership: in this process at once, in the others by NOTIFY.
+  const tenancy = createTenancyModule({
+    db,
+    clock,
+    dialect,
+    credentialsChanged: (userId) => {
+      eventStream.credentialsChanged(userId);
+      notifications?.publishSoon(`credentials:${userId}`);
+    },
+  });
   const commits = createGroupCommit(db);
   // PostgreSQL runs transactions side by side; the two groups share no row (sends insert outbound and
   // job rows, the worker changes existing ones), so they cannot deadlock. SQLite has one writer: one group.
@@ -263,7 +285,7 @@ export async function createServices(
   return {
     database,
     clock,
-    tenancy: createTenancyModule({ db, clock, dialect }),
+    tenancy,
     events,
     queue,
     commits,
@@ -276,7 +298,7 @@ export async function createServices(
     handlers,
     eventSignal,
     notifications,
-    eventStream: createEventStreamService({ db, dialect, signal: eventSignal, onError: (err) => logger.error({ err }, 'event stream read failed') }),
+    eventStream,
     webhooks,
     wakeups,
     mailboxes: createMailboxService({ db, clock, domains }),

@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { createServices } from '../src/main.js';
+import { createHttpApp, createServices } from '../src/main.js';
+import { createLogger } from '../src/lib/logger.js';
 import { BIN, ROOT } from './helpers/cli.js';
 import { listen } from './helpers/cli-client.js';
 import { TEST_DIALECT } from './helpers/database.js';
@@ -122,6 +123,33 @@ describe.skipIf(TEST_DIALECT !== 'postgres')('signals between processes (LISTEN/
       await stream.waitFor((m) => eventsOf(m).some((x) => x.id === event.id), 3000);
       stream.close();
     } finally {
+      await other.database.destroy();
+    }
+  });
+
+  it('a logout in one process closes the session\'s stream held by another at once, by NOTIFY; another workspace\'s stays', async () => {
+    // The other process's heartbeat is far beyond the test: only the notification can close its stream in time.
+    const config = Object.freeze({ ...h.config, eventHeartbeatMs: 600_000 });
+    const other = await createServices(config, { clock: h.clock });
+    const otherApp = await createHttpApp(config, other, createLogger('silent'));
+    try {
+      const otherBase = await listen(otherApp);
+      const g = await createTenant(h, 'Elsewhere');
+      const mine = await login(h, tenant.ownerEmail, tenant.password);
+      const stream = await openStream(`${otherBase}/app/api/events/stream`, session(mine));
+      const gStream = await openStream(`${otherBase}/app/api/events/stream`, session(await login(h, g.ownerEmail, g.password)));
+      await stream.waitFor((m) => m.some((x) => x.comment === 'connected'));
+      await gStream.waitFor((m) => m.some((x) => x.comment === 'connected'));
+      expect((await h.app.inject({ method: 'POST', url: '/app/api/logout', headers: session(mine) })).statusCode).toBe(200);
+      const closed = await Promise.race([stream.ended.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 5000))]);
+      expect(closed).toBe(true);
+      const event = await h.services.database.db
+        .transaction()
+        .execute((trx) => h.services.events.emit(trx, { workspaceId: g.workspaceId, type: 'domain.verified', data: { domain: 'still-open.example' } }));
+      await gStream.waitFor((m) => eventsOf(m).some((x) => x.id === event.id), 3000);
+      gStream.close();
+    } finally {
+      await otherApp.close();
       await other.database.destroy();
     }
   });

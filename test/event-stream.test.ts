@@ -103,25 +103,38 @@ describe('GET /app/api/events/stream', () => {
     expect(Object.keys(doc.paths['/app/api/events/stream']!.get!.responses['200']!.content!)).toEqual(['text/event-stream']);
   });
 
-  it('a reader that is full gets nothing more until it drains, then the rest from the table, in order', async () => {
+  it('a reader that is full gets nothing more until it drains, then the rest from the table, in order; the others keep receiving', async () => {
+    const me = await h.services.tenancy.auth.authenticateSession(token);
+    const grant = { sessionId: me.sessionId, userId: me.userId, workspaceId: acme.workspaceId, role: 'owner' };
     const got: string[] = [];
+    const others: string[] = [];
     let room = 3;
-    const follower = await h.services.eventStream.follow(acme.workspaceId, undefined, {
-      write(event) {
-        got.push(event.id);
+    const sink = (write: (id: string) => boolean) => ({ write: (event: { id: string }) => write(event.id), ping: () => undefined, end: () => undefined });
+    const follower = await h.services.eventStream.admit(grant).follow(
+      undefined,
+      sink((id) => {
+        got.push(id);
         room -= 1;
         return room > 0;
-      },
-    });
+      }),
+    );
+    const other = await h.services.eventStream.admit(grant).follow(undefined, sink((id) => others.push(id) > 0));
     const ids: string[] = [];
     for (let i = 0; i < 10; i++) ids.push(await emit(acme.workspaceId));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await expect.poll(() => others.length).toBe(10);
+    expect(others).toEqual(ids);
     expect(got).toEqual(ids.slice(0, 3));
     room = Infinity;
     follower.resume();
     await expect.poll(() => got.length).toBe(10);
     expect(got).toEqual(ids);
+    // Back in the shared read: a later event reaches both once.
+    const later = await emit(acme.workspaceId);
+    await expect.poll(() => got.length + others.length).toBe(22);
+    expect(got.at(-1)).toBe(later);
+    expect(others.at(-1)).toBe(later);
     follower.close();
+    other.close();
   });
 
   it('sends heartbeat comments', async () => {

@@ -69,10 +69,15 @@ export interface Config {
   leaseMs: number;
   /** How often an idle worker looks for due jobs when no wake-up comes (in-process or NOTIFY). */
   workerPollMs: number;
-  /** Interval of the event stream's `: ping` comment lines. */
+  /** Event streams: interval of the `: ping` lines, at which every stream's session is checked again. */
   eventHeartbeatMs: number;
   /** Fair queue and webhooks: jobs running at once per workspace and per endpoint (every process together), pending caps, replay rate. */
   fairQueue: FairQueueSettings;
+
+  /** Event streams open at once: per session, per workspace, in the process. */
+  eventStreamsPerSession: number;
+  eventStreamsPerWorkspace: number;
+  eventStreamsMax: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** `auto`: pretty lines when standard output is a terminal, JSON lines otherwise (lib/logger.ts). */
   logFormat: LogFormatSetting;
@@ -274,7 +279,6 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     deliveryMaxAgeMs: ms('DELIVERY_MAX_AGE_MS', 4 * DAY_MS),
     leaseMs: ms('LEASE_MS', 30_000, 100),
     workerPollMs: ms('WORKER_POLL_MS', 200, 10),
-    eventHeartbeatMs: ms('EVENT_HEARTBEAT_MS', 15_000, 10),
     // Fair queue and webhooks: caps counted in the database, so they hold across worker processes.
     fairQueue: {
       deliveryWorkspaceConcurrency: count('QUEUE_WORKSPACE_CONCURRENCY', 6),
@@ -285,6 +289,12 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
       webhookWorkspacePendingMax: count('WEBHOOK_WORKSPACE_PENDING_MAX', 50_000),
       webhookReplaysPerMinute: count('WEBHOOK_REPLAYS_PER_MINUTE', 120),
     },
+
+    // Event streams: the heartbeat that re-checks each stream's session, and the caps on open streams.
+    eventHeartbeatMs: ms('EVENT_HEARTBEAT_MS', 5000, 10),
+    eventStreamsPerSession: read({ name: 'EVENT_STREAMS_PER_SESSION', fallback: 5, parse: intIn(1, 1_000_000), expect: 'a whole number of streams, 1 or more' }),
+    eventStreamsPerWorkspace: read({ name: 'EVENT_STREAMS_PER_WORKSPACE', fallback: 20, parse: intIn(1, 1_000_000), expect: 'a whole number of streams, 1 or more' }),
+    eventStreamsMax: read({ name: 'EVENT_STREAMS_MAX', fallback: 1000, parse: intIn(1, 1_000_000), expect: 'a whole number of streams, 1 or more' }),
     logLevel: read({
       name: 'LOG_LEVEL',
       fallback: 'info',

@@ -13,6 +13,10 @@ export interface SseClient {
   messages: SseMessage[];
   /** Resolve once `count` messages (not comments) have arrived, or reject after `timeoutMs`. */
   waitFor(predicate: (messages: SseMessage[]) => boolean, timeoutMs?: number): Promise<SseMessage[]>;
+  /** Resolves when the server ends the stream (or it is closed here). */
+  ended: Promise<void>;
+  /** Everything received as text (a refusal's JSON body, once `ended`). */
+  readonly text: string;
   close(): void;
 }
 
@@ -24,13 +28,16 @@ export async function openStream(url: string, headers: Record<string, string>): 
   const messages: SseMessage[] = [];
   const waiters = new Set<() => void>();
   let ended = false;
-  void (async () => {
+  let text = '';
+  const finished = (async () => {
     if (!res.body) return;
     const decoder = new TextDecoder();
     let buffer = '';
     try {
       for await (const chunk of res.body) {
-        buffer += decoder.decode(chunk as Uint8Array, { stream: true });
+        const piece = decoder.decode(chunk as Uint8Array, { stream: true });
+        text += piece;
+        buffer += piece;
         let cut: number;
         while ((cut = buffer.indexOf('\n\n')) >= 0) {
           const block = buffer.slice(0, cut);
@@ -58,6 +65,10 @@ export async function openStream(url: string, headers: Record<string, string>): 
   return {
     status: res.status,
     messages,
+    ended: finished,
+    get text() {
+      return text;
+    },
     waitFor(predicate, timeoutMs = 5000) {
       return new Promise((resolve, reject) => {
         const check = () => {

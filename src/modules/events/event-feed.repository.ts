@@ -11,6 +11,12 @@ export interface FeedCursor {
   seq: number;
 }
 
+/** Stream order of two positions: negative when `a` comes first. */
+export function compareCursors(a: FeedCursor, b: FeedCursor): number {
+  if (a.txid !== b.txid) return BigInt(a.txid) < BigInt(b.txid) ? -1 : 1;
+  return a.seq - b.seq;
+}
+
 export interface FeedRow {
   id: string;
   type: string;

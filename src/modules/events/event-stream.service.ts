@@ -1,111 +1,184 @@
 import type { Db } from '../../db/database.js';
 import type { DialectInfo } from '../../db/dialect.js';
-import { cursorOf, head, heldBack, readAfter, type FeedCursor } from './event-feed.repository.js';
+import { DomainError, rateLimited } from '../../lib/errors.js';
+import { createFairGate, type Release } from '../../lib/fair-gate.js';
+import { cursorOf } from './event-feed.repository.js';
 import type { EventSignal } from './event-signal.js';
+import { createWorkspaceFeed, type EventFollower, type EventSink, type WorkspaceFeed } from './workspace-feed.js';
 
-/** One event as a stream shows it: `payload` is the JSON webhooks deliver. */
-export interface StreamEvent {
-  id: string;
-  type: string;
-  payload: string;
+export type { EventFollower, EventSink, StreamEvent } from './workspace-feed.js';
+
+/** What a stream was opened with: it lives while this still holds (the session live, the member's role unchanged). */
+export interface StreamGrant {
+  sessionId: string;
+  userId: string;
+  workspaceId: string;
+  role: string;
 }
 
-/** Where a follower writes; `write` answers false when the receiver is full (nothing more until `resume`). */
-export interface EventSink {
-  write(event: StreamEvent): boolean;
+/** Open streams allowed at once: per session, per workspace, in this process. */
+export interface StreamCaps {
+  perSession: number;
+  perWorkspace: number;
+  total: number;
 }
 
-export interface EventFollower {
-  /** The receiver drained: continue from the table where it stopped. */
-  resume(): void;
-  /** Look at the table again (a heartbeat's safety net against a lost signal). */
-  poke(): void;
-  close(): void;
+/** A stream's admission: its slots are held until the follower closes (or `release`, when it never follows). */
+export interface StreamTicket {
+  /**
+   * Follow the workspace's committed events: first those after `lastEventId` (an id the workspace does not have
+   * starts at now), then each one as it commits, in stream order, each once.
+   */
+  follow(lastEventId: string | undefined, sink: EventSink): Promise<EventFollower>;
+  release(): void;
 }
 
 export interface EventStreamService {
-  /**
-   * Follow a workspace's committed events: first those after `lastEventId` (an id the workspace does not
-   * have starts at now), then each one as it commits, in stream order, each once.
-   */
-  follow(workspaceId: string, lastEventId: string | undefined, sink: EventSink): Promise<EventFollower>;
+  /** Take a stream's slots: 429 past the session's or the workspace's cap, 503 past the process's. */
+  admit(grant: StreamGrant): StreamTicket;
+  /** A user's sessions or memberships changed (here or in another process): check that user's streams now. */
+  credentialsChanged(userId: string): void;
+  /** Check every open stream now (notifications may have been missed). */
+  recheckAll(): void;
+  /** Streams open in this process, and reads of the events table the streams have made since start. */
+  stats(): { open: number; reads: number };
 }
 
-/** Rows per read: what a follower may hand its sink beyond the sink's own bound. */
-const BATCH = 100;
-/** Re-reads while an older transaction holds committed events back: first and longest wait. */
-const HELD_BACK_FIRST_MS = 5;
-const HELD_BACK_MAX_MS = 500;
+/** Seconds a refused client is told to wait: about when a closed stream's slot is free again. */
+const RETRY_AFTER_SECONDS = 5;
 
-export function createEventStreamService(deps: { db: Db; dialect: DialectInfo; signal: EventSignal; onError?: (err: unknown) => void }): EventStreamService {
-  const { db, dialect, signal } = deps;
+interface OpenStream {
+  grant: StreamGrant;
+  sink: EventSink;
+}
+
+export function createEventStreamService(deps: {
+  db: Db;
+  dialect: DialectInfo;
+  signal: EventSignal;
+  caps: StreamCaps;
+  /** Every heartbeat writes each stream's ping and checks every stream's grant. */
+  heartbeatMs: number;
+  /** Which grants still hold, in the order given (the tenancy module answers it). */
+  checkGrants: (grants: readonly StreamGrant[]) => Promise<boolean[]>;
+  onError?: (err: unknown) => void;
+}): EventStreamService {
+  const { db, dialect, caps } = deps;
+  const onError = (err: unknown): void => deps.onError?.(err);
+  const gate = createFairGate({ total: caps.total, perKey: caps.perWorkspace });
+  const perSession = new Map<string, number>();
+  const feeds = new Map<string, WorkspaceFeed>();
+  const open = new Set<OpenStream>();
+  let reads = 0;
+  let beat: NodeJS.Timeout | undefined;
+  let sweeping = false;
+  const onRead = (): void => void (reads += 1);
+
+  function feedOf(workspaceId: string): WorkspaceFeed {
+    let feed = feeds.get(workspaceId);
+    if (!feed) {
+      const onEmpty = (): void => {
+        if (feeds.get(workspaceId) === made) feeds.delete(workspaceId);
+      };
+      const made = createWorkspaceFeed({ db, dialect, signal: deps.signal, onRead, onError, workspaceId, onEmpty });
+      feeds.set(workspaceId, (feed = made));
+    }
+    return feed;
+  }
+
+  /** End the streams whose grant no longer holds; a failed check leaves them to the next one. */
+  async function check(streams: OpenStream[]): Promise<void> {
+    if (streams.length === 0) return;
+    try {
+      const holds = await deps.checkGrants(streams.map((s) => s.grant));
+      streams.forEach((stream, i) => {
+        if (!holds[i] && open.has(stream)) stream.sink.end();
+      });
+    } catch (err) {
+      onError(err);
+    }
+  }
+
+  function heartbeat(): void {
+    for (const stream of [...open]) stream.sink.ping();
+    if (sweeping) return;
+    sweeping = true;
+    void check([...open]).finally(() => (sweeping = false));
+  }
+
+  function register(stream: OpenStream): () => void {
+    open.add(stream);
+    if (!beat) {
+      beat = setInterval(heartbeat, deps.heartbeatMs);
+      beat.unref();
+    }
+    return () => {
+      open.delete(stream);
+      if (open.size === 0) {
+        clearInterval(beat);
+        beat = undefined;
+      }
+    };
+  }
+
+  function take(grant: StreamGrant): Release {
+    const held = perSession.get(grant.sessionId) ?? 0;
+    if (held >= caps.perSession) {
+      throw rateLimited('session_stream_limit', `this session already has ${caps.perSession} open event streams; close one first`, RETRY_AFTER_SECONDS);
+    }
+    if (gate.activeFor(grant.workspaceId) >= caps.perWorkspace) {
+      throw rateLimited('workspace_stream_limit', `this workspace already has ${caps.perWorkspace} open event streams; close one first`, RETRY_AFTER_SECONDS);
+    }
+    const slot = gate.tryAcquire(grant.workspaceId);
+    if (!slot) throw new DomainError('unavailable', 'server_stream_limit', 'the server holds as many event streams as it can; try again later', RETRY_AFTER_SECONDS);
+    perSession.set(grant.sessionId, held + 1);
+    return () => {
+      slot();
+      const left = (perSession.get(grant.sessionId) ?? 1) - 1;
+      if (left === 0) perSession.delete(grant.sessionId);
+      else perSession.set(grant.sessionId, left);
+    };
+  }
+
   return {
-    async follow(workspaceId, lastEventId, sink) {
-      const start = lastEventId === undefined ? undefined : await cursorOf(db, dialect, workspaceId, lastEventId);
-      let cursor: FeedCursor = start ?? (await head(db, dialect));
-      let running = false;
-      let again = false;
-      let paused = false;
-      let closed = false;
-      let retry: NodeJS.Timeout | undefined;
-      let retryMs = HELD_BACK_FIRST_MS;
-
-      async function drain(): Promise<void> {
-        for (;;) {
-          const rows = await readAfter(db, dialect, workspaceId, cursor, BATCH);
-          for (const row of rows) {
-            if (closed) return;
-            cursor = row.cursor;
-            if (!sink.write({ id: row.id, type: row.type, payload: row.payload })) {
-              paused = true;
-              return;
-            }
-          }
-          if (rows.length < BATCH) break;
-        }
-        if (closed || retry) return;
-        if (await heldBack(db, dialect, workspaceId, cursor)) {
-          retry = setTimeout(() => {
-            retry = undefined;
-            pump();
-          }, retryMs);
-          retryMs = Math.min(retryMs * 2, HELD_BACK_MAX_MS);
-        } else {
-          retryMs = HELD_BACK_FIRST_MS;
-        }
-      }
-
-      // One read at a time; a signal during a read runs one more afterwards.
-      function pump(): void {
-        if (closed || paused) return;
-        if (running) {
-          again = true;
-          return;
-        }
-        running = true;
-        again = false;
-        drain()
-          .catch((err: unknown) => deps.onError?.(err))
-          .finally(() => {
-            running = false;
-            if (again) pump();
-          });
-      }
-
-      const unsubscribe = signal.subscribe(workspaceId, pump);
-      pump();
+    admit(grant) {
+      const slot = take(grant);
+      let released = false;
+      const release = (): void => {
+        if (released) return;
+        released = true;
+        slot();
+      };
       return {
-        resume() {
-          paused = false;
-          pump();
-        },
-        poke: pump,
-        close() {
-          closed = true;
-          unsubscribe();
-          clearTimeout(retry);
+        release,
+        async follow(lastEventId, sink) {
+          const unregister = register({ grant, sink });
+          try {
+            if (lastEventId !== undefined) onRead();
+            const start = lastEventId === undefined ? undefined : await cursorOf(db, dialect, grant.workspaceId, lastEventId);
+            const follower = await feedOf(grant.workspaceId).follow(start, sink);
+            return {
+              resume: () => follower.resume(),
+              close() {
+                follower.close();
+                unregister();
+                release();
+              },
+            };
+          } catch (err) {
+            unregister();
+            release();
+            throw err;
+          }
         },
       };
     },
+    credentialsChanged(userId) {
+      void check([...open].filter((s) => s.grant.userId === userId));
+    },
+    recheckAll() {
+      void check([...open]);
+    },
+    stats: () => ({ open: open.size, reads }),
   };
 }

@@ -35,11 +35,32 @@ export interface AuthService {
    * user's other sessions; the session that asked stays.
    */
   changePassword(session: SessionContext, input: { current_password: string; new_password: string }): Promise<PasswordChangeView>;
+  /**
+   * Which grants still hold, in the order given: the session live (not logged out, revoked by a password change, or
+   * expired) and its user still a member of the workspace with that role. Open event streams are checked with it.
+   */
+  checkGrants(grants: readonly SessionGrant[]): Promise<boolean[]>;
   /** Count one request in a rate-limit bucket's fixed window, in the database every process shares. */
   countRequest(bucket: string, windowMs: number): Promise<{ hits: number; resetInMs: number }>;
 }
 
-export function createAuthService({ db, clock }: { db: Db; clock: Clock }): AuthService {
+/** A session acting in a workspace with a role (what an event stream was opened with). */
+export interface SessionGrant {
+  sessionId: string;
+  workspaceId: string;
+  role: string;
+}
+
+/** Sessions per query of `checkGrants`: well under either database's limit on bound parameters. */
+const GRANT_CHECK_CHUNK = 500;
+
+/**
+ * The composition's hook, called after a change that may end a user's open event streams has committed (a
+ * logout, a password change, a membership removed or its role changed).
+ */
+export type CredentialsChanged = (userId: string) => void;
+
+export function createAuthService({ db, clock, credentialsChanged }: { db: Db; clock: Clock; credentialsChanged?: CredentialsChanged }): AuthService {
   async function view(session: { userId: string; email: string; activeWorkspaceId: string | null; expiresAt: number }): Promise<SessionView> {
     const workspaces = await repo.listMembershipsOfUser(db, session.userId);
     return {
@@ -139,6 +160,7 @@ export function createAuthService({ db, clock }: { db: Db; clock: Clock }): Auth
 
     async logout(session) {
       await repo.revokeSession(db, session.sessionId, clock.now());
+      credentialsChanged?.(session.userId);
     },
 
     describe: (session) => view(session),
@@ -164,7 +186,21 @@ export function createAuthService({ db, clock }: { db: Db; clock: Clock }): Auth
         await repo.setPasswordHash(trx, user.id, passwordHash);
         return repo.revokeOtherSessions(trx, user.id, session.sessionId, now, now - SESSION_IDLE_MS);
       });
+      if (ended > 0) credentialsChanged?.(user.id);
       return { ok: true as const, sessions_ended: ended };
+    },
+
+    async checkGrants(grants) {
+      const now = clock.now();
+      const holding = new Set<string>();
+      const key = (sessionId: string, workspaceId: string, role: string) => `${sessionId} ${workspaceId} ${role}`;
+      const sessionIds = [...new Set(grants.map((g) => g.sessionId))];
+      const workspaceIds = [...new Set(grants.map((g) => g.workspaceId))];
+      for (let i = 0; i < sessionIds.length; i += GRANT_CHECK_CHUNK) {
+        const rows = await repo.liveSessionMemberships(db, sessionIds.slice(i, i + GRANT_CHECK_CHUNK), workspaceIds, now, now - SESSION_IDLE_MS);
+        for (const row of rows) holding.add(key(row.session_id, row.workspace_id, row.role));
+      }
+      return grants.map((g) => holding.has(key(g.sessionId, g.workspaceId, g.role)));
     },
 
     async countRequest(bucket, windowMs) {

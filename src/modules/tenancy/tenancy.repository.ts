@@ -136,6 +136,21 @@ export const tenancyRepository = {
   /** A live (not revoked) session with its user and, when one is active, the user's role there. */
   /** Every session request asks this (prepared). */
   findSessionByHash: async (db: Db, tokenHash: string) => (await sessionByHashQuery(db, { tokenHash }))[0],
+  /**
+   * The memberships, among `workspaceIds`, of the users of those of `sessionIds` that are live at `now` (not revoked,
+   * not past their expiry, used since `idleSince`): what open event streams are checked against.
+   */
+  liveSessionMemberships: (db: Db, sessionIds: readonly string[], workspaceIds: readonly string[], now: number, idleSince: number) =>
+    db
+      .selectFrom('sessions')
+      .innerJoin('memberships', 'memberships.user_id', 'sessions.user_id')
+      .select(['sessions.id as session_id', 'memberships.workspace_id as workspace_id', 'memberships.role as role'])
+      .where('sessions.id', 'in', sessionIds)
+      .where('memberships.workspace_id', 'in', workspaceIds)
+      .where('sessions.revoked_at', 'is', null)
+      .where('sessions.expires_at', '>', now)
+      .where('sessions.last_seen_at', '>', idleSince)
+      .execute(),
   touchSession: (db: Db, id: string, at: number) =>
     db.updateTable('sessions').set({ last_seen_at: at }).where('id', '=', id).execute(),
   revokeSession: (db: Db, id: string, at: number) =>

@@ -6,6 +6,7 @@ import { conflict, forbidden, invalid, notFound } from '../../lib/errors.js';
 import { hashPassword } from '../../lib/secrets.js';
 import { insertApiKey, insertUser } from './credentials.js';
 import type { ApiKeyTable, Role } from './tenancy.table.js';
+import type { CredentialsChanged } from './auth.service.js';
 import { tenancyRepository as repo } from './tenancy.repository.js';
 import { isAdmin, type ApiKeyView, type ApiKeyWithSecret, type MemberView, type TenantContext } from './tenancy.types.js';
 import { MAX_API_KEY_NAME_LENGTH, checkEmail, checkPassword, checkRole } from './validation.js';
@@ -58,7 +59,17 @@ function requireOwnerFor(tenant: TenantContext, touchesOwner: boolean): void {
   if (touchesOwner && tenant.role !== 'owner') throw forbidden('forbidden_role', 'only an owner can make, change or remove an owner');
 }
 
-export function createWorkspaceAdminService({ db, clock, dialect }: { db: Db; clock: Clock; dialect: DialectInfo }): WorkspaceAdminService {
+export function createWorkspaceAdminService({
+  db,
+  clock,
+  dialect,
+  credentialsChanged,
+}: {
+  db: Db;
+  clock: Clock;
+  dialect: DialectInfo;
+  credentialsChanged?: CredentialsChanged;
+}): WorkspaceAdminService {
   /** Run a membership change with the workspace locked, so the owner count it reads stays true until it commits. */
   function changeMembers<T>(tenant: TenantContext, work: (trx: Db) => Promise<T>): Promise<T> {
     return db.transaction().execute(async (trx) => {
@@ -141,14 +152,18 @@ export function createWorkspaceAdminService({ db, clock, dialect }: { db: Db; cl
     async setRole(tenant, userId, roleInput) {
       requireAdmin(tenant, 'members');
       const role = checkRole(roleInput);
-      return changeMembers(tenant, async (trx) => {
+      let changed = false;
+      const view = await changeMembers(tenant, async (trx) => {
         const member = await findMember(trx, tenant, userId);
         requireOwnerFor(tenant, member.role === 'owner' || role === 'owner');
         if (member.role === role) return memberView(member);
         if (member.role === 'owner') await keepAnOwner(trx, tenant);
         await repo.setRole(trx, tenant.workspaceId, userId, role);
+        changed = true;
         return memberView({ ...member, role });
       });
+      if (changed) credentialsChanged?.(userId);
+      return view;
     },
 
     async removeMember(tenant, userId) {
@@ -159,6 +174,7 @@ export function createWorkspaceAdminService({ db, clock, dialect }: { db: Db; cl
         if (member.role === 'owner') await keepAnOwner(trx, tenant);
         await repo.deleteMembership(trx, tenant.workspaceId, userId);
       });
+      credentialsChanged?.(userId);
     },
   };
 }

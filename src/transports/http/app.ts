@@ -64,9 +64,8 @@ export interface AppDeps {
   serviceTokens: ServiceTokenService;
   transactional: TransactionalService;
   webhooks: WebhookService;
-  /** The event stream (GET /app/api/events/stream) and its heartbeat interval. */
+  /** The event stream (GET /app/api/events/stream). */
   events: EventStreamService;
-  eventHeartbeatMs: number;
   /** Bytes of answered message pages this process keeps (page-cache.ts); 0 keeps none. */
   pageCacheBytes: number;
   /** Requests per minute per credential (0 = no limit). */
@@ -181,7 +180,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(apiKeyRoutes({ workspace: deps.workspaceAdmin, tenant }));
         await authed.register(memberRoutes({ workspace: deps.workspaceAdmin, tenant }));
         await authed.register(webhookRoutes({ webhooks: deps.webhooks, tenant }));
-        await authed.register(eventRoutes({ events: deps.events, tenant, heartbeatMs: deps.eventHeartbeatMs }));
+        const grant = (request: FastifyRequest) => {
+          const { workspaceId, role } = tenant(request);
+          const { sessionId, userId } = sessionOf(request);
+          return { sessionId, userId, workspaceId, role };
+        };
+        await authed.register(eventRoutes({ events: deps.events, grant }));
         if (sandbox) {
           await authed.register(sandboxOutboxRoutes({ sandbox: sandbox.module, dnsServer: sandbox.dnsServer, tenant, surface: 'session' }));
           await authed.register(sandboxAdminRoutes({ sandbox: sandbox.module, tenant }));

@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { EventStreamService, StreamEvent } from '../../../modules/events/event-stream.service.js';
-import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
+import type { EventStreamService, StreamEvent, StreamGrant } from '../../../modules/events/event-stream.service.js';
 import { errors } from '../schemas.js';
 
 const StreamQuery = Type.Object(
@@ -12,9 +11,8 @@ const StreamQuery = Type.Object(
 
 export interface EventRouteDeps {
   events: EventStreamService;
-  tenant: (request: FastifyRequest) => TenantContext;
-  /** Interval of the `: ping` comment lines that keep proxies from closing an idle stream. */
-  heartbeatMs: number;
+  /** The session, workspace and role the stream is opened with (it ends when they no longer hold). */
+  grant: (request: FastifyRequest) => StreamGrant;
 }
 
 /** One SSE message; the payload is one line of JSON, so one `data:` line carries it. */
@@ -23,7 +21,8 @@ const frame = (event: StreamEvent): string => `id: ${event.id}\nevent: ${event.t
 /**
  * GET /app/api/events/stream: the active workspace's events as Server-Sent Events (docs/api.md). A slow
  * reader is not buffered for: past the socket's high-water mark the follower stops, and on `drain` it
- * reads on from the table where it stopped (decision 231).
+ * reads on from the table where it stopped (decision 231). Admission is checked before the answer starts, so a
+ * refused stream gets its 429/503 in the usual error body; the service ends a stream whose credential ended.
  */
 export function eventRoutes(deps: EventRouteDeps): FastifyPluginAsyncTypebox {
   return async (app) => {
@@ -53,7 +52,7 @@ export function eventRoutes(deps: EventRouteDeps): FastifyPluginAsyncTypebox {
         },
       },
       async (request, reply) => {
-        const tenant = deps.tenant(request);
+        const ticket = deps.events.admit(deps.grant(request));
         const lastEventId = request.headers['last-event-id'] ?? request.query.last_event_id;
         reply.hijack();
         const res = reply.raw;
@@ -65,32 +64,41 @@ export function eventRoutes(deps: EventRouteDeps): FastifyPluginAsyncTypebox {
           connection: 'close',
           'x-request-id': request.id,
         });
-        res.write(': connected\n\n');
+        // Written once the follower is in place (or with the first event, which proves it): a client that commits
+        // after seeing it gets that event.
+        let greeted = false;
+        const greet = (): void => {
+          if (greeted) return;
+          greeted = true;
+          res.write(': connected\n\n');
+        };
         let ended = false;
-        let beat: NodeJS.Timeout | undefined;
-        let stopFollowing = (): void => undefined;
+        let stopFollowing = (): void => ticket.release();
         const end = (): void => {
           if (ended) return;
           ended = true;
           open.delete(end);
-          clearInterval(beat);
           stopFollowing();
           res.end();
         };
         open.add(end);
         res.on('close', end);
         try {
-          const follower = await deps.events.follow(tenant.workspaceId, lastEventId, { write: (event) => res.write(frame(event)) });
+          const follower = await ticket.follow(lastEventId, {
+            write: (event) => {
+              greet();
+              return res.write(frame(event));
+            },
+            ping: () => void (greeted && res.write(': ping\n\n')),
+            end,
+          });
           stopFollowing = () => follower.close();
           if (ended) {
             follower.close();
             return;
           }
+          greet();
           res.on('drain', () => follower.resume());
-          beat = setInterval(() => {
-            res.write(': ping\n\n');
-            follower.poke();
-          }, deps.heartbeatMs);
         } catch (err) {
           request.log.error({ err }, 'event stream failed to start');
           end();
