@@ -42,6 +42,13 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     eventHeartbeatMs: config.eventHeartbeatMs,
     pageCacheBytes: config.pageCacheBytes,
     rateLimitPerMinute: config.rateLimitPerMinute,
+    admission: {
+      bodyBytes: config.httpBodyBudgetBytes,
+      bodyBytesPerWorkspace: config.httpBodyBudgetPerWorkspaceBytes,
+      bodyWaitMs: config.httpBodyWaitMs,
+      inflight: config.httpMaxInflight,
+      inflightPerWorkspace: config.httpMaxInflightPerWorkspace,
+    },
     // One process holds every count in the embedded SQLite mode (decision 210).
     rateLimitCounts: services.database.dialect.sharedByProcesses ? 'database' : 'memory',
     webRoot: WEB_ROOT,

@@ -76,6 +76,14 @@ export interface Config {
   sandbox: boolean;
   /** UDP and TCP port of the sandbox's DNS server on 127.0.0.1 (0 = a free port, shown at start). */
   sandboxDnsPort: number;
+  /** Large request bodies and work under way on the HTTP API, and inbound analysis: what each workspace and the process may hold at once. */
+  httpBodyBudgetBytes: number;
+  httpBodyBudgetPerWorkspaceBytes: number;
+  httpBodyWaitMs: number;
+  httpMaxInflight: number;
+  httpMaxInflightPerWorkspace: number;
+  analysisSlots: number;
+  analysisSlotsPerWorkspace: number;
 }
 
 export class ConfigError extends Error {
@@ -266,6 +274,14 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     httpKeepAliveTimeoutMs: ms('HTTP_KEEPALIVE_TIMEOUT_MS', 72_000, 100),
     sandbox: false,
     sandboxDnsPort: port('SANDBOX_DNS_PORT', 0),
+    // Big work, shared fairly: request bodies in memory, requests under way, inbound analysis (a share per workspace, a cap in all).
+    httpBodyBudgetBytes: read({ name: 'HTTP_BODY_BUDGET_MB', fallback: 160, parse: intIn(1, 1024 * 1024), expect: 'megabytes, 1 or more' }) * 1024 * 1024,
+    httpBodyBudgetPerWorkspaceBytes: read({ name: 'HTTP_BODY_BUDGET_PER_WORKSPACE_MB', fallback: 80, parse: intIn(1, 1024 * 1024), expect: 'megabytes, 1 or more' }) * 1024 * 1024,
+    httpBodyWaitMs: ms('HTTP_BODY_WAIT_MS', 10_000, 0),
+    httpMaxInflight: read({ name: 'HTTP_MAX_INFLIGHT', fallback: 256, parse: intIn(1, 1_000_000), expect: 'a whole number of requests, 1 or more' }),
+    httpMaxInflightPerWorkspace: read({ name: 'HTTP_MAX_INFLIGHT_PER_WORKSPACE', fallback: 32, parse: intIn(1, 1_000_000), expect: 'a whole number of requests, 1 or more' }),
+    analysisSlots: read({ name: 'ANALYSIS_SLOTS', fallback: 16, parse: intIn(1, 10_000), expect: 'a whole number of messages, 1 or more' }),
+    analysisSlotsPerWorkspace: read({ name: 'ANALYSIS_SLOTS_PER_WORKSPACE', fallback: 8, parse: intIn(1, 10_000), expect: 'a whole number of messages, 1 or more' }),
   };
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
     problems.push('MAILROOM_HTTP_HEADERS_TIMEOUT_MS must not exceed MAILROOM_HTTP_REQUEST_TIMEOUT_MS');
