@@ -42,6 +42,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     eventHeartbeatMs: config.eventHeartbeatMs,
     pageCacheBytes: config.pageCacheBytes,
     rateLimitPerMinute: config.rateLimitPerMinute,
+    bodyThreads: config.bodyThreads,
     admission: {
       bodyBytes: config.httpBodyBudgetBytes,
       bodyBytesPerWorkspace: config.httpBodyBudgetPerWorkspaceBytes,
@@ -126,6 +127,8 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       const httpListener = { service: 'HTTP API', host: config.httpHost, port: config.httpPort, hostVariable: 'MAILROOM_HTTP_HOST', portVariable: 'MAILROOM_HTTP_PORT' };
       const address = await listenOrExplain(httpListener, () => app.listen({ host: config.httpHost, port: config.httpPort }));
       httpUrl = address;
+      // Close the app first (answers under way finish), then the threads its sends compose on.
+      stoppers.unshift(() => services.composer.close());
       stoppers.unshift(() => app.close());
       logger.info({ url: address }, 'http api listening');
     }

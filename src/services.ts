@@ -28,6 +28,7 @@ import { createSuppressionService, type SuppressionService } from './modules/sup
 import { createInProcessAnalyzer, type MessageAnalyzer } from './modules/messages/analysis.js';
 import { createThreadedAnalyzer } from './modules/messages/analysis-pool.js';
 import { createFairGate, type FairGate } from './lib/fair-gate.js';
+import { createComposer } from './modules/sending/compose-pool.js';
 import { createMailauthAuthenticator, type MessageAuthenticator } from './modules/messages/authentication.js';
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
 import { createMessageStore } from './modules/messages/message-store.js';
@@ -91,6 +92,8 @@ export interface Plumbing {
   analysisGate: FairGate;
   /** DKIM signing threads of outbound mail (started by the first signature; close() stops them). */
   signer: MessageSigner;
+  /** Threads that compose large outbound messages (started by the first; close() stops them). */
+  composer: { close(): Promise<void> };
   /** The outbound SMTP client (its cached connections are closed at shutdown). */
   deliverer: SmtpDeliverer;
   /** Producers in this process announce committed work here; a worker in this process subscribes its `wake`. */
@@ -214,7 +217,8 @@ export async function createServices(
   });
   const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs, wake });
   const returnPaths = createReturnPaths(box, returnPathDomain);
-  const sending = createSendingService({ db, clock, events, store, queue, domains, returnPaths, commits });
+  const composer = createComposer({ threads: config.bodyThreads, logger });
+  const sending = createSendingService({ db, clock, events, store, queue, domains, returnPaths, commits, compose: composer.compose });
   const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
   const inbound = createInboundService({ db, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, commits, catchAll: sandbox?.catchAlls.find });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
@@ -286,6 +290,7 @@ export async function createServices(
     analyzer,
     analysisGate,
     signer,
+    composer,
   };
 }
 

@@ -19,6 +19,7 @@ import type { WebhookService } from '../../modules/webhooks/webhook.service.js';
 import { answerClientError, answerFrameworkError, registerErrorHandling } from './plugins/errors.js';
 import { registerRequestLimits } from './plugins/rate-limit.js';
 import { createAdmission, type AdmissionLimits } from './plugins/admission.js';
+import { registerJsonBodies } from './plugins/json-body.js';
 import { createValidatorCompiler } from './plugins/validation.js';
 import { healthRoutes, type HealthCheck } from './routes/health.routes.js';
 import { eventRoutes } from './routes/events.routes.js';
@@ -72,6 +73,8 @@ export interface AppDeps {
   pageCacheBytes: number;
   /** Requests under way and large bodies in memory, per workspace and in all (plugins/admission.ts). */
   admission: AdmissionLimits;
+  /** Threads that parse large JSON bodies (plugins/json-body.ts); 0 parses them on the main thread. */
+  bodyThreads: number;
   /** Requests per minute per credential (0 = no limit). */
   rateLimitPerMinute: number;
   /** Where the rate limit counts: in the shared database, or in this process (when it is the only one). */
@@ -126,6 +129,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // Only JSON bodies: without a text/plain parser such a body answers 415.
   app.removeContentTypeParser('text/plain');
+  registerJsonBodies(app, { threads: deps.bodyThreads, logger: deps.logger });
   app.setValidatorCompiler(createValidatorCompiler(SHARED_SCHEMAS));
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
 
