@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { request as httpRequest, type ClientRequest, type IncomingHttpHeaders } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIALECT } from './helpers/database.js';
@@ -65,6 +66,7 @@ describe(`big request bodies share a memory budget and requests under way a cap,
     f = await createTenant(h, 'F');
     g = await createTenant(h, 'G');
     base = new URL(await h.app.listen({ host: '127.0.0.1', port: 0 }));
+    expect((await h.app.inject({ method: 'POST', url: '/mailboxes?address=f@mailroom.localhost', headers: bearer(f.apiKey) })).statusCode).toBe(201);
   });
   afterEach(() => {
     for (const request of open.splice(0)) request.destroy();
@@ -110,5 +112,53 @@ describe(`big request bodies share a memory budget and requests under way a cap,
     const refused = await sized.answer;
     expect(refused.status, refused.body).toBe(503);
     chunked.request.destroy();
+  });
+
+  describe('large JSON bodies parsed and composed off the main thread', () => {
+    const post = (path: string, payload: unknown) =>
+      fetch(new URL(path, base), { method: 'POST', headers: { ...bearer(f.apiKey), 'content-type': 'application/json' }, body: typeof payload === 'string' ? payload : JSON.stringify(payload) });
+    const message = (file: Buffer, name: string) => ({
+      from_mailbox: 'f@mailroom.localhost',
+      to: 'someone@example.com',
+      subject: name,
+      body: 'see attached',
+      attachments: [{ filename: name, content_type: 'application/octet-stream', content: file.toString('base64').replace(/.{76}/g, '$&\r\n') }],
+    });
+    const stored = async (id: string) => {
+      const list = await h.app.inject({ method: 'GET', url: `/messages/${id}/attachments`, headers: bearer(f.apiKey) });
+      const [first] = list.json<{ attachments: Array<{ attachment_id: string }> }>().attachments;
+      const file = await h.app.inject({ method: 'GET', url: `/messages/${id}/attachments/${first!.attachment_id}`, headers: bearer(f.apiKey) });
+      return file.rawPayload;
+    };
+
+    it('stores and composes the attachments of a send and of a batch byte for byte', async () => {
+      const file = randomBytes(400 * 1024);
+      const sent = await post('/send', message(file, 'one.bin'));
+      expect(sent.status).toBe(202);
+      const id = (await sent.json<{ message_id: string }>()).message_id;
+      expect((await stored(id)).equals(file)).toBe(true);
+      const raw = (await h.app.inject({ method: 'GET', url: `/messages/${id}/raw`, headers: bearer(f.apiKey) })).body;
+      expect(raw).toContain(file.subarray(0, 57).toString('base64'));
+
+      const files = [randomBytes(300 * 1024), randomBytes(200 * 1024)];
+      const batch = await post('/send/batch', { messages: files.map((bytes, i) => message(bytes, `b${i}.bin`)) });
+      expect(batch.status).toBe(200);
+      const answers = (await batch.json<{ messages: Array<{ message_id: string }> }>()).messages;
+      for (const [i, answer] of answers.entries()) expect((await stored(answer.message_id)).equals(files[i]!)).toBe(true);
+    });
+
+    it('refuses a large body that is not JSON, poisons a prototype or carries bad base64, as a small one (400)', async () => {
+      const pad = 'x'.repeat(300 * 1024);
+      const broken = await post('/send', `{"subject":"${pad}"`);
+      expect(broken.status).toBe(400);
+      expect(await broken.json()).toMatchObject({ error: 'invalid_json' });
+      const poisoned = await post('/send', `{"subject":"${pad}","__proto__":{"x":1}}`);
+      expect(poisoned.status).toBe(400);
+      const badBase64 = message(randomBytes(200 * 1024), 'bad.bin');
+      badBase64.attachments[0]!.content = `${badBase64.attachments[0]!.content}*`;
+      const refused = await post('/send', badBase64);
+      expect(refused.status).toBe(400);
+      expect((await refused.json<{ detail: string }>()).detail).toContain('attachments[0].content is not valid base64');
+    });
   });
 });
