@@ -279,7 +279,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     // Big work, shared fairly: request bodies in memory, requests under way, inbound analysis (a share per workspace, a cap in all).
     httpBodyBudgetBytes: read({ name: 'HTTP_BODY_BUDGET_MB', fallback: 160, parse: intIn(1, 1024 * 1024), expect: 'megabytes, 1 or more' }) * 1024 * 1024,
     httpBodyBudgetPerWorkspaceBytes: read({ name: 'HTTP_BODY_BUDGET_PER_WORKSPACE_MB', fallback: 80, parse: intIn(1, 1024 * 1024), expect: 'megabytes, 1 or more' }) * 1024 * 1024,
-    httpBodyWaitMs: ms('HTTP_BODY_WAIT_MS', 10_000, 0),
+    httpBodyWaitMs: ms('HTTP_BODY_WAIT_MS', 10_000),
     httpMaxInflight: read({ name: 'HTTP_MAX_INFLIGHT', fallback: 256, parse: intIn(1, 1_000_000), expect: 'a whole number of requests, 1 or more' }),
     httpMaxInflightPerWorkspace: read({ name: 'HTTP_MAX_INFLIGHT_PER_WORKSPACE', fallback: 64, parse: intIn(1, 1_000_000), expect: 'a whole number of requests, 1 or more' }),
     analysisSlots: read({ name: 'ANALYSIS_SLOTS', fallback: 16, parse: intIn(1, 10_000), expect: 'a whole number of messages, 1 or more' }),
