@@ -49,7 +49,8 @@ export function decodeJsonBody(bytes: Uint8Array, parse: JsonParse): DecodedBody
   try {
     value = parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
   } catch (err) {
-    return { ok: false, code: String((err as { code?: unknown }).code ?? 'FST_ERR_CTP_INVALID_JSON_BODY') };
+    const code = (err as { code?: unknown }).code;
+    return { ok: false, code: typeof code === 'string' ? code : 'FST_ERR_CTP_INVALID_JSON_BODY' };
   }
   const decoded: DecodedContent[] = [];
   if (isObject(value)) {
