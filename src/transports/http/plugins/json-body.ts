@@ -6,8 +6,8 @@ import { decodeJsonBody, type DecodedBody, type JsonParse } from './json-decode.
 
 /**
  * A JSON body above this is parsed (and its attachments decoded) on a JSON body thread; a smaller one where it
- * arrived, as before: a thread hop costs more than parsing it. A 40 MiB send's parse and base64 were most of
- * the main thread's time for it (bench/HISTORY.md).
+ * arrived, as before: a thread hop costs more than parsing it. A 25 MiB send's parse and base64 were most of
+ * the main thread's time for it (decision 393).
  */
 export const THREADED_JSON_BYTES = 256 * 1024;
 
