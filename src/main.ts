@@ -41,6 +41,14 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     events: services.eventStream,
     pageCacheBytes: config.pageCacheBytes,
     rateLimitPerMinute: config.rateLimitPerMinute,
+    bodyThreads: config.bodyThreads,
+    admission: {
+      bodyBytes: config.httpBodyBudgetBytes,
+      bodyBytesPerWorkspace: config.httpBodyBudgetPerWorkspaceBytes,
+      bodyWaitMs: config.httpBodyWaitMs,
+      inflight: config.httpMaxInflight,
+      inflightPerWorkspace: config.httpMaxInflightPerWorkspace,
+    },
     // One process holds every count in the embedded SQLite mode (decision 210).
     rateLimitCounts: services.database.dialect.sharedByProcesses ? 'database' : 'memory',
     webRoot: WEB_ROOT,
@@ -121,6 +129,8 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       const httpListener = { service: 'HTTP API', host: config.httpHost, port: config.httpPort, hostVariable: 'MAILROOM_HTTP_HOST', portVariable: 'MAILROOM_HTTP_PORT' };
       const address = await listenOrExplain(httpListener, () => app.listen({ host: config.httpHost, port: config.httpPort }));
       httpUrl = address;
+      // Close the app first (answers under way finish), then the threads its sends compose on.
+      stoppers.unshift(() => services.composer.close());
       stoppers.unshift(() => app.close());
       logger.info({ url: address }, 'http api listening');
     }

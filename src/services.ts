@@ -27,6 +27,8 @@ import { createListService, type ListService } from './modules/lists/list.servic
 import { createSuppressionService, type SuppressionService } from './modules/suppressions/suppression.service.js';
 import { createInProcessAnalyzer, type MessageAnalyzer } from './modules/messages/analysis.js';
 import { createThreadedAnalyzer } from './modules/messages/analysis-pool.js';
+import { createFairGate, type FairGate } from './lib/fair-gate.js';
+import { createComposer } from './modules/sending/compose-pool.js';
 import { createMailauthAuthenticator, type MessageAuthenticator } from './modules/messages/authentication.js';
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
 import { createMessageStore } from './modules/messages/message-store.js';
@@ -87,8 +89,12 @@ export interface Plumbing {
   workerCommits: GroupCommit;
   /** Parser threads of inbound mail (started by the first message; close() stops them). */
   analyzer: MessageAnalyzer;
+  /** Turns at the analyzer: a share per recipient workspace, a cap in all, granted round-robin. */
+  analysisGate: FairGate;
   /** DKIM signing threads of outbound mail (started by the first signature; close() stops them). */
   signer: MessageSigner;
+  /** Threads that compose large outbound messages (started by the first; close() stops them). */
+  composer: { close(): Promise<void> };
   /** The outbound SMTP client (its cached connections are closed at shutdown). */
   deliverer: SmtpDeliverer;
   /** Producers in this process announce committed work here; a worker in this process subscribes its `wake`. */
@@ -241,8 +247,10 @@ export async function createServices(
   });
   const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs, wake });
   const returnPaths = createReturnPaths(box, returnPathDomain);
-  const sending = createSendingService({ db, clock, events, store, queue, domains, returnPaths, commits });
-  const inbound = createInboundService({ db, clock, events, store, lists, analyzer, logger, returnPaths, commits, catchAll: sandbox?.catchAlls.find });
+  const composer = createComposer({ threads: config.bodyThreads, logger });
+  const sending = createSendingService({ db, clock, events, store, queue, domains, returnPaths, commits, compose: composer.compose });
+  const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
+  const inbound = createInboundService({ db, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, commits, catchAll: sandbox?.catchAlls.find });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
   const capture = sandbox ? createSandboxCapture({ db, clock, logger, inbound }) : null;
   const deliverer = options.deliverer ?? capture?.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname });
@@ -312,7 +320,9 @@ export async function createServices(
     sandbox,
     sandboxDns,
     analyzer,
+    analysisGate,
     signer,
+    composer,
   };
 }
 

@@ -111,6 +111,16 @@ export interface Config {
   sandbox: boolean;
   /** UDP and TCP port of the sandbox's DNS server on 127.0.0.1 (0 = a free port, shown at start). */
   sandboxDnsPort: number;
+  /** Large request bodies and work under way on the HTTP API, and inbound analysis: what each workspace and the process may hold at once. */
+  httpBodyBudgetBytes: number;
+  httpBodyBudgetPerWorkspaceBytes: number;
+  httpBodyWaitMs: number;
+  httpMaxInflight: number;
+  httpMaxInflightPerWorkspace: number;
+  analysisSlots: number;
+  analysisSlotsPerWorkspace: number;
+  /** Threads that parse large JSON bodies and compose large messages; 0 does it on the main thread. */
+  bodyThreads: number;
 }
 
 export class ConfigError extends Error {
@@ -330,6 +340,16 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     sandboxDnsPort: port('SANDBOX_DNS_PORT', 0),
     // Signing threads shared fairly between workspaces.
     dkimSigningsPerWorkspace: read<number | null>({ name: 'DKIM_SIGNINGS_PER_WORKSPACE', fallback: null, parse: intIn(1, 1024), expect: 'a whole number 1..1024' }),
+
+    // Big work, shared fairly: request bodies in memory, requests under way, inbound analysis (a share per workspace, a cap in all).
+    httpBodyBudgetBytes: read({ name: 'HTTP_BODY_BUDGET_MB', fallback: 160, parse: intIn(1, 1024 * 1024), expect: 'megabytes, 1 or more' }) * 1024 * 1024,
+    httpBodyBudgetPerWorkspaceBytes: read({ name: 'HTTP_BODY_BUDGET_PER_WORKSPACE_MB', fallback: 80, parse: intIn(1, 1024 * 1024), expect: 'megabytes, 1 or more' }) * 1024 * 1024,
+    httpBodyWaitMs: ms('HTTP_BODY_WAIT_MS', 10_000),
+    httpMaxInflight: read({ name: 'HTTP_MAX_INFLIGHT', fallback: 256, parse: intIn(1, 1_000_000), expect: 'a whole number of requests, 1 or more' }),
+    httpMaxInflightPerWorkspace: read({ name: 'HTTP_MAX_INFLIGHT_PER_WORKSPACE', fallback: 64, parse: intIn(1, 1_000_000), expect: 'a whole number of requests, 1 or more' }),
+    analysisSlots: read({ name: 'ANALYSIS_SLOTS', fallback: 16, parse: intIn(1, 10_000), expect: 'a whole number of messages, 1 or more' }),
+    analysisSlotsPerWorkspace: read({ name: 'ANALYSIS_SLOTS_PER_WORKSPACE', fallback: 8, parse: intIn(1, 10_000), expect: 'a whole number of messages, 1 or more' }),
+    bodyThreads: read({ name: 'BODY_THREADS', fallback: Math.min(2, defaultWorkerThreads()), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
   };
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
     problems.push('MAILROOM_HTTP_HEADERS_TIMEOUT_MS must not exceed MAILROOM_HTTP_REQUEST_TIMEOUT_MS');

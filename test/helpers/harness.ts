@@ -44,6 +44,7 @@ export async function startHarness(env: Record<string, string> = {}, options: { 
       services.deliverer.close?.();
       await services.analyzer.close();
       await services.signer.close();
+      await services.composer.close();
       await services.database.destroy();
       await database.drop();
     },

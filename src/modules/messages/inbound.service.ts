@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
+import type { FairGate } from '../../lib/fair-gate.js';
 import type { Logger } from '../../lib/logger.js';
 import type { EventsService } from '../events/events.service.js';
 import type { ListService } from '../lists/list.service.js';
@@ -64,6 +65,11 @@ export interface InboundDeps {
   lists: ListService;
   /** Parses and authenticates the raw message (on worker threads in a running service). */
   analyzer: MessageAnalyzer;
+  /**
+   * Turns at the analyzer, taken round-robin by the recipients' workspace, so one tenant's flood of heavy mail
+   * queues behind its own share instead of in front of everyone's; none = analyzed in arrival order.
+   */
+  analysisGate?: FairGate;
   logger: Logger;
   /** Outbound mail's keyed VERP return paths (bounces+msg_…-tag@domain). */
   returnPaths: ReturnPaths;
@@ -84,7 +90,7 @@ interface Report {
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ db, clock, events, store, lists, analyzer, logger, returnPaths, commits = createGroupCommit(db), catchAll }: InboundDeps): InboundService {
+export function createInboundService({ db, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, commits = createGroupCommit(db), catchAll }: InboundDeps): InboundService {
 
   /**
    * A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the
@@ -223,8 +229,11 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
 
     async deliver(raw, envelope, recipients) {
       const context = { ip: envelope.remoteIp, helo: envelope.helo, sender: envelope.mailFrom };
+      // The workspace that asked for this mail at RCPT; the sender's address should no recipient name one.
+      const owner = recipients[0]?.workspaceId ?? `sender:${envelope.mailFrom.toLowerCase()}`;
       const analyze = async () => {
-        const analysis = await analyzer.analyze(raw, context);
+        const turn = await analysisGate?.acquire(owner);
+        const analysis = await analyzer.analyze(raw, context).finally(() => turn?.());
         const why = analysis.auth.cutShort;
         if (why) logger.warn({ from: envelope.mailFrom, ip: envelope.remoteIp, size: raw.length, why }, 'authentication of an inbound message cut short by its budget; stored as spam');
         return analysis;

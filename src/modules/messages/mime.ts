@@ -46,8 +46,7 @@ const MAX_HEADERS = 500;
 const MAX_HEADER_VALUE = 8192;
 /**
  * postal-mime refuses a message whose headers (of all its parts together) pass this; we then salvage what we
- * can, from values cut to MAX_HEADER_VALUE. Its address parser is linear but slow on a megabyte of `a,` in To
- * (bench/HISTORY.md), so that work is bounded here.
+ * can, from values cut to MAX_HEADER_VALUE. Its address parser's input is bounded apart (capAddressHeaders).
  */
 const MAX_HEADERS_SIZE = 1024 * 1024;
 /** Contract §4: at most this many MIME parts of an inbound message are kept as attachments (the raw source keeps all). */
@@ -219,20 +218,93 @@ export function parseInput(raw: Buffer): Buffer {
   return raw;
 }
 
+/** The address fields the MIME parser reads from the message's own header block (From, To, Cc…). */
+const ADDRESS_FIELDS: ReadonlySet<string> = new Set(['from', 'sender', 'delivered-to', 'return-path', 'to', 'cc', 'bcc', 'reply-to']);
+/**
+ * Bytes of one address field (all its occurrences together) the parser is given. The address parser costs far
+ * more per byte than the rest of a parse (a megabyte of `a,` took 0.7 s), so its input is bounded in bytes
+ * before it runs; 32 KiB holds the MAX_ADDRESSES kept of ordinary addresses. The raw source keeps every byte.
+ */
+export const MAX_ADDRESS_FIELD_BYTES = 32 * 1024;
+/** Bytes of all address fields together the parser is given (a message may repeat or spread them). */
+export const MAX_ADDRESS_HEADERS_BYTES = 64 * 1024;
+
+/** Where the top header block ends (the blank line's first byte), or the end of `raw` when it has no body. */
+function headerBlockEnd(raw: Buffer): number {
+  const lf = raw.indexOf('\n\n');
+  const crlf = raw.indexOf('\r\n\r\n');
+  if (lf === -1) return crlf === -1 ? raw.length : crlf;
+  return crlf === -1 ? lf : Math.min(lf, crlf);
+}
+
+/** One header field of the block: [start, valueStart) is `Name:`, [valueStart, end) its value with folds, then its line break up to `next`. */
+interface FieldSpan {
+  name: string | null;
+  valueStart: number;
+  end: number;
+  next: number;
+}
+
+function fieldAt(raw: Buffer, start: number, blockEnd: number): FieldSpan {
+  let lineEnd = raw.indexOf('\n', start);
+  // A folded field goes on while the next line starts with white space (RFC 5322 §2.2.3).
+  while (lineEnd !== -1 && lineEnd + 1 < blockEnd && (raw[lineEnd + 1] === 0x20 || raw[lineEnd + 1] === 0x09)) lineEnd = raw.indexOf('\n', lineEnd + 1);
+  const next = lineEnd === -1 || lineEnd >= blockEnd ? blockEnd : lineEnd + 1;
+  const end = next > start && raw[next - 1] === 0x0a ? (raw[next - 2] === 0x0d ? next - 2 : next - 1) : next;
+  const colon = raw.indexOf(':', start);
+  // Field names are short; a colon far off (or past the field) is no field name's.
+  if (colon === -1 || colon >= end || colon - start > 64) return { name: null, valueStart: end, end, next };
+  return { name: raw.toString('latin1', start, colon).trim().toLowerCase(), valueStart: colon + 1, end, next };
+}
+
+/**
+ * `raw` with its address fields cut to MAX_ADDRESS_FIELD_BYTES each and MAX_ADDRESS_HEADERS_BYTES in all, at the
+ * last comma that fits (an address is kept whole or not at all); the same buffer when nothing is over. One
+ * pass over the header block: linear in it.
+ */
+export function capAddressHeaders(raw: Buffer): Buffer {
+  const blockEnd = headerBlockEnd(raw);
+  const pieces: Buffer[] = [];
+  const used = new Map<string, number>();
+  let total = 0;
+  let copied = 0;
+  for (let start = 0; start < blockEnd; ) {
+    const field = fieldAt(raw, start, blockEnd);
+    start = field.next;
+    if (field.name === null || !ADDRESS_FIELDS.has(field.name)) continue;
+    const room = Math.min(MAX_ADDRESS_FIELD_BYTES - (used.get(field.name) ?? 0), MAX_ADDRESS_HEADERS_BYTES - total);
+    const size = field.end - field.valueStart;
+    let keep = size;
+    if (size > room) {
+      const comma = room > 0 ? raw.lastIndexOf(',', field.valueStart + room - 1) : -1;
+      const cutAt = comma >= field.valueStart ? comma : field.valueStart;
+      pieces.push(raw.subarray(copied, cutAt), raw.subarray(field.end, field.next));
+      copied = field.next;
+      keep = cutAt - field.valueStart;
+    }
+    used.set(field.name, (used.get(field.name) ?? 0) + keep);
+    total += keep;
+  }
+  if (pieces.length === 0) return raw;
+  pieces.push(raw.subarray(copied));
+  return Buffer.concat(pieces);
+}
+
 /**
  * Parse an RFC 5322 message. Never throws: mail that defeats the MIME parser is stored with what
  * could be salvaged, and the raw bytes are always kept beside it.
  */
 export async function parseMessage(raw: Buffer): Promise<ParsedMessage> {
   let parsed: ParsedMessage;
+  const input = capAddressHeaders(raw);
   try {
-    const email = await PostalMime.parse(parseInput(raw), { attachmentEncoding: 'arraybuffer', maxHeadersSize: MAX_HEADERS_SIZE, rfc822Attachments: true });
+    const email = await PostalMime.parse(parseInput(input), { attachmentEncoding: 'arraybuffer', maxHeadersSize: MAX_HEADERS_SIZE, rfc822Attachments: true });
     parsed = fromEmail(email);
     // A multipart whose boundary never appears is all preamble (RFC 2046 §5.1.1), which the parser
     // drops: rather than show an empty message, keep such a body as text.
     if (parsed.text === null && parsed.html === null && parsed.attachments.length === 0) parsed.text = bodyText(raw);
   } catch (err) {
-    parsed = salvage(raw, err instanceof Error ? err.message : String(err));
+    parsed = salvage(input, err instanceof Error ? err.message : String(err));
   }
   parsed.snippet = snippetOf(parsed);
   parsed.search = searchEntryOf(parsed);

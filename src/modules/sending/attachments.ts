@@ -57,13 +57,28 @@ export function tooManyBytes(total: number): DomainError {
   return tooLarge('payload_too_large', `attachments may total at most 25 MiB (${MAX_ATTACHMENT_BYTES} bytes) decoded per message; these total ${total} bytes`);
 }
 
-/** Standard base64 (RFC 4648 §4), line breaks and spaces ignored as MIME encoders add them; the compact text. */
-function compactBase64(text: string, where: string): string {
+/** Standard base64 (RFC 4648 §4), line breaks and spaces ignored as MIME encoders add them; the compact text, or null. */
+export function base64Compact(text: string): string | null {
   const compact = /\s/.test(text) ? text.replace(/\s+/g, '') : text;
-  if (!BASE64.test(compact) || compact.length % 4 === 1 || (compact.endsWith('=') && compact.length % 4 !== 0)) {
-    throw invalid('invalid_request', `${where}.content is not valid base64 (standard alphabet A–Z a–z 0–9 + /, optional = padding)`);
-  }
+  if (!BASE64.test(compact) || compact.length % 4 === 1 || (compact.endsWith('=') && compact.length % 4 !== 0)) return null;
   return compact;
+}
+
+function compactBase64(text: string, where: string): string {
+  const compact = base64Compact(text);
+  if (compact === null) throw invalid('invalid_request', `${where}.content is not valid base64 (standard alphabet A–Z a–z 0–9 + /, optional = padding)`);
+  return compact;
+}
+
+/**
+ * Attachments of a large JSON body are decoded where the body was parsed, off the main thread (send-work.ts): their
+ * bytes are kept here by the attachment object, whose `content` then holds DECODED_ELSEWHERE. That text is not
+ * base64, so an attachment copied away from its bytes is refused (400) rather than sent empty.
+ */
+const decodedElsewhere = new WeakMap<object, Buffer>();
+export const DECODED_ELSEWHERE = '(decoded off the main thread)';
+export function keepDecoded(attachment: object, bytes: Buffer): void {
+  decodedElsewhere.set(attachment, bytes);
 }
 
 const decodedLength = (compact: string) => Math.floor((compact.length * 3) / 4) - (compact.endsWith('==') ? 2 : compact.endsWith('=') ? 1 : 0);
@@ -77,7 +92,7 @@ export function decodeAttachments(list: readonly AttachmentInput[] | undefined):
   if (list.length > MAX_ATTACHMENTS) throw invalid('invalid_request', `at most ${MAX_ATTACHMENTS} attachments per message`);
   const checked = list.map((a, i) => {
     const where = `attachments[${i}]`;
-    const content = typeof a.content === 'string' ? compactBase64(a.content, where) : a.content;
+    const content = typeof a.content !== 'string' ? a.content : (decodedElsewhere.get(a) ?? compactBase64(a.content, where));
     return {
       filename: checkFilename(a.filename, where),
       contentType: checkContentType(a.content_type, where),

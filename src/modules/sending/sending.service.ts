@@ -23,6 +23,7 @@ import { suppressionRepository } from '../suppressions/suppression.repository.js
 import { suppressedError } from '../suppressions/suppression.service.js';
 import { decodeAttachments, type AttachmentInput } from './attachments.js';
 import { composeMessage } from './compose.js';
+import type { Composer } from './compose-pool.js';
 import { MAX_RECIPIENTS, parseRecipients } from './recipients.js';
 import { scheduledTime } from './schedule.js';
 import { createScheduling, type Scheduling } from './schedule.service.js';
@@ -124,6 +125,8 @@ export interface SendingDeps {
   commits?: GroupCommit;
   /** Attempts before a delivery job gives up (its own max-age rule usually decides first). */
   maxAttempts?: number;
+  /** Builds the message (compose-pool.ts: large ones on a thread); composeMessage in this thread by default. */
+  compose?: Composer;
 }
 
 type Checked = { mailbox: { id: string; address: string }; fromDomain: string; to: string[]; cc: string[]; all: string[]; suppressed: string[]; subject: string; replyTo: string | undefined; fromName: string };
@@ -134,6 +137,7 @@ type Prepared = { checked: Checked; composed: Composed; sendAt: number | null };
 export function createSendingService(deps: SendingDeps): SendingService {
   const { db, clock, events, store, queue, domains, returnPaths } = deps;
   const commits = deps.commits ?? createGroupCommit(db);
+  const composer = deps.compose ?? composeMessage;
 
   /**
    * Everything that can refuse a send, read-only: runs before any write so a refusal leaves nothing behind.
@@ -227,7 +231,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
     // at delivery, after a reschedule: delivery.handler.ts).
     const date = sendAt ?? now;
     const internetId = `${messageId}@${fromDomain}`;
-    const raw = await composeMessage({
+    const raw = await composer({
       messageId: internetId,
       from: { name: fromName, address: mailbox.address },
       to,

@@ -18,6 +18,8 @@ import { apiKeyAuth, serviceTokenAuth, sessionAuth, sessionOf, tenantOf } from '
 import type { WebhookService } from '../../modules/webhooks/webhook.service.js';
 import { answerClientError, answerFrameworkError, registerErrorHandling } from './plugins/errors.js';
 import { registerRequestLimits } from './plugins/rate-limit.js';
+import { createAdmission, type AdmissionLimits } from './plugins/admission.js';
+import { registerJsonBodies } from './plugins/json-body.js';
 import { createValidatorCompiler } from './plugins/validation.js';
 import { healthRoutes, type HealthCheck } from './routes/health.routes.js';
 import { eventRoutes } from './routes/events.routes.js';
@@ -68,6 +70,10 @@ export interface AppDeps {
   events: EventStreamService;
   /** Bytes of answered message pages this process keeps (page-cache.ts); 0 keeps none. */
   pageCacheBytes: number;
+  /** Requests under way and large bodies in memory, per workspace and in all (plugins/admission.ts). */
+  admission: AdmissionLimits;
+  /** Threads that parse large JSON bodies (plugins/json-body.ts); 0 parses them on the main thread. */
+  bodyThreads: number;
   /** Requests per minute per credential (0 = no limit). */
   rateLimitPerMinute: number;
   /** Where the rate limit counts: in the shared database, or in this process (when it is the only one). */
@@ -122,6 +128,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // Only JSON bodies: without a text/plain parser such a body answers 415.
   app.removeContentTypeParser('text/plain');
+  registerJsonBodies(app, { threads: deps.bodyThreads, logger: deps.logger });
   app.setValidatorCompiler(createValidatorCompiler(SHARED_SCHEMAS));
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
 
@@ -145,10 +152,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // Credentials are checked, and requests counted against the rate limit (plugins/rate-limit.ts), in
   // preParsing: before the body is read, so a caller without a credential learns nothing about body
-  // rules (401 before 413/415/400) and a limited caller costs no body parsing.
+  // rules (401 before 413/415/400) and a limited caller costs no body parsing. The admission hook after
+  // it then knows the workspace: its share of requests under way and of memory for large bodies.
+  const admit = createAdmission(deps.admission);
   // API-key surface.
   await app.register(async (scope) => {
     scope.addHook('preParsing', apiKeyAuth(deps.auth, limits.credential));
+    scope.addHook('preParsing', admit);
     documentSecurity(scope, [{ apiKey: [] }]);
     await scope.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant: tenantOf, surface: 'api-key', withItemRoutes: true }));
     await scope.register(messageRoutes({ messages: deps.messages, tenant: tenantOf, surface: 'api-key', pages }));
@@ -166,6 +176,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       });
       await scope.register(async (authed) => {
         authed.addHook('preParsing', sessionAuth(deps.auth, limits.credential));
+        authed.addHook('preParsing', admit);
         documentSecurity(authed, [{ session: [] }]);
         await authed.register(sessionRoutes(deps.auth));
         const tenant = (request: FastifyRequest) => deps.auth.sessionTenant(sessionOf(request));
@@ -199,6 +210,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(
     async (scope) => {
       scope.addHook('preParsing', serviceTokenAuth(deps.serviceTokens, limits.credential));
+      scope.addHook('preParsing', admit);
       documentSecurity(scope, [{ serviceToken: [] }]);
       await scope.register(transactionalRoutes({ transactional: deps.transactional }));
     },

@@ -35,6 +35,8 @@ export function eventRoutes(deps: EventRouteDeps): FastifyPluginAsyncTypebox {
     app.get(
       '/events/stream',
       {
+        // Open for as long as the client listens: not one of the workspace's requests under way (plugins/admission.ts).
+        config: { longLived: true },
         schema: {
           operationId: 'appStreamEvents',
           summary: 'Stream the active workspace\'s events (Server-Sent Events; resumable with Last-Event-ID)',
