@@ -25,7 +25,7 @@ interface Draft {
   attachments: AttachmentView[];
 }
 
-const NEWS = 'news@mailroom.localhost';
+const NEWS = 'newsletter@mailroom.localhost';
 const MIB = 1024 * 1024;
 const LIMIT = 25 * MIB;
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');

@@ -42,8 +42,8 @@ interface Message {
   internet_message_id: string | null;
 }
 
-const SUPPORT = 'support@mailroom.localhost';
-const SALES = 'sales@mailroom.localhost';
+const SUPPORT = 'helpdesk@mailroom.localhost';
+const SALES = 'orders@mailroom.localhost';
 const THEIRS = 'theirs@mailroom.localhost';
 
 describe(`drafts (${TEST_DIALECT})`, () => {
@@ -251,7 +251,7 @@ describe(`drafts (${TEST_DIALECT})`, () => {
       expect(errorOf(await call('PATCH', `/drafts/${draft.draft_id}`, member, { ...payload, mailbox: undefined })), `PATCH ${name}`).toMatchObject({ status: 400, error });
     }
     expect(errorOf(await call('PATCH', `/drafts/${draft.draft_id}`, member, { mailbox: null }))).toMatchObject({ status: 400, error: 'invalid_request' });
-    expect(errorOf(await call('POST', '/drafts?mailbox=support@mailroom.localhost', member, { mailbox: SUPPORT }))).toMatchObject({ status: 400, error: 'invalid_request' });
+    expect(errorOf(await call('POST', '/drafts?mailbox=helpdesk@mailroom.localhost', member, { mailbox: SUPPORT }))).toMatchObject({ status: 400, error: 'invalid_request' });
     expect(errorOf(await call('GET', '/drafts?limit=0'))).toMatchObject({ status: 400, error: 'invalid_request' });
     expect(errorOf(await call('GET', '/drafts?limit=501'))).toMatchObject({ status: 400, error: 'invalid_request' });
     expect(errorOf(await call('GET', '/drafts?offset=-1'))).toMatchObject({ status: 400, error: 'invalid_request' });

@@ -14,7 +14,7 @@ interface View {
   events?: Array<{ at: string; mx: string | null; recipients: string[]; outcome: string; response: string }>;
 }
 
-const SUPPORT = 'support@mailroom.localhost';
+const SUPPORT = 'helpdesk@mailroom.localhost';
 const CUSTOMER = 'customer@peer.test';
 
 /**

@@ -35,7 +35,7 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     h.dns.set('mailroom._domainkey.mailroom.localhost', { TXT: [`v=DKIM1; k=rsa; p=${publicKey}`] });
     acme = await createTenant(h, 'Acme');
     other = await createTenant(h, 'Other');
-    await h.app.inject({ method: 'POST', url: '/mailboxes?address=news@mailroom.localhost', headers: bearer(acme.apiKey) });
+    await h.app.inject({ method: 'POST', url: '/mailboxes?address=newsletter@mailroom.localhost', headers: bearer(acme.apiKey) });
     await h.app.inject({ method: 'POST', url: '/mailboxes?address=theirs@mailroom.localhost', headers: bearer(other.apiKey) });
     worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
     worker.start();
@@ -50,7 +50,7 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     peer.refuse.clear();
   });
 
-  const send = (body: Record<string, unknown>, key = acme.apiKey) => h.app.inject({ method: 'POST', url: '/send', headers: bearer(key), payload: { from_mailbox: 'news@mailroom.localhost', subject: 'Hi', body: 'Hello', ...body } });
+  const send = (body: Record<string, unknown>, key = acme.apiKey) => h.app.inject({ method: 'POST', url: '/send', headers: bearer(key), payload: { from_mailbox: 'newsletter@mailroom.localhost', subject: 'Hi', body: 'Hello', ...body } });
   const outbound = (id: string) => h.services.database.db.selectFrom('outbound').selectAll().where('message_id', '=', id).executeTakeFirstOrThrow() as Promise<Outbound>;
   async function settle(id: string, until: (o: Outbound) => boolean = (o) => !['queued', 'processing'].includes(o.status), timeoutMs = 10_000): Promise<Outbound> {
     const deadline = Date.now() + timeoutMs;
@@ -85,7 +85,7 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     expect(dkim.signingDomain).toBe('mailroom.localhost');
     const raw = mine[0]!.raw.toString();
     expect(raw).toMatch(/^DKIM-Signature: /);
-    expect(raw).toContain('From: Acme News <news@mailroom.localhost>');
+    expect(raw).toContain('From: Acme News <newsletter@mailroom.localhost>');
     expect(raw).toContain('Reply-To: replies@acme.example');
     expect(raw).toContain(`Message-ID: <${id}@mailroom.localhost>`);
 
@@ -253,6 +253,6 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     expect(errorOf(await send({ to: ['someone@blocked.test', ...Array.from({ length: 29 }, (_, i) => `r${i}@peer.test`)], cc: Array.from({ length: 21 }, (_, i) => `c${i}@peer.test`) }))).toMatchObject({ status: 400, error: 'too_many_recipients' });
     expect(errorOf(await send({ to: Array.from({ length: 51 }, (_, i) => `r${i}@peer.test`) }))).toMatchObject({ status: 400 });
     expect(errorOf(await send({ to: 'not an address' }))).toMatchObject({ status: 400, error: 'invalid_recipient' });
-    expect(errorOf(await h.app.inject({ method: 'POST', url: '/send', headers: bearer(acme.apiKey), payload: { from_mailbox: 'news@mailroom.localhost', to: 'a@peer.test' } }))).toMatchObject({ status: 400 });
+    expect(errorOf(await h.app.inject({ method: 'POST', url: '/send', headers: bearer(acme.apiKey), payload: { from_mailbox: 'newsletter@mailroom.localhost', to: 'a@peer.test' } }))).toMatchObject({ status: 400 });
   });
 });

@@ -23,7 +23,7 @@ interface SentView {
   recipients: Array<{ address: string; status: string }>;
 }
 
-const NEWS = 'news@mailroom.localhost';
+const NEWS = 'newsletter@mailroom.localhost';
 const MINUTE = 60_000;
 const DAY = 86_400_000;
 

@@ -19,7 +19,7 @@ interface SentView {
   attachments: Array<{ filename: string; size: number; inline: boolean }>;
 }
 
-const NEWS = 'news@mailroom.localhost';
+const NEWS = 'newsletter@mailroom.localhost';
 const MIB = 1024 * 1024;
 const MINUTE = 60_000;
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');

@@ -23,7 +23,7 @@ interface Delivered {
   last_error?: string | null;
 }
 
-const NEWS = 'news@mailroom.localhost';
+const NEWS = 'newsletter@mailroom.localhost';
 const ANY_DATE = expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as unknown;
 const PEER_MX = expect.stringContaining('mx1.peer.test') as unknown;
 
