@@ -83,7 +83,7 @@ describe(`mailroom CLI client: mail, drafts, lists and domains (${TEST_DIALECT})
   afterAll(async () => h.close());
 
   it('creates and lists mailboxes as an aligned table', async () => {
-    const created = await owner.run(['mailboxes', 'create', 'Support@mailroom.localhost', '--description', 'Help desk']);
+    const created = await owner.run(['mailboxes', 'create', 'Helpdesk@mailroom.localhost', '--description', 'Help desk']);
     expect(created.stderr).toBe('');
     expect(created.stdout).toBe(`created ${SUPPORT}\nDescription  Help desk\n`);
     expect((await member.run(['mailboxes', 'create', 'orders@mailroom.localhost'])).code).toBe(0);

@@ -126,7 +126,7 @@ describe(`drafts (${TEST_DIALECT})`, () => {
   });
 
   it('creates with defaults, reads, lists newest first with a mailbox filter, and deletes', async () => {
-    const minimal = await created({ mailbox: 'Support@Mailroom.Localhost' });
+    const minimal = await created({ mailbox: 'Helpdesk@Mailroom.Localhost' });
     expect(minimal).toEqual({
       draft_id: expect.stringMatching(/^drf_[0-9a-z]{26}$/) as unknown,
       mailbox: SUPPORT,
@@ -154,7 +154,7 @@ describe(`drafts (${TEST_DIALECT})`, () => {
     expect(ids.indexOf(full.draft_id)).toBeLessThan(ids.indexOf(minimal.draft_id));
     expect([...ids].sort().reverse()).toEqual(ids); // newest first (ids sort by creation)
 
-    const sales = (await call('GET', `/drafts?mailbox=${encodeURIComponent('SALES@mailroom.localhost')}`)).json<DraftPage>();
+    const sales = (await call('GET', `/drafts?mailbox=${encodeURIComponent('ORDERS@mailroom.localhost')}`)).json<DraftPage>();
     expect(sales.drafts.every((d) => d.mailbox === SALES)).toBe(true);
     expect(sales.drafts.map((d) => d.draft_id)).toContain(full.draft_id);
     expect(sales.total).toBe(sales.drafts.length);

@@ -38,7 +38,7 @@ describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
   afterAll(async () => h.close());
 
   it('stores a plain message and lists it in the inbox', async () => {
-    const info = await h.send({ from: 'Alice Example <alice@sender.test>', to: 'Support@Mailroom.Localhost', subject: 'Hello there', text: 'First line\nSecond line' });
+    const info = await h.send({ from: 'Alice Example <alice@sender.test>', to: 'Helpdesk@Mailroom.Localhost', subject: 'Hello there', text: 'First line\nSecond line' });
     expect(info.response).toMatch(/^250 2\.0\.0 Stored as msg_/);
     const page = await inbox('helpdesk@mailroom.localhost');
     expect(page.total).toBe(1);

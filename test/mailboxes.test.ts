@@ -23,7 +23,7 @@ describe(`mailboxes (${TEST_DIALECT})`, () => {
   it('creates, lists, gets and deletes a mailbox with an API key', async () => {
     const created = await h.app.inject({
       method: 'POST',
-      url: '/mailboxes?address=Sales@Mailroom.Localhost&description=Sales%20team',
+      url: '/mailboxes?address=Orders@Mailroom.Localhost&description=Sales%20team',
       headers: bearer(acme.apiKey),
     });
     expect(created.statusCode).toBe(201);
@@ -39,7 +39,7 @@ describe(`mailboxes (${TEST_DIALECT})`, () => {
     expect(list.statusCode).toBe(200);
     expect(list.json<{ mailboxes: { address: string }[] }>().mailboxes.map((m) => m.address)).toEqual(['orders@mailroom.localhost']);
 
-    const got = await h.app.inject({ method: 'GET', url: '/mailboxes/SALES@mailroom.localhost', headers: bearer(acme.apiKey) });
+    const got = await h.app.inject({ method: 'GET', url: '/mailboxes/ORDERS@mailroom.localhost', headers: bearer(acme.apiKey) });
     expect(got.statusCode).toBe(200);
     expect(got.json()).toMatchObject({ address: 'orders@mailroom.localhost', description: 'Sales team' });
 
