@@ -253,7 +253,7 @@ export async function createServices(
   return {
     database,
     clock,
-    tenancy: createTenancyModule({ db, clock, dialect }),
+    tenancy: createTenancyModule({ db, clock, dialect, loginLimits: { perAddress: config.loginFailuresPerAddress, perAccount: config.loginFailuresPerAccount } }),
     events,
     queue,
     commits,

@@ -76,6 +76,9 @@ export interface Config {
   sandbox: boolean;
   /** UDP and TCP port of the sandbox's DNS server on 127.0.0.1 (0 = a free port, shown at start). */
   sandboxDnsPort: number;
+  // Login throttling: failed logins per email from one client address, and from all (then one per address).
+  loginFailuresPerAddress: number;
+  loginFailuresPerAccount: number;
 }
 
 export class ConfigError extends Error {
@@ -266,6 +269,9 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     httpKeepAliveTimeoutMs: ms('HTTP_KEEPALIVE_TIMEOUT_MS', 72_000, 100),
     sandbox: false,
     sandboxDnsPort: port('SANDBOX_DNS_PORT', 0),
+    // Login throttling: failed logins per email within 15 minutes, from one client address and from all of them.
+    loginFailuresPerAddress: read({ name: 'LOGIN_FAILURES_PER_ADDRESS', fallback: 10, parse: intIn(1, 1_000_000), expect: 'a whole number of failures, 1 or more' }),
+    loginFailuresPerAccount: read({ name: 'LOGIN_FAILURES_PER_ACCOUNT', fallback: 100, parse: intIn(1, 1_000_000), expect: 'a whole number of failures, 1 or more' }),
   };
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
     problems.push('MAILROOM_HTTP_HEADERS_TIMEOUT_MS must not exceed MAILROOM_HTTP_REQUEST_TIMEOUT_MS');
