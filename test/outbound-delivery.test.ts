@@ -7,6 +7,7 @@ import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { messageOfReturnPath } from './helpers/reports.js';
 
 interface Outbound {
   status: string;
@@ -66,7 +67,7 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
       .map((e) => JSON.parse(e.payload) as { data: Record<string, unknown> })
       .filter((e) => e.data.message_id === id);
 
-  it('delivers by MX, DKIM-signed with a VERP return path, one transaction per recipient domain', async () => {
+  it('delivers by MX, DKIM-signed, one transaction per recipient, each with its own VERP return path', async () => {
     const res = await send({ to: 'a@peer.test, b@peer.test , c@second.test', subject: 'Quarterly numbers', html: '<p>Hello</p>', from_name: 'Acme News', reply_to: 'replies@acme.example' });
     expect(res.statusCode).toBe(202);
     const { message_id: id, status } = res.json<{ message_id: string; status: string }>();
@@ -74,9 +75,9 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     const done = await settle(id);
     expect(done.status).toBe('accepted');
 
-    const mine = peer.accepted.filter((m) => m.mailFrom === h.services.returnPaths.address(id));
-    expect(mine.map((m) => m.recipients.sort())).toEqual(expect.arrayContaining([['a@peer.test', 'b@peer.test'], ['c@second.test']]));
-    expect(mine).toHaveLength(2);
+    const mine = peer.accepted.filter((m) => messageOfReturnPath(h, m.mailFrom) === id);
+    const paths = [0, 1, 2].map((n) => h.services.returnPaths.address(id, n));
+    expect(mine.map((m) => [m.mailFrom, m.recipients]).sort()).toEqual([[paths[0], ['a@peer.test']], [paths[1], ['b@peer.test']], [paths[2], ['c@second.test']]].sort());
 
     // The signature verifies independently (mailauth, the loopback DNS holding the published key).
     const verdict = await authenticate(mine[0]!.raw, { ip: '127.0.0.1', helo: 'mx.mailroom.test', sender: mine[0]!.mailFrom, resolver: createDnsResolver([h.dns.address]) as never, disableArc: true, disableBimi: true });
@@ -92,9 +93,11 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     const recipients = JSON.parse(done.recipients_json) as Array<{ address: string; status: string; mx: string }>;
     expect(recipients.map((r) => [r.address, r.status])).toEqual([['a@peer.test', 'accepted'], ['b@peer.test', 'accepted'], ['c@second.test', 'accepted']]);
     expect(recipients[0]!.mx).toBe(`mx1.peer.test [127.0.0.1]:${peer.port}`);
-    expect((JSON.parse(done.attempts_json) as unknown[]).length).toBe(2);
+    expect((JSON.parse(done.attempts_json) as unknown[]).length).toBe(3);
 
     expect(await eventsOf('message.sent', id)).toHaveLength(1);
+    // Still one per recipient domain, naming the domain's recipients together.
+    expect((await eventsOf('message.accepted', id)).map((e) => e.data.recipients)).toEqual(expect.arrayContaining([['a@peer.test', 'b@peer.test'], ['c@second.test']]));
     expect(await eventsOf('message.accepted', id)).toHaveLength(2);
     // The copy in `sent`, with its status, on the session surface.
     const token = (await memberSession(h, acme.workspaceId, 'member')).token;

@@ -8,6 +8,7 @@ import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 import { startSmtpPeer, type ReceivedMail, type SmtpPeer } from './helpers/smtp-peer.js';
+import { messageOfReturnPath } from './helpers/reports.js';
 
 type Item = { index: number; message_id?: string; status?: string; send_at?: string; suppressed?: string[]; status_code?: number; error?: { error: string; detail: string } };
 type BatchAnswer = { messages: Item[]; queued: number; failed: number };
@@ -69,7 +70,7 @@ describe(`sending features combined (${TEST_DIALECT})`, () => {
     return res.json<BatchAnswer>();
   };
   const suppress = async (address: string) => expect((await post('/app/api/suppressions', { address }, session(member))).statusCode).toBe(201);
-  const copiesOf = (id: string): ReceivedMail[] => peer.accepted.filter((m) => m.mailFrom === h.services.returnPaths.address(id));
+  const copiesOf = (id: string): ReceivedMail[] => peer.accepted.filter((m) => messageOfReturnPath(h, m.mailFrom) === id);
   const dateHeader = (mail: ReceivedMail) => /^Date: (.*)$/m.exec(mail.raw.toString('latin1').split('\r\n\r\n')[0]!.replace(/\r/g, ''))?.[1];
   async function sentView(id: string): Promise<SentView> {
     const res = await h.app.inject({ method: 'GET', url: `/messages/${id}`, headers: bearer(acme.apiKey) });
