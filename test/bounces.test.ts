@@ -190,6 +190,17 @@ describe(`bounces and complaints (${TEST_DIALECT})`, () => {
         await h.sendRaw(arf(wholeMessage(id), ''), { from: 'feedback@isp.test', to: [wholeMessage(id)] });
         expect((await events('message.complained')).filter((e) => e.data.message_id === id).map((e) => e.data.recipient)).toEqual([null]);
       });
+
+      it('such a message still waiting to be sent goes out with its one return path, in one transaction per domain', async () => {
+        const sendAt = h.clock.now() + 60_000;
+        const res = await h.app.inject({ method: 'POST', url: '/send', headers: bearer(acme.apiKey), payload: { from_mailbox: 'sender@mailroom.localhost', to: 'erin@peer.test, frank@peer.test', subject: 'Later', body: 'x', send_at: new Date(sendAt).toISOString() } });
+        const id = res.json<{ message_id: string }>().message_id;
+        await h.services.database.db.updateTable('outbound').set({ mail_from: wholeMessage(id) }).where('message_id', '=', id).execute();
+        h.clock.advance(61_000);
+        await expect.poll(async () => (await h.services.database.db.selectFrom('outbound').select('status').where('message_id', '=', id).executeTakeFirstOrThrow()).status, { timeout: 10_000 }).toBe('accepted');
+        const copies = peer.accepted.filter((m) => m.raw.includes(`<${id}@`));
+        expect(copies.map((m) => [m.mailFrom, [...m.recipients].sort()])).toEqual([[wholeMessage(id), ['erin@peer.test', 'frank@peer.test']]]);
+      });
     });
   });
 });
