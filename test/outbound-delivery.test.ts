@@ -105,6 +105,19 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     const item = sent.json<{ messages: Array<{ message_id: string; folder: string; direction: string; status: string }> }>().messages.find((m) => m.message_id === id);
     expect(item).toMatchObject({ folder: 'sent', direction: 'outbound', status: 'accepted' });
   });
+  it("tries a domain whose host takes no connection once for all its recipients, not once per recipient's return path", async () => {
+    // Nothing listens on 127.0.0.2 (the peer is on 127.0.0.1): every connection is refused.
+    h.dns.set('down.test', { A: ['127.0.0.2'] });
+    const res = await send({ to: 'a@down.test, b@down.test, c@down.test' });
+    const id = res.json<{ message_id: string }>().message_id;
+    const deferred = await settle(id, (o) => o.status === 'queued' && o.attempts_json !== '[]');
+    expect((JSON.parse(deferred.attempts_json) as Array<{ recipients: string[]; outcome: string }>).map((a) => [a.recipients, a.outcome])).toEqual([[['a@down.test'], 'deferred']]);
+    const recipients = JSON.parse(deferred.recipients_json) as Array<{ status: string; response: string | null }>;
+    expect(recipients.map((r) => r.status)).toEqual(['pending', 'pending', 'pending']);
+    expect(new Set(recipients.map((r) => r.response)).size).toBe(1);
+    await h.services.database.db.updateTable('outbound').set({ status: 'cancelled' }).where('message_id', '=', id).execute();
+  });
+
   it("signs mail from a verified sending domain with that domain's own key, never another workspace's or a domain that only ends the same", async () => {
     const dkimOf = async (raw: Buffer, sender: string) => {
       const verdict = await authenticate(raw, { ip: '127.0.0.1', helo: 'mx.mailroom.test', sender, resolver: createDnsResolver([h.dns.address]) as never, disableArc: true, disableBimi: true });

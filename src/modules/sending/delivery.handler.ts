@@ -256,11 +256,18 @@ async function deliverDomain(ctx: Context, run: Run, message: Buffer, domain: st
     return;
   }
   let lastSent: DeliveryResult | null = null;
+  let unreachable: DeliveryResult | null = null;
   for (const [mailFrom, group] of byMailFrom) {
+    if (unreachable) {
+      recordResult(run, group, unreachable);
+      continue;
+    }
     const result = await transact(ctx, run, message, mailFrom, group, candidates);
     if (!result) continue;
     recordResult(run, group, result);
     if (result.type === 'sent') lastSent = result;
+    // No host of the domain took a connection: the domain's other recipients would wait out the same time-outs now.
+    else if (result.type === 'deferred' && result.beforeMail) unreachable = result;
   }
   recordAccepted(run, all, lastSent);
 }
