@@ -213,6 +213,7 @@ export async function createServices(
     db,
     clock,
     dialect,
+    loginLimits: { perAddress: config.loginFailuresPerAddress, perAccount: config.loginFailuresPerAccount },
     credentialsChanged: (userId) => {
       eventStream.credentialsChanged(userId);
       notifications?.publishSoon(`credentials:${userId}`);
@@ -267,6 +268,7 @@ export async function createServices(
     routes: options.routes ?? capture?.routes ?? createRouteResolver({ resolve: cachingResolver(resolve), mxPort: config.mxPort, relay: config.smtpRelay, allowCidrs: config.deliveryAllowCidrs }),
     deliverer,
     signer,
+    returnPaths,
     retryBaseMs: config.deliveryRetryBaseMs,
     maxAgeMs: config.deliveryMaxAgeMs,
     workspaceConcurrency: config.fairQueue.deliveryWorkspaceConcurrency,

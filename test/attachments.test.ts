@@ -25,7 +25,7 @@ interface Draft {
   attachments: AttachmentView[];
 }
 
-const NEWS = 'news@mailroom.localhost';
+const NEWS = 'newsletter@mailroom.localhost';
 const MIB = 1024 * 1024;
 const LIMIT = 25 * MIB;
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -197,6 +197,44 @@ describe(`attachments (${TEST_DIALECT})`, () => {
     // Line breaks inside base64 (as MIME encoders wrap it) are fine.
     const wrapped = Buffer.from('x'.repeat(200)).toString('base64').replace(/.{76}/g, '$&\r\n');
     expect((await send({ to: 'wrapped@peer.test', attachments: [{ ...good, content: wrapped }] })).statusCode).toBe(202);
+  });
+
+  it('refuses bidi controls and invisible format characters in a file name on every send path, naming the field', async () => {
+    const content = Buffer.from('MZ').toString('base64');
+    // `invoice‮fdp.exe` reads `invoiceexe.pdf` on screen.
+    const names = ['invoice\u202efdp.exe', 'a\u2066b.txt', 'a\u200fb.txt', 'a\u200bb.txt', 'a\ufeffb.txt'];
+    for (const filename of names) {
+      const attachments = [{ filename: 'ok.txt', content_type: 'text/plain', content }, { filename, content_type: 'application/octet-stream', content }];
+      const refused = [await send({ attachments }), await send({ attachments }, '/app/api/send', session(member))];
+      for (const res of refused) {
+        expect(errorOf(res), filename).toMatchObject({ status: 400, error: 'invalid_request' });
+        expect(errorOf(res).detail).toContain('attachments[1].filename');
+      }
+      const batch = await h.app.inject({ method: 'POST', url: '/send/batch', headers: bearer(acme.apiKey), payload: { messages: [{ from_mailbox: NEWS, to: 'someone@peer.test', subject: 'x', body: 'x', attachments }] } });
+      expect(batch.json<{ messages: Array<{ status_code?: number; error?: { detail: string } }> }>().messages[0], filename).toMatchObject({ status_code: 400, error: { detail: expect.stringContaining('attachments[1].filename') as unknown } });
+      const draft = await h.app.inject({ method: 'POST', url: '/app/api/drafts', headers: session(member), payload: { mailbox: NEWS, to: 'someone@peer.test', subject: 'x', body: 'x', attachments } });
+      expect(errorOf(draft)).toMatchObject({ status: 400 });
+      expect(errorOf(draft).detail).toContain('attachments[1].filename');
+    }
+    // A draft's multipart upload.
+    const draft = (await h.app.inject({ method: 'POST', url: '/app/api/drafts', headers: session(member), payload: { mailbox: NEWS, to: 'someone@peer.test', subject: 'x', body: 'x' } })).json<Draft>();
+    const form = new FormData();
+    form.append('file', new Blob(['MZ']), 'invoice\u202efdp.exe');
+    const { payload, headers } = await encodeForm(form);
+    const upload = await h.app.inject({ method: 'POST', url: `/app/api/drafts/${draft.draft_id}/attachments`, headers: { ...session(member), ...headers }, payload });
+    expect(errorOf(upload)).toMatchObject({ status: 400 });
+    expect(errorOf(upload).detail).toMatch(/filename must not contain bidirectional controls/);
+    // Joiners stay: scripts and emoji need them.
+    expect((await send({ to: 'joiner@peer.test', attachments: [{ filename: 'می\u200cخواهم.txt', content_type: 'text/plain', content }] })).statusCode).toBe(202);
+  });
+
+  it('strips bidi controls from the names of files that arrive by SMTP, in the message view and the download', async () => {
+    await h.send({ from: 'mallory@sender.test', to: NEWS, subject: 'Invoice', text: 'see file', attachments: [{ filename: 'invoice\u202efdp.exe', content: Buffer.from('MZ'), contentType: 'application/octet-stream' }] });
+    const page = (await h.app.inject({ method: 'GET', url: `/app/api/messages?mailbox=${NEWS}&folder=inbox`, headers: session(member) })).json<{ messages: Array<{ message_id: string; subject: string; attachments: AttachmentView[] }> }>();
+    const message = page.messages.find((m) => m.subject === 'Invoice')!;
+    expect(message.attachments.map((a) => a.filename)).toEqual(['invoicefdp.exe']);
+    const res = await download(`/messages/${message.message_id}/attachments/${message.attachments[0]!.attachment_id}`, bearer(acme.apiKey));
+    expect(res.headers['content-disposition']).toBe(`attachment; filename="invoicefdp.exe"; filename*=UTF-8''invoicefdp.exe`);
   });
 
   describe('drafts', () => {

@@ -53,7 +53,7 @@ describe(`batch send (${TEST_DIALECT})`, () => {
     h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
     acme = await createTenant(h, 'Acme');
     other = await createTenant(h, 'Other');
-    await h.app.inject({ method: 'POST', url: '/mailboxes?address=news@mailroom.localhost', headers: bearer(acme.apiKey) });
+    await h.app.inject({ method: 'POST', url: '/mailboxes?address=newsletter@mailroom.localhost', headers: bearer(acme.apiKey) });
     await h.app.inject({ method: 'POST', url: '/mailboxes?address=theirs@mailroom.localhost', headers: bearer(other.apiKey) });
     member = (await memberSession(h, acme.workspaceId, 'member')).token;
     startWorker();
@@ -64,7 +64,7 @@ describe(`batch send (${TEST_DIALECT})`, () => {
     await peer.close();
   });
 
-  const message = (n: number | string, extra: Record<string, unknown> = {}) => ({ from_mailbox: 'news@mailroom.localhost', to: `rcpt-${n}@peer.test`, subject: `Batch ${n}`, body: `Hello ${n}`, ...extra });
+  const message = (n: number | string, extra: Record<string, unknown> = {}) => ({ from_mailbox: 'newsletter@mailroom.localhost', to: `rcpt-${n}@peer.test`, subject: `Batch ${n}`, body: `Hello ${n}`, ...extra });
   const batch = (payload: unknown, headers: Record<string, string> = bearer(acme.apiKey), url = '/send/batch') => h.app.inject({ method: 'POST', url, headers, payload: payload as Record<string, unknown> });
   const db = () => h.services.database.db;
   const statusOf = async (id: string) => (await db().selectFrom('outbound').select('status').where('message_id', '=', id).executeTakeFirst())?.status;
@@ -94,7 +94,7 @@ describe(`batch send (${TEST_DIALECT})`, () => {
       expect(got[0]!.raw.toString()).toContain(`Subject: Batch all-${n}`);
       expect(got[0]!.raw.toString()).toContain(`Message-ID: <${ids[n - 1]}@mailroom.localhost>`);
     }
-    expect(receivedBy('rcpt-all-3@peer.test')[0]!.raw.toString()).toContain('From: Acme News <news@mailroom.localhost>');
+    expect(receivedBy('rcpt-all-3@peer.test')[0]!.raw.toString()).toContain('From: Acme News <newsletter@mailroom.localhost>');
     // Each is an ordinary sent message: in `sent`, with its own message.sent event.
     const sent = (await db().selectFrom('messages').select('id').where('id', 'in', ids).where('folder', '=', 'sent').execute()).length;
     expect(sent).toBe(5);

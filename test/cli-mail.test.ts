@@ -7,7 +7,7 @@ import { TEST_DIALECT } from './helpers/database.js';
 import { createTenant, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 
-const SUPPORT = 'support@mailroom.localhost';
+const SUPPORT = 'helpdesk@mailroom.localhost';
 const PDF = Buffer.from('%PDF-1.4 fake receipt\n');
 
 interface Message {
@@ -83,18 +83,18 @@ describe(`mailroom CLI client: mail, drafts, lists and domains (${TEST_DIALECT})
   afterAll(async () => h.close());
 
   it('creates and lists mailboxes as an aligned table', async () => {
-    const created = await owner.run(['mailboxes', 'create', 'Support@mailroom.localhost', '--description', 'Help desk']);
+    const created = await owner.run(['mailboxes', 'create', 'Helpdesk@mailroom.localhost', '--description', 'Help desk']);
     expect(created.stderr).toBe('');
     expect(created.stdout).toBe(`created ${SUPPORT}\nDescription  Help desk\n`);
-    expect((await member.run(['mailboxes', 'create', 'sales@mailroom.localhost'])).code).toBe(0);
+    expect((await member.run(['mailboxes', 'create', 'orders@mailroom.localhost'])).code).toBe(0);
 
     const list = await owner.run(['mailboxes']);
     expect(cells(list.stdout.trimEnd().split('\n'), ['ADDRESS', 'MESSAGES', 'UNREAD', 'DESCRIPTION', 'CREATED'])).toEqual([
-      ['sales@mailroom.localhost', '0', '', '', 'just now'],
+      ['orders@mailroom.localhost', '0', '', '', 'just now'],
       [SUPPORT, '0', '', 'Help desk', 'just now'],
     ]);
     const json = await owner.json<{ mailboxes: { address: string }[] }>(['mailboxes', 'list']);
-    expect(json.mailboxes.map((m) => m.address)).toEqual(['sales@mailroom.localhost', SUPPORT]);
+    expect(json.mailboxes.map((m) => m.address)).toEqual(['orders@mailroom.localhost', SUPPORT]);
 
     const taken = await member.run(['mailboxes', 'create', SUPPORT]);
     expect(taken.code).toBe(1);

@@ -7,7 +7,7 @@ import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 
-const SUPPORT = 'support@mailroom.localhost';
+const SUPPORT = 'helpdesk@mailroom.localhost';
 const QUOTED = 'On Sat, 21 Nov 2026 07:17:12 GMT, Alice Example <alice@sender.test> wrote:\n> Hello,\n>\n> my order 1234 has not arrived.';
 
 interface Message {

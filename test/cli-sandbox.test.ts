@@ -95,8 +95,8 @@ describe(`mailroom serve --sandbox and mailroom sandbox … (${TEST_DIALECT})`, 
   });
 
   it('shows captured mail in the outbox, with its MIME and its exact bytes', async () => {
-    expect((await owner.run(['mailboxes', 'create', 'news@mailroom.localhost'])).code).toBe(0);
-    const sent = await owner.run(['send', '--from', 'news@mailroom.localhost', '--to', 'someone@far-away.example', '--subject', 'Sandbox hello', '--body', 'Kept, not sent.']);
+    expect((await owner.run(['mailboxes', 'create', 'newsletter@mailroom.localhost'])).code).toBe(0);
+    const sent = await owner.run(['send', '--from', 'newsletter@mailroom.localhost', '--to', 'someone@far-away.example', '--subject', 'Sandbox hello', '--body', 'Kept, not sent.']);
     expect(sent.code, sent.stderr).toBe(0);
     const page = await eventually(async () => {
       const answer = await owner.json<{ captured_messages: Array<{ capture_id: string; subject: string }> }>(['sandbox', 'outbox']);

@@ -4,7 +4,7 @@ import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 
-const SUPPORT = 'support@mailroom.localhost';
+const SUPPORT = 'helpdesk@mailroom.localhost';
 
 // The CLI over the real session API (an in-process server on loopback); needs `npm run build` (it runs bin/mailroom.js).
 describe(`mailroom CLI client: suppressions (${TEST_DIALECT})`, () => {

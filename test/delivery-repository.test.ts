@@ -7,7 +7,7 @@ import { bearer, createTenant, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 
 const LEASE_MS = 30_000;
-const FROM = 'news@mailroom.localhost';
+const FROM = 'newsletter@mailroom.localhost';
 
 // The repository runs a delivery's lease-guarded steps as one statement each on PostgreSQL and as a check and a
 // write in one transaction on SQLite: the same answers must come back, and a run without the lease changes nothing.

@@ -30,7 +30,7 @@ describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
     acme = await createTenant(h, 'Acme');
     other = await createTenant(h, 'Other');
     acmeSession = (await memberSession(h, acme.workspaceId, 'member')).token;
-    for (const address of ['support@mailroom.localhost', 'sales@mailroom.localhost', 'threads@mailroom.localhost', 'threads2@mailroom.localhost', 'lists@mailroom.localhost', 'org@mailroom.localhost']) {
+    for (const address of ['helpdesk@mailroom.localhost', 'orders@mailroom.localhost', 'threads@mailroom.localhost', 'threads2@mailroom.localhost', 'lists@mailroom.localhost', 'org@mailroom.localhost']) {
       expect((await h.app.inject({ method: 'POST', url: `/mailboxes?address=${address}`, headers: bearer(acme.apiKey) })).statusCode).toBe(201);
     }
     expect((await h.app.inject({ method: 'POST', url: '/mailboxes?address=elsewhere@mailroom.localhost', headers: bearer(other.apiKey) })).statusCode).toBe(201);
@@ -38,19 +38,19 @@ describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
   afterAll(async () => h.close());
 
   it('stores a plain message and lists it in the inbox', async () => {
-    const info = await h.send({ from: 'Alice Example <alice@sender.test>', to: 'Support@Mailroom.Localhost', subject: 'Hello there', text: 'First line\nSecond line' });
+    const info = await h.send({ from: 'Alice Example <alice@sender.test>', to: 'Helpdesk@Mailroom.Localhost', subject: 'Hello there', text: 'First line\nSecond line' });
     expect(info.response).toMatch(/^250 2\.0\.0 Stored as msg_/);
-    const page = await inbox('support@mailroom.localhost');
+    const page = await inbox('helpdesk@mailroom.localhost');
     expect(page.total).toBe(1);
     const [message] = page.messages;
     expect(message).toMatchObject({
-      mailbox: 'support@mailroom.localhost',
+      mailbox: 'helpdesk@mailroom.localhost',
       direction: 'inbound',
       folder: 'inbox',
       read: false,
       labels: [],
       from: { name: 'Alice Example', address: 'alice@sender.test' },
-      to: [{ name: '', address: 'support@mailroom.localhost' }],
+      to: [{ name: '', address: 'helpdesk@mailroom.localhost' }],
       subject: 'Hello there',
       snippet: 'First line Second line',
     });
@@ -63,18 +63,18 @@ describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
   });
 
   it('emits message.received in the same transaction as the message', async () => {
-    const info = await h.send({ from: 'bob@sender.test', to: 'sales@mailroom.localhost', subject: 'Event check', text: 'x' });
+    const info = await h.send({ from: 'bob@sender.test', to: 'orders@mailroom.localhost', subject: 'Event check', text: 'x' });
     const id = /Stored as (msg_\w+)/.exec(info.response)![1]!;
     const events = await h.services.database.db.selectFrom('events').selectAll().where('type', '=', 'message.received').execute();
     const event = events.map((e) => JSON.parse(e.payload) as { event_type: string; workspace_id: string; data: { message_id: string; mailbox: string } }).find((e) => e.data.message_id === id);
-    expect(event).toMatchObject({ event_type: 'message.received', workspace_id: acme.workspaceId, data: { message_id: id, mailbox: 'sales@mailroom.localhost' } });
+    expect(event).toMatchObject({ event_type: 'message.received', workspace_id: acme.workspaceId, data: { message_id: id, mailbox: 'orders@mailroom.localhost' } });
   });
 
   it('keeps text and html of multipart/alternative and decodes non-UTF-8 charsets', async () => {
-    await h.send({ from: 'carol@sender.test', to: 'sales@mailroom.localhost', subject: 'Alt', text: 'plain body', html: '<p>html <b>body</b></p>' });
+    await h.send({ from: 'carol@sender.test', to: 'orders@mailroom.localhost', subject: 'Alt', text: 'plain body', html: '<p>html <b>body</b></p>' });
     const latin1 = [
       'From: =?ISO-8859-1?Q?Ren=E9?= <rene@sender.test>',
-      'To: sales@mailroom.localhost',
+      'To: orders@mailroom.localhost',
       'Subject: =?ISO-8859-1?Q?Caf=E9_cr=E8me?=',
       'MIME-Version: 1.0',
       'Content-Type: text/plain; charset=ISO-8859-1',
@@ -82,8 +82,8 @@ describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
       '',
       '',
     ].join('\r\n');
-    await h.sendRaw(Buffer.concat([Buffer.from(latin1, 'latin1'), Buffer.from('Gr\xfc\xdfe aus K\xf6ln\r\n', 'latin1')]), { from: 'rene@sender.test', to: ['sales@mailroom.localhost'] });
-    const page = await inbox('sales@mailroom.localhost');
+    await h.sendRaw(Buffer.concat([Buffer.from(latin1, 'latin1'), Buffer.from('Gr\xfc\xdfe aus K\xf6ln\r\n', 'latin1')]), { from: 'rene@sender.test', to: ['orders@mailroom.localhost'] });
+    const page = await inbox('orders@mailroom.localhost');
     const alt = page.messages.find((m) => m.subject === 'Alt')!;
     const full = (await h.app.inject({ method: 'GET', url: `/messages/${alt.message_id}`, headers: bearer(acme.apiKey) })).json<{ text: string; html: string }>();
     expect(full.text.trim()).toBe('plain body');
@@ -99,7 +99,7 @@ describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
     const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
     await h.send({
       from: 'dave@sender.test',
-      to: 'support@mailroom.localhost',
+      to: 'helpdesk@mailroom.localhost',
       subject: 'Files',
       text: 'see attached',
       html: '<p>logo: <img src="cid:logo@sender.test"></p>',
@@ -109,7 +109,7 @@ describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
         { filename: 'naïve résumé.txt', content: 'unicode name', contentType: 'text/plain' },
       ],
     });
-    const message = (await inbox('support@mailroom.localhost')).messages.find((m) => m.subject === 'Files')!;
+    const message = (await inbox('helpdesk@mailroom.localhost')).messages.find((m) => m.subject === 'Files')!;
     expect(message.attachments).toHaveLength(3);
     const report = message.attachments.find((a) => a.filename === 'report.bin')!;
     expect(report).toMatchObject({ content_type: 'application/octet-stream', size: binary.length, inline: false });
@@ -138,9 +138,9 @@ describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
   });
 
   it('delivers one transaction to many recipients, each a copy in its own workspace', async () => {
-    const info = await h.send({ from: 'eve@sender.test', to: ['support@mailroom.localhost', 'elsewhere@mailroom.localhost'], subject: 'Broadcast', text: 'to both' });
+    const info = await h.send({ from: 'eve@sender.test', to: ['helpdesk@mailroom.localhost', 'elsewhere@mailroom.localhost'], subject: 'Broadcast', text: 'to both' });
     expect(info.accepted).toHaveLength(2);
-    const mine = (await inbox('support@mailroom.localhost')).messages.find((m) => m.subject === 'Broadcast')!;
+    const mine = (await inbox('helpdesk@mailroom.localhost')).messages.find((m) => m.subject === 'Broadcast')!;
     const theirs = (await inbox('elsewhere@mailroom.localhost', other.apiKey)).messages.find((m) => m.subject === 'Broadcast')!;
     expect(mine.message_id).not.toBe(theirs.message_id);
     // Neither tenant sees the other's copy.
@@ -155,16 +155,16 @@ describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
       response: expect.stringContaining('5.1.1') as unknown,
     });
     // A good and a bad recipient: the good one still gets the mail.
-    const info = await h.send({ from: 'x@sender.test', to: ['nobody@mailroom.localhost', 'support@mailroom.localhost'], subject: 'half', text: 'x' });
-    expect(info.accepted).toEqual(['support@mailroom.localhost']);
+    const info = await h.send({ from: 'x@sender.test', to: ['nobody@mailroom.localhost', 'helpdesk@mailroom.localhost'], subject: 'half', text: 'x' });
+    expect(info.accepted).toEqual(['helpdesk@mailroom.localhost']);
     expect(info.rejected).toEqual(['nobody@mailroom.localhost']);
   });
 
   it('advertises and enforces the size limit with 552', async () => {
     await expect(
-      h.send({ from: 'big@sender.test', to: 'support@mailroom.localhost', subject: 'too big', text: 'x'.repeat(300 * 1024) }),
+      h.send({ from: 'big@sender.test', to: 'helpdesk@mailroom.localhost', subject: 'too big', text: 'x'.repeat(300 * 1024) }),
     ).rejects.toMatchObject({ responseCode: 552 });
-    expect((await inbox('support@mailroom.localhost')).messages.some((m) => m.subject === 'too big')).toBe(false);
+    expect((await inbox('helpdesk@mailroom.localhost')).messages.some((m) => m.subject === 'too big')).toBe(false);
   });
 
   it('threads a reply chain by References, and a reply that arrives before its parent', async () => {

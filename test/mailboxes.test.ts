@@ -23,12 +23,12 @@ describe(`mailboxes (${TEST_DIALECT})`, () => {
   it('creates, lists, gets and deletes a mailbox with an API key', async () => {
     const created = await h.app.inject({
       method: 'POST',
-      url: '/mailboxes?address=Sales@Mailroom.Localhost&description=Sales%20team',
+      url: '/mailboxes?address=Orders@Mailroom.Localhost&description=Sales%20team',
       headers: bearer(acme.apiKey),
     });
     expect(created.statusCode).toBe(201);
     expect(created.json()).toEqual({
-      address: 'sales@mailroom.localhost',
+      address: 'orders@mailroom.localhost',
       description: 'Sales team',
       created_at: new Date(h.clock.now()).toISOString(),
       message_count: 0,
@@ -37,17 +37,17 @@ describe(`mailboxes (${TEST_DIALECT})`, () => {
 
     const list = await h.app.inject({ method: 'GET', url: '/mailboxes', headers: bearer(acme.apiKey) });
     expect(list.statusCode).toBe(200);
-    expect(list.json<{ mailboxes: { address: string }[] }>().mailboxes.map((m) => m.address)).toEqual(['sales@mailroom.localhost']);
+    expect(list.json<{ mailboxes: { address: string }[] }>().mailboxes.map((m) => m.address)).toEqual(['orders@mailroom.localhost']);
 
-    const got = await h.app.inject({ method: 'GET', url: '/mailboxes/SALES@mailroom.localhost', headers: bearer(acme.apiKey) });
+    const got = await h.app.inject({ method: 'GET', url: '/mailboxes/ORDERS@mailroom.localhost', headers: bearer(acme.apiKey) });
     expect(got.statusCode).toBe(200);
-    expect(got.json()).toMatchObject({ address: 'sales@mailroom.localhost', description: 'Sales team' });
+    expect(got.json()).toMatchObject({ address: 'orders@mailroom.localhost', description: 'Sales team' });
 
-    const deleted = await h.app.inject({ method: 'DELETE', url: '/mailboxes/sales@mailroom.localhost', headers: bearer(acme.apiKey) });
+    const deleted = await h.app.inject({ method: 'DELETE', url: '/mailboxes/orders@mailroom.localhost', headers: bearer(acme.apiKey) });
     expect(deleted.statusCode).toBe(200);
-    expect(deleted.json()).toEqual({ ok: true, address: 'sales@mailroom.localhost' });
+    expect(deleted.json()).toEqual({ ok: true, address: 'orders@mailroom.localhost' });
 
-    const gone = await h.app.inject({ method: 'GET', url: '/mailboxes/sales@mailroom.localhost', headers: bearer(acme.apiKey) });
+    const gone = await h.app.inject({ method: 'GET', url: '/mailboxes/orders@mailroom.localhost', headers: bearer(acme.apiKey) });
     expect(errorOf(gone)).toMatchObject({ status: 404, error: 'mailbox_not_found' });
   });
 

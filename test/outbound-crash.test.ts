@@ -20,7 +20,7 @@ const LEASE_MS = 1000;
 const RETRY_BASE_MS = 200;
 const PASSWORD = 'crash-test-pass';
 const EMAIL = 'owner@crash.example';
-const FROM = 'news@mailroom.localhost';
+const FROM = 'newsletter@mailroom.localhost';
 
 interface OutboundRow {
   status: string;

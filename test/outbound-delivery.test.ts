@@ -7,6 +7,7 @@ import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { messageOfReturnPath } from './helpers/reports.js';
 
 interface Outbound {
   status: string;
@@ -35,7 +36,7 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     h.dns.set('mailroom._domainkey.mailroom.localhost', { TXT: [`v=DKIM1; k=rsa; p=${publicKey}`] });
     acme = await createTenant(h, 'Acme');
     other = await createTenant(h, 'Other');
-    await h.app.inject({ method: 'POST', url: '/mailboxes?address=news@mailroom.localhost', headers: bearer(acme.apiKey) });
+    await h.app.inject({ method: 'POST', url: '/mailboxes?address=newsletter@mailroom.localhost', headers: bearer(acme.apiKey) });
     await h.app.inject({ method: 'POST', url: '/mailboxes?address=theirs@mailroom.localhost', headers: bearer(other.apiKey) });
     worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
     worker.start();
@@ -50,7 +51,7 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     peer.refuse.clear();
   });
 
-  const send = (body: Record<string, unknown>, key = acme.apiKey) => h.app.inject({ method: 'POST', url: '/send', headers: bearer(key), payload: { from_mailbox: 'news@mailroom.localhost', subject: 'Hi', body: 'Hello', ...body } });
+  const send = (body: Record<string, unknown>, key = acme.apiKey) => h.app.inject({ method: 'POST', url: '/send', headers: bearer(key), payload: { from_mailbox: 'newsletter@mailroom.localhost', subject: 'Hi', body: 'Hello', ...body } });
   const outbound = (id: string) => h.services.database.db.selectFrom('outbound').selectAll().where('message_id', '=', id).executeTakeFirstOrThrow() as Promise<Outbound>;
   async function settle(id: string, until: (o: Outbound) => boolean = (o) => !['queued', 'processing'].includes(o.status), timeoutMs = 10_000): Promise<Outbound> {
     const deadline = Date.now() + timeoutMs;
@@ -66,7 +67,7 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
       .map((e) => JSON.parse(e.payload) as { data: Record<string, unknown> })
       .filter((e) => e.data.message_id === id);
 
-  it('delivers by MX, DKIM-signed with a VERP return path, one transaction per recipient domain', async () => {
+  it('delivers by MX, DKIM-signed, one transaction per recipient, each with its own VERP return path', async () => {
     const res = await send({ to: 'a@peer.test, b@peer.test , c@second.test', subject: 'Quarterly numbers', html: '<p>Hello</p>', from_name: 'Acme News', reply_to: 'replies@acme.example' });
     expect(res.statusCode).toBe(202);
     const { message_id: id, status } = res.json<{ message_id: string; status: string }>();
@@ -74,9 +75,9 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     const done = await settle(id);
     expect(done.status).toBe('accepted');
 
-    const mine = peer.accepted.filter((m) => m.mailFrom === h.services.returnPaths.address(id));
-    expect(mine.map((m) => m.recipients.sort())).toEqual(expect.arrayContaining([['a@peer.test', 'b@peer.test'], ['c@second.test']]));
-    expect(mine).toHaveLength(2);
+    const mine = peer.accepted.filter((m) => messageOfReturnPath(h, m.mailFrom) === id);
+    const paths = [0, 1, 2].map((n) => h.services.returnPaths.address(id, n));
+    expect(mine.map((m) => [m.mailFrom, m.recipients]).sort()).toEqual([[paths[0], ['a@peer.test']], [paths[1], ['b@peer.test']], [paths[2], ['c@second.test']]].sort());
 
     // The signature verifies independently (mailauth, the loopback DNS holding the published key).
     const verdict = await authenticate(mine[0]!.raw, { ip: '127.0.0.1', helo: 'mx.mailroom.test', sender: mine[0]!.mailFrom, resolver: createDnsResolver([h.dns.address]) as never, disableArc: true, disableBimi: true });
@@ -85,16 +86,18 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     expect(dkim.signingDomain).toBe('mailroom.localhost');
     const raw = mine[0]!.raw.toString();
     expect(raw).toMatch(/^DKIM-Signature: /);
-    expect(raw).toContain('From: Acme News <news@mailroom.localhost>');
+    expect(raw).toContain('From: Acme News <newsletter@mailroom.localhost>');
     expect(raw).toContain('Reply-To: replies@acme.example');
     expect(raw).toContain(`Message-ID: <${id}@mailroom.localhost>`);
 
     const recipients = JSON.parse(done.recipients_json) as Array<{ address: string; status: string; mx: string }>;
     expect(recipients.map((r) => [r.address, r.status])).toEqual([['a@peer.test', 'accepted'], ['b@peer.test', 'accepted'], ['c@second.test', 'accepted']]);
     expect(recipients[0]!.mx).toBe(`mx1.peer.test [127.0.0.1]:${peer.port}`);
-    expect((JSON.parse(done.attempts_json) as unknown[]).length).toBe(2);
+    expect((JSON.parse(done.attempts_json) as unknown[]).length).toBe(3);
 
     expect(await eventsOf('message.sent', id)).toHaveLength(1);
+    // Still one per recipient domain, naming the domain's recipients together.
+    expect((await eventsOf('message.accepted', id)).map((e) => e.data.recipients)).toEqual(expect.arrayContaining([['a@peer.test', 'b@peer.test'], ['c@second.test']]));
     expect(await eventsOf('message.accepted', id)).toHaveLength(2);
     // The copy in `sent`, with its status, on the session surface.
     const token = (await memberSession(h, acme.workspaceId, 'member')).token;
@@ -102,6 +105,19 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     const item = sent.json<{ messages: Array<{ message_id: string; folder: string; direction: string; status: string }> }>().messages.find((m) => m.message_id === id);
     expect(item).toMatchObject({ folder: 'sent', direction: 'outbound', status: 'accepted' });
   });
+  it("tries a domain whose host takes no connection once for all its recipients, not once per recipient's return path", async () => {
+    // Nothing listens on 127.0.0.2 (the peer is on 127.0.0.1): every connection is refused.
+    h.dns.set('down.test', { A: ['127.0.0.2'] });
+    const res = await send({ to: 'a@down.test, b@down.test, c@down.test' });
+    const id = res.json<{ message_id: string }>().message_id;
+    const deferred = await settle(id, (o) => o.status === 'queued' && o.attempts_json !== '[]');
+    expect((JSON.parse(deferred.attempts_json) as Array<{ recipients: string[]; outcome: string }>).map((a) => [a.recipients, a.outcome])).toEqual([[['a@down.test'], 'deferred']]);
+    const recipients = JSON.parse(deferred.recipients_json) as Array<{ status: string; response: string | null }>;
+    expect(recipients.map((r) => r.status)).toEqual(['pending', 'pending', 'pending']);
+    expect(new Set(recipients.map((r) => r.response)).size).toBe(1);
+    await h.services.database.db.updateTable('outbound').set({ status: 'cancelled' }).where('message_id', '=', id).execute();
+  });
+
   it("signs mail from a verified sending domain with that domain's own key, never another workspace's or a domain that only ends the same", async () => {
     const dkimOf = async (raw: Buffer, sender: string) => {
       const verdict = await authenticate(raw, { ip: '127.0.0.1', helo: 'mx.mailroom.test', sender, resolver: createDnsResolver([h.dns.address]) as never, disableArc: true, disableBimi: true });
@@ -253,6 +269,6 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     expect(errorOf(await send({ to: ['someone@blocked.test', ...Array.from({ length: 29 }, (_, i) => `r${i}@peer.test`)], cc: Array.from({ length: 21 }, (_, i) => `c${i}@peer.test`) }))).toMatchObject({ status: 400, error: 'too_many_recipients' });
     expect(errorOf(await send({ to: Array.from({ length: 51 }, (_, i) => `r${i}@peer.test`) }))).toMatchObject({ status: 400 });
     expect(errorOf(await send({ to: 'not an address' }))).toMatchObject({ status: 400, error: 'invalid_recipient' });
-    expect(errorOf(await h.app.inject({ method: 'POST', url: '/send', headers: bearer(acme.apiKey), payload: { from_mailbox: 'news@mailroom.localhost', to: 'a@peer.test' } }))).toMatchObject({ status: 400 });
+    expect(errorOf(await h.app.inject({ method: 'POST', url: '/send', headers: bearer(acme.apiKey), payload: { from_mailbox: 'newsletter@mailroom.localhost', to: 'a@peer.test' } }))).toMatchObject({ status: 400 });
   });
 });

@@ -126,8 +126,8 @@ describe(`relay credentials never travel unprotected (${TEST_DIALECT})`, () => {
     try {
       const auth = { authorization: `Bearer ${apiKey}` };
       const headers = { ...auth, 'content-type': 'application/json' };
-      expect((await fetch(`${server.url}/mailboxes?address=news@mailroom.localhost`, { method: 'POST', headers: auth })).status).toBe(201);
-      const sent = await fetch(`${server.url}/send`, { method: 'POST', headers, body: JSON.stringify({ from_mailbox: 'news@mailroom.localhost', to: 'someone@elsewhere.test', subject: 'Hi', body: 'Hello' }) });
+      expect((await fetch(`${server.url}/mailboxes?address=newsletter@mailroom.localhost`, { method: 'POST', headers: auth })).status).toBe(201);
+      const sent = await fetch(`${server.url}/send`, { method: 'POST', headers, body: JSON.stringify({ from_mailbox: 'newsletter@mailroom.localhost', to: 'someone@elsewhere.test', subject: 'Hi', body: 'Hello' }) });
       expect(sent.status).toBe(202);
       const deadline = Date.now() + 15_000;
       while (peer.accepted.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));

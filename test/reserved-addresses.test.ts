@@ -41,6 +41,22 @@ describe(`reserved addresses (${TEST_DIALECT})`, () => {
     'post.master@mailroom.localhost',
     'no.reply@mailroom.localhost',
     'mailerdaemon@mailroom.localhost',
+    // Underscores space a name out too, and `=` starts a tag as `+` does.
+    'postmaster_@mailroom.localhost',
+    'postmaster=x@mailroom.localhost',
+    'mailer_daemon@mailroom.localhost',
+    'no_reply@mailroom.localhost',
+    // RFC 2142's role mailboxes.
+    'www@mailroom.localhost',
+    'info@mailroom.localhost',
+    'sales@mailroom.localhost',
+    'support@hosted.example',
+    'marketing@mailroom.localhost',
+    'noc@mailroom.localhost',
+    'news@mailroom.localhost',
+    'usenet@mailroom.localhost',
+    'uucp@mailroom.localhost',
+    'ftp@mailroom.localhost',
   ];
 
   it.each(reserved)('%s: 400 address_reserved on both surfaces', async (address) => {

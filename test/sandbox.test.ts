@@ -75,7 +75,7 @@ describe(`sandbox mode (${TEST_DIALECT})`, () => {
     owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
     member = (await memberSession(h, acme.workspaceId, 'member')).token;
     otherOwner = (await memberSession(h, other.workspaceId, 'owner')).token;
-    for (const address of ['news@mailroom.localhost', 'sales@mailroom.localhost', 'catchall@mailroom.localhost']) {
+    for (const address of ['newsletter@mailroom.localhost', 'orders@mailroom.localhost', 'catchall@mailroom.localhost']) {
       expect((await h.app.inject({ method: 'POST', url: `/mailboxes?address=${address}`, headers: bearer(acme.apiKey) })).statusCode).toBe(201);
     }
   });
@@ -198,7 +198,7 @@ describe(`sandbox mode (${TEST_DIALECT})`, () => {
   });
 
   it('captures an API send with its full MIME instead of delivering it', async () => {
-    const sent = await sendAndSettle({ from_mailbox: 'news@mailroom.localhost', to: 'Customer <customer@far-away.example>', subject: 'Your order shipped' });
+    const sent = await sendAndSettle({ from_mailbox: 'newsletter@mailroom.localhost', to: 'Customer <customer@far-away.example>', subject: 'Your order shipped' });
     expect(sent.status).toBe('accepted');
     expect(sent.recipients).toEqual([expect.objectContaining({ address: 'customer@far-away.example', status: 'accepted', mx: 'sandbox' })]);
     expect(sent.recipients[0]!.response).toMatch(new RegExp(`^${CAPTURED_REPLY} as cap_\\w+; not delivered$`));
@@ -247,11 +247,11 @@ describe(`sandbox mode (${TEST_DIALECT})`, () => {
   });
 
   it("still brings mail for this service's own mailboxes in, and captures it too", async () => {
-    const sent = await sendAndSettle({ from_mailbox: 'news@mailroom.localhost', to: 'sales@mailroom.localhost', subject: 'Internal note' });
+    const sent = await sendAndSettle({ from_mailbox: 'newsletter@mailroom.localhost', to: 'orders@mailroom.localhost', subject: 'Internal note' });
     expect(sent.status).toBe('accepted');
     const [capture] = await capturesOf(sent.message_id);
-    expect(capture!.stored).toEqual([{ address: 'sales@mailroom.localhost', mailbox: 'sales@mailroom.localhost', message_id: expect.stringMatching(/^msg_/) as unknown }]);
-    const inbox = await h.app.inject({ method: 'GET', url: '/inbox?mailbox=sales@mailroom.localhost', headers: bearer(acme.apiKey) });
+    expect(capture!.stored).toEqual([{ address: 'orders@mailroom.localhost', mailbox: 'orders@mailroom.localhost', message_id: expect.stringMatching(/^msg_/) as unknown }]);
+    const inbox = await h.app.inject({ method: 'GET', url: '/inbox?mailbox=orders@mailroom.localhost', headers: bearer(acme.apiKey) });
     expect(inbox.json<{ messages: Array<{ message_id: string; subject: string }> }>().messages).toEqual([
       expect.objectContaining({ message_id: capture!.stored[0]!.message_id, subject: 'Internal note' }),
     ]);
@@ -270,7 +270,7 @@ describe(`sandbox mode (${TEST_DIALECT})`, () => {
 
     const info = await h.send({ from: 'alice@sender.test', to: 'nobody@mailroom.localhost', subject: 'Caught', text: 'x' });
     expect(info.response).toMatch(/^250 /);
-    const sent = await sendAndSettle({ from_mailbox: 'news@mailroom.localhost', to: 'random@mailroom.localhost', subject: 'Caught too' });
+    const sent = await sendAndSettle({ from_mailbox: 'newsletter@mailroom.localhost', to: 'random@mailroom.localhost', subject: 'Caught too' });
     expect((await capturesOf(sent.message_id))[0]!.stored).toEqual([{ address: 'random@mailroom.localhost', mailbox: 'catchall@mailroom.localhost', message_id: expect.stringMatching(/^msg_/) as unknown }]);
     const inbox = await h.app.inject({ method: 'GET', url: '/inbox?mailbox=catchall@mailroom.localhost', headers: bearer(acme.apiKey) });
     expect(inbox.json<{ messages: Array<{ subject: string }> }>().messages.map((m) => m.subject).sort()).toEqual(['Caught', 'Caught too']);
@@ -316,7 +316,7 @@ describe(`without --sandbox nothing of it is active (${TEST_DIALECT})`, () => {
     worker = startWorker(h, 20);
     acme = await createTenant(h, 'Acme');
     owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
-    await h.app.inject({ method: 'POST', url: '/mailboxes?address=news@mailroom.localhost', headers: bearer(acme.apiKey) });
+    await h.app.inject({ method: 'POST', url: '/mailboxes?address=newsletter@mailroom.localhost', headers: bearer(acme.apiKey) });
   });
   afterAll(async () => {
     await worker.close();
@@ -345,7 +345,7 @@ describe(`without --sandbox nothing of it is active (${TEST_DIALECT})`, () => {
   });
 
   it('delivers outbound mail over SMTP, capturing nothing', async () => {
-    const res = await h.app.inject({ method: 'POST', url: '/send', headers: bearer(acme.apiKey), payload: { from_mailbox: 'news@mailroom.localhost', to: 'user@peer.test', subject: 'Real', body: 'x' } });
+    const res = await h.app.inject({ method: 'POST', url: '/send', headers: bearer(acme.apiKey), payload: { from_mailbox: 'newsletter@mailroom.localhost', to: 'user@peer.test', subject: 'Real', body: 'x' } });
     expect(res.statusCode).toBe(202);
     await eventually('the peer to receive it', () => (peer.accepted.length > 0 ? peer.accepted : undefined));
     expect(peer.accepted[0]!.recipients).toEqual(['user@peer.test']);

@@ -9,6 +9,7 @@ import { bearer, createTenant, errorOf, login, session, type Tenant } from './he
 import { cliUser, listen } from './helpers/cli-client.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 import { startSmtpPeer, type ReceivedMail, type SmtpPeer } from './helpers/smtp-peer.js';
+import { messageOfReturnPath } from './helpers/reports.js';
 
 interface Queued {
   message_id: string;
@@ -23,7 +24,7 @@ interface SentView {
   recipients: Array<{ address: string; status: string }>;
 }
 
-const NEWS = 'news@mailroom.localhost';
+const NEWS = 'newsletter@mailroom.localhost';
 const MINUTE = 60_000;
 const DAY = 86_400_000;
 
@@ -64,7 +65,7 @@ describe(`scheduled send (${TEST_DIALECT})`, () => {
   });
 
   const isoIn = (ms: number) => new Date(h.clock.now() + ms).toISOString();
-  const copiesOf = (id: string): ReceivedMail[] => peer.accepted.filter((m) => m.mailFrom === h.services.returnPaths.address(id));
+  const copiesOf = (id: string): ReceivedMail[] => peer.accepted.filter((m) => messageOfReturnPath(h, m.mailFrom) === id);
   const dateHeader = (mail: ReceivedMail) => /^Date: (.*)\r$/m.exec(mail.raw.toString('latin1').split('\r\n\r\n')[0]! + '\r')?.[1];
   const post = (url: string, payload?: Record<string, unknown>, headers: Record<string, string> = bearer(acme.apiKey)) =>
     h.app.inject({ method: 'POST', url, headers, ...(payload === undefined ? {} : { payload }) });

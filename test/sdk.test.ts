@@ -11,8 +11,8 @@ import { createTenant, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 
 const run = promisify(execFile);
-const SUPPORT = 'support@mailroom.localhost';
-const SALES = 'sales@mailroom.localhost';
+const SUPPORT = 'helpdesk@mailroom.localhost';
+const SALES = 'orders@mailroom.localhost';
 
 /** The README's SDK example, as written: the TypeScript block after its `sdk-example` marker. */
 function readmeExample(): string {

@@ -123,13 +123,13 @@ describe(`secrets at rest (${TEST_DIALECT})`, () => {
     for (const secret of [SECRET_A, SECRET_B]) expect(dumped).not.toContain(secret.slice('whsec_'.length));
     expect(dumped).toMatch(/"v1:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+"/);
 
-    for (const address of ['hello@brand.example', 'news@mailroom.localhost']) {
+    for (const address of ['hello@brand.example', 'newsletter@mailroom.localhost']) {
       expect((await h.app.inject({ method: 'POST', url: `/mailboxes?address=${address}`, headers: bearer(acme.apiKey) })).statusCode).toBe(201);
     }
     const send = async (from: string, to: string) =>
       (await h.app.inject({ method: 'POST', url: '/send', headers: bearer(acme.apiKey), payload: { from_mailbox: from, to, subject: 'Hi', body: 'Hello' } })).json<{ message_id: string }>().message_id;
     const own = await send('hello@brand.example', 'own@peer.test');
-    const hosted = await send('news@mailroom.localhost', 'hosted@peer.test');
+    const hosted = await send('newsletter@mailroom.localhost', 'hosted@peer.test');
     expect(await settle(own)).toBe('accepted');
     expect(await settle(hosted)).toBe('accepted');
     const received = (recipient: string) => peer.accepted.find((m) => m.recipients.includes(recipient))!;

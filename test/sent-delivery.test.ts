@@ -23,7 +23,7 @@ interface Delivered {
   last_error?: string | null;
 }
 
-const NEWS = 'news@mailroom.localhost';
+const NEWS = 'newsletter@mailroom.localhost';
 const ANY_DATE = expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as unknown;
 const PEER_MX = expect.stringContaining('mx1.peer.test') as unknown;
 
@@ -92,7 +92,11 @@ describe(`delivery on the API-key surface: GET /sent and the message view (${TES
         { address: 'gone@peer.test', status: 'failed', response: expect.stringMatching(/^550 /) as unknown, mx: PEER_MX },
         { address: 'here@peer.test', status: 'accepted', response: expect.stringMatching(/^250 /) as unknown, mx: PEER_MX },
       ],
-      attempts: [{ at: ANY_DATE, mx: PEER_MX, recipients: ['gone@peer.test', 'here@peer.test'], outcome: 'sent', response: expect.stringMatching(/^250 /) as unknown }],
+      // One transaction per recipient (each has its own return path).
+      attempts: [
+        { at: ANY_DATE, mx: PEER_MX, recipients: ['gone@peer.test'], outcome: 'rejected', response: expect.stringMatching(/^550 /) as unknown },
+        { at: ANY_DATE, mx: PEER_MX, recipients: ['here@peer.test'], outcome: 'sent', response: expect.stringMatching(/^250 /) as unknown },
+      ],
       last_error: null,
     };
     expect(item).toMatchObject({ direction: 'outbound', ...delivery });

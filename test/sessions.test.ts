@@ -77,6 +77,48 @@ describe(`sessions and workspaces (${TEST_DIALECT})`, () => {
     expect(after.statusCode).toBe(200);
   });
 
+  /** A login from `address` (Fastify takes the client address from the socket; no proxy is trusted). */
+  const loginFrom = (address: string, email: string, password: string, harness = h) =>
+    harness.app.inject({ method: 'POST', url: '/app/api/login', remoteAddress: address, payload: { email, password } });
+
+  it('throttles failures per client address: a stranger elsewhere cannot lock the owner out, and stays throttled', async () => {
+    const owner = await createTenant(h, 'Owner');
+    for (let i = 0; i < LOGIN_FAILURE_LIMIT; i += 1) expect((await loginFrom('203.0.113.7', owner.ownerEmail, `guess-${i}`)).statusCode).toBe(401);
+    expect(errorOf(await loginFrom('203.0.113.7', owner.ownerEmail, owner.password))).toMatchObject({ status: 429, error: 'too_many_login_attempts' });
+    // The owner, from another address, with the right password.
+    expect((await loginFrom('198.51.100.20', owner.ownerEmail, owner.password)).statusCode).toBe(200);
+    // Their login forgave their own address only: the stranger's stays throttled, the right password included.
+    const still = await loginFrom('203.0.113.7', owner.ownerEmail, owner.password);
+    expect(errorOf(still)).toMatchObject({ status: 429, error: 'too_many_login_attempts' });
+    expect(errorOf(still).detail).toMatch(/from this address/);
+    // An IPv6 /64 counts as one address: another address of the stranger's block is throttled with it.
+    for (let i = 0; i < LOGIN_FAILURE_LIMIT; i += 1) expect((await loginFrom(`2001:db8:1:2::${i + 1}`, owner.ownerEmail, `v6-${i}`)).statusCode).toBe(401);
+    expect(errorOf(await loginFrom('2001:db8:1:2:ffff::9', owner.ownerEmail, owner.password))).toMatchObject({ status: 429 });
+    expect((await loginFrom('2001:db8:1:3::1', owner.ownerEmail, owner.password)).statusCode).toBe(200);
+  });
+
+  it('past the account-wide limit, every address gets one attempt: a spread-out guesser stops, the owner still logs in', async () => {
+    const spread = await startHarness({ MAILROOM_LOGIN_FAILURES_PER_ACCOUNT: '20' });
+    try {
+      const owner = await createTenant(spread, 'Spread');
+      // 4 addresses × 5 failures: each address under its own limit, the account at its limit.
+      for (let a = 1; a <= 4; a += 1) {
+        for (let i = 0; i < 5; i += 1) expect((await loginFrom(`192.0.2.${a}`, owner.ownerEmail, `guess-${a}-${i}`, spread)).statusCode).toBe(401);
+      }
+      // An address that has failed gets no more guesses, though it has 5 of its own left.
+      const refused = await loginFrom('192.0.2.1', owner.ownerEmail, 'guess-1-5', spread);
+      expect(errorOf(refused)).toMatchObject({ status: 429, error: 'too_many_login_attempts' });
+      expect(errorOf(refused).detail).toMatch(/from many addresses/);
+      // A new address gets one guess, then no more.
+      expect((await loginFrom('192.0.2.50', owner.ownerEmail, 'guess-50', spread)).statusCode).toBe(401);
+      expect(errorOf(await loginFrom('192.0.2.50', owner.ownerEmail, 'guess-50b', spread))).toMatchObject({ status: 429 });
+      // The owner, at an address that has not failed, logs in.
+      expect((await loginFrom('198.51.100.20', owner.ownerEmail, owner.password, spread)).statusCode).toBe(200);
+    } finally {
+      await spread.close();
+    }
+  });
+
   it('logout revokes the session at once', async () => {
     const token = await login(h, acme.ownerEmail, acme.password);
     const out = await h.app.inject({ method: 'POST', url: '/app/api/logout', headers: session(token) });

@@ -83,7 +83,7 @@ describe(`suppressions (${TEST_DIALECT})`, () => {
   describe('added automatically', () => {
     it('a DSN with a 5.x.x status suppresses its recipient; message.bounced says so, with the status', async () => {
       const id = await sendAndDeliver('lost@peer.test');
-      const verp = h.services.returnPaths.address(id);
+      const verp = h.services.returnPaths.address(id, 0);
       await h.sendRaw(dsn(verp, 'lost@peer.test'), { from: '', to: [verp] });
       const [bounced] = await events('message.bounced', id);
       expect(bounced).toMatchObject({ workspace_id: acme.workspaceId, data: { recipient: 'lost@peer.test', reason: 'smtp; 550 5.1.1 mailbox unavailable', status: '5.1.1', status_code: '5.1.1', suppressed: true, delivery_status: 'accepted' } });
@@ -94,7 +94,7 @@ describe(`suppressions (${TEST_DIALECT})`, () => {
 
     it('a 4.x.x DSN (a soft bounce) is a message.bounced that suppresses nothing', async () => {
       const id = await sendAndDeliver('full@peer.test');
-      const verp = h.services.returnPaths.address(id);
+      const verp = h.services.returnPaths.address(id, 0);
       await h.sendRaw(dsn(verp, 'full@peer.test', '4.2.2', 'smtp; 452 4.2.2 mailbox full'), { from: '', to: [verp] });
       const [bounced] = await events('message.bounced', id);
       expect(bounced!.data).toMatchObject({ recipient: 'full@peer.test', status: '4.2.2', suppressed: false });
@@ -104,7 +104,7 @@ describe(`suppressions (${TEST_DIALECT})`, () => {
 
     it('an ARF complaint suppresses the complainer', async () => {
       const id = await sendAndDeliver('annoyed@peer.test');
-      const verp = h.services.returnPaths.address(id);
+      const verp = h.services.returnPaths.address(id, 0);
       await h.sendRaw(arf(verp, 'annoyed@peer.test'), { from: 'feedback@isp.test', to: [verp] });
       const [complained] = await events('message.complained', id);
       expect(complained!.data).toMatchObject({ recipient: 'annoyed@peer.test', reason: 'abuse', status: null, suppressed: true, delivery_status: 'accepted' });

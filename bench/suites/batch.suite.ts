@@ -8,7 +8,7 @@ import { latencyStats } from '../lib/smtp-load.js';
 import { withScope } from '../lib/scope.js';
 import { goal, pairRows, type BenchSettings, type ResultRow, type Suite, type SuiteContext, type SuiteResult } from '../lib/suite.js';
 
-const FROM = `news@${BENCH_DOMAIN}`;
+const FROM = `newsletter@${BENCH_DOMAIN}`;
 /** Messages of a round: one full batch, or as many single sends. */
 const MESSAGES = 100;
 /** Bytes of each message's text body. */

@@ -13,7 +13,7 @@ const STEP_TIMEOUT_MS = 120_000;
 /** The README block that hands the first mail to the SMTP listener; the walkthrough runs up to and including it. */
 const FIRST_MAIL_BLOCK = /--upload-file mail\.eml/;
 /** The mailbox the README's first mail goes to. */
-const FIRST_MAILBOX = 'support@mailroom.localhost';
+const FIRST_MAILBOX = 'helpdesk@mailroom.localhost';
 const STEPS_FILE = '.first-mail-steps';
 
 /** Run `command args` in `cwd` to completion; its wall time in seconds, or an error with its output. */

@@ -13,7 +13,7 @@ import { goal, pairRows, type BenchSettings, type ResultRow, type Suite, type Su
 
 /** The service's hosted domain: its mail is DKIM-signed with the service's own key, no configuration needed. */
 const HOSTED_DOMAIN = 'mailroom.localhost';
-const FROM_MAILBOX = `news@${HOSTED_DOMAIN}`;
+const FROM_MAILBOX = `newsletter@${HOSTED_DOMAIN}`;
 /** The recipients' domain: MX mx.sink.test → A 127.0.0.1 on the bench's DNS server; the sink listens there. */
 const SINK_DOMAIN = 'sink.test';
 const MX_HOST = `mx.${SINK_DOMAIN}`;

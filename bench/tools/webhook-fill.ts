@@ -40,14 +40,14 @@ const { createServices } = await load<typeof Main>('main.js');
 // A message list view of typical size (about 1 KB of JSON), as message.received carries.
 const data = (n: number) => ({
   message_id: `msg_bench${String(n).padStart(21, '0')}`,
-  mailbox: 'support@bench.mailroom.localhost',
+  mailbox: 'helpdesk@bench.mailroom.localhost',
   direction: 'inbound',
   folder: 'inbox',
   read: false,
   labels: [],
   thread_id: `thr_bench${String(n).padStart(21, '0')}`,
   from: { name: 'Alice Example', address: 'alice@sender.test' },
-  to: [{ name: '', address: 'support@bench.mailroom.localhost' }],
+  to: [{ name: '', address: 'helpdesk@bench.mailroom.localhost' }],
   cc: [],
   subject: `Order ${100_000 + n} has not arrived`,
   date: new Date().toISOString(),

@@ -121,6 +121,10 @@ export interface Config {
   analysisSlotsPerWorkspace: number;
   /** Threads that parse large JSON bodies and compose large messages; 0 does it on the main thread. */
   bodyThreads: number;
+
+  // Login throttling: failed logins per email from one client address, and from all (then one per address).
+  loginFailuresPerAddress: number;
+  loginFailuresPerAccount: number;
 }
 
 export class ConfigError extends Error {
@@ -350,6 +354,10 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     analysisSlots: read({ name: 'ANALYSIS_SLOTS', fallback: 16, parse: intIn(1, 10_000), expect: 'a whole number of messages, 1 or more' }),
     analysisSlotsPerWorkspace: read({ name: 'ANALYSIS_SLOTS_PER_WORKSPACE', fallback: 8, parse: intIn(1, 10_000), expect: 'a whole number of messages, 1 or more' }),
     bodyThreads: read({ name: 'BODY_THREADS', fallback: Math.min(2, defaultWorkerThreads()), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
+
+    // Login throttling: failed logins per email within 15 minutes, from one client address and from all of them.
+    loginFailuresPerAddress: read({ name: 'LOGIN_FAILURES_PER_ADDRESS', fallback: 10, parse: intIn(1, 1_000_000), expect: 'a whole number of failures, 1 or more' }),
+    loginFailuresPerAccount: read({ name: 'LOGIN_FAILURES_PER_ACCOUNT', fallback: 100, parse: intIn(1, 1_000_000), expect: 'a whole number of failures, 1 or more' }),
   };
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
     problems.push('MAILROOM_HTTP_HEADERS_TIMEOUT_MS must not exceed MAILROOM_HTTP_REQUEST_TIMEOUT_MS');

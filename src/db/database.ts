@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
@@ -56,6 +56,20 @@ function withStatementCache(database: SQLite.Database): SqliteDatabase {
   };
 }
 
+/** The database holds every tenant's mail and sealed secrets: owner read/write only, whatever the umask. */
+const OWNER_ONLY = 0o600;
+
+/**
+ * Make the SQLite file (and its directory) before SQLite does, mode 0600, and narrow an older file to it. SQLite
+ * gives the -wal and -shm files it creates the database file's mode, so they follow; older ones are narrowed after
+ * opening.
+ */
+function ownerOnlyFile(path: string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  closeSync(openSync(path, 'a', OWNER_ONLY));
+  chmodSync(path, OWNER_ONLY);
+}
+
 /**
  * Open the database named by a URL: `sqlite:PATH` (better-sqlite3; WAL, busy timeout, foreign keys on)
  * or `postgres://…` (a pg pool; parameterised statements are named prepared statements unless
@@ -65,9 +79,10 @@ function withStatementCache(database: SQLite.Database): SqliteDatabase {
 export function createDb(url: string, options: { poolSize?: number; pgPrepare?: boolean } = {}): DbHandle {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    if (path !== ':memory:') ownerOnlyFile(path);
     const database = new SQLite(path);
     database.pragma('journal_mode = WAL');
+    if (path !== ':memory:') for (const file of [`${path}-wal`, `${path}-shm`]) if (existsSync(file)) chmodSync(file, OWNER_ONLY);
     // FULL: a commit survives power loss, not only a process crash (accepted mail must never be lost).
     database.pragma('synchronous = FULL');
     database.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);

@@ -20,6 +20,7 @@ import * as m20261128000100 from './migrations/20261128000100_api_key_names.js';
 import * as m20261129002600 from './migrations/20261129002600_sandbox.js';
 import * as m20261130002720 from './migrations/20261130002720_suppressions.js';
 import * as m20261130002730 from './migrations/20261130002730_webhook_recovery.js';
+import * as m20261201003470 from './migrations/20261201003470_login_failures_client.js';
 import * as m20261130002710 from './migrations/20261130002710_scheduled_send.js';
 import * as m20261130002700 from './migrations/20261130002700_draft_attachments.js';
 import * as m20261201003700 from './migrations/20261201003700_search_workspace_tags.js';
@@ -52,6 +53,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261129002600_sandbox': m20261129002600,
   '20261130002720_suppressions': m20261130002720,
   '20261130002730_webhook_recovery': m20261130002730,
+  '20261201003470_login_failures_client': m20261201003470,
   '20261130002710_scheduled_send': m20261130002710,
   '20261130002700_draft_attachments': m20261130002700,
   '20261201003700_search_workspace_tags': m20261201003700,

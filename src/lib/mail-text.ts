@@ -223,3 +223,25 @@ export function searchEntryOf(message: SearchSource): SearchEntry {
   const document = searchDocumentOf(message);
   return { document, tsvector: tsvectorOf(document) };
 }
+
+/**
+ * Invisible format characters that change how a name reads without showing: the bidi embeddings, overrides and
+ * isolates (U+202A–U+202E, U+2066–U+2069) and marks (U+200E, U+200F, U+061C), which turn `invoice‮fdp.exe` into
+ * `invoiceexe.pdf` on screen; and the invisible spacers (zero-width space, word joiner and invisible operators,
+ * byte order mark, soft hyphen, Mongolian vowel separator, interlinear annotation). Zero-width (non-)joiners stay:
+ * Persian, Indic scripts and emoji need them.
+ */
+export const INVISIBLE_FORMAT = /[\u00ad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb]/gu;
+
+/** `name` without invisible format characters, as stored and shown for mail that arrived with them. */
+export function withoutInvisibleFormat(name: string): string {
+  return name.replace(INVISIBLE_FORMAT, '');
+}
+
+/** Whether `name` holds an invisible format character (see INVISIBLE_FORMAT). */
+export function hasInvisibleFormat(name: string): boolean {
+  INVISIBLE_FORMAT.lastIndex = 0;
+  const found = INVISIBLE_FORMAT.test(name);
+  INVISIBLE_FORMAT.lastIndex = 0;
+  return found;
+}

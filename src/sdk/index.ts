@@ -44,7 +44,7 @@ function credentialHeaders(options: MailroomClientOptions): Record<string, strin
  *
  * ```ts
  * const mailroom = createMailroomClient({ baseUrl: 'http://127.0.0.1:8080', apiKey: process.env.MAILROOM_API_KEY! });
- * const { data } = await mailroom.GET('/inbox', { params: { query: { mailbox: 'support@mailroom.localhost' } } });
+ * const { data } = await mailroom.GET('/inbox', { params: { query: { mailbox: 'helpdesk@mailroom.localhost' } } });
  * ```
  */
 export function createMailroomClient(options: MailroomClientOptions): MailroomClient {

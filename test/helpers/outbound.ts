@@ -15,7 +15,7 @@ export interface SentItem {
 
 export interface Sender {
   h: MailHarness;
-  /** Send from news@mailroom.localhost to `to`; resolves with the sent view once `until` holds (default: settled). */
+  /** Send from newsletter@mailroom.localhost to `to`; resolves with the sent view once `until` holds (default: settled). */
   sendAndWait(to: string, until?: (item: SentItem) => boolean): Promise<SentItem>;
   close(): Promise<void>;
 }
@@ -26,14 +26,14 @@ const settled = (item: SentItem) => !['queued', 'processing'].includes(item.stat
 export async function startSender(env: Record<string, string>): Promise<Sender> {
   const h = await startMailHarness(env);
   const tenant: Tenant = await createTenant(h, 'Sender');
-  await h.app.inject({ method: 'POST', url: '/mailboxes?address=news@mailroom.localhost', headers: bearer(tenant.apiKey) });
+  await h.app.inject({ method: 'POST', url: '/mailboxes?address=newsletter@mailroom.localhost', headers: bearer(tenant.apiKey) });
   const token = (await memberSession(h, tenant.workspaceId, 'member')).token;
   const worker: Worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
   worker.start();
   return {
     h,
     async sendAndWait(to, until = settled) {
-      const res = await h.app.inject({ method: 'POST', url: '/send', headers: bearer(tenant.apiKey), payload: { from_mailbox: 'news@mailroom.localhost', to, subject: 'Hi', body: 'Hello' } });
+      const res = await h.app.inject({ method: 'POST', url: '/send', headers: bearer(tenant.apiKey), payload: { from_mailbox: 'newsletter@mailroom.localhost', to, subject: 'Hi', body: 'Hello' } });
       expect(res.statusCode, res.body).toBe(202);
       const id = res.json<{ message_id: string }>().message_id;
       const deadline = Date.now() + 10_000;

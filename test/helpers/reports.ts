@@ -1,3 +1,5 @@
+import type { ReturnPaths } from '../../src/modules/sending/verp.js';
+
 /** Failure reports as receiving MTAs and feedback loops send them to an outbound message's VERP return path. */
 
 export const dsn = (verp: string, recipient: string, status = '5.1.1', diagnostic = 'smtp; 550 5.1.1 mailbox unavailable') =>
@@ -59,3 +61,9 @@ export const arf = (verp: string, recipient: string) =>
     '--b2--',
     '',
   ].join('\r\n');
+
+/** The outbound message an envelope sender is a return path of (each recipient has its own), or null. */
+export const messageOfReturnPath = (h: { services: { returnPaths: ReturnPaths } }, mailFrom: string): string | null => {
+  const verdict = h.services.returnPaths.parse(mailFrom);
+  return verdict.kind === 'valid' ? verdict.messageId : null;
+};

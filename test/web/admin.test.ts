@@ -10,7 +10,7 @@ import { startMailHarness, type MailHarness } from '../helpers/mail.js';
 import { startReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { startWorker } from '../helpers/webhooks.js';
 
-const SUPPORT = 'support@mailroom.localhost';
+const SUPPORT = 'helpdesk@mailroom.localhost';
 const DOMAIN = 'acme-admin.example';
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 

@@ -11,7 +11,7 @@ import { HAS_CHROMIUM, logIn, startBrowser, type Browser } from '../helpers/brow
 import { startMailHarness, type MailHarness } from '../helpers/mail.js';
 import { startSmtpPeer, type SmtpPeer } from '../helpers/smtp-peer.js';
 
-const SUPPORT = 'support@mailroom.localhost';
+const SUPPORT = 'helpdesk@mailroom.localhost';
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 /** Issue 27 item 1 in the web app: files attached to the draft from the compose form (multipart), listed, removed, sent. */

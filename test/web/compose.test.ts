@@ -11,7 +11,7 @@ import { HAS_CHROMIUM, logIn, startBrowser, type Browser } from '../helpers/brow
 import { startMailHarness, type MailHarness } from '../helpers/mail.js';
 import { startSmtpPeer, type SmtpPeer } from '../helpers/smtp-peer.js';
 
-const SUPPORT = 'support@mailroom.localhost';
+const SUPPORT = 'helpdesk@mailroom.localhost';
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 interface ApiMessage {

@@ -12,7 +12,7 @@ import { startMailHarness, type MailHarness } from '../helpers/mail.js';
  * docs/screenshots/. Not a test: skipped unless MAILROOM_SCREENSHOTS=1, so `npm test` never rewrites the files.
  */
 const OUT = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
-const SUPPORT = 'support@mailroom.localhost';
+const SUPPORT = 'helpdesk@mailroom.localhost';
 const DOMAIN = 'acme.example';
 
 describe.skipIf(!HAS_CHROMIUM || process.env.MAILROOM_SCREENSHOTS !== '1')('screenshots of the web app', () => {

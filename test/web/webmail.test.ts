@@ -11,7 +11,7 @@ import { HAS_CHROMIUM, logIn, startBrowser, type Browser } from '../helpers/brow
 import { startMailHarness, type MailHarness } from '../helpers/mail.js';
 import { hostileHtml } from './hostile.js';
 
-const SUPPORT = 'support@mailroom.localhost';
+const SUPPORT = 'helpdesk@mailroom.localhost';
 const PDF = Buffer.from('%PDF-1.4 fake receipt\n');
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 

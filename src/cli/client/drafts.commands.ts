@@ -69,12 +69,12 @@ function editDraft(fields: DraftChanges, mailbox: string): EditableDraft {
 
 export function registerDraftCommands(program: Command): void {
   const drafts = group(program, 'drafts', 'write, change and send drafts', [
-    'mailroom drafts create --mailbox support@mailroom.localhost --editor',
+    'mailroom drafts create --mailbox helpdesk@mailroom.localhost --editor',
     'mailroom drafts send drf_01m7yhqc9wcgbyps3d2mttenjj',
   ]);
 
   withPaging(
-    leaf(drafts, { name: 'list', isDefault: true, description: 'drafts of the active workspace, newest first', examples: ['mailroom drafts list --mailbox support@mailroom.localhost'] }).option(
+    leaf(drafts, { name: 'list', isDefault: true, description: 'drafts of the active workspace, newest first', examples: ['mailroom drafts list --mailbox helpdesk@mailroom.localhost'] }).option(
       '--mailbox <address>',
       'only drafts sent from this mailbox',
     ),
@@ -112,8 +112,8 @@ export function registerDraftCommands(program: Command): void {
       name: 'create',
       description: 'write a draft from options, or in $EDITOR with --editor',
       examples: [
-        'mailroom drafts create --mailbox support@mailroom.localhost --to customer@example.com --subject "Your order" --body "It ships today."',
-        'mailroom drafts create --mailbox support@mailroom.localhost --in-reply-to msg_01m7yhqc9mjfqk5df8n7sq7rv5 --editor',
+        'mailroom drafts create --mailbox helpdesk@mailroom.localhost --to customer@example.com --subject "Your order" --body "It ships today."',
+        'mailroom drafts create --mailbox helpdesk@mailroom.localhost --in-reply-to msg_01m7yhqc9mjfqk5df8n7sq7rv5 --editor',
       ],
     }).requiredOption('--mailbox <address>', 'the mailbox it will be sent from'),
     { required: false },

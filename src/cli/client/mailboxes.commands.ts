@@ -5,7 +5,7 @@ import { relativeTime, renderFields, renderTable } from './format.js';
 export function registerMailboxCommands(program: Command): void {
   const mailboxes = group(program, 'mailboxes', 'the mailboxes of the active workspace', [
     'mailroom mailboxes',
-    'mailroom mailboxes create support@mailroom.localhost --description "Help desk"',
+    'mailroom mailboxes create helpdesk@mailroom.localhost --description "Help desk"',
   ]);
 
   leaf(mailboxes, { name: 'list', isDefault: true, description: 'list the mailboxes with their message counts', examples: ['mailroom mailboxes list'] }).action(
@@ -32,7 +32,7 @@ export function registerMailboxCommands(program: Command): void {
   leaf(mailboxes, {
     name: 'create <address>',
     description: 'create a mailbox in a hosted domain or a verified sending domain',
-    examples: ['mailroom mailboxes create support@mailroom.localhost --description "Help desk"'],
+    examples: ['mailroom mailboxes create helpdesk@mailroom.localhost --description "Help desk"'],
   })
     .option('--description <text>', 'what the mailbox is for')
     .action(

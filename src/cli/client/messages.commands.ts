@@ -99,7 +99,7 @@ async function act(ctx: Context, action: (api: ApiClient) => Promise<{ message_i
 
 export function registerMessageCommands(program: Command): void {
   const messages = group(program, 'messages', 'read, move, label and download mail', [
-    'mailroom messages --mailbox support@mailroom.localhost --unread',
+    'mailroom messages --mailbox helpdesk@mailroom.localhost --unread',
     'mailroom messages show msg_01m7yfetj82xfwa7143xbzbx1z',
   ]);
 
@@ -108,7 +108,7 @@ export function registerMessageCommands(program: Command): void {
       name: 'list',
       isDefault: true,
       description: 'messages of the active workspace, newest first (* marks unread)',
-      examples: ['mailroom messages list --mailbox support@mailroom.localhost --folder inbox --unread', 'mailroom messages list --label billing --limit 20 --json'],
+      examples: ['mailroom messages list --mailbox helpdesk@mailroom.localhost --folder inbox --unread', 'mailroom messages list --label billing --limit 20 --json'],
     })
       .option('--mailbox <address>', 'only this mailbox')
       .option('--folder <folder>', 'only this folder: inbox, archive, sent, spam, trash')

@@ -4,7 +4,7 @@ import { addressesIn, answerDraft, answerRecipients, answerSubject, FORWARD_MARK
 
 type MessageDetail = Schema<'Message'>;
 
-const SELF = 'support@mailroom.localhost';
+const SELF = 'helpdesk@mailroom.localhost';
 
 function message(fields: Partial<MessageDetail>): MessageDetail {
   return {
@@ -72,8 +72,8 @@ describe('answers to a message', () => {
         'From: Alice Example <alice@sender.test>',
         'Date: Sat, 21 Nov 2026 07:17:12 GMT',
         'Subject: Order 1234',
-        'To: support@mailroom.localhost, Bob <bob@sender.test>',
-        'Cc: carol@sender.test, support@mailroom.localhost',
+        'To: helpdesk@mailroom.localhost, Bob <bob@sender.test>',
+        'Cc: carol@sender.test, helpdesk@mailroom.localhost',
         'Attachments (not included): receipt.pdf',
         '',
         'Hello,\n\nmy order has not arrived.\n> an older quote',

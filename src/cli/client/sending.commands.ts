@@ -26,10 +26,10 @@ export function registerSendingCommands(program: Command): void {
       name: 'send',
       description: 'send a message from a mailbox of the workspace (queued for delivery; a copy goes to sent)',
       examples: [
-        'mailroom send --from support@mailroom.localhost --to customer@example.com --subject "Your order" --body "It ships today."',
-        'mailroom send --from support@mailroom.localhost --to a@example.com,b@example.org --subject Report --body-file report.txt --html-file report.html',
+        'mailroom send --from helpdesk@mailroom.localhost --to customer@example.com --subject "Your order" --body "It ships today."',
+        'mailroom send --from helpdesk@mailroom.localhost --to a@example.com,b@example.org --subject Report --body-file report.txt --html-file report.html',
         'mailroom send --from billing@mailroom.localhost --to customer@example.com --subject Invoice --body "Attached." --attach invoice.pdf --attach terms.pdf',
-        'mailroom send --from support@mailroom.localhost --to customer@example.com --subject "Reminder" --body "See you tomorrow." --at 2026-12-01T09:00:00+01:00',
+        'mailroom send --from helpdesk@mailroom.localhost --to customer@example.com --subject "Reminder" --body "See you tomorrow." --at 2026-12-01T09:00:00+01:00',
       ],
     }).requiredOption('--from <address>', 'the mailbox it is sent from'),
     { required: true },
@@ -70,7 +70,7 @@ export function registerSendingCommands(program: Command): void {
     description: 'send up to 100 messages at once from a JSON file (- for standard input): each queued or refused on its own',
     examples: [
       'mailroom send-batch messages.json',
-      'jq -n \'{messages: [{from_mailbox: "news@mailroom.localhost", to: "a@example.com", subject: "Hi", body: "Hello"}]}\' | mailroom send-batch -',
+      'jq -n \'{messages: [{from_mailbox: "newsletter@mailroom.localhost", to: "a@example.com", subject: "Hi", body: "Hello"}]}\' | mailroom send-batch -',
     ],
   }).action(
     run(async (ctx, args) => {
@@ -89,7 +89,7 @@ export function registerSendingCommands(program: Command): void {
     leaf(program, {
       name: 'sent',
       description: 'sent messages with their delivery status, newest first',
-      examples: ['mailroom sent', 'mailroom sent --mailbox support@mailroom.localhost --json'],
+      examples: ['mailroom sent', 'mailroom sent --mailbox helpdesk@mailroom.localhost --json'],
     }).option('--mailbox <address>', 'only messages sent from this mailbox'),
   ).action(
     run<PageOptions & { mailbox?: string }>(async (ctx, _args, options) => {

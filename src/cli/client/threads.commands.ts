@@ -7,7 +7,7 @@ import { threadView } from './views.js';
 
 export function registerThreadCommands(program: Command): void {
   const threads = group(program, 'threads', 'conversations: messages grouped by reply and subject, per mailbox', [
-    'mailroom threads --mailbox support@mailroom.localhost',
+    'mailroom threads --mailbox helpdesk@mailroom.localhost',
     'mailroom threads show thr_01m7yfer151gze8f2b9w65hgss',
   ]);
 
@@ -16,7 +16,7 @@ export function registerThreadCommands(program: Command): void {
       name: 'list',
       isDefault: true,
       description: 'threads of the active workspace, most recently active first',
-      examples: ['mailroom threads list --mailbox support@mailroom.localhost --label billing'],
+      examples: ['mailroom threads list --mailbox helpdesk@mailroom.localhost --label billing'],
     })
       .option('--mailbox <address>', 'only this mailbox')
       .option('--label <label>', 'only threads in which a message has this label'),

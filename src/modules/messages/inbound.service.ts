@@ -32,6 +32,11 @@ export interface Recipient {
   address: string;
   /** Set for a VERP return address: the outbound message this bounce or complaint is about. */
   reportFor?: string | undefined;
+  /**
+   * With `reportFor`: the one recipient the return address was issued for, whom alone a report to it can speak for;
+   * null for the whole-message return address of a message sent before return paths named their recipient.
+   */
+  reportRecipient?: string | null | undefined;
 }
 
 export type RecipientVerdict =
@@ -89,6 +94,26 @@ interface Report {
   view: (MessageListView | { message_id: string }) & { delivery_status: string | null };
 }
 
+/** Every recipient of an outbound message, lower-case: whom a whole-message return path's report may name. */
+async function recipientsOf(db: Db, workspaceId: string, messageId: string): Promise<Set<string>> {
+  const outbound = await db.selectFrom('outbound').select('recipients_json').where('workspace_id', '=', workspaceId).where('message_id', '=', messageId).executeTakeFirst();
+  return new Set(outbound ? (JSON.parse(outbound.recipients_json) as Array<{ address: string }>).map((r) => r.address.toLowerCase()) : []);
+}
+
+/**
+ * Whom a verified return path speaks for: the recipient at its place, or (a whole-message one) every recipient, null
+ * then; undefined when it names no recipient of the message, or is a whole-message one of a message that was sent
+ * with per-recipient return paths (its tag was never handed out, so it was not ours to receive).
+ */
+function reportRecipientOf(outbound: { mail_from: string; recipients_json: string }, returnPath: { recipient: number | null }, returnPaths: ReturnPaths): string | null | undefined {
+  if (returnPath.recipient === null) {
+    const sent = returnPaths.parse(outbound.mail_from);
+    return sent.kind === 'valid' && sent.recipient === null ? null : undefined;
+  }
+  const recipients = JSON.parse(outbound.recipients_json) as Array<{ address: string }>;
+  return recipients[returnPath.recipient]?.address.toLowerCase();
+}
+
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
 export function createInboundService({ db, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, commits = createGroupCommit(db), catchAll }: InboundDeps): InboundService {
 
@@ -99,8 +124,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
    */
   async function recordReport(trx: Db, recipient: Recipient, parsed: ParsedMessage): Promise<string[]> {
     const messageId = recipient.reportFor!;
-    const outbound = await trx.selectFrom('outbound').select('recipients_json').where('workspace_id', '=', recipient.workspaceId).where('message_id', '=', messageId).executeTakeFirst();
-    const sentTo = new Set(outbound ? (JSON.parse(outbound.recipients_json) as Array<{ address: string }>).map((r) => r.address.toLowerCase()) : []);
+    const sentTo = recipient.reportRecipient ? new Set([recipient.reportRecipient]) : await recipientsOf(trx, recipient.workspaceId, messageId);
     const row = await messageRepository.findMessage(trx, recipient.workspaceId, messageId);
     const listView = row ? toMessageListView(row) : undefined;
     // The events' `status` is the report's (issue 27); the message's delivery status moves to `delivery_status` (decision 328).
@@ -119,7 +143,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
     // Feedback loops often redact the recipient: the keyed return path already ties the report to this message.
     const complainer = feedback.recipient ?? (sentTo.size === 1 ? [...sentTo][0]! : null);
     if (feedback.recipient !== null && !sentTo.has(feedback.recipient)) {
-      logger.info({ messageId, named: feedback.recipient }, 'complaint names no recipient of its message; ignored');
+      logger.info({ messageId, named: feedback.recipient }, 'complaint names no recipient its return path was issued for; ignored');
       return [`report:${messageId}`];
     }
     // A complaint that names nobody among several recipients suppresses nobody (decision 330).
@@ -155,7 +179,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
         data: { ...view, recipient: failure.recipient, reason: failure.diagnostic ?? failure.status, status, status_code: status, suppressed: failure.permanent },
       });
     }
-    if (failures.length < failed.length) logger.info({ messageId, ignored: failed.length - failures.length }, 'bounce report names addresses the message was not sent to; those ignored');
+    if (failures.length < failed.length) logger.info({ messageId, ignored: failed.length - failures.length }, 'bounce report names addresses its return path was not issued for; those ignored');
   }
 
   /** The second half of `deliver`: one group-commit unit storing every copy of an analysed message. */
@@ -204,9 +228,10 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
       if (returnPath.kind === 'forged') return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
       if (returnPath.kind === 'valid') {
         const reportFor = returnPath.messageId;
-        const outbound = await db.selectFrom('outbound').select(['workspace_id']).where('message_id', '=', reportFor).executeTakeFirst();
-        if (!outbound) return { ok: false, reason: 'no_mailbox', detail: `no message behind ${rawAddress}` };
-        return { ok: true, recipient: { workspaceId: outbound.workspace_id, mailboxId: '', address: rawAddress.toLowerCase(), reportFor } };
+        const outbound = await db.selectFrom('outbound').select(['workspace_id', 'mail_from', 'recipients_json']).where('message_id', '=', reportFor).executeTakeFirst();
+        const reportRecipient = outbound ? reportRecipientOf(outbound, returnPath, returnPaths) : undefined;
+        if (!outbound || reportRecipient === undefined) return { ok: false, reason: 'no_mailbox', detail: `no message behind ${rawAddress}` };
+        return { ok: true, recipient: { workspaceId: outbound.workspace_id, mailboxId: '', address: rawAddress.toLowerCase(), reportFor, reportRecipient } };
       }
       const address = normalizeEmail(rawAddress);
       const mailbox = address ? ((await mailboxRepository.findAnyByAddress(db, address)) ?? (await catchAll?.(address))) : undefined;

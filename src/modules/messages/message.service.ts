@@ -3,6 +3,7 @@ import type { Db } from '../../db/database.js';
 import type { DialectInfo } from '../../db/dialect.js';
 import type { Clock } from '../../lib/clock.js';
 import { invalid, notFound } from '../../lib/errors.js';
+import { withoutInvisibleFormat } from '../../lib/mail-text.js';
 import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
@@ -303,7 +304,7 @@ export function createMessageService({ db, clock, dialect, searches }: { db: Db;
     async attachment(tenant, messageId, attachmentId) {
       const found = await repo.findAttachment(db, tenant.workspaceId, messageId, attachmentId);
       if (!found) throw notFound('attachment_not_found', `no attachment ${attachmentId} on message ${messageId}`);
-      return { filename: found.filename, contentType: found.content_type, content: Buffer.from(found.content) };
+      return { filename: withoutInvisibleFormat(found.filename) || found.id, contentType: found.content_type, content: Buffer.from(found.content) };
     },
 
     async raw(tenant, messageId) {

@@ -1,4 +1,5 @@
 import { iso } from '../../lib/clock.js';
+import { withoutInvisibleFormat } from '../../lib/mail-text.js';
 import type { RecipientState } from '../sending/sending.table.js';
 import type { AttachmentView, AuthSummary, DeliveryDetail, DeliveryEvent, MessageListView, SentMessageView, ThreadView } from './message.types.js';
 import type { DeliveryColumns, DeliveryDetailColumns, MessagePageRow, ThreadRow } from './message.repository.js';
@@ -28,7 +29,8 @@ export function toMessageListView(row: MessagePageRow & Partial<DeliveryColumns>
     date: row.date === null ? null : iso(row.date),
     snippet: row.snippet,
     size: row.size,
-    attachments: parse<AttachmentView[]>(row.attachments_json),
+    // Mail stored before names were cleaned on arrival is shown as it would be stored now (mime.ts shownName).
+    attachments: parse<AttachmentView[]>(row.attachments_json).map((a) => ({ ...a, filename: withoutInvisibleFormat(a.filename) })),
     auth: parse<AuthSummary>(row.auth_json),
     internet_message_id: row.internet_message_id,
     created_at: iso(row.created_at),

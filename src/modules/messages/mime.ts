@@ -1,5 +1,5 @@
 import PostalMime, { addressParser, decodeWords, type Address, type Email } from 'postal-mime';
-import { htmlToText, searchEntryOf, type SearchEntry } from '../../lib/mail-text.js';
+import { htmlToText, searchEntryOf, withoutInvisibleFormat, type SearchEntry } from '../../lib/mail-text.js';
 
 /** An address as the API shows it. */
 export interface AddressView {
@@ -141,7 +141,7 @@ function fromEmail(email: Email): ParsedMessage {
       const content = typeof a.content === 'string' ? Buffer.from(a.content, 'base64') : Buffer.from(a.content instanceof ArrayBuffer ? new Uint8Array(a.content) : a.content);
       const contentId = a.contentId ? storable(a.contentId.replace(/^<|>$/g, '')) : null;
       return {
-        filename: a.filename ? storable(a.filename) : defaultFilename(a.mimeType),
+        filename: shownName(a.filename) || defaultFilename(a.mimeType),
         contentType: storable(a.mimeType || 'application/octet-stream'),
         inline: a.disposition === 'inline' || a.related === true,
         contentId,
@@ -153,6 +153,9 @@ function fromEmail(email: Email): ParsedMessage {
     parseError: null,
   };
 }
+
+/** A received file's name as stored and shown: invisible format characters (bidi overrides, …) dropped, as the sender is not asked. */
+const shownName = (filename: string | null | undefined) => (filename ? withoutInvisibleFormat(storable(filename)) : '');
 
 function defaultFilename(mimeType: string): string {
   if (mimeType === 'message/rfc822') return 'message.eml';

@@ -74,8 +74,8 @@ const PARSES: Array<[string, SearchNode]> = [
   ['in:inbox', folder('inbox')],
   ['IN:Trash', folder('trash')],
   ['in:"archive"', folder('archive')],
-  ['mailbox:Support@Mailroom.localhost', mailbox('support@mailroom.localhost')],
-  ['mailbox:"support@mailroom.localhost"', mailbox('support@mailroom.localhost')],
+  ['mailbox:Helpdesk@Mailroom.localhost', mailbox('helpdesk@mailroom.localhost')],
+  ['mailbox:"helpdesk@mailroom.localhost"', mailbox('helpdesk@mailroom.localhost')],
   // Dates are UTC days: after: from the day's start (inclusive), before: up to it (the day excluded).
   ['after:2026-11-21', after('2026-11-21T00:00:00.000Z')],
   ['before:2026/1/5', before('2026-01-05T00:00:00.000Z')],

@@ -20,7 +20,7 @@ export interface CapturedMessageView {
   capture_id: string;
   message_id: string;
   mail_from: string;
-  /** The envelope recipients of this transaction (one per recipient domain of the message). */
+  /** The envelope recipients of this transaction (one per recipient of the message, its own return path). */
   recipients: string[];
   /** Recipients that are mailboxes of this service (or a catch-all's): the copy stored there. */
   stored: Array<{ address: string; mailbox: string; message_id: string }>;

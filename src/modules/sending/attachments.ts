@@ -1,4 +1,5 @@
 import { invalid, tooLarge, type DomainError } from '../../lib/errors.js';
+import { hasInvisibleFormat } from '../../lib/mail-text.js';
 import type { ParsedAttachment } from '../messages/mime.js';
 
 /** Issue 27: the decoded bytes of one message's attachments, all together (a draft's too). */
@@ -32,6 +33,11 @@ const CONTROL = /[\x00-\x1f\x7f]/;
 export function checkFilename(filename: string, where: string): string {
   if (filename.length === 0 || filename.length > MAX_FILENAME_LENGTH) throw invalid('invalid_request', `${where}.filename must be 1–${MAX_FILENAME_LENGTH} characters`);
   if (CONTROL.test(filename)) throw invalid('invalid_request', `${where}.filename must not contain control characters (CR, LF, …)`);
+  // Refused rather than stripped: the sender chose the name, and a name that reads otherwise than it is (`…‮fdp.exe`) is
+  // better named again by them than silently changed into another.
+  if (hasInvisibleFormat(filename)) {
+    throw invalid('invalid_request', `${where}.filename must not contain bidirectional controls or invisible format characters (U+202E, U+200F, U+2066, zero-width space, …)`);
+  }
   return filename;
 }
 

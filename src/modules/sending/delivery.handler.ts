@@ -20,6 +20,7 @@ import { withDate } from './schedule.js';
 import type { Attempt, DeliveryStatus, RecipientState } from './sending.table.js';
 import { DELIVERY_QUEUE } from './sending.service.js';
 import type { MessageSigner } from './signing-pool.js';
+import type { ReturnPaths } from './verp.js';
 
 export interface DeliveryDeps {
   db: Db;
@@ -34,6 +35,8 @@ export interface DeliveryDeps {
   deliverer: SmtpDeliverer;
   /** DKIM signatures (on worker threads in a running service). */
   signer: MessageSigner;
+  /** Each recipient's own envelope sender (verp.ts). */
+  returnPaths: ReturnPaths;
   /** Contract §1: first retry after DELIVERY_RETRY_BASE_MS, doubling, capped at an hour, ±20%. */
   retryBaseMs: number;
   /** Contract §1: a message not accepted after this long fails (RFC 5321 §4.5.4.1). */
@@ -72,14 +75,26 @@ function overall(recipients: readonly RecipientState[]): DeliveryStatus {
   return 'failed';
 }
 
-/** The pending recipients, grouped by domain: one SMTP transaction each. */
-function pendingByDomain(recipients: readonly RecipientState[]): Map<string, RecipientState[]> {
-  const groups = new Map<string, RecipientState[]>();
-  for (const r of recipients) {
-    if (r.status !== 'pending') continue;
+/** Pending recipients of one domain (one route lookup), by envelope sender: one SMTP transaction each. */
+type DomainGroup = Map<string, RecipientState[]>;
+
+/**
+ * The pending recipients by domain, then by envelope sender. Each recipient has a return path of its own, so that a
+ * bounce or complaint can speak only for the recipient it came back for (decision 414): one transaction per recipient.
+ * A message sent before that has one return path for all (its `mail_from`), and keeps one transaction per domain.
+ */
+function pendingGroups(ctx: Context, delivery: RunStart['delivery'], recipients: readonly RecipientState[]): Map<string, DomainGroup> {
+  const parsed = ctx.returnPaths.parse(delivery.mail_from);
+  const shared = parsed.kind === 'valid' && parsed.recipient === null;
+  const groups = new Map<string, DomainGroup>();
+  recipients.forEach((r, place) => {
+    if (r.status !== 'pending') return;
     const domain = domainOf(r.address);
-    groups.set(domain, [...(groups.get(domain) ?? []), r]);
-  }
+    const mailFrom = shared ? delivery.mail_from : ctx.returnPaths.address(delivery.message_id, place);
+    const byMailFrom = groups.get(domain) ?? new Map<string, RecipientState[]>();
+    byMailFrom.set(mailFrom, [...(byMailFrom.get(mailFrom) ?? []), r]);
+    groups.set(domain, byMailFrom);
+  });
   return groups;
 }
 
@@ -98,7 +113,7 @@ function recordNoRoute(run: Run, group: RecipientState[], err: unknown, at: stri
   }
 }
 
-/** Each recipient's status after the group's last transaction, and the events it causes. */
+/** Each recipient's status after the group's last transaction, and the events it causes (but `message.accepted`). */
 function recordResult(run: Run, group: RecipientState[], result: DeliveryResult): void {
   run.lastResponse = result.response;
   const refusedBy = new Map(('refused' in result ? result.refused : []).map((x) => [x.recipient.toLowerCase(), x]));
@@ -124,9 +139,13 @@ function recordResult(run: Run, group: RecipientState[], result: DeliveryResult)
       }
     }
   }
-  if (result.type === 'sent' && group.some((r) => r.status === 'accepted')) {
-    run.emit.push({ type: 'message.accepted', extra: { recipients: group.filter((r) => r.status === 'accepted').map((r) => r.address), smtp_response: result.response } });
-  }
+}
+
+/** One `message.accepted` for a domain's recipients its transactions delivered, with the last acceptance's reply. */
+function recordAccepted(run: Run, domainRecipients: readonly RecipientState[], lastSent: DeliveryResult | null): void {
+  const accepted = domainRecipients.filter((r) => r.status === 'accepted').map((r) => r.address);
+  if (lastSent === null || accepted.length === 0) return;
+  run.emit.push({ type: 'message.accepted', extra: { recipients: accepted, smtp_response: lastSent.response } });
 }
 
 /** A permanent RCPT refusal: `message.bounced` (as Postmark counts it) and the address's suppression (decision 332). */
@@ -212,12 +231,12 @@ async function signed(ctx: Context, { message, ownDomain, delivery }: RunStart):
 }
 
 /** One SMTP transaction for `group`, trying the routes in order; null when there was none to try. */
-async function transact(ctx: Context, run: Run, message: Buffer, group: RecipientState[], candidates: SmtpRoute[]): Promise<DeliveryResult | null> {
+async function transact(ctx: Context, run: Run, message: Buffer, mailFrom: string, group: RecipientState[], candidates: SmtpRoute[]): Promise<DeliveryResult | null> {
   let result: DeliveryResult | null = null;
   for (const route of candidates) {
     result = await ctx.deliverer.deliver({
       route,
-      mailFrom: run.start.delivery.mail_from,
+      mailFrom,
       recipients: group.map((r) => r.address),
       message,
       origin: { workspaceId: run.start.delivery.workspace_id, messageId: run.start.delivery.message_id },
@@ -235,16 +254,31 @@ async function transact(ctx: Context, run: Run, message: Buffer, group: Recipien
   return result;
 }
 
-async function deliverGroup(ctx: Context, run: Run, message: Buffer, domain: string, group: RecipientState[]): Promise<void> {
+/** A domain's pending recipients: its routes looked up once, then a transaction per envelope sender. */
+async function deliverDomain(ctx: Context, run: Run, message: Buffer, domain: string, byMailFrom: DomainGroup): Promise<void> {
+  const all = [...byMailFrom.values()].flat();
   let candidates: SmtpRoute[];
   try {
     candidates = await ctx.routes.routes(domain);
   } catch (err) {
-    recordNoRoute(run, group, err, isoNow(ctx.clock));
+    recordNoRoute(run, all, err, isoNow(ctx.clock));
     return;
   }
-  const result = await transact(ctx, run, message, group, candidates);
-  if (result) recordResult(run, group, result);
+  let lastSent: DeliveryResult | null = null;
+  let unreachable: DeliveryResult | null = null;
+  for (const [mailFrom, group] of byMailFrom) {
+    if (unreachable) {
+      recordResult(run, group, unreachable);
+      continue;
+    }
+    const result = await transact(ctx, run, message, mailFrom, group, candidates);
+    if (!result) continue;
+    recordResult(run, group, result);
+    if (result.type === 'sent') lastSent = result;
+    // No host of the domain took a connection: the domain's other recipients would wait out the same time-outs now.
+    else if (result.type === 'deferred' && result.beforeMail) unreachable = result;
+  }
+  recordAccepted(run, all, lastSent);
 }
 
 /** Settle the run with what its transactions gave: done, or a retry while recipients are pending. */
@@ -275,11 +309,11 @@ async function handle(ctx: Context, job: DeliveryJob): Promise<JobOutcome> {
   if (!start.started) return DONE; // another run owns the message now
   await dropSuppressed(ctx, run);
   const message = await signed(ctx, start);
-  for (const [domain, group] of pendingByDomain(run.recipients)) await deliverGroup(ctx, run, message, domain, group);
+  for (const [domain, byMailFrom] of pendingGroups(ctx, delivery, run.recipients)) await deliverDomain(ctx, run, message, domain, byMailFrom);
   return finish(ctx, run);
 }
 
-/** The delivery worker's job handler: one job per outbound message, recipients grouped per domain. */
+/** The delivery worker's job handler: one job per outbound message, a transaction per recipient (its return path). */
 export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_id: string }> {
   const backoff: BackoffPolicy = { baseMs: deps.retryBaseMs, factor: 2, capMs: HOUR_MS, jitter: 0.2 };
   const repo = createDeliveryRepository({

@@ -267,8 +267,9 @@ export function createSendingService(deps: SendingDeps): SendingService {
       search: searchEntryOf(views),
       parseError: null,
     };
-    // The keyed return path is an HMAC: made here, once, rather than inside the shared transaction.
-    return { messageId, now, raw, parsed, mailFrom: returnPaths.address(messageId) };
+    // The keyed return path is an HMAC: made here, once, rather than inside the shared transaction. Each recipient has
+    // its own (the delivery worker makes them by place); the first one's is kept as the message's, and marks it as such.
+    return { messageId, now, raw, parsed, mailFrom: returnPaths.address(messageId, 0) };
   }
 
   /** The answer names the recipients a send left out because they are suppressed. */

@@ -25,7 +25,10 @@ export interface OutboundTable {
   message_id: string;
   workspace_id: string;
   status: DeliveryStatus;
-  /** The VERP return path bounces come back to. */
+  /**
+   * The VERP return path of the first recipient; the others' follow from their place in `recipients_json` (verp.ts).
+   * A message sent before return paths named a recipient has its one whole-message return path here.
+   */
   mail_from: string;
   /** JSON: [{address, status, response, mx}] */
   recipients_json: string;

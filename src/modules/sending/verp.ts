@@ -1,11 +1,15 @@
 import type { SecretBox } from '../../lib/secret-box.js';
 
 /**
- * VERP (variable envelope return path): every outbound message has its own return address,
- * `bounces+<message id>-<tag>@<bounce domain>`, where the tag is a truncated HMAC-SHA256 of the message id
- * under a subkey of MAILROOM_SECRET_KEY (contract §5; as BATV and SRS sign theirs). Only this service can
- * make a return address that verifies, so a bounce or complaint cannot be forged for a message whose id
- * is known (ids appear in API answers and headers).
+ * VERP (variable envelope return path): every recipient of an outbound message has its own return address,
+ * `bounces+<message id>.<n>-<tag>@<bounce domain>`, where `n` is the recipient's place in the message's recipient list
+ * (from 0) and the tag is a truncated HMAC-SHA256 of `<message id>.<n>` under a subkey of MAILROOM_SECRET_KEY (as BATV
+ * and SRS sign theirs). Only this service can make a return address that verifies, so a bounce or complaint cannot be
+ * forged for a message whose id is known (ids appear in API answers and headers), and one recipient, who sees their own
+ * return path, cannot make a report that speaks for another recipient of the same message.
+ *
+ * Messages sent before return paths named their recipient carry `bounces+<message id>-<tag>@…` (tag of the id alone):
+ * those still verify, for the whole message, as long as the message was sent with that address (inbound.service.ts).
  */
 
 /** 12 hex digits = 48 bits: a blind guess is right once in 2^48, and every wrong one is a 550 at RCPT. */
@@ -17,33 +21,42 @@ export type ReturnPathVerdict =
   | { kind: 'other' }
   /** Looks like one (`bounces+…` at the bounce domain) but is malformed or its tag does not verify. */
   | { kind: 'forged' }
-  | { kind: 'valid'; messageId: string };
+  /** `recipient`: the place of the recipient it was issued for; null for a whole-message return path of older mail. */
+  | { kind: 'valid'; messageId: string; recipient: number | null };
 
 export interface ReturnPaths {
   readonly domain: string;
-  /** The return path of an outbound message. */
-  address(messageId: string): string;
+  /** The return path of the recipient at place `recipient` (from 0) of an outbound message's recipient list. */
+  address(messageId: string, recipient: number): string;
   /** What a RCPT address is, compared case-insensitively (some MTAs change the case of local parts). */
   parse(address: string): ReturnPathVerdict;
 }
 
-const RETURN_PATH = new RegExp(`^bounces\\+(msg_[0-9a-z]{26})-([0-9a-f]{${RETURN_PATH_TAG_HEX_CHARS}})$`);
+/** Recipient places: up to 4 digits (a message has at most 50 recipients), without leading zeros. */
+const RETURN_PATH = new RegExp(`^bounces\\+(msg_[0-9a-z]{26})(?:\\.(0|[1-9][0-9]{0,3}))?-([0-9a-f]{${RETURN_PATH_TAG_HEX_CHARS}})$`);
 
 export function createReturnPaths(box: Pick<SecretBox, 'tag' | 'verifyTag'>, bounceDomain: string): ReturnPaths {
   const domain = bounceDomain.toLowerCase();
   return {
     domain,
-    address: (messageId) => `${LOCAL_PREFIX}+${messageId}-${box.tag(messageId, RETURN_PATH_TAG_HEX_CHARS)}@${domain}`,
+    address(messageId, recipient) {
+      const tagged = `${messageId}.${recipient}`;
+      return `${LOCAL_PREFIX}+${tagged}-${box.tag(tagged, RETURN_PATH_TAG_HEX_CHARS)}@${domain}`;
+    },
     parse(address) {
       const lower = address.toLowerCase();
       const at = lower.lastIndexOf('@');
       if (at < 0 || lower.slice(at + 1) !== domain) return { kind: 'other' };
       const local = lower.slice(0, at);
-      // A bare `bounces@` is a mailbox the operator may create (reserved, contract §4); `bounces+…` is ours.
+      // A bare `bounces@` is a mailbox the operator may create (reserved, decision 209); `bounces+…` is ours.
       if (!local.startsWith(`${LOCAL_PREFIX}+`)) return { kind: 'other' };
       const match = RETURN_PATH.exec(local);
-      if (!match || !box.verifyTag(match[1]!, match[2]!, RETURN_PATH_TAG_HEX_CHARS)) return { kind: 'forged' };
-      return { kind: 'valid', messageId: match[1]! };
+      if (!match) return { kind: 'forged' };
+      const [, messageId, place, tag] = match as unknown as [string, string, string | undefined, string];
+      // The tag covers the recipient's place when there is one: `<id>.<n>` can never be the tag of `<id>` alone.
+      const tagged = place === undefined ? messageId : `${messageId}.${place}`;
+      if (!box.verifyTag(tagged, tag, RETURN_PATH_TAG_HEX_CHARS)) return { kind: 'forged' };
+      return { kind: 'valid', messageId, recipient: place === undefined ? null : Number(place) };
     },
   };
 }

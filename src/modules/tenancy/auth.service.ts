@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
@@ -13,9 +14,36 @@ const DAY_MS = 86_400_000;
 /** Contract §3: sessions end after 14 days without use or 30 days after login, whichever is first. */
 export const SESSION_IDLE_MS = 14 * DAY_MS;
 export const SESSION_ABSOLUTE_MS = 30 * DAY_MS;
-/** Contract §3: 10 failed logins for one email within 15 minutes lock that email until the window passes. */
+/**
+ * Failed logins for one email from one client address (an IPv4 address or an IPv6 /64) within the window, after which
+ * that address is refused for that email until the window passes (MAILROOM_LOGIN_FAILURES_PER_ADDRESS).
+ */
 export const LOGIN_FAILURE_LIMIT = 10;
+/**
+ * Failed logins for one email from every address within the window, past which each address gets one attempt (its
+ * first failure in the window) instead of LOGIN_FAILURE_LIMIT: a guesser spread over many addresses is slowed to one
+ * guess per address, while the owner, at an address that has not failed, still logs in (MAILROOM_LOGIN_FAILURES_PER_ACCOUNT).
+ */
+export const LOGIN_ACCOUNT_FAILURE_LIMIT = 100;
 export const LOGIN_FAILURE_WINDOW_MS = 15 * MINUTE_MS;
+
+/** The login throttle's limits (the settings above). */
+export interface LoginLimits {
+  perAddress: number;
+  perAccount: number;
+}
+
+/** Where a login attempt comes from: the address itself for IPv4, its /64 for IPv6 (one subscriber's block). */
+export function loginClientKey(ip: string): string {
+  const bare = ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice('::ffff:'.length) : ip;
+  if (!bare.includes(':')) return bare;
+  try {
+    const parts = ipaddr.IPv6.parse(bare).parts.slice(0, 4);
+    return `${parts.map((p) => p.toString(16)).join(':')}::/64`;
+  } catch {
+    return bare;
+  }
+}
 /** last_used_at / last_seen_at are written at most this often, so reads do not become writes. */
 export const TOUCH_INTERVAL_MS = MINUTE_MS;
 
@@ -24,7 +52,8 @@ export interface AuthService {
   authenticateApiKey(token: string, tenantHeader: string | undefined): Promise<ApiKeyContext>;
   /** Resolve an `X-Service-Session` token; throws 401 for unknown, revoked or expired sessions. */
   authenticateSession(token: string): Promise<SessionContext>;
-  login(email: string, password: string): Promise<LoginView>;
+  /** `client`: the client's address (loginClientKey groups it). */
+  login(email: string, password: string, client: string): Promise<LoginView>;
   logout(session: SessionContext): Promise<void>;
   describe(session: SessionContext): Promise<SessionView>;
   selectWorkspace(session: SessionContext, workspaceId: string): Promise<SessionView>;
@@ -34,7 +63,7 @@ export interface AuthService {
    * Change the session user's password after checking the current one (counted like a login attempt), and end the
    * user's other sessions; the session that asked stays.
    */
-  changePassword(session: SessionContext, input: { current_password: string; new_password: string }): Promise<PasswordChangeView>;
+  changePassword(session: SessionContext, input: { current_password: string; new_password: string }, client: string): Promise<PasswordChangeView>;
   /**
    * Which grants still hold, in the order given: the session live (not logged out, revoked by a password change, or
    * expired) and its user still a member of the workspace with that role. Open event streams are checked with it.
@@ -60,7 +89,17 @@ const GRANT_CHECK_CHUNK = 500;
  */
 export type CredentialsChanged = (userId: string) => void;
 
-export function createAuthService({ db, clock, credentialsChanged }: { db: Db; clock: Clock; credentialsChanged?: CredentialsChanged }): AuthService {
+export function createAuthService({
+  db,
+  clock,
+  credentialsChanged,
+  loginLimits = { perAddress: LOGIN_FAILURE_LIMIT, perAccount: LOGIN_ACCOUNT_FAILURE_LIMIT },
+}: {
+  db: Db;
+  clock: Clock;
+  credentialsChanged?: CredentialsChanged;
+  loginLimits?: LoginLimits;
+}): AuthService {
   async function view(session: { userId: string; email: string; activeWorkspaceId: string | null; expiresAt: number }): Promise<SessionView> {
     const workspaces = await repo.listMembershipsOfUser(db, session.userId);
     return {
@@ -73,21 +112,25 @@ export function createAuthService({ db, clock, credentialsChanged }: { db: Db; c
   }
 
   /**
-   * Record a login attempt as a failure before its password is checked, then count; refuse it (and
-   * take it back) when the email is over its limit. Each statement commits on its own, so the k-th
-   * attempt to commit counts at least k rows, whatever the isolation level or the interleaving:
-   * however many attempts run at once, at most LOGIN_FAILURE_LIMIT of them reach the password check.
+   * Record a login attempt as a failure before its password is checked, then count; refuse it (and take it back)
+   * when the email is over its limit from this client address, or, once the email is over its account-wide limit,
+   * when this address has failed before in the window. Each statement commits on its own, so the k-th attempt of
+   * an address to commit counts at least k rows of it, whatever the isolation level or the interleaving: however many
+   * attempts run at once, at most `perAddress` of an address reach the password check (one, past `perAccount`).
    * Stale rows are left to the maintenance sweep; the count only looks inside the window.
    */
-  async function countAttempt(email: string, now: number): Promise<void> {
+  async function countAttempt(email: string, client: string, now: number): Promise<void> {
     const id = newId('lst');
-    await repo.insertLoginFailure(db, id, email, now);
-    const failures = await repo.loginFailuresSince(db, email, now - LOGIN_FAILURE_WINDOW_MS);
-    if (Number(failures.count) <= LOGIN_FAILURE_LIMIT) return;
+    await repo.insertLoginFailure(db, id, email, client, now);
+    const failures = await repo.loginFailuresSince(db, email, client, now - LOGIN_FAILURE_WINDOW_MS);
+    const fromClient = Number(failures.clientCount ?? 0);
+    const accountWide = Number(failures.count) > loginLimits.perAccount;
+    if (fromClient <= (accountWide ? 1 : loginLimits.perAddress)) return;
     await repo.deleteLoginFailure(db, id);
-    const oldest = Number(failures.oldest ?? now);
+    const oldest = Number(failures.clientOldest ?? now);
     const retryAfter = Math.max(1, Math.ceil((oldest + LOGIN_FAILURE_WINDOW_MS - now) / 1000));
-    throw rateLimited('too_many_login_attempts', `too many failed logins for this email; try again in ${retryAfter} s`, retryAfter);
+    const why = accountWide ? 'too many failed logins for this email from many addresses, and from this one' : 'too many failed logins for this email from this address';
+    throw rateLimited('too_many_login_attempts', `${why}; try again in ${retryAfter} s`, retryAfter);
   }
 
   return {
@@ -130,16 +173,17 @@ export function createAuthService({ db, clock, credentialsChanged }: { db: Db; c
       };
     },
 
-    async login(emailInput, password) {
+    async login(emailInput, password, clientIp) {
       const email = normalizeEmail(emailInput) ?? emailInput.trim().toLowerCase();
       const now = clock.now();
-      await countAttempt(email, now);
+      const client = loginClientKey(clientIp);
+      await countAttempt(email, client, now);
       const user = await repo.findUserByEmail(db, email);
       // An unknown email still costs one scrypt, so both failures take the same time.
       const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
       // A wrong password keeps its attempt as a failure; the right one clears them all.
       if (!user || !ok) throw unauthorized('invalid_credentials', 'email or password is wrong');
-      await repo.clearLoginFailures(db, email, clock.now());
+      await repo.clearLoginFailures(db, email, client, clock.now());
       const memberships = await repo.listMembershipsOfUser(db, user.id);
       const token = newToken('mrs');
       const expiresAt = now + SESSION_ABSOLUTE_MS;
@@ -172,15 +216,16 @@ export function createAuthService({ db, clock, credentialsChanged }: { db: Db; c
       return view({ ...session, activeWorkspaceId: workspaceId });
     },
 
-    async changePassword(session, input) {
+    async changePassword(session, input, clientIp) {
       checkPassword(input.new_password);
       const now = clock.now();
+      const client = loginClientKey(clientIp);
       // The login throttle's budget: a stolen session cannot guess the password faster than a login could.
-      await countAttempt(session.email, now);
+      await countAttempt(session.email, client, now);
       const user = await repo.findUserById(db, session.userId);
       const ok = await verifyPassword(input.current_password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
       if (!user || !ok) throw forbidden('wrong_password', 'the current password is wrong');
-      await repo.clearLoginFailures(db, session.email, clock.now());
+      await repo.clearLoginFailures(db, session.email, client, clock.now());
       const passwordHash = await hashPassword(input.new_password);
       const ended = await db.transaction().execute(async (trx) => {
         await repo.setPasswordHash(trx, user.id, passwordHash);

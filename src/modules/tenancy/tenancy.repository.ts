@@ -174,20 +174,28 @@ export const tenancyRepository = {
   setActiveWorkspace: (db: Db, id: string, workspaceId: string) =>
     db.updateTable('sessions').set({ active_workspace_id: workspaceId }).where('id', '=', id).execute(),
 
-  insertLoginFailure: (db: Db, id: string, email: string, at: number) =>
-    db.insertInto('login_failures').values({ id, email, failed_at: at }).execute(),
+  insertLoginFailure: (db: Db, id: string, email: string, client: string, at: number) =>
+    db.insertInto('login_failures').values({ id, email, client, failed_at: at }).execute(),
   deleteLoginFailure: (db: Db, id: string) => db.deleteFrom('login_failures').where('id', '=', id).execute(),
-  /** Failures for an email since a time: how many, and the oldest. */
-  loginFailuresSince: (db: Db, email: string, since: number) =>
+  /** Failures for an email since a time, from `client` and from every address: how many, and the oldest of each. */
+  loginFailuresSince: (db: Db, email: string, client: string, since: number) =>
     db
       .selectFrom('login_failures')
-      .select((eb) => [eb.fn.countAll<number>().as('count'), eb.fn.min('failed_at').as('oldest')])
+      .select((eb) => [
+        eb.fn.countAll<number>().as('count'),
+        eb.fn.min('failed_at').as('oldest'),
+        eb.fn.sum<number>(eb.case().when('client', '=', client).then(1).else(0).end()).as('clientCount'),
+        eb.fn.min(eb.case().when('client', '=', client).then(eb.ref('failed_at')).else(null).end()).as('clientOldest'),
+      ])
       .where('email', '=', email)
       .where('failed_at', '>', since)
       .executeTakeFirstOrThrow(),
-  /** Forget an email's failures up to a time (all of them after a successful login). */
-  clearLoginFailures: (db: Db, email: string, upTo: number) =>
-    db.deleteFrom('login_failures').where('email', '=', email).where('failed_at', '<=', upTo).execute(),
+  /**
+   * Forget an email's failures up to a time after a successful login: those of the client that logged in, and those
+   * of no known address. Other addresses' failures stay: a guesser elsewhere stays throttled.
+   */
+  clearLoginFailures: (db: Db, email: string, client: string, upTo: number) =>
+    db.deleteFrom('login_failures').where('email', '=', email).where('client', 'in', [client, '']).where('failed_at', '<=', upTo).execute(),
 
   /** Count one request in a bucket's window, in one statement (so concurrent counts never lose one); the count so far. */
   countRequest: async (db: Db, bucket: string, windowStart: number): Promise<number> => {

@@ -49,6 +49,8 @@ export interface SessionTable {
 export interface LoginFailureTable {
   id: string;
   email: string;
+  /** The client address it came from (IPv4, or the IPv6 /64); '' for rows from before addresses were kept. */
+  client: string;
   failed_at: number;
 }
 

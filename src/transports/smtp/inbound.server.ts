@@ -142,8 +142,8 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
       inbound.checkRecipient(address.address, envelopeOf(session)).then(
         (verdict) => {
           if (verdict.ok) {
-            // One copy per mailbox; return addresses (bounces) are distinct by the message they name.
-            const key = (r: Recipient) => r.reportFor ?? r.mailboxId;
+            // One copy per mailbox; return addresses (bounces) are distinct by the message and recipient they name.
+            const key = (r: Recipient) => (r.reportFor ? `${r.reportFor} ${r.reportRecipient ?? ''}` : r.mailboxId);
             if (!accepted.some((r) => key(r) === key(verdict.recipient))) accepted.push(verdict.recipient);
             recipients.set(session, accepted);
             callback();

@@ -45,7 +45,7 @@ export function loginRoute(auth: AuthService): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         const { email, password } = request.body;
-        return auth.login(email, password);
+        return auth.login(email, password, request.ip);
       },
     );
   };
@@ -100,7 +100,7 @@ export function sessionRoutes(auth: AuthService): FastifyPluginAsyncTypebox {
           response: { 200: answer('The password is changed', PasswordAnswer), ...errors(400, 401, 403, 413, 415, 429) },
         },
       },
-      async (request) => auth.changePassword(sessionOf(request), request.body),
+      async (request) => auth.changePassword(sessionOf(request), request.body, request.ip),
     );
 
     app.post(
