@@ -45,7 +45,7 @@ function selectCases(given: string | undefined): readonly string[] {
 const head = (fields: string[]) => ['From: attacker@sender.test', 'MIME-Version: 1.0', ...fields].join('\r\n');
 const html = (body: string) => `${head([`To: ${TARGET}`, 'Subject: html', 'Content-Type: text/html; charset=utf-8'])}\r\n\r\n${body}\r\n`;
 
-/** The messages of issue 22 that took seconds to minutes each before it was fixed. */
+/** Hostile messages that took seconds to minutes each before it was fixed. */
 const HOSTILE: ReadonlyArray<{ name: string; raw: () => string }> = [
   { name: 'html 1 MiB of <', raw: () => html('<'.repeat(MiB)) },
   { name: 'html 1 MiB of <style', raw: () => html('<style'.repeat(MiB / 6)) },
@@ -271,7 +271,7 @@ function report(context: SuiteContext, dialect: Dialect, flood: Flood, { idle, d
   result.info[`${dialect} ${flood.name}`] = info;
 }
 
-/** Another workspace's latencies while hostile mail arrives (issue 22) and during each flood of one workspace. */
+/** Another workspace's latencies while hostile mail arrives and during each flood of one workspace. */
 export const hostileSuite: Suite = {
   name: 'hostile',
   description: "another workspace's p50/p99 (inbound SMTP, POST /send, /health, webhook) while one workspace sends hostile mail or floods search, replays, big bodies, streams or SMTP slots, vs idle, on SQLite and PostgreSQL",

@@ -11,7 +11,7 @@ import { MessageSpool } from './spool.js';
 export const MAX_RECIPIENTS = 100;
 /** Time a closing server gives open sessions before it answers them 421 and hangs up. */
 const CLOSE_TIMEOUT_MS = 5000;
-/** Contract §1 defaults: concurrent sessions of one process, in all and per client address group (/24, /64). */
+/** Defaults: concurrent sessions of one process, in all and per client address group (/24, /64). */
 export const DEFAULT_MAX_CLIENTS = 200;
 export const DEFAULT_MAX_CLIENTS_PER_IP = 20;
 /** Bytes of one message kept in memory while it arrives; the rest is spilled to a file (spool.ts). */
