@@ -45,7 +45,7 @@ function selectCases(given: string | undefined): readonly string[] {
 const head = (fields: string[]) => ['From: attacker@sender.test', 'MIME-Version: 1.0', ...fields].join('\r\n');
 const html = (body: string) => `${head([`To: ${TARGET}`, 'Subject: html', 'Content-Type: text/html; charset=utf-8'])}\r\n\r\n${body}\r\n`;
 
-/** Hostile messages that took seconds to minutes each before it was fixed. */
+/** Hostile messages that took seconds to minutes each before their parsing was bounded. */
 const HOSTILE: ReadonlyArray<{ name: string; raw: () => string }> = [
   { name: 'html 1 MiB of <', raw: () => html('<'.repeat(MiB)) },
   { name: 'html 1 MiB of <style', raw: () => html('<style'.repeat(MiB / 6)) },
