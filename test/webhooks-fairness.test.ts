@@ -160,6 +160,23 @@ describe(`fair webhooks and queue (${TEST_DIALECT})`, () => {
     expect(recovered.map((j) => (JSON.parse(j.payload) as { event_id: string }).event_id)).toEqual([laterRejected]);
   });
 
+  it('a replay of an event whose retry waits out its back-off sends it now, without a second pending delivery', async () => {
+    const { tenant, api } = await tenantApi('Hurry');
+    const failing = await newReceiver(false);
+    failing.answer = () => ({ status: 500, body: 'down' });
+    const hook = await api.add({ url: `${failing.url}/hurry`, event_types: ['domain.verified'] });
+    const event = await emit(tenant.workspaceId, 'domain.verified');
+    await failing.waitFor(1, 10_000);
+    // The failed attempt's retry waits minutes (the manual clock does not move): only the replay can bring it now.
+    await expect.poll(async () => (await webhookJobs(tenant.workspaceId)).filter((j) => j.group_key === hook.webhook_id && j.lease_token === null)).toHaveLength(1);
+    failing.answer = () => ({ status: 204 });
+    const res = await api.replay(hook.webhook_id, event);
+    expect(res.json()).toEqual({ ok: true, event_id: event, queued: false });
+    const [, again] = await failing.waitFor(2, 10_000);
+    expect(again!.headers['webhook-id']).toBe(event);
+    await expect.poll(async () => (await webhookJobs(tenant.workspaceId)).filter((j) => j.group_key === hook.webhook_id)).toHaveLength(0);
+  });
+
   it('refuses a recover past the endpoint pending cap and replays past the workspace rate (429)', async () => {
     const { tenant, api } = await tenantApi('Capped');
     const bystander = await tenantApi('Bystander');

@@ -69,6 +69,8 @@ export interface Queue {
    * pending one, in any process); the ids of those added. Jobs without a key are always added.
    */
   enqueueNew(trx: Db, inputs: readonly EnqueueInput[]): Promise<string[]>;
+  /** Make the pending job of `queue` with `dedupKey` due now, unless a worker holds it; false when there was none to move. */
+  hurry(trx: Db, queue: string, dedupKey: string): Promise<boolean>;
   /** Lease up to `limit` due jobs of one queue; each stays invisible to others until its lease expires. */
   claim<P = unknown>(queue: string, limit: number, options?: ClaimOptions): Promise<ClaimedJob<P>[]>;
   /** Remove every job of a group that is not dead, leased ones included (their holders lose the lease); the number removed. */
@@ -258,6 +260,22 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
       }
       if (wake && ids.length > 0) for (const name of new Set(inputs.map((input) => input.queue))) await afterCommit(trx, () => wake(name));
       return ids;
+    },
+
+    async hurry(trx, queue, dedupKey) {
+      const now = clock.now();
+      const result = await trx
+        .updateTable('jobs')
+        .set({ run_at: now, updated_at: now })
+        .where('queue', '=', queue)
+        .where('dedup_key', '=', dedupKey)
+        .where('state', '=', 'pending')
+        .where('lease_token', 'is', null)
+        .where('run_at', '>', now)
+        .executeTakeFirst();
+      const moved = result.numUpdatedRows > 0n;
+      if (wake && moved) await afterCommit(trx, () => wake(queue));
+      return moved;
     },
 
     async cancelGroup(trx, queue, groupKey) {

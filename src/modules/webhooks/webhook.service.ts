@@ -72,7 +72,7 @@ export interface WebhookDeps {
   db: Db;
   dialect: DialectInfo;
   clock: Clock;
-  queue: Pick<Queue, 'enqueue' | 'enqueueMany' | 'enqueueNew' | 'cancelGroup'>;
+  queue: Pick<Queue, 'enqueue' | 'enqueueMany' | 'enqueueNew' | 'hurry' | 'cancelGroup'>;
   events: Pick<EventsService, 'emit'>;
   rules: AddressRules;
   /** Called after a transaction that queued deliveries commits (wakes this process's worker). */
@@ -345,7 +345,10 @@ export function createWebhookService({ db, dialect, clock, queue, events, rules,
       limits.take(tenant.workspaceId);
       await limits.checkBacklog(db, tenant.workspaceId, webhookId, 1);
       const added = await db.transaction().execute(async (trx) => {
-        const ids = await queue.enqueueNew(trx, [job(tenant.workspaceId, webhookId, eventId)]);
+        const replay = job(tenant.workspaceId, webhookId, eventId);
+        const ids = await queue.enqueueNew(trx, [replay]);
+        // Already waiting (a retry after a failure): asking again means now, not after its back-off.
+        if (ids.length === 0) await queue.hurry(trx, WEBHOOK_QUEUE, replay.dedupKey);
         await afterCommit(trx, () => wake(WEBHOOK_QUEUE));
         return ids.length;
       });
