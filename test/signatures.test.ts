@@ -101,7 +101,7 @@ describe.skipIf(python === null)(`signatures verify everywhere (${TEST_DIALECT})
     acme = await createTenant(h, 'Acme');
     other = await createTenant(h, 'Other');
     acmeToken = (await memberSession(h, acme.workspaceId, 'owner')).token;
-    await h.app.inject({ method: 'POST', url: '/mailboxes?address=news@mailroom.localhost', headers: bearer(acme.apiKey) });
+    await h.app.inject({ method: 'POST', url: '/mailboxes?address=newsletter@mailroom.localhost', headers: bearer(acme.apiKey) });
     await h.app.inject({ method: 'POST', url: '/mailboxes?address=theirs@mailroom.localhost', headers: bearer(other.apiKey) });
     // Acme's own sending domain, verified, its DKIM key published, under DMARC p=reject.
     const created = (await h.app.inject({ method: 'POST', url: '/app/api/sending-domains', headers: session(acmeToken), payload: { domain: 'brand.example' } })).json<{ domain_id: string; dkim: { record_name: string; record_value: string }; verification: { record_value: string } }>();
@@ -120,7 +120,7 @@ describe.skipIf(python === null)(`signatures verify everywhere (${TEST_DIALECT})
   });
 
   const send = async (payload: Record<string, unknown>, key = acme.apiKey) => {
-    const res = await h.app.inject({ method: 'POST', url: '/send', headers: bearer(key), payload: { from_mailbox: 'news@mailroom.localhost', subject: 'Hi', body: 'Hello', ...payload } });
+    const res = await h.app.inject({ method: 'POST', url: '/send', headers: bearer(key), payload: { from_mailbox: 'newsletter@mailroom.localhost', subject: 'Hi', body: 'Hello', ...payload } });
     expect(res.statusCode, res.body).toBe(202);
     return res.json<{ message_id: string }>().message_id;
   };
@@ -236,9 +236,9 @@ describe.skipIf(python === null)(`signatures verify everywhere (${TEST_DIALECT})
   });
 
   it('every other sending path composes the same way: a batch and a draft with bare CR and LF verify', async () => {
-    const batch = await h.app.inject({ method: 'POST', url: '/send/batch', headers: bearer(acme.apiKey), payload: { messages: [{ from_mailbox: 'news@mailroom.localhost', to: 'batch@peer.test', subject: 'batch', body: 'a\rb\nc' }] } });
+    const batch = await h.app.inject({ method: 'POST', url: '/send/batch', headers: bearer(acme.apiKey), payload: { messages: [{ from_mailbox: 'newsletter@mailroom.localhost', to: 'batch@peer.test', subject: 'batch', body: 'a\rb\nc' }] } });
     expect(batch.statusCode, batch.body).toBeLessThan(300);
-    const draft = await h.app.inject({ method: 'POST', url: '/app/api/drafts', headers: session(acmeToken), payload: { mailbox: 'news@mailroom.localhost', to: 'draft@peer.test', subject: 'draft', body: 'a\rb\nc', html: '<p>a\rb</p>' } });
+    const draft = await h.app.inject({ method: 'POST', url: '/app/api/drafts', headers: session(acmeToken), payload: { mailbox: 'newsletter@mailroom.localhost', to: 'draft@peer.test', subject: 'draft', body: 'a\rb\nc', html: '<p>a\rb</p>' } });
     expect(draft.statusCode, draft.body).toBe(201);
     const sent = await h.app.inject({ method: 'POST', url: `/app/api/drafts/${draft.json<{ draft_id: string }>().draft_id}/send`, headers: session(acmeToken) });
     expect(sent.statusCode, sent.body).toBe(202);
