@@ -1,5 +1,5 @@
 import type { DatabaseConnection, Dialect, Driver } from 'kysely';
-import type { Db } from './database.js';
+import type { Kysely } from 'kysely';
 import { forwardSavepoints, wrapDriverOf } from './dialect-wrapper.js';
 
 /** Callbacks waiting for the open transaction of a connection to commit. */
@@ -57,7 +57,7 @@ export function withCommitHooks(dialect: Dialect): Dialect {
  * Call `hook` after the transaction `db` belongs to commits; never if it rolls back. Outside a
  * transaction (each statement commits on its own) it is called on the next turn of the event loop.
  */
-export async function afterCommit(db: Db, hook: () => void): Promise<void> {
+export async function afterCommit(db: Pick<Kysely<unknown>, 'isTransaction' | 'getExecutor'>, hook: () => void): Promise<void> {
   if (!db.isTransaction) {
     setImmediate(hook);
     return;

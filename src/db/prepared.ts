@@ -1,5 +1,4 @@
-import { createQueryId, type CompiledQuery, type Compilable, type Insertable } from 'kysely';
-import type { Db } from './database.js';
+import { createQueryId, type CompiledQuery, type Compilable, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 import { deferrableWrite } from './write-coalescing.js';
 
@@ -25,7 +24,7 @@ function rebound(kept: CompiledQuery, parameters: readonly unknown[]): CompiledQ
 /** The first compilation per shape, per dialect: the adapter object is shared by a Kysely instance and its transactions. */
 const compilations = new WeakMap<object, Map<string, CompiledQuery | null>>();
 
-function compilationsFor(db: Db): Map<string, CompiledQuery | null> {
+function compilationsFor<S>(db: Kysely<S>): Map<string, CompiledQuery | null> {
   const adapter = db.getExecutor().adapter;
   let map = compilations.get(adapter);
   if (!map) {
@@ -35,7 +34,7 @@ function compilationsFor(db: Db): Map<string, CompiledQuery | null> {
   return map;
 }
 
-type Row<T extends keyof Database> = Insertable<Database[T]>;
+type Row<S, T extends keyof S> = Insertable<S[T]>;
 
 /** The defined columns of the first row, when every row has exactly those (else null: not a fixed shape). */
 function columnsOf(rows: readonly Record<string, unknown>[]): string[] | null {
@@ -68,7 +67,7 @@ const sameValues = (a: readonly unknown[], b: readonly unknown[]) => a.length ==
  * Inside a PostgreSQL transaction the insert may be sent together with the transaction's next writes
  * (db/write-coalescing.ts): a constraint it breaks fails the transaction at its next statement or commit.
  */
-export async function insertRows<T extends keyof Database>(db: Db, table: T, rows: readonly Row<T>[], options: { ignoreConflicts?: boolean } = {}): Promise<void> {
+export async function insertRows<S, T extends keyof S & string>(db: Kysely<S> | Transaction<S>, table: T, rows: readonly NoInfer<Row<S, T>>[], options: { ignoreConflicts?: boolean } = {}): Promise<void> {
   if (rows.length === 0) return;
   // One statement binds at most MAX_BOUND_VALUES: more rows go in several statements of the same shape.
   const perStatement = Math.max(1, Math.floor(MAX_BOUND_VALUES / Object.keys(rows[0]!).length));
@@ -81,11 +80,12 @@ export async function insertRows<T extends keyof Database>(db: Db, table: T, row
  */
 export const MAX_BOUND_VALUES = 16_000;
 
-async function insertChunk<T extends keyof Database>(db: Db, table: T, rows: readonly Row<T>[], options: { ignoreConflicts?: boolean }): Promise<void> {
+async function insertChunk<S, T extends keyof S & string>(db: Kysely<S> | Transaction<S>, table: T, rows: readonly Row<S, T>[], options: { ignoreConflicts?: boolean }): Promise<void> {
   const plain = rows as readonly Record<string, unknown>[];
   const columns = columnsOf(plain);
   const build = () => {
-    const query = db.insertInto(table).values(rows);
+    // Generic over the schema, which Kysely's builder types cannot follow: the caller's types checked the rows.
+    const query = (db as unknown as Kysely<Record<string, Record<string, unknown>>>).insertInto(table).values(rows);
     return options.ignoreConflicts ? query.onConflict((oc) => oc.doNothing()) : query;
   };
   if (!columns) {
@@ -137,7 +137,7 @@ function shapeOf(params: Record<string, unknown>): string {
 }
 
 /** Binds `params` to the statement `build` gives, compiled once per shape (see `preparedQuery`). */
-function preparedStatement<P extends Record<string, unknown>, O>(build: (db: Db, param: Param) => Compilable<O>): (db: Db, params: P) => CompiledQuery<O> {
+function preparedStatement<S, P extends Record<string, unknown>, O>(build: (db: Kysely<S>, param: Param) => Compilable<O>): (db: Kysely<S>, params: P) => CompiledQuery<O> {
   const cache = new WeakMap<object, Map<string, Prepared>>();
   return (db, params) => {
     const adapter = db.getExecutor().adapter;
@@ -177,8 +177,8 @@ function preparedStatement<P extends Record<string, unknown>, O>(build: (db: Db,
  * the compilation is kept and each call binds `params` by name. Values written literally in `build`
  * (a LIMIT) stay as compiled.
  */
-export function preparedQuery<P extends Record<string, unknown>, O>(build: (db: Db, param: Param) => Compilable<O>): (db: Db, params: P) => Promise<O[]> {
-  const bind = preparedStatement<P, O>(build);
+export function preparedQuery<P extends Record<string, unknown>, O, S = Database>(build: (db: Kysely<S>, param: Param) => Compilable<O>): (db: Kysely<S>, params: P) => Promise<O[]> {
+  const bind = preparedStatement<S, P, O>(build);
   return async (db, params) => (await db.executeQuery<O>(bind(db, params))).rows;
 }
 
@@ -186,8 +186,8 @@ export function preparedQuery<P extends Record<string, unknown>, O>(build: (db: 
  * A prepared write (as `preparedQuery`) whose caller reads no result: inside a PostgreSQL transaction
  * it may be sent together with the transaction's next writes (db/write-coalescing.ts).
  */
-export function preparedWrite<P extends Record<string, unknown>>(build: (db: Db, param: Param) => Compilable<unknown>): (db: Db, params: P) => Promise<void> {
-  const bind = preparedStatement<P, unknown>(build);
+export function preparedWrite<P extends Record<string, unknown>, S = Database>(build: (db: Kysely<S>, param: Param) => Compilable<unknown>): (db: Kysely<S>, params: P) => Promise<void> {
+  const bind = preparedStatement<S, P, unknown>(build);
   return async (db, params) => {
     await db.executeQuery(deferrableWrite(bind(db, params)));
   };

@@ -1,0 +1,36 @@
+import type { MailboxTable } from '../mailboxes/mailbox.table.js';
+import type {
+  AttachmentTable,
+  FolderCountTable,
+  MessageContentTable,
+  MessageFtsKeyTable,
+  MessageFtsTable,
+  MessageLabelTable,
+  MessageTable,
+  ThreadRefTable,
+  ThreadTable,
+} from '../messages/message.table.js';
+import type { DraftAttachmentTable, DraftTable, OutboundTable } from '../sending/sending.table.js';
+import type { SuppressionTable } from '../suppressions/suppression.table.js';
+
+/**
+ * The mail store's tables: mailboxes and everything in them (messages, their threads, contents, attachments, labels,
+ * folder counts and search index), drafts, and the outbound copies with their delivery state and suppressions.
+ * Only the mail store's own files (`src/modules/mail/*.store.ts`) name them.
+ */
+export interface MailTables {
+  mailboxes: MailboxTable;
+  threads: ThreadTable;
+  messages: MessageTable;
+  message_contents: MessageContentTable;
+  message_fts: MessageFtsTable;
+  message_fts_keys: MessageFtsKeyTable;
+  attachments: AttachmentTable;
+  message_labels: MessageLabelTable;
+  thread_refs: ThreadRefTable;
+  folder_counts: FolderCountTable;
+  outbound: OutboundTable;
+  drafts: DraftTable;
+  draft_attachments: DraftAttachmentTable;
+  suppressions: SuppressionTable;
+}
