@@ -4,6 +4,7 @@ import tseslint from 'typescript-eslint';
 import regexp from 'eslint-plugin-regexp';
 import reactHooks from 'eslint-plugin-react-hooks';
 import globals from 'globals';
+import { sqlTableRef } from './scripts/eslint/sql-table-ref.js';
 
 // The "never" arrows of the design (transports → modules → db; lib below all): each folder's block lists every
 // pattern that applies to it, since a later block setting the same rule replaces an earlier one for a file.
@@ -119,6 +120,14 @@ export default tseslint.config(
       'regexp/no-super-linear-backtracking': 'error',
       'regexp/no-super-linear-move': 'error',
     },
+  },
+  {
+    // Raw `sql` text never names a table (scripts/eslint/sql-table-ref.js says why). Migrations run alone, before
+    // any coalescing, and may.
+    files: ['src/**/*.ts'],
+    ignores: ['src/db/migrations/**'],
+    plugins: { mailroom: { rules: { 'sql-table-ref': sqlTableRef } } },
+    rules: { 'mailroom/sql-table-ref': 'error' },
   },
   {
     // The web app (web/src) runs in the browser: its globals, and the rules of React's hooks.

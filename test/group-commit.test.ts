@@ -28,6 +28,15 @@ describe(`group commit (${TEST_DIALECT})`, () => {
     expect(rows).toHaveLength(39);
   });
 
+  it('a unit that takes a connection of its own is refused (it could run twice, and on SQLite it would wait forever)', async () => {
+    const commits = createGroupCommit(h.services.database.db);
+    const pool = h.services.database.db;
+    // Outside the transaction it was given: the development/test assertion stops it before it takes a connection.
+    await expect(commits.run(async () => pool.selectFrom('workspaces').select('id').execute())).rejects.toThrow(/took a connection of its own/);
+    // Through its transaction, the same read is fine.
+    await expect(commits.run(async (trx) => trx.selectFrom('workspaces').select('id').execute())).resolves.toBeInstanceOf(Array);
+  });
+
   it('runs concurrent units in far fewer transactions than units', async () => {
     const commits = createGroupCommit(h.services.database.db);
     const seen = new Set<unknown>();

@@ -1,6 +1,7 @@
 import type { DatabaseConnection, Dialect, Driver } from 'kysely';
 import type { Kysely } from 'kysely';
 import { forwardSavepoints, wrapDriverOf } from './dialect-wrapper.js';
+import { assertOutsideUnit } from './unit-guard.js';
 
 /** Callbacks waiting for the open transaction of a connection to commit. */
 const waiting = new WeakMap<DatabaseConnection, Array<() => void>>();
@@ -14,7 +15,10 @@ function take(connection: DatabaseConnection): Array<() => void> {
 function wrapDriver(inner: Driver): Driver {
   const driver: Driver = {
     init: () => inner.init(),
-    acquireConnection: () => inner.acquireConnection(),
+    acquireConnection: () => {
+      assertOutsideUnit();
+      return inner.acquireConnection();
+    },
     async beginTransaction(connection, settings) {
       waiting.delete(connection);
       await inner.beginTransaction(connection, settings);

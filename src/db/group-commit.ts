@@ -1,4 +1,5 @@
 import type { Db } from './database.js';
+import { runAsUnit } from './unit-guard.js';
 
 /** Most units of work one shared transaction carries. */
 const MAX_BATCH = 64;
@@ -99,7 +100,7 @@ export function createGroupCommit(db: Db, maxBatch = MAX_BATCH): GroupCommit {
 
   async function runAlone(unit: Unit): Promise<void> {
     try {
-      unit.resolve(await db.transaction().execute((trx) => unit.work(trx)));
+      unit.resolve(await db.transaction().execute((trx) => runAsUnit(() => unit.work(trx))));
     } catch (err) {
       unit.reject(err);
     }
@@ -122,7 +123,7 @@ export function createGroupCommit(db: Db, maxBatch = MAX_BATCH): GroupCommit {
         try {
           results = await db.transaction().execute(async (trx) => {
             const out: unknown[] = [];
-            for (const unit of batch) out.push(await unit.work(trx));
+            for (const unit of batch) out.push(await runAsUnit(() => unit.work(trx)));
             return out;
           });
         } catch {
