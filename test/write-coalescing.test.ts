@@ -99,6 +99,7 @@ describe(`write coalescing (${TEST_DIALECT})`, () => {
   it('on PostgreSQL a write waits in the transaction until its next statement; on SQLite it runs at once', async () => {
     let insertOutcome = '';
     let readOutcome = '';
+    let readMessage = '';
     await db()
       .transaction()
       .execute(async (trx) => {
@@ -113,12 +114,17 @@ describe(`write coalescing (${TEST_DIALECT})`, () => {
           .execute()
           .then(
             () => 'read',
-            (e: unknown) => (isUniqueViolation(e) ? 'unique violation' : String(e)),
+            (e: unknown) => {
+              readMessage = String(e);
+              return isUniqueViolation(e) ? 'unique violation' : String(e);
+            },
           );
       })
       .catch(() => undefined);
     if (TEST_DIALECT === 'postgres') {
       expect([insertOutcome, readOutcome]).toEqual(['resolved', 'unique violation']);
+      // Test builds name the deferred writes the failing statement carried.
+      expect(readMessage).toContain('carried deferred writes to events');
     } else {
       expect([insertOutcome, readOutcome]).toEqual(['unique violation', '']);
     }

@@ -20,6 +20,7 @@ import {
   type WithNode,
 } from 'kysely';
 import { wrapDriverOf } from './dialect-wrapper.js';
+import { DEV_ASSERTIONS } from './unit-guard.js';
 
 /**
  * Fewer round trips to PostgreSQL for the writes of a transaction whose outcome nobody reads.
@@ -200,7 +201,20 @@ async function flush(state: State): Promise<void> {
   const writes = state.waiting;
   if (!writes || writes.length === 0) return;
   state.waiting = [];
-  await state.inner.executeQuery(combine(state.combiner, writes));
+  await carrying(writes, state.inner.executeQuery(combine(state.combiner, writes)));
+}
+
+/**
+ * A statement that carries earlier deferred writes fails for any of them. Development and test builds say so in
+ * the error (its code and class unchanged), since the caller that made the failing write has long returned.
+ */
+async function carrying<R>(writes: readonly Waiting[], sent: Promise<R>): Promise<R> {
+  try {
+    return await sent;
+  } catch (err) {
+    if (DEV_ASSERTIONS && err instanceof Error) err.message += ` (this statement carried deferred writes to ${[...new Set(writes.map((w) => w.table))].join(', ')}: one of them may be what failed)`;
+    throw err;
+  }
 }
 
 function wrapConnection(state: State): DatabaseConnection {
@@ -217,7 +231,7 @@ function wrapConnection(state: State): DatabaseConnection {
       const node = waiting.length > 0 ? statementOf(query.query) : null;
       if (node && mayJoin(query, waiting)) {
         state.waiting = [];
-        return state.inner.executeQuery<R>(combine(state.combiner, waiting, { query, node }));
+        return carrying(waiting, state.inner.executeQuery<R>(combine(state.combiner, waiting, { query, node })));
       }
       await flush(state);
       return state.inner.executeQuery<R>(query);
