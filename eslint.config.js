@@ -30,8 +30,24 @@ const never = {
     message: 'src/db takes only the row types of *.table.ts (import type)',
   },
   db: { group: ['**/db/**'], message: 'transports never touch the database: call a feature service' },
-  repositories: { group: ['**/*.repository.js'], message: 'transports never touch the database: call a feature service' },
-  services: { group: ['**/*.service.js', '**/*.module.js'], message: 'a repository never calls a service: the service calls it' },
+  repositories: { group: ['**/*.store.js', '**/jobs/queue.js'], allowTypeImports: true, message: 'transports never touch the database: call a feature service' },
+  services: { group: ['**/*.service.js', '**/*.module.js'], message: 'a store never calls a service: the service calls it' },
+  // Only a store (`*.store.ts`, and the queue, which owns `jobs`) types a handle over tables or uses the machinery;
+  // everything else holds a `Work` (a handle naming no table) and calls stores.
+  storeOnly: {
+    group: ['**/db/database.js', '**/db/schema.js', '**/db/prepared.js', '**/db/write-coalescing.js', '**/db/pg-named-statements.js'],
+    message: 'only a store touches tables: hold a `Work` (db/tables.js) and call the store that owns the table',
+  },
+  tablesOf: {
+    group: ['**/db/tables.js'],
+    importNames: ['tablesOf'],
+    message: 'only a store views a handle over tables (tablesOf): call the store that owns the table',
+  },
+  // A store types its handle over its own module's tables only: another module's table is that module's to name.
+  otherTables: {
+    group: ['../*/*.table.js', '../../modules/*/*.table.js', '../../jobs/*.table.js', '../modules/*/*.table.js'],
+    message: "a store names only its own module's tables: ask the owner's store for an operation",
+  },
   ours: { regex: '^\\.\\./', message: 'src/lib imports nothing of ours outside lib (only node: and packages)' },
   sdkAlone: { regex: '^\\.\\./', message: 'src/sdk imports nothing of ours outside src/sdk: it can be copied into another project as it is' },
 };
@@ -105,8 +121,8 @@ export default tseslint.config(
       ],
     },
   },
-  arrows(['src/modules/**/*.ts'], [never.main, never.composition, never.transports]),
-  arrows(['src/modules/**/*.repository.ts'], [never.main, never.composition, never.transports, never.services]),
+  arrows(['src/modules/**/*.ts', 'src/jobs/**/*.ts'], [never.main, never.composition, never.transports, never.storeOnly, never.tablesOf], ['**/*.store.ts', 'src/jobs/queue.ts']),
+  arrows(['src/modules/**/*.store.ts', 'src/jobs/queue.ts'], [never.main, never.composition, never.transports, never.services, never.otherTables]),
   arrows(['src/db/**/*.ts'], [never.main, never.composition, never.transports, never.modules, never.tableValues]),
   arrows(['src/lib/**/*.ts'], [never.ours]),
   // The SDK stands alone (it can be copied into another project): its own files and packages only.
