@@ -8,7 +8,7 @@ import { sqlTableRef } from './scripts/eslint/sql-table-ref.js';
 
 // The "never" arrows of the design (transports → modules → db; lib below all): each folder's block lists every
 // pattern that applies to it, since a later block setting the same rule replaces an earlier one for a file.
-// Proved by test/import-arrows.test.ts; exceptions in decisions 223 and 224.
+// Proved by test/import-arrows.test.ts; the exception in decision 223.
 const never = {
   main: { group: ['**/main.js'], message: 'nothing imports main.ts (the entry point) but the CLI, lazily' },
   composition: {
@@ -74,7 +74,7 @@ export default tseslint.config(
     },
   },
   {
-    // The CLI client starts in a blink only while it loads none of the server (issue 22): its code may take the
+    // The CLI client starts in a blink only while it loads none of the server: its code may take the
     // server's types (erased at build) but no value. The server and admin commands in src/cli load the server
     // with `await import()` inside their actions, which this rule does not see.
     files: ['src/cli/**/*.ts'],
@@ -129,7 +129,7 @@ export default tseslint.config(
   arrows(['src/sdk/**/*.ts'], [never.sdkAlone]),
   arrows(['src/transports/**/*.ts'], [never.main, never.composition, never.db, never.repositories]),
   {
-    // Message content is attacker input: no pattern over it may backtrack super-linearly (issue 22), in the app too.
+    // Message content is attacker input: no pattern over it may backtrack super-linearly, in the app too.
     files: ['src/**/*.ts', 'web/src/**/*.{ts,tsx}'],
     plugins: { regexp },
     rules: {

@@ -105,7 +105,7 @@ export interface Plumbing {
   notifications: Notifications | null;
   /** Job handlers the worker role runs. */
   handlers: JobHandler[];
-  /** Outbound mail's keyed VERP return paths (contract §5). */
+  /** Outbound mail's keyed VERP return paths (decisions 208, 414). */
   returnPaths: ReturnPaths;
   /** Seals and opens secrets at rest under MAILROOM_SECRET_KEY. */
   secretBox: SecretBox;

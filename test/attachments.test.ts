@@ -46,7 +46,7 @@ async function encodeForm(form: FormData): Promise<{ payload: Buffer; headers: R
 }
 
 /**
- * Issue 27 item 1: attachments on every send surface and drafts, as real MIME parts, byte-identical at the receiving
+ * Attachments on every send surface and drafts, as real MIME parts, byte-identical at the receiving
  * SMTP peer, listed in the sent copy; the 25 MiB limit; bad input named; draft uploads as multipart/form-data;
  * transactional idempotency over the files.
  */
@@ -62,7 +62,7 @@ describe(`attachments (${TEST_DIALECT})`, () => {
   beforeAll(async () => {
     peer = await startSmtpPeer();
     // Refused at RCPT: a message sent there is never transferred (the 25 MiB one need not be).
-    // Each test's own address: a refusal suppresses the address (issue 27), so one refused send must not refuse the next.
+    // Each test's own address: a refusal suppresses the address, so one refused send must not refuse the next.
     for (const n of [1, 2, 3]) peer.refuse.add(`nobody${n}@peer.test`);
     h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
     h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDnsResolver } from '../src/lib/dns.js';
 import { createMailauthAuthenticator, headerBlockTooLarge, MAX_AUTH_HEADER_BYTES, MAX_AUTH_HEADER_LINES } from '../src/modules/messages/authentication.js';
 
-/** The authentication budget (issue 22): bounded input to mailauth, and a time limit on the checks. */
+/** The authentication budget: bounded input to mailauth, and a time limit on the checks. */
 describe('authentication budget', () => {
   /** A DNS server on loopback that takes every query and never answers. */
   let silent: Socket;

@@ -71,7 +71,7 @@ describe(`bounces and complaints (${TEST_DIALECT})`, () => {
     await expect(h.sendRaw(dsn(verp, 'x@peer.test'), { from: '', to: [verp] })).rejects.toMatchObject({ responseCode: 550 });
   });
 
-  describe('forged reports (contract §5)', () => {
+  describe('forged reports', () => {
     it('refuses at RCPT, with 550 5.1.1, a return address whose tag does not verify', async () => {
       const id = await sendAndDeliver('target@peer.test');
       const real = h.services.returnPaths.address(id, 0);

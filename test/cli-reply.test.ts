@@ -29,7 +29,7 @@ interface Draft {
 }
 
 /**
- * Issue 26 item 5: `mailroom messages reply|reply-all|forward` through the built CLI against a real server: the
+ * `mailroom messages reply|reply-all|forward` through the built CLI against a real server: the
  * editor opens on the answer filled in (an EDITOR script edits it), it is sent on save threaded to the original,
  * `--draft` keeps it, an unchanged or empty file sends nothing; and `mailroom help <cmd> <sub>`.
  */

@@ -1,6 +1,5 @@
-// PENDING: the service-token routes (issue 5) and the webhook routes (issue 6) are not on the `cli` branch
-// yet. When both have merged, rename this file to test/cli-tokens-webhooks.test.ts (it is written against
-// contract §3, §4 and §6 and runs like the other CLI tests: a real `mailroom serve`, the CLI as a child).
+// The CLI's service-token and webhook commands against the routes of docs/api.md; it runs like the other CLI
+// tests: a real `mailroom serve`, the CLI as a child.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ChildProcess } from 'node:child_process';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, environmentWithDotenv, loadConfig } from '../src/config/config.js';
 
 describe('configuration', () => {
-  it('has the contract\'s defaults', () => {
+  it('has the documented defaults', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
       databaseUrl: 'sqlite:./data/mailroom.db',

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, errorOf, login, session, startHarness, type Harness, type Tenant } from './helpers/harness.js';
 
-// A credential sent to the wrong surface (issue 26): the 401 says what it is and where it goes, told by its prefix.
+// A credential sent to the wrong surface: the 401 says what it is and where it goes, told by its prefix.
 describe(`a credential on the wrong surface is told where it goes (${TEST_DIALECT})`, () => {
   let h: Harness;
   let acme: Tenant;

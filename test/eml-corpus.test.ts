@@ -382,7 +382,7 @@ const CORPUS: Expectation[] = [
   },
   {
     file: '21-broken-wrong-cte.eml',
-    proves: 'base64 declared over plain text: decoded as RFC 2045 §6.8 says (non-alphabet characters skipped), never a crash',
+    proves: 'base64 declared over plain text: decoded as RFC 2045 section 6.8 says (non-alphabet characters skipped), never a crash',
     from: addr('misconfigured@example.com'),
     to: BOB,
     subject: 'Not really base64',
@@ -665,7 +665,7 @@ describe(`eml corpus over real SMTP and the HTTP API (${TEST_DIALECT})`, () => {
     }
   });
 
-  // The search index over real-world shapes (issue 24 item 7): each message is found by its own subject, sender,
+  // The search index over real-world shapes: each message is found by its own subject, sender,
   // recipients, attachment names and body words, each through its operator (the words as the index makes them).
   it.each(CORPUS.map((fx) => [fx.file, fx] as const))('%s: found by search through every field it has', async (file, fx) => {
     const id = byFile.get(file)!;

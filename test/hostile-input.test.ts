@@ -5,7 +5,7 @@ import { bearer, createTenant, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 
 /**
- * Issue 22, items 1 and 6: one hostile message, over real SMTP, is stored (or refused for good) in linear
+ * One hostile message, over real SMTP, is stored (or refused for good) in linear
  * time, outside any transaction other writers wait for, and holds up no other tenant's send or mail.
  */
 const MiB = 1024 * 1024;

@@ -14,7 +14,7 @@ interface Stored {
   text: string | null;
 }
 
-/** An RSA key pair and the DKIM TXT record that publishes its public half (RFC 6376 §3.6.1). */
+/** An RSA key pair and the DKIM TXT record that publishes its public half (RFC 6376 section 3.6.1). */
 function dkimKey(): { privateKey: string; record: string } {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   return {

@@ -149,7 +149,7 @@ describe(`mailboxes (${TEST_DIALECT})`, () => {
       });
 
       if (route.surface === 'session' && route.admin) {
-        // Seed §5 reserves only sending-domain and service-token routes for owners and admins.
+        // Only sending-domain and service-token routes are reserved for owners and admins (decision 1).
         it(`${route.method} ${route.url}: a member may use it too`, async () => {
           const res = await h.app.inject({ method: route.method, url: route.url.replace('matrix2@', 'matrix-member@'), headers: session(memberToken) });
           expect(res.statusCode).toBe(201);

@@ -19,7 +19,7 @@ const SUPPORT = 'helpdesk@mailroom.localhost';
 const CUSTOMER = 'customer@peer.test';
 
 /**
- * Contract §4: "Outbound messages add `status` and `events`" — in every message view, the single ones, the pages
+ * Outbound messages add `status` and `events` (docs/api.md) in every message view: the single ones, the pages
  * (written by their response schema, some of them kept in the page cache) and the threads' messages; inbound ones have neither.
  */
 describe(`delivery status and events in every message view (${TEST_DIALECT})`, () => {

@@ -3,7 +3,7 @@ import semver from 'semver';
 import { describe, expect, it } from 'vitest';
 
 // The Node versions the README promises are package.json's `engines.node`; every package `npm ci` installs must
-// run on all of them, or npm warns EBADENGINE (issue 26) and the promise is false for someone.
+// run on all of them, or npm warns EBADENGINE and the promise is false for someone.
 interface LockEntry {
   version?: string;
   engines?: { node?: string } | string[];

@@ -9,7 +9,7 @@ import { startMailHarness } from './helpers/mail.js';
 import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
 
 /**
- * Contract §5 under a real crash: `mailroom serve` child processes deliver to a loopback SMTP peer (MX
+ * Delivery states under a real crash: `mailroom serve` child processes deliver to a loopback SMTP peer (MX
  * from a loopback DNS server), and the worker is killed with SIGKILL in the middle of a delivery.
  * Killed after the final dot (before the reply), the message becomes `unknown` and is never sent
  * again; killed before DATA began, it is retried and delivered once. Then, in-process and step by step,

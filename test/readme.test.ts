@@ -9,7 +9,7 @@ import { freePort } from './helpers/ports.js';
 import { matchesShown, walkthroughBlocks, withPorts } from '../bench/lib/readme.js';
 
 /*
- * The README's walkthrough is executable (issue 26 item 1). Conventions in README.md, from `## Quick start` up to
+ * The README's walkthrough is executable. Conventions in README.md, from `## Quick start` up to
  * `## Sandbox`, that a reader does not notice:
  *   - a fenced ```sh block runs, in order, all in one shell environment (a variable set in one block is seen by the
  *     next), in a fresh temporary directory; it must exit 0 (each block runs under `set -e -o pipefail`);

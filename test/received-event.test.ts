@@ -8,7 +8,7 @@ import { startReceiver, type WebhookReceiver } from './helpers/webhook-receiver.
 import { startWorker, webhookApi } from './helpers/webhooks.js';
 
 /**
- * Issue 27 item 6: a `message.received` event carries the text body (at most 64 KiB of UTF-8, never a character cut),
+ * A `message.received` event carries the text body (at most 64 KiB of UTF-8, never a character cut),
  * whether it was cut, and each attachment's metadata with the API-key path that downloads it. Mail arrives over real
  * SMTP; the event is read as a webhook receiver gets it.
  */

@@ -4,7 +4,7 @@ import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 
-/** Contract §4: role addresses of hosted domains belong to the operator. */
+/** Role addresses of hosted domains belong to the operator. */
 describe(`reserved addresses (${TEST_DIALECT})`, () => {
   let h: MailHarness;
   let acme: Tenant;

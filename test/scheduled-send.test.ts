@@ -29,7 +29,7 @@ const MINUTE = 60_000;
 const DAY = 86_400_000;
 
 /**
- * Issue 27 item 2: a message sent with `send_at` is stored in sent at once as `scheduled` and delivered to a real
+ * A message sent with `send_at` is stored in sent at once as `scheduled` and delivered to a real
  * SMTP peer when the (manual) clock reaches its time, not before; it can be cancelled (never delivered) or
  * rescheduled while it waits, and a worker started anew on the same database delivers it at its time.
  */

@@ -20,7 +20,7 @@ const FOREIGN = 'foreign@mailroom.localhost';
 const day = (d: number) => Date.UTC(2026, 10, d, 12, 0, 0);
 
 /**
- * The full-text index and the search endpoints (issue 24, items 1, 3 and 7), through real SMTP: every operator of the
+ * The full-text index and the search endpoints, through real SMTP: every operator of the
  * query language against a small corpus whose expected answers are written out by hand, then deletes, moves and a
  * mailbox cascade, which must keep the index true, and another workspace's mail, which must never show.
  */

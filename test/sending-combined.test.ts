@@ -34,7 +34,7 @@ const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR
 const file = (filename: string, bytes: Buffer, extra: Record<string, unknown> = {}) => ({ filename, content_type: 'application/octet-stream', content: bytes.toString('base64'), ...extra });
 
 /**
- * Issue 27's parts together: batches that carry attachments, send_at and suppressed recipients; a scheduled message
+ * Batches, attachments, schedules and suppressions together: batches that carry attachments, send_at and suppressed recipients; a scheduled message
  * with a file, rescheduled; an address suppressed while its message waits; a draft's uploaded file sent later. All
  * through the real SMTP peer with a manual clock.
  */

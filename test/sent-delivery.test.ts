@@ -28,7 +28,7 @@ const ANY_DATE = expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as unknown;
 const PEER_MX = expect.stringContaining('mx1.peer.test') as unknown;
 
 /**
- * Issue 26 item 4: an API key sees what became of its mail. `GET /sent` and the single message view carry the
+ * An API key sees what became of its mail. `GET /sent` and the single message view carry the
  * status, each recipient's outcome and the attempts on the API-key surface as on the session one, read from one
  * delivery view; another workspace's sent message is a 404.
  */

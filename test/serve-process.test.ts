@@ -5,7 +5,7 @@ import { BIN, ROOT, runCli } from './helpers/cli.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from './helpers/database.js';
 import { TEST_SERVICE_ENV } from './helpers/service-env.js';
 
-// `mailroom serve` as a process (issue 26 item 7): `npm start` stops on the signals npm gets, logs are pretty only
+// `mailroom serve` as a process: `npm start` stops on the signals npm gets, logs are pretty only
 // on a terminal, and a port in use is one line naming the variable to change.
 
 /** Longest a step may take before the test gives up on it (a failure, never a measurement). */

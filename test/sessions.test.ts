@@ -13,7 +13,7 @@ describe(`sessions and workspaces (${TEST_DIALECT})`, () => {
   });
   afterAll(async () => h.close());
 
-  it('logs in with the contract\'s response shape and the token works', async () => {
+  it('logs in with the documented response shape and the token works', async () => {
     const res = await h.app.inject({ method: 'POST', url: '/app/api/login', payload: { email: acme.ownerEmail.toUpperCase(), password: acme.password } });
     expect(res.statusCode).toBe(200);
     const body = res.json<Record<string, unknown>>();

@@ -71,7 +71,7 @@ describe('DKIM signing on worker threads', () => {
   it('a tampered body fails verification (the check above can fail)', async () => {
     const signed = await threaded.sign(await compose(1), key, 'w1');
     const tampered = Buffer.from(signed.toString('latin1').replace('Hello 1', 'Hallo 1'), 'latin1');
-    // mailauth reports a body-hash mismatch as neutral (RFC 6376 §6.1.3 leaves the word to the verifier).
+    // mailauth reports a body-hash mismatch as neutral (RFC 6376 section 6.1.3 leaves the word to the verifier).
     expect(['fail', 'neutral']).toContain((await verify(tampered))[0]?.result);
   });
 

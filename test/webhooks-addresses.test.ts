@@ -5,7 +5,7 @@ import { startMailHarness, type MailHarness } from './helpers/mail.js';
 import { webhookApi } from './helpers/webhooks.js';
 
 /**
- * The webhook address rules (specification §6, contract §6) at creation and update, through the API,
+ * The webhook address rules at creation and update, through the API,
  * with host names answered by a real DNS server on loopback (MAILROOM_DNS_SERVERS). Each refusal is
  * 400 invalid_webhook_url and its detail names what was refused. The same rules run again before
  * every delivery attempt (webhooks-delivery.test.ts).

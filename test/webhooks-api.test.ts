@@ -6,7 +6,7 @@ import { startMailHarness, type MailHarness } from './helpers/mail.js';
 import { SECRET_A, SECRET_B, webhookApi, type DeliveryBody, type WebhookBody } from './helpers/webhooks.js';
 
 /**
- * Webhook endpoint management on the session surface (contract §6): the object, validation, secrets
+ * Webhook endpoint management on the session surface: the object, validation, secrets
  * that never come back, the test route's answers, deliveries' paging, roles and tenant isolation.
  * Delivery itself is in webhooks-delivery.test.ts; the address rules in webhooks-addresses.test.ts.
  */
@@ -36,7 +36,7 @@ describe(`webhook endpoints API (${TEST_DIALECT})`, () => {
     await h.close();
   });
 
-  it('creates an endpoint with the contract shape; any member may; the secret is never echoed', async () => {
+  it('creates an endpoint with the documented shape; any member may; the secret is never echoed', async () => {
     const res = await member.create({ url: 'https://hooks.example/mailroom?x=1', event_types: ['message.received', 'domain.verified'], secret: SECRET_A });
     expect(res.statusCode).toBe(201);
     const body = res.json<WebhookBody>();
@@ -102,7 +102,7 @@ describe(`webhook endpoints API (${TEST_DIALECT})`, () => {
     for (const [payload, code] of bad) expect(errorOf(await member.create(payload)), JSON.stringify(payload).slice(0, 80)).toMatchObject({ status: 400, error: code });
     const unknown = errorOf(await member.create({ url: 'https://hooks.example/', event_types: ['message.opened'] }));
     expect(unknown.detail).toContain("unknown event type 'message.opened'");
-    // Every name of the contract's list is accepted, message.delivered included (never emitted); duplicates kept once.
+    // Every documented event name is accepted, message.delivered included (never emitted); duplicates kept once.
     const all = await member.add({
       url: 'https://hooks.example/all',
       event_types: ['message.received', 'message.sent', 'message.accepted', 'message.failed', 'message.delivered', 'message.bounced', 'message.rejected', 'message.complained', 'domain.verified', 'message.sent'],

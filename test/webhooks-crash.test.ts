@@ -9,7 +9,7 @@ import { startReceiver, type WebhookReceiver } from './helpers/webhook-receiver.
 import { eventually } from './helpers/webhooks.js';
 
 /**
- * Specification §6 under a real crash: a worker process is killed with SIGKILL while it holds webhook
+ * Webhook delivery under a real crash: a worker process is killed with SIGKILL while it holds webhook
  * deliveries in flight (the receiver never answers them). A second worker takes the jobs over once their
  * leases expire, with the same event_id and the attempt count continuing, and every event is delivered.
  */

@@ -13,7 +13,7 @@ import { startReceiver, type ReceivedRequest, type WebhookReceiver } from './hel
 import { capturingLogger, eventually, SECRET_A, SECRET_B, sleep, startWorker, webhookApi, type DeliveryBody } from './helpers/webhooks.js';
 
 /**
- * Webhook delivery end to end (contract §6): the service's own worker POSTs to real HTTP receivers on
+ * Webhook delivery end to end: the service's own worker POSTs to real HTTP receivers on
  * loopback (reached through MAILROOM_WEBHOOK_ALLOW_CIDRS=127.0.0.0/8), with host names answered by a
  * loopback DNS server. Nothing is mocked: signatures are checked with the `standardwebhooks` package.
  */

@@ -10,7 +10,7 @@ import { startReceiver, type ReceivedRequest, type WebhookReceiver } from './hel
 import { eventually, SECRET_A, startWorker, webhookApi, type DeliveryBody, type WebhookBody } from './helpers/webhooks.js';
 
 /**
- * Webhook recovery (issue 27 item 5): recover and replay through the session API, and the automatic disabling of an
+ * Webhook recovery: recover and replay through the session API, and the automatic disabling of an
  * endpoint that fails every attempt for 5 days, against real HTTP receivers on loopback, with the service's own worker.
  * Time is the harness's manual clock: retries become due, and failures grow old, only when the test moves it.
  */

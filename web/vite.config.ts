@@ -8,7 +8,7 @@ import { defineConfig, type Plugin } from 'vite';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const outDir = join(here, '..', 'dist', 'web');
-/** Issue 25 item 7: the JavaScript a first visit loads, gzipped. */
+/** The JavaScript a first visit loads, gzipped. */
 const FIRST_LOAD_BUDGET_BYTES = 250 * 1024;
 
 /** Prints the gzipped size of the JavaScript index.html loads, and fails the build past the budget. */

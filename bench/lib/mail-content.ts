@@ -20,7 +20,7 @@ export function seededRandom(seed: number): () => number {
 
 /**
  * The head of the vocabulary, most frequent first: the words of everyday mail. On their own (a hundred words drawn
- * evenly, as before issue 24) every word was in nearly every message, so a search index had no rare or mid-frequency
+ * evenly, as before the search bench) every word was in nearly every message, so a search index had no rare or mid-frequency
  * word to find: real text follows Zipf's law, a few words everywhere and a long tail of words in few messages.
  */
 const COMMON_WORDS = (

@@ -97,7 +97,7 @@ export function mailroomEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
     MAILROOM_LOG_LEVEL: 'warn',
     MAILROOM_RATE_LIMIT_PER_MINUTE: '0',
     MAILROOM_SECRET_KEY: BENCH_SECRET_KEY,
-    // The bench's SMTP sinks listen on loopback, which the outbound address rules refuse (contract §5).
+    // The bench's SMTP sinks listen on loopback, which the outbound address rules refuse (src/lib/address-rules.ts).
     MAILROOM_DELIVERY_ALLOW_CIDRS: '127.0.0.0/8',
     // All load comes from one loopback address, and the smtp suite opens 200 sessions plus a probe at once.
     MAILROOM_SMTP_MAX_CLIENTS: String(BENCH_SMTP_SESSIONS_ALLOWED),

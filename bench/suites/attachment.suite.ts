@@ -152,7 +152,7 @@ async function runCase(context: SuiteContext, dialect: Dialect, result: SuiteRes
   });
 }
 
-/** Issue 27 item 8: one 10 MB attachment through POST /send to delivery at a local sink: the server's CPU and memory peak. */
+/** One 10 MB attachment through POST /send to delivery at a local sink: the server's CPU and memory peak. */
 export const attachmentSuite: Suite = {
   name: 'attachment',
   description: 'one 10 MB attachment through POST /send to delivery at a local SMTP sink: server CPU and peak RSS, against a text-only send',

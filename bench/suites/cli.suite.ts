@@ -5,7 +5,7 @@ import { BENCH_OWNER, bootstrapTenant, MAILROOM_BIN, mailroomEnv, startMailroom 
 import { withScope } from '../lib/scope.js';
 import type { BenchSettings, Goal, ResultRow, Suite, SuiteContext, SuiteResult } from '../lib/suite.js';
 
-/** Issue 22: `mailroom --help` and a client command start in well under this many milliseconds of their own. */
+/** `mailroom --help` and a client command start in well under this many milliseconds of their own. */
 export const OWN_START_GOAL_MS = 150;
 /** Timed runs of each command (BENCH_CLI_RUNS); the median is reported. */
 const DEFAULT_RUNS = 21;

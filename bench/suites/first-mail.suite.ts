@@ -77,7 +77,7 @@ function phaseRow(target: string, s: number): ResultRow {
 }
 
 /**
- * Issue 26 item 8: from `git clone` of this repository's HEAD to the first mail in the web app's message list, following
+ * From `git clone` of this repository's HEAD to the first mail in the web app's message list, following
  * the README: `npm ci`, `npm run sandbox` (on free ports), then the walkthrough's shell blocks up to the first mail,
  * each phase timed. `npm ci` uses npm's cache and registry as the machine has them.
  */

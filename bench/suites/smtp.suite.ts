@@ -32,7 +32,7 @@ const GOAL = 'ingest with reused sessions on SQLite ≥ 0.25× the bare sink';
 /** The `vs postfix` reference: Postfix's whole inbound pipeline into a Maildir (bench/lib/postfix.ts). */
 const POSTFIX = 'postfix';
 const POSTFIX_TARGET = 'postfix: smtpd → cleanup → queue → virtual(8) Maildir';
-const POSTFIX_GOAL = 'SQLite ingest with reused sessions ≥ 2× Postfix (issue 23)';
+const POSTFIX_GOAL = 'SQLite ingest with reused sessions ≥ 2× Postfix';
 
 interface CaseSpec {
   /** Short name in the table, after the database. */

@@ -336,7 +336,7 @@ function p99Goal(result: SuiteResult, name: string): Goal {
   return { goal: text, case: name, minRatio: 1, ratio: row.ratio, met: row.latencyMs.p99 <= P99_GOAL_MS, threshold, measured: `p99 ${Math.round(row.latencyMs.p99)} ms` };
 }
 
-/** Issue 24: event commit → SSE client latency at a steady rate, on one process and across processes. */
+/** Event commit → SSE client latency at a steady rate, on one process and across processes. */
 export const streamSuite: Suite = {
   name: 'stream',
   description: 'event commit → SSE client p50/p99 (mail over SMTP at 40/s) vs a bare node:http SSE server, one process on SQLite and PostgreSQL, api/smtp/worker processes on PostgreSQL',

@@ -11,7 +11,7 @@ import { latencyStats } from '../lib/smtp-load.js';
 import { pairRows, type BenchSettings, type Goal, type ResultRow, type Suite, type SuiteContext, type SuiteResult } from '../lib/suite.js';
 
 /**
- * `npm run bench -- web` (issue 25 item 7): the web app in Debian's Chromium against a mailbox of
+ * `npm run bench -- web`: the web app in Debian's Chromium against a mailbox of
  * BENCH_WEB_MESSAGES (100,000) messages: from pressing "Log in" to the inbox's first page on screen, and from a click
  * on a message to its body on screen, each timed by the browser, against loading the app's login page (no API).
  */

@@ -6,7 +6,7 @@ import type { LogFormatSetting } from '../lib/logger.js';
 import { parseSecretKey } from '../lib/secret-box.js';
 
 /**
- * Configuration: `MAILROOM_*` environment variables (contract §1), parsed once at start-up and
+ * Configuration: `MAILROOM_*` environment variables (README.md lists them), parsed once at start-up and
  * frozen. A `.env` file in the working directory is read when present but never overrides a variable
  * that is already set; a variable set to the empty string counts as unset.
  */
@@ -53,7 +53,7 @@ export interface Config {
   dkimKeyFile: string | null;
   dkimSelector: string;
   webhookAllowCidrs: readonly string[];
-  /** CIDRs exempted from the outbound address rules (contract §5); development and tests only. */
+  /** CIDRs exempted from the outbound address rules (lib/address-rules.ts); development and tests only. */
   deliveryAllowCidrs: readonly string[];
   /** Concurrent inbound SMTP sessions of this process, in all and per client address group (IPv4 /24, IPv6 /64). */
   smtpMaxClients: number;

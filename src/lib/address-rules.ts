@@ -2,7 +2,7 @@ import { isIPv4, isIPv6 } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 /**
- * The address rules (contract §5 and §6): which IP addresses the service may connect to on a tenant's
+ * The address rules: which IP addresses the service may connect to on a tenant's
  * behalf. One implementation for webhook URLs (modules/webhooks/address-rules.ts) and for direct
  * outbound delivery (modules/sending/routes.resolver.ts); each feature has its own allow list.
  */
@@ -55,7 +55,7 @@ const IPV6_SPECIAL: Array<[string, string]> = [
 const parsedSpecial = <T extends Ip>(list: Array<[string, string]>) => list.map(([cidr, name]) => ({ range: ipaddr.parseCIDR(cidr) as [T, number], name }));
 const IPV4_RANGES = parsedSpecial<ipaddr.IPv4>(IPV4_SPECIAL);
 const IPV6_RANGES = parsedSpecial<ipaddr.IPv6>(IPV6_SPECIAL);
-/** Global unicast space (RFC 4291 §2.4): anything outside it is not a public destination. */
+/** Global unicast space (RFC 4291 section 2.4): anything outside it is not a public destination. */
 const GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3') as [ipaddr.IPv6, number];
 const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96') as [ipaddr.IPv6, number];
 

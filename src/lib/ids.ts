@@ -1,6 +1,6 @@
 import { randomFillSync } from 'node:crypto';
 
-/** Prefixes of every public id (contract §2): opaque, prefixed, time-sortable. */
+/** Prefixes of every public id: opaque, prefixed, time-sortable. */
 export type IdPrefix =
   | 'msg' | 'thr' | 'att' | 'drf' | 'dom' | 'tok' | 'whk' | 'evt' | 'dlv' | 'ws' | 'usr'
   | 'mbx' | 'key' | 'ses' | 'job' | 'lst' | 'cap' | 'dns';

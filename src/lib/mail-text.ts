@@ -1,5 +1,5 @@
 /**
- * The text of mail as the full-text index and the previews read it (issue 24): pure functions, used by the parse
+ * The text of mail as the full-text index and the previews read it: pure functions, used by the parse
  * (in the analysis thread for SMTP mail), the sending path, and the migration that indexes mail stored before.
  */
 import { createHash } from 'node:crypto';

@@ -9,7 +9,7 @@ import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, ti
 
 /** The key is 32 random bytes (256 bits). */
 export const SECRET_KEY_BYTES = 32;
-/** GCM's recommended nonce length (NIST SP 800-38D §8.2). */
+/** GCM's recommended nonce length (NIST SP 800-38D section 8.2). */
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const VERSION = 'v1';

@@ -18,7 +18,7 @@ export function hashToken(token: string): string {
 }
 
 // scrypt parameters (RFC 7914): N=2^15, r=8, p=1 needs 32 MiB and tens of milliseconds — OWASP's minimum
-// for scrypt is N=2^17 at r=8 only when used alone without rate limiting; login is throttled (contract §3).
+// for scrypt is N=2^17 at r=8 only when used alone without rate limiting; login is throttled (decisions 211, 413).
 const SCRYPT_N = 1 << 15;
 const SCRYPT_R = 8;
 const SCRYPT_P = 1;

@@ -23,7 +23,7 @@ export interface TestDnsServer {
   close(): Promise<void>;
 }
 
-/** TXT strings are at most 255 octets each (RFC 1035 §3.3.14); long records are split. */
+/** TXT strings are at most 255 octets each (RFC 1035 section 3.3.14); long records are split. */
 function chunks(text: string): string[] {
   const out: string[] = [];
   for (let i = 0; i < text.length; i += 255) out.push(text.slice(i, i + 255));

@@ -1,7 +1,7 @@
 /**
  * Settings every service a test starts gets (in process or as a child), under the test's own. Tests
  * deliver to SMTP peers on loopback (MX → 127.0.0.1), which the outbound address rules refuse
- * (contract §5), so loopback is exempt, as the contract says tests do. A test of the rules themselves
+ * (lib/address-rules.ts), so loopback is exempt in tests. A test of the rules themselves
  * sets MAILROOM_DELIVERY_ALLOW_CIDRS to '' (unset) or to other networks. A search's first answer includes
  * starting its reader thread, which from source (tsx) can take seconds on a loaded machine: tests of other things
  * get a search budget that never ends their search (test/search-fairness.test.ts sets its own).

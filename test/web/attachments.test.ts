@@ -14,7 +14,7 @@ import { startSmtpPeer, type SmtpPeer } from '../helpers/smtp-peer.js';
 const SUPPORT = 'helpdesk@mailroom.localhost';
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
-/** Issue 27 item 1 in the web app: files attached to the draft from the compose form (multipart), listed, removed, sent. */
+/** In the web app: files attached to the draft from the compose form (multipart), listed, removed, sent. */
 describe.skipIf(!HAS_CHROMIUM)(`web app: attachments in the compose form (${TEST_DIALECT})`, () => {
   let h: MailHarness;
   let peer: SmtpPeer;

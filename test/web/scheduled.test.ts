@@ -24,7 +24,7 @@ async function seriousViolations(page: Page): Promise<string[]> {
   return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${JSON.stringify(v.nodes.map((n) => n.target))}`);
 }
 
-/** Issue 27 item 2 in the web app: "Send later" on the compose form, a scheduled message's status and its Cancel. */
+/** In the web app: "Send later" on the compose form, a scheduled message's status and its Cancel. */
 describe.skipIf(!HAS_CHROMIUM)(`web app: scheduled send in Chromium (${TEST_DIALECT})`, () => {
   let h: MailHarness;
   let peer: SmtpPeer;

@@ -8,7 +8,7 @@ import { HAS_CHROMIUM, logIn, startBrowser, type Browser } from '../helpers/brow
 import { startMailHarness, type MailHarness } from '../helpers/mail.js';
 
 /**
- * `npm run screenshots`: the README's pictures of the app (issue 25 item 8), light and dark, written to
+ * `npm run screenshots`: the README's pictures of the app, light and dark, written to
  * docs/screenshots/. Not a test: skipped unless MAILROOM_SCREENSHOTS=1, so `npm test` never rewrites the files.
  */
 const OUT = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));

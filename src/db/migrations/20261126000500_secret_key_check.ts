@@ -5,7 +5,7 @@ type AnyDb = Kysely<any>;
 
 /**
  * One sealed value per database, written by the first process that starts with a MAILROOM_SECRET_KEY: every
- * later start opens it and refuses to run with another key (contract §1), even before any secret is stored.
+ * later start opens it and refuses to run with another key, even before any secret is stored.
  * Encrypting the existing plaintext secrets needs the key, which migrations do not have: that is a start-up
  * step (modules/secrets/secret-key.ts), run after migrating.
  */

@@ -48,7 +48,7 @@ async function indexStored(db: AnyDb, write: (row: StoredMessage, doc: SearchDoc
 }
 
 /**
- * The full-text index (issue 24, decision 233). PostgreSQL: a `tsvector` beside the message's bodies, with a GIN
+ * The full-text index (decision 233). PostgreSQL: a `tsvector` beside the message's bodies, with a GIN
  * index. SQLite: a contentless FTS5 table whose rows are keyed by `message_fts_keys` (an INTEGER PRIMARY KEY, which
  * VACUUM keeps, unlike the rowid of `messages`); deleting a message deletes its key (a foreign key) and the key's
  * trigger its FTS row, so every delete and cascade keeps the index true inside its own transaction.

@@ -11,7 +11,7 @@ type AnyDb = Kysely<any>;
  */
 const SEARCH_STATISTICS_TARGET = 1000;
 
-/** A larger statistics target for the search document (issue 24, the search bench); SQLite's FTS5 has no planner to inform. */
+/** A larger statistics target for the search document (the search bench); SQLite's FTS5 has no planner to inform. */
 export async function up(db: AnyDb): Promise<void> {
   if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return;
   await sql`alter table message_contents alter column search_document set statistics ${sql.lit(SEARCH_STATISTICS_TARGET)}`.execute(db);

@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 type AnyDb = Kysely<any>;
 
 /**
- * Workspace admins list, create and revoke their API keys from the session surface (issue 25 item 3): a key gets a
+ * Workspace admins list, create and revoke their API keys from the session surface: a key gets a
  * label for people, and the list of one workspace's keys is read by its own index (decision 239).
  */
 export async function up(db: AnyDb): Promise<void> {

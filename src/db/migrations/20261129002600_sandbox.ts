@@ -5,7 +5,7 @@ import { binaryColumnType } from '../dialect.js';
 type AnyDb = Kysely<any>;
 
 /**
- * Sandbox mode (issue 26 item 2): the DNS records workspaces publish to the sandbox's DNS server, the outbound mail
+ * Sandbox mode: the DNS records workspaces publish to the sandbox's DNS server, the outbound mail
  * it captured instead of delivering, and catch-all mailboxes. The tables exist in every database; only a service
  * started with --sandbox reads or writes them.
  */

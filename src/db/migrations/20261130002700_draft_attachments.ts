@@ -5,7 +5,7 @@ import { binaryColumnType } from '../dialect.js';
 type AnyDb = Kysely<any>;
 
 /**
- * Issue 27 item 1: files attached to a draft (uploaded, or given as base64 with the draft), kept until the draft is
+ * Files attached to a draft (uploaded, or given as base64 with the draft), kept until the draft is
  * sent, when they become MIME parts of the message and rows of `attachments`. They go with their draft.
  */
 export async function up(db: AnyDb): Promise<void> {

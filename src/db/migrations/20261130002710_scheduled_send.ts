@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 type AnyDb = Kysely<any>;
 
 /**
- * Scheduled send (issue 27 item 2): an outbound message may wait for its `send_at` (status `scheduled`), and is
+ * Scheduled send: an outbound message may wait for its `send_at` (status `scheduled`), and is
  * cancelled or rescheduled through its delivery job, whose id the outbound row now keeps (no index on the jobs'
  * payload needed to find it). Rows written before have neither: sent at once, their job found by nobody.
  */

@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 type AnyDb = Kysely<any>;
 
 /**
- * Suppressions (issue 27 item 3): the addresses a workspace no longer sends to, added by hard bounces and complaints
+ * Suppressions: the addresses a workspace no longer sends to, added by hard bounces and complaints
  * or by hand. The primary key is what a send looks up (workspace, address).
  */
 export async function up(db: AnyDb): Promise<void> {

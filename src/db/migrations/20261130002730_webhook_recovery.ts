@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 type AnyDb = Kysely<any>;
 
 /**
- * Webhook recovery (issue 27 item 5): an endpoint remembers since when every attempt has failed (`failing_since`,
+ * Webhook recovery: an endpoint remembers since when every attempt has failed (`failing_since`,
  * null after a success), and when and why it was disabled for that (decisions 350–352).
  */
 export async function up(db: AnyDb): Promise<void> {

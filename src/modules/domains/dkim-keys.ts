@@ -20,7 +20,7 @@ export function generateDkimKeyPair(): Promise<DkimKeyPair> {
   });
 }
 
-/** The TXT record (RFC 6376 §3.6.1) publishing a public key. */
+/** The TXT record (RFC 6376 section 3.6.1) publishing a public key. */
 export function dkimRecord(selector: string, domain: string, publicKey: string): { record_name: string; record_type: 'TXT'; record_value: string } {
   return { record_name: `${selector}._domainkey.${domain}`, record_type: 'TXT', record_value: `v=DKIM1; k=rsa; p=${publicKey}` };
 }

@@ -32,7 +32,7 @@ export type TxtLookup = { kind: 'values'; values: string[] } | { kind: 'none' } 
 
 const NO_RECORDS = new Set(['ENOTFOUND', 'ENODATA', 'NXDOMAIN', 'ENONAME']);
 
-/** TXT answers come as arrays of character-strings; a record is their concatenation (RFC 7208 §3.3). */
+/** TXT answers come as arrays of character-strings; a record is their concatenation (RFC 7208 section 3.3). */
 function txtValues(answer: unknown): string[] {
   if (!Array.isArray(answer)) return [];
   return answer.map((record: unknown) => (Array.isArray(record) ? record.join('') : String(record)));
@@ -83,7 +83,7 @@ export function verifiedCheck(domain: string, verifiedAt: string): RecordCheck {
   };
 }
 
-/** RFC 6376 §3.2 tag=value list; FWS inside a value (the base64 of `p=`) is dropped. */
+/** RFC 6376 section 3.2 tag=value list; FWS inside a value (the base64 of `p=`) is dropped. */
 export function dkimTags(value: string): Map<string, string> {
   const tags = new Map<string, string>();
   for (const part of value.split(';')) {

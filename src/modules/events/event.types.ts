@@ -1,4 +1,4 @@
-/** Event names (seed §6). `message.delivered` is reserved: accepted in filters, never emitted. */
+/** Event names (docs/api.md). `message.delivered` is reserved: accepted in filters, never emitted. */
 export const EVENT_TYPES = [
   'message.received',
   'message.sent',

@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.js';
 
-/** A mailbox as the API shows it (contract §4). */
+/** A mailbox as the API shows it (docs/api.md). */
 export interface MailboxView {
   address: string;
   description: string;

@@ -1,9 +1,9 @@
 /**
- * Role addresses (contract §4, RFC 2142 and the service's own return paths): in a hosted domain they belong
+ * Role addresses (RFC 2142, the usual no-reply names and the service's own return paths): in a hosted domain they belong
  * to the operator, who creates them with `mailroom admin create-mailbox`; a workspace cannot.
  */
 export const RESERVED_LOCAL_PARTS = [
-  // RFC 2142 §3–§5: business, network operations and service mailboxes.
+  // RFC 2142 sections 3–5: business, network operations and service mailboxes.
   'info',
   'marketing',
   'sales',

@@ -15,7 +15,7 @@ export interface MessageAnalyzer {
   close(): Promise<void>;
 }
 
-/** Header lines as `{name, value}` pairs, unfolded (RFC 5322 §2.2.3). */
+/** Header lines as `{name, value}` pairs, unfolded (RFC 5322 section 2.2.3). */
 export function headerPairs(lines: string): Array<{ name: string; value: string }> {
   return lines
     .split(/\r?\n(?![ \t])/)

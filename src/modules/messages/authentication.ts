@@ -21,7 +21,7 @@ export interface AuthOutcome {
 }
 
 /**
- * The analysis budget of one message (issue 22). mailauth's cost grows faster than its input (a header
+ * The analysis budget of one message. mailauth's cost grows faster than its input (a header
  * folded over many lines costs it far more than its size; bench/HISTORY.md), so a header block past these
  * bounds is not handed to it;
  * 100 KiB is Postfix's `header_size_limit`, and no real header block comes near 2,000 lines.
@@ -57,8 +57,8 @@ interface Status {
 }
 
 /**
- * A DKIM row's result. A body hash mismatch is a PERMFAIL (RFC 6376 §6.1.3), i.e. a failed
- * verification, which RFC 8601 §2.7.1 reports as `fail`; mailauth, like Gmail, calls it `neutral`.
+ * A DKIM row's result. A body hash mismatch is a PERMFAIL (RFC 6376 section 6.1.3), i.e. a failed
+ * verification, which RFC 8601 section 2.7.1 reports as `fail`; mailauth, like Gmail, calls it `neutral`.
  */
 const BODY_HASH_MISMATCH = 'body hash did not verify';
 

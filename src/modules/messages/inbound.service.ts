@@ -119,15 +119,15 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
 
   /**
    * A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the
-   * SMTP reply. Contract §5: a report that names no recipient of the message changes nothing (decision 208).
-   * A permanent (5.x.x) failure and a complaint also suppress the address, in the same transaction (issue 27).
+   * SMTP reply. A report that names no recipient of the message changes nothing (decision 208).
+   * A permanent (5.x.x) failure and a complaint also suppress the address, in the same transaction.
    */
   async function recordReport(trx: Db, recipient: Recipient, parsed: ParsedMessage): Promise<string[]> {
     const messageId = recipient.reportFor!;
     const sentTo = recipient.reportRecipient ? new Set([recipient.reportRecipient]) : await recipientsOf(trx, recipient.workspaceId, messageId);
     const row = await messageRepository.findMessage(trx, recipient.workspaceId, messageId);
     const listView = row ? toMessageListView(row) : undefined;
-    // The events' `status` is the report's (issue 27); the message's delivery status moves to `delivery_status` (decision 328).
+    // The events' `status` is the report's; the message's delivery status moves to `delivery_status` (decision 328).
     const view = { ...(listView ?? { message_id: messageId }), delivery_status: listView?.status ?? null };
     const report: Report = { workspaceId: recipient.workspaceId, messageId, sentTo, view };
     const feedback = parseFeedbackReport(parsed);
@@ -187,7 +187,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
     const { parsed, auth } = analysis;
     // Authentication-Results goes in front of the stored source, as the analysis put it in front of the headers (RFC 8601).
     const stored = auth.headerLines ? Buffer.concat([Buffer.from(auth.headerLines.replace(/\r?\n$/, '') + '\r\n'), raw]) : raw;
-    // A DMARC failure under a reject or quarantine policy is the clearest spam signal we have (RFC 7489 §6.3).
+    // A DMARC failure under a reject or quarantine policy is the clearest spam signal we have (RFC 7489 section 6.3).
     const folder: Folder = auth.quarantine ? 'spam' : 'inbox';
     const envelopeJson = { mail_from: envelope.mailFrom, remote_ip: envelope.remoteIp, helo: envelope.helo };
     const text = eventText(parsed);
@@ -224,7 +224,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
   return {
     async checkRecipient(rawAddress, envelope) {
       const returnPath = returnPaths.parse(rawAddress);
-      // Contract §5: a return address whose keyed tag does not verify is no address of ours (550 5.1.1).
+      // A return address whose keyed tag does not verify is no address of ours (550 5.1.1).
       if (returnPath.kind === 'forged') return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
       if (returnPath.kind === 'valid') {
         const reportFor = returnPath.messageId;

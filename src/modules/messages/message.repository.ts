@@ -34,8 +34,8 @@ const MESSAGE_COLUMNS = [
 export const PAGE_COLUMNS = [...MESSAGE_COLUMNS, 'mailboxes.address as mailbox_address'] as const;
 
 /**
- * An outbound message's delivery state as its views show it (contract §4: "Outbound messages add `status` and
- * `events`"): the `outbound` row, joined as `delivery` (the delivery worker joins `outbound` under its own name).
+ * An outbound message's delivery state as its views show it (outbound messages add `status` and
+ * `events`, docs/api.md): the `outbound` row, joined as `delivery` (the delivery worker joins `outbound` under its own name).
  * Inbound messages have no such row, and their views no such fields.
  */
 function withDelivery<T extends QueryCreator<Database>>(db: T) {

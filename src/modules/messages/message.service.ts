@@ -89,7 +89,7 @@ function checkLabels(labels: readonly string[] | undefined): string[] {
   return list;
 }
 
-/** Whether a row's delivery may still change: only `scheduled`, `queued` and `processing` lead anywhere (contract §5). */
+/** Whether a row's delivery may still change: only `scheduled`, `queued` and `processing` lead anywhere. */
 const deliveryMoving = (row: { out_status: string | null }): boolean => row.out_status === 'scheduled' || row.out_status === 'queued' || row.out_status === 'processing';
 
 const messageNotFound = (id: string) => notFound('message_not_found', `no message ${id}`);

@@ -1,11 +1,11 @@
 import type { DeliveryStatus, RecipientState } from '../sending/sending.table.js';
 import type { AddressView } from './mime.js';
 
-/** Contract §4: the folders a message can be in. */
+/** The folders a message can be in. */
 export const FOLDERS = ['inbox', 'archive', 'sent', 'spam', 'trash'] as const;
 export type Folder = (typeof FOLDERS)[number];
 
-/** Contract §4: labels are 1–64 characters of [a-z0-9_.:-]. */
+/** Labels are 1–64 characters of [a-z0-9_.:-]. */
 export const LABEL_PATTERN = /^[a-z0-9_.:-]{1,64}$/;
 export const MAX_LABELS_PER_MESSAGE = 100;
 
@@ -36,7 +36,7 @@ export interface DeliveryEvent {
   response: string;
 }
 
-/** A message as lists show it (contract §4). */
+/** A message as lists show it (docs/api.md). */
 export interface MessageListView {
   message_id: string;
   mailbox: string;
@@ -56,7 +56,7 @@ export interface MessageListView {
   auth: AuthSummary;
   internet_message_id: string | null;
   created_at: string;
-  /** Outbound messages only (contract §4): the delivery status (section 5) and what each attempt met. */
+  /** Outbound messages only: the delivery status (docs/api.md) and what each attempt met. */
   status?: DeliveryStatus;
   events?: DeliveryEvent[];
   /** Outbound messages sent with a `send_at` only: when it was (or is) to leave. */

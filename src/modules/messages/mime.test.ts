@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { capAddressHeaders, MAX_ADDRESS_FIELD_BYTES, MAX_ADDRESS_HEADERS_BYTES, MAX_ADDRESSES, MAX_ATTACHMENTS, MAX_PARSED_DELIMITERS, MAX_REFERENCES, parseInput, parseMessage } from './mime.js';
 
-/** The bounds the parse keeps on what one message makes the store hold (issue 22, contract §4). */
+/** The bounds the parse keeps on what one message makes the store hold. */
 describe('parse bounds', () => {
   const multipart = (parts: number) =>
     Buffer.from(

@@ -39,7 +39,7 @@ export interface ParsedMessage {
   parseError: string | null;
 }
 
-/** RFC 5322 §2.1.1: a line is at most 998 characters; longer subjects are cut there. */
+/** RFC 5322 section 2.1.1: a line is at most 998 characters; longer subjects are cut there. */
 export const MAX_SUBJECT_LENGTH = 998;
 /** Headers kept in the single-message view (the raw source keeps everything). */
 const MAX_HEADERS = 500;
@@ -49,10 +49,10 @@ const MAX_HEADER_VALUE = 8192;
  * can, from values cut to MAX_HEADER_VALUE. Its address parser's input is bounded apart (capAddressHeaders).
  */
 const MAX_HEADERS_SIZE = 1024 * 1024;
-/** Contract §4: at most this many MIME parts of an inbound message are kept as attachments (the raw source keeps all). */
+/** At most this many MIME parts of an inbound message are kept as attachments (the raw source keeps all). */
 export const MAX_ATTACHMENTS = 1000;
 /**
- * Lines starting with `--` (MIME delimiters, RFC 2046 §5.1.1) the parser is given: it is handed the message
+ * Lines starting with `--` (MIME delimiters, RFC 2046 section 5.1.1) the parser is given: it is handed the message
  * up to the line before the next one. Each part needs one delimiter and each multipart one more to close,
  * so this leaves room for every kept part; the parser's cost grows faster than its part count (decision 196;
  * bench/HISTORY.md), so the rest of a message with more parts is not parsed at all.
@@ -60,7 +60,7 @@ export const MAX_ATTACHMENTS = 1000;
 export const MAX_PARSED_DELIMITERS = 2 * MAX_ATTACHMENTS + 100;
 /** Addresses kept per address field (To, Cc, Reply-To) in the parsed view; the raw source keeps all. */
 export const MAX_ADDRESSES = 1000;
-/** Message-IDs kept from References: the first (the thread's root) and the latest, as RFC 5322 §3.6.4 trims them. */
+/** Message-IDs kept from References: the first (the thread's root) and the latest, as RFC 5322 section 3.6.4 trims them. */
 export const MAX_REFERENCES = 100;
 
 /**
@@ -105,7 +105,7 @@ export function messageIds(value: string | undefined | null): string[] {
 }
 
 /**
- * Longest Message-ID kept, in UTF-8 bytes (RFC 5322 §2.1.1's line length). Counted in bytes, not characters:
+ * Longest Message-ID kept, in UTF-8 bytes (RFC 5322 section 2.1.1's line length). Counted in bytes, not characters:
  * a thread key is part of a PostgreSQL index entry, which may not pass 2,704 bytes, and 998 characters of
  * non-ASCII text can (the store would then fail on every retry).
  */
@@ -250,7 +250,7 @@ interface FieldSpan {
 
 function fieldAt(raw: Buffer, start: number, blockEnd: number): FieldSpan {
   let lineEnd = raw.indexOf('\n', start);
-  // A folded field goes on while the next line starts with white space (RFC 5322 §2.2.3).
+  // A folded field goes on while the next line starts with white space (RFC 5322 section 2.2.3).
   while (lineEnd !== -1 && lineEnd + 1 < blockEnd && (raw[lineEnd + 1] === 0x20 || raw[lineEnd + 1] === 0x09)) lineEnd = raw.indexOf('\n', lineEnd + 1);
   const next = lineEnd === -1 || lineEnd >= blockEnd ? blockEnd : lineEnd + 1;
   const end = next > start && raw[next - 1] === 0x0a ? (raw[next - 2] === 0x0d ? next - 2 : next - 1) : next;
@@ -303,7 +303,7 @@ export async function parseMessage(raw: Buffer): Promise<ParsedMessage> {
   try {
     const email = await PostalMime.parse(parseInput(input), { attachmentEncoding: 'arraybuffer', maxHeadersSize: MAX_HEADERS_SIZE, rfc822Attachments: true });
     parsed = fromEmail(email);
-    // A multipart whose boundary never appears is all preamble (RFC 2046 §5.1.1), which the parser
+    // A multipart whose boundary never appears is all preamble (RFC 2046 section 5.1.1), which the parser
     // drops: rather than show an empty message, keep such a body as text.
     if (parsed.text === null && parsed.html === null && parsed.attachments.length === 0) parsed.text = bodyText(raw);
   } catch (err) {
@@ -340,7 +340,7 @@ export const SNIPPET_SOURCE_CHARS = 128 * 1024;
  * Only as much of the body is read as the preview needs: flattening the start of a text gives the start
  * of the whole text's flattening, so once the lines read so far flatten to more than `length` characters
  * the rest cannot change the preview. Flattening whole bodies was a large share of what storing a
- * message costs (bench/HISTORY.md, decision 178).
+ * message costs (bench/HISTORY.md, the store thread measurements).
  */
 export function snippetOf(parsed: Pick<ParsedMessage, 'text' | 'html'>, length = 200): string {
   const source = parsed.text !== null ? parsed.text.slice(0, SNIPPET_SOURCE_CHARS) : parsed.html ? htmlToText(parsed.html.slice(0, SNIPPET_SOURCE_CHARS)) : '';

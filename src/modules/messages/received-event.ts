@@ -2,7 +2,7 @@ import { htmlToText } from '../../lib/mail-text.js';
 import type { AttachmentView, MessageListView } from './message.types.js';
 import type { ParsedMessage } from './mime.js';
 
-/** Most of the text body a `message.received` event carries, in bytes of UTF-8 (issue 27 §6). */
+/** Most of the text body a `message.received` event carries, in bytes of UTF-8. */
 export const EVENT_TEXT_BYTES = 64 * 1024;
 /** Characters of an HTML-only body converted to text: enough for EVENT_TEXT_BYTES however much markup surrounds it. */
 const HTML_SOURCE_CHARS = 16 * EVENT_TEXT_BYTES;

@@ -1,5 +1,5 @@
 /**
- * The full-text index and the queries that search it (issue 24). A parsed query (search-query.ts) becomes one
+ * The full-text index and the queries that search it. A parsed query (search-query.ts) becomes one
  * statement: its text terms one full-text expression where they can be (search-text.ts), its column filters plain
  * conditions on `messages`, which its indexes serve. Every statement filters by workspace.
  */

@@ -28,7 +28,7 @@ function totals(counted: number): { total: number; total_capped: boolean } {
 }
 
 /**
- * Searches (issue 24): `q` in the search query language, with a list's other filters beside it (all must match).
+ * Searches: `q` in the search query language, with a list's other filters beside it (all must match).
  * A malformed `q` throws `invalid_query` (400) with the position of the problem. Newest first, like every list.
  */
 export function createSearch({ runner, mailboxId, parseFolder }: SearchDeps) {

@@ -52,7 +52,7 @@ describe('snippetOf', () => {
   });
 });
 
-/** Attacker input of 1 MiB (issue 22): each must take linear time, where the old regular expressions took minutes. */
+/** Attacker input of 1 MiB: each must take linear time, where the old regular expressions took minutes. */
 const MiB = 1024 * 1024;
 const HOSTILE: Array<[string, string]> = [
   ['<', '<'.repeat(MiB)],

@@ -8,7 +8,7 @@ export type RecordType = (typeof RECORD_TYPES)[number];
 
 /** A TXT value's longest form here: a 4096-bit DKIM key (about 800 characters) with room to spare. */
 export const MAX_TXT_LENGTH = 2048;
-/** RFC 1035 §2.3.4: a name of at most 253 characters in its text form, labels of at most 63. */
+/** RFC 1035 section 2.3.4: a name of at most 253 characters in its text form, labels of at most 63. */
 const MAX_NAME_LENGTH = 253;
 /** Labels of letters, digits and hyphens, and an underscore where the mail records use one (`_dmarc`, `_domainkey`). */
 const NAME = /^([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$/;

@@ -5,7 +5,7 @@ import type { Db } from '../../db/database.js';
 import type { Clock } from '../../lib/clock.js';
 import { newSecretKey, parseSecretKey, SecretBoxError, type SecretBox } from '../../lib/secret-box.js';
 
-/** The key file made beside a SQLite database when MAILROOM_SECRET_KEY is unset (contract §1). */
+/** The key file made beside a SQLite database when MAILROOM_SECRET_KEY is unset. */
 export const KEY_FILE_NAME = 'secret.key';
 /** Owner read/write only. */
 const KEY_FILE_MODE = 0o600;

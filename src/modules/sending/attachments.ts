@@ -2,7 +2,7 @@ import { invalid, tooLarge, type DomainError } from '../../lib/errors.js';
 import { hasInvisibleFormat } from '../../lib/mail-text.js';
 import type { ParsedAttachment } from '../messages/mime.js';
 
-/** Issue 27: the decoded bytes of one message's attachments, all together (a draft's too). */
+/** The decoded bytes of one message's attachments, all together (a draft's too). */
 export const MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024;
 /** Files per message or draft: as many as any mail client attaches, few enough that the list stays a list. */
 export const MAX_ATTACHMENTS = 100;
@@ -21,7 +21,7 @@ export interface AttachmentInput {
   content_id?: string | null | undefined;
 }
 
-/** RFC 6838 §4.2 restricted names: `type/subtype`, no parameters. */
+/** RFC 6838 section 4.2 restricted names: `type/subtype`, no parameters. */
 const CONTENT_TYPE = /^[a-z0-9][\w!#$&^.+-]*\/[a-z0-9][\w!#$&^.+-]*$/i;
 /** Printable ASCII without angle brackets: what fits `Content-ID: <…>` as it is. */
 const CONTENT_ID = /^[\x21-\x3b=\x3f-\x7e]+$/;
@@ -63,7 +63,7 @@ export function tooManyBytes(total: number): DomainError {
   return tooLarge('payload_too_large', `attachments may total at most 25 MiB (${MAX_ATTACHMENT_BYTES} bytes) decoded per message; these total ${total} bytes`);
 }
 
-/** Standard base64 (RFC 4648 §4), line breaks and spaces ignored as MIME encoders add them; the compact text, or null. */
+/** Standard base64 (RFC 4648 section 4), line breaks and spaces ignored as MIME encoders add them; the compact text, or null. */
 export function base64Compact(text: string): string | null {
   const compact = /\s/.test(text) ? text.replace(/\s+/g, '') : text;
   if (!BASE64.test(compact) || compact.length % 4 === 1 || (compact.endsWith('=') && compact.length % 4 !== 0)) return null;

@@ -18,7 +18,7 @@ export interface ComposeInput {
   attachments?: readonly ParsedAttachment[] | undefined;
 }
 
-/** Encoded words of at most this many characters each, as nodemailer makes them (RFC 2047 §2 allows 75). */
+/** Encoded words of at most this many characters each, as nodemailer makes them (RFC 2047 section 2 allows 75). */
 const ENCODED_WORD_LENGTH = 52;
 
 /**
@@ -76,7 +76,7 @@ export async function composeMessage(input: ComposeInput): Promise<Buffer> {
 
 const BASE64_LINE = 76;
 
-/** The content as base64 in lines of 76 characters (RFC 2045 §6.8), copied line by line out of one encoding. */
+/** The content as base64 in lines of 76 characters (RFC 2045 section 6.8), copied line by line out of one encoding. */
 function base64Lines(content: Buffer): Buffer {
   const encoded = Buffer.from(content.toString('base64'), 'latin1');
   const breaks = Math.max(0, Math.ceil(encoded.length / BASE64_LINE) - 1);
@@ -94,7 +94,7 @@ function base64Lines(content: Buffer): Buffer {
 
 /**
  * One MIME part, written here rather than by the composer, which puts a non-ASCII name into Content-Type as
- * RFC 2047 words inside a quoted `name=` (no encoded word belongs in a quoted string, RFC 2047 §5): both `name`
+ * RFC 2047 words inside a quoted `name=` (no encoded word belongs in a quoted string, RFC 2047 section 5): both `name`
  * and `filename` are RFC 2231 parameters (`name*=utf-8''…`) when they are not plain ASCII. The content is base64
  * (binary-safe whatever the bytes), in 76-character lines.
  */

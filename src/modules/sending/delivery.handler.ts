@@ -37,9 +37,9 @@ export interface DeliveryDeps {
   signer: MessageSigner;
   /** Each recipient's own envelope sender (verp.ts). */
   returnPaths: ReturnPaths;
-  /** Contract §1: first retry after DELIVERY_RETRY_BASE_MS, doubling, capped at an hour, ±20%. */
+  /** First retry after DELIVERY_RETRY_BASE_MS, doubling, capped at an hour, ±20%. */
   retryBaseMs: number;
-  /** Contract §1: a message not accepted after this long fails (RFC 5321 §4.5.4.1). */
+  /** A message not accepted after this long fails (RFC 5321 section 4.5.4.1). */
   maxAgeMs: number;
   concurrency?: number;
   /** Delivery jobs of one workspace running at once in every process together (MAILROOM_QUEUE_WORKSPACE_CONCURRENCY); unset = no cap. */
@@ -188,7 +188,7 @@ function settle(ctx: Context, run: Run, status: DeliveryStatus, lastError: strin
   if (run.emit.length > 0) {
     const view = toMessageListView(run.start.message);
     const workspaceId = run.start.delivery.workspace_id;
-    // A bounce's `status` is its SMTP status (issue 27); the message's own moves to `delivery_status` (decision 328).
+    // A bounce's `status` is its SMTP status; the message's own moves to `delivery_status` (decision 328).
     emitted = run.emit.map((e) => ({ workspaceId, type: e.type, data: { ...view, status, ...(e.type === 'message.bounced' ? { delivery_status: status } : {}), ...e.extra } }));
   }
   const { recipients, attempts, lastResponse: smtpResponse } = run;

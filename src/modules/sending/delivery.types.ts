@@ -10,7 +10,7 @@ export interface SmtpRoute {
   /** Implicit TLS (smtps://); otherwise STARTTLS is used whenever offered. */
   secure?: boolean | undefined;
   /**
-   * The relay's TLS demands (contract §1): `required` = no AUTH and no mail without TLS (STARTTLS or implicit);
+   * The relay's TLS demands: `required` = no AUTH and no mail without TLS (STARTTLS or implicit);
    * `verify` = the certificate must be valid for `host`. Unset: opportunistic STARTTLS, certificate unchecked.
    */
   tls?: { required: boolean; verify: boolean } | undefined;

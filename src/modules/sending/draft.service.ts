@@ -26,7 +26,7 @@ export interface DraftAttachmentView {
   inline: boolean;
 }
 
-/** A draft as the API shows it (contract §4). */
+/** A draft as the API shows it (docs/api.md). */
 export interface DraftView {
   draft_id: string;
   mailbox: string;

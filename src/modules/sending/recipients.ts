@@ -1,7 +1,7 @@
 import { invalid } from '../../lib/errors.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 
-/** Contract §4: a send has 1–50 recipients. */
+/** A send has 1–50 recipients. */
 export const MAX_RECIPIENTS = 50;
 
 /** `to` as one address, a comma-separated list (spaces allowed) or an array → normalised, de-duplicated addresses. */

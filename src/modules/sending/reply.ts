@@ -1,11 +1,11 @@
 /**
- * Reply headers (RFC 5322 §3.6.4). Message-IDs go back out with their letter case kept: the store
+ * Reply headers (RFC 5322 section 3.6.4). Message-IDs go back out with their letter case kept: the store
  * compares them case-insensitively, but the recipient's client may not.
  */
 
 /** References kept on a reply: the thread's first id and the most recent ones (long threads would grow without end). */
 export const MAX_REFERENCES = 50;
-/** RFC 5322 §2.1.1: no id longer than a line. */
+/** RFC 5322 section 2.1.1: no id longer than a line. */
 const MAX_ID_LENGTH = 998;
 
 /** Message-IDs in a header value, without angle brackets, letter case kept. */

@@ -1,6 +1,6 @@
 import type { ParsedMessage } from '../messages/mime.js';
 
-/** One recipient's line of a delivery status notification (RFC 3464 §2.3). */
+/** One recipient's line of a delivery status notification (RFC 3464 section 2.3). */
 export interface DsnRecipient {
   /** Final-Recipient, else Original-Recipient. */
   recipient: string;
@@ -17,7 +17,7 @@ export interface FeedbackReport {
   userAgent: string | null;
 }
 
-/** Header-like field blocks (RFC 3464 §2.1 / RFC 5965 §3.1): "Name: value" lines, blocks split by blank lines. */
+/** Header-like field blocks (RFC 3464 section 2.1 / RFC 5965 section 3.1): "Name: value" lines, blocks split by blank lines. */
 function fieldBlocks(text: string): Array<Map<string, string>> {
   const blocks: Array<Map<string, string>> = [];
   for (const block of text.replace(/\r\n/g, '\n').split(/\n\s*\n/)) {

@@ -8,7 +8,7 @@ const MAX_REFUSALS_NAMED = 5;
 
 /**
  * Parse `smtp[s]://[user:pass@]host:port[?tls=insecure]` into a route. With credentials, TLS is required
- * before AUTH and the certificate is verified unless `?tls=insecure` (contract §1); without them the relay
+ * before AUTH and the certificate is verified unless `?tls=insecure`; without them the relay
  * keeps opportunistic STARTTLS.
  */
 export function relayRoute(url: string): SmtpRoute {
@@ -49,10 +49,10 @@ async function mailHosts(resolve: DnsResolve, domain: string): Promise<{ hosts: 
 }
 
 /**
- * RFC 5321 §5.1: MX hosts by preference (ties shuffled); no MX at all → the domain's own A/AAAA
+ * RFC 5321 section 5.1: MX hosts by preference (ties shuffled); no MX at all → the domain's own A/AAAA
  * ("implicit MX"); a null MX (RFC 7505, `0 .`) → the domain takes no mail. All through the service's DNS.
  *
- * Every address found passes the outbound address rules (contract §5, lib/address-rules.ts) minus
+ * Every address found passes the outbound address rules (lib/address-rules.ts) minus
  * `allowCidrs`; a refused one is dropped, and a domain whose every address is refused has no route
  * (a permanent failure naming them). Each route carries the address it was judged by, and the
  * deliverer connects to that address, never to the name again. The operator's relay is exempt.

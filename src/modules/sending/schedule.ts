@@ -1,7 +1,7 @@
 import { invalid } from '../../lib/errors.js';
 
 const DAY_MS = 86_400_000;
-/** Issue 27: a message may be scheduled up to 30 days ahead (Resend's limit too). */
+/** A message may be scheduled up to 30 days ahead (Resend's limit too). */
 export const MAX_SCHEDULE_DAYS = 30;
 export const MAX_SCHEDULE_MS = MAX_SCHEDULE_DAYS * DAY_MS;
 

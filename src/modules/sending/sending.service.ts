@@ -30,7 +30,7 @@ import { createScheduling, type Scheduling } from './schedule.service.js';
 import type { ReturnPaths } from './verp.js';
 
 export const DELIVERY_QUEUE = 'delivery';
-/** Contract §4 limits of a send. */
+/** The limits of a send (docs/api.md). */
 export const MAX_BODY_LENGTH = 512 * 1024;
 export const MAX_NAME_LENGTH = 200;
 /** Messages of one batch send (Resend's limit). */
@@ -75,7 +75,7 @@ export interface Queued {
   /** `scheduled` when the message waits for its `send_at`. */
   status: 'queued' | 'scheduled';
   send_at?: string;
-  /** Recipients left out because the workspace suppresses them (issue 27); absent when none was. */
+  /** Recipients left out because the workspace suppresses them; absent when none was. */
   suppressed?: string[];
 }
 

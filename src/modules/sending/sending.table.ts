@@ -1,6 +1,6 @@
 import type { DeliveryResult } from './delivery.types.js';
 
-/** `scheduled` waits for its send_at and may be `cancelled` (final) until a worker takes it; the rest as contract §5. */
+/** `scheduled` waits for its send_at and may be `cancelled` (final) until a worker takes it; the rest are the delivery states of docs/api.md. */
 export type DeliveryStatus = 'scheduled' | 'queued' | 'processing' | 'accepted' | 'failed' | 'unknown' | 'cancelled';
 export type RecipientStatus = 'pending' | 'accepted' | 'failed' | 'unknown';
 
@@ -61,7 +61,7 @@ export interface DraftTable {
   updated_at: number;
 }
 
-/** A file attached to a draft (issue 27); ids are `att_…` as the sent copy's are. */
+/** A file attached to a draft; ids are `att_…` as the sent copy's are. */
 export interface DraftAttachmentTable {
   id: string;
   workspace_id: string;

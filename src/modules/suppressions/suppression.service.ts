@@ -22,7 +22,7 @@ function toView(row: SuppressionTable): SuppressionView {
   return { address: row.address, reason: row.reason, detail: row.detail, status_code: row.status_code, message_id: row.message_id, created_at: iso(row.created_at) };
 }
 
-/** A DSN status of class 5 (RFC 3464 §2.3.4, RFC 3463): permanent. 4.x.x and anything else is not. */
+/** A DSN status of class 5 (RFC 3464 section 2.3.4, RFC 3463): permanent. 4.x.x and anything else is not. */
 export const isPermanentStatus = (status: string | null | undefined): boolean => /^5\.\d{1,3}\.\d{1,3}$/.test(status?.trim() ?? '');
 
 /**

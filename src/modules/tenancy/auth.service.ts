@@ -11,7 +11,7 @@ import { checkPassword, normalizeEmail } from './validation.js';
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
-/** Contract §3: sessions end after 14 days without use or 30 days after login, whichever is first. */
+/** Sessions end after 14 days without use or 30 days after login, whichever is first. */
 export const SESSION_IDLE_MS = 14 * DAY_MS;
 export const SESSION_ABSOLUTE_MS = 30 * DAY_MS;
 /**

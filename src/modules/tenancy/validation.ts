@@ -2,7 +2,7 @@
 import { invalid } from '../../lib/errors.js';
 import { ROLES, type Role } from './tenancy.table.js';
 
-export const MAX_EMAIL_LENGTH = 254; // RFC 5321 §4.5.3.1.3 path limit less the angle brackets
+export const MAX_EMAIL_LENGTH = 254; // RFC 5321 section 4.5.3.1.3 path limit less the angle brackets
 export const MIN_PASSWORD_LENGTH = 8;
 export const MAX_PASSWORD_LENGTH = 1024;
 export const MAX_WORKSPACE_NAME_LENGTH = 200;

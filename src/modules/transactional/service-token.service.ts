@@ -99,7 +99,7 @@ export function createServiceTokenService({ db, clock }: { db: Db; clock: Clock 
       }
       const name = (input.name ?? '').trim();
       if (name.length > MAX_TOKEN_NAME_LENGTH) throw invalid('invalid_request', `name must be at most ${MAX_TOKEN_NAME_LENGTH} characters`);
-      // A domain of another workspace is indistinguishable from none (contract §2), and both are a bad body.
+      // A domain of another workspace is indistinguishable from none (another tenant's resources are never revealed), and both are a bad body.
       const domain = await domainRepository.find(db, tenant.workspaceId, input.domain_id);
       if (!domain) throw invalid('domain_not_found', `no sending domain ${input.domain_id} in this workspace`);
       if (domain.status !== 'verified') throw invalid('domain_not_verified', `${domain.domain} is not verified yet; verify it before creating a token for it`);

@@ -12,11 +12,11 @@ import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import type { ServiceTokenContext } from './service-token.service.js';
 
-/** Contract §5: an Idempotency-Key is 1–255 printable ASCII characters. */
+/** An Idempotency-Key is 1–255 printable ASCII characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 const PRINTABLE = /^[\x20-\x7e]+$/;
 
-/** The validated body of POST /v1/transactional/messages (seed §4.3). */
+/** The validated body of POST /v1/transactional/messages (docs/api.md). */
 export interface TransactionalSendInput {
   from_mailbox: string;
   to: string | string[];
@@ -61,7 +61,7 @@ export interface TransactionalService {
   getByKey(token: ServiceTokenContext, idempotencyKey: string): Promise<TransactionalMessageView>;
 }
 
-/** The key as the contract allows it; 400 otherwise. */
+/** The key when it is 1–255 printable ASCII characters; 400 otherwise. */
 export function checkIdempotencyKey(key: string | undefined): string {
   if (key === undefined || key.length === 0) {
     throw invalid('idempotency_key_required', 'send an Idempotency-Key header (1–255 printable characters), the same on every retry of one logical request');

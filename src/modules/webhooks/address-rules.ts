@@ -30,7 +30,7 @@ export interface AddressRules {
   check(rawUrl: string, signal?: AbortSignal): Promise<CheckedUrl>;
 }
 
-/** `localhost` and names under it are loopback by definition (RFC 6761 §6.3), whatever DNS says. */
+/** `localhost` and names under it are loopback by definition (RFC 6761 section 6.3), whatever DNS says. */
 const isLocalhostName = (host: string) => host === 'localhost' || host.endsWith('.localhost');
 
 /** The form rules: an absolute http(s) URL without credentials, within the length limit. */
@@ -51,7 +51,7 @@ export function parseWebhookUrl(raw: string): URL {
 const DNS_ERRORS_MEANING_NO_RECORDS = new Set(['ENODATA', 'ENOTFOUND', 'NOTFOUND', 'ENONAME']);
 
 /**
- * The webhook address rules (specification §6): http(s) only, no credentials, and every address the
+ * The webhook address rules: http(s) only, no credentials, and every address the
  * host has — each DNS answer, A and AAAA, or the IP literal — must be global unicast (lib/address-rules.ts),
  * unless MAILROOM_WEBHOOK_ALLOW_CIDRS exempts it. The URL parser (WHATWG) has already turned decimal, octal
  * and hexadecimal IPv4 forms (`http://2130706433/`, `http://0x7f.1/`) into dotted quads.

@@ -43,7 +43,7 @@ export const disabledReason = (since: number, lastError: string | null) =>
 
 /**
  * What a batch of attempts does to its endpoints, in the transaction that records it. `gone`: attempts answered 410,
- * whose endpoints are disabled at once. The others (issue 27 §5): a success clears the endpoint's `failing_since`, a
+ * whose endpoints are disabled at once. The others: a success clears the endpoint's `failing_since`, a
  * failure sets it unless set, and a failure when it is AUTO_DISABLE_MS old or more disables the endpoint. A disabled
  * endpoint becomes inactive with `disabled_at` and `disabled_reason`, its pending retries are dropped, and
  * `webhook.disabled` is emitted. The database row is the one truth, so workers in any number of processes agree.
@@ -54,7 +54,7 @@ export async function recordOutcomes(trx: Db, attempts: readonly WebhookDelivery
   const outcomes = outcomesOf(attempts);
   const now = clock.now();
   const disabled: WebhookTable[] = [];
-  // 410 Gone: the receiver says the endpoint no longer exists (contract §6).
+  // 410 Gone: the receiver says the endpoint no longer exists.
   for (const a of gone) {
     const row = await repo.deactivate(trx, a.workspace_id, a.webhook_id, now, `the endpoint answered HTTP 410 Gone to event ${a.event_id}`);
     await queue.cancelGroup(trx, WEBHOOK_QUEUE, a.webhook_id);

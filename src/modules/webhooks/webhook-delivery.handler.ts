@@ -35,9 +35,9 @@ export interface WebhookDeliveryDeps {
   queue: Pick<Queue, 'retry' | 'bury' | 'cancelGroup'>;
   rules: AddressRules;
   sender: WebhookSender;
-  /** Contract §1: MAILROOM_WEBHOOK_BACKOFF_BASE_MS, ×5 each retry, ±20%. */
+  /** MAILROOM_WEBHOOK_BACKOFF_BASE_MS, ×5 each retry, ±20%. */
   backoffBaseMs: number;
-  /** Contract §1: MAILROOM_WEBHOOK_TIMEOUT_MS, for the whole attempt (DNS, connection, answer). */
+  /** MAILROOM_WEBHOOK_TIMEOUT_MS, for the whole attempt (DNS, connection, answer). */
   timeoutMs: number;
   /** Deliveries this process runs at once, over every endpoint and workspace. */
   concurrency?: number;
@@ -53,7 +53,7 @@ export interface WebhookDeliveryDeps {
 const USER_AGENT = 'Mailroom-Webhooks/0.1';
 /** Past the time-out, how long an attempt may take to notice it before it is abandoned anyway. */
 const ABANDON_GRACE_MS = 1000;
-/** The longest wait the contract's schedule reaches (~22 h before the 8th attempt), with room for jitter. */
+/** The longest wait the retry schedule reaches (~22 h before the 8th attempt), with room for jitter. */
 const BACKOFF_CAP_MS = 48 * 3_600_000;
 
 /**
@@ -86,7 +86,7 @@ interface Attempt {
   retryAfterMs: number | null;
 }
 
-/** Retry-After (RFC 9110 §10.2.3): delay-seconds or an HTTP date; null when absent or unreadable. */
+/** Retry-After (RFC 9110 section 10.2.3): delay-seconds or an HTTP date; null when absent or unreadable. */
 export function parseRetryAfter(value: string | null, now: number): number | null {
   if (value === null) return null;
   const text = value.trim();
@@ -157,7 +157,7 @@ export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHand
     const workspaceId = job.workspaceId ?? '';
     const { webhook_id: webhookId, event_id: eventId } = job.payload;
     const target = await loadTarget({ workspaceId, webhookId, eventId });
-    // Deleted or inactive: no further attempts, pending retries included (contract §6).
+    // Deleted or inactive: no further attempts, pending retries included.
     if (!target || target.active !== 1 || target.payload === null || target.event_type === null) return { type: 'done' };
 
     const startedAt = clock.now();

@@ -51,7 +51,7 @@ export const webhookRepository = {
       .returningAll()
       .executeTakeFirst(),
   /**
-   * Issue 27 §5: the same, only when every attempt since `failedBefore` or earlier has failed (decided in the
+   * The same, only when every attempt since `failedBefore` or earlier has failed (decided in the
    * transaction that records the latest failure, so any number of workers agree).
    */
   disableFailing: (db: Db, workspaceId: string, id: string, at: number, failedBefore: number) =>

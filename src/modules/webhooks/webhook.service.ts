@@ -49,7 +49,7 @@ export interface WebhookService {
   /** The endpoint's delivery attempts, newest first. */
   deliveries(tenant: TenantContext, webhookId: string, limit: number): Promise<{ deliveries: DeliveryView[] }>;
   /**
-   * Issue 27 §5: queue again every event since `since` that this endpoint's filter takes and that it has not
+   * Queue again every event since `since` that this endpoint's filter takes and that it has not
    * received (no successful attempt) and is not waiting for (no pending job): failed, given up, or emitted while the
    * endpoint was inactive. At most RECOVER_SCAN_LIMIT events are examined, newest first; `before` continues.
    */
@@ -291,7 +291,7 @@ export function createWebhookService({ db, dialect, clock, queue, events, rules,
         values.updated_at = now;
         await db.transaction().execute(async (trx) => {
           if ((await repo.update(trx, tenant.workspaceId, webhookId, values)) === 0) throw webhookNotFound(webhookId);
-          // Contract §6: an inactive endpoint gets no further attempts, pending retries included.
+          // An inactive endpoint gets no further attempts, pending retries included.
           if (values.active === 0) await queue.cancelGroup(trx, WEBHOOK_QUEUE, webhookId);
         });
       }

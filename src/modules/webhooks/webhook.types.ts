@@ -1,23 +1,23 @@
 /** The queue webhook delivery jobs go through (one job per endpoint and event). */
 export const WEBHOOK_QUEUE = 'webhook';
-/** Specification §8: attempts per endpoint and event. */
+/** Attempts per endpoint and event. */
 export const MAX_ATTEMPTS = 8;
-/** Contract §1: each retry waits 5× the one before, ±20%. */
+/** Each retry waits 5× the one before, ±20%. */
 export const BACKOFF_FACTOR = 5;
 export const BACKOFF_JITTER = 0.2;
-/** Contract §6: a Retry-After is honoured up to an hour. */
+/** A Retry-After is honoured up to an hour. */
 export const MAX_RETRY_AFTER_MS = 3_600_000;
 /** Most of a receiver's answer that is read; the rest is discarded. */
 export const MAX_RESPONSE_BYTES = 64 * 1024;
 /** Most of the answer's text kept in a failed attempt's `error`. */
 export const ERROR_BODY_EXCERPT = 256;
-/** Contract §6: a replaced secret still signs for 24 hours. */
+/** A replaced secret still signs for 24 hours. */
 export const SECRET_OVERLAP_MS = 24 * 3_600_000;
 /** Replaced secrets kept at most (a signature header per secret). */
 export const MAX_PREVIOUS_SECRETS = 10;
 /** Endpoints per workspace: every event is matched against all of them, in the producer's transaction. */
 export const MAX_WEBHOOKS_PER_WORKSPACE = 100;
-/** Issue 27 §5: an endpoint every attempt of which has failed for this long is disabled at its next failure. */
+/** An endpoint every attempt of which has failed for this long is disabled at its next failure. */
 export const AUTO_DISABLE_MS = 5 * 86_400_000;
 /** How far back `recover` reaches (events are kept longer; a receiver down for a month needs a full resync anyway). */
 export const RECOVER_MAX_AGE_MS = 30 * 86_400_000;
@@ -46,7 +46,7 @@ export interface WebhookCaps {
   webhookReplaysPerMinute: number;
 }
 
-/** An endpoint as the API shows it (contract §6); the secret never appears. */
+/** An endpoint as the API shows it (docs/api.md); the secret never appears. */
 export interface WebhookView {
   webhook_id: string;
   url: string;

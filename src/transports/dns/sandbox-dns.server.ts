@@ -15,7 +15,7 @@ const TTL_SECONDS = 5;
 const UPSTREAM_TIMEOUT_MS = 2000;
 /** Binding UDP and TCP to one free port can race another process; tries before giving up. */
 const BIND_ATTEMPTS = 5;
-/** TXT character-strings are at most 255 octets (RFC 1035 §3.3.14). */
+/** TXT character-strings are at most 255 octets (RFC 1035 section 3.3.14). */
 const TXT_CHUNK = 255;
 
 const RCODE = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4 } as const;

@@ -42,7 +42,7 @@ import { SHARED_SCHEMAS } from './schemas.js';
 import { createPageCache } from './page-cache.js';
 import { registerWebApp } from './web.js';
 
-/** Contract §2: a JSON body over 1 MiB answers 413. */
+/** A JSON body over 1 MiB answers 413. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 /**
  * Node checks its request and header time-outs every so often (30 s by default), so a client could

@@ -7,7 +7,7 @@ import type { InboundService, Recipient } from '../../modules/messages/inbound.s
 import { createSessionSlots, DEFAULT_IDLE_MS, DEFAULT_MAX_COMMANDS, DEFAULT_MAX_SESSION_MS } from './session-slots.js';
 import { MessageSpool } from './spool.js';
 
-/** RFC 5321 §4.5.3.1.8: a server must accept at least 100 recipients per transaction. */
+/** RFC 5321 section 4.5.3.1.8: a server must accept at least 100 recipients per transaction. */
 export const MAX_RECIPIENTS = 100;
 /** Time a closing server gives open sessions before it answers them 421 and hangs up. */
 const CLOSE_TIMEOUT_MS = 5000;

@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
 import type { DeliveryRequest, DeliveryResult, RecipientRefusal, SmtpDeliverer, SmtpRoute } from '../../modules/sending/delivery.types.js';
 
-/** RFC 5321 §4.5.3.2 suggests minutes per command; we keep a busy worker moving with shorter bounds. */
+/** RFC 5321 section 4.5.3.2 suggests minutes per command; we keep a busy worker moving with shorter bounds. */
 const CONNECT_TIMEOUT_MS = 30_000;
 const GREETING_TIMEOUT_MS = 30_000;
 const SOCKET_TIMEOUT_MS = 120_000;
@@ -119,7 +119,7 @@ function createConnectionCache(): ConnectionCache {
 }
 
 function open(route: SmtpRoute, heloName: string): SMTPConnection {
-  // SNI carries names only (RFC 6066 §3); an IP host is checked against the certificate's IP addresses.
+  // SNI carries names only (RFC 6066 section 3); an IP host is checked against the certificate's IP addresses.
   const servername = isIP(route.host) === 0 ? { servername: route.host } : {};
   const tlsRequired = route.tls?.required === true;
   const connection = new SMTPConnection({

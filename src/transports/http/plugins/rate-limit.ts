@@ -45,7 +45,7 @@ function addressKey(request: FastifyRequest): string {
 }
 
 /**
- * Contract §3: requests count per resolved credential (API key id, session id, service token id),
+ * Requests count per resolved credential (API key id, session id, service token id),
  * never per header text, so no spelling of a header and no invented token opens a fresh bucket;
  * a request whose credential does not resolve counts in its client address's bucket, and once that
  * is full it is answered 429 rather than 401, so guessing costs what calling does.

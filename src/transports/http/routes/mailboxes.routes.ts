@@ -15,7 +15,7 @@ export interface MailboxRouteOptions {
   tenant: (request: FastifyRequest) => TenantContext;
   /** The surface's tag and security scheme, for the OpenAPI document. */
   surface: 'api-key' | 'session';
-  /** Register GET/DELETE /mailboxes/{address} (the API-key surface has them; the seed gives the session surface only list and create). */
+  /** Register GET/DELETE /mailboxes/{address} (the API-key surface has them; the session surface only lists and creates, decision 19). */
   withItemRoutes: boolean;
 }
 

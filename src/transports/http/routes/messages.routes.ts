@@ -72,7 +72,7 @@ export interface MessageRouteOptions {
   pages?: PageCache | undefined;
 }
 
-/** Merge query parameters and an optional JSON body (the body wins), as the contract allows on POST. */
+/** Merge query parameters and an optional JSON body (the body wins), as docs/api.md allows on POST. */
 function merged<T extends object>(query: T, body: T | null | undefined): T {
   return { ...query, ...(body ?? {}) };
 }

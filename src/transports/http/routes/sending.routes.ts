@@ -13,7 +13,7 @@ import { Email, ErrorResponse, Limit, Offset, ResourceId, SendAt, SentMessage, S
 const RECIPIENT_LIST_MAX_CHARS = MAX_RECIPIENTS * 256;
 
 /**
- * `to`, `cc`, `bcc`: one address, a comma list, or an array of up to 50 (contract §4 Sending), as `parseRecipients`
+ * `to`, `cc`, `bcc`: one address, a comma list, or an array of up to 50, as `parseRecipients`
  * reads them. A send needs at least one (`minimum` 1); a draft may have none yet (0: `""` and `[]` clear the field).
  */
 export function recipientsSchema(minimum: 0 | 1) {
@@ -26,12 +26,12 @@ export const Recipients = recipientsSchema(1);
 
 /**
  * The JSON body of a route that takes attachments: 25 MiB of files as base64 (a third more) plus both bodies at
- * their limits; every other route keeps the 1 MiB of contract §2 (app.ts).
+ * their limits; every other route keeps the 1 MiB of app.ts.
  */
 export const ATTACHMENT_BODY_LIMIT_BYTES = 40 * 1024 * 1024;
 
 /**
- * `attachments` of every send surface and of drafts (issue 27). The schema checks the shape; attachments.ts checks
+ * `attachments` of every send surface and of drafts. The schema checks the shape; attachments.ts checks
  * the rest (media type, base64, the 25 MiB total) and names the field in its 400/413. `content` has no `maxLength`:
  * the body limit bounds it, and the validator would count its characters one by one.
  */

@@ -6,7 +6,7 @@ import { Email, ResourceId, answer, deliveryStatus, errors } from '../schemas.js
 import { serviceTokenOf } from '../plugins/auth.js';
 import { ATTACHMENT_BODY_LIMIT_BYTES, Attachments, Queued, Recipients } from './sending.routes.js';
 
-/** Seed §4.3: exactly these fields; anything else is a 400, so nothing unvalidated reaches the canonical hash. */
+/** Exactly these fields; anything else is a 400, so nothing unvalidated reaches the canonical hash. */
 const TransactionalBody = Type.Object(
   {
     from_mailbox: Email,
