@@ -1,5 +1,5 @@
 /**
- * The search query language (issue 24): Gmail's operators, parsed into a typed tree that a search repository walks.
+ * The search query language: Gmail's operators, parsed into a typed tree that the mail store's search walks.
  * Text (words, phrases, prefixes, per-field text) goes to the full-text index; column filters (folder, label, read,
  * mailbox, dates, attachments) become indexed conditions. Queries are attacker input: the parse is one pass over the
  * characters and one over the tokens, with bounds on length, terms and nesting, and fails only with `invalid_query`.

@@ -1,10 +1,10 @@
 /**
- * The text terms of a search query in each database's own full-text syntax (issue 24): FTS5's query language on
+ * The text terms of a search query in each database's own full-text syntax: FTS5's query language on
  * SQLite, `tsquery` on PostgreSQL. A term's words are made by the tokenizer that made the index's words
  * (lib/mail-text.ts), so a term of several words (`invoice-2024`, `alice@example.com`) is a phrase of them.
  */
 import { FIELD_PREFIX, searchTokens } from '../../lib/mail-text.js';
-import type { TextNode } from './search-query.js';
+import type { TextNode } from '../messages/search-query.js';
 
 /** How one database writes text terms and combines them. Every term's words are letters and digits: no escaping. */
 export interface TextSyntax {
