@@ -44,7 +44,7 @@ export interface MailboxDeps {
   domains: Pick<DomainPolicy, 'isHostedDomain'> & { isAllowedDomain(workspaceId: string, domain: string, work: Work, hold: boolean): Promise<boolean> };
   store: Pick<ReceivedMailStore, 'createMailbox' | 'listMailboxes' | 'findMailbox' | 'deleteMailbox'>;
   /** Whether a workspace exists (the operator names it by id). */
-  workspaceExists(workspaceId: string): Promise<boolean>;
+  workspaceExists: (workspaceId: string) => Promise<boolean>;
 }
 
 export function createMailboxService({ work, clock, domains, store, workspaceExists }: MailboxDeps): MailboxService {
