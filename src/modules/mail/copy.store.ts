@@ -14,7 +14,7 @@ import type { AttachmentView, AuthSummary, Folder } from '../messages/message.ty
 import type { ParsedMessage } from '../messages/mime.js';
 import type { MailTables } from './mail.table.js';
 import type { AttachmentTable, MessageTable, ThreadTable } from './message.table.js';
-import { bumpFolder, insertLabels, mailDb, type MailDb, type MessageRow } from './message.store.js';
+import { bumpFolder, insertLabels, lockThread, mailDb, type MailDb, type MessageRow } from './message.store.js';
 import { indexFts } from './search.store.js';
 import { normalizeSubject, shareParticipant, SUBJECT_THREAD_WINDOW_MS } from './threading.js';
 
@@ -53,12 +53,6 @@ const threadCandidatesQuery = preparedQuery<{ workspaceId: string; mailboxId: st
     .where('message_key', 'in', p.list<string>('keys'));
   return p.has('subjectKey') ? byRef.unionAll(bySubject) : byRef;
 });
-const readThreadQuery = preparedQuery<{ workspaceId: string; threadId: string }, ThreadTable, MailTables>((db, p) =>
-  db.selectFrom('threads').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('id', '=', p<string>('threadId')),
-);
-const lockThreadQuery = preparedQuery<{ workspaceId: string; threadId: string }, ThreadTable, MailTables>((db, p) =>
-  db.selectFrom('threads').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('id', '=', p<string>('threadId')).forUpdate(),
-);
 
 type ThreadUpdate = Pick<ThreadTable, 'participants' | 'message_count' | 'unread_count' | 'labels' | 'snippet' | 'last_message_at' | 'updated_at'>;
 const addToThreadQuery = preparedWrite<ThreadUpdate & { workspaceId: string; threadId: string }, MailTables>((db, p) =>
@@ -149,7 +143,7 @@ async function joinThread(trx: MailDb, input: StoreInput, add: ThreadAddition, r
   const { now, participants, labels, unread, snippet } = add;
   const resolved = await resolveThread(trx, input, now, participants);
   const { keys } = resolved;
-  const current = resolved.threadId ? (await (rowLocks ? lockThreadQuery : readThreadQuery)(trx, { workspaceId: input.workspaceId, threadId: resolved.threadId }))[0] : undefined;
+  const current = resolved.threadId ? await lockThread(trx, input.workspaceId, resolved.threadId, rowLocks) : undefined;
   if (current) {
     const merged = [...new Set([...(JSON.parse(current.participants) as string[]), ...participants])].slice(0, MAX_PARTICIPANTS);
     const threadLabels = [...new Set([...(JSON.parse(current.labels) as string[]), ...labels])].sort();

@@ -257,6 +257,18 @@ export function bumpFolder(db: MailDb, workspaceId: string, mailboxId: string, f
   return bumpFolderQuery(db, { workspaceId, mailboxId, folder, total, unread });
 }
 
+const readThreadQuery = preparedQuery<{ workspaceId: string; threadId: string }, ThreadTable, MailTables>((db, p) =>
+  db.selectFrom('threads').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('id', '=', p<string>('threadId')),
+);
+const lockThreadQuery = preparedQuery<{ workspaceId: string; threadId: string }, ThreadTable, MailTables>((db, p) =>
+  db.selectFrom('threads').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('id', '=', p<string>('threadId')).forUpdate(),
+);
+
+/** Read a thread for update: with `rowLocks` (PostgreSQL) the row stays locked until the transaction ends. */
+export async function lockThread(db: MailDb, workspaceId: string, threadId: string, rowLocks: boolean): Promise<ThreadTable | undefined> {
+  return (await (rowLocks ? lockThreadQuery : readThreadQuery)(db, { workspaceId, threadId }))[0];
+}
+
 /** One message with its mailbox and delivery state (the single lookup every other read of a message shares). */
 export async function findMessageRow(db: MailDb, workspaceId: string, messageId: string): Promise<MessageDetailRow | undefined> {
   return (await findMessageQuery(db, { workspaceId, messageId }))[0];

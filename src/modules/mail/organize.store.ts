@@ -6,19 +6,11 @@
  */
 import { sql } from 'kysely';
 import type { DialectInfo } from '../../db/dialect.js';
-import { preparedQuery } from '../../db/prepared.js';
 import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
-import type { MailTables } from './mail.table.js';
 import type { ThreadTable } from './message.table.js';
-import { bumpFolder, insertLabels, mailDb, threadMessageRows, type MailDb, type MessageRef } from './message.store.js';
+import { bumpFolder, insertLabels, lockThread, mailDb, threadMessageRows, type MailDb, type MessageRef } from './message.store.js';
 
-const readThreadQuery = preparedQuery<{ workspaceId: string; threadId: string }, ThreadTable, MailTables>((db, p) =>
-  db.selectFrom('threads').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('id', '=', p<string>('threadId')),
-);
-const lockThreadQuery = preparedQuery<{ workspaceId: string; threadId: string }, ThreadTable, MailTables>((db, p) =>
-  db.selectFrom('threads').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('id', '=', p<string>('threadId')).forUpdate(),
-);
 
 /** The union of the labels of a thread's messages. */
 async function threadLabels(db: MailDb, workspaceId: string, threadId: string): Promise<string[]> {
@@ -108,7 +100,7 @@ export function createOrganizeStore({ clock, dialect }: { clock: Clock; dialect:
     /** Delete a message; its thread goes with its last message, else is counted again. */
     async deleteMessage(work: Work, workspaceId: string, row: MessageRef): Promise<void> {
       const db = mailDb(work);
-      const thread = (await (dialect.supportsRowLocks ? lockThreadQuery : readThreadQuery)(db, { workspaceId, threadId: row.thread_id }))[0];
+      const thread = await lockThread(db, workspaceId, row.thread_id, dialect.supportsRowLocks);
       await db.deleteFrom('messages').where('workspace_id', '=', workspaceId).where('id', '=', row.id).execute();
       const unread = row.read === 1 ? 0 : 1;
       await bumpFolder(db, workspaceId, row.mailbox_id, row.folder, -1, -unread);
