@@ -4,7 +4,9 @@
  * arrows: eslint.config.js).
  */
 import type { Config } from './config/config.js';
-import { createDb, type DbHandle } from './db/database.js';
+import { createDb, SQLITE_BUSY_TIMEOUT_MS, type DbHandle } from './db/database.js';
+import type { Database } from './db/schema.js';
+import { asWork, tablesOf, type Work } from './db/tables.js';
 import { createGroupCommit, type GroupCommit } from './db/group-commit.js';
 import { migrateToLatest } from './db/migrator.js';
 import { createQueue, type Queue } from './jobs/queue.js';
@@ -31,6 +33,7 @@ import { createFairGate, type FairGate } from './lib/fair-gate.js';
 import { createComposer } from './modules/sending/compose-pool.js';
 import { createMailauthAuthenticator, type MessageAuthenticator } from './modules/messages/authentication.js';
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
+import { createReceivedMailStore } from './modules/mail/mail.store.js';
 import { createMessageStore } from './modules/messages/message-store.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
 import { createSearchRunner } from './modules/messages/search-runner.js';
@@ -45,6 +48,7 @@ import { checkSecretKey, loadSecretKey } from './modules/secrets/secret-key.js';
 import { createSecretBox, type SecretBox } from './lib/secret-box.js';
 import { createSmtpDeliverer } from './transports/smtp/outbound.client.js';
 import { createMailboxService, type MailboxService } from './modules/mailboxes/mailbox.service.js';
+import { tenancyRepository } from './modules/tenancy/tenancy.repository.js';
 import { createTenancyModule, type TenancyModule } from './modules/tenancy/tenancy.module.js';
 import { createServiceTokenService, type ServiceTokenService } from './modules/transactional/service-token.service.js';
 import { createTransactionalService, type TransactionalService } from './modules/transactional/transactional.service.js';
@@ -187,8 +191,12 @@ export async function createServices(
         },
       })
     : null;
+  // The received-mail half of the mail store: the only code that names its tables.
+  const mail = createReceivedMailStore({ clock, dialect });
+  const work = asWork(db);
   const searches = createSearchRunner({
-    handle: opened,
+    database: { work, dialect, sqliteFile: opened.sqliteFile, busyTimeoutMs: SQLITE_BUSY_TIMEOUT_MS },
+    store: mail,
     limits: { timeoutMs: config.searchTimeoutMs, threads: config.searchThreads, concurrency: config.searchConcurrency, perWorkspace: config.searchConcurrencyPerWorkspace },
     logger,
   });
@@ -251,7 +259,19 @@ export async function createServices(
   const composer = createComposer({ threads: config.bodyThreads, logger });
   const sending = createSendingService({ db, clock, events, store, queue, domains, returnPaths, commits, compose: composer.compose });
   const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
-  const inbound = createInboundService({ db, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, commits, catchAll: sandbox?.catchAlls.find });
+  const inbound = createInboundService({
+    work,
+    clock,
+    events: { emit: (trx, input) => events.emit(onDb(trx), input) },
+    store: mail,
+    lists: { evaluate: (on, ...rest) => lists.evaluate(onDb(on), ...rest) },
+    analyzer,
+    analysisGate,
+    logger,
+    returnPaths,
+    commits,
+    catchAll: sandbox?.catchAlls.find,
+  });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
   const capture = sandbox ? createSandboxCapture({ db, clock, logger, inbound }) : null;
   const deliverer = options.deliverer ?? capture?.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname });
@@ -311,11 +331,17 @@ export async function createServices(
     eventStream,
     webhooks,
     wakeups,
-    mailboxes: createMailboxService({ db, clock, domains }),
+    mailboxes: createMailboxService({
+      work,
+      clock,
+      domains: { isHostedDomain: (domain) => domains.isHostedDomain(domain), isAllowedDomain: (workspaceId, domain, on, hold) => domains.isAllowedDomain(workspaceId, domain, onDb(on), hold) },
+      store: mail,
+      workspaceExists: async (workspaceId) => (await tenancyRepository.findWorkspace(db, workspaceId)) !== undefined,
+    }),
     domains,
     lists,
     suppressions: createSuppressionService({ db, clock }),
-    messages: createMessageService({ db, clock, dialect, searches }),
+    messages: createMessageService({ work, store: mail, searches }),
     returnPaths,
     secretBox: box,
     inbound,
@@ -327,6 +353,9 @@ export async function createServices(
     composer,
   };
 }
+
+/** A `Work` handle for the modules that still take a `Db` (events, lists, domains): the same pool or transaction. */
+const onDb = (work: Work): Db => tablesOf<Database>(work);
 
 /**
  * Ring the event signal once per workspace and transaction, after the commit: here at once, in other processes

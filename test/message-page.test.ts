@@ -2,7 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/lib/logger.js';
 import { createHttpApp } from '../src/main.js';
-import { messageRepository } from '../src/modules/messages/message.repository.js';
+import { asWork } from '../src/db/tables.js';
+import { systemClock } from '../src/lib/clock.js';
+import { createReceivedMailStore } from '../src/modules/mail/mail.store.js';
 import type { MessageService } from '../src/modules/messages/message.service.js';
 import { toMessageListView } from '../src/modules/messages/message.views.js';
 import { MessageListItem } from '../src/transports/http/schemas.js';
@@ -24,6 +26,8 @@ describe(`message pages written by the response schema from the list views (${TE
   const MAILBOX = 'pages@mailroom.localhost';
   const FIXTURES = new URL('./fixtures/eml/', import.meta.url);
   const files = readdirSync(FIXTURES).filter((f) => f.endsWith('.eml'));
+  // The mail store's own read of a message row, which the pages' views must match.
+  const mail = () => createReceivedMailStore({ clock: systemClock, dialect: h.services.database.dialect });
 
   beforeAll(async () => {
     h = await startMailHarness();
@@ -42,7 +46,7 @@ describe(`message pages written by the response schema from the list views (${TE
     const page = res.json<{ messages: Array<{ message_id: string }>; total: number; limit: number; offset: number }>();
     expect(Object.keys(page).sort()).toEqual(['limit', 'messages', 'offset', 'total']);
     for (const message of page.messages) {
-      const row = await messageRepository.findMessage(h.services.database.db, acme.workspaceId, message.message_id);
+      const row = await mail().findMessage(asWork(h.services.database.db), acme.workspaceId, message.message_id);
       expect(row, message.message_id).toBeDefined();
       // JSON round trip of the view: what the serializer would have written.
       expect(message).toEqual(JSON.parse(JSON.stringify(toMessageListView(row!))));
@@ -74,7 +78,7 @@ describe(`message pages written by the response schema from the list views (${TE
     expect(unread.total).toBe(files.length - 1);
     const read = await checkPage(`/app/api/messages?unread=false`, session(sessionToken));
     expect(read.ids).toEqual([first]);
-    const threadId = (await messageRepository.findMessage(h.services.database.db, acme.workspaceId, second))!.thread_id;
+    const threadId = (await mail().findMessage(asWork(h.services.database.db), acme.workspaceId, second))!.thread_id;
     expect((await checkPage(`/app/api/messages?thread_id=${threadId}`, session(sessionToken))).ids).toContain(second);
     // Past the end: an empty page, still well-formed.
     expect(await checkPage(`/inbox?mailbox=${MAILBOX}&offset=10000`, bearer(acme.apiKey))).toEqual({ ids: [], total: files.length - 1 });

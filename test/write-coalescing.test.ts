@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isUniqueViolation } from '../src/db/dialect.js';
 import { insertRows } from '../src/db/prepared.js';
 import { deferrableWrite } from '../src/db/write-coalescing.js';
-import { messageRepository } from '../src/modules/messages/message.repository.js';
+import { asWork } from '../src/db/tables.js';
+import { systemClock } from '../src/lib/clock.js';
+import { createReceivedMailStore } from '../src/modules/mail/mail.store.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 
@@ -17,6 +19,8 @@ describe(`write coalescing (${TEST_DIALECT})`, () => {
   let workspaceId: string;
   let mailboxId: string;
   const db = () => h.services.database.db;
+  // The mail store, which owns the folder counters these tests write through its prepared write.
+  const mail = () => createReceivedMailStore({ clock: systemClock, dialect: h.services.database.dialect });
 
   beforeAll(async () => {
     h = await startHarness({ MAILROOM_HOSTED_DOMAINS: 'coalesce.test' });
@@ -53,7 +57,7 @@ describe(`write coalescing (${TEST_DIALECT})`, () => {
       .execute(async (trx) => {
         await insertRows(trx, 'events', [event('evt_wc_1', 1), event('evt_wc_2', 2)]);
         await insertRows(trx, 'jobs', [job('job_wc_1', 11)]);
-        await messageRepository.bumpFolder(trx, workspaceId, mailboxId, 'archive', 3, 2);
+        await mail().bumpFolder(asWork(trx), workspaceId, mailboxId, 'archive', 3, 2);
         return {
           events: await trx.selectFrom('events').select(['id', 'payload', 'created_at']).where('id', 'like', 'evt_wc_%').orderBy('id').execute(),
           jobs: await trx.selectFrom('jobs').select(['id', 'payload', 'run_at']).where('id', '=', 'job_wc_1').execute(),
@@ -71,10 +75,10 @@ describe(`write coalescing (${TEST_DIALECT})`, () => {
     await db()
       .transaction()
       .execute(async (trx) => {
-        await messageRepository.bumpFolder(trx, workspaceId, mailboxId, 'trash', 1, 1);
-        await messageRepository.bumpFolder(trx, workspaceId, mailboxId, 'trash', 1, 0);
+        await mail().bumpFolder(asWork(trx), workspaceId, mailboxId, 'trash', 1, 1);
+        await mail().bumpFolder(asWork(trx), workspaceId, mailboxId, 'trash', 1, 0);
         await insertRows(trx, 'events', [event('evt_wc_3', 3)]);
-        await messageRepository.bumpFolder(trx, workspaceId, mailboxId, 'trash', 5, 1);
+        await mail().bumpFolder(asWork(trx), workspaceId, mailboxId, 'trash', 5, 1);
       });
     expect(await counts('trash')).toEqual({ total: 7, unread: 2 });
   });
@@ -84,7 +88,7 @@ describe(`write coalescing (${TEST_DIALECT})`, () => {
       .transaction()
       .execute(async (trx) => {
         await insertRows(trx, 'jobs', [job('job_wc_2', 12)]);
-        await messageRepository.bumpFolder(trx, workspaceId, mailboxId, 'spam', 1, 1);
+        await mail().bumpFolder(asWork(trx), workspaceId, mailboxId, 'spam', 1, 1);
         // evt_wc_1 exists: a primary-key violation.
         await insertRows(trx, 'events', [event('evt_wc_1', 99)]);
       });
@@ -135,7 +139,7 @@ describe(`write coalescing (${TEST_DIALECT})`, () => {
       .transaction()
       .execute(async (trx) => {
         await insertRows(trx, 'events', [event('evt_wc_4', 4)]);
-        await messageRepository.bumpFolder(trx, workspaceId, mailboxId, 'drafts', 1, 0);
+        await mail().bumpFolder(asWork(trx), workspaceId, mailboxId, 'drafts', 1, 0);
         throw new Error('changed my mind');
       })
       .catch(() => undefined);
@@ -188,6 +192,7 @@ describe.runIf(TEST_DIALECT === 'postgres')('write coalescing: a statement carri
   const event = (id: string, n: number) => ({ id, workspace_id: workspaceId, type: 'message.sent', payload: `{"n":${n}}`, created_at: n });
 
   let mailboxId: string;
+  const mail = () => createReceivedMailStore({ clock: systemClock, dialect: h.services.database.dialect });
 
   beforeAll(async () => {
     h = await startHarness({ MAILROOM_HOSTED_DOMAINS: 'carry.test' });
@@ -276,7 +281,7 @@ describe.runIf(TEST_DIALECT === 'postgres')('write coalescing: a statement carri
         .transaction()
         .execute(async (trx) => {
           // A prepared write (its kept tree, new values): values, then the ON CONFLICT clause's own.
-          await messageRepository.bumpFolder(trx, workspaceId, mailboxId, 'order', 3, 2);
+          await mail().bumpFolder(asWork(trx), workspaceId, mailboxId, 'order', 3, 2);
           const update = deferrableWrite(trx.updateTable('jobs').set({ payload: '{"order":1}', run_at: 77 }).where('id', '=', jobId).where('queue', '=', 'order-test').compile());
           parts.push(update);
           await trx.executeQuery(update);

@@ -1,7 +1,7 @@
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { workspaceTag } from '../../src/lib/mail-text.js';
-import { fts5Syntax, TSQUERY_SYNTAX, type TextSyntax } from '../../src/modules/messages/search-text.js';
+import { fts5Syntax, TSQUERY_SYNTAX, type TextSyntax } from '../../src/modules/mail/search-text.js';
 import type { TextNode } from '../../src/modules/messages/search-query.js';
 import { processCpuMs } from '../lib/cpu.js';
 import type { BenchDatabase, Dialect } from '../lib/databases.js';

@@ -1,25 +1,12 @@
 import type { JobTable } from '../jobs/job.table.js';
 import type { EventTable } from '../modules/events/event.table.js';
 import type { SendingDomainTable, ServiceKeyTable } from '../modules/domains/domain.table.js';
-import type { DraftAttachmentTable, DraftTable, OutboundTable } from '../modules/sending/sending.table.js';
 import type { IdempotencyKeyTable, ServiceTokenTable } from '../modules/transactional/transactional.table.js';
 import type { ListEntryTable } from '../modules/lists/list.table.js';
-import type { MailboxTable } from '../modules/mailboxes/mailbox.table.js';
 import type { SandboxCatchAllTable, SandboxDnsRecordTable, SandboxMessageTable } from '../modules/sandbox/sandbox.table.js';
-import type { SuppressionTable } from '../modules/suppressions/suppression.table.js';
 import type { SecretKeyCheckTable } from '../modules/secrets/secret-key.table.js';
 import type { WebhookDeliveryTable, WebhookTable } from '../modules/webhooks/webhook.table.js';
-import type {
-  AttachmentTable,
-  FolderCountTable,
-  MessageContentTable,
-  MessageFtsKeyTable,
-  MessageFtsTable,
-  MessageLabelTable,
-  MessageTable,
-  ThreadRefTable,
-  ThreadTable,
-} from '../modules/messages/message.table.js';
+import type { MailTables } from '../modules/mail/mail.table.js';
 import type {
   ApiKeyTable,
   LoginFailureTable,
@@ -30,8 +17,11 @@ import type {
   WorkspaceTable,
 } from '../modules/tenancy/tenancy.table.js';
 
-/** Every table, as Kysely sees it. Row types live beside the feature that owns them. */
-export interface Database {
+/**
+ * Every table, as Kysely sees it: the union of the modules' table sets (row types live beside the module that
+ * owns them). Used by src/db, migrations, the composition (services.ts) and tests; a module sees its own set only.
+ */
+export interface Database extends MailTables {
   workspaces: WorkspaceTable;
   users: UserTable;
   memberships: MembershipTable;
@@ -39,25 +29,11 @@ export interface Database {
   sessions: SessionTable;
   login_failures: LoginFailureTable;
   request_counts: RequestCountTable;
-  mailboxes: MailboxTable;
   events: EventTable;
   jobs: JobTable;
-  threads: ThreadTable;
-  messages: MessageTable;
-  message_contents: MessageContentTable;
-  message_fts: MessageFtsTable;
-  message_fts_keys: MessageFtsKeyTable;
-  attachments: AttachmentTable;
-  message_labels: MessageLabelTable;
-  thread_refs: ThreadRefTable;
   list_entries: ListEntryTable;
-  suppressions: SuppressionTable;
-  folder_counts: FolderCountTable;
   sending_domains: SendingDomainTable;
   service_keys: ServiceKeyTable;
-  outbound: OutboundTable;
-  drafts: DraftTable;
-  draft_attachments: DraftAttachmentTable;
   service_tokens: ServiceTokenTable;
   idempotency_keys: IdempotencyKeyTable;
   webhooks: WebhookTable;

@@ -1,4 +1,4 @@
-import type { MailboxTable } from '../mailboxes/mailbox.table.js';
+import type { MailboxTable } from './mailbox.table.js';
 import type {
   AttachmentTable,
   FolderCountTable,
@@ -9,7 +9,7 @@ import type {
   MessageTable,
   ThreadRefTable,
   ThreadTable,
-} from '../messages/message.table.js';
+} from './message.table.js';
 import type { DraftAttachmentTable, DraftTable, OutboundTable } from '../sending/sending.table.js';
 import type { SuppressionTable } from '../suppressions/suppression.table.js';
 

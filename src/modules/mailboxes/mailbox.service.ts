@@ -1,14 +1,13 @@
-import type { Db } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/dialect.js';
+import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
-import { tenancyRepository } from '../tenancy/tenancy.repository.js';
 import { normalizeEmail } from '../tenancy/validation.js';
-import type { MailboxTable } from './mailbox.table.js';
-import { mailboxRepository as repo, type MailboxRow } from './mailbox.repository.js';
+import type { MailboxRow, ReceivedMailStore } from '../mail/mail.store.js';
+import type { MailboxTable } from '../mail/mailbox.table.js';
 import { MAX_DESCRIPTION_LENGTH, type DomainPolicy, type MailboxView } from './mailbox.types.js';
 import { isReservedLocalPart } from './reserved.js';
 
@@ -38,10 +37,20 @@ export function toMailboxView(row: MailboxRow): MailboxView {
   };
 }
 
-export function createMailboxService({ db, clock, domains }: { db: Db; clock: Clock; domains: DomainPolicy }): MailboxService {
+export interface MailboxDeps {
+  work: Work;
+  clock: Clock;
+  /** Which domains may hold mailboxes; `isAllowedDomain` reads (and with `hold`, holds) in the caller's transaction. */
+  domains: Pick<DomainPolicy, 'isHostedDomain'> & { isAllowedDomain(workspaceId: string, domain: string, work: Work, hold: boolean): Promise<boolean> };
+  store: Pick<ReceivedMailStore, 'createMailbox' | 'listMailboxes' | 'findMailbox' | 'deleteMailbox'>;
+  /** Whether a workspace exists (the operator names it by id). */
+  workspaceExists: (workspaceId: string) => Promise<boolean>;
+}
+
+export function createMailboxService({ work, clock, domains, store, workspaceExists }: MailboxDeps): MailboxService {
   async function find(tenant: TenantContext, addressInput: string): Promise<MailboxRow> {
     const address = normalizeEmail(addressInput);
-    const row = address ? await repo.findByAddress(db, tenant.workspaceId, address) : undefined;
+    const row = address ? await store.findMailbox(work, tenant.workspaceId, address) : undefined;
     if (!row) throw notFound('mailbox_not_found', `no mailbox ${addressInput}`);
     return row;
   }
@@ -63,12 +72,12 @@ export function createMailboxService({ db, clock, domains }: { db: Db; clock: Cl
     const now = clock.now();
     const row: MailboxTable = { id: newId('mbx'), workspace_id: workspaceId, address, description, created_at: now, updated_at: now };
     try {
-      await db.transaction().execute(async (trx) => {
+      await work.transaction().execute(async (trx) => {
         // The domain is held until the mailbox is stored, so a sending domain's delete cannot pass it by.
         if (!(await domains.isAllowedDomain(workspaceId, domain, trx, true))) {
           throw invalid('domain_not_allowed', `${domain} is neither a hosted domain nor a verified sending domain of this workspace`);
         }
-        await repo.insert(trx, row);
+        await store.createMailbox(trx, row);
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw conflict('address_taken', `the address ${address} is already in use`);
@@ -79,13 +88,13 @@ export function createMailboxService({ db, clock, domains }: { db: Db; clock: Cl
 
   return {
     async list(tenant) {
-      return (await repo.list(db, tenant.workspaceId)).map(toMailboxView);
+      return (await store.listMailboxes(work, tenant.workspaceId)).map(toMailboxView);
     },
 
     create: (tenant, input) => insert(tenant.workspaceId, input, false),
 
     async createAsOperator(workspaceId, input) {
-      if (!(await tenancyRepository.findWorkspace(db, workspaceId))) throw notFound('workspace_not_found', `no workspace ${workspaceId}`);
+      if (!(await workspaceExists(workspaceId))) throw notFound('workspace_not_found', `no workspace ${workspaceId}`);
       return insert(workspaceId, input, true);
     },
 
@@ -95,7 +104,7 @@ export function createMailboxService({ db, clock, domains }: { db: Db; clock: Cl
 
     async remove(tenant, address) {
       const row = await find(tenant, address);
-      await repo.delete(db, tenant.workspaceId, row.id);
+      await store.deleteMailbox(work, tenant.workspaceId, row.id);
     },
   };
 }

@@ -1,21 +1,18 @@
-import type { Db } from '../../db/database.js';
-import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
+import type { GroupCommit } from '../../db/group-commit.js';
+import { asWork, type Work } from '../../db/tables.js';
 import type { FairGate } from '../../lib/fair-gate.js';
 import type { Logger } from '../../lib/logger.js';
-import type { EventsService } from '../events/events.service.js';
+import type { EmitInput } from '../events/event.types.js';
 import type { ListService } from '../lists/list.service.js';
-import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
+import type { ReceivedMailStore } from '../mail/mail.store.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import type { Analysis, MessageAnalyzer } from './analysis.js';
-import type { MessageStore } from './message-store.js';
 import type { Folder, MessageListView } from './message.types.js';
 import { toMessageListView } from './message.views.js';
 import type { ParsedMessage } from './mime.js';
 import { eventText, receivedEventData } from './received-event.js';
-import { messageRepository } from './message.repository.js';
 import { parseDsn, parseFeedbackReport, type DsnRecipient, type FeedbackReport } from '../sending/reports.js';
 import { isPermanentStatus } from '../suppressions/suppression.service.js';
-import { suppressionRepository } from '../suppressions/suppression.repository.js';
 import type { Clock } from '../../lib/clock.js';
 import type { ReturnPaths } from '../sending/verp.js';
 
@@ -61,13 +58,21 @@ export interface InboundService {
   deliver(raw: Buffer, envelope: Envelope, recipients: readonly Recipient[]): Promise<string[]>;
 }
 
+type ParametersAfterFirst<F extends (...args: never[]) => unknown> = Parameters<F> extends [unknown, ...infer Rest] ? Rest : never;
+
+/** The mail store's operations inbound mail uses. */
+export type InboundStore = Pick<ReceivedMailStore, 'storeCopy' | 'findMessage' | 'mailboxForRecipient' | 'sentMessage' | 'sentRecipients' | 'suppress'>;
+
 export interface InboundDeps {
-  db: Db;
+  /** The pool: lookups at RCPT, and the transaction of a refusal's event. */
+  work: Work;
   /** When a bounce or complaint suppressed its address. */
   clock: Clock;
-  events: EventsService;
-  store: MessageStore;
-  lists: ListService;
+  /** Emits an event in the caller's transaction. */
+  events: { emit(work: Work, input: EmitInput): Promise<unknown> };
+  store: InboundStore;
+  /** The workspace's inbound allow and block lists. */
+  lists: { evaluate(work: Work, ...rest: ParametersAfterFirst<ListService['evaluate']>): ReturnType<ListService['evaluate']> };
   /** Parses and authenticates the raw message (on worker threads in a running service). */
   analyzer: MessageAnalyzer;
   /**
@@ -79,7 +84,7 @@ export interface InboundDeps {
   /** Outbound mail's keyed VERP return paths (bounces+msg_…-tag@domain). */
   returnPaths: ReturnPaths;
   /** Shared commits: concurrent deliveries are stored in one transaction (see db/group-commit.ts). */
-  commits?: GroupCommit;
+  commits: GroupCommit;
   /** Sandbox mode: the catch-all mailbox of an address that has none of its own (modules/sandbox). */
   catchAll?: ((address: string) => Promise<MailboxAddress | undefined>) | undefined;
 }
@@ -92,12 +97,6 @@ interface Report {
   messageId: string;
   sentTo: ReadonlySet<string>;
   view: (MessageListView | { message_id: string }) & { delivery_status: string | null };
-}
-
-/** Every recipient of an outbound message, lower-case: whom a whole-message return path's report may name. */
-async function recipientsOf(db: Db, workspaceId: string, messageId: string): Promise<Set<string>> {
-  const outbound = await db.selectFrom('outbound').select('recipients_json').where('workspace_id', '=', workspaceId).where('message_id', '=', messageId).executeTakeFirst();
-  return new Set(outbound ? (JSON.parse(outbound.recipients_json) as Array<{ address: string }>).map((r) => r.address.toLowerCase()) : []);
 }
 
 /**
@@ -115,17 +114,17 @@ function reportRecipientOf(outbound: { mail_from: string; recipients_json: strin
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ db, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, commits = createGroupCommit(db), catchAll }: InboundDeps): InboundService {
+export function createInboundService({ work, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, commits, catchAll }: InboundDeps): InboundService {
 
   /**
    * A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the
-   * SMTP reply. A report that names no recipient of the message changes nothing (decision 208).
-   * A permanent (5.x.x) failure and a complaint also suppress the address, in the same transaction.
+   * SMTP reply. A report that names no recipient of the message changes nothing (decision 208). A permanent
+   * (5.x.x) failure and a complaint also suppress the address, in the same transaction.
    */
-  async function recordReport(trx: Db, recipient: Recipient, parsed: ParsedMessage): Promise<string[]> {
+  async function recordReport(trx: Work, recipient: Recipient, parsed: ParsedMessage): Promise<string[]> {
     const messageId = recipient.reportFor!;
-    const sentTo = recipient.reportRecipient ? new Set([recipient.reportRecipient]) : await recipientsOf(trx, recipient.workspaceId, messageId);
-    const row = await messageRepository.findMessage(trx, recipient.workspaceId, messageId);
+    const sentTo = recipient.reportRecipient ? new Set([recipient.reportRecipient]) : await store.sentRecipients(trx, recipient.workspaceId, messageId);
+    const row = await store.findMessage(trx, recipient.workspaceId, messageId);
     const listView = row ? toMessageListView(row) : undefined;
     // The events' `status` is the report's; the message's delivery status moves to `delivery_status` (decision 328).
     const view = { ...(listView ?? { message_id: messageId }), delivery_status: listView?.status ?? null };
@@ -138,7 +137,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
     return [`report:${messageId}`];
   }
 
-  async function recordComplaint(trx: Db, report: Report, feedback: FeedbackReport): Promise<string[]> {
+  async function recordComplaint(trx: Work, report: Report, feedback: FeedbackReport): Promise<string[]> {
     const { workspaceId, messageId, sentTo, view } = report;
     // Feedback loops often redact the recipient: the keyed return path already ties the report to this message.
     const complainer = feedback.recipient ?? (sentTo.size === 1 ? [...sentTo][0]! : null);
@@ -148,7 +147,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
     }
     // A complaint that names nobody among several recipients suppresses nobody (decision 330).
     if (complainer !== null) {
-      await suppressionRepository.insert(trx, [{ workspace_id: workspaceId, address: complainer, reason: 'complaint', detail: feedback.feedbackType, status_code: null, message_id: messageId, created_at: clock.now() }]);
+      await store.suppress(trx, [{ workspace_id: workspaceId, address: complainer, reason: 'complaint', detail: feedback.feedbackType, status_code: null, message_id: messageId, created_at: clock.now() }]);
     }
     await events.emit(trx, {
       workspaceId,
@@ -158,7 +157,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
     return [`complaint:${messageId}`];
   }
 
-  async function recordBounces(trx: Db, report: Report, failed: readonly DsnRecipient[]): Promise<void> {
+  async function recordBounces(trx: Work, report: Report, failed: readonly DsnRecipient[]): Promise<void> {
     const { workspaceId, messageId, sentTo, view } = report;
     // Matched by the address the message was sent to: Original-Recipient when a forwarder changed the final one.
     const failures = failed.flatMap((r) => {
@@ -166,7 +165,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
       return sent ? [{ ...r, recipient: sent, permanent: isPermanentStatus(r.status) }] : [];
     });
     const now = clock.now();
-    await suppressionRepository.insert(
+    await store.suppress(
       trx,
       failures.filter((f) => f.permanent).map((f) => ({ workspace_id: workspaceId, address: f.recipient, reason: 'hard_bounce' as const, detail: f.diagnostic ?? f.status, status_code: f.status, message_id: messageId, created_at: now })),
     );
@@ -187,13 +186,14 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
     const { parsed, auth } = analysis;
     // Authentication-Results goes in front of the stored source, as the analysis put it in front of the headers (RFC 8601).
     const stored = auth.headerLines ? Buffer.concat([Buffer.from(auth.headerLines.replace(/\r?\n$/, '') + '\r\n'), raw]) : raw;
-    // A DMARC failure under a reject or quarantine policy is the clearest spam signal we have (RFC 7489 section 6.3).
+    // A DMARC failure under a reject or quarantine policy is the clearest spam signal we have (RFC 7489 §6.3).
     const folder: Folder = auth.quarantine ? 'spam' : 'inbox';
     const envelopeJson = { mail_from: envelope.mailFrom, remote_ip: envelope.remoteIp, helo: envelope.helo };
     const text = eventText(parsed);
     // Deliveries arriving together share one transaction (one commit, one fsync): see group-commit.ts.
     // `run` queues the unit before it returns, which is what `deliver`'s announcement waits for.
-    return commits.run(async (trx) => {
+    return commits.run(async (unit) => {
+      const trx = asWork(unit);
       const ids: string[] = [];
       // Bounces and complaints are events about an outbound message, not mail for a mailbox.
       for (const recipient of recipients) {
@@ -201,7 +201,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
       }
       // One lock order for every transaction (PostgreSQL row locks on threads and folder counters).
       for (const recipient of [...recipients].filter((r) => !r.reportFor).sort((a, b) => a.mailboxId.localeCompare(b.mailboxId))) {
-        const row = await store.store(trx, {
+        const row = await store.storeCopy(trx, {
           workspaceId: recipient.workspaceId,
           mailboxId: recipient.mailboxId,
           mailboxAddress: recipient.address,
@@ -228,18 +228,18 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
       if (returnPath.kind === 'forged') return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
       if (returnPath.kind === 'valid') {
         const reportFor = returnPath.messageId;
-        const outbound = await db.selectFrom('outbound').select(['workspace_id', 'mail_from', 'recipients_json']).where('message_id', '=', reportFor).executeTakeFirst();
+        const outbound = await store.sentMessage(work, reportFor);
         const reportRecipient = outbound ? reportRecipientOf(outbound, returnPath, returnPaths) : undefined;
         if (!outbound || reportRecipient === undefined) return { ok: false, reason: 'no_mailbox', detail: `no message behind ${rawAddress}` };
         return { ok: true, recipient: { workspaceId: outbound.workspace_id, mailboxId: '', address: rawAddress.toLowerCase(), reportFor, reportRecipient } };
       }
       const address = normalizeEmail(rawAddress);
-      const mailbox = address ? ((await mailboxRepository.findAnyByAddress(db, address)) ?? (await catchAll?.(address))) : undefined;
+      const mailbox = address ? ((await store.mailboxForRecipient(work, address)) ?? (await catchAll?.(address))) : undefined;
       if (!mailbox) return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
       const sender = normalizeEmail(envelope.mailFrom);
-      const verdict = await lists.evaluate(db, mailbox.workspace_id, 'inbound', { address: sender, ip: envelope.remoteIp });
+      const verdict = await lists.evaluate(work, mailbox.workspace_id, 'inbound', { address: sender, ip: envelope.remoteIp });
       if (verdict.decision === 'refuse') {
-        await db.transaction().execute((trx) =>
+        await work.transaction().execute((trx) =>
           events.emit(trx, {
             workspaceId: mailbox.workspace_id,
             type: 'message.rejected',

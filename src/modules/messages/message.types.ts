@@ -101,13 +101,19 @@ export interface ThreadDetailView extends ThreadView {
   messages: MessageListView[];
 }
 
+/**
+ * A search answer counts its matches up to this many (`total_capped` beyond): counting every match of a common
+ * word in a million messages is most of the work of a search, and no one pages that far.
+ */
+export const SEARCH_TOTAL_CAP = 1000;
+
 /** A page of messages, newest first (`GET /inbox`, `GET /app/api/messages`). */
 export interface MessagePage {
   messages: MessageListView[];
   total: number;
   limit: number;
   offset: number;
-  /** Searches only: `total` stopped counting at its cap (search.repository.ts), there are more matches. */
+  /** Searches only: `total` stopped counting at its cap (SEARCH_TOTAL_CAP), there are more matches. */
   total_capped?: boolean;
 }
 

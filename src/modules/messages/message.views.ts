@@ -2,7 +2,7 @@ import { iso } from '../../lib/clock.js';
 import { withoutInvisibleFormat } from '../../lib/mail-text.js';
 import type { RecipientState } from '../sending/sending.table.js';
 import type { AttachmentView, AuthSummary, DeliveryDetail, DeliveryEvent, MessageListView, SentMessageView, ThreadView } from './message.types.js';
-import type { DeliveryColumns, DeliveryDetailColumns, MessagePageRow, ThreadRow } from './message.repository.js';
+import type { DeliveryColumns, DeliveryDetailColumns, MessagePageRow, ThreadRow } from '../mail/mail.store.js';
 import type { AddressView } from './mime.js';
 
 const parse = <T>(text: string): T => JSON.parse(text) as T;
@@ -11,7 +11,7 @@ const parse = <T>(text: string): T => JSON.parse(text) as T;
  * A message row → the API's list view, the one writer of it: pages, thread details, single messages and the
  * events' `data` all start here, and the HTTP routes write it through their response schemas (MessageListItem in
  * transports/http/schemas.ts), so a new field is added here and there. With the row's delivery state (read by the
- * views' queries, see message.repository.ts DELIVERY_COLUMNS), an outbound message's view adds `status` and `events`.
+ * views' queries, see mail/message.store.ts DELIVERY_COLUMNS), an outbound message's view adds `status` and `events`.
  */
 export function toMessageListView(row: MessagePageRow & Partial<DeliveryColumns>): MessageListView {
   const view: MessageListView = {

@@ -1,5 +1,5 @@
 /**
- * The search query language: Gmail's operators, parsed into a typed tree that a search repository walks.
+ * The search query language: Gmail's operators, parsed into a typed tree that the mail store's search walks.
  * Text (words, phrases, prefixes, per-field text) goes to the full-text index; column filters (folder, label, read,
  * mailbox, dates, attachments) become indexed conditions. Queries are attacker input: the parse is one pass over the
  * characters and one over the tokens, with bounds on length, terms and nesting, and fails only with `invalid_query`.
@@ -14,7 +14,7 @@ export const MAX_QUERY_LENGTH = 1000;
 export const MAX_QUERY_TERMS = 50;
 /** Parentheses inside parentheses. */
 export const MAX_QUERY_DEPTH = 10;
-/** An address is at most 254 characters (RFC 5321 section 4.5.3.1.3, less the angle brackets). */
+/** An address is at most 254 characters (RFC 5321 §4.5.3.1.3, less the angle brackets). */
 const MAX_MAILBOX_LENGTH = 254;
 
 /** The fields a text term can be limited to (`from:alice`); `null` on a term means every text field and the body. */

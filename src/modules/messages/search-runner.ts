@@ -8,13 +8,13 @@
  *   workspaces), waiting bounded (429 `search_busy`), and a deadline from arrival (503 `search_timeout`).
  */
 import { sql } from 'kysely';
-import type { DbHandle } from '../../db/database.js';
-import { SQLITE_BUSY_TIMEOUT_MS } from '../../db/database.js';
+import type { DialectInfo } from '../../db/dialect.js';
+import type { Work } from '../../db/tables.js';
 import { DomainError, rateLimited } from '../../lib/errors.js';
 import { createFairGate, GateFull, type Release } from '../../lib/fair-gate.js';
 import type { Logger } from '../../lib/logger.js';
 import { createThreadPool, type ThreadPool } from '../../lib/thread-pool.js';
-import { executeSearch, type SearchAnswer, type SearchTask } from './search-task.js';
+import { executeSearch, type SearchAnswer, type SearchStore, type SearchTask } from './search-task.js';
 import type { SearchWorkerData } from './search.worker.js';
 
 export interface SearchLimits {
@@ -57,10 +57,20 @@ const searchTimeout = (timeoutMs: number): DomainError =>
 
 const readerFailed = (): DomainError => new DomainError('unavailable', 'search_unavailable', 'the search could not be run; try again shortly', BUSY_RETRY_AFTER_S);
 
+/** Where searches run: the process's pool, and on SQLite the database file the reader threads open. */
+export interface SearchDatabase {
+  work: Work;
+  dialect: DialectInfo;
+  /** SQLite: the database file, or null in memory (no reader threads then). */
+  sqliteFile: string | null;
+  /** SQLite: how long a reader waits for a lock (the process's own setting). */
+  busyTimeoutMs: number;
+}
+
 /** SQLite's reader threads, or null where there is no file to open beside the process's connection (in memory). */
-function readerPool(handle: DbHandle, limits: SearchLimits, logger: Logger): ThreadPool<SearchTask, SearchAnswer> | null {
-  if (handle.sqliteFile === null) return null;
-  const workerData: SearchWorkerData = { path: handle.sqliteFile, busyTimeoutMs: SQLITE_BUSY_TIMEOUT_MS };
+function readerPool(database: SearchDatabase, limits: SearchLimits, logger: Logger): ThreadPool<SearchTask, SearchAnswer> | null {
+  if (database.sqliteFile === null) return null;
+  const workerData: SearchWorkerData = { path: database.sqliteFile, busyTimeoutMs: database.busyTimeoutMs };
   return createThreadPool<SearchTask, SearchAnswer>({
     near: import.meta.url,
     worker: 'search.worker',
@@ -74,9 +84,9 @@ function readerPool(handle: DbHandle, limits: SearchLimits, logger: Logger): Thr
   });
 }
 
-export function createSearchRunner({ handle, limits, logger }: { handle: DbHandle; limits: SearchLimits; logger: Logger }): SearchRunner {
-  const { db, dialect } = handle;
-  const pool = dialect.name === 'sqlite' ? readerPool(handle, limits, logger) : null;
+export function createSearchRunner({ database, store, limits, logger }: { database: SearchDatabase; store: SearchStore; limits: SearchLimits; logger: Logger }): SearchRunner {
+  const { work, dialect } = database;
+  const pool = dialect.name === 'sqlite' ? readerPool(database, limits, logger) : null;
   // A granted SQLite search always finds a thread of its own: slots are never more than threads.
   const total = pool ? Math.min(limits.concurrency, limits.threads) : limits.concurrency;
   const gate = createFairGate({ total, perKey: limits.perWorkspace, maxWaitingPerKey: SEARCH_WAITING_PER_WORKSPACE, maxWaiting: SEARCH_WAITING });
@@ -84,9 +94,9 @@ export function createSearchRunner({ handle, limits, logger }: { handle: DbHandl
   /** PostgreSQL: the server cancels the statement at the budget's end, so a slot is never held past it. */
   async function onPostgres(task: SearchTask, budgetMs: number): Promise<SearchAnswer> {
     try {
-      return await db.transaction().execute(async (trx) => {
+      return await work.transaction().execute(async (trx) => {
         await sql`set local statement_timeout = ${sql.lit(Math.max(1, Math.ceil(budgetMs)))}`.execute(trx);
-        return executeSearch(trx, dialect, task);
+        return executeSearch(trx, store, task);
       });
     } catch (err) {
       if ((err as { code?: unknown }).code === PG_QUERY_CANCELED) throw searchTimeout(limits.timeoutMs);
@@ -96,7 +106,7 @@ export function createSearchRunner({ handle, limits, logger }: { handle: DbHandl
 
   const execute = (task: SearchTask, budgetMs: number): Promise<SearchAnswer> => {
     if (pool) return pool.run(task);
-    return dialect.name === 'postgres' ? onPostgres(task, budgetMs) : executeSearch(db, dialect, task);
+    return dialect.name === 'postgres' ? onPostgres(task, budgetMs) : executeSearch(work, store, task);
   };
 
   /** Waits for a slot; a full queue is `search_busy`. */

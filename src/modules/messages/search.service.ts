@@ -1,9 +1,7 @@
 import type { TenantContext } from '../tenancy/tenancy.types.js';
-import { bound } from './message.repository.js';
-import type { Folder, MessagePage, MessageSearchQuery, ThreadView } from './message.types.js';
+import { SEARCH_TOTAL_CAP, type Folder, type MessagePage, type MessageSearchQuery, type ThreadView } from './message.types.js';
 import { toMessageListView, toThreadView } from './message.views.js';
 import { parseSearchQuery } from './search-query.js';
-import { SEARCH_TOTAL_CAP } from './search.repository.js';
 import type { SearchRunner } from './search-runner.js';
 
 export interface ThreadSearchQuery {
@@ -22,7 +20,7 @@ export interface SearchDeps {
   parseFolder: (value: string) => Folder;
 }
 
-/** `total` and `total_capped` of a search answer from the capped count (search.repository.ts). */
+/** `total` and `total_capped` of a search answer from the capped count (counted up to SEARCH_TOTAL_CAP + 1). */
 function totals(counted: number): { total: number; total_capped: boolean } {
   return counted > SEARCH_TOTAL_CAP ? { total: SEARCH_TOTAL_CAP, total_capped: true } : { total: counted, total_capped: false };
 }
@@ -36,7 +34,7 @@ export function createSearch({ runner, mailboxId, parseFolder }: SearchDeps) {
     async search(tenant: TenantContext, query: MessageSearchQuery): Promise<MessagePage> {
       const node = parseSearchQuery(query.q);
       const folder = query.folder === undefined ? undefined : parseFolder(query.folder);
-      const filter = bound({ mailboxId: await mailboxId(tenant, query.mailbox), folder, label: query.label, threadId: query.thread_id, unread: query.unread });
+      const filter = { mailboxId: await mailboxId(tenant, query.mailbox), folder, label: query.label, threadId: query.thread_id, unread: query.unread };
       const answer = await runner.run({ kind: 'messages', workspaceId: tenant.workspaceId, filter, node, limit: query.limit, offset: query.offset });
       if (answer.kind !== 'messages') throw new Error('a message search answered with threads');
       const { rows, total } = answer;

@@ -6,9 +6,10 @@
 import SQLite from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { workerData } from 'piscina';
-import type { Db } from '../../db/database.js';
 import { SQLITE } from '../../db/dialect.js';
-import type { Database } from '../../db/schema.js';
+import type { NoTables, Work } from '../../db/tables.js';
+import { systemClock } from '../../lib/clock.js';
+import { createReceivedMailStore } from '../mail/mail.store.js';
 import { executeSearch, type SearchAnswer, type SearchTask } from './search-task.js';
 
 export interface SearchWorkerData {
@@ -17,15 +18,17 @@ export interface SearchWorkerData {
   busyTimeoutMs: number;
 }
 
-let db: Db | null = null;
+let opened: { work: Work; store: ReturnType<typeof createReceivedMailStore> } | null = null;
 
-function open(): Db {
+function open(): NonNullable<typeof opened> {
   const settings = workerData as SearchWorkerData;
   const database = new SQLite(settings.path, { readonly: true, fileMustExist: true });
   database.pragma(`busy_timeout = ${settings.busyTimeoutMs}`);
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  // A handle naming no table: the mail store's searches view it over their own tables.
+  return { work: new Kysely<NoTables>({ dialect: new SqliteDialect({ database }) }), store: createReceivedMailStore({ clock: systemClock, dialect: SQLITE }) };
 }
 
 export default function search(task: SearchTask): Promise<SearchAnswer> {
-  return executeSearch((db ??= open()), SQLITE, task);
+  const { work, store } = (opened ??= open());
+  return executeSearch(work, store, task);
 }

@@ -4,7 +4,7 @@ import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { conflict, forbidden, invalid, notFound } from '../../lib/errors.js';
 import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
-import type { MailboxTable } from '../mailboxes/mailbox.table.js';
+import type { MailboxTable } from '../mail/mailbox.table.js';
 import { isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import { normalizeName } from './dns-records.js';

@@ -6,16 +6,19 @@
  * Why a kept page is never stale:
  * - A page of one mailbox (filtered by folder and read state, or not) shows only that mailbox's messages in
  *   the folders it reads, and those folders' counters.
- * - Every transaction that changes such a message also raises the folder's `modseq` (folder_counts, see
- *   `messageRepository.bumpFolder`), which only ever grows while the mailbox exists.
+ * - Every transaction that changes such a message also raises the folder's `modseq` (folder_counts), which only
+ *   ever grows while the mailbox exists: every operation of the mail store that changes a message does it
+ *   (`bumpFolder` in modules/mail/message.store.ts).
  * - A page is kept under its *version*: the mailbox's id and the sum of those folders' modseqs, read in the
- *   same statement as the page (one snapshot; `MessageService.list`). The sum changes with every such transaction,
- *   so a later request that reads the same version (`MessageService.pageVersion`) would read the same page.
+ *   same statement as the page (one snapshot; the mail store's `pageAndVersion`, behind `MessageService.list`). The
+ *   sum changes with every such transaction, so a later request that reads the same version (`pageVersion`, behind
+ *   `MessageService.pageVersion`) would read the same page.
  * - The mailbox id is part of the version: a mailbox deleted and created again at its address starts its
  *   modseqs anew.
  * - An outbound message's delivery `status` and `events` change without a modseq: a page showing a delivery
- *   that is still `scheduled`, `queued` or `processing` has no version and is never kept (decision 216), and a final one does
- *   not change. Whatever changes a final delivery state must raise the folder's modseq.
+ *   that is still `scheduled`, `queued` or `processing` has no version (`pageAndVersion` gives none) and is never
+ *   kept (decision 216), and a final one does not change. Whatever changes a final delivery state must raise the
+ *   folder's modseq.
  * - The key holds everything of the request that decides the answer apart from the version: the route (its
  *   serializer), the workspace and every query parameter.
  * Each process keeps its own pages; the version is read from the database on every request, so changes

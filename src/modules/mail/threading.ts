@@ -1,4 +1,4 @@
-/** Subject threading joins a thread only within this window. */
+/** Subject threading joins a thread only within this window: an old subject reused later starts a new thread. */
 export const SUBJECT_THREAD_WINDOW_MS = 30 * 86_400_000;
 
 // Reply/forward prefixes in the languages mail clients commonly add, with optional counters

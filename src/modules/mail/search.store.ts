@@ -4,18 +4,13 @@
  * conditions on `messages`, which its indexes serve. Every statement filters by workspace.
  */
 import { sql, type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
-import type { Db } from '../../db/database.js';
 import type { DialectInfo } from '../../db/dialect.js';
+import type { Work } from '../../db/tables.js';
 import { taggedDocument, workspaceTag, type SearchDocument } from '../../lib/mail-text.js';
-import { DELIVERY_COLUMNS, filtered, PAGE_COLUMNS, type BoundFilter, type DeliveryColumns, type MessagePageRow } from './message.repository.js';
-import { containsText, type FilterNode, type SearchNode } from './search-query.js';
+import { SEARCH_TOTAL_CAP } from '../messages/message.types.js';
+import { containsText, type FilterNode, type SearchNode } from '../messages/search-query.js';
+import { bound, DELIVERY_COLUMNS, filtered, mailDb, PAGE_COLUMNS, threadRows, type BoundFilter, type DeliveryColumns, type MailDb, type MessageFilter, type MessagePageRow, type ThreadIdQuery, type ThreadRow } from './message.store.js';
 import { fts5Syntax, TSQUERY_SYNTAX, type TextSyntax } from './search-text.js';
-
-/**
- * A search answer counts its matches up to this many (`total_capped` beyond): counting every match of a common
- * word in a million messages is most of the work of a search, and no one pages that far.
- */
-export const SEARCH_TOTAL_CAP = 1000;
 
 /** The statement every search starts from: the workspace's messages with their mailbox and delivery state. */
 type MessageQuery = ReturnType<typeof filtered>;
@@ -137,14 +132,14 @@ const ftsMatch =
       eb
         .selectFrom('message_fts_keys')
         .select('message_fts_keys.message_id')
-        .where('message_fts_keys.id', 'in', eb.selectFrom('message_fts').select('message_fts.rowid').where(sql`message_fts`, 'match', expr)),
+        .where('message_fts_keys.id', 'in', eb.selectFrom('message_fts').select('message_fts.rowid').where(sql.table('message_fts'), 'match', expr)),
     );
 
 /** PostgreSQL: the message's tsvector (the statement joins `message_contents`) matches. */
 const tsMatch =
   (expr: string): Cond =>
   () =>
-    sql<SqlBool>`message_contents.search_document @@ cast(${expr} as tsquery)`;
+    sql<SqlBool>`${sql.ref('message_contents.search_document')} @@ cast(${expr} as tsquery)`;
 
 /** The statement's rows and their order: from the index newest first (SQLite, positive text), or from `messages`. */
 interface Plan {
@@ -152,7 +147,7 @@ interface Plan {
   order: (q: MessageQuery) => MessageQuery;
 }
 
-function plan(db: Db, dialect: DialectInfo, workspaceId: string, filter: BoundFilter, node: SearchNode): Plan {
+function plan(db: MailDb, dialect: DialectInfo, workspaceId: string, filter: BoundFilter, node: SearchNode): Plan {
   const fts = dialect.fullText === 'fts5';
   const ftsSyntax = fts ? fts5Syntax(workspaceTag(workspaceId)) : null;
   const compiler = new Compiler(ftsSyntax ?? TSQUERY_SYNTAX, fts ? ftsMatch : tsMatch, workspaceId);
@@ -173,38 +168,47 @@ function plan(db: Db, dialect: DialectInfo, workspaceId: string, filter: BoundFi
   const driven = query
     .innerJoin('message_fts_keys', 'message_fts_keys.message_id', 'messages.id')
     .innerJoin('message_fts', 'message_fts.rowid', 'message_fts_keys.id')
-    .where(sql`message_fts`, 'match', text) as unknown as MessageQuery;
+    .where(sql.table('message_fts'), 'match', text) as unknown as MessageQuery;
   const unindexed = new Compiler(ftsSyntax!, ftsMatch, workspaceId, true);
-  return { query: driven.where(unindexed.cond({ ...unindexed.compile(node), text: null, without: [] })), order: (q) => q.orderBy(sql`message_fts.rowid`, 'desc') };
+  return { query: driven.where(unindexed.cond({ ...unindexed.compile(node), text: null, without: [] })), order: (q) => q.orderBy(sql.ref('message_fts.rowid'), 'desc') };
 }
 
 export type SearchPageRow = MessagePageRow & DeliveryColumns;
 
-export const searchRepository = {
-  /**
-   * SQLite: the message's FTS5 row, keyed by a new key, its words behind the workspace's tag (so that a query's
-   * prefixes walk only this workspace's words). PostgreSQL keeps its tsvector in `message_contents`.
-   */
-  async indexFts(db: Db, workspaceId: string, messageId: string, doc: SearchDocument): Promise<void> {
-    const key = await db.insertInto('message_fts_keys').values({ message_id: messageId, workspace_id: workspaceId }).returning('id').executeTakeFirstOrThrow();
-    await db.insertInto('message_fts').values({ rowid: key.id, ...taggedDocument(doc, workspaceTag(workspaceId)) }).execute();
-  },
+/**
+ * SQLite: the message's FTS5 row, keyed by a new key, its words behind the workspace's tag (so that a query's
+ * prefixes walk only this workspace's words). PostgreSQL keeps its tsvector in `message_contents`.
+ */
+export async function indexFts(db: MailDb, workspaceId: string, messageId: string, doc: SearchDocument): Promise<void> {
+  const key = await db.insertInto('message_fts_keys').values({ message_id: messageId, workspace_id: workspaceId }).returning('id').executeTakeFirstOrThrow();
+  await db.insertInto('message_fts').values({ rowid: key.id, ...taggedDocument(doc, workspaceTag(workspaceId)) }).execute();
+}
 
-  /** A page of the messages that match, newest first, with their count up to SEARCH_TOTAL_CAP (+1: more). */
-  async searchMessages(db: Db, dialect: DialectInfo, workspaceId: string, filter: BoundFilter, node: SearchNode, limit: number, offset: number) {
-    const { query, order } = plan(db, dialect, workspaceId, filter, node);
-    const [rows, counted] = await Promise.all([
-      order(query.select([...PAGE_COLUMNS, ...DELIVERY_COLUMNS])).limit(limit).offset(offset).execute() as Promise<SearchPageRow[]>,
-      db
-        .selectFrom(query.select(sql<number>`1`.as('one')).limit(SEARCH_TOTAL_CAP + 1).as('hits'))
-        .select((eb) => eb.fn.countAll<number | string>().as('n'))
-        .executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: Number(counted.n) };
-  },
+/**
+ * Searches: each runs on the handle it is given (the pool, a transaction with a time limit, or a reader thread's
+ * own connection, see messages/search-runner.ts).
+ */
+export function createSearchStore({ dialect }: { dialect: DialectInfo }) {
+  return {
+    /** A page of the messages that match, newest first, with their count up to SEARCH_TOTAL_CAP (+1: more). */
+    async searchMessages(work: Work, workspaceId: string, filter: MessageFilter, node: SearchNode, limit: number, offset: number): Promise<{ rows: SearchPageRow[]; total: number }> {
+      const db = mailDb(work);
+      const { query, order } = plan(db, dialect, workspaceId, bound(filter), node);
+      const [rows, counted] = await Promise.all([
+        order(query.select([...PAGE_COLUMNS, ...DELIVERY_COLUMNS])).limit(limit).offset(offset).execute() as Promise<SearchPageRow[]>,
+        db
+          .selectFrom(query.select(sql<number>`1`.as('one')).limit(SEARCH_TOTAL_CAP + 1).as('hits'))
+          .select((eb) => eb.fn.countAll<number | string>().as('n'))
+          .executeTakeFirstOrThrow(),
+      ]);
+      return { rows, total: Number(counted.n) };
+    },
 
-  /** The ids of the threads with a message that matches (as a subquery of `threads.id`). */
-  matchingThreadIds(db: Db, dialect: DialectInfo, workspaceId: string, node: SearchNode) {
-    return plan(db, dialect, workspaceId, {}, node).query.select('messages.thread_id');
-  },
-} as const;
+    /** A page of the threads with a message that matches, newest first, and their count. */
+    searchThreads(work: Work, workspaceId: string, filter: { mailboxId?: string | undefined; label?: string | undefined }, node: SearchNode, limit: number, offset: number): Promise<{ rows: ThreadRow[]; total: number }> {
+      const db = mailDb(work);
+      const matching = plan(db, dialect, workspaceId, {}, node).query.select('messages.thread_id') as unknown as ThreadIdQuery;
+      return threadRows(db, workspaceId, { ...filter, matching }, limit, offset);
+    },
+  };
+}

@@ -4,7 +4,7 @@
  * (lib/mail-text.ts), so a term of several words (`invoice-2024`, `alice@example.com`) is a phrase of them.
  */
 import { FIELD_PREFIX, searchTokens } from '../../lib/mail-text.js';
-import type { TextNode } from './search-query.js';
+import type { TextNode } from '../messages/search-query.js';
 
 /** How one database writes text terms and combines them. Every term's words are letters and digits: no escaping. */
 export interface TextSyntax {

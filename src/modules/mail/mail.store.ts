@@ -1,0 +1,37 @@
+/**
+ * The received-mail half of the mail store: the one owner of mailboxes and everything stored in them (messages,
+ * threads, contents, attachments, labels, folder counters, the search index), and of what a bounce or complaint
+ * reads and files. Every operation takes the pool or the caller's transaction (`Work`) first and names its tables
+ * only inside this module; services receive the operations they use as `Pick<ReceivedMailStore, …>` from services.ts.
+ */
+import type { DialectInfo } from '../../db/dialect.js';
+import type { Clock } from '../../lib/clock.js';
+import { createBounceStore } from './bounces.store.js';
+import { createCopyStore } from './copy.store.js';
+import { createMailboxStore } from './mailbox.store.js';
+import { createMessageStore } from './message.store.js';
+import { createOrganizeStore } from './organize.store.js';
+import { createSearchStore } from './search.store.js';
+
+export interface ReceivedMailStoreDeps {
+  clock: Clock;
+  /** What the database can do: row locks (a thread's row is locked before its counts change), its full-text index. */
+  dialect: DialectInfo;
+}
+
+export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
+  return {
+    ...createCopyStore(deps),
+    ...createMessageStore(),
+    ...createOrganizeStore(deps),
+    ...createMailboxStore(),
+    ...createSearchStore(deps),
+    ...createBounceStore(),
+  };
+}
+
+export type ReceivedMailStore = ReturnType<typeof createReceivedMailStore>;
+export type { StoreInput } from './copy.store.js';
+export type { MailboxRow } from './mailbox.store.js';
+export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, ThreadRow, VersionedPage } from './message.store.js';
+export type { SearchPageRow } from './search.store.js';

@@ -1,0 +1,76 @@
+/**
+ * Mailboxes: the addresses mail is stored under, each with its counts summed from its folders' counters. Every
+ * lookup filters by workspace, but the lookup by address for inbound SMTP, which is service-wide on purpose.
+ */
+import type { Kysely } from 'kysely';
+import { preparedQuery } from '../../db/prepared.js';
+import type { Work } from '../../db/tables.js';
+import type { MailTables } from './mail.table.js';
+import type { MailboxTable } from './mailbox.table.js';
+import { mailDb, type MailDb } from './message.store.js';
+
+export interface MailboxRow extends MailboxTable {
+  message_count: number;
+  unread_count: number;
+}
+
+/** Mailboxes with their message and unread counts summed from folder_counts. */
+function withCounts(db: MailDb, workspaceId: string) {
+  return db
+    .selectFrom('mailboxes')
+    .leftJoin(
+      (eb) =>
+        eb
+          .selectFrom('folder_counts')
+          .select((f) => ['mailbox_id', f.fn.sum<number>('total').as('total'), f.fn.sum<number>('unread').as('unread')])
+          .where('workspace_id', '=', workspaceId)
+          .groupBy('mailbox_id')
+          .as('fc'),
+      (join) => join.onRef('fc.mailbox_id', '=', 'mailboxes.id'),
+    )
+    .selectAll('mailboxes')
+    .select((eb) => [eb.fn.coalesce('fc.total', eb.lit(0)).as('message_count'), eb.fn.coalesce('fc.unread', eb.lit(0)).as('unread_count')])
+    .where('mailboxes.workspace_id', '=', workspaceId);
+}
+
+/** Looked up for every RCPT TO (prepared: see db/prepared.ts). */
+const findAnyByAddressQuery = preparedQuery<{ address: string }, Pick<MailboxTable, 'id' | 'workspace_id' | 'address'>, MailTables>((db, p) =>
+  db.selectFrom('mailboxes').select(['id', 'workspace_id', 'address']).where('address', '=', p<string>('address')),
+);
+/** A workspace's mailbox by address, id and address only: a builder, so that a caller may read more in the same statement. */
+export const idByAddressSelect = (db: Kysely<MailTables>, workspaceId: string, address: string) =>
+  db.selectFrom('mailboxes').select(['id', 'address']).where('workspace_id', '=', workspaceId).where('address', '=', address);
+
+const idByAddressQuery = preparedQuery<{ workspaceId: string; address: string }, Pick<MailboxTable, 'id' | 'address'>, MailTables>((db, p) =>
+  idByAddressSelect(db, p<string>('workspaceId'), p<string>('address')),
+);
+
+/** A workspace's mailbox by address, without counts (prepared: every filtered page asks it). */
+export async function mailboxIdByAddress(db: MailDb, workspaceId: string, address: string): Promise<Pick<MailboxTable, 'id' | 'address'> | undefined> {
+  return (await idByAddressQuery(db, { workspaceId, address }))[0];
+}
+
+/** A workspace's mailbox by address, with its counts. */
+export function findMailboxRow(db: MailDb, workspaceId: string, address: string): Promise<MailboxRow | undefined> {
+  return withCounts(db, workspaceId).where('mailboxes.address', '=', address).executeTakeFirst();
+}
+
+export function createMailboxStore() {
+  return {
+    createMailbox: async (work: Work, row: MailboxTable): Promise<void> => {
+      await mailDb(work).insertInto('mailboxes').values(row).execute();
+    },
+    /** Newest first, then id, so the order is total. */
+    listMailboxes: (work: Work, workspaceId: string): Promise<MailboxRow[]> =>
+      withCounts(mailDb(work), workspaceId).orderBy('mailboxes.created_at', 'desc').orderBy('mailboxes.id', 'desc').execute(),
+    findMailbox: (work: Work, workspaceId: string, address: string) => findMailboxRow(mailDb(work), workspaceId, address),
+    mailboxIdByAddress: (work: Work, workspaceId: string, address: string) => mailboxIdByAddress(mailDb(work), workspaceId, address),
+    /** The mailbox an address belongs to, in whichever workspace (inbound SMTP routing). */
+    mailboxForRecipient: async (work: Work, address: string): Promise<Pick<MailboxTable, 'id' | 'workspace_id' | 'address'> | undefined> =>
+      (await findAnyByAddressQuery(mailDb(work), { address }))[0],
+    /** Delete a mailbox and, through foreign keys, everything stored in it. */
+    deleteMailbox: async (work: Work, workspaceId: string, id: string): Promise<void> => {
+      await mailDb(work).deleteFrom('mailboxes').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+    },
+  };
+}

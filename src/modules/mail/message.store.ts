@@ -1,0 +1,434 @@
+/**
+ * Messages as their views read them: single messages, pages (with their version, which the HTTP page cache keeps
+ * answers under), threads, contents and attachments, and the folder counters every change of a message raises.
+ * Every statement filters by workspace.
+ */
+import { sql, type ExpressionBuilder, type Kysely, type QueryCreator, type SelectQueryBuilder } from 'kysely';
+import { insertRows, preparedQuery, preparedWrite, type Param } from '../../db/prepared.js';
+import { tablesOf, type Work } from '../../db/tables.js';
+import type { DeliveryStatus } from '../sending/sending.table.js';
+import type { MailTables } from './mail.table.js';
+import type { AttachmentTable, MessageContentTable, MessageTable, ThreadTable } from './message.table.js';
+
+/** The mail store's own view of a pool or transaction. */
+export type MailDb = Kysely<MailTables>;
+export const mailDb = (work: Work): MailDb => tablesOf<MailTables>(work);
+
+/** What a message's list view reads of its own row (no envelope, no bookkeeping): see message.views.ts. */
+const MESSAGE_COLUMNS = [
+  'messages.id',
+  'messages.thread_id',
+  'messages.direction',
+  'messages.folder',
+  'messages.read',
+  'messages.labels',
+  'messages.from_json',
+  'messages.to_json',
+  'messages.cc_json',
+  'messages.subject',
+  'messages.snippet',
+  'messages.size',
+  'messages.date',
+  'messages.internet_message_id',
+  'messages.auth_json',
+  'messages.attachments_json',
+  'messages.created_at',
+] as const;
+/** What a page of messages reads: the list view's columns, with the mailbox's address. */
+export const PAGE_COLUMNS = [...MESSAGE_COLUMNS, 'mailboxes.address as mailbox_address'] as const;
+
+/**
+ * An outbound message's delivery state as its views show it (outbound messages add `status` and `events`): the
+ * `outbound` row, joined as `delivery` (the delivery worker joins `outbound` under its own name). Inbound
+ * messages have no such row, and their views no such fields.
+ */
+function withDelivery<T extends QueryCreator<MailTables>>(db: T) {
+  return db
+    .selectFrom('messages')
+    .leftJoin('outbound as delivery', (join) => join.onRef('delivery.message_id', '=', 'messages.id').onRef('delivery.workspace_id', '=', 'messages.workspace_id'));
+}
+/** The delivery state's columns of a message row: both null for an inbound message. */
+export const DELIVERY_COLUMNS = ['delivery.status as out_status', 'delivery.attempts_json as out_events', 'delivery.send_at as out_send_at'] as const;
+export type DeliveryColumns = { out_status: DeliveryStatus | null; out_events: string | null; out_send_at: number | null };
+/** What the views that show a delivery recipient by recipient (`GET /sent`, single messages) read besides. */
+export const DELIVERY_DETAIL_COLUMNS = ['delivery.recipients_json as out_recipients', 'delivery.last_error as out_last_error'] as const;
+export type DeliveryDetailColumns = DeliveryColumns & { out_recipients: string | null; out_last_error: string | null };
+
+/** A whole message row (single lookups, which also need its mailbox, envelope and bookkeeping). */
+const LIST_COLUMNS = [...PAGE_COLUMNS, 'messages.workspace_id', 'messages.mailbox_id', 'messages.envelope_json', 'messages.updated_at'] as const;
+
+export type MessageRow = MessageTable & { mailbox_address: string };
+/** A message row as the views read it (single lookups, thread views): with its delivery state. */
+export type MessageViewRow = MessageRow & DeliveryColumns;
+/** A single lookup's row: with its delivery state recipient by recipient. */
+export type MessageDetailRow = MessageViewRow & DeliveryDetailColumns;
+export type MessagePageRow = Pick<MessageRow, 'id' | 'thread_id' | 'direction' | 'folder' | 'read' | 'labels' | 'from_json' | 'to_json' | 'cc_json' | 'subject' | 'snippet' | 'size' | 'date' | 'internet_message_id' | 'auth_json' | 'attachments_json' | 'created_at' | 'mailbox_address'>;
+export type ThreadRow = ThreadTable & { mailbox_address: string };
+/** A subquery of thread ids (`SELECT messages.thread_id …`). */
+export type ThreadIdQuery = SelectQueryBuilder<MailTables, keyof MailTables, { thread_id: string }>;
+/** What a message's organising operations need of its row. */
+export type MessageRef = Pick<MessageRow, 'id' | 'thread_id' | 'mailbox_id' | 'folder' | 'read'>;
+
+export interface MessageFilter {
+  mailboxId?: string | undefined;
+  folder?: string | undefined;
+  label?: string | undefined;
+  threadId?: string | undefined;
+  unread?: boolean | undefined;
+}
+
+/** A filter as the queries bind it: `read` instead of `unread`. */
+export type BoundFilter = {
+  mailboxId?: string | undefined;
+  folder?: string | undefined;
+  label?: string | undefined;
+  threadId?: string | undefined;
+  read?: number | undefined;
+};
+
+/** The `read` column value an `unread` filter asks for. */
+const readFor = (unread: boolean | undefined): number | undefined => (unread === undefined ? undefined : unread ? 0 : 1);
+
+export function bound(filter: MessageFilter): BoundFilter {
+  return { mailboxId: filter.mailboxId, folder: filter.folder, label: filter.label, threadId: filter.threadId, read: readFor(filter.unread) };
+}
+
+/** Messages of the workspace with their mailbox and their delivery state (which a statement reads only if it selects it). */
+export function filtered(db: QueryCreator<MailTables>, workspaceId: string, filter: BoundFilter) {
+  let query = withDelivery(db)
+    .innerJoin('mailboxes', 'mailboxes.id', 'messages.mailbox_id')
+    .where('messages.workspace_id', '=', workspaceId);
+  if (filter.mailboxId !== undefined) query = query.where('messages.mailbox_id', '=', filter.mailboxId);
+  if (filter.folder !== undefined) query = query.where('messages.folder', '=', filter.folder);
+  if (filter.threadId !== undefined) query = query.where('messages.thread_id', '=', filter.threadId);
+  if (filter.read !== undefined) query = query.where('messages.read', '=', filter.read);
+  if (filter.label !== undefined) {
+    const label = filter.label;
+    query = query.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('message_labels')
+          .select(sql<number>`1`.as('one'))
+          .whereRef('message_labels.message_id', '=', 'messages.id')
+          .where('message_labels.label', '=', label),
+      ),
+    );
+  }
+  return query;
+}
+
+type PageParams = BoundFilter & { workspaceId: string; limit: number; offset: number };
+type PageWithTotalsParams = { workspaceId: string; mailboxAddress?: string | undefined; folder?: string | undefined; read?: number | undefined; limit: number; offset: number };
+
+/** The filter's markers: a condition for each filter that is given (each combination is its own statement). */
+function markers(p: Param): BoundFilter {
+  return {
+    mailboxId: p.has('mailboxId') ? p<string>('mailboxId') : undefined,
+    folder: p.has('folder') ? p<string>('folder') : undefined,
+    label: p.has('label') ? p<string>('label') : undefined,
+    threadId: p.has('threadId') ? p<string>('threadId') : undefined,
+    read: p.has('read') ? p<number>('read') : undefined,
+  };
+}
+
+function newestFirst<Q extends SelectQueryBuilder<MailTables, 'messages', object>>(query: Q, p: Param): Q {
+  // Ordering and limits keep the query's tables and selection: the builder is still a Q.
+  return query.orderBy('messages.created_at', 'desc').orderBy('messages.id', 'desc').limit(p<number>('limit')).offset(p<number>('offset')) as Q;
+}
+
+// A page of messages and its totals are asked by every list request (prepared: see db/prepared.ts).
+const pageRowsQuery = preparedQuery<PageParams, MessagePageRow & DeliveryColumns, MailTables>((db, p) =>
+  newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select([...PAGE_COLUMNS, ...DELIVERY_COLUMNS]), p),
+);
+/** A page of `GET /sent`: the rows of a page with their delivery state recipient by recipient. */
+const sentRowsQuery = preparedQuery<PageParams, MessagePageRow & DeliveryDetailColumns, MailTables>((db, p) =>
+  newestFirst(filtered(db, p<string>('workspaceId'), markers(p)).select([...PAGE_COLUMNS, ...DELIVERY_COLUMNS, ...DELIVERY_DETAIL_COLUMNS]), p),
+);
+/** A row of `pageWithTotalsQuery`: a message with its delivery state, the totals, and its mailbox's address (only when not filtered by mailbox). */
+type TotalsPageRow = Omit<MessagePageRow, 'mailbox_address'> &
+  DeliveryColumns & {
+    mailbox_address?: string;
+    total: number | string;
+    unread: number | string;
+    /** Filtered by mailbox only: the mailbox and its folders' summed modseq, which name the page's version. */
+    mailbox_id?: string;
+    modseq?: number | string;
+  };
+/** The folder counters' sums and whether the mailbox exists (`mailbox_id` null: no such mailbox here). */
+type CounterSumsRow = { total: number | string; unread: number | string; modseq: number | string; mailbox_id: string | null };
+
+/** The mailbox named by address (`mailboxAddress`) in the workspace, as a scalar subquery of its id. */
+function mailboxByAddress(db: MailDb, p: Param) {
+  return db.selectFrom('mailboxes').select('mailboxes.id').where('mailboxes.workspace_id', '=', p<string>('workspaceId')).where('mailboxes.address', '=', p<string>('mailboxAddress'));
+}
+
+/** The folder counters of the filter (mailbox by address, folder), to be summed. */
+function countersOf(db: MailDb, p: Param) {
+  let counters = db.selectFrom('folder_counts').where('folder_counts.workspace_id', '=', p<string>('workspaceId'));
+  if (p.has('mailboxAddress')) counters = counters.where('folder_counts.mailbox_id', '=', mailboxByAddress(db, p));
+  if (p.has('folder')) counters = counters.where('folder_counts.folder', '=', p<string>('folder'));
+  return counters;
+}
+
+/** A folder counter column summed over the counters of a filter (0 when there are none). */
+const sumOf = (column: 'total' | 'unread' | 'modseq') => (eb: ExpressionBuilder<MailTables, 'folder_counts'>) => eb.fn.coalesce(eb.fn.sum<number>(column), eb.lit(0)).as(column);
+
+/**
+ * A page (filters: mailbox by address, folder, read) with the folder counters' sums as two uncorrelated
+ * scalar subqueries, which both databases evaluate once per statement: one statement (one round trip on
+ * PostgreSQL), no sort or copy of the page beyond the index walk. Filtered by mailbox, the rows need no
+ * join to `mailboxes` (the caller knows the address), and a third sum, of the counters' modseqs, with the
+ * rows' mailbox id gives the page's version in the same snapshot (`pageAndVersion`). An empty page gives no
+ * row, and so no totals: `counterSumsQuery` answers those. Not the counters' row left-joined to the page: that
+ * made both databases materialise and sort the page again (decision 177; figures in bench/HISTORY.md).
+ */
+const pageWithTotalsQuery = preparedQuery<PageWithTotalsParams, TotalsPageRow, MailTables>((db, p) => {
+  const sums = countersOf(db, p);
+  const totals = [sums.select(sumOf('total')).$asScalar().as('total'), sums.select(sumOf('unread')).$asScalar().as('unread')];
+  let page = withDelivery(db).where('messages.workspace_id', '=', p<string>('workspaceId'));
+  if (p.has('folder')) page = page.where('messages.folder', '=', p<string>('folder'));
+  if (p.has('read')) page = page.where('messages.read', '=', p<number>('read'));
+  if (p.has('mailboxAddress')) {
+    const version = [sums.select(sumOf('modseq')).$asScalar().as('modseq'), 'messages.mailbox_id'] as const;
+    return newestFirst(page.where('messages.mailbox_id', '=', mailboxByAddress(db, p)).select([...totals, ...version, ...MESSAGE_COLUMNS, ...DELIVERY_COLUMNS]), p);
+  }
+  return newestFirst(page.innerJoin('mailboxes', 'mailboxes.id', 'messages.mailbox_id').select([...totals, ...PAGE_COLUMNS, ...DELIVERY_COLUMNS]), p);
+});
+/** The counters' sums alone (an empty page, a page's version), with whether the mailbox exists. */
+const counterSumsQuery = preparedQuery<Omit<PageWithTotalsParams, 'read' | 'limit' | 'offset'>, CounterSumsRow, MailTables>((db, p) =>
+  countersOf(db, p).select((eb) => [
+    sumOf('total')(eb),
+    sumOf('unread')(eb),
+    sumOf('modseq')(eb),
+    p.has('mailboxAddress') ? mailboxByAddress(db, p).$asScalar().as('mailbox_id') : sql<string | null>`null`.as('mailbox_id'),
+  ]),
+);
+
+/** A page's version as one string (see `pageAndVersion`): the mailbox id and the summed modseq. */
+const versionOf = (mailboxId: string, modseq: number | string | null | undefined): string => `${mailboxId}:${String(modseq ?? 0)}`;
+
+/** Whether a row's delivery may still change: only `scheduled`, `queued` and `processing` lead anywhere. */
+const deliveryMoving = (row: { out_status: string | null }): boolean => row.out_status === 'scheduled' || row.out_status === 'queued' || row.out_status === 'processing';
+
+// Single-message reads of the send and delivery paths (prepared: see db/prepared.ts).
+const findMessageQuery = preparedQuery<{ workspaceId: string; messageId: string }, MessageDetailRow, MailTables>((db, p) =>
+  filtered(db, p<string>('workspaceId'), {})
+    .select([...LIST_COLUMNS, ...DELIVERY_COLUMNS, ...DELIVERY_DETAIL_COLUMNS])
+    .where('messages.id', '=', p<string>('messageId')),
+);
+/**
+ * A message (list-view columns) with its raw source, as a query to narrow and extend: the delivery worker joins
+ * its delivery state to it, so that a delivery reads everything it needs in one statement.
+ */
+export function messageWithRawQuery(db: QueryCreator<MailTables>, workspaceId: string) {
+  return filtered(db, workspaceId, {})
+    .innerJoin('message_contents', (join) => join.onRef('message_contents.message_id', '=', 'messages.id').onRef('message_contents.workspace_id', '=', 'messages.workspace_id'))
+    .select([...LIST_COLUMNS, 'message_contents.raw']);
+}
+const findContentQuery = preparedQuery<{ workspaceId: string; messageId: string; withRaw?: true | undefined }, Partial<MessageContentTable>, MailTables>((db, p) =>
+  db
+    .selectFrom('message_contents')
+    .select(p.has('withRaw') ? ['text_body', 'html_body', 'headers_json', 'raw'] : ['text_body', 'html_body', 'headers_json'])
+    .where('workspace_id', '=', p<string>('workspaceId'))
+    .where('message_id', '=', p<string>('messageId')),
+);
+
+const bumpFolderQuery = preparedWrite<{ workspaceId: string; mailboxId: string; folder: string; total: number; unread: number }, MailTables>((db, p) =>
+  db
+    .insertInto('folder_counts')
+    .values({ workspace_id: p('workspaceId'), mailbox_id: p('mailboxId'), folder: p('folder'), total: p('total'), unread: p('unread'), modseq: 1 })
+    .onConflict((oc) =>
+      oc.columns(['mailbox_id', 'folder']).doUpdateSet({
+        total: sql<number>`${sql.ref('folder_counts.total')} + ${p<number>('total')}`,
+        unread: sql<number>`${sql.ref('folder_counts.unread')} + ${p<number>('unread')}`,
+        modseq: sql<number>`${sql.ref('folder_counts.modseq')} + 1`,
+      }),
+    ),
+);
+
+/**
+ * Add to a folder's counters (negative to take away), creating the row on first use, and raise its modseq.
+ * The rule the page cache stands on: every transaction that changes a message of a folder (stores, deletes,
+ * moves it in or out, flips its read flag, changes its labels, its date or a final delivery state) calls this
+ * for that folder, with 0, 0 when the counts stay, so that a page's version (`pageAndVersion`) changes with it.
+ * Called last in the transaction (lock order: thread, then folder counters in folder-name order).
+ */
+export function bumpFolder(db: MailDb, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number): Promise<void> {
+  return bumpFolderQuery(db, { workspaceId, mailboxId, folder, total, unread });
+}
+
+const readThreadQuery = preparedQuery<{ workspaceId: string; threadId: string }, ThreadTable, MailTables>((db, p) =>
+  db.selectFrom('threads').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('id', '=', p<string>('threadId')),
+);
+const lockThreadQuery = preparedQuery<{ workspaceId: string; threadId: string }, ThreadTable, MailTables>((db, p) =>
+  db.selectFrom('threads').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('id', '=', p<string>('threadId')).forUpdate(),
+);
+
+/** Read a thread for update: with `rowLocks` (PostgreSQL) the row stays locked until the transaction ends. */
+export async function lockThread(db: MailDb, workspaceId: string, threadId: string, rowLocks: boolean): Promise<ThreadTable | undefined> {
+  return (await (rowLocks ? lockThreadQuery : readThreadQuery)(db, { workspaceId, threadId }))[0];
+}
+
+/** One message with its mailbox and delivery state (the single lookup every other read of a message shares). */
+export async function findMessageRow(db: MailDb, workspaceId: string, messageId: string): Promise<MessageDetailRow | undefined> {
+  return (await findMessageQuery(db, { workspaceId, messageId }))[0];
+}
+
+/** A thread's messages, oldest first. */
+export function threadMessageRows(db: MailDb, workspaceId: string, threadId: string): Promise<MessageViewRow[]> {
+  return filtered(db, workspaceId, { threadId })
+    .select([...LIST_COLUMNS, ...DELIVERY_COLUMNS])
+    .orderBy('messages.created_at', 'asc')
+    .orderBy('messages.id', 'asc')
+    .execute();
+}
+
+/** Threads newest first; `matching`: only those with a message among the subquery's (a search). */
+export async function threadRows(
+  db: MailDb,
+  workspaceId: string,
+  filter: { mailboxId?: string | undefined; label?: string | undefined; matching?: ThreadIdQuery | undefined },
+  limit: number,
+  offset: number,
+): Promise<{ rows: ThreadRow[]; total: number }> {
+  let query = db.selectFrom('threads').innerJoin('mailboxes', 'mailboxes.id', 'threads.mailbox_id').where('threads.workspace_id', '=', workspaceId);
+  if (filter.mailboxId !== undefined) query = query.where('threads.mailbox_id', '=', filter.mailboxId);
+  if (filter.matching !== undefined) query = query.where('threads.id', 'in', filter.matching);
+  if (filter.label !== undefined) {
+    const label = filter.label;
+    query = query.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('message_labels')
+          .innerJoin('messages', 'messages.id', 'message_labels.message_id')
+          .select(sql<number>`1`.as('one'))
+          .whereRef('messages.thread_id', '=', 'threads.id')
+          .where('message_labels.label', '=', label),
+      ),
+    );
+  }
+  const [rows, count] = await Promise.all([
+    query.selectAll('threads').select('mailboxes.address as mailbox_address').orderBy('threads.last_message_at', 'desc').orderBy('threads.id', 'desc').limit(limit).offset(offset).execute(),
+    query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+/** A page of one mailbox (by address) or of the workspace, with its totals and version (`pageAndVersion`). */
+export interface VersionedPage {
+  /** False when the workspace has no mailbox at the address asked for. */
+  mailboxFound: boolean;
+  /** The folder counters' sums over the page's folders (all messages, and the unread ones). */
+  total: number;
+  unread: number;
+  rows: Array<MessagePageRow & DeliveryColumns>;
+  /**
+   * What names this exact page while no message of its folders changes: the mailbox's id and the sum of its
+   * folders' modseqs, read in the page's own statement. Undefined when the page must not be kept: not one
+   * mailbox's, or showing a delivery still on its way (its status and events change without a modseq: decision 216).
+   */
+  version: string | undefined;
+}
+
+/** The operations of messages as stored: reading them, and the folder counters. */
+export function createMessageStore() {
+  return {
+    findMessage: (work: Work, workspaceId: string, messageId: string) => findMessageRow(mailDb(work), workspaceId, messageId),
+    findContent: async (work: Work, workspaceId: string, messageId: string, withRaw: boolean): Promise<Partial<MessageContentTable> | undefined> =>
+      (await findContentQuery(mailDb(work), { workspaceId, messageId, withRaw: withRaw ? true : undefined }))[0],
+    findAttachment: (work: Work, workspaceId: string, messageId: string, attachmentId: string): Promise<Pick<AttachmentTable, 'id' | 'filename' | 'content_type' | 'size' | 'content'> | undefined> =>
+      mailDb(work)
+        .selectFrom('attachments')
+        .select(['id', 'filename', 'content_type', 'size', 'content'])
+        .where('workspace_id', '=', workspaceId)
+        .where('message_id', '=', messageId)
+        .where('id', '=', attachmentId)
+        .executeTakeFirst(),
+    findThread: (work: Work, workspaceId: string, threadId: string): Promise<ThreadRow | undefined> =>
+      mailDb(work)
+        .selectFrom('threads')
+        .innerJoin('mailboxes', 'mailboxes.id', 'threads.mailbox_id')
+        .selectAll('threads')
+        .select('mailboxes.address as mailbox_address')
+        .where('threads.workspace_id', '=', workspaceId)
+        .where('threads.id', '=', threadId)
+        .executeTakeFirst(),
+    threadMessages: (work: Work, workspaceId: string, threadId: string) => threadMessageRows(mailDb(work), workspaceId, threadId),
+    threadPage: (work: Work, workspaceId: string, filter: { mailboxId?: string | undefined; label?: string | undefined }, limit: number, offset: number) =>
+      threadRows(mailDb(work), workspaceId, filter, limit, offset),
+
+    /** A page of messages by any filter, newest first, with the number of messages the filter matches. */
+    async messagePage(work: Work, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<{ rows: Array<MessagePageRow & DeliveryColumns>; total: number }> {
+      const db = mailDb(work);
+      const [rows, total] = await Promise.all([pageRowsQuery(db, { ...bound(filter), workspaceId, limit, offset }), countMessages(db, workspaceId, filter)]);
+      return { rows, total };
+    },
+    /** A page of messages, newest first, each with its delivery state recipient by recipient (`GET /sent`), and the count. */
+    async deliveryPage(work: Work, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<{ rows: Array<MessagePageRow & DeliveryDetailColumns>; total: number }> {
+      const db = mailDb(work);
+      const [rows, total] = await Promise.all([sentRowsQuery(db, { ...bound(filter), workspaceId, limit, offset }), countMessages(db, workspaceId, filter)]);
+      return { rows, total };
+    },
+
+    /**
+     * A page filtered by mailbox (address), folder and read state, with the folder counters' totals and its
+     * version: one statement, a second one only when the page is empty. Every row carries its mailbox's address.
+     */
+    async pageAndVersion(work: Work, workspaceId: string, filter: { mailboxAddress?: string | undefined; folder?: string | undefined; unread?: boolean | undefined }, limit: number, offset: number): Promise<VersionedPage> {
+      const db = mailDb(work);
+      const { mailboxAddress, folder } = filter;
+      const rows = await pageWithTotalsQuery(db, { workspaceId, mailboxAddress, folder, read: readFor(filter.unread), limit, offset });
+      if (rows.length > 0) {
+        const first = rows[0]!;
+        if (mailboxAddress !== undefined) for (const row of rows) row.mailbox_address = mailboxAddress;
+        const version = first.mailbox_id === undefined || rows.some(deliveryMoving) ? undefined : versionOf(first.mailbox_id, first.modseq);
+        return { mailboxFound: true, total: Number(first.total), unread: Number(first.unread), rows: rows as Array<MessagePageRow & DeliveryColumns>, version };
+      }
+      const sums = (await counterSumsQuery(db, { workspaceId, mailboxAddress, folder }))[0]!;
+      return { mailboxFound: mailboxAddress === undefined || sums.mailbox_id !== null, total: Number(sums.total), unread: Number(sums.unread), rows: [], version: undefined };
+    },
+    /**
+     * The version of the page `pageAndVersion` reads for a mailbox (and folder): equal to the version that page
+     * was read with while no message of those folders changed. Undefined when there is no such mailbox.
+     */
+    async pageVersion(work: Work, workspaceId: string, mailboxAddress: string, folder: string | undefined): Promise<string | undefined> {
+      const sums = (await counterSumsQuery(mailDb(work), { workspaceId, mailboxAddress, folder }))[0]!;
+      return sums.mailbox_id === null ? undefined : versionOf(sums.mailbox_id, sums.modseq);
+    },
+
+    /** Raise a folder's counters and modseq (see `bumpFolder`): for the mail store's own operations and its tests. */
+    bumpFolder: (work: Work, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number) => bumpFolder(mailDb(work), workspaceId, mailboxId, folder, total, unread),
+
+    /** The workspace's mail in numbers: its mailboxes, its counters summed per folder, its threads. */
+    async mailStats(work: Work, workspaceId: string): Promise<{ mailboxes: number; folders: Array<{ folder: string; total: number | string; unread: number | string }>; threads: number }> {
+      const db = mailDb(work);
+      const [mailboxes, folders, threads] = await Promise.all([
+        db.selectFrom('mailboxes').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow(),
+        db
+          .selectFrom('folder_counts')
+          .select((eb) => ['folder', eb.fn.sum<number>('total').as('total'), eb.fn.sum<number>('unread').as('unread')])
+          .where('workspace_id', '=', workspaceId)
+          .groupBy('folder')
+          .execute(),
+        db.selectFrom('threads').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow(),
+      ]);
+      return { mailboxes: Number(mailboxes.n), folders, threads: Number(threads.n) };
+    },
+  };
+}
+
+/** How many messages of the workspace a filter matches. */
+export async function countMessages(db: MailDb, workspaceId: string, filter: MessageFilter): Promise<number> {
+  return Number((await filtered(db, workspaceId, bound(filter)).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+}
+
+/** A page of `GET /sent`'s rows alone (see `deliveryPage`). */
+export function deliveryRows(db: MailDb, workspaceId: string, filter: MessageFilter, limit: number, offset: number): Promise<Array<MessagePageRow & DeliveryDetailColumns>> {
+  return sentRowsQuery(db, { ...bound(filter), workspaceId, limit, offset });
+}
+
+
+/** Give a message labels (those it has already are kept as they are). */
+export function insertLabels(db: MailDb, workspaceId: string, messageId: string, labels: readonly string[]): Promise<void> {
+  return insertRows(db, 'message_labels', labels.map((label) => ({ message_id: messageId, workspace_id: workspaceId, label })), { ignoreConflicts: true });
+}
