@@ -1,7 +1,7 @@
 import { sql, type ExpressionBuilder, type QueryCreator, type SelectQueryBuilder } from 'kysely';
 import type { Db } from '../../db/database.js';
 import type { Database } from '../../db/schema.js';
-import type { DeliveryStatus } from '../sending/sending.table.js';
+import type { DeliveryStatus } from '../mail/outbound.table.js';
 import { insertRows, preparedQuery, preparedWrite, type Param } from '../../db/prepared.js';
 import type {
   AttachmentTable,

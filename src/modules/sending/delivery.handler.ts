@@ -14,10 +14,10 @@ import { createDeliveryRepository, type DeliveryJob, type DeliveryRepository, ty
 import { RouteError, type DeliveryResult, type RecipientRefusal, type RouteResolver, type SmtpDeliverer, type SmtpRoute } from './delivery.types.js';
 import { suppressionRepository } from '../suppressions/suppression.repository.js';
 import { replyStatus } from '../suppressions/suppression.service.js';
-import type { SuppressionTable } from '../suppressions/suppression.table.js';
+import type { SuppressionTable } from '../mail/suppression.table.js';
 import { domainOf } from './recipients.js';
 import { withDate } from './schedule.js';
-import type { Attempt, DeliveryStatus, RecipientState } from './sending.table.js';
+import type { Attempt, DeliveryStatus, RecipientState } from '../mail/outbound.table.js';
 import { DELIVERY_QUEUE } from './sending.service.js';
 import type { MessageSigner } from './signing-pool.js';
 import type { ReturnPaths } from './verp.js';

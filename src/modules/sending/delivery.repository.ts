@@ -10,9 +10,9 @@ import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import type { EmitInput } from '../events/event.types.js';
 import { messageWithRawQuery, type MessageRow } from '../messages/message.repository.js';
-import type { Attempt, DeliveryStatus, OutboundTable, RecipientState } from './sending.table.js';
+import type { Attempt, DeliveryStatus, OutboundTable, RecipientState } from '../mail/outbound.table.js';
 import { suppressionRepository } from '../suppressions/suppression.repository.js';
-import type { SuppressionTable } from '../suppressions/suppression.table.js';
+import type { SuppressionTable } from '../mail/suppression.table.js';
 
 // Every delivery runs these statements (prepared: see db/prepared.ts; the state updates that are writes nobody
 // reads a result of may be sent with the transaction's next statement on PostgreSQL).

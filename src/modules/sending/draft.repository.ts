@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.js';
-import type { DraftAttachmentTable, DraftTable } from './sending.table.js';
+import type { DraftAttachmentTable, DraftTable } from '../mail/draft.table.js';
 
 /** A draft attachment without its bytes: what the draft view lists. */
 export type DraftAttachmentMeta = Omit<DraftAttachmentTable, 'content' | 'workspace_id'>;

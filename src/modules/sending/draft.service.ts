@@ -14,7 +14,7 @@ import { draftRepository as repo, type DraftAttachmentMeta, type DraftRow } from
 import { parseRecipients } from './recipients.js';
 import { rawHeaderFields, replyHeaders } from './reply.js';
 import type { Queued, SendInput, SendingService } from './sending.service.js';
-import type { DraftAttachmentTable, DraftTable } from './sending.table.js';
+import type { DraftAttachmentTable, DraftTable } from '../mail/draft.table.js';
 
 /** A file of a draft, as the draft view lists it (the sent copy's attachments look the same). */
 export interface DraftAttachmentView {

@@ -8,7 +8,7 @@ import type { SentMessageView } from '../messages/message.types.js';
 import { toMessageListView, toSentMessageView } from '../messages/message.views.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { scheduledTime } from './schedule.js';
-import type { OutboundTable } from './sending.table.js';
+import type { OutboundTable } from '../mail/outbound.table.js';
 
 /** Cancelling and rescheduling a message that waits for its send_at (`scheduled`). */
 export interface Scheduling {

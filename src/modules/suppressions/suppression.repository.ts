@@ -1,6 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { insertRows, preparedQuery } from '../../db/prepared.js';
-import type { SuppressionReason, SuppressionTable } from './suppression.table.js';
+import type { SuppressionReason, SuppressionTable } from '../mail/suppression.table.js';
 
 /** A send's suppression check: which of its recipients the workspace suppresses (prepared: see db/prepared.ts). */
 const amongQuery = preparedQuery<{ workspaceId: string; addresses: readonly string[] }, { address: string }>((db, p) =>

@@ -5,7 +5,7 @@ import { DomainError, invalid, notFound, withFields } from '../../lib/errors.js'
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import { suppressionRepository as repo } from './suppression.repository.js';
-import { SUPPRESSION_REASONS, type SuppressionReason, type SuppressionTable } from './suppression.table.js';
+import { SUPPRESSION_REASONS, type SuppressionReason, type SuppressionTable } from '../mail/suppression.table.js';
 
 export const MAX_DETAIL_LENGTH = 500;
 

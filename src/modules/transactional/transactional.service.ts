@@ -7,7 +7,7 @@ import { DomainError, forbidden, invalid, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { AttachmentInput } from '../sending/attachments.js';
 import type { Queued, SendingService } from '../sending/sending.service.js';
-import type { DeliveryStatus } from '../sending/sending.table.js';
+import type { DeliveryStatus } from '../mail/outbound.table.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import type { ServiceTokenContext } from './service-token.service.js';

@@ -1,7 +1,7 @@
 export const SUPPRESSION_REASONS = ['hard_bounce', 'complaint', 'manual'] as const;
 export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number];
 
-/** An address a workspace no longer sends to (issue 27 item 3): one row per workspace and address. */
+/** An address a workspace no longer sends to: one row per workspace and address. */
 export interface SuppressionTable {
   workspace_id: string;
   /** Lower case, as sends compare it. */
