@@ -15,7 +15,8 @@ import { eventText, receivedEventData } from './received-event.js';
 import { messageRepository } from './message.repository.js';
 import { parseDsn, parseFeedbackReport, type DsnRecipient, type FeedbackReport } from '../sending/reports.js';
 import { isPermanentStatus } from '../suppressions/suppression.service.js';
-import { suppressionRepository } from '../suppressions/suppression.repository.js';
+import { asWork } from '../../db/tables.js';
+import type { SendingMailStore } from '../mail/sending-mail.store.js';
 import type { Clock } from '../../lib/clock.js';
 import type { ReturnPaths } from '../sending/verp.js';
 
@@ -68,6 +69,8 @@ export interface InboundDeps {
   events: EventsService;
   store: MessageStore;
   lists: ListService;
+  /** Where a bounce or complaint suppresses its address. */
+  suppressions: Pick<SendingMailStore, 'suppress'>;
   /** Parses and authenticates the raw message (on worker threads in a running service). */
   analyzer: MessageAnalyzer;
   /**
@@ -115,7 +118,7 @@ function reportRecipientOf(outbound: { mail_from: string; recipients_json: strin
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ db, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, commits = createGroupCommit(db), catchAll }: InboundDeps): InboundService {
+export function createInboundService({ db, clock, events, store, lists, suppressions, analyzer, analysisGate, logger, returnPaths, commits = createGroupCommit(db), catchAll }: InboundDeps): InboundService {
 
   /**
    * A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the
@@ -148,7 +151,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
     }
     // A complaint that names nobody among several recipients suppresses nobody (decision 330).
     if (complainer !== null) {
-      await suppressionRepository.insert(trx, [{ workspace_id: workspaceId, address: complainer, reason: 'complaint', detail: feedback.feedbackType, status_code: null, message_id: messageId, created_at: clock.now() }]);
+      await suppressions.suppress(asWork(trx), [{ workspace_id: workspaceId, address: complainer, reason: 'complaint', detail: feedback.feedbackType, status_code: null, message_id: messageId, created_at: clock.now() }]);
     }
     await events.emit(trx, {
       workspaceId,
@@ -166,8 +169,8 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
       return sent ? [{ ...r, recipient: sent, permanent: isPermanentStatus(r.status) }] : [];
     });
     const now = clock.now();
-    await suppressionRepository.insert(
-      trx,
+    await suppressions.suppress(
+      asWork(trx),
       failures.filter((f) => f.permanent).map((f) => ({ workspace_id: workspaceId, address: f.recipient, reason: 'hard_bounce' as const, detail: f.diagnostic ?? f.status, status_code: f.status, message_id: messageId, created_at: now })),
     );
     for (const failure of failures) {
