@@ -47,7 +47,7 @@ import { messageRepository } from './modules/messages/message.repository.js';
 import { mailboxRepository } from './modules/mailboxes/mailbox.repository.js';
 import type { Database } from './db/schema.js';
 import { asWork, tablesOf, type Work } from './db/tables.js';
-import { createReturnPaths, type ReturnPaths } from './modules/sending/verp.js';
+import { createReturnPaths, type ReturnPaths } from './lib/verp.js';
 import { checkSecretKey, loadSecretKey } from './modules/secrets/secret-key.js';
 import { createSecretBox, type SecretBox } from './lib/secret-box.js';
 import { createSmtpDeliverer } from './transports/smtp/outbound.client.js';

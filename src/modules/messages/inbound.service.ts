@@ -13,12 +13,12 @@ import { toMessageListView } from './message.views.js';
 import type { ParsedMessage } from './mime.js';
 import { eventText, receivedEventData } from './received-event.js';
 import { messageRepository } from './message.repository.js';
-import { parseDsn, parseFeedbackReport, type DsnRecipient, type FeedbackReport } from '../sending/reports.js';
+import { parseDsn, parseFeedbackReport, type DsnRecipient, type FeedbackReport } from './reports.js';
 import { isPermanentStatus } from '../suppressions/suppression.service.js';
 import { asWork } from '../../db/tables.js';
 import type { SendingMailStore } from '../mail/sending-mail.store.js';
 import type { Clock } from '../../lib/clock.js';
-import type { ReturnPaths } from '../sending/verp.js';
+import type { ReturnPaths } from '../../lib/verp.js';
 
 /** The SMTP envelope and connection facts of one transaction. */
 export interface Envelope {

@@ -15,7 +15,7 @@ import { withDate } from './schedule.js';
 import type { Attempt, DeliveryStatus, RecipientState } from '../mail/outbound.table.js';
 import { DELIVERY_QUEUE } from './sending.service.js';
 import type { MessageSigner } from './signing-pool.js';
-import type { ReturnPaths } from './verp.js';
+import type { ReturnPaths } from '../../lib/verp.js';
 
 export interface DeliveryDeps {
   /** The pool, for the reads a run makes outside its lease-guarded steps. */

@@ -22,7 +22,7 @@ import { MAX_RECIPIENTS, parseRecipients } from './recipients.js';
 import { scheduledTime } from './schedule.js';
 import { createScheduling, type Scheduling } from './schedule.service.js';
 import type { EventOutbox, ReceivedMail, SendingDomains } from './sending.deps.js';
-import type { ReturnPaths } from './verp.js';
+import type { ReturnPaths } from '../../lib/verp.js';
 
 export const DELIVERY_QUEUE = 'delivery';
 /** Contract §4 limits of a send. */
