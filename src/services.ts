@@ -43,7 +43,14 @@ import { createDraftService, type DraftService } from './modules/sending/draft.s
 import type { RouteResolver, SmtpDeliverer } from './modules/sending/delivery.types.js';
 import { createRouteResolver } from './modules/sending/routes.resolver.js';
 import { createSendingService, type SendingService } from './modules/sending/sending.service.js';
-import { createReturnPaths, type ReturnPaths } from './modules/sending/verp.js';
+import type { EventOutbox, ReceivedMail, SendingDomains } from './modules/sending/sending.deps.js';
+import { createSendingMailStore } from './modules/mail/sending-mail.store.js';
+import { candidatesSelect } from './modules/lists/list.repository.js';
+import { messageRepository } from './modules/messages/message.repository.js';
+import { mailboxRepository } from './modules/mailboxes/mailbox.repository.js';
+import type { Database } from './db/schema.js';
+import { asWork, tablesOf, type Work } from './db/tables.js';
+import { createReturnPaths, type ReturnPaths } from './lib/verp.js';
 import { checkSecretKey, loadSecretKey } from './modules/secrets/secret-key.js';
 import { createSecretBox, type SecretBox } from './lib/secret-box.js';
 import { createSmtpDeliverer } from './transports/smtp/outbound.client.js';
@@ -257,7 +264,32 @@ export async function createServices(
   const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs, wake });
   const returnPaths = createReturnPaths(box, returnPathDomain);
   const composer = createComposer({ threads: config.bodyThreads, logger });
-  const sending = createSendingService({ db, clock, events, store, queue, domains, returnPaths, commits, compose: composer.compose });
+  const work = asWork(db);
+  // The modules below still typed over every table take the whole schema's view of the same handle.
+  const all = (w: Work) => tablesOf<Database>(w);
+  const sendingMail = createSendingMailStore({
+    work,
+    dialect,
+    clock,
+    logger,
+    // Delivery runs' writes and job settlements share the worker's commits.
+    commits: workerCommits,
+    queue,
+    emit: (w, event) => events.emit(all(w), event),
+    listCandidates: candidatesSelect,
+  });
+  const receivedMail: ReceivedMail = {
+    storeMessage: (w, input) => store.store(all(w), input),
+    findMessage: (w, workspaceId, messageId) => messageRepository.findMessage(all(w), workspaceId, messageId),
+    findContent: (w, workspaceId, messageId, withRaw) => messageRepository.findContent(all(w), workspaceId, messageId, withRaw),
+    listWithDelivery: (w, workspaceId, filter, limit, offset) => messageRepository.listWithDelivery(all(w), workspaceId, filter, limit, offset),
+    countMessages: (w, workspaceId, filter) => messageRepository.countMessages(all(w), workspaceId, filter),
+    findMailboxByAddress: (w, workspaceId, address) => mailboxRepository.findByAddress(all(w), workspaceId, address),
+  };
+  const mail = { ...sendingMail, ...receivedMail };
+  const outbox: EventOutbox = { emit: (w, input) => events.emit(all(w), input) };
+  const sendingDomains: SendingDomains = { isAllowedDomain: (workspaceId, domain, conn) => domains.isAllowedDomain(workspaceId, domain, all(conn)) };
+  const sending = createSendingService({ work, clock, events: outbox, mail, queue, domains: sendingDomains, returnPaths, commits, compose: composer.compose });
   const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
   const inbound = createInboundService({
     work,
@@ -277,13 +309,10 @@ export async function createServices(
   const deliverer = options.deliverer ?? capture?.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname });
   const signer = config.dkimThreads === 0 ? createInProcessSigner() : createThreadedSigner({ threads: config.dkimThreads, perWorkspace: config.dkimSigningsPerWorkspace, logger });
   const delivery = createDeliveryHandler({
-    db,
-    queue,
-    dialect,
-    commits: workerCommits,
+    work,
+    mail: sendingMail,
     clock,
     logger,
-    events,
     domains,
     routes: options.routes ?? capture?.routes ?? createRouteResolver({ resolve: cachingResolver(resolve), mxPort: config.mxPort, relay: config.smtpRelay, allowCidrs: config.deliveryAllowCidrs }),
     deliverer,
@@ -321,7 +350,7 @@ export async function createServices(
     commits,
     workerCommits,
     sending,
-    drafts: createDraftService({ db, clock, sending }),
+    drafts: createDraftService({ work, mail, clock, sending }),
     serviceTokens: createServiceTokenService({ db, clock }),
     transactional: createTransactionalService({ db, clock, sending }),
     deliverer,
@@ -340,7 +369,7 @@ export async function createServices(
     }),
     domains,
     lists,
-    suppressions: createSuppressionService({ db, clock }),
+    suppressions: createSuppressionService({ work, clock, mail: sendingMail }),
     messages: createMessageService({ work, store: mail, searches }),
     returnPaths,
     secretBox: box,

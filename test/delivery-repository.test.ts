@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGroupCommit } from '../src/db/group-commit.js';
 import { createLogger } from '../src/lib/logger.js';
-import { createDeliveryRepository, type DeliveryJob, type DeliveryRepository } from '../src/modules/sending/delivery.repository.js';
+import type { Database } from '../src/db/schema.js';
+import { asWork, tablesOf } from '../src/db/tables.js';
+import { candidatesSelect } from '../src/modules/lists/list.repository.js';
+import { createSendingMailStore, type DeliveryJob, type SendingMailStore } from '../src/modules/mail/sending-mail.store.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
@@ -9,12 +12,12 @@ import { startMailHarness, type MailHarness } from './helpers/mail.js';
 const LEASE_MS = 30_000;
 const FROM = 'newsletter@mailroom.localhost';
 
-// The repository runs a delivery's lease-guarded steps as one statement each on PostgreSQL and as a check and a
+// The mail store runs a delivery's lease-guarded steps as one statement each on PostgreSQL and as a check and a
 // write in one transaction on SQLite: the same answers must come back, and a run without the lease changes nothing.
-describe(`delivery repository: a run's steps need its lease (${TEST_DIALECT})`, () => {
+describe(`delivery runs in the mail store: a run's steps need its lease (${TEST_DIALECT})`, () => {
   let h: MailHarness;
   let tenant: Tenant;
-  let repo: DeliveryRepository;
+  let repo: Pick<SendingMailStore, 'startDeliveryRun' | 'markDataStarted' | 'settleDeliveryRun'>;
 
   beforeAll(async () => {
     h = await startMailHarness({ MAILROOM_LEASE_MS: String(LEASE_MS) });
@@ -22,15 +25,15 @@ describe(`delivery repository: a run's steps need its lease (${TEST_DIALECT})`, 
     await h.app.inject({ method: 'POST', url: `/mailboxes?address=${FROM}`, headers: bearer(tenant.apiKey) });
     const { db, dialect } = h.services.database;
     const { queue, events } = h.services;
-    repo = createDeliveryRepository({
-      db,
+    repo = createSendingMailStore({
+      work: asWork(db),
       dialect,
       commits: createGroupCommit(db),
       clock: h.clock,
       queue,
       logger: createLogger('silent'),
-      backoff: { baseMs: 1000, factor: 2, capMs: 3_600_000, jitter: 0 },
-      emit: (trx, event) => events.emit(trx, event),
+      emit: (trx, event) => events.emit(tablesOf<Database>(trx), event),
+      listCandidates: candidatesSelect,
     });
   });
   afterAll(async () => {
@@ -61,13 +64,13 @@ describe(`delivery repository: a run's steps need its lease (${TEST_DIALECT})`, 
     expect(second).toMatchObject({ id: first.id, attempt: 2 });
     const before = await outbound(id);
 
-    const late = await repo.startRun(first);
+    const late = await repo.startDeliveryRun(first);
     expect(late).toMatchObject({ started: false, delivery: { message_id: id, status: 'queued', recipients: [{ address: 'superseded@peer.test', status: 'pending' }] } });
     expect(await outbound(id)).toEqual(before); // not marked processing
     expect(await repo.markDataStarted(first)).toBe(false);
     expect((await outbound(id)).data_started_at).toBeNull();
 
-    const current = await repo.startRun(second);
+    const current = await repo.startDeliveryRun(second);
     expect(current).toMatchObject({ started: true, delivery: { status: 'queued' } }); // read before its own mark
     expect((await outbound(id)).status).toBe('processing');
     expect(await repo.markDataStarted(second)).toBe(true);
@@ -82,13 +85,14 @@ describe(`delivery repository: a run's steps need its lease (${TEST_DIALECT})`, 
       smtpResponse: '250 ok',
       events: [{ workspaceId: tenant.workspaceId, type, data: { message_id: id } }],
       outcome: { type: 'done' as const },
+      backoff: { baseMs: 1000, factor: 2, capMs: 3_600_000, jitter: 0 },
     });
-    expect(await repo.settle(first, settlement('failed', 'message.failed'))).toBe(false);
+    expect(await repo.settleDeliveryRun(first, settlement('failed', 'message.failed'))).toBe(false);
     expect(await outbound(id)).toMatchObject({ status: 'processing', smtp_response: null });
     expect(await eventCount('message.failed')).toBe(0);
     expect(await h.services.database.db.selectFrom('jobs').select('id').where('id', '=', first.id).execute()).toHaveLength(1);
 
-    expect(await repo.settle(second, settlement('accepted', 'message.accepted'))).toBe(true);
+    expect(await repo.settleDeliveryRun(second, settlement('accepted', 'message.accepted'))).toBe(true);
     expect(await outbound(id)).toMatchObject({ status: 'accepted', smtp_response: '250 ok', data_started_at: null });
     expect(await eventCount('message.accepted')).toBe(accepted + 1);
     expect(await h.services.database.db.selectFrom('jobs').select('id').where('id', '=', first.id).execute()).toEqual([]);
@@ -96,10 +100,10 @@ describe(`delivery repository: a run's steps need its lease (${TEST_DIALECT})`, 
 
   it('a run whose DATA began elsewhere is not started again, even with the lease', async () => {
     const { id, job: first } = await queued('interrupted@peer.test');
-    expect((await repo.startRun(first))?.started).toBe(true);
+    expect((await repo.startDeliveryRun(first))?.started).toBe(true);
     expect(await repo.markDataStarted(first)).toBe(true);
     const second = await claimedAgain();
-    const run = await repo.startRun(second);
+    const run = await repo.startDeliveryRun(second);
     expect(run).toMatchObject({ started: false, delivery: { status: 'processing', data_started_at: expect.any(Number) as number } });
     expect((await outbound(id)).status).toBe('processing');
   });

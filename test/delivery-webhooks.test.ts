@@ -7,7 +7,7 @@ import { startReceiver, type ReceivedRequest, type WebhookReceiver } from './hel
 import { eventually, startWorker, webhookApi } from './helpers/webhooks.js';
 
 /**
- * A delivery's settlement (delivery.repository.ts `settle`): its outcome and its events (`message.accepted`,
+ * A delivery's settlement (the mail store's `settleDeliveryRun`): its outcome and its events (`message.accepted`,
  * `message.failed`) are written with the job's settlement, reach the webhook endpoints whose filters take them, and
  * nothing is written by a run that lost its lease. Against a real SMTP peer and real HTTP receivers.
  */

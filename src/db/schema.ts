@@ -1,9 +1,12 @@
 import type { JobTable } from '../jobs/job.table.js';
 import type { EventTable } from '../modules/events/event.table.js';
 import type { SendingDomainTable, ServiceKeyTable } from '../modules/domains/domain.table.js';
+import type { OutboundTable } from '../modules/mail/outbound.table.js';
+import type { DraftAttachmentTable, DraftTable } from '../modules/mail/draft.table.js';
 import type { IdempotencyKeyTable, ServiceTokenTable } from '../modules/transactional/transactional.table.js';
 import type { ListEntryTable } from '../modules/lists/list.table.js';
 import type { SandboxCatchAllTable, SandboxDnsRecordTable, SandboxMessageTable } from '../modules/sandbox/sandbox.table.js';
+import type { SuppressionTable } from '../modules/mail/suppression.table.js';
 import type { SecretKeyCheckTable } from '../modules/secrets/secret-key.table.js';
 import type { WebhookDeliveryTable, WebhookTable } from '../modules/webhooks/webhook.table.js';
 import type { MailTables } from '../modules/mail/mail.table.js';

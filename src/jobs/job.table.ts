@@ -22,3 +22,8 @@ export interface JobTable {
   created_at: number;
   updated_at: number;
 }
+
+/** The queue's tables: only src/jobs names them; other modules go through the queue's methods. */
+export interface QueueTables {
+  jobs: JobTable;
+}

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type QueryCreator, type UpdateQueryBuilder } from 'kysely';
 import { afterCommit } from '../db/commit-hooks.js';
 import type { Db } from '../db/database.js';
 import type { DialectInfo } from '../db/dialect.js';
-import { insertRows, preparedQuery } from '../db/prepared.js';
+import { insertRows, preparedQuery, type Param } from '../db/prepared.js';
+import { tablesOf, type Work } from '../db/tables.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
-import type { JobTable } from './job.table.js';
+import type { JobTable, QueueTables } from './job.table.js';
 
 /** Claims per queue beyond which a job is given up (dead), unless the enqueuer says otherwise. */
 export const DEFAULT_MAX_ATTEMPTS = 25;
@@ -61,7 +62,7 @@ export interface ClaimOptions {
 
 export interface Queue {
   /** Add a job inside the caller's transaction (or on its own when given the root db). */
-  enqueue(trx: Db, input: EnqueueInput): Promise<string>;
+  enqueue(trx: Db | Work, input: EnqueueInput): Promise<string>;
   /** Add several jobs in one statement (same rules as `enqueue`); their ids, in order. */
   enqueueMany(trx: Db, inputs: readonly EnqueueInput[]): Promise<string[]>;
   /**
@@ -76,9 +77,9 @@ export interface Queue {
   /** Remove every job of a group that is not dead, leased ones included (their holders lose the lease); the number removed. */
   cancelGroup(trx: Db, queue: string, groupKey: string): Promise<number>;
   /** Remove one job that is not dead, leased or not (its holder loses the lease); false when there was none. */
-  cancel(trx: Db, id: string): Promise<boolean>;
+  cancel(trx: Db | Work, id: string): Promise<boolean>;
   /** Move a job that is not dead to `runAt`, dropping any lease (its holder loses it); false when there was none. */
-  reschedule(trx: Db, id: string, runAt: number): Promise<boolean>;
+  reschedule(trx: Db | Work, id: string, runAt: number): Promise<boolean>;
   /** Extend a held lease; false when the lease was lost (another worker took the job over). */
   renew(job: ClaimedJob<unknown>): Promise<boolean>;
   /** The job succeeded: remove it. False when the lease was lost meanwhile. */
@@ -89,7 +90,35 @@ export interface Queue {
   bury(job: ClaimedJob<unknown>, error: string, trx?: Db): Promise<boolean>;
   /** Hand a job back untouched (shutdown before it started): runnable now, the claim not counted. */
   release(job: ClaimedJob<unknown>): Promise<boolean>;
+  /**
+   * Touch a claimed job while its lease is still this claim's (with `liveAfter`: and runs past that time): false
+   * means the lease was lost, and whatever the claim was about to do must not happen. The UPDATE locks the job row,
+   * so a concurrent claim, cancel or reschedule waits for (PostgreSQL) or is serialized with (SQLite) `work`.
+   */
+  holdLease(work: Work, job: ClaimedJob<unknown>, options?: { liveAfter?: number }): Promise<boolean>;
+  /**
+   * `holdLease` as a part of another store's prepared statement (a writable CTE, on PostgreSQL), so that a
+   * lease-guarded write is one round trip: a row `{ id }` back means the lease held. It reads the statement's
+   * parameters `jobId`, `leaseToken`, `now` and, when given, `liveAfter`.
+   */
+  leaseHoldPart<DB>(qc: QueryCreator<DB>, p: Param): LeaseHold<DB>;
 }
+
+/** What `leaseHoldPart` gives a store's `with(…)`: its own tables stay the store's, the part names only `jobs`. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tables the update names are the queue's, not the caller's
+export type LeaseHold<DB> = UpdateQueryBuilder<DB, any, any, { id: string }>;
+
+/** The parameters of a lease hold, as `leaseHoldPart` reads them. */
+export type LeaseHoldParams = { jobId: string; leaseToken: string; now: number; liveAfter?: number | undefined };
+
+/** The job row, touched if the lease is still this claim's (and, with `liveAfter`, has not run out). */
+function leaseUpdate(qc: Pick<QueryCreator<QueueTables>, 'updateTable'>, p: Param) {
+  let update = qc.updateTable('jobs').set({ updated_at: p<number>('now') }).where('id', '=', p<string>('jobId')).where('lease_token', '=', p<string>('leaseToken'));
+  if (p.has('liveAfter')) update = update.where('run_at', '>', p<number>('liveAfter'));
+  return update.returning('id');
+}
+/** A delivery step's lease check (prepared: see db/prepared.ts); a row back means the lease is still held. */
+const holdLeaseQuery = preparedQuery<LeaseHoldParams, { id: string }, QueueTables>((db, p) => leaseUpdate(db, p));
 
 export interface QueueDeps {
   db: Db;
@@ -233,7 +262,7 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
   return {
     async enqueue(trx, input) {
       const values = row(input, clock.now());
-      await insertRows(trx, 'jobs', [values]);
+      await insertRows(tablesOf<QueueTables>(trx), 'jobs', [values]);
       if (wake) await afterCommit(trx, () => wake(input.queue));
       return values.id;
     },
@@ -284,12 +313,12 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
     },
 
     async cancel(trx, id) {
-      const result = await trx.deleteFrom('jobs').where('id', '=', id).where('state', '=', 'pending').executeTakeFirst();
+      const result = await tablesOf<QueueTables>(trx).deleteFrom('jobs').where('id', '=', id).where('state', '=', 'pending').executeTakeFirst();
       return result.numDeletedRows > 0n;
     },
 
     async reschedule(trx, id, runAt) {
-      const result = await trx
+      const result = await tablesOf<QueueTables>(trx)
         .updateTable('jobs')
         .set({ run_at: runAt, lease_token: null, updated_at: clock.now() })
         .where('id', '=', id)
@@ -392,6 +421,16 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
         .where('lease_token', '=', job.leaseToken)
         .executeTakeFirst();
       return result.numUpdatedRows > 0n;
+    },
+
+    async holdLease(work, job, options = {}) {
+      const params = { jobId: job.id, leaseToken: job.leaseToken, now: clock.now(), liveAfter: options.liveAfter };
+      return (await holdLeaseQuery(tablesOf<QueueTables>(work), params)).length > 0;
+    },
+
+    leaseHoldPart<DB>(qc: QueryCreator<DB>, p: Param): LeaseHold<DB> {
+      // The caller's statement is typed over its own tables; this part is built over the queue's (see LeaseHold).
+      return leaseUpdate(qc as unknown as QueryCreator<QueueTables>, p) as unknown as LeaseHold<DB>;
     },
   };
 }

@@ -61,7 +61,7 @@ export interface Worker {
  * `{type:'settled'}`), the worker calls it otherwise.
  */
 export async function settleJob(
-  deps: { queue: Queue; logger: Logger; backoff: BackoffPolicy },
+  deps: { queue: Pick<Queue, 'complete' | 'retry' | 'bury'>; logger: Logger; backoff: BackoffPolicy },
   job: ClaimedJob<unknown>,
   outcome: Exclude<JobOutcome, { type: 'settled' }>,
   trx?: Db,

@@ -1,4 +1,4 @@
-import type { ReturnPaths } from '../../src/modules/sending/verp.js';
+import type { ReturnPaths } from '../../src/lib/verp.js';
 
 /** Failure reports as receiving MTAs and feedback loops send them to an outbound message's VERP return path. */
 

@@ -4,7 +4,7 @@
  */
 import { insertRows } from '../../db/prepared.js';
 import type { Work } from '../../db/tables.js';
-import type { SuppressionTable } from '../suppressions/suppression.table.js';
+import type { SuppressionTable } from './suppression.table.js';
 import { mailDb } from './message.store.js';
 
 /** An outbound message as a report to its return path needs it. */

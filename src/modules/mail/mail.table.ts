@@ -10,8 +10,9 @@ import type {
   ThreadRefTable,
   ThreadTable,
 } from './message.table.js';
-import type { DraftAttachmentTable, DraftTable, OutboundTable } from '../sending/sending.table.js';
-import type { SuppressionTable } from '../suppressions/suppression.table.js';
+import type { OutboundTable } from './outbound.table.js';
+import type { DraftAttachmentTable, DraftTable } from './draft.table.js';
+import type { SuppressionTable } from './suppression.table.js';
 
 /**
  * The mail store's tables: mailboxes and everything in them (messages, their threads, contents, attachments, labels,

@@ -6,7 +6,7 @@
 import { sql, type ExpressionBuilder, type Kysely, type QueryCreator, type SelectQueryBuilder } from 'kysely';
 import { insertRows, preparedQuery, preparedWrite, type Param } from '../../db/prepared.js';
 import { tablesOf, type Work } from '../../db/tables.js';
-import type { DeliveryStatus } from '../sending/sending.table.js';
+import type { DeliveryStatus } from './outbound.table.js';
 import type { MailTables } from './mail.table.js';
 import type { AttachmentTable, MessageContentTable, MessageTable, ThreadTable } from './message.table.js';
 

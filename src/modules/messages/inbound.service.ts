@@ -11,10 +11,10 @@ import type { Folder, MessageListView } from './message.types.js';
 import { toMessageListView } from './message.views.js';
 import type { ParsedMessage } from './mime.js';
 import { eventText, receivedEventData } from './received-event.js';
-import { parseDsn, parseFeedbackReport, type DsnRecipient, type FeedbackReport } from '../sending/reports.js';
+import { parseDsn, parseFeedbackReport, type DsnRecipient, type FeedbackReport } from './reports.js';
 import { isPermanentStatus } from '../suppressions/suppression.service.js';
 import type { Clock } from '../../lib/clock.js';
-import type { ReturnPaths } from '../sending/verp.js';
+import type { ReturnPaths } from '../../lib/verp.js';
 
 /** The SMTP envelope and connection facts of one transaction. */
 export interface Envelope {

@@ -17,7 +17,7 @@ import {
   type MessageFilter,
   type MessageRow,
 } from '../mail/message.store.js';
-import type { OutboundTable } from '../sending/sending.table.js';
+import type { OutboundTable } from '../mail/outbound.table.js';
 
 export type { MessageDetailRow, MessageRow } from '../mail/message.store.js';
 

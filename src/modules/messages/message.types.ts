@@ -1,4 +1,4 @@
-import type { DeliveryStatus, RecipientState } from '../sending/sending.table.js';
+import type { DeliveryStatus, RecipientState } from '../mail/outbound.table.js';
 import type { AddressView } from './mime.js';
 
 /** The folders a message can be in. */

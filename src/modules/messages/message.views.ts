@@ -1,6 +1,6 @@
 import { iso } from '../../lib/clock.js';
 import { withoutInvisibleFormat } from '../../lib/mail-text.js';
-import type { RecipientState } from '../sending/sending.table.js';
+import type { RecipientState } from '../mail/outbound.table.js';
 import type { AttachmentView, AuthSummary, DeliveryDetail, DeliveryEvent, MessageListView, SentMessageView, ThreadView } from './message.types.js';
 import type { DeliveryColumns, DeliveryDetailColumns, MessagePageRow, ThreadRow } from '../mail/mail.store.js';
 import type { AddressView } from './mime.js';

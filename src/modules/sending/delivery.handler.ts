@@ -1,36 +1,33 @@
-import type { Db } from '../../db/database.js';
-import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
-import type { DialectInfo } from '../../db/dialect.js';
+import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { backoffDelay, type BackoffPolicy } from '../../jobs/backoff.js';
-import type { Queue } from '../../jobs/queue.js';
 import type { JobHandler, JobOutcome } from '../../jobs/worker.js';
 import type { DomainService } from '../domains/domain.service.js';
-import type { EventsService } from '../events/events.service.js';
 import type { EmitInput } from '../events/event.types.js';
 import { toMessageListView } from '../messages/message.views.js';
-import { createDeliveryRepository, type DeliveryJob, type DeliveryRepository, type RunStart } from './delivery.repository.js';
+import type { DeliveryJob, RunStart, SendingMailStore } from '../mail/sending-mail.store.js';
 import { RouteError, type DeliveryResult, type RecipientRefusal, type RouteResolver, type SmtpDeliverer, type SmtpRoute } from './delivery.types.js';
-import { suppressionRepository } from '../suppressions/suppression.repository.js';
 import { replyStatus } from '../suppressions/suppression.service.js';
-import type { SuppressionTable } from '../suppressions/suppression.table.js';
+import type { SuppressionTable } from '../mail/suppression.table.js';
 import { domainOf } from './recipients.js';
 import { withDate } from './schedule.js';
-import type { Attempt, DeliveryStatus, RecipientState } from './sending.table.js';
+import type { Attempt, DeliveryStatus, RecipientState } from '../mail/outbound.table.js';
 import { DELIVERY_QUEUE } from './sending.service.js';
 import type { MessageSigner } from './signing-pool.js';
-import type { ReturnPaths } from './verp.js';
+import type { ReturnPaths } from '../../lib/verp.js';
 
 export interface DeliveryDeps {
-  db: Db;
-  dialect: DialectInfo;
-  /** The job queue, to settle a delivery's job in the transaction that records its outcome. */
-  queue: Queue;
+  /** The pool, for the reads a run makes outside its lease-guarded steps. */
+  work: Work;
+  /**
+   * A run's statements: its start, DATA mark and settlement (with its events and the job's outcome, in one
+   * transaction the store's group commit shares), and the suppression check.
+   */
+  mail: Pick<SendingMailStore, 'startDeliveryRun' | 'markDataStarted' | 'settleDeliveryRun' | 'suppressedAmong'>;
   clock: Clock;
   logger: Logger;
-  events: EventsService;
-  domains: DomainService;
+  domains: Pick<DomainService, 'signingKey'>;
   routes: RouteResolver;
   deliverer: SmtpDeliverer;
   /** DKIM signatures (on worker threads in a running service). */
@@ -44,8 +41,6 @@ export interface DeliveryDeps {
   concurrency?: number;
   /** Delivery jobs of one workspace running at once in every process together (MAILROOM_QUEUE_WORKSPACE_CONCURRENCY); unset = no cap. */
   workspaceConcurrency?: number;
-  /** Shared commits: state changes of concurrent deliveries share a transaction (db/group-commit.ts). */
-  commits?: GroupCommit;
 }
 
 const HOUR_MS = 3_600_000;
@@ -164,7 +159,7 @@ async function dropSuppressed(ctx: Context, run: Run): Promise<void> {
   const { delivery } = run.start;
   if (delivery.send_at === null && run.job.attempt <= 1) return;
   const pending = run.recipients.filter((r) => r.status === 'pending');
-  const found = await suppressionRepository.among(ctx.db, delivery.workspace_id, pending.map((r) => r.address));
+  const found = await ctx.mail.suppressedAmong(ctx.work, delivery.workspace_id, pending.map((r) => r.address));
   for (const r of pending) {
     if (!found.has(r.address)) continue;
     r.status = 'failed';
@@ -177,8 +172,8 @@ async function dropSuppressed(ctx: Context, run: Run): Promise<void> {
 /** `host [address]:port`; a route without a port (the sandbox's capture) is its host alone. */
 const mxName = (route: SmtpRoute) => `${route.host}${route.address && route.address !== route.host ? ` [${route.address}]` : ''}${route.port > 0 ? `:${route.port}` : ''}`;
 
-/** What the steps of a run use: the handler's dependencies, its repository and its retry policy. */
-type Context = DeliveryDeps & { repo: DeliveryRepository; backoff: BackoffPolicy };
+/** What the steps of a run use: the handler's dependencies and its retry policy. */
+type Context = DeliveryDeps & { backoff: BackoffPolicy };
 
 const isoNow = (clock: Clock) => new Date(clock.now()).toISOString();
 
@@ -195,7 +190,7 @@ function settle(ctx: Context, run: Run, status: DeliveryStatus, lastError: strin
   const { workspace_id, message_id } = run.start.delivery;
   const now = ctx.clock.now();
   const suppressions = run.suppress.map((x): SuppressionTable => ({ workspace_id, address: x.address, reason: 'hard_bounce', detail: x.detail, status_code: x.status, message_id, created_at: now }));
-  return ctx.repo.settle(run.job, { status, recipients, attempts, lastError, smtpResponse, events: emitted, suppressions, outcome });
+  return ctx.mail.settleDeliveryRun(run.job, { status, recipients, attempts, lastError, smtpResponse, events: emitted, suppressions, outcome, backoff: ctx.backoff });
 }
 
 /** A worker died (or its lease ran out) after DATA began: the peer may have the message. Never resend. */
@@ -242,7 +237,7 @@ async function transact(ctx: Context, run: Run, message: Buffer, mailFrom: strin
       origin: { workspaceId: run.start.delivery.workspace_id, messageId: run.start.delivery.message_id },
       onDataStart: async () => {
         // No byte of DATA without a live lease: a run whose job was claimed again must not send a second copy.
-        if (!(await ctx.repo.markDataStarted(run.job))) throw new Error('lease lost or expired before DATA; not sending');
+        if (!(await ctx.mail.markDataStarted(run.job))) throw new Error('lease lost or expired before DATA; not sending');
       },
     });
     const mx = mxName(route);
@@ -297,7 +292,7 @@ async function finish(ctx: Context, run: Run): Promise<JobOutcome> {
 }
 
 async function handle(ctx: Context, job: DeliveryJob): Promise<JobOutcome> {
-  const start = await ctx.repo.startRun(job);
+  const start = await ctx.mail.startDeliveryRun(job);
   if (!start) return DONE;
   const { delivery } = start;
   if (delivery.status === 'accepted' || delivery.status === 'failed' || delivery.status === 'unknown' || delivery.status === 'cancelled') return DONE;
@@ -316,14 +311,7 @@ async function handle(ctx: Context, job: DeliveryJob): Promise<JobOutcome> {
 /** The delivery worker's job handler: one job per outbound message, a transaction per recipient (its return path). */
 export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_id: string }> {
   const backoff: BackoffPolicy = { baseMs: deps.retryBaseMs, factor: 2, capMs: HOUR_MS, jitter: 0.2 };
-  const repo = createDeliveryRepository({
-    ...deps,
-    // Every unit the repository runs is safe to run again from the start, as group commit requires.
-    commits: deps.commits ?? createGroupCommit(deps.db),
-    backoff,
-    emit: (trx, event) => deps.events.emit(trx, event),
-  });
-  const ctx: Context = { ...deps, repo, backoff };
+  const ctx: Context = { ...deps, backoff };
   return {
     queue: DELIVERY_QUEUE,
     concurrency: deps.concurrency ?? 8,

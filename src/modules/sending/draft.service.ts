@@ -1,20 +1,19 @@
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { invalid, notFound } from '../../lib/errors.js';
 import type { Download } from '../messages/message.service.js';
 import type { ParsedAttachment } from '../messages/mime.js';
 import { newId } from '../../lib/ids.js';
-import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
-import { messageRepository } from '../messages/message.repository.js';
+import type { DraftAttachmentMeta, DraftRow, SendingMailStore } from '../mail/sending-mail.store.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import { MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS, decodeAttachments, tooManyBytes, type AttachmentInput } from './attachments.js';
-import { draftRepository as repo, type DraftAttachmentMeta, type DraftRow } from './draft.repository.js';
 import { parseRecipients } from './recipients.js';
 import { rawHeaderFields, replyHeaders } from './reply.js';
+import type { ReceivedMail } from './sending.deps.js';
 import type { Queued, SendInput, SendingService } from './sending.service.js';
-import type { DraftAttachmentTable, DraftTable } from './sending.table.js';
+import type { DraftAttachmentTable, DraftTable } from '../mail/draft.table.js';
 
 /** A file of a draft, as the draft view lists it (the sent copy's attachments look the same). */
 export interface DraftAttachmentView {
@@ -78,8 +77,26 @@ export interface DraftService {
   attachment(tenant: TenantContext, draftId: string, attachmentId: string): Promise<Download>;
 }
 
+/** The draft store's operations a draft service uses. */
+type DraftOps =
+  | 'saveDraft'
+  | 'findDraft'
+  | 'listDrafts'
+  | 'countDrafts'
+  | 'updateDraft'
+  | 'deleteDraft'
+  | 'draftMailboxAddress'
+  | 'takeDraft'
+  | 'addDraftAttachments'
+  | 'draftAttachmentsOf'
+  | 'draftAttachmentContents'
+  | 'findDraftAttachment'
+  | 'removeDraftAttachments';
+
 export interface DraftDeps {
-  db: Db;
+  /** The pool: the service opens its transactions on it. */
+  work: Work;
+  mail: Pick<SendingMailStore, DraftOps> & Pick<ReceivedMail, 'findMailboxByAddress' | 'findMessage' | 'findContent'>;
   clock: Clock;
   sending: Pick<SendingService, 'check' | 'enqueue'>;
 }
@@ -110,23 +127,23 @@ function toView(row: DraftRow, attachments: readonly DraftAttachmentMeta[]): Dra
 }
 
 /** Drafts of the session surface: stored per workspace, sent through the one outbound entry. */
-export function createDraftService({ db, clock, sending }: DraftDeps): DraftService {
-  async function mailboxOf(conn: Db, tenant: TenantContext, address: string) {
+export function createDraftService({ work, mail, clock, sending }: DraftDeps): DraftService {
+  async function mailboxOf(conn: Work, tenant: TenantContext, address: string) {
     const normalized = normalizeEmail(address);
-    const mailbox = normalized ? await mailboxRepository.findByAddress(conn, tenant.workspaceId, normalized) : undefined;
+    const mailbox = normalized ? await mail.findMailboxByAddress(conn, tenant.workspaceId, normalized) : undefined;
     if (!mailbox) throw notFound('mailbox_not_found', `no mailbox ${address} in this workspace`);
     return mailbox;
   }
 
   async function find(tenant: TenantContext, draftId: string): Promise<DraftRow> {
-    const row = await repo.find(db, tenant.workspaceId, draftId);
+    const row = await mail.findDraft(work, tenant.workspaceId, draftId);
     if (!row) throw draftNotFound(draftId);
     return row;
   }
 
   async function viewOf(tenant: TenantContext, draftId: string): Promise<DraftView> {
     const row = await find(tenant, draftId);
-    return toView(row, await repo.attachmentsOf(db, tenant.workspaceId, [row.id]));
+    return toView(row, await mail.draftAttachmentsOf(work, tenant.workspaceId, [row.id]));
   }
 
   function attachmentRows(tenant: TenantContext, draftId: string, files: readonly ParsedAttachment[]): DraftAttachmentTable[] {
@@ -145,8 +162,8 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
   }
 
   /** The message a reply answers, in this workspace, or 404. */
-  async function original(conn: Db, tenant: TenantContext, messageId: string) {
-    const message = await messageRepository.findMessage(conn, tenant.workspaceId, messageId);
+  async function original(conn: Work, tenant: TenantContext, messageId: string) {
+    const message = await mail.findMessage(conn, tenant.workspaceId, messageId);
     if (!message) throw notFound('message_not_found', `in_reply_to: no message ${messageId} in this workspace`);
     return message;
   }
@@ -154,7 +171,7 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
   /** The columns a draft input sets (normalised: addresses lower-case, each list de-duplicated). */
   async function columns(tenant: TenantContext, input: DraftInput): Promise<Partial<DraftTable>> {
     const values: Partial<DraftTable> = {};
-    if (input.mailbox !== undefined) values.mailbox_id = (await mailboxOf(db, tenant, input.mailbox)).id;
+    if (input.mailbox !== undefined) values.mailbox_id = (await mailboxOf(work, tenant, input.mailbox)).id;
     for (const field of ['to', 'cc', 'bcc'] as const) {
       const list = input[field];
       if (list !== undefined) values[`${field}_json`] = JSON.stringify(parseRecipients(list, field, { required: false }));
@@ -163,13 +180,13 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
     if (input.body !== undefined) values.body = input.body;
     if (input.html !== undefined) values.html = input.html;
     if (input.in_reply_to !== undefined) {
-      values.in_reply_to = input.in_reply_to === null ? null : (await original(db, tenant, input.in_reply_to)).id;
+      values.in_reply_to = input.in_reply_to === null ? null : (await original(work, tenant, input.in_reply_to)).id;
     }
     return values;
   }
 
   /** What `sending.enqueue` gets for a draft: its From, recipients, content and, for a reply, the thread headers. */
-  async function sendInput(conn: Db, tenant: TenantContext, draft: DraftTable, from: string, files: DraftAttachmentTable[] = []): Promise<SendInput> {
+  async function sendInput(conn: Work, tenant: TenantContext, draft: DraftTable, from: string, files: DraftAttachmentTable[] = []): Promise<SendInput> {
     const input: SendInput = {
       attachments: files.map((f) => ({ filename: f.filename, content_type: f.content_type, content: f.content, content_id: f.content_id })),
       from_mailbox: from,
@@ -182,11 +199,11 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
     };
     if (draft.in_reply_to !== null) {
       const parent = await original(conn, tenant, draft.in_reply_to);
-      const content = await messageRepository.findContent(conn, tenant.workspaceId, parent.id, false);
+      const content = await mail.findContent(conn, tenant.workspaceId, parent.id, false);
       let fields = JSON.parse(content?.headers_json ?? '[]') as Array<{ name: string; value: string }>;
       // Our own outbound copies keep no parsed headers: read them from the stored source.
       if (fields.length === 0) {
-        const raw = (await messageRepository.findContent(conn, tenant.workspaceId, parent.id, true))?.raw;
+        const raw = (await mail.findContent(conn, tenant.workspaceId, parent.id, true))?.raw;
         fields = raw ? rawHeaderFields(raw) : [];
       }
       const headers = replyHeaders(fields, parent.internet_message_id);
@@ -198,12 +215,12 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
 
   return {
     async list(tenant, query) {
-      const mailboxId = query.mailbox === undefined ? undefined : (await mailboxOf(db, tenant, query.mailbox)).id;
+      const mailboxId = query.mailbox === undefined ? undefined : (await mailboxOf(work, tenant, query.mailbox)).id;
       const [rows, total] = await Promise.all([
-        repo.list(db, tenant.workspaceId, mailboxId, query.limit, query.offset),
-        repo.count(db, tenant.workspaceId, mailboxId),
+        mail.listDrafts(work, tenant.workspaceId, mailboxId, query.limit, query.offset),
+        mail.countDrafts(work, tenant.workspaceId, mailboxId),
       ]);
-      const attachments = await repo.attachmentsOf(db, tenant.workspaceId, rows.map((r) => r.id));
+      const attachments = await mail.draftAttachmentsOf(work, tenant.workspaceId, rows.map((r) => r.id));
       return { drafts: rows.map((row) => toView(row, attachments)), total, limit: query.limit, offset: query.offset };
     },
 
@@ -212,8 +229,8 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
       const files = decodeAttachments(input.attachments);
       const now = clock.now();
       const id = newId('drf');
-      await db.transaction().execute(async (trx) => {
-        await repo.insert(trx, {
+      await work.transaction().execute(async (trx) => {
+        await mail.saveDraft(trx, {
           id,
           workspace_id: tenant.workspaceId,
           mailbox_id: values.mailbox_id!,
@@ -227,7 +244,7 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
           created_at: now,
           updated_at: now,
         });
-        await repo.insertAttachments(trx, attachmentRows(tenant, id, files));
+        await mail.addDraftAttachments(trx, attachmentRows(tenant, id, files));
       });
       return viewOf(tenant, id);
     },
@@ -239,19 +256,19 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
       const values = await columns(tenant, input);
       const files = input.attachments === undefined ? undefined : decodeAttachments(input.attachments);
       if (Object.keys(values).length > 0 || files !== undefined) {
-        await db.transaction().execute(async (trx) => {
-          const changed = await repo.update(trx, tenant.workspaceId, draftId, { ...values, updated_at: clock.now() });
+        await work.transaction().execute(async (trx) => {
+          const changed = await mail.updateDraft(trx, tenant.workspaceId, draftId, { ...values, updated_at: clock.now() });
           if (changed === 0) throw draftNotFound(draftId);
           if (files === undefined) return;
-          await repo.deleteAttachments(trx, tenant.workspaceId, draftId);
-          await repo.insertAttachments(trx, attachmentRows(tenant, draftId, files));
+          await mail.removeDraftAttachments(trx, tenant.workspaceId, draftId);
+          await mail.addDraftAttachments(trx, attachmentRows(tenant, draftId, files));
         });
       }
       return viewOf(tenant, draftId);
     },
 
     async remove(tenant, draftId) {
-      if ((await repo.delete(db, tenant.workspaceId, draftId)) === 0) throw draftNotFound(draftId);
+      if ((await mail.deleteDraft(work, tenant.workspaceId, draftId)) === 0) throw draftNotFound(draftId);
       return { ok: true, draft_id: draftId };
     },
 
@@ -259,15 +276,15 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
       const draft = await find(tenant, draftId);
       // Refusals (bad recipients, lists) are found, and list refusals recorded, before the transaction:
       // inside it a refusal could only be thrown (see SendingService.check).
-      await sending.check(tenant, await sendInput(db, tenant, draft, draft.mailbox_address));
-      return db.transaction().execute(async (trx) => {
+      await sending.check(tenant, await sendInput(work, tenant, draft, draft.mailbox_address));
+      return work.transaction().execute(async (trx) => {
         // Read before the claim, which takes them with the draft (foreign key, on delete cascade).
-        const files = await repo.attachmentContents(trx, tenant.workspaceId, draftId);
+        const files = await mail.draftAttachmentContents(trx, tenant.workspaceId, draftId);
         // Taking the row is the claim: a concurrent send of the same draft finds nothing and sends nothing.
-        const taken = await repo.take(trx, tenant.workspaceId, draftId);
+        const taken = await mail.takeDraft(trx, tenant.workspaceId, draftId);
         if (!taken) throw draftNotFound(draftId);
         // What was taken is what goes out, even if a PATCH landed after the check; enqueue checks it again.
-        const from = taken.mailbox_id === draft.mailbox_id ? draft.mailbox_address : await repo.mailboxAddress(trx, tenant.workspaceId, taken.mailbox_id);
+        const from = taken.mailbox_id === draft.mailbox_id ? draft.mailbox_address : await mail.draftMailboxAddress(trx, tenant.workspaceId, taken.mailbox_id);
         if (from === undefined) throw draftNotFound(draftId);
         return sending.enqueue(tenant, { ...(await sendInput(trx, tenant, taken, from, files)), send_at: options.send_at }, trx);
       });
@@ -275,35 +292,35 @@ export function createDraftService({ db, clock, sending }: DraftDeps): DraftServ
 
     async attachmentRoom(tenant, draftId) {
       await find(tenant, draftId);
-      const files = await repo.attachmentsOf(db, tenant.workspaceId, [draftId]);
+      const files = await mail.draftAttachmentsOf(work, tenant.workspaceId, [draftId]);
       const bytes = files.reduce((sum, f) => sum + f.size, 0);
       return { bytes: Math.max(0, MAX_ATTACHMENT_BYTES - bytes), files: Math.max(0, MAX_ATTACHMENTS - files.length) };
     },
 
     async addAttachments(tenant, draftId, input) {
       const files = decodeAttachments(input);
-      await db.transaction().execute(async (trx) => {
+      await work.transaction().execute(async (trx) => {
         // Touching the draft first takes its row lock (PostgreSQL): concurrent uploads to one draft are counted one
         // after the other, so together they cannot pass the limit either.
-        if ((await repo.update(trx, tenant.workspaceId, draftId, { updated_at: clock.now() })) === 0) throw draftNotFound(draftId);
-        const existing = await repo.attachmentsOf(trx, tenant.workspaceId, [draftId]);
+        if ((await mail.updateDraft(trx, tenant.workspaceId, draftId, { updated_at: clock.now() })) === 0) throw draftNotFound(draftId);
+        const existing = await mail.draftAttachmentsOf(trx, tenant.workspaceId, [draftId]);
         const total = existing.reduce((sum, a) => sum + a.size, 0) + files.reduce((sum, f) => sum + f.content.length, 0);
         if (total > MAX_ATTACHMENT_BYTES) throw tooManyBytes(total);
         if (existing.length + files.length > MAX_ATTACHMENTS) throw invalid('invalid_request', `a draft has at most ${MAX_ATTACHMENTS} attachments`);
-        await repo.insertAttachments(trx, attachmentRows(tenant, draftId, files));
+        await mail.addDraftAttachments(trx, attachmentRows(tenant, draftId, files));
       });
       return viewOf(tenant, draftId);
     },
 
     async removeAttachment(tenant, draftId, attachmentId) {
       await find(tenant, draftId);
-      if ((await repo.deleteAttachments(db, tenant.workspaceId, draftId, attachmentId)) === 0) throw attachmentNotFound(draftId, attachmentId);
-      await repo.update(db, tenant.workspaceId, draftId, { updated_at: clock.now() });
+      if ((await mail.removeDraftAttachments(work, tenant.workspaceId, draftId, attachmentId)) === 0) throw attachmentNotFound(draftId, attachmentId);
+      await mail.updateDraft(work, tenant.workspaceId, draftId, { updated_at: clock.now() });
       return viewOf(tenant, draftId);
     },
 
     async attachment(tenant, draftId, attachmentId) {
-      const found = await repo.findAttachment(db, tenant.workspaceId, draftId, attachmentId);
+      const found = await mail.findDraftAttachment(work, tenant.workspaceId, draftId, attachmentId);
       if (!found) throw attachmentNotFound(draftId, attachmentId);
       return { filename: found.filename, contentType: found.content_type, content: found.content };
     },

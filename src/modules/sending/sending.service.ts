@@ -1,25 +1,19 @@
-import type { Db } from '../../db/database.js';
-import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
-import { insertRows, preparedQuery } from '../../db/prepared.js';
+import type { GroupCommit } from '../../db/group-commit.js';
+import { asWork, type Work } from '../../db/tables.js';
 import { iso, type Clock } from '../../lib/clock.js';
 import { invalid, isDomainError, notFound, DomainError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { Queue } from '../../jobs/queue.js';
-import type { DomainService } from '../domains/domain.service.js';
-import type { EventsService } from '../events/events.service.js';
-import { idByAddressSelect, mailboxRepository } from '../mailboxes/mailbox.repository.js';
-import { candidatesOf, candidatesSelect, type CandidateRow } from '../lists/list.repository.js';
+import { candidatesOf } from '../lists/list.repository.js';
 import { addressVerdicts } from '../lists/list.service.js';
 import { notChecked } from '../messages/authentication.js';
-import type { MessageStore } from '../messages/message-store.js';
 import { MAX_SUBJECT_LENGTH, snippetOf, type ParsedMessage } from '../messages/mime.js';
-import { messageRepository } from '../messages/message.repository.js';
 import { searchEntryOf } from '../../lib/mail-text.js';
 import type { SentMessageView } from '../messages/message.types.js';
 import { toMessageListView, toSentMessageView } from '../messages/message.views.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
-import { suppressionRepository } from '../suppressions/suppression.repository.js';
+import type { SendingMailStore } from '../mail/sending-mail.store.js';
 import { suppressedError } from '../suppressions/suppression.service.js';
 import { decodeAttachments, type AttachmentInput } from './attachments.js';
 import { composeMessage } from './compose.js';
@@ -27,7 +21,8 @@ import type { Composer } from './compose-pool.js';
 import { MAX_RECIPIENTS, parseRecipients } from './recipients.js';
 import { scheduledTime } from './schedule.js';
 import { createScheduling, type Scheduling } from './schedule.service.js';
-import type { ReturnPaths } from './verp.js';
+import type { EventOutbox, ReceivedMail, SendingDomains } from './sending.deps.js';
+import type { ReturnPaths } from '../../lib/verp.js';
 
 export const DELIVERY_QUEUE = 'delivery';
 /** The limits of a send (docs/api.md). */
@@ -35,19 +30,6 @@ export const MAX_BODY_LENGTH = 512 * 1024;
 export const MAX_NAME_LENGTH = 200;
 /** Messages of one batch send (Resend's limit). */
 export const MAX_BATCH_MESSAGES = 100;
-
-/**
- * A send's sender check in one statement: the workspace's mailbox of the `from` address and the outbound list entries
- * that could apply to the recipients (prepared: see db/prepared.ts). Every row is a list candidate with the mailbox
- * beside it (its columns null when there is no such mailbox); there is always at least one row.
- */
-const senderQuery = preparedQuery<{ workspaceId: string; address: string; keys: readonly string[] }, CandidateRow & { mailbox_id: string | null; mailbox_address: string | null }>((db, p) => {
-  const workspaceId = p<string>('workspaceId');
-  return db
-    .selectFrom(candidatesSelect(db, workspaceId, 'outbound', p.list<string>('keys')).as('l'))
-    .leftJoin(idByAddressSelect(db, workspaceId, p<string>('address')).as('m'), (join) => join.onTrue())
-    .select(['l.has_allow', 'l.list_type', 'l.entry', 'l.kind', 'm.id as mailbox_id', 'm.address as mailbox_address']);
-});
 
 export interface SendInput {
   from_mailbox: string;
@@ -93,7 +75,7 @@ export interface SendingService {
    * stores the `sent` copy, queues delivery and emits `message.sent`, all in the caller's transaction
    * (or its own). Suppressed recipients are left out and listed in the answer (all of them: 422).
    */
-  enqueue(tenant: TenantContext, input: SendInput, trx?: Db): Promise<Queued>;
+  enqueue(tenant: TenantContext, input: SendInput, trx?: Work): Promise<Queued>;
   /**
    * enqueue's checks alone, outside any transaction: a list refusal is recorded (`message.rejected`,
    * committed) and thrown. A caller that passes its own transaction to enqueue runs this first: inside
@@ -113,16 +95,19 @@ export interface SendingService {
 }
 
 export interface SendingDeps {
-  db: Db;
+  /** The pool: sends open their own transactions on it. */
+  work: Work;
   clock: Clock;
-  events: EventsService;
-  store: MessageStore;
-  queue: Queue;
-  domains: DomainService;
+  events: EventOutbox;
+  /** The sent copy, its delivery state and the checks a send reads (mailbox, lists, suppressions). */
+  mail: Pick<SendingMailStore, 'readSender' | 'recordOutbound' | 'suppressedAmong' | 'deliveryState' | 'cancelScheduled' | 'rescheduleScheduled'> &
+    Pick<ReceivedMail, 'storeMessage' | 'findMessage' | 'listWithDelivery' | 'countMessages' | 'findMailboxByAddress'>;
+  queue: Pick<Queue, 'enqueue' | 'cancel' | 'reschedule'>;
+  domains: SendingDomains;
   /** The keyed VERP return paths (bounces+<message_id>-<tag>@<domain>), routed to our SMTP listener. */
   returnPaths: ReturnPaths;
   /** Shared commits: concurrent sends share a transaction and its flush to disk (db/group-commit.ts). */
-  commits?: GroupCommit;
+  commits: GroupCommit;
   /** Attempts before a delivery job gives up (its own max-age rule usually decides first). */
   maxAttempts?: number;
   /** Builds the message (compose-pool.ts: large ones on a thread); composeMessage in this thread by default. */
@@ -135,8 +120,7 @@ type Composed = { messageId: string; now: number; raw: Buffer; parsed: ParsedMes
 type Prepared = { checked: Checked; composed: Composed; sendAt: number | null };
 
 export function createSendingService(deps: SendingDeps): SendingService {
-  const { db, clock, events, store, queue, domains, returnPaths } = deps;
-  const commits = deps.commits ?? createGroupCommit(db);
+  const { work, clock, events, mail, queue, domains, returnPaths, commits } = deps;
   const composer = deps.compose ?? composeMessage;
 
   /**
@@ -144,7 +128,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
    * `record`: commit list refusals as events in a transaction of their own (only when no caller's
    * transaction is open, see `SendingService.check`).
    */
-  async function check(tenant: TenantContext, input: SendInput, conn: Db, record: boolean): Promise<Checked> {
+  async function check(tenant: TenantContext, input: SendInput, conn: Work, record: boolean): Promise<Checked> {
     const fromAddress = normalizeEmail(input.from_mailbox);
     const noMailbox = () => notFound('mailbox_not_found', `no mailbox ${input.from_mailbox} in this workspace`);
     if (!fromAddress) throw noMailbox();
@@ -161,7 +145,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
     }
     const all = 'all' in recipients && recipients.all.length <= MAX_RECIPIENTS ? recipients.all : [];
     const verdicts = addressVerdicts('outbound', all);
-    const rows = await senderQuery(conn, { workspaceId: tenant.workspaceId, address: fromAddress, keys: verdicts.keys });
+    const rows = await mail.readSender(conn, { workspaceId: tenant.workspaceId, address: fromAddress, keys: verdicts.keys });
     const found = rows[0];
     if (found?.mailbox_id == null || found.mailbox_address == null) throw noMailbox();
     const mailbox = { id: found.mailbox_id, address: found.mailbox_address };
@@ -194,7 +178,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       // caller's transaction it is not: the caller ran `check` (which recorded it) just before, so only a
       // list changed in that instant goes unrecorded.
       if (record) {
-        await db.transaction().execute(async (own) => {
+        await work.transaction().execute(async (own) => {
           for (const r of refused) {
             await events.emit(own, { workspaceId: tenant.workspaceId, type: 'message.rejected', data: { mailbox: mailbox.address, from: mailbox.address, recipient: r.recipient, reason: r.reason, direction: 'outbound' } });
           }
@@ -210,8 +194,8 @@ export function createSendingService(deps: SendingDeps): SendingService {
    * The recipients the workspace does not suppress, and those it does; 422 when it suppresses them all. The
    * headers keep every address the sender wrote: a suppressed one only gets no copy (decision 333).
    */
-  async function withoutSuppressed(conn: Db, tenant: TenantContext, all: string[]): Promise<{ all: string[]; suppressed: string[] }> {
-    const found = await suppressionRepository.among(conn, tenant.workspaceId, all);
+  async function withoutSuppressed(conn: Work, tenant: TenantContext, all: string[]): Promise<{ all: string[]; suppressed: string[] }> {
+    const found = await mail.suppressedAmong(conn, tenant.workspaceId, all);
     if (found.size === 0) return { all, suppressed: [] };
     const suppressed = all.filter((a) => found.has(a));
     if (suppressed.length === all.length) throw suppressedError(suppressed);
@@ -276,17 +260,17 @@ export function createSendingService(deps: SendingDeps): SendingService {
   const withSuppressed = (queued: Queued, checked: Checked): Queued => (checked.suppressed.length > 0 ? { ...queued, suppressed: checked.suppressed } : queued);
 
   /** Everything before the write, outside any transaction: the time to send, the checks, the composed message. */
-  async function prepare(tenant: TenantContext, input: SendInput, conn: Db, record: boolean): Promise<Prepared> {
+  async function prepare(tenant: TenantContext, input: SendInput, conn: Work, record: boolean): Promise<Prepared> {
     const sendAt = scheduledTime(input.send_at, clock.now());
     const checked = await check(tenant, input, conn, record);
     return { checked, composed: await compose(input, checked, sendAt), sendAt };
   }
 
   /** `sendAt`: a scheduled message (`scheduled`, its job due then); null sends at once. */
-  async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Db, sendAt: number | null = null): Promise<Queued> {
+  async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Work, sendAt: number | null = null): Promise<Queued> {
     const { mailbox, all } = checked;
     const { messageId, now, raw, parsed, mailFrom } = composed;
-    const row = await store.store(trx, {
+    const row = await mail.storeMessage(trx, {
       id: messageId,
       workspaceId: tenant.workspaceId,
       mailboxId: mailbox.id,
@@ -308,23 +292,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       maxAttempts: deps.maxAttempts ?? 1000,
       ...(sendAt === null ? {} : { runAt: sendAt }),
     });
-    await insertRows(trx, 'outbound', [
-      {
-        message_id: messageId,
-        workspace_id: tenant.workspaceId,
-        status,
-        mail_from: mailFrom,
-        recipients_json: JSON.stringify(all.map((address) => ({ address, status: 'pending', response: null, mx: null }))),
-        attempts_json: '[]',
-        last_error: null,
-        smtp_response: null,
-        data_started_at: null,
-        send_at: sendAt,
-        job_id: jobId,
-        created_at: now,
-        updated_at: now,
-      },
-    ]);
+    await mail.recordOutbound(trx, { workspaceId: tenant.workspaceId, messageId, status, mailFrom, recipients: all, sendAt, jobId, now });
     const schedule = sendAt === null ? {} : { send_at: iso(sendAt) };
     await events.emit(trx, { workspaceId: tenant.workspaceId, type: 'message.sent', data: { ...toMessageListView(row), status, ...schedule } });
     return { message_id: messageId, status, ...schedule };
@@ -335,26 +303,26 @@ export function createSendingService(deps: SendingDeps): SendingService {
       let mailboxId: string | undefined;
       if (query.mailbox !== undefined) {
         const address = normalizeEmail(query.mailbox);
-        const mailbox = address ? await mailboxRepository.findByAddress(db, tenant.workspaceId, address) : undefined;
+        const mailbox = address ? await mail.findMailboxByAddress(work, tenant.workspaceId, address) : undefined;
         if (!mailbox) throw notFound('mailbox_not_found', `no mailbox ${query.mailbox}`);
         mailboxId = mailbox.id;
       }
       const filter = { mailboxId, folder: 'sent' };
       const [rows, total] = await Promise.all([
-        messageRepository.listWithDelivery(db, tenant.workspaceId, filter, query.limit, query.offset),
-        messageRepository.countMessages(db, tenant.workspaceId, filter),
+        mail.listWithDelivery(work, tenant.workspaceId, filter, query.limit, query.offset),
+        mail.countMessages(work, tenant.workspaceId, filter),
       ]);
       return { messages: rows.map(toSentMessageView), total, limit: query.limit, offset: query.offset };
     },
 
     async enqueue(tenant, input, trx) {
-      const { checked, composed, sendAt } = await prepare(tenant, input, trx ?? db, trx === undefined);
-      const queued = await (trx ? write(tenant, checked, composed, trx, sendAt) : commits.run((own) => write(tenant, checked, composed, own, sendAt), tenant.workspaceId));
+      const { checked, composed, sendAt } = await prepare(tenant, input, trx ?? work, trx === undefined);
+      const queued = await (trx ? write(tenant, checked, composed, trx, sendAt) : commits.run((own) => write(tenant, checked, composed, asWork(own), sendAt), tenant.workspaceId));
       return withSuppressed(queued, checked);
     },
 
     async check(tenant, input) {
-      await check(tenant, input, db, true);
+      await check(tenant, input, work, true);
     },
 
     async enqueueBatch(tenant, inputs) {
@@ -364,7 +332,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       const prepared = await Promise.all(
         inputs.map(async (input): Promise<Prepared | { error: DomainError }> => {
           try {
-            return await prepare(tenant, input, db, true);
+            return await prepare(tenant, input, work, true);
           } catch (error) {
             if (isDomainError(error)) return { error };
             throw error;
@@ -378,12 +346,12 @@ export function createSendingService(deps: SendingDeps): SendingService {
           ? []
           : await commits.run(async (trx) => {
               const queued: Queued[] = [];
-              for (const p of good) queued.push(withSuppressed(await write(tenant, p.checked, p.composed, trx, p.sendAt), p.checked));
+              for (const p of good) queued.push(withSuppressed(await write(tenant, p.checked, p.composed, asWork(trx), p.sendAt), p.checked));
               return queued;
             }, tenant.workspaceId);
       let next = 0;
       return prepared.map((p) => ('error' in p ? { error: p.error } : { queued: written[next++]! }));
     },
-    ...createScheduling({ db, clock, events, queue }),
+    ...createScheduling({ work, clock, events, queue, mail }),
   };
 }

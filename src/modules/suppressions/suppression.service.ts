@@ -1,11 +1,11 @@
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { DomainError, invalid, notFound, withFields } from '../../lib/errors.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
-import { suppressionRepository as repo } from './suppression.repository.js';
-import { SUPPRESSION_REASONS, type SuppressionReason, type SuppressionTable } from './suppression.table.js';
+import type { SendingMailStore } from '../mail/sending-mail.store.js';
+import { SUPPRESSION_REASONS, type SuppressionReason, type SuppressionTable } from '../mail/suppression.table.js';
 
 export const MAX_DETAIL_LENGTH = 500;
 
@@ -50,7 +50,7 @@ export interface SuppressionPage {
   offset: number;
 }
 
-/** The suppression list of the session surface. Automatic entries are written by the bounce and delivery paths (suppressionRepository.insert). */
+/** The suppression list of the session surface. Automatic entries are written by the bounce and delivery paths (the mail store's `suppress`). */
 export interface SuppressionService {
   list(tenant: TenantContext, query: { reason?: string | undefined; limit: number; offset: number }): Promise<SuppressionPage>;
   get(tenant: TenantContext, address: string): Promise<SuppressionView>;
@@ -67,10 +67,16 @@ function parseReason(value: string | undefined): SuppressionReason | undefined {
   return reason;
 }
 
-export function createSuppressionService({ db, clock }: { db: Db; clock: Clock }): SuppressionService {
+export interface SuppressionDeps {
+  work: Work;
+  clock: Clock;
+  mail: Pick<SendingMailStore, 'suppressOne' | 'listSuppressions' | 'countSuppressions' | 'findSuppression' | 'unsuppress'>;
+}
+
+export function createSuppressionService({ work, clock, mail }: SuppressionDeps): SuppressionService {
   async function findOrThrow(tenant: TenantContext, rawAddress: string): Promise<SuppressionTable> {
     const address = normalizeEmail(rawAddress);
-    const row = address ? await repo.find(db, tenant.workspaceId, address) : undefined;
+    const row = address ? await mail.findSuppression(work, tenant.workspaceId, address) : undefined;
     if (!row) throw notFound('suppression_not_found', `${rawAddress} is not on this workspace's suppression list`);
     return row;
   }
@@ -78,7 +84,7 @@ export function createSuppressionService({ db, clock }: { db: Db; clock: Clock }
   return {
     async list(tenant, query) {
       const reason = parseReason(query.reason);
-      const [rows, total] = await Promise.all([repo.list(db, tenant.workspaceId, reason, query.limit, query.offset), repo.count(db, tenant.workspaceId, reason)]);
+      const [rows, total] = await Promise.all([mail.listSuppressions(work, tenant.workspaceId, reason, query.limit, query.offset), mail.countSuppressions(work, tenant.workspaceId, reason)]);
       return { suppressions: rows.map(toView), total, limit: query.limit, offset: query.offset };
     },
 
@@ -90,16 +96,16 @@ export function createSuppressionService({ db, clock }: { db: Db; clock: Clock }
       const detail = input.detail?.trim() || null;
       if (detail && detail.length > MAX_DETAIL_LENGTH) throw invalid('invalid_request', `detail must be at most ${MAX_DETAIL_LENGTH} characters`);
       const row: SuppressionTable = { workspace_id: tenant.workspaceId, address, reason: 'manual', detail, status_code: null, message_id: null, created_at: clock.now() };
-      const created = await repo.insertOne(db, row);
+      const created = await mail.suppressOne(work, row);
       // An address suppressed already keeps its row: a manual add does not hide the bounce or complaint that came first.
-      const stored = created ? row : await repo.find(db, tenant.workspaceId, address);
+      const stored = created ? row : await mail.findSuppression(work, tenant.workspaceId, address);
       if (!stored) throw new Error('suppression vanished after a conflicting insert');
       return { suppression: toView(stored), created };
     },
 
     async remove(tenant, address) {
       const row = await findOrThrow(tenant, address);
-      await repo.delete(db, tenant.workspaceId, row.address);
+      await mail.unsuppress(work, tenant.workspaceId, row.address);
       return toView(row);
     },
   };

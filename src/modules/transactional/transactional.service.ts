@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import type { Db } from '../../db/database.js';
+import { asWork } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { DomainError, forbidden, invalid, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { AttachmentInput } from '../sending/attachments.js';
 import type { Queued, SendingService } from '../sending/sending.service.js';
-import type { DeliveryStatus } from '../sending/sending.table.js';
+import type { DeliveryStatus } from '../mail/outbound.table.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import type { ServiceTokenContext } from './service-token.service.js';
@@ -174,7 +175,7 @@ export function createTransactionalService({ db, clock, sending }: { db: Db; clo
           .onConflict((oc) => oc.columns(['token_id', 'idempotency_key']).doNothing())
           .executeTakeFirst();
         if ((inserted.numInsertedOrUpdatedRows ?? 0n) === 0n) return null;
-        const queued = await sending.enqueue(tenant, { ...input, messageId }, trx);
+        const queued = await sending.enqueue(tenant, { ...input, messageId }, asWork(trx));
         // The answer says more than the claim did (suppressed recipients left out): replays give the same answer.
         if (JSON.stringify(queued) !== JSON.stringify(body)) {
           await trx.updateTable('idempotency_keys').set({ response_json: JSON.stringify(queued) }).where('token_id', '=', token.tokenId).where('idempotency_key', '=', key).execute();

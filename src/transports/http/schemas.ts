@@ -165,7 +165,7 @@ export const DeliveryEventSchema = Type.Object({
   outcome: Type.String({ description: 'sent, rejected, deferred, ambiguous or no_route' }),
   response: Type.String(),
 }, { title: 'DeliveryEvent' });
-/** An outbound message's delivery status (sending.table.ts DeliveryStatus; docs/api.md "Delivery status"). */
+/** An outbound message's delivery status (mail/outbound.table.ts DeliveryStatus; docs/api.md "Delivery status"). */
 export const deliveryStatus = (description: string) =>
   Type.Union(
     [Type.Literal('scheduled'), Type.Literal('queued'), Type.Literal('processing'), Type.Literal('accepted'), Type.Literal('failed'), Type.Literal('unknown'), Type.Literal('cancelled')],
@@ -198,7 +198,7 @@ export const messageListProperties = {
   send_at: Type.Optional(Type.String({ format: 'date-time', description: 'outbound messages sent with a send_at only: when it was (or is) to leave' })),
 };
 export const MessageListItem = Type.Object(messageListProperties, { $id: 'MessageListItem' });
-/** One envelope recipient of an outbound message and what became of it (sending.table.ts RecipientState). */
+/** One envelope recipient of an outbound message and what became of it (mail/outbound.table.ts RecipientState). */
 const DeliveryRecipientSchema = Type.Object({
   address: Type.String(),
   status: Type.Union([Type.Literal('pending'), Type.Literal('accepted'), Type.Literal('failed'), Type.Literal('unknown')]),

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { MAX_DETAIL_LENGTH, type SuppressionService } from '../../../modules/suppressions/suppression.service.js';
-import { SUPPRESSION_REASONS } from '../../../modules/suppressions/suppression.table.js';
+import { SUPPRESSION_REASONS } from '../../../modules/mail/suppression.table.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { Email, Limit, Offset, StringEnum, answer, errors } from '../schemas.js';
 

@@ -1,4 +1,4 @@
-import type { ParsedMessage } from '../messages/mime.js';
+import type { ParsedMessage } from './mime.js';
 
 /** One recipient's line of a delivery status notification (RFC 3464 section 2.3). */
 export interface DsnRecipient {

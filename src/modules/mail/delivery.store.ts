@@ -1,21 +1,24 @@
-import { sql, type Updateable } from 'kysely';
-import type { Db } from '../../db/database.js';
+import { sql, type Kysely, type Updateable } from 'kysely';
 import type { DialectInfo } from '../../db/dialect.js';
 import type { GroupCommit } from '../../db/group-commit.js';
 import { preparedQuery, preparedWrite, type Param } from '../../db/prepared.js';
+import type { Database } from '../../db/schema.js';
+import { asWork, tablesOf, type Work } from '../../db/tables.js';
 import type { BackoffPolicy } from '../../jobs/backoff.js';
-import type { ClaimedJob, Queue } from '../../jobs/queue.js';
+import type { ClaimedJob, LeaseHoldParams, Queue } from '../../jobs/queue.js';
 import { settleJob, type JobOutcome } from '../../jobs/worker.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import type { EmitInput } from '../events/event.types.js';
 import { messageWithRawQuery, type MessageRow } from '../messages/message.repository.js';
-import type { Attempt, DeliveryStatus, OutboundTable, RecipientState } from './sending.table.js';
-import { suppressionRepository } from '../suppressions/suppression.repository.js';
-import type { SuppressionTable } from '../suppressions/suppression.table.js';
+import type { MailTables } from './mail.table.js';
+import type { Attempt, DeliveryStatus, OutboundTable, RecipientState } from './outbound.table.js';
+import type { SuppressionStore } from './suppression.store.js';
+import type { SuppressionTable } from './suppression.table.js';
 
 // Every delivery runs these statements (prepared: see db/prepared.ts; the state updates that are writes nobody
-// reads a result of may be sent with the transaction's next statement on PostgreSQL).
+// reads a result of may be sent with the transaction's next statement on PostgreSQL). The job's lease is the
+// queue's: its check comes from the queue (`holdLease`, or `leaseHoldPart` inside one statement with a mark).
 type MessageKey = { workspaceId: string; messageId: string };
 /** The message's columns and the outbound row's; outbound columns whose names the message also has are renamed. */
 type Loaded = MessageRow & { raw: Buffer } & Omit<OutboundTable, 'message_id' | 'workspace_id' | 'status' | 'created_at' | 'updated_at'> & {
@@ -31,9 +34,10 @@ type Loaded = MessageRow & { raw: Buffer } & Omit<OutboundTable, 'message_id' | 
  * A delivery's one read: the delivery state, the message (for the events' view), its raw source, and the DKIM key
  * of the workspace's verified sending domain named like the mailbox's domain (which `domains.signingKey` takes
  * from here rather than reading it with a statement of its own). The domain is matched as the address's suffix after its `@`,
- * with functions both databases have.
+ * with functions both databases have. It is typed over every table: the message part is built by the received
+ * half of the store (`messageWithRawQuery`) and the domain's row is the domains module's, read here, not written.
  */
-function loadSelect(db: Db, p: Param) {
+function loadSelect(db: Kysely<Database>, p: Param) {
   return messageWithRawQuery(db, p<string>('workspaceId'))
     .innerJoin('outbound', (join) => join.onRef('outbound.message_id', '=', 'messages.id').onRef('outbound.workspace_id', '=', 'messages.workspace_id'))
     .leftJoin('sending_domains', (join) =>
@@ -62,21 +66,12 @@ function loadSelect(db: Db, p: Param) {
     ])
     .where('messages.id', '=', p<string>('messageId'));
 }
-const loadQuery = preparedQuery<MessageKey, Loaded>((db, p) => loadSelect(db, p));
+const loadQuery = preparedQuery<MessageKey, Loaded, Database>((db, p) => loadSelect(db, p));
 /**
  * The statuses a run starts from. A `scheduled` message is started only by the run that flips it to `processing`
  * while it is still `scheduled`: a cancel that came first (`cancelled`, job removed) leaves it nothing to start.
  */
 const STARTABLE: readonly DeliveryStatus[] = ['scheduled', 'queued', 'processing'];
-type LeaseParams = { id: string; leaseToken: string; now: number; liveAfter?: number | undefined };
-/** The job row, touched if the lease is still this run's (and, with `liveAfter`, has not run out). */
-function leaseUpdate(db: Pick<Db, 'updateTable'>, p: Param) {
-  let update = db.updateTable('jobs').set({ updated_at: p<number>('now') }).where('id', '=', p<string>('id')).where('lease_token', '=', p<string>('leaseToken'));
-  if (p.has('liveAfter')) update = update.where('run_at', '>', p<number>('liveAfter'));
-  return update;
-}
-/** A row back means the lease is still this run's. */
-const holdLeaseQuery = preparedQuery<LeaseParams, { id: string }>((db, p) => leaseUpdate(db, p).returning('id'));
 /** The two marks a run puts on its outbound row: it has started, and its DATA has begun. */
 type Mark = 'processing' | 'data_started';
 const MARK_VALUES: Record<Mark, (p: Param) => Updateable<OutboundTable>> = {
@@ -85,51 +80,57 @@ const MARK_VALUES: Record<Mark, (p: Param) => Updateable<OutboundTable>> = {
 };
 /** A mark alone (after a separate lease check). */
 const markQuery = (mark: Mark) =>
-  preparedWrite<MessageKey & { now: number }>((db, p) =>
+  preparedWrite<MessageKey & { now: number }, MailTables>((db, p) =>
     db.updateTable('outbound').set(MARK_VALUES[mark](p)).where('workspace_id', '=', p<string>('workspaceId')).where('message_id', '=', p<string>('messageId')),
   );
-/**
- * The lease check and the `data_started` mark in one statement, where the database has writable CTEs (PostgreSQL):
- * the outbound row changes only if the job row's lease matched, and a row back says both happened. Two round
- * trips become one.
- */
-const leaseAndMarkDataStartedQuery = preparedQuery<MessageKey & LeaseParams, { message_id: string }>((db, p) =>
-  db
-    .with('lease', (qc) => leaseUpdate(qc, p).returning('id'))
-    .updateTable('outbound')
-    .set(MARK_VALUES.data_started(p))
-    .where('workspace_id', '=', p<string>('workspaceId'))
-    .where('message_id', '=', p<string>('messageId'))
-    .where((eb) => eb.exists(eb.selectFrom('lease').select('lease.id')))
-    .returning('outbound.message_id'),
-);
 const markQueries = { processing: markQuery('processing'), data_started: markQuery('data_started') };
-/**
- * PostgreSQL: the read and the run's start in one statement. The lease check and the `processing` mark run as
- * writable CTEs; the mark only where a run may start (`mayStart`), and `started` says whether it was made. The
- * read sees the row as it was before the mark (one snapshot for the whole statement). It is `loadSelect` as a
- * derived table, which PostgreSQL flattens into the plan of the plain read, so the CTEs' names need no cast.
- */
-const loadAndStartQuery = preparedQuery<MessageKey & LeaseParams, Loaded & { started: boolean }>((db, p) =>
-  db
-    .with('lease', (qc) => leaseUpdate(qc, p).returning('id'))
-    .with('started', (qc) =>
-      qc
-        .updateTable('outbound')
-        .set(MARK_VALUES.processing(p))
-        .where('workspace_id', '=', p<string>('workspaceId'))
-        .where('message_id', '=', p<string>('messageId'))
-        .where('status', 'in', STARTABLE)
-        .where('data_started_at', 'is', null)
-        .where((eb) => eb.exists(eb.selectFrom('lease').select('lease.id')))
-        .returning('outbound.message_id'),
-    )
-    .selectFrom(loadSelect(db, p).as('loaded'))
-    .selectAll('loaded')
-    .select((eb) => eb.exists(eb.selectFrom('started').select('started.message_id')).as('started')),
-);
+
+/** The PostgreSQL protocol's two statements, each with the queue's lease check inside (see `oneStatementProtocol`). */
+function leaseGuardedQueries(queue: Pick<Queue, 'leaseHoldPart'>) {
+  /**
+   * The lease check and the `data_started` mark in one statement, where the database has writable CTEs (PostgreSQL):
+   * the outbound row changes only if the job row's lease matched, and a row back says both happened. Two round
+   * trips become one.
+   */
+  const leaseAndMarkDataStarted = preparedQuery<MessageKey & LeaseHoldParams, { message_id: string }, MailTables>((db, p) =>
+    db
+      .with('lease', (qc) => queue.leaseHoldPart(qc, p))
+      .updateTable('outbound')
+      .set(MARK_VALUES.data_started(p))
+      .where('workspace_id', '=', p<string>('workspaceId'))
+      .where('message_id', '=', p<string>('messageId'))
+      .where((eb) => eb.exists(eb.selectFrom('lease').select('lease.id')))
+      .returning('outbound.message_id'),
+  );
+  /**
+   * PostgreSQL: the read and the run's start in one statement. The lease check and the `processing` mark run as
+   * writable CTEs; the mark only where a run may start (`mayStart`), and `started` says whether it was made. The
+   * read sees the row as it was before the mark (one snapshot for the whole statement). It is `loadSelect` as a
+   * derived table, which PostgreSQL flattens into the plan of the plain read, so the CTEs' names need no cast.
+   */
+  const loadAndStart = preparedQuery<MessageKey & LeaseHoldParams, Loaded & { started: boolean }, Database>((db, p) =>
+    db
+      .with('lease', (qc) => queue.leaseHoldPart(qc, p))
+      .with('started', (qc) =>
+        qc
+          .updateTable('outbound')
+          .set(MARK_VALUES.processing(p))
+          .where('workspace_id', '=', p<string>('workspaceId'))
+          .where('message_id', '=', p<string>('messageId'))
+          .where('status', 'in', STARTABLE)
+          .where('data_started_at', 'is', null)
+          .where((eb) => eb.exists(eb.selectFrom('lease').select('lease.id')))
+          .returning('outbound.message_id'),
+      )
+      .selectFrom(loadSelect(db, p).as('loaded'))
+      .selectAll('loaded')
+      .select((eb) => eb.exists(eb.selectFrom('started').select('started.message_id')).as('started')),
+  );
+  return { leaseAndMarkDataStarted, loadAndStart };
+}
+
 type SaveParams = MessageKey & { status: DeliveryStatus; recipients: string; attempts: string; lastError: string | null; smtpResponse: string | null; now: number };
-const saveQuery = preparedWrite<SaveParams>((db, p) =>
+const saveQuery = preparedWrite<SaveParams, MailTables>((db, p) =>
   db
     .updateTable('outbound')
     .set({
@@ -173,20 +174,23 @@ export interface Settlement {
   /** Addresses the run's permanent RCPT refusals suppress (an address suppressed already keeps its row). */
   suppressions?: SuppressionTable[] | undefined;
   outcome: Exclude<JobOutcome, { type: 'settled' }>;
+  /** The job's retry policy, for a retry that names no delay (see `settleJob`). */
+  backoff: BackoffPolicy;
 }
 
-export interface DeliveryRepositoryDeps {
-  db: Db;
+export interface DeliveryStoreDeps {
+  /** The pool: each step chooses its own transaction. */
+  work: Work;
   dialect: DialectInfo;
   /** Shared commits for the run's writes (every unit below is safe to run again from the start). */
   commits: GroupCommit;
   clock: Clock;
-  /** Settling the job: see `settleJob`. */
-  queue: Queue;
+  /** The job's lease, checked before a step and settled with the outcome (see `settleJob`). */
+  queue: Pick<Queue, 'holdLease' | 'leaseHoldPart' | 'complete' | 'retry' | 'bury'>;
   logger: Logger;
-  backoff: BackoffPolicy;
   /** Writes an event into the outbox, in the transaction it is given (`events.emit`). */
-  emit: (trx: Db, event: EmitInput) => Promise<unknown>;
+  emit: (trx: Work, event: EmitInput) => Promise<unknown>;
+  suppressions: Pick<SuppressionStore, 'suppress'>;
 }
 
 /** A delivery's outcome was not saved: its run no longer holds the job's lease (see `settle`). */
@@ -203,8 +207,8 @@ function keyOf(job: DeliveryJob): MessageKey {
   return { workspaceId: job.workspaceId ?? '', messageId: job.payload.message_id };
 }
 
-function leaseOf(job: DeliveryJob, now: number, live: boolean): LeaseParams {
-  return { id: job.id, leaseToken: job.leaseToken, now, liveAfter: live ? now : undefined };
+function leaseOf(job: DeliveryJob, now: number, live: boolean): LeaseHoldParams {
+  return { jobId: job.id, leaseToken: job.leaseToken, now, liveAfter: live ? now : undefined };
 }
 
 function toRunStart(row: Loaded, started: boolean): RunStart {
@@ -240,30 +244,31 @@ interface RunProtocol {
  * With writable CTEs (PostgreSQL): each step is one statement, atomic on its own, so it runs without a
  * transaction around it (a BEGIN and a COMMIT fewer).
  */
-function oneStatementProtocol({ db, clock }: DeliveryRepositoryDeps): RunProtocol {
+function oneStatementProtocol({ work, clock, queue }: DeliveryStoreDeps): RunProtocol {
+  const { loadAndStart, leaseAndMarkDataStarted } = leaseGuardedQueries(queue);
   return {
     async startRun(job) {
-      const row = (await loadAndStartQuery(db, { ...keyOf(job), ...leaseOf(job, clock.now(), false) }))[0];
+      const row = (await loadAndStart(tablesOf<Database>(work), { ...keyOf(job), ...leaseOf(job, clock.now(), false) }))[0];
       return row && toRunStart(row, Boolean(row.started));
     },
     async markDataStarted(job) {
-      return (await leaseAndMarkDataStartedQuery(db, { ...keyOf(job), ...leaseOf(job, clock.now(), true) })).length > 0;
+      return (await leaseAndMarkDataStarted(tablesOf<MailTables>(work), { ...keyOf(job), ...leaseOf(job, clock.now(), true) })).length > 0;
     },
   };
 }
 
 /** Without them (SQLite): the lease check and the mark are two statements that share a transaction. */
-function checkThenMarkProtocol({ db, commits, clock }: DeliveryRepositoryDeps): RunProtocol {
+function checkThenMarkProtocol({ work, commits, clock, queue }: DeliveryStoreDeps): RunProtocol {
   const holdLeaseAndMark = (job: DeliveryJob, mark: Mark, live: boolean) =>
     commits.run(async (trx) => {
       const now = clock.now();
-      if ((await holdLeaseQuery(trx, leaseOf(job, now, live))).length === 0) return false;
-      await markQueries[mark](trx, { ...keyOf(job), now });
+      if (!(await queue.holdLease(asWork(trx), job, live ? { liveAfter: now } : {}))) return false;
+      await markQueries[mark](tablesOf<MailTables>(trx), { ...keyOf(job), now });
       return true;
     }, job.workspaceId ?? undefined);
   return {
     async startRun(job) {
-      const row = (await loadQuery(db, keyOf(job)))[0];
+      const row = (await loadQuery(tablesOf<Database>(work), keyOf(job)))[0];
       if (!row) return undefined;
       return toRunStart(row, mayStart(row) && (await holdLeaseAndMark(job, 'processing', false)));
     },
@@ -277,25 +282,31 @@ function checkThenMarkProtocol({ db, commits, clock }: DeliveryRepositoryDeps): 
  * must never both send it. The guard's UPDATE locks the job row, so a concurrent claim waits for (PostgreSQL) or
  * is serialized with (SQLite) the step's transaction.
  */
-export function createDeliveryRepository(deps: DeliveryRepositoryDeps) {
-  const { commits, clock, queue, logger, backoff, emit } = deps;
+export interface DeliveryStore {
+  /**
+   * Start a delivery run: read the delivery state and the message (none when the message, and with it its state,
+   * was deleted) and, where a run may start, mark it `processing` if this run holds the job's lease.
+   */
+  startDeliveryRun(job: DeliveryJob): Promise<RunStart | undefined>;
+  /** Record that DATA begins, if this run holds a lease that has not run out: false means do not send. */
+  markDataStarted(job: DeliveryJob): Promise<boolean>;
+  /**
+   * Settle a delivery run: write the new state, the events it causes and the job's outcome in one transaction.
+   * Settling the job (guarded by its lease token) is also the lease check: when the job was taken over, nothing is
+   * written and this resolves false.
+   */
+  settleDeliveryRun(job: DeliveryJob, settlement: Settlement): Promise<boolean>;
+}
+
+export function createDeliveryStore(deps: DeliveryStoreDeps): DeliveryStore {
+  const { commits, clock, queue, logger, emit, suppressions } = deps;
   const protocol = deps.dialect.supportsWritableCte ? oneStatementProtocol(deps) : checkThenMarkProtocol(deps);
   return {
-    /**
-     * Read the delivery state and the message (none when the message, and with it its state, was deleted) and,
-     * where a run may start, mark it `processing` if this run holds the job's lease.
-     */
-    startRun: protocol.startRun,
-    /** Record that DATA begins, if this run holds a lease that has not run out: false means do not send. */
+    startDeliveryRun: protocol.startRun,
     markDataStarted: protocol.markDataStarted,
-    /**
-     * Write the new state, the events it causes and the job's outcome in one transaction. Settling the job
-     * (guarded by its lease token) is also the lease check: when the job was taken over, nothing is written
-     * and this resolves false.
-     */
-    async settle(job: DeliveryJob, settlement: Settlement): Promise<boolean> {
+    async settleDeliveryRun(job, settlement) {
       const written = commits.run(async (trx) => {
-        await saveQuery(trx, {
+        await saveQuery(tablesOf<MailTables>(trx), {
           ...keyOf(job),
           status: settlement.status,
           recipients: JSON.stringify(settlement.recipients),
@@ -304,11 +315,11 @@ export function createDeliveryRepository(deps: DeliveryRepositoryDeps) {
           smtpResponse: settlement.smtpResponse,
           now: clock.now(),
         });
-        if (settlement.suppressions) await suppressionRepository.insert(trx, settlement.suppressions);
-        for (const event of settlement.events) await emit(trx, event);
+        if (settlement.suppressions) await suppressions.suppress(asWork(trx), settlement.suppressions);
+        for (const event of settlement.events) await emit(asWork(trx), event);
         // The job is settled last, so that on PostgreSQL its statement carries the writes above (db/write-coalescing.ts).
         // Without the lease they are undone: the transaction fails (and with it, once, a shared one: group-commit.ts).
-        if (!(await settleJob({ queue, logger, backoff }, job, settlement.outcome, trx))) throw new LeaseLost();
+        if (!(await settleJob({ queue, logger, backoff: settlement.backoff }, job, settlement.outcome, trx))) throw new LeaseLost();
         return true;
       }, job.workspaceId ?? undefined);
       return written.catch((err: unknown) => {
@@ -319,4 +330,3 @@ export function createDeliveryRepository(deps: DeliveryRepositoryDeps) {
   };
 }
 
-export type DeliveryRepository = ReturnType<typeof createDeliveryRepository>;

@@ -1,4 +1,4 @@
-import type { SecretBox } from '../../lib/secret-box.js';
+import type { SecretBox } from './secret-box.js';
 
 /**
  * VERP (variable envelope return path): every recipient of an outbound message has its own return address,

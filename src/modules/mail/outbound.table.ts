@@ -1,6 +1,7 @@
-import type { DeliveryResult } from './delivery.types.js';
-
-/** `scheduled` waits for its send_at and may be `cancelled` (final) until a worker takes it; the rest are the delivery states of docs/api.md. */
+/**
+ * A message's delivery state: `queued` until a worker starts it (`processing`), then `accepted`, `failed` or `unknown`
+ * (the peer may or may not have it). `scheduled` waits for its send_at and may be `cancelled` (final) until a worker takes it.
+ */
 export type DeliveryStatus = 'scheduled' | 'queued' | 'processing' | 'accepted' | 'failed' | 'unknown' | 'cancelled';
 export type RecipientStatus = 'pending' | 'accepted' | 'failed' | 'unknown';
 
@@ -17,7 +18,8 @@ export interface Attempt {
   at: string;
   mx: string | null;
   recipients: string[];
-  outcome: DeliveryResult['type'] | 'no_route';
+  /** The SMTP transaction's result (delivery.types.ts `DeliveryResult`), or no route found. */
+  outcome: 'sent' | 'rejected' | 'deferred' | 'ambiguous' | 'no_route';
   response: string;
 }
 
@@ -43,34 +45,4 @@ export interface OutboundTable {
   job_id: string | null;
   created_at: number;
   updated_at: number;
-}
-
-export interface DraftTable {
-  id: string;
-  workspace_id: string;
-  mailbox_id: string;
-  to_json: string;
-  cc_json: string;
-  bcc_json: string;
-  subject: string;
-  body: string;
-  html: string | null;
-  /** The message_id (ours) this draft replies to. */
-  in_reply_to: string | null;
-  created_at: number;
-  updated_at: number;
-}
-
-/** A file attached to a draft; ids are `att_…` as the sent copy's are. */
-export interface DraftAttachmentTable {
-  id: string;
-  workspace_id: string;
-  draft_id: string;
-  filename: string;
-  content_type: string;
-  size: number;
-  /** Set for an inline part (the HTML's `cid:`), without angle brackets. */
-  content_id: string | null;
-  content: Buffer;
-  created_at: number;
 }
