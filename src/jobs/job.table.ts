@@ -22,3 +22,8 @@ export interface JobTable {
   created_at: number;
   updated_at: number;
 }
+
+/** The queue's table: every durable job. Only src/jobs/queue.ts names it; other modules go through the `Queue`. */
+export interface QueueTables {
+  jobs: JobTable;
+}
