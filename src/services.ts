@@ -17,12 +17,13 @@ import { cachingResolver, createDnsResolver } from './lib/dns.js';
 import { createLogger } from './lib/logger.js';
 import { createPublicKey } from 'node:crypto';
 import { createDomainService, type DomainService } from './modules/domains/domain.service.js';
+import { createEventStore } from './modules/events/event.store.js';
 import { createEventsService, type EventsService } from './modules/events/events.service.js';
 import { createEventSignal, type EventSignal } from './modules/events/event-signal.js';
 import { createEventStreamService, type EventStreamService } from './modules/events/event-stream.service.js';
 import { afterCommit } from './db/commit-hooks.js';
 import { createNotifications, type Notifications } from './db/notifications.js';
-import type { Db } from './db/database.js';
+import { asWork, type Work } from './db/tables.js';
 import { createListService, type ListService } from './modules/lists/list.service.js';
 import { createSuppressionService, type SuppressionService } from './modules/suppressions/suppression.service.js';
 import { createInProcessAnalyzer, type MessageAnalyzer } from './modules/messages/analysis.js';
@@ -48,6 +49,7 @@ import { createMailboxService, type MailboxService } from './modules/mailboxes/m
 import { createTenancyModule, type TenancyModule } from './modules/tenancy/tenancy.module.js';
 import { createServiceTokenService, type ServiceTokenService } from './modules/transactional/service-token.service.js';
 import { createTransactionalService, type TransactionalService } from './modules/transactional/transactional.service.js';
+import { createWebhookStore } from './modules/webhooks/webhook.store.js';
 import { createWebhooksModule, type WebhooksModule } from './modules/webhooks/webhooks.module.js';
 import { createWebhookClient } from './transports/http/webhook.client.js';
 import { createSandboxCapture, createSandboxModule, SANDBOX_WEBHOOK_CIDRS, type SandboxModule } from './modules/sandbox/sandbox.module.js';
@@ -155,12 +157,16 @@ export async function createServices(
     throw err;
   }
   const dnsServers = sandboxDns ? [sandboxDns.address] : config.dnsServers;
-  const events = createEventsService({ clock });
+  // Every module sees the pool as a handle that names no table; each store views it over its own tables.
+  const work = asWork(db);
+  const eventStore = createEventStore({ dialect });
+  const events = createEventsService({ clock, store: eventStore });
   const wakeups = createJobWakeups();
   const eventSignal = createEventSignal();
   // Its grants are checked by the tenancy module made below (only once a stream is open).
   const eventStream = createEventStreamService({
-    db,
+    work,
+    store: eventStore,
     dialect,
     signal: eventSignal,
     heartbeatMs: config.eventHeartbeatMs,
@@ -246,7 +252,7 @@ export async function createServices(
     hostedSelector: config.dkimSelector,
     box,
   });
-  const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs, wake });
+  const queue = createQueue({ work, dialect, clock, leaseMs: config.leaseMs, wake });
   const returnPaths = createReturnPaths(box, returnPathDomain);
   const composer = createComposer({ threads: config.bodyThreads, logger });
   const sending = createSendingService({ db, clock, events, store, queue, domains, returnPaths, commits, compose: composer.compose });
@@ -274,8 +280,9 @@ export async function createServices(
     workspaceConcurrency: config.fairQueue.deliveryWorkspaceConcurrency,
   });
   const webhooks = createWebhooksModule({
-    db,
-    dialect,
+    work,
+    store: createWebhookStore({ dialect }),
+    feed: eventStore,
     clock,
     logger,
     queue,
@@ -333,8 +340,8 @@ export async function createServices(
  * through a NOTIFY sent after the commit (batched per turn of the event loop), so the writing transaction, often a
  * shared group commit on the ingest path, carries no extra statement.
  */
-function signalCommittedEvents(signal: EventSignal, notifications: Notifications | null): (trx: Db, event: { workspaceId: string }) => Promise<void> {
-  const rung = new WeakMap<Db, Set<string>>();
+function signalCommittedEvents(signal: EventSignal, notifications: Notifications | null): (trx: Work, event: { workspaceId: string }) => Promise<void> {
+  const rung = new WeakMap<Work, Set<string>>();
   return async (trx, event) => {
     let done = rung.get(trx);
     if (!done) rung.set(trx, (done = new Set()));

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asWork } from '../src/db/tables.js';
 import { createGroupCommit } from '../src/db/group-commit.js';
 import { createLogger } from '../src/lib/logger.js';
 import { createDeliveryRepository, type DeliveryJob, type DeliveryRepository } from '../src/modules/sending/delivery.repository.js';
@@ -30,7 +31,7 @@ describe(`delivery repository: a run's steps need its lease (${TEST_DIALECT})`, 
       queue,
       logger: createLogger('silent'),
       backoff: { baseMs: 1000, factor: 2, capMs: 3_600_000, jitter: 0 },
-      emit: (trx, event) => events.emit(trx, event),
+      emit: (trx, event) => events.emit(asWork(trx), event),
     });
   });
   afterAll(async () => {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { asWork } from '../../db/tables.js';
 import type { Db } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/dialect.js';
 import type { Clock } from '../../lib/clock.js';
@@ -129,7 +130,7 @@ export function createDomainService(deps: DomainDeps): DomainService {
     const now = clock.now();
     await db.transaction().execute(async (trx) => {
       if (await repo.markVerified(trx, tenant.workspaceId, row.id, now)) {
-        await events.emit(trx, { workspaceId: tenant.workspaceId, type: 'domain.verified', data: { ...view({ ...row, status: 'verified', verified_at: now }) } });
+        await events.emit(asWork(trx), { workspaceId: tenant.workspaceId, type: 'domain.verified', data: { ...view({ ...row, status: 'verified', verified_at: now }) } });
       }
     });
     return find(tenant, row.id);

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { asWork } from '../../db/tables.js';
 import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
 import type { FairGate } from '../../lib/fair-gate.js';
 import type { Logger } from '../../lib/logger.js';
@@ -150,7 +151,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
     if (complainer !== null) {
       await suppressionRepository.insert(trx, [{ workspace_id: workspaceId, address: complainer, reason: 'complaint', detail: feedback.feedbackType, status_code: null, message_id: messageId, created_at: clock.now() }]);
     }
-    await events.emit(trx, {
+    await events.emit(asWork(trx), {
       workspaceId,
       type: 'message.complained',
       data: { ...view, recipient: complainer, reason: feedback.feedbackType, status: null, suppressed: complainer !== null, user_agent: feedback.userAgent },
@@ -172,7 +173,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
     );
     for (const failure of failures) {
       const status = failure.status || null;
-      await events.emit(trx, {
+      await events.emit(asWork(trx), {
         workspaceId,
         type: 'message.bounced',
         // `status_code` is the older name of `status`, kept for existing receivers (decision 328).
@@ -213,7 +214,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
           auth: auth.summary,
           envelope: { ...envelopeJson, rcpt_to: recipient.address },
         });
-        await events.emit(trx, { workspaceId: recipient.workspaceId, type: 'message.received', data: { ...receivedEventData(toMessageListView(row), text) } });
+        await events.emit(asWork(trx), { workspaceId: recipient.workspaceId, type: 'message.received', data: { ...receivedEventData(toMessageListView(row), text) } });
         ids.push(row.id);
       }
       return ids;
@@ -240,7 +241,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
       const verdict = await lists.evaluate(db, mailbox.workspace_id, 'inbound', { address: sender, ip: envelope.remoteIp });
       if (verdict.decision === 'refuse') {
         await db.transaction().execute((trx) =>
-          events.emit(trx, {
+          events.emit(asWork(trx), {
             workspaceId: mailbox.workspace_id,
             type: 'message.rejected',
             data: { mailbox: mailbox.address, from: envelope.mailFrom, recipient: mailbox.address, remote_ip: envelope.remoteIp, reason: verdict.reason },

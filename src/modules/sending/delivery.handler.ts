@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { asWork } from '../../db/tables.js';
 import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
 import type { DialectInfo } from '../../db/dialect.js';
 import type { Clock } from '../../lib/clock.js';
@@ -321,7 +322,7 @@ export function createDeliveryHandler(deps: DeliveryDeps): JobHandler<{ message_
     // Every unit the repository runs is safe to run again from the start, as group commit requires.
     commits: deps.commits ?? createGroupCommit(deps.db),
     backoff,
-    emit: (trx, event) => deps.events.emit(trx, event),
+    emit: (trx, event) => deps.events.emit(asWork(trx), event),
   });
   const ctx: Context = { ...deps, repo, backoff };
   return {

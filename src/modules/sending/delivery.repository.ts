@@ -1,4 +1,5 @@
 import { sql, type Updateable } from 'kysely';
+import { asWork } from '../../db/tables.js';
 import type { Db } from '../../db/database.js';
 import type { DialectInfo } from '../../db/dialect.js';
 import type { GroupCommit } from '../../db/group-commit.js';
@@ -308,7 +309,7 @@ export function createDeliveryRepository(deps: DeliveryRepositoryDeps) {
         for (const event of settlement.events) await emit(trx, event);
         // The job is settled last, so that on PostgreSQL its statement carries the writes above (db/write-coalescing.ts).
         // Without the lease they are undone: the transaction fails (and with it, once, a shared one: group-commit.ts).
-        if (!(await settleJob({ queue, logger, backoff }, job, settlement.outcome, trx))) throw new LeaseLost();
+        if (!(await settleJob({ queue, logger, backoff }, job, settlement.outcome, asWork(trx)))) throw new LeaseLost();
         return true;
       }, job.workspaceId ?? undefined);
       return written.catch((err: unknown) => {

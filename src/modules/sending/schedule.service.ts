@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { asWork } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { conflict, notFound } from '../../lib/errors.js';
 import type { Queue } from '../../jobs/queue.js';
@@ -92,10 +93,10 @@ export function createScheduling({ db, clock, events, queue }: SchedulingDeps): 
         tenant,
         messageId,
         async (trx, key, jobId) => {
-          if (jobId !== null) await queue.cancel(trx, jobId);
+          if (jobId !== null) await queue.cancel(asWork(trx), jobId);
           return scheduleRepository.whileScheduled(trx, key, { status: 'cancelled', updated_at: clock.now() });
         },
-        (trx, row) => events.emit(trx, { workspaceId: tenant.workspaceId, type: 'message.cancelled', data: { ...toMessageListView(row) } }),
+        (trx, row) => events.emit(asWork(trx), { workspaceId: tenant.workspaceId, type: 'message.cancelled', data: { ...toMessageListView(row) } }),
       );
     },
 
@@ -103,7 +104,7 @@ export function createScheduling({ db, clock, events, queue }: SchedulingDeps): 
       const now = clock.now();
       const sendAt = scheduledTime(sendAtText, now) ?? now;
       return onScheduled(tenant, messageId, async (trx, key, jobId) => {
-        if (jobId !== null) await queue.reschedule(trx, jobId, sendAt);
+        if (jobId !== null) await queue.reschedule(asWork(trx), jobId, sendAt);
         if (!(await scheduleRepository.whileScheduled(trx, key, { send_at: sendAt, updated_at: now }))) return false;
         await scheduleRepository.redate(trx, key, sendAt);
         return true;

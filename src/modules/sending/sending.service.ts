@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { asWork } from '../../db/tables.js';
 import { createGroupCommit, type GroupCommit } from '../../db/group-commit.js';
 import { insertRows, preparedQuery } from '../../db/prepared.js';
 import { iso, type Clock } from '../../lib/clock.js';
@@ -196,7 +197,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       if (record) {
         await db.transaction().execute(async (own) => {
           for (const r of refused) {
-            await events.emit(own, { workspaceId: tenant.workspaceId, type: 'message.rejected', data: { mailbox: mailbox.address, from: mailbox.address, recipient: r.recipient, reason: r.reason, direction: 'outbound' } });
+            await events.emit(asWork(own), { workspaceId: tenant.workspaceId, type: 'message.rejected', data: { mailbox: mailbox.address, from: mailbox.address, recipient: r.recipient, reason: r.reason, direction: 'outbound' } });
           }
         });
       }
@@ -301,7 +302,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
     });
     const status = sendAt === null ? 'queued' : 'scheduled';
     // The job first: the outbound row keeps its id, which cancel and reschedule find it by.
-    const jobId = await queue.enqueue(trx, {
+    const jobId = await queue.enqueue(asWork(trx), {
       queue: DELIVERY_QUEUE,
       workspaceId: tenant.workspaceId,
       payload: { message_id: messageId },
@@ -326,7 +327,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       },
     ]);
     const schedule = sendAt === null ? {} : { send_at: iso(sendAt) };
-    await events.emit(trx, { workspaceId: tenant.workspaceId, type: 'message.sent', data: { ...toMessageListView(row), status, ...schedule } });
+    await events.emit(asWork(trx), { workspaceId: tenant.workspaceId, type: 'message.sent', data: { ...toMessageListView(row), status, ...schedule } });
     return { message_id: messageId, status, ...schedule };
   }
 

@@ -1,10 +1,10 @@
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
 import type { Queue } from '../../jobs/queue.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import type { EventsService } from '../events/events.service.js';
 import type { WebhookDeliveryTable, WebhookTable } from './webhook.table.js';
-import { webhookRepository as repo } from './webhook.repository.js';
+import type { WebhookStore } from './webhook.store.js';
 import { toWebhookView } from './webhook.service.js';
 import { AUTO_DISABLE_MS, WEBHOOK_QUEUE } from './webhook.types.js';
 
@@ -12,6 +12,7 @@ export interface OutcomeDeps {
   clock: Clock;
   queue: Pick<Queue, 'cancelGroup'>;
   events: Pick<EventsService, 'emit'>;
+  store: Pick<WebhookStore, 'deactivate' | 'clearFailing' | 'markFailing' | 'disableFailing' | 'setDisabledReason'>;
 }
 
 /** What one batch of attempts says about one endpoint. */
@@ -43,18 +44,18 @@ export const disabledReason = (since: number, lastError: string | null) =>
 
 /**
  * What a batch of attempts does to its endpoints, in the transaction that records it. `gone`: attempts answered 410,
- * whose endpoints are disabled at once. The others (issue 27 §5): a success clears the endpoint's `failing_since`, a
+ * whose endpoints are disabled at once. The others: a success clears the endpoint's `failing_since`, a
  * failure sets it unless set, and a failure when it is AUTO_DISABLE_MS old or more disables the endpoint. A disabled
  * endpoint becomes inactive with `disabled_at` and `disabled_reason`, its pending retries are dropped, and
  * `webhook.disabled` is emitted. The database row is the one truth, so workers in any number of processes agree.
  * Endpoints are changed first and events emitted after, so that the fan-out of those events (which reads the active
  * endpoints once per transaction) sees every endpoint this batch disabled as inactive.
  */
-export async function recordOutcomes(trx: Db, attempts: readonly WebhookDeliveryTable[], gone: readonly WebhookDeliveryTable[], { clock, queue, events }: OutcomeDeps): Promise<void> {
+export async function recordOutcomes(trx: Work, attempts: readonly WebhookDeliveryTable[], gone: readonly WebhookDeliveryTable[], { clock, queue, events, store: repo }: OutcomeDeps): Promise<void> {
   const outcomes = outcomesOf(attempts);
   const now = clock.now();
   const disabled: WebhookTable[] = [];
-  // 410 Gone: the receiver says the endpoint no longer exists (contract §6).
+  // 410 Gone: the receiver says the endpoint no longer exists.
   for (const a of gone) {
     const row = await repo.deactivate(trx, a.workspace_id, a.webhook_id, now, `the endpoint answered HTTP 410 Gone to event ${a.event_id}`);
     await queue.cancelGroup(trx, WEBHOOK_QUEUE, a.webhook_id);
