@@ -47,6 +47,7 @@ import { createSecretBox, type SecretBox } from './lib/secret-box.js';
 import { createSmtpDeliverer } from './transports/smtp/outbound.client.js';
 import { createMailboxService, type MailboxService } from './modules/mailboxes/mailbox.service.js';
 import { createTenancyModule, type TenancyModule } from './modules/tenancy/tenancy.module.js';
+import { createTenancyStore } from './modules/tenancy/tenancy.store.js';
 import { createServiceTokenService, type ServiceTokenService } from './modules/transactional/service-token.service.js';
 import { createTransactionalService, type TransactionalService } from './modules/transactional/transactional.service.js';
 import { createWebhookStore } from './modules/webhooks/webhook.store.js';
@@ -215,10 +216,11 @@ export async function createServices(
     notifications?.publishSoon(`queue:${name}`);
   };
   // A user's streams end with their session or membership: in this process at once, in the others by NOTIFY.
+  const tenancyStore = createTenancyStore({ dialect });
   const tenancy = createTenancyModule({
-    db,
+    work,
+    store: tenancyStore,
     clock,
-    dialect,
     loginLimits: { perAddress: config.loginFailuresPerAddress, perAccount: config.loginFailuresPerAccount },
     credentialsChanged: (userId) => {
       eventStream.credentialsChanged(userId);
@@ -318,7 +320,7 @@ export async function createServices(
     eventStream,
     webhooks,
     wakeups,
-    mailboxes: createMailboxService({ db, clock, domains }),
+    mailboxes: createMailboxService({ db, clock, domains, tenancy: tenancyStore }),
     domains,
     lists,
     suppressions: createSuppressionService({ db, clock }),

@@ -5,7 +5,8 @@ import { iso } from '../../lib/clock.js';
 import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
-import { tenancyRepository } from '../tenancy/tenancy.repository.js';
+import { asWork } from '../../db/tables.js';
+import type { TenancyStore } from '../tenancy/tenancy.store.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import type { MailboxTable } from './mailbox.table.js';
 import { mailboxRepository as repo, type MailboxRow } from './mailbox.repository.js';
@@ -38,7 +39,7 @@ export function toMailboxView(row: MailboxRow): MailboxView {
   };
 }
 
-export function createMailboxService({ db, clock, domains }: { db: Db; clock: Clock; domains: DomainPolicy }): MailboxService {
+export function createMailboxService({ db, clock, domains, tenancy }: { db: Db; clock: Clock; domains: DomainPolicy; tenancy: Pick<TenancyStore, 'findWorkspace'> }): MailboxService {
   async function find(tenant: TenantContext, addressInput: string): Promise<MailboxRow> {
     const address = normalizeEmail(addressInput);
     const row = address ? await repo.findByAddress(db, tenant.workspaceId, address) : undefined;
@@ -85,7 +86,7 @@ export function createMailboxService({ db, clock, domains }: { db: Db; clock: Cl
     create: (tenant, input) => insert(tenant.workspaceId, input, false),
 
     async createAsOperator(workspaceId, input) {
-      if (!(await tenancyRepository.findWorkspace(db, workspaceId))) throw notFound('workspace_not_found', `no workspace ${workspaceId}`);
+      if (!(await tenancy.findWorkspace(asWork(db), workspaceId))) throw notFound('workspace_not_found', `no workspace ${workspaceId}`);
       return insert(workspaceId, input, true);
     },
 
