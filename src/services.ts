@@ -25,6 +25,7 @@ import { afterCommit } from './db/commit-hooks.js';
 import { createNotifications, type Notifications } from './db/notifications.js';
 import { asWork, type Work } from './db/tables.js';
 import { createListService, type ListService } from './modules/lists/list.service.js';
+import { createListStore } from './modules/lists/list.store.js';
 import { createSuppressionService, type SuppressionService } from './modules/suppressions/suppression.service.js';
 import { createInProcessAnalyzer, type MessageAnalyzer } from './modules/messages/analysis.js';
 import { createThreadedAnalyzer } from './modules/messages/analysis-pool.js';
@@ -231,7 +232,7 @@ export async function createServices(
   // PostgreSQL runs transactions side by side; the two groups share no row (sends insert outbound and
   // job rows, the worker changes existing ones), so they cannot deadlock. SQLite has one writer: one group.
   const workerCommits = dialect.supportsRowLocks ? createGroupCommit(db) : commits;
-  const lists = createListService({ db, clock });
+  const lists = createListService({ work, store: createListStore(), clock });
   const store = createMessageStore({ clock, dialect });
   const resolve = createDnsResolver(dnsServers);
   const authenticator = options.authenticator ?? createMailauthAuthenticator({ resolve: cachingResolver(resolve), hostname: config.smtpHostname });

@@ -238,7 +238,7 @@ export function createInboundService({ db, clock, events, store, lists, analyzer
       const mailbox = address ? ((await mailboxRepository.findAnyByAddress(db, address)) ?? (await catchAll?.(address))) : undefined;
       if (!mailbox) return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
       const sender = normalizeEmail(envelope.mailFrom);
-      const verdict = await lists.evaluate(db, mailbox.workspace_id, 'inbound', { address: sender, ip: envelope.remoteIp });
+      const verdict = await lists.evaluate(asWork(db), mailbox.workspace_id, 'inbound', { address: sender, ip: envelope.remoteIp });
       if (verdict.decision === 'refuse') {
         await db.transaction().execute((trx) =>
           events.emit(asWork(trx), {

@@ -9,7 +9,7 @@ import type { Queue } from '../../jobs/queue.js';
 import type { DomainService } from '../domains/domain.service.js';
 import type { EventsService } from '../events/events.service.js';
 import { idByAddressSelect, mailboxRepository } from '../mailboxes/mailbox.repository.js';
-import { candidatesOf, candidatesSelect, type CandidateRow } from '../lists/list.repository.js';
+import { candidatesOf, candidatesSelect, type CandidateRow } from '../lists/list.store.js';
 import { addressVerdicts } from '../lists/list.service.js';
 import { notChecked } from '../messages/authentication.js';
 import type { MessageStore } from '../messages/message-store.js';
