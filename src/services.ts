@@ -17,6 +17,9 @@ import { cachingResolver, createDnsResolver } from './lib/dns.js';
 import { createLogger } from './lib/logger.js';
 import { createPublicKey } from 'node:crypto';
 import { createDomainService, type DomainService } from './modules/domains/domain.service.js';
+import { createDomainStore } from './modules/domains/domain.store.js';
+import { createMailLookups } from './modules/mail/lookups.store.js';
+import { createServiceTokenStore } from './modules/transactional/service-token.store.js';
 import { createEventStore } from './modules/events/event.store.js';
 import { createEventsService, type EventsService } from './modules/events/events.service.js';
 import { createEventSignal, type EventSignal } from './modules/events/event-signal.js';
@@ -163,6 +166,9 @@ export async function createServices(
   const work = asWork(db);
   const eventStore = createEventStore({ dialect });
   const events = createEventsService({ clock, store: eventStore });
+  // What other modules look up in the mail store (mailbox ids and addresses, a sent message's state).
+  const mailLookups = createMailLookups();
+  const serviceTokenStore = createServiceTokenStore();
   const wakeups = createJobWakeups();
   const eventSignal = createEventSignal();
   // Its grants are checked by the tenancy module made below (only once a stream is open).
@@ -243,14 +249,17 @@ export async function createServices(
       : createThreadedAnalyzer({ threads: config.smtpParserThreads, dnsServers, hostname: config.smtpHostname, fallback: authenticator, logger });
   // VERP return paths live in the first hosted domain, whose MX points at this service.
   const returnPathDomain = config.hostedDomains[0] ?? config.smtpHostname;
+  const domainStore = createDomainStore({ dialect });
   const domains = createDomainService({
-    db,
+    work,
+    store: domainStore,
+    mailboxes: mailLookups,
+    tokens: serviceTokenStore,
     clock,
     events,
     resolve,
     hostedDomains: config.hostedDomains,
     returnPathDomain,
-    rowLocks: dialect.supportsRowLocks,
     hostedKey: operatorDkimKey(config),
     hostedSelector: config.dkimSelector,
     box,
@@ -312,8 +321,8 @@ export async function createServices(
     workerCommits,
     sending,
     drafts: createDraftService({ db, clock, sending }),
-    serviceTokens: createServiceTokenService({ db, clock }),
-    transactional: createTransactionalService({ db, clock, sending }),
+    serviceTokens: createServiceTokenService({ work, store: serviceTokenStore, domains: domainStore, mailboxes: mailLookups, clock }),
+    transactional: createTransactionalService({ work, store: serviceTokenStore, mail: mailLookups, clock, sending }),
     deliverer,
     handlers,
     eventSignal,

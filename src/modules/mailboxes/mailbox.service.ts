@@ -66,7 +66,7 @@ export function createMailboxService({ db, clock, domains, tenancy }: { db: Db; 
     try {
       await db.transaction().execute(async (trx) => {
         // The domain is held until the mailbox is stored, so a sending domain's delete cannot pass it by.
-        if (!(await domains.isAllowedDomain(workspaceId, domain, trx, true))) {
+        if (!(await domains.isAllowedDomain(workspaceId, domain, asWork(trx), true))) {
           throw invalid('domain_not_allowed', `${domain} is neither a hosted domain nor a verified sending domain of this workspace`);
         }
         await repo.insert(trx, row);

@@ -167,7 +167,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
     if (found?.mailbox_id == null || found.mailbox_address == null) throw noMailbox();
     const mailbox = { id: found.mailbox_id, address: found.mailbox_address };
     const fromDomain = mailbox.address.slice(mailbox.address.lastIndexOf('@') + 1);
-    if (!(await domains.isAllowedDomain(tenant.workspaceId, fromDomain, conn))) {
+    if (!(await domains.isAllowedDomain(tenant.workspaceId, fromDomain, asWork(conn)))) {
       throw invalid('domain_not_verified', `${fromDomain} is neither a hosted domain nor a verified sending domain`);
     }
     if ('error' in recipients) throw recipients.error;
