@@ -47,6 +47,7 @@ import { createRouteResolver } from './modules/sending/routes.resolver.js';
 import { createSendingService, type SendingService } from './modules/sending/sending.service.js';
 import { createReturnPaths, type ReturnPaths } from './modules/sending/verp.js';
 import { checkSecretKey, loadSecretKey } from './modules/secrets/secret-key.js';
+import { createSecretKeyStore } from './modules/secrets/secret-key.store.js';
 import { createSecretBox, type SecretBox } from './lib/secret-box.js';
 import { createSmtpDeliverer } from './transports/smtp/outbound.client.js';
 import { createMailboxService, type MailboxService } from './modules/mailboxes/mailbox.service.js';
@@ -58,6 +59,7 @@ import { createWebhookStore } from './modules/webhooks/webhook.store.js';
 import { createWebhooksModule, type WebhooksModule } from './modules/webhooks/webhooks.module.js';
 import { createWebhookClient } from './transports/http/webhook.client.js';
 import { createSandboxCapture, createSandboxModule, SANDBOX_WEBHOOK_CIDRS, type SandboxModule } from './modules/sandbox/sandbox.module.js';
+import { createSandboxStore } from './modules/sandbox/sandbox.store.js';
 import { startSandboxDnsServer, type SandboxDnsServer } from './transports/dns/sandbox-dns.server.js';
 
 /** The feature services: what the transports and the CLI call (the rules of the product). */
@@ -143,16 +145,21 @@ export async function createServices(
   const opened = createDb(config.databaseUrl, { pgPrepare: config.pgPrepare });
   const { db, dialect } = opened;
   const clock = options.clock ?? systemClock;
+  // Every module sees the pool as a handle that names no table; each store views it over its own tables.
+  const work = asWork(db);
+  // What other modules look up in the mail store (mailbox ids and addresses, a sent message's state).
+  const mailLookups = createMailLookups();
   const logger = options.logger ?? createLogger('silent');
   try {
     if (options.migrate !== false) await migrateToLatest(db);
     // A process with another key than the one the stored secrets were sealed with refuses to start (exit 78).
-    await checkSecretKey(db, box, clock);
+    await checkSecretKey(work, createSecretKeyStore(), box, clock);
   } catch (err) {
     await opened.destroy();
     throw err;
   }
-  const sandbox = config.sandbox ? createSandboxModule({ db, clock }) : null;
+  const sandboxStore = createSandboxStore();
+  const sandbox = config.sandbox ? createSandboxModule({ work, store: sandboxStore, mailboxes: mailLookups, clock }) : null;
   let sandboxDns: SandboxDnsServer | null = null;
   try {
     // Upstream: the servers the operator named, else the system's; every lookup of this process asks the sandbox's.
@@ -162,12 +169,8 @@ export async function createServices(
     throw err;
   }
   const dnsServers = sandboxDns ? [sandboxDns.address] : config.dnsServers;
-  // Every module sees the pool as a handle that names no table; each store views it over its own tables.
-  const work = asWork(db);
   const eventStore = createEventStore({ dialect });
   const events = createEventsService({ clock, store: eventStore });
-  // What other modules look up in the mail store (mailbox ids and addresses, a sent message's state).
-  const mailLookups = createMailLookups();
   const serviceTokenStore = createServiceTokenStore();
   const wakeups = createJobWakeups();
   const eventSignal = createEventSignal();
@@ -271,7 +274,7 @@ export async function createServices(
   const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
   const inbound = createInboundService({ db, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, commits, catchAll: sandbox?.catchAlls.find });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
-  const capture = sandbox ? createSandboxCapture({ db, clock, logger, inbound }) : null;
+  const capture = sandbox ? createSandboxCapture({ work, store: sandboxStore, clock, logger, inbound }) : null;
   const deliverer = options.deliverer ?? capture?.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname });
   const signer = config.dkimThreads === 0 ? createInProcessSigner() : createThreadedSigner({ threads: config.dkimThreads, perWorkspace: config.dkimSigningsPerWorkspace, logger });
   const delivery = createDeliveryHandler({
