@@ -29,8 +29,8 @@ const never = {
     message: 'src/db takes only the row types of *.table.ts (import type)',
   },
   db: { group: ['**/db/**'], message: 'transports never touch the database: call a feature service' },
-  repositories: { group: ['**/*.repository.js'], message: 'transports never touch the database: call a feature service' },
-  services: { group: ['**/*.service.js', '**/*.module.js'], message: 'a repository never calls a service: the service calls it' },
+  repositories: { group: ['**/*.repository.js', '**/*.store.js'], message: 'transports never touch the database: call a feature service' },
+  services: { group: ['**/*.service.js', '**/*.module.js'], message: 'a store never calls a service: the service calls it' },
   ours: { regex: '^\\.\\./', message: 'src/lib imports nothing of ours outside lib (only node: and packages)' },
   sdkAlone: { regex: '^\\.\\./', message: 'src/sdk imports nothing of ours outside src/sdk: it can be copied into another project as it is' },
 };
@@ -105,7 +105,7 @@ export default tseslint.config(
     },
   },
   arrows(['src/modules/**/*.ts'], [never.main, never.composition, never.transports]),
-  arrows(['src/modules/**/*.repository.ts'], [never.main, never.composition, never.transports, never.services]),
+  arrows(['src/modules/**/*.repository.ts', 'src/modules/**/*.store.ts'], [never.main, never.composition, never.transports, never.services]),
   arrows(['src/db/**/*.ts'], [never.main, never.composition, never.transports, never.modules, never.tableValues]),
   arrows(['src/lib/**/*.ts'], [never.ours]),
   // The SDK stands alone (it can be copied into another project): its own files and packages only.

@@ -1,6 +1,6 @@
 import type { Work } from '../../db/tables.js';
 import { backoffDelay, type BackoffPolicy } from '../../jobs/backoff.js';
-import type { ClaimedJob, Queue } from '../../jobs/queue.js';
+import type { ClaimedJob } from '../../jobs/queue.js';
 import type { JobHandler, JobOutcome } from '../../jobs/worker.js';
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
