@@ -123,7 +123,7 @@ export interface ListService {
   evaluate(work: Work, workspaceId: string, direction: ListDirection, subject: { address?: string | null; ip?: string | null }): Promise<ListVerdict>;
 }
 
-export function createListService({ work, store, clock }: { work: Work; store: ListStore; clock: Clock }): ListService {
+export function createListService({ work, store, clock }: { work: Work; store: Pick<ListStore, 'find' | 'list' | 'count' | 'insert' | 'delete' | 'candidates'>; clock: Clock }): ListService {
   async function findOrThrow(tenant: TenantContext, direction: string, listType: string, rawEntry: string): Promise<ListEntryTable> {
     const d = parseDirection(direction);
     const t = parseListType(listType);
