@@ -30,7 +30,7 @@ const never = {
     message: 'src/db takes only the row types of *.table.ts (import type)',
   },
   db: { group: ['**/db/**'], message: 'transports never touch the database: call a feature service' },
-  repositories: { group: ['**/*.store.js', '**/jobs/queue.js'], allowTypeImports: true, message: 'transports never touch the database: call a feature service' },
+  repositories: { group: ['**/*.store.js', '**/jobs/queue.js'], message: 'transports never touch the database: call a feature service' },
   services: { group: ['**/*.service.js', '**/*.module.js'], message: 'a store never calls a service: the service calls it' },
   // Only a store (`*.store.ts`, and the queue, which owns `jobs`) types a handle over tables or uses the machinery;
   // everything else holds a `Work` (a handle naming no table) and calls stores.

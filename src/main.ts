@@ -9,7 +9,9 @@ import { createWorker, type Worker } from './jobs/worker.js';
 import { listenOrExplain } from './lib/listen-error.js';
 import type { Logger } from './lib/logger.js';
 import { relayTlsInsecure } from './modules/sending/routes.resolver.js';
+import { asWork } from './db/tables.js';
 import { createMaintenance, type Maintenance } from './modules/tenancy/maintenance.js';
+import { createTenancyStore } from './modules/tenancy/tenancy.store.js';
 import { createServices, type Services } from './services.js';
 import { buildApp } from './transports/http/app.js';
 import { createInboundSmtpServer } from './transports/smtp/inbound.server.js';
@@ -87,7 +89,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
     }
     if (roles.includes('worker')) {
       const worker: Worker = createWorker(services.handlers, { queue: services.queue, logger, leaseMs: config.leaseMs, pollMs: config.workerPollMs, commits: services.workerCommits });
-      const maintenance: Maintenance = createMaintenance({ db: services.database.db, clock: services.clock, logger });
+      const maintenance: Maintenance = createMaintenance({ work: asWork(services.database.db), store: createTenancyStore({ dialect: services.database.dialect }), clock: services.clock, logger });
       const unsubscribe = services.wakeups.subscribe((name) => worker.wake(name));
       worker.start();
       maintenance.start();

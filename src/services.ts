@@ -5,9 +5,8 @@
  */
 import type { Config } from './config/config.js';
 import { createDb, SQLITE_BUSY_TIMEOUT_MS, type DbHandle } from './db/database.js';
-import type { Database } from './db/schema.js';
-import { asWork, tablesOf, type Work } from './db/tables.js';
 import { createGroupCommit, type GroupCommit } from './db/group-commit.js';
+import { asWork, type Work } from './db/tables.js';
 import { migrateToLatest } from './db/migrator.js';
 import { createQueue, type Queue } from './jobs/queue.js';
 import { createJobWakeups, type JobWakeups } from './jobs/wakeups.js';
@@ -19,13 +18,16 @@ import { cachingResolver, createDnsResolver } from './lib/dns.js';
 import { createLogger } from './lib/logger.js';
 import { createPublicKey } from 'node:crypto';
 import { createDomainService, type DomainService } from './modules/domains/domain.service.js';
+import { createDomainStore } from './modules/domains/domain.store.js';
+import { createServiceTokenStore } from './modules/transactional/service-token.store.js';
+import { createEventStore } from './modules/events/event.store.js';
 import { createEventsService, type EventsService } from './modules/events/events.service.js';
 import { createEventSignal, type EventSignal } from './modules/events/event-signal.js';
 import { createEventStreamService, type EventStreamService } from './modules/events/event-stream.service.js';
 import { afterCommit } from './db/commit-hooks.js';
 import { createNotifications, type Notifications } from './db/notifications.js';
-import type { Db } from './db/database.js';
 import { createListService, type ListService } from './modules/lists/list.service.js';
+import { createListStore } from './modules/lists/list.store.js';
 import { createSuppressionService, type SuppressionService } from './modules/suppressions/suppression.service.js';
 import { createInProcessAnalyzer, type MessageAnalyzer } from './modules/messages/analysis.js';
 import { createThreadedAnalyzer } from './modules/messages/analysis-pool.js';
@@ -33,8 +35,7 @@ import { createFairGate, type FairGate } from './lib/fair-gate.js';
 import { createComposer } from './modules/sending/compose-pool.js';
 import { createMailauthAuthenticator, type MessageAuthenticator } from './modules/messages/authentication.js';
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
-import { createReceivedMailStore } from './modules/mail/mail.store.js';
-import { createMessageStore } from './modules/messages/message-store.js';
+import { createMailStore } from './modules/mail/mail.store.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
 import { createSearchRunner } from './modules/messages/search-runner.js';
 import { createDeliveryHandler } from './modules/sending/delivery.handler.js';
@@ -43,25 +44,22 @@ import { createDraftService, type DraftService } from './modules/sending/draft.s
 import type { RouteResolver, SmtpDeliverer } from './modules/sending/delivery.types.js';
 import { createRouteResolver } from './modules/sending/routes.resolver.js';
 import { createSendingService, type SendingService } from './modules/sending/sending.service.js';
-import type { EventOutbox, ReceivedMail, SendingDomains } from './modules/sending/sending.deps.js';
-import { createSendingMailStore } from './modules/mail/sending-mail.store.js';
-import { candidatesSelect } from './modules/lists/list.repository.js';
-import { messageRepository } from './modules/messages/message.repository.js';
-import { mailboxRepository } from './modules/mailboxes/mailbox.repository.js';
-import type { Database } from './db/schema.js';
-import { asWork, tablesOf, type Work } from './db/tables.js';
+import { candidatesSelect } from './modules/lists/list.store.js';
 import { createReturnPaths, type ReturnPaths } from './lib/verp.js';
 import { checkSecretKey, loadSecretKey } from './modules/secrets/secret-key.js';
+import { createSecretKeyStore } from './modules/secrets/secret-key.store.js';
 import { createSecretBox, type SecretBox } from './lib/secret-box.js';
 import { createSmtpDeliverer } from './transports/smtp/outbound.client.js';
 import { createMailboxService, type MailboxService } from './modules/mailboxes/mailbox.service.js';
-import { tenancyRepository } from './modules/tenancy/tenancy.repository.js';
 import { createTenancyModule, type TenancyModule } from './modules/tenancy/tenancy.module.js';
+import { createTenancyStore } from './modules/tenancy/tenancy.store.js';
 import { createServiceTokenService, type ServiceTokenService } from './modules/transactional/service-token.service.js';
 import { createTransactionalService, type TransactionalService } from './modules/transactional/transactional.service.js';
+import { createWebhookStore } from './modules/webhooks/webhook.store.js';
 import { createWebhooksModule, type WebhooksModule } from './modules/webhooks/webhooks.module.js';
 import { createWebhookClient } from './transports/http/webhook.client.js';
 import { createSandboxCapture, createSandboxModule, SANDBOX_WEBHOOK_CIDRS, type SandboxModule } from './modules/sandbox/sandbox.module.js';
+import { createSandboxStore } from './modules/sandbox/sandbox.store.js';
 import { startSandboxDnsServer, type SandboxDnsServer } from './transports/dns/sandbox-dns.server.js';
 
 /** The feature services: what the transports and the CLI call (the rules of the product). */
@@ -147,16 +145,20 @@ export async function createServices(
   const opened = createDb(config.databaseUrl, { pgPrepare: config.pgPrepare });
   const { db, dialect } = opened;
   const clock = options.clock ?? systemClock;
+  // Every module sees the pool as a handle that names no table; each store views it over its own tables.
+  // The pool as every module sees it: a handle that names no table (each store views it over its own).
+  const work = asWork(db);
   const logger = options.logger ?? createLogger('silent');
   try {
     if (options.migrate !== false) await migrateToLatest(db);
     // A process with another key than the one the stored secrets were sealed with refuses to start (exit 78).
-    await checkSecretKey(db, box, clock);
+    await checkSecretKey(work, createSecretKeyStore(), box, clock);
   } catch (err) {
     await opened.destroy();
     throw err;
   }
-  const sandbox = config.sandbox ? createSandboxModule({ db, clock }) : null;
+  const sandboxStore = createSandboxStore();
+  const sandbox = config.sandbox ? createSandboxModule({ work, store: sandboxStore, mailboxes: { mailboxIdByAddress: (...a) => mail.mailboxIdByAddress(...a), mailboxAddresses: (...a) => mail.mailboxAddresses(...a) }, clock }) : null;
   let sandboxDns: SandboxDnsServer | null = null;
   try {
     // Upstream: the servers the operator named, else the system's; every lookup of this process asks the sandbox's.
@@ -166,12 +168,15 @@ export async function createServices(
     throw err;
   }
   const dnsServers = sandboxDns ? [sandboxDns.address] : config.dnsServers;
-  const events = createEventsService({ clock });
+  const eventStore = createEventStore({ dialect });
+  const events = createEventsService({ clock, store: eventStore });
+  const serviceTokenStore = createServiceTokenStore();
   const wakeups = createJobWakeups();
   const eventSignal = createEventSignal();
   // Its grants are checked by the tenancy module made below (only once a stream is open).
   const eventStream = createEventStreamService({
-    db,
+    work,
+    store: eventStore,
     dialect,
     signal: eventSignal,
     heartbeatMs: config.eventHeartbeatMs,
@@ -198,9 +203,57 @@ export async function createServices(
         },
       })
     : null;
-  // The received-mail half of the mail store: the only code that names its tables.
-  const mail = createReceivedMailStore({ clock, dialect });
-  const work = asWork(db);
+  events.subscribe(signalCommittedEvents(eventSignal, notifications));
+  // A job enqueued here wakes this process's worker after commit, and the workers of the others.
+  const wake = (name: string): void => {
+    wakeups.notify(name);
+    notifications?.publishSoon(`queue:${name}`);
+  };
+  // A user's streams end with their session or membership: in this process at once, in the others by NOTIFY.
+  const tenancyStore = createTenancyStore({ dialect });
+  const tenancy = createTenancyModule({
+    work,
+    store: tenancyStore,
+    clock,
+    loginLimits: { perAddress: config.loginFailuresPerAddress, perAccount: config.loginFailuresPerAccount },
+    credentialsChanged: (userId) => {
+      eventStream.credentialsChanged(userId);
+      notifications?.publishSoon(`credentials:${userId}`);
+    },
+  });
+  const commits = createGroupCommit(db);
+  // PostgreSQL runs transactions side by side; the two groups share no row (sends insert outbound and
+  // job rows, the worker changes existing ones), so they cannot deadlock. SQLite has one writer: one group.
+  const workerCommits = dialect.supportsRowLocks ? createGroupCommit(db) : commits;
+  const lists = createListService({ work, store: createListStore(), clock });
+  const resolve = createDnsResolver(dnsServers);
+  const authenticator = options.authenticator ?? createMailauthAuthenticator({ resolve: cachingResolver(resolve), hostname: config.smtpHostname });
+  // An authenticator given by the caller runs where it was made; otherwise parser threads do the work.
+  const analyzer =
+    options.authenticator || config.smtpParserThreads === 0
+      ? createInProcessAnalyzer(authenticator)
+      : createThreadedAnalyzer({ threads: config.smtpParserThreads, dnsServers, hostname: config.smtpHostname, fallback: authenticator, logger });
+  // VERP return paths live in the first hosted domain, whose MX points at this service.
+  const returnPathDomain = config.hostedDomains[0] ?? config.smtpHostname;
+  const domainStore = createDomainStore({ dialect });
+  const domains = createDomainService({
+    work,
+    store: domainStore,
+    mailboxes: { mailboxesInDomain: (...a) => mail.mailboxesInDomain(...a) },
+    tokens: serviceTokenStore,
+    clock,
+    events,
+    resolve,
+    hostedDomains: config.hostedDomains,
+    returnPathDomain,
+    hostedKey: operatorDkimKey(config),
+    hostedSelector: config.dkimSelector,
+    box,
+  });
+  const queue = createQueue({ work, dialect, clock, leaseMs: config.leaseMs, wake });
+  // The mail store: the only code that names the mail tables. Delivery runs' writes and job settlements share the
+  // worker's commits; the outbound list entries a send could match are the lists module's part of one statement.
+  const mail = createMailStore({ work, dialect, clock, logger, commits: workerCommits, queue, emit: (w, event) => events.emit(w, event), listCandidates: candidatesSelect });
   const searches = createSearchRunner({
     database: { work, dialect, sqliteFile: opened.sqliteFile, busyTimeoutMs: SQLITE_BUSY_TIMEOUT_MS },
     store: mail,
@@ -217,86 +270,16 @@ export async function createServices(
       await opened.destroy();
     },
   };
-  events.subscribe(signalCommittedEvents(eventSignal, notifications));
-  // A job enqueued here wakes this process's worker after commit, and the workers of the others.
-  const wake = (name: string): void => {
-    wakeups.notify(name);
-    notifications?.publishSoon(`queue:${name}`);
-  };
-  // A user's streams end with their session or membership: in this process at once, in the others by NOTIFY.
-  const tenancy = createTenancyModule({
-    db,
-    clock,
-    dialect,
-    loginLimits: { perAddress: config.loginFailuresPerAddress, perAccount: config.loginFailuresPerAccount },
-    credentialsChanged: (userId) => {
-      eventStream.credentialsChanged(userId);
-      notifications?.publishSoon(`credentials:${userId}`);
-    },
-  });
-  const commits = createGroupCommit(db);
-  // PostgreSQL runs transactions side by side; the two groups share no row (sends insert outbound and
-  // job rows, the worker changes existing ones), so they cannot deadlock. SQLite has one writer: one group.
-  const workerCommits = dialect.supportsRowLocks ? createGroupCommit(db) : commits;
-  const lists = createListService({ db, clock });
-  const store = createMessageStore({ clock, dialect });
-  const resolve = createDnsResolver(dnsServers);
-  const authenticator = options.authenticator ?? createMailauthAuthenticator({ resolve: cachingResolver(resolve), hostname: config.smtpHostname });
-  // An authenticator given by the caller runs where it was made; otherwise parser threads do the work.
-  const analyzer =
-    options.authenticator || config.smtpParserThreads === 0
-      ? createInProcessAnalyzer(authenticator)
-      : createThreadedAnalyzer({ threads: config.smtpParserThreads, dnsServers, hostname: config.smtpHostname, fallback: authenticator, logger });
-  // VERP return paths live in the first hosted domain, whose MX points at this service.
-  const returnPathDomain = config.hostedDomains[0] ?? config.smtpHostname;
-  const domains = createDomainService({
-    db,
-    clock,
-    events,
-    resolve,
-    hostedDomains: config.hostedDomains,
-    returnPathDomain,
-    rowLocks: dialect.supportsRowLocks,
-    hostedKey: operatorDkimKey(config),
-    hostedSelector: config.dkimSelector,
-    box,
-  });
-  const queue = createQueue({ db, dialect, clock, leaseMs: config.leaseMs, wake });
   const returnPaths = createReturnPaths(box, returnPathDomain);
   const composer = createComposer({ threads: config.bodyThreads, logger });
-  const work = asWork(db);
-  // The modules below still typed over every table take the whole schema's view of the same handle.
-  const all = (w: Work) => tablesOf<Database>(w);
-  const sendingMail = createSendingMailStore({
-    work,
-    dialect,
-    clock,
-    logger,
-    // Delivery runs' writes and job settlements share the worker's commits.
-    commits: workerCommits,
-    queue,
-    emit: (w, event) => events.emit(all(w), event),
-    listCandidates: candidatesSelect,
-  });
-  const receivedMail: ReceivedMail = {
-    storeMessage: (w, input) => store.store(all(w), input),
-    findMessage: (w, workspaceId, messageId) => messageRepository.findMessage(all(w), workspaceId, messageId),
-    findContent: (w, workspaceId, messageId, withRaw) => messageRepository.findContent(all(w), workspaceId, messageId, withRaw),
-    listWithDelivery: (w, workspaceId, filter, limit, offset) => messageRepository.listWithDelivery(all(w), workspaceId, filter, limit, offset),
-    countMessages: (w, workspaceId, filter) => messageRepository.countMessages(all(w), workspaceId, filter),
-    findMailboxByAddress: (w, workspaceId, address) => mailboxRepository.findByAddress(all(w), workspaceId, address),
-  };
-  const mail = { ...sendingMail, ...receivedMail };
-  const outbox: EventOutbox = { emit: (w, input) => events.emit(all(w), input) };
-  const sendingDomains: SendingDomains = { isAllowedDomain: (workspaceId, domain, conn) => domains.isAllowedDomain(workspaceId, domain, all(conn)) };
-  const sending = createSendingService({ work, clock, events: outbox, mail, queue, domains: sendingDomains, returnPaths, commits, compose: composer.compose });
+  const sending = createSendingService({ work, clock, events, mail, queue, domains, returnPaths, commits, compose: composer.compose });
   const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
   const inbound = createInboundService({
     work,
     clock,
-    events: { emit: (trx, input) => events.emit(onDb(trx), input) },
+    events,
     store: mail,
-    lists: { evaluate: (on, ...rest) => lists.evaluate(onDb(on), ...rest) },
+    lists,
     analyzer,
     analysisGate,
     logger,
@@ -305,12 +288,12 @@ export async function createServices(
     catchAll: sandbox?.catchAlls.find,
   });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
-  const capture = sandbox ? createSandboxCapture({ db, clock, logger, inbound }) : null;
+  const capture = sandbox ? createSandboxCapture({ work, store: sandboxStore, clock, logger, inbound }) : null;
   const deliverer = options.deliverer ?? capture?.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname });
   const signer = config.dkimThreads === 0 ? createInProcessSigner() : createThreadedSigner({ threads: config.dkimThreads, perWorkspace: config.dkimSigningsPerWorkspace, logger });
   const delivery = createDeliveryHandler({
     work,
-    mail: sendingMail,
+    mail,
     clock,
     logger,
     domains,
@@ -323,8 +306,9 @@ export async function createServices(
     workspaceConcurrency: config.fairQueue.deliveryWorkspaceConcurrency,
   });
   const webhooks = createWebhooksModule({
-    db,
-    dialect,
+    work,
+    store: createWebhookStore({ dialect }),
+    feed: eventStore,
     clock,
     logger,
     queue,
@@ -351,8 +335,8 @@ export async function createServices(
     workerCommits,
     sending,
     drafts: createDraftService({ work, mail, clock, sending }),
-    serviceTokens: createServiceTokenService({ db, clock }),
-    transactional: createTransactionalService({ db, clock, sending }),
+    serviceTokens: createServiceTokenService({ work, store: serviceTokenStore, domains: domainStore, mailboxes: mail, clock }),
+    transactional: createTransactionalService({ work, store: serviceTokenStore, mail, clock, sending }),
     deliverer,
     handlers,
     eventSignal,
@@ -363,13 +347,13 @@ export async function createServices(
     mailboxes: createMailboxService({
       work,
       clock,
-      domains: { isHostedDomain: (domain) => domains.isHostedDomain(domain), isAllowedDomain: (workspaceId, domain, on, hold) => domains.isAllowedDomain(workspaceId, domain, onDb(on), hold) },
+      domains,
       store: mail,
-      workspaceExists: async (workspaceId) => (await tenancyRepository.findWorkspace(db, workspaceId)) !== undefined,
+      workspaceExists: async (workspaceId) => (await tenancyStore.findWorkspace(work, workspaceId)) !== undefined,
     }),
     domains,
     lists,
-    suppressions: createSuppressionService({ work, clock, mail: sendingMail }),
+    suppressions: createSuppressionService({ work, clock, mail }),
     messages: createMessageService({ work, store: mail, searches }),
     returnPaths,
     secretBox: box,
@@ -383,16 +367,14 @@ export async function createServices(
   };
 }
 
-/** A `Work` handle for the modules that still take a `Db` (events, lists, domains): the same pool or transaction. */
-const onDb = (work: Work): Db => tablesOf<Database>(work);
 
 /**
  * Ring the event signal once per workspace and transaction, after the commit: here at once, in other processes
  * through a NOTIFY sent after the commit (batched per turn of the event loop), so the writing transaction, often a
  * shared group commit on the ingest path, carries no extra statement.
  */
-function signalCommittedEvents(signal: EventSignal, notifications: Notifications | null): (trx: Db, event: { workspaceId: string }) => Promise<void> {
-  const rung = new WeakMap<Db, Set<string>>();
+function signalCommittedEvents(signal: EventSignal, notifications: Notifications | null): (trx: Work, event: { workspaceId: string }) => Promise<void> {
+  const rung = new WeakMap<Work, Set<string>>();
   return async (trx, event) => {
     let done = rung.get(trx);
     if (!done) rung.set(trx, (done = new Set()));

@@ -3,7 +3,7 @@ import { createGroupCommit } from '../src/db/group-commit.js';
 import { createLogger } from '../src/lib/logger.js';
 import type { Database } from '../src/db/schema.js';
 import { asWork, tablesOf } from '../src/db/tables.js';
-import { candidatesSelect } from '../src/modules/lists/list.repository.js';
+import { candidatesSelect } from '../src/modules/lists/list.store.js';
 import { createSendingMailStore, type DeliveryJob, type SendingMailStore } from '../src/modules/mail/sending-mail.store.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, type Tenant } from './helpers/harness.js';
@@ -32,7 +32,7 @@ describe(`delivery runs in the mail store: a run's steps need its lease (${TEST_
       clock: h.clock,
       queue,
       logger: createLogger('silent'),
-      emit: (trx, event) => events.emit(tablesOf<Database>(trx), event),
+      emit: (trx, event) => events.emit(asWork(trx), event),
       listCandidates: candidatesSelect,
     });
   });

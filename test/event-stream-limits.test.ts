@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asWork } from '../src/db/tables.js';
 import { SESSION_IDLE_MS } from '../src/modules/tenancy/auth.service.js';
 import { listen } from './helpers/cli-client.js';
 import { TEST_DIALECT } from './helpers/database.js';
@@ -24,7 +25,7 @@ function streamsOf(get: () => { h: Harness; base: string }) {
       n += 1;
       const event = await h.services.database.db
         .transaction()
-        .execute((trx) => h.services.events.emit(trx, { workspaceId, type: 'domain.verified', data: { domain: `d${n}.example` } }));
+        .execute((trx) => h.services.events.emit(asWork(trx), { workspaceId, type: 'domain.verified', data: { domain: `d${n}.example` } }));
       return event.id;
     },
     closeAll(): void {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { asWork } from '../src/db/tables.js';
 import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
@@ -119,7 +120,7 @@ describe.skipIf(TEST_DIALECT !== 'postgres')('signals between processes (LISTEN/
         .toBeGreaterThanOrEqual(killed.rows.length);
       const event = await other.database.db
         .transaction()
-        .execute((trx) => other.events.emit(trx, { workspaceId: tenant.workspaceId, type: 'domain.verified', data: { domain: 'after-reconnect.example' } }));
+        .execute((trx) => other.events.emit(asWork(trx), { workspaceId: tenant.workspaceId, type: 'domain.verified', data: { domain: 'after-reconnect.example' } }));
       await stream.waitFor((m) => eventsOf(m).some((x) => x.id === event.id), 3000);
       stream.close();
     } finally {
@@ -145,7 +146,7 @@ describe.skipIf(TEST_DIALECT !== 'postgres')('signals between processes (LISTEN/
       expect(closed).toBe(true);
       const event = await h.services.database.db
         .transaction()
-        .execute((trx) => h.services.events.emit(trx, { workspaceId: g.workspaceId, type: 'domain.verified', data: { domain: 'still-open.example' } }));
+        .execute((trx) => h.services.events.emit(asWork(trx), { workspaceId: g.workspaceId, type: 'domain.verified', data: { domain: 'still-open.example' } }));
       await gStream.waitFor((m) => eventsOf(m).some((x) => x.id === event.id), 3000);
       gStream.close();
     } finally {
@@ -162,7 +163,7 @@ describe.skipIf(TEST_DIALECT !== 'postgres')('signals between processes (LISTEN/
     const created = await h.app.inject({ method: 'POST', url: '/app/api/webhooks', headers: session(token), payload: { url: `${receiver.url}/hook` } });
     expect(created.statusCode).toBe(201);
     const started = Date.now();
-    await h.services.database.db.transaction().execute((trx) => h.services.events.emit(trx, { workspaceId: tenant.workspaceId, type: 'domain.verified', data: { domain: 'woken.example' } }));
+    await h.services.database.db.transaction().execute((trx) => h.services.events.emit(asWork(trx), { workspaceId: tenant.workspaceId, type: 'domain.verified', data: { domain: 'woken.example' } }));
     await receiver.waitFor(1, 5000);
     expect(Date.now() - started).toBeLessThan(3000);
   });

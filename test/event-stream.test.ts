@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asWork } from '../src/db/tables.js';
 import { createTenant, login, session, startHarness, type Harness, type Tenant } from './helpers/harness.js';
 import { spawn } from 'node:child_process';
 import { BIN, ROOT } from './helpers/cli.js';
@@ -41,7 +42,7 @@ describe('GET /app/api/events/stream', () => {
     n += 1;
     const event = await h.services.database.db
       .transaction()
-      .execute((trx) => h.services.events.emit(trx, { workspaceId, type: 'domain.verified', data: { domain: `d${n}.example` } }));
+      .execute((trx) => h.services.events.emit(asWork(trx), { workspaceId, type: 'domain.verified', data: { domain: `d${n}.example` } }));
     return event.id;
   }
 
@@ -177,7 +178,7 @@ describe('GET /app/api/events/stream', () => {
       await new Promise((resolve) => setTimeout(resolve, 1500));
       const event = await h2.services.database.db
         .transaction()
-        .execute((trx) => h2.services.events.emit(trx, { workspaceId: t.workspaceId, type: 'domain.verified', data: { domain: 'late.example' } }));
+        .execute((trx) => h2.services.events.emit(asWork(trx), { workspaceId: t.workspaceId, type: 'domain.verified', data: { domain: 'late.example' } }));
       await stream.waitFor((m) => eventsOf(m).some((x) => x.id === event.id));
       stream.close();
     } finally {

@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asWork, tablesOf, type Work } from '../src/db/tables.js';
 import { loadConfig } from '../src/config/config.js';
-import type { Db } from '../src/db/database.js';
+import type { Database } from '../src/db/schema.js';
 import { iso, manualClock } from '../src/lib/clock.js';
 import { looksLikeId } from '../src/lib/ids.js';
 import type { StoredEvent } from '../src/modules/events/event.types.js';
+import { createEventStore } from '../src/modules/events/event.store.js';
 import { createEventsService, type EventsService } from '../src/modules/events/events.service.js';
 import { createServices, type Services } from '../src/main.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from './helpers/database.js';
@@ -30,9 +32,9 @@ describe(`events outbox (${TEST_DIALECT})`, () => {
   const eventRow = (id: string) => db().selectFrom('events').select(['id', 'workspace_id', 'type', 'payload', 'created_at']).where('id', '=', id).executeTakeFirst();
 
   /** A fresh service (subscribers cannot be removed) whose subscriber enqueues one job per event, as webhook fan-out does. */
-  function withJobSubscriber(queueName: string): { events: EventsService; seen: Array<{ trx: Db; event: StoredEvent }> } {
-    const events = createEventsService({ clock });
-    const seen: Array<{ trx: Db; event: StoredEvent }> = [];
+  function withJobSubscriber(queueName: string): { events: EventsService; seen: Array<{ trx: Work; event: StoredEvent }> } {
+    const events = createEventsService({ clock, store: createEventStore({ dialect: services.database.dialect }) });
+    const seen: Array<{ trx: Work; event: StoredEvent }> = [];
     events.subscribe(async (trx, event) => {
       seen.push({ trx, event });
       await services.queue.enqueue(trx, { queue: queueName, workspaceId: event.workspaceId, payload: { event_id: event.id } });
@@ -44,7 +46,7 @@ describe(`events outbox (${TEST_DIALECT})`, () => {
     const data = { message_id: 'msg_01jd3k0000000000000000000', to: ['ünïcode@example.com'], nested: { n: 1, ok: true, none: null } };
     const event = await db()
       .transaction()
-      .execute((trx) => services.events.emit(trx, { workspaceId, type: 'message.received', data }));
+      .execute((trx) => services.events.emit(asWork(trx), { workspaceId, type: 'message.received', data }));
 
     expect(looksLikeId(event.id, 'evt')).toBe(true);
     expect(event).toEqual({ id: event.id, workspaceId, type: 'message.received', payload: expect.any(String) as string, createdAt: clock.now() });
@@ -60,7 +62,7 @@ describe(`events outbox (${TEST_DIALECT})`, () => {
   it('gives every event its own evt_ id, in creation order', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i += 1) {
-      ids.push((await services.events.emit(db(), { workspaceId, type: 'domain.verified', data: { i } })).id);
+      ids.push((await services.events.emit(asWork(db()), { workspaceId, type: 'domain.verified', data: { i } })).id);
       clock.advance(1);
     }
     for (const id of ids) expect(looksLikeId(id, 'evt')).toBe(true);
@@ -75,19 +77,19 @@ describe(`events outbox (${TEST_DIALECT})`, () => {
     events.subscribe(async (trx, event) => {
       order.push('second');
       // The first subscriber's job is already visible here: same transaction.
-      const jobs = await trx.selectFrom('jobs').select('payload').where('queue', '=', queueName).execute();
+      const jobs = await tablesOf<Database>(trx).selectFrom('jobs').select('payload').where('queue', '=', queueName).execute();
       expect(jobs.map((j) => JSON.parse(j.payload) as unknown)).toEqual([{ event_id: event.id }]);
     });
     events.subscribe(async () => {
       order.push('third');
     });
 
-    let transaction: Db | undefined;
+    let transaction: Work | undefined;
     const event = await db()
       .transaction()
       .execute(async (trx) => {
-        transaction = trx;
-        return events.emit(trx, { workspaceId, type: 'message.sent', data: { n: 1 } });
+        transaction = asWork(trx);
+        return events.emit(transaction, { workspaceId, type: 'message.sent', data: { n: 1 } });
       });
 
     expect(seen).toHaveLength(1);
@@ -109,7 +111,7 @@ describe(`events outbox (${TEST_DIALECT})`, () => {
       db()
         .transaction()
         .execute(async (trx) => {
-          emitted = await events.emit(trx, { workspaceId, type: 'message.failed', data: { reason: 'test' } });
+          emitted = await events.emit(asWork(trx), { workspaceId, type: 'message.failed', data: { reason: 'test' } });
           // Both are there inside the transaction…
           expect(await trx.selectFrom('events').select('id').where('id', '=', emitted.id).executeTakeFirst()).toBeDefined();
           expect(await trx.selectFrom('jobs').select('id').where('queue', '=', queueName).execute()).toHaveLength(1);
@@ -131,7 +133,7 @@ describe(`events outbox (${TEST_DIALECT})`, () => {
     await expect(
       db()
         .transaction()
-        .execute((trx) => events.emit(trx, { workspaceId, type: 'message.bounced', data: {} })),
+        .execute((trx) => events.emit(asWork(trx), { workspaceId, type: 'message.bounced', data: {} })),
     ).rejects.toThrow('subscriber broke');
     expect(seen).toHaveLength(1);
     expect(await eventRow(seen[0]!.event.id)).toBeUndefined();
@@ -139,18 +141,18 @@ describe(`events outbox (${TEST_DIALECT})`, () => {
   });
 
   it('refuses an event for a workspace that does not exist, and keeps nothing its subscribers wrote', async () => {
-    const events = createEventsService({ clock });
+    const events = createEventsService({ clock, store: createEventStore({ dialect: services.database.dialect }) });
     let id = '';
     // On PostgreSQL the event's INSERT may wait to go out with the transaction's next statement
     // (db/write-coalescing.ts), so a subscriber can run before the failure: its writes must go too.
     events.subscribe(async (trx, event) => {
       id = event.id;
-      await trx.insertInto('events').values({ id: `${event.id}_copy`, workspace_id: event.workspaceId, type: event.type, payload: '{}', created_at: 0 }).execute();
+      await tablesOf<Database>(trx).insertInto('events').values({ id: `${event.id}_copy`, workspace_id: event.workspaceId, type: event.type, payload: '{}', created_at: 0 }).execute();
     });
     await expect(
       db()
         .transaction()
-        .execute((trx) => events.emit(trx, { workspaceId: 'ws_01jd3k0000000000000000000', type: 'message.received', data: {} })),
+        .execute((trx) => events.emit(asWork(trx), { workspaceId: 'ws_01jd3k0000000000000000000', type: 'message.received', data: {} })),
     ).rejects.toThrow();
     if (TEST_DIALECT === 'sqlite') expect(id).toBe(''); // the insert failed before any subscriber ran
     expect(await db().selectFrom('events').select('id').where('workspace_id', '=', 'ws_01jd3k0000000000000000000').execute()).toEqual([]);

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { asWork } from '../src/db/tables.js';
 import { loadConfig } from '../src/config/config.js';
 import { createDb, ping, type DbHandle } from '../src/db/database.js';
 import { createQueue, DEFAULT_MAX_ATTEMPTS, type ClaimedJob, type Queue } from '../src/jobs/queue.js';
@@ -24,7 +25,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
     const config = loadConfig({ MAILROOM_DATABASE_URL: database.url, ...database.secretEnv, MAILROOM_LOG_LEVEL: 'silent', MAILROOM_LEASE_MS: String(LEASE_MS) });
     services = await createServices(config, { clock });
     queue = services.queue;
-    other = createQueue({ db: services.database.db, dialect: services.database.dialect, clock, leaseMs: LEASE_MS });
+    other = createQueue({ work: asWork(services.database.db), dialect: services.database.dialect, clock, leaseMs: LEASE_MS });
   });
   afterAll(async () => {
     await services.database.destroy();
@@ -45,7 +46,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
       let id = '';
       await expect(
         db().transaction().execute(async (trx) => {
-          id = await queue.enqueue(trx, { queue: name, payload: { n: 1 } });
+          id = await queue.enqueue(asWork(trx), { queue: name, payload: { n: 1 } });
           expect(await jobRow(trx, id)).toBeDefined(); // visible inside its own transaction
           throw new Error('roll back');
         }),
@@ -58,7 +59,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
     it('makes a committed job claimable, with its payload and defaults', async () => {
       const name = uniqueQueue();
       const payload = { to: ['a@example.com'], nested: { ok: true, n: 3 }, text: 'héllo "quoted"' };
-      const id = await db().transaction().execute((trx) => queue.enqueue(trx, { queue: name, payload }));
+      const id = await db().transaction().execute((trx) => queue.enqueue(asWork(trx), { queue: name, payload }));
       expect(await jobRow(db(), id)).toEqual({
         id,
         queue: name,
@@ -97,7 +98,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
     it('enqueues on the root connection too, keeping the given max attempts and workspace', async () => {
       const name = uniqueQueue();
       const { workspace_id: workspaceId } = await services.tenancy.admin.createWorkspace({ name: 'Queue tests' });
-      const id = await queue.enqueue(db(), { queue: name, payload: 'plain', maxAttempts: 3, workspaceId });
+      const id = await queue.enqueue(asWork(db()), { queue: name, payload: 'plain', maxAttempts: 3, workspaceId });
       const job = await claimOne(queue, name);
       expect(job).toMatchObject({ id, payload: 'plain', maxAttempts: 3, workspaceId });
     });
@@ -106,7 +107,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
   describe('claim', () => {
     it('does not claim a job before its run_at, and does once the clock reaches it', async () => {
       const name = uniqueQueue();
-      const id = await queue.enqueue(db(), { queue: name, payload: {}, runAt: clock.now() + 60_000 });
+      const id = await queue.enqueue(asWork(db()), { queue: name, payload: {}, runAt: clock.now() + 60_000 });
       expect(await queue.claim(name, 10)).toEqual([]);
       clock.advance(59_999);
       expect(await queue.claim(name, 10)).toEqual([]);
@@ -120,8 +121,8 @@ describe(`job queue (${TEST_DIALECT})`, () => {
       const now = clock.now();
       // Enqueued latest-first so that id order and run_at order disagree.
       const ids: string[] = [];
-      for (let i = 5; i >= 1; i -= 1) ids.unshift(await queue.enqueue(db(), { queue: name, payload: i, runAt: now - i * 1000 }));
-      await queue.enqueue(db(), { queue: neighbour, payload: 'not mine', runAt: now - 99_000 });
+      for (let i = 5; i >= 1; i -= 1) ids.unshift(await queue.enqueue(asWork(db()), { queue: name, payload: i, runAt: now - i * 1000 }));
+      await queue.enqueue(asWork(db()), { queue: neighbour, payload: 'not mine', runAt: now - 99_000 });
 
       const first = await queue.claim<number>(name, 2);
       expect(first.map((j) => j.payload).sort()).toEqual([4, 5]);
@@ -141,7 +142,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
   describe('settling', () => {
     it('complete deletes the job; completing again is a harmless false', async () => {
       const name = uniqueQueue();
-      const id = await queue.enqueue(db(), { queue: name, payload: {} });
+      const id = await queue.enqueue(asWork(db()), { queue: name, payload: {} });
       const job = await claimOne(queue, name);
       expect(await queue.complete(job)).toBe(true);
       expect(await jobRow(db(), id)).toBeUndefined();
@@ -150,11 +151,11 @@ describe(`job queue (${TEST_DIALECT})`, () => {
 
     it('complete inside a rolled-back transaction leaves the job leased', async () => {
       const name = uniqueQueue();
-      const id = await queue.enqueue(db(), { queue: name, payload: {} });
+      const id = await queue.enqueue(asWork(db()), { queue: name, payload: {} });
       const job = await claimOne(queue, name);
       await expect(
         db().transaction().execute(async (trx) => {
-          expect(await queue.complete(job, trx)).toBe(true);
+          expect(await queue.complete(job, asWork(trx))).toBe(true);
           throw new Error('roll back');
         }),
       ).rejects.toThrow('roll back');
@@ -164,7 +165,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
 
     it('retry reschedules after the delay, clears the lease and keeps the error', async () => {
       const name = uniqueQueue();
-      const id = await queue.enqueue(db(), { queue: name, payload: {} });
+      const id = await queue.enqueue(asWork(db()), { queue: name, payload: {} });
       const job = await claimOne(queue, name);
       expect(await queue.retry(job, 'greylisted', 5000)).toBe(true);
       expect(await jobRow(db(), id)).toMatchObject({
@@ -187,7 +188,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
 
     it('retry clamps a negative delay to now and truncates a long error', async () => {
       const name = uniqueQueue();
-      const id = await queue.enqueue(db(), { queue: name, payload: {} });
+      const id = await queue.enqueue(asWork(db()), { queue: name, payload: {} });
       const job = await claimOne(queue, name);
       expect(await queue.retry(job, 'x'.repeat(5000), -10_000)).toBe(true);
       const row = await jobRow(db(), id);
@@ -198,7 +199,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
 
     it('bury leaves the job dead with its error, never to be claimed again', async () => {
       const name = uniqueQueue();
-      const id = await queue.enqueue(db(), { queue: name, payload: {} });
+      const id = await queue.enqueue(asWork(db()), { queue: name, payload: {} });
       const job = await claimOne(queue, name);
       expect(await queue.bury(job, '550 5.1.1 no such user')).toBe(true);
       expect(await jobRow(db(), id)).toMatchObject({ state: 'dead', last_error: '550 5.1.1 no such user', lease_token: null, attempts: 1 });
@@ -211,7 +212,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
 
     it('release hands the job back at once without counting the claim', async () => {
       const name = uniqueQueue();
-      const id = await queue.enqueue(db(), { queue: name, payload: {}, runAt: clock.now() - 1000 });
+      const id = await queue.enqueue(asWork(db()), { queue: name, payload: {}, runAt: clock.now() - 1000 });
       const job = await claimOne(queue, name);
       expect(await queue.release(job)).toBe(true);
       expect(await jobRow(db(), id)).toMatchObject({ attempts: 0, lease_token: null, run_at: clock.now(), state: 'pending' });
@@ -224,7 +225,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
   describe('leases', () => {
     it('hides a claimed job until its lease expires, then hands it over as interrupted', async () => {
       const name = uniqueQueue();
-      const id = await queue.enqueue(db(), { queue: name, payload: { n: 1 } });
+      const id = await queue.enqueue(asWork(db()), { queue: name, payload: { n: 1 } });
       const first = await claimOne(queue, name);
       clock.advance(LEASE_MS - 1);
       expect(await other.claim(name, 10)).toEqual([]);
@@ -238,7 +239,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
 
     it('ignores complete, retry, bury, release and renew from the holder of a stale lease', async () => {
       const name = uniqueQueue();
-      const id = await queue.enqueue(db(), { queue: name, payload: {} });
+      const id = await queue.enqueue(asWork(db()), { queue: name, payload: {} });
       const stale = await claimOne(queue, name);
       clock.advance(LEASE_MS);
       const current = await claimOne(other, name);
@@ -251,9 +252,9 @@ describe(`job queue (${TEST_DIALECT})`, () => {
       expect(await queue.release(stale)).toBe(false);
       expect(await queue.renew(stale)).toBe(false);
       await db().transaction().execute(async (trx) => {
-        expect(await queue.complete(stale, trx)).toBe(false);
-        expect(await queue.retry(stale, 'late', 0, trx)).toBe(false);
-        expect(await queue.bury(stale, 'late', trx)).toBe(false);
+        expect(await queue.complete(stale, asWork(trx))).toBe(false);
+        expect(await queue.retry(stale, 'late', 0, asWork(trx))).toBe(false);
+        expect(await queue.bury(stale, 'late', asWork(trx))).toBe(false);
       });
       expect(await jobRow(db(), id)).toEqual(before);
 
@@ -263,7 +264,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
 
     it('renew extends the lease, and returns false once another claimer has taken the job over', async () => {
       const name = uniqueQueue();
-      const id = await queue.enqueue(db(), { queue: name, payload: {} });
+      const id = await queue.enqueue(asWork(db()), { queue: name, payload: {} });
       const job = await claimOne(queue, name);
       clock.advance(LEASE_MS - 1);
       expect(await queue.renew(job)).toBe(true);
@@ -284,7 +285,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
       // The handler of the next claim must still learn that a run died mid-job: releasing a claim
       // that never started the work does not undo that.
       const name = uniqueQueue();
-      const id = await queue.enqueue(db(), { queue: name, payload: {} });
+      const id = await queue.enqueue(asWork(db()), { queue: name, payload: {} });
       await claimOne(queue, name);
       clock.advance(LEASE_MS);
       const interrupted = await claimOne(other, name);
@@ -296,7 +297,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
 
     it('a retry resets the interrupted flag for the next claim', async () => {
       const name = uniqueQueue();
-      await queue.enqueue(db(), { queue: name, payload: {} });
+      await queue.enqueue(asWork(db()), { queue: name, payload: {} });
       await claimOne(queue, name);
       clock.advance(LEASE_MS);
       const interrupted = await claimOne(other, name);
@@ -322,12 +323,12 @@ describe(`job queue (${TEST_DIALECT})`, () => {
 
     /** Enqueue due jobs in one transaction (system time: these claimers use the real clock). */
     async function enqueueMany(name: string): Promise<string[]> {
-      const enqueuer = createQueue({ db: db(), dialect: services.database.dialect, clock: systemClock, leaseMs: LEASE_MS });
+      const enqueuer = createQueue({ work: asWork(db()), dialect: services.database.dialect, clock: systemClock, leaseMs: LEASE_MS });
       return db()
         .transaction()
         .execute(async (trx) => {
           const ids: string[] = [];
-          for (let n = 0; n < JOB_COUNT; n += 1) ids.push(await enqueuer.enqueue(trx, { queue: name, payload: { n }, runAt: 0 }));
+          for (let n = 0; n < JOB_COUNT; n += 1) ids.push(await enqueuer.enqueue(asWork(trx), { queue: name, payload: { n }, runAt: 0 }));
           return ids;
         });
     }
@@ -350,7 +351,7 @@ describe(`job queue (${TEST_DIALECT})`, () => {
       const claimers = Array.from({ length: CLAIMERS }, () => {
         const handle = createDb(database.url, { poolSize: 2 });
         handles.push(handle);
-        return createQueue({ db: handle.db, dialect: handle.dialect, clock: systemClock, leaseMs: 60_000 });
+        return createQueue({ work: asWork(handle.db), dialect: handle.dialect, clock: systemClock, leaseMs: 60_000 });
       });
       // Connect every pool first so that no claimer is still connecting while the others drain the queue.
       await Promise.all(handles.map((h) => ping(h.db)));

@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/lib/logger.js';
 import { createHttpApp } from '../src/main.js';
 import { LOGIN_FAILURE_LIMIT } from '../src/modules/tenancy/auth.service.js';
+import { asWork } from '../src/db/tables.js';
 import { createMaintenance } from '../src/modules/tenancy/maintenance.js';
+import { createTenancyStore } from '../src/modules/tenancy/tenancy.store.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { createTenant, errorOf, login, startHarness, type Harness, type Tenant } from './helpers/harness.js';
 
@@ -84,7 +86,7 @@ describe(`request limits count per resolved credential (${TEST_DIALECT})`, () =>
         expect((await app.inject({ method: 'GET', url: '/mailboxes', headers: { authorization: `Bearer ${fresh.apiKey}` } })).statusCode).toBe(429);
       }
       // The maintenance sweep forgets counters once their window is long past.
-      const maintenance = createMaintenance({ db: h.services.database.db, clock: h.clock, logger: createLogger('silent') });
+      const maintenance = createMaintenance({ work: asWork(h.services.database.db), store: createTenancyStore({ dialect: h.services.database.dialect }), clock: h.clock, logger: createLogger('silent') });
       expect((await maintenance.sweep()).requestCounts).toBe(0);
       h.clock.advance(2 * 60 * 60_000);
       expect((await maintenance.sweep()).requestCounts).toBeGreaterThan(0);

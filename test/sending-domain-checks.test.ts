@@ -1,4 +1,5 @@
 import { authenticate } from 'mailauth';
+import { asWork } from '../src/db/tables.js';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker, type Worker } from '../src/jobs/worker.js';
@@ -230,7 +231,7 @@ describe(`sending domains tell what is wrong, are deleted and show their records
     const holding = new Promise<void>((resolve) => (held = resolve));
     // A mailbox being made, as the mailbox service does it: the domain held, then the row, in one transaction.
     const making = db.transaction().execute(async (trx) => {
-      expect(await h.services.domains.isAllowedDomain(acme.workspaceId, 'racing.example', trx, true)).toBe(true);
+      expect(await h.services.domains.isAllowedDomain(acme.workspaceId, 'racing.example', asWork(trx), true)).toBe(true);
       held();
       await gate;
       const now = Date.now();

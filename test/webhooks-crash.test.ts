@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { asWork } from '../src/db/tables.js';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/config.js';
@@ -74,7 +75,7 @@ describe(`kill -9 of a webhook worker mid-delivery loses no event (${TEST_DIALEC
     const hook = await services.webhooks.service.create(tenant, { url: `${receiver.url}/crash`, secret: `whsec_${Buffer.alloc(24, 7).toString('base64')}` });
     const db = services.database.db;
     const emit = async (n: number) =>
-      db.transaction().execute((trx) => services.events.emit(trx, { workspaceId, type: 'message.received', data: { n } }));
+      db.transaction().execute((trx) => services.events.emit(asWork(trx), { workspaceId, type: 'message.received', data: { n } }));
 
     let hanging = true;
     receiver.answer = () => (hanging ? { status: 200, hang: true } : { status: 200 });

@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { asWork } from '../src/db/tables.js';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { createSecureContext } from 'node:tls';
@@ -120,7 +121,7 @@ describe(`webhook delivery (${TEST_DIALECT})`, () => {
     let eventId = '';
     await expect(
       db.transaction().execute(async (trx) => {
-        const event = await h.services.events.emit(trx, { workspaceId: tenant.workspaceId, type: 'message.received', data: { n: 1 } });
+        const event = await h.services.events.emit(asWork(trx), { workspaceId: tenant.workspaceId, type: 'message.received', data: { n: 1 } });
         eventId = event.id;
         const jobs = await trx.selectFrom('jobs').select(['group_key', 'payload', 'max_attempts']).where('queue', '=', 'webhook').execute();
         seenInside = jobs.filter((j) => (JSON.parse(j.payload) as { event_id: string }).event_id === event.id).map((j) => j.group_key ?? '');

@@ -1,4 +1,5 @@
 import type { LightMyRequestResponse } from 'fastify';
+import { asWork } from '../src/db/tables.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventType } from '../src/modules/events/event.types.js';
 import { DELIVERY_QUEUE } from '../src/modules/sending/sending.service.js';
@@ -64,7 +65,7 @@ describe(`fair webhooks and queue (${TEST_DIALECT})`, () => {
   }
 
   async function emit(workspaceId: string, type: Exclude<EventType, 'message.delivered'>, data: Record<string, unknown> = {}): Promise<string> {
-    const event = await h.services.database.db.transaction().execute((trx) => h.services.events.emit(trx, { workspaceId, type, data }));
+    const event = await h.services.database.db.transaction().execute((trx) => h.services.events.emit(asWork(trx), { workspaceId, type, data }));
     return event.id;
   }
 
@@ -217,13 +218,13 @@ describe(`fair webhooks and queue (${TEST_DIALECT})`, () => {
     await db()
       .transaction()
       .execute(async (trx) => {
-        for (let n = 0; n < 10; n += 1) await h.services.queue.enqueue(trx, { queue, workspaceId: f.workspaceId, payload: { who: 'F', n } });
+        for (let n = 0; n < 10; n += 1) await h.services.queue.enqueue(asWork(trx), { queue, workspaceId: f.workspaceId, payload: { who: 'F', n } });
       });
     h.clock.advance(1);
     await db()
       .transaction()
       .execute(async (trx) => {
-        for (let n = 0; n < 3; n += 1) await h.services.queue.enqueue(trx, { queue, workspaceId: g.workspaceId, payload: { who: 'G', n } });
+        for (let n = 0; n < 3; n += 1) await h.services.queue.enqueue(asWork(trx), { queue, workspaceId: g.workspaceId, payload: { who: 'G', n } });
       });
     h.clock.advance(1);
     const caps = { perWorkspace: 2 };

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { asWork } from '../src/db/tables.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/config.js';
 import { afterCommit } from '../src/db/commit-hooks.js';
@@ -74,7 +75,7 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
         void db()
           .transaction()
           .execute(async (trx) => {
-            await services.queue.enqueue(trx, { queue: name, payload: {} });
+            await services.queue.enqueue(asWork(trx), { queue: name, payload: {} });
             await afterCommit(trx, () => {
               void other.db
                 .selectFrom('jobs')
@@ -100,7 +101,7 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
     const ids = await db()
       .transaction()
       .execute((trx) =>
-        services.queue.enqueueMany(trx, [
+        services.queue.enqueueMany(asWork(trx), [
           { queue: name, payload: { n: 1 }, groupKey: 'a', maxAttempts: 8 },
           { queue: name, payload: { n: 2 }, groupKey: 'a' },
           { queue: name, payload: { n: 3 }, groupKey: 'b' },
@@ -109,7 +110,7 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
       );
     expect(ids).toHaveLength(4);
     expect((await jobsOf(db(), name)).map((j) => [j.group_key, j.max_attempts, j.state])).toEqual([['a', 8, 'pending'], ['a', 25, 'pending'], ['b', 25, 'pending'], [null, 25, 'pending']]);
-    expect(await db().transaction().execute((trx) => services.queue.enqueueMany(trx, []))).toEqual([]);
+    expect(await db().transaction().execute((trx) => services.queue.enqueueMany(asWork(trx), []))).toEqual([]);
 
     // Nothing running: at most `perGroup` of each group in one claim; jobs without a group are not limited.
     const capped = await services.queue.claim<{ n: number }>(name, 10, { perGroup: 1 });
@@ -123,10 +124,10 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
     // A leased job is cancelled too: its holder can settle nothing afterwards.
     const [leased] = await services.queue.claim(name, 1, { perGroup: 1 });
     expect(leased!.groupKey).toBe('a');
-    expect(await services.queue.cancelGroup(db(), name, 'a')).toBe(2);
+    expect(await services.queue.cancelGroup(asWork(db()), name, 'a')).toBe(2);
     expect(await services.queue.complete(leased!)).toBe(false);
     expect((await jobsOf(db(), name)).map((j) => j.group_key)).toEqual(['b', null]);
-    expect(await services.queue.cancelGroup(db(), name, 'a')).toBe(0);
+    expect(await services.queue.cancelGroup(asWork(db()), name, 'a')).toBe(0);
   });
 
   it('runs at most groupConcurrency jobs of one group at once; other groups run meanwhile', async () => {
@@ -156,7 +157,7 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
     await db()
       .transaction()
       .execute((trx) =>
-        services.queue.enqueueMany(trx, [
+        services.queue.enqueueMany(asWork(trx), [
           ...Array.from({ length: 6 }, (_, n) => ({ queue: name, payload: { group: 'slow', n }, groupKey: 'slow' })),
           ...Array.from({ length: 4 }, (_, n) => ({ queue: name, payload: { group: 'fast', n }, groupKey: 'fast' })),
         ]),
@@ -205,7 +206,7 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
       await db()
         .transaction()
         .execute(async (trx) => {
-          await services.queue.enqueue(trx, { queue: name, payload: { n: 1 } });
+          await services.queue.enqueue(asWork(trx), { queue: name, payload: { n: 1 } });
           await afterCommit(trx, () => services.wakeups.notify(name));
         });
       await eventually('the woken worker to run the job', () => (handled.length === 1 ? true : undefined), 2000, 5);

@@ -1,4 +1,5 @@
 import type { LightMyRequestResponse } from 'fastify';
+import { asWork } from '../src/db/tables.js';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventType } from '../src/modules/events/event.types.js';
@@ -57,7 +58,7 @@ describe(`webhook recovery, replay and auto-disable (${TEST_DIALECT})`, () => {
 
   /** Emit through the outbox as every producer does (the fan-out queues the deliveries in the same transaction). */
   async function emit(workspaceId: string, type: Exclude<EventType, 'message.delivered'>, data: Record<string, unknown> = {}): Promise<string> {
-    const event = await h.services.database.db.transaction().execute((trx) => h.services.events.emit(trx, { workspaceId, type, data }));
+    const event = await h.services.database.db.transaction().execute((trx) => h.services.events.emit(asWork(trx), { workspaceId, type, data }));
     return event.id;
   }
 
@@ -188,7 +189,7 @@ describe(`webhook recovery, replay and auto-disable (${TEST_DIALECT})`, () => {
     // Two events of its type, then more events than one call examines, all while the endpoint was inactive.
     const old = [await emit(tenant.workspaceId, 'domain.verified', { n: 1 }), await emit(tenant.workspaceId, 'domain.verified', { n: 2 })];
     await h.services.database.db.transaction().execute(async (trx) => {
-      for (let i = 0; i < RECOVER_SCAN_LIMIT; i++) await h.services.events.emit(trx, { workspaceId: tenant.workspaceId, type: 'message.rejected', data: { i } });
+      for (let i = 0; i < RECOVER_SCAN_LIMIT; i++) await h.services.events.emit(asWork(trx), { workspaceId: tenant.workspaceId, type: 'message.rejected', data: { i } });
     });
     await api.patch(hook.webhook_id, { active: true });
     expect(problem(await api.recover(hook.webhook_id, { since: new Date(now).toISOString(), before: 'evt_00000000000000000000000000' }))).toMatchObject({ status: 400, error: 'invalid_before' });

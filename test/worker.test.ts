@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { asWork } from '../src/db/tables.js';
 import { loadConfig } from '../src/config/config.js';
 import type { BackoffPolicy } from '../src/jobs/backoff.js';
 import { createQueue, type ClaimedJob, type Queue } from '../src/jobs/queue.js';
@@ -139,7 +140,7 @@ describe(`worker (${TEST_DIALECT})`, () => {
       const calls: Array<{ plan: Plan; attempt: number }> = [];
       const ids = new Map<Plan, string>();
       for (const plan of ['done', 'retry-own-delay', 'retry-policy-delay', 'dead', 'throw'] as const) {
-        ids.set(plan, await queue.enqueue(db(), { queue: name, payload: plan }));
+        ids.set(plan, await queue.enqueue(asWork(db()), { queue: name, payload: plan }));
       }
       const id = (plan: Plan) => ids.get(plan)!;
       startWorker([
@@ -191,8 +192,8 @@ describe(`worker (${TEST_DIALECT})`, () => {
 
     it('buries a job when its last allowed attempt fails, by retry or by throw', async () => {
       const name = uniqueQueue();
-      const retried = await queue.enqueue(db(), { queue: name, payload: 'retry', maxAttempts: 2 });
-      const thrown = await queue.enqueue(db(), { queue: name, payload: 'throw', maxAttempts: 1 });
+      const retried = await queue.enqueue(asWork(db()), { queue: name, payload: 'retry', maxAttempts: 2 });
+      const thrown = await queue.enqueue(asWork(db()), { queue: name, payload: 'throw', maxAttempts: 1 });
       const calls: Array<[string, number]> = [];
       startWorker([
         handler<string>(name, async (job) => {
@@ -224,9 +225,9 @@ describe(`worker (${TEST_DIALECT})`, () => {
 
     it('buries without running it a job whose claims went beyond max_attempts (earlier holders died)', async () => {
       const name = uniqueQueue();
-      const id = await queue.enqueue(db(), { queue: name, payload: {}, maxAttempts: 1 });
+      const id = await queue.enqueue(asWork(db()), { queue: name, payload: {}, maxAttempts: 1 });
       // A worker that claims the job and dies: its lease simply runs out.
-      const dying = createQueue({ db: db(), dialect: services.database.dialect, clock, leaseMs: LEASE_MS });
+      const dying = createQueue({ work: asWork(db()), dialect: services.database.dialect, clock, leaseMs: LEASE_MS });
       expect(await dying.claim(name, 1)).toHaveLength(1);
       clock.advance(LEASE_MS);
       const calls: number[] = [];
@@ -250,7 +251,7 @@ describe(`worker (${TEST_DIALECT})`, () => {
       const name = uniqueQueue();
       const CONCURRENCY = 3;
       const JOBS = 12;
-      for (let n = 0; n < JOBS; n += 1) await queue.enqueue(db(), { queue: name, payload: n });
+      for (let n = 0; n < JOBS; n += 1) await queue.enqueue(asWork(db()), { queue: name, payload: n });
       let running = 0;
       let maxRunning = 0;
       let maxLeased = 0;
@@ -300,7 +301,7 @@ describe(`worker (${TEST_DIALECT})`, () => {
       ] as const) {
         await probe.asleep(worker);
         const claims = probe.claims;
-        const id = await queue.enqueue(db(), { queue: name, payload });
+        const id = await queue.enqueue(asWork(db()), { queue: name, payload });
         await sleep(50);
         expect(handled).not.toContain(id); // asleep: the job waits for a wake-up
         expect(probe.claims).toBe(claims);
@@ -328,7 +329,7 @@ describe(`worker (${TEST_DIALECT})`, () => {
       worker.wake(name);
       await within(held.claimed, 2000, 'the woken claim');
       // The claim has read the queue (empty) and not returned yet: now work arrives and the poller is told.
-      const id = await queue.enqueue(db(), { queue: name, payload: {} });
+      const id = await queue.enqueue(asWork(db()), { queue: name, payload: {} });
       worker.wake(name);
       held.release();
       await vi.waitFor(() => expect(handled).toEqual([id]), { timeout: 2000, interval: 10 });
@@ -338,7 +339,7 @@ describe(`worker (${TEST_DIALECT})`, () => {
   describe('stopping', () => {
     it('stop() stops claiming and waits for running jobs to settle', async () => {
       const name = uniqueQueue();
-      const first = await queue.enqueue(db(), { queue: name, payload: 1 });
+      const first = await queue.enqueue(asWork(db()), { queue: name, payload: 1 });
       const finish = gate();
       const started: string[] = [];
       const worker = startWorker([
@@ -353,7 +354,7 @@ describe(`worker (${TEST_DIALECT})`, () => {
         ),
       ]);
       await vi.waitFor(() => expect(started).toEqual([first]), { timeout: 2000, interval: 10 });
-      const second = await queue.enqueue(db(), { queue: name, payload: 2 });
+      const second = await queue.enqueue(asWork(db()), { queue: name, payload: 2 });
 
       let stopped = false;
       const stopping = worker.stop(10_000).then(() => {
@@ -374,7 +375,7 @@ describe(`worker (${TEST_DIALECT})`, () => {
 
     it('stop() gives up after the grace period, aborting the handlers that still run', async () => {
       const name = uniqueQueue();
-      const id = await queue.enqueue(db(), { queue: name, payload: {} });
+      const id = await queue.enqueue(asWork(db()), { queue: name, payload: {} });
       let reason: unknown;
       const started = gate();
       const worker = startWorker([
@@ -408,7 +409,7 @@ describe(`worker (${TEST_DIALECT})`, () => {
         { queue: probe.queue, pollMs: 60_000 },
       );
       await probe.asleep(worker);
-      const ids = [await queue.enqueue(db(), { queue: name, payload: 1 }), await queue.enqueue(db(), { queue: name, payload: 2 })];
+      const ids = [await queue.enqueue(asWork(db()), { queue: name, payload: 1 }), await queue.enqueue(asWork(db()), { queue: name, payload: 2 })];
       const held = probe.holdNextClaim();
       worker.wake(name);
       expect(await within(held.claimed, 2000, 'the woken claim')).toBe(2);
@@ -439,9 +440,9 @@ describe(`worker (${TEST_DIALECT})`, () => {
 
     it('renews the lease of a long job so that no other claimer can take it', async () => {
       const name = uniqueQueue();
-      const jobs = createQueue({ db: db(), dialect: services.database.dialect, clock: systemClock, leaseMs: SHORT_LEASE_MS });
-      const rival = createQueue({ db: db(), dialect: services.database.dialect, clock: systemClock, leaseMs: SHORT_LEASE_MS });
-      const id = await jobs.enqueue(db(), { queue: name, payload: {} });
+      const jobs = createQueue({ work: asWork(db()), dialect: services.database.dialect, clock: systemClock, leaseMs: SHORT_LEASE_MS });
+      const rival = createQueue({ work: asWork(db()), dialect: services.database.dialect, clock: systemClock, leaseMs: SHORT_LEASE_MS });
+      const id = await jobs.enqueue(asWork(db()), { queue: name, payload: {} });
       const started = gate();
       let aborted = false;
       startWorker(
@@ -472,10 +473,10 @@ describe(`worker (${TEST_DIALECT})`, () => {
 
     it('aborts the handler when the lease is lost, and its late outcome changes nothing', async () => {
       const name = uniqueQueue();
-      const jobs = createQueue({ db: db(), dialect: services.database.dialect, clock: systemClock, leaseMs: SHORT_LEASE_MS });
+      const jobs = createQueue({ work: asWork(db()), dialect: services.database.dialect, clock: systemClock, leaseMs: SHORT_LEASE_MS });
       // A claimer whose clock runs an hour ahead sees the lease as expired and takes the job over.
-      const thief = createQueue({ db: db(), dialect: services.database.dialect, clock: manualClock(Date.now() + 3_600_000), leaseMs: LEASE_MS });
-      const id = await jobs.enqueue(db(), { queue: name, payload: {} });
+      const thief = createQueue({ work: asWork(db()), dialect: services.database.dialect, clock: manualClock(Date.now() + 3_600_000), leaseMs: LEASE_MS });
+      const id = await jobs.enqueue(asWork(db()), { queue: name, payload: {} });
       const started = gate();
       const finished = gate();
       let reason: unknown;
@@ -515,10 +516,10 @@ describe(`worker (${TEST_DIALECT})`, () => {
       const BLOCKING = 7;
       const name = uniqueQueue('crash');
       const { workspace_id: workspaceId } = await services.tenancy.admin.createWorkspace({ name: 'Crash test' });
-      const jobs = createQueue({ db: db(), dialect: services.database.dialect, clock: systemClock, leaseMs: CHILD_LEASE_MS });
+      const jobs = createQueue({ work: asWork(db()), dialect: services.database.dialect, clock: systemClock, leaseMs: CHILD_LEASE_MS });
       const ids: string[] = [];
       for (let n = 0; n < JOBS; n += 1) {
-        ids.push(await jobs.enqueue(db(), { queue: name, workspaceId, payload: { n, block: n === BLOCKING } satisfies EffectPayload }));
+        ids.push(await jobs.enqueue(asWork(db()), { queue: name, workspaceId, payload: { n, block: n === BLOCKING } satisfies EffectPayload }));
       }
 
       child = spawnFixture({

@@ -22,14 +22,15 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import type * as Tables from '../../src/db/tables.js';
 import type * as Database from '../../src/db/database.js';
 import type * as Clock from '../../src/lib/clock.js';
 import type { DnsResolve } from '../../src/lib/dns.js';
 import type * as Events from '../../src/modules/events/events.service.js';
-import type * as Mailboxes from '../../src/modules/mailboxes/mailbox.repository.js';
+import type * as EventStore from '../../src/modules/events/event.store.js';
 import type * as Authentication from '../../src/modules/messages/authentication.js';
 import type { AuthOutcome } from '../../src/modules/messages/authentication.js';
-import type * as Store from '../../src/modules/messages/message-store.js';
+import type * as Mail from '../../src/modules/mail/mail.store.js';
 import type * as Views from '../../src/modules/messages/message.views.js';
 import type { FillWorkerData, Prepared } from './fill-worker.js';
 
@@ -62,18 +63,20 @@ if (![count, batch, threads].every((n) => Number.isInteger(n) && n >= 1)) {
 const LOOKAHEAD = 64 * threads;
 
 const load = async <T>(path: string) => (await import(pathToFileURL(join(dist, path)).href)) as T;
+const { asWork } = await load<typeof Tables>('db/tables.js');
 const { createDb } = await load<typeof Database>('db/database.js');
 const { manualClock } = await load<typeof Clock>('lib/clock.js');
 const { createEventsService } = await load<typeof Events>('modules/events/events.service.js');
-const { mailboxRepository } = await load<typeof Mailboxes>('modules/mailboxes/mailbox.repository.js');
+const { createEventStore } = await load<typeof EventStore>('modules/events/event.store.js');
 const { createMailauthAuthenticator } = await load<typeof Authentication>('modules/messages/authentication.js');
-const { createMessageStore } = await load<typeof Store>('modules/messages/message-store.js');
+const { createReceivedMailStore } = await load<typeof Mail>('modules/mail/mail.store.js');
 const { toMessageListView } = await load<typeof Views>('modules/messages/message.views.js');
 
 const started = performance.now();
 const database = createDb(databaseUrl);
 const { db, dialect } = database;
-const mailbox = await mailboxRepository.findAnyByAddress(db, address);
+const mail = createReceivedMailStore({ clock: manualClock(Date.now()), dialect });
+const mailbox = await mail.mailboxForRecipient(asWork(db), address);
 if (!mailbox) {
   console.error(`fill-mailbox: no mailbox ${address}`);
   await database.destroy();
@@ -83,8 +86,8 @@ if (!mailbox) {
 // Each message gets its own time, spread over SPAN_MS up to now (chosen by the helper threads); the store reads it from this clock.
 const startAt = Date.now() - SPAN_MS;
 const clock = manualClock(startAt);
-const store = createMessageStore({ clock, dialect });
-const events = createEventsService({ clock });
+const store = createReceivedMailStore({ clock, dialect });
+const events = createEventsService({ clock, store: createEventStore({ dialect }) });
 // Every sender domain is NXDOMAIN in the bench, as in the smtp suite: answer so without a network round trip.
 const nxdomain: DnsResolve = async (name) => {
   throw Object.assign(new Error(`queryTxt ENOTFOUND ${name}`), { code: 'ENOTFOUND', hostname: name });
@@ -162,7 +165,7 @@ try {
             .map((line) => ({ name: line.slice(0, line.indexOf(':')), value: line.slice(line.indexOf(':') + 1).replace(/\r?\n[ \t]+/g, ' ').trim() }));
           parsed.headers.unshift(...added);
         }
-        const row = await store.store(trx, {
+        const row = await store.storeCopy(asWork(trx), {
           workspaceId: mailbox.workspace_id,
           mailboxId: mailbox.id,
           mailboxAddress: mailbox.address,
@@ -174,7 +177,7 @@ try {
           auth: auth.summary,
           envelope: { mail_from: item.from, remote_ip: REMOTE_IP, helo: HELO, rcpt_to: mailbox.address },
         });
-        await events.emit(trx, { workspaceId: mailbox.workspace_id, type: 'message.received', data: { ...toMessageListView(row) } });
+        await events.emit(asWork(trx), { workspaceId: mailbox.workspace_id, type: 'message.received', data: { ...toMessageListView(row) } });
         if (item.hasAttachment) withAttachment++;
         rawBytes += source.length;
       }

@@ -15,6 +15,7 @@
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type * as Tables from '../../src/db/tables.js';
 import type * as ConfigModule from '../../src/config/config.js';
 import type * as Main from '../../src/main.js';
 
@@ -34,6 +35,7 @@ const count = Number(env('BENCH_FILL_COUNT'));
 const batch = Number(process.env.BENCH_FILL_BATCH?.trim() || 200);
 
 const load = async <T>(path: string) => (await import(pathToFileURL(join(dist, path)).href)) as T;
+const { asWork } = await load<typeof Tables>('db/tables.js');
 const { loadConfig } = await load<typeof ConfigModule>('config/config.js');
 const { createServices } = await load<typeof Main>('main.js');
 
@@ -65,7 +67,7 @@ const { db } = services.database;
 for (let done = 0; done < count; done += batch) {
   const size = Math.min(batch, count - done);
   await db.transaction().execute(async (trx) => {
-    for (let i = 0; i < size; i++) await services.events.emit(trx, { workspaceId, type: 'message.received', data: data(done + i) });
+    for (let i = 0; i < size; i++) await services.events.emit(asWork(trx), { workspaceId, type: 'message.received', data: data(done + i) });
   });
 }
 await services.webhooks.close();

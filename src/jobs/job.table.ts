@@ -23,7 +23,7 @@ export interface JobTable {
   updated_at: number;
 }
 
-/** The queue's tables: only src/jobs names them; other modules go through the queue's methods. */
+/** The queue's table: every durable job. Only src/jobs/queue.ts names it; other modules go through the `Queue`. */
 export interface QueueTables {
   jobs: JobTable;
 }

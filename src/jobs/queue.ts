@@ -1,13 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type QueryCreator, type UpdateQueryBuilder } from 'kysely';
 import { afterCommit } from '../db/commit-hooks.js';
-import type { Db } from '../db/database.js';
+import type { Kysely } from 'kysely';
 import type { DialectInfo } from '../db/dialect.js';
 import { insertRows, preparedQuery, type Param } from '../db/prepared.js';
 import { tablesOf, type Work } from '../db/tables.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
 import type { JobTable, QueueTables } from './job.table.js';
+
+/** The queue's own view of a handle: only `jobs`. */
+type Jobs = Kysely<QueueTables>;
 
 /** Claims per queue beyond which a job is given up (dead), unless the enqueuer says otherwise. */
 export const DEFAULT_MAX_ATTEMPTS = 25;
@@ -62,32 +65,32 @@ export interface ClaimOptions {
 
 export interface Queue {
   /** Add a job inside the caller's transaction (or on its own when given the root db). */
-  enqueue(trx: Db | Work, input: EnqueueInput): Promise<string>;
+  enqueue(trx: Work, input: EnqueueInput): Promise<string>;
   /** Add several jobs in one statement (same rules as `enqueue`); their ids, in order. */
-  enqueueMany(trx: Db, inputs: readonly EnqueueInput[]): Promise<string[]>;
+  enqueueMany(trx: Work, inputs: readonly EnqueueInput[]): Promise<string[]>;
   /**
    * Add the jobs whose `dedupKey` no pending job of their queue has yet (the others are left out, whoever wrote the
    * pending one, in any process); the ids of those added. Jobs without a key are always added.
    */
-  enqueueNew(trx: Db, inputs: readonly EnqueueInput[]): Promise<string[]>;
+  enqueueNew(trx: Work, inputs: readonly EnqueueInput[]): Promise<string[]>;
   /** Make the pending job of `queue` with `dedupKey` due now, unless a worker holds it; false when there was none to move. */
-  hurry(trx: Db, queue: string, dedupKey: string): Promise<boolean>;
+  hurry(trx: Work, queue: string, dedupKey: string): Promise<boolean>;
   /** Lease up to `limit` due jobs of one queue; each stays invisible to others until its lease expires. */
   claim<P = unknown>(queue: string, limit: number, options?: ClaimOptions): Promise<ClaimedJob<P>[]>;
   /** Remove every job of a group that is not dead, leased ones included (their holders lose the lease); the number removed. */
-  cancelGroup(trx: Db, queue: string, groupKey: string): Promise<number>;
+  cancelGroup(trx: Work, queue: string, groupKey: string): Promise<number>;
   /** Remove one job that is not dead, leased or not (its holder loses the lease); false when there was none. */
-  cancel(trx: Db | Work, id: string): Promise<boolean>;
+  cancel(trx: Work, id: string): Promise<boolean>;
   /** Move a job that is not dead to `runAt`, dropping any lease (its holder loses it); false when there was none. */
-  reschedule(trx: Db | Work, id: string, runAt: number): Promise<boolean>;
+  reschedule(trx: Work, id: string, runAt: number): Promise<boolean>;
   /** Extend a held lease; false when the lease was lost (another worker took the job over). */
   renew(job: ClaimedJob<unknown>): Promise<boolean>;
   /** The job succeeded: remove it. False when the lease was lost meanwhile. */
-  complete(job: ClaimedJob<unknown>, trx?: Db): Promise<boolean>;
+  complete(job: ClaimedJob<unknown>, trx?: Work): Promise<boolean>;
   /** Try again after `delayMs` (transient failure). */
-  retry(job: ClaimedJob<unknown>, error: string, delayMs: number, trx?: Db): Promise<boolean>;
+  retry(job: ClaimedJob<unknown>, error: string, delayMs: number, trx?: Work): Promise<boolean>;
   /** Give up for good; the row stays as `dead` with its last error. */
-  bury(job: ClaimedJob<unknown>, error: string, trx?: Db): Promise<boolean>;
+  bury(job: ClaimedJob<unknown>, error: string, trx?: Work): Promise<boolean>;
   /** Hand a job back untouched (shutdown before it started): runnable now, the claim not counted. */
   release(job: ClaimedJob<unknown>): Promise<boolean>;
   /**
@@ -102,6 +105,15 @@ export interface Queue {
    * parameters `jobId`, `leaseToken`, `now` and, when given, `liveAfter`.
    */
   leaseHoldPart<DB>(qc: QueryCreator<DB>, p: Param): LeaseHold<DB>;
+  /**
+   * Several jobs succeeded: remove them in one statement, each only while its lease is still held (a job taken
+   * over meanwhile stays with its new holder).
+   */
+  completeAll(work: Work, jobs: readonly ClaimedJob<unknown>[]): Promise<void>;
+  /** Jobs of `queue` not yet done (leased ones included, not the dead) of a workspace, or of one group of it. */
+  countPending(work: Work, queue: string, workspaceId: string, groupKey?: string): Promise<number>;
+  /** The payloads of the jobs of `queue` not yet done (leased ones included, not the dead) of one group of a workspace. */
+  pendingPayloads<P>(work: Work, queue: string, workspaceId: string, groupKey: string): Promise<P[]>;
 }
 
 /** What `leaseHoldPart` gives a store's `with(…)`: its own tables stay the store's, the part names only `jobs`. */
@@ -121,7 +133,8 @@ function leaseUpdate(qc: Pick<QueryCreator<QueueTables>, 'updateTable'>, p: Para
 const holdLeaseQuery = preparedQuery<LeaseHoldParams, { id: string }, QueueTables>((db, p) => leaseUpdate(db, p));
 
 export interface QueueDeps {
-  db: Db;
+  /** The pool: claims, renewals and releases run on it; everything else in the caller's handle. */
+  work: Work;
   dialect: DialectInfo;
   clock: Clock;
   leaseMs: number;
@@ -145,7 +158,7 @@ function toClaimed<P>(row: JobTable): ClaimedJob<P> {
 }
 
 /** Every job ends here (prepared: see db/prepared.ts); a row back means the lease was still held. */
-const completeQuery = preparedQuery<{ id: string; leaseToken: string }, { id: string }>((db, p) =>
+const completeQuery = preparedQuery<{ id: string; leaseToken: string }, { id: string }, QueueTables>((db, p) =>
   db.deleteFrom('jobs').where('id', '=', p<string>('id')).where('lease_token', '=', p<string>('leaseToken')).returning('id'),
 );
 
@@ -157,7 +170,7 @@ interface Running {
   groups: Map<string, number>;
 }
 
-async function runningCounts(trx: Db, queue: string, now: number, options: ClaimOptions): Promise<Running> {
+async function runningCounts(trx: Jobs, queue: string, now: number, options: ClaimOptions): Promise<Running> {
   const running: Running = { workspaces: new Map(), groups: new Map() };
   if (options.perGroup === undefined && options.perWorkspace === undefined) return running;
   const rows = await trx
@@ -188,7 +201,7 @@ interface Candidate {
  * second, and so on (arrival order only within a workspace); inside a workspace its groups take turns the same way.
  * Each workspace offers at most what its cap or the claim could take, each group at most its cap.
  */
-async function dueCandidates(trx: Db, queue: string, limit: number, now: number, options: ClaimOptions): Promise<Candidate[]> {
+async function dueCandidates(trx: Jobs, queue: string, limit: number, now: number, options: ClaimOptions): Promise<Candidate[]> {
   const perWorkspace = Math.min(limit, options.perWorkspace ?? limit);
   const due = trx
     .selectFrom('jobs')
@@ -238,7 +251,8 @@ function pickFairly(candidates: readonly Candidate[], running: Running, limit: n
  * (`FOR UPDATE SKIP LOCKED`); SQLite serves one process. A claim's UPDATE takes only rows still due, so a
  * job is never leased twice.
  */
-export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Queue {
+export function createQueue({ work, dialect, clock, leaseMs, wake }: QueueDeps): Queue {
+  const db = tablesOf<QueueTables>(work);
   function row(input: EnqueueInput, now: number): JobTable {
     return {
       id: newId('job'),
@@ -260,14 +274,16 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
   }
 
   return {
-    async enqueue(trx, input) {
+    async enqueue(work, input) {
+      const trx = tablesOf<QueueTables>(work);
       const values = row(input, clock.now());
       await insertRows(tablesOf<QueueTables>(trx), 'jobs', [values]);
       if (wake) await afterCommit(trx, () => wake(input.queue));
       return values.id;
     },
 
-    async enqueueMany(trx, inputs) {
+    async enqueueMany(work, inputs) {
+      const trx = tablesOf<QueueTables>(work);
       if (inputs.length === 0) return [];
       const now = clock.now();
       const rows = inputs.map((input) => row(input, now));
@@ -277,7 +293,8 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
       return rows.map((r) => r.id);
     },
 
-    async enqueueNew(trx, inputs) {
+    async enqueueNew(work, inputs) {
+      const trx = tablesOf<QueueTables>(work);
       if (inputs.length === 0) return [];
       const now = clock.now();
       const rows = inputs.map((input) => row(input, now));
@@ -291,7 +308,8 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
       return ids;
     },
 
-    async hurry(trx, queue, dedupKey) {
+    async hurry(work, queue, dedupKey) {
+      const trx = tablesOf<QueueTables>(work);
       const now = clock.now();
       const result = await trx
         .updateTable('jobs')
@@ -307,18 +325,21 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
       return moved;
     },
 
-    async cancelGroup(trx, queue, groupKey) {
+    async cancelGroup(work, queue, groupKey) {
+      const trx = tablesOf<QueueTables>(work);
       const result = await trx.deleteFrom('jobs').where('queue', '=', queue).where('group_key', '=', groupKey).where('state', '=', 'pending').executeTakeFirst();
       return Number(result.numDeletedRows);
     },
 
-    async cancel(trx, id) {
-      const result = await tablesOf<QueueTables>(trx).deleteFrom('jobs').where('id', '=', id).where('state', '=', 'pending').executeTakeFirst();
+    async cancel(work, id) {
+      const trx = tablesOf<QueueTables>(work);
+      const result = await trx.deleteFrom('jobs').where('id', '=', id).where('state', '=', 'pending').executeTakeFirst();
       return result.numDeletedRows > 0n;
     },
 
-    async reschedule(trx, id, runAt) {
-      const result = await tablesOf<QueueTables>(trx)
+    async reschedule(work, id, runAt) {
+      const trx = tablesOf<QueueTables>(work);
+      const result = await trx
         .updateTable('jobs')
         .set({ run_at: runAt, lease_token: null, updated_at: clock.now() })
         .where('id', '=', id)
@@ -329,7 +350,7 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
 
     async claim<P>(queue: string, limit: number, options: ClaimOptions = {}) {
       if (limit <= 0) return [];
-      const take = async (trx: Db) => {
+      const take = async (trx: Jobs) => {
         const now = clock.now();
         let picked = pickFairly(await dueCandidates(trx, queue, limit, now, options), await runningCounts(trx, queue, now, options), limit, options);
         if (picked.length > 0 && dialect.supportsSkipLocked) {
@@ -386,11 +407,13 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
       return result.numUpdatedRows > 0n;
     },
 
-    async complete(job, trx = db) {
+    async complete(job, work?: Work) {
+      const trx = work ? tablesOf<QueueTables>(work) : db;
       return (await completeQuery(trx, { id: job.id, leaseToken: job.leaseToken })).length > 0;
     },
 
-    async retry(job, error, delayMs, trx = db) {
+    async retry(job, error, delayMs, work?: Work) {
+      const trx = work ? tablesOf<QueueTables>(work) : db;
       const now = clock.now();
       const result = await trx
         .updateTable('jobs')
@@ -401,7 +424,8 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
       return result.numUpdatedRows > 0n;
     },
 
-    async bury(job, error, trx = db) {
+    async bury(job, error, work?: Work) {
+      const trx = work ? tablesOf<QueueTables>(work) : db;
       const now = clock.now();
       const result = await trx
         .updateTable('jobs')
@@ -431,6 +455,37 @@ export function createQueue({ db, dialect, clock, leaseMs, wake }: QueueDeps): Q
     leaseHoldPart<DB>(qc: QueryCreator<DB>, p: Param): LeaseHold<DB> {
       // The caller's statement is typed over its own tables; this part is built over the queue's (see LeaseHold).
       return leaseUpdate(qc as unknown as QueryCreator<QueueTables>, p) as unknown as LeaseHold<DB>;
+    },
+
+    async completeAll(work, jobs) {
+      if (jobs.length === 0) return;
+      await tablesOf<QueueTables>(work)
+        .deleteFrom('jobs')
+        .where((eb) => eb.or(jobs.map((job) => eb.and([eb('id', '=', job.id), eb('lease_token', '=', job.leaseToken)]))))
+        .execute();
+    },
+
+    async countPending(work, queue, workspaceId, groupKey) {
+      let query = tablesOf<QueueTables>(work)
+        .selectFrom('jobs')
+        .select((eb) => eb.fn.countAll<number | string>().as('n'))
+        .where('queue', '=', queue)
+        .where('workspace_id', '=', workspaceId)
+        .where('state', '=', 'pending');
+      if (groupKey !== undefined) query = query.where('group_key', '=', groupKey);
+      return Number((await query.executeTakeFirstOrThrow()).n);
+    },
+
+    async pendingPayloads<P>(work: Work, queue: string, workspaceId: string, groupKey: string) {
+      const rows = await tablesOf<QueueTables>(work)
+        .selectFrom('jobs')
+        .select('payload')
+        .where('queue', '=', queue)
+        .where('group_key', '=', groupKey)
+        .where('workspace_id', '=', workspaceId)
+        .where('state', '=', 'pending')
+        .execute();
+      return rows.map((r) => JSON.parse(r.payload) as P);
     },
   };
 }

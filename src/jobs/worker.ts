@@ -1,5 +1,5 @@
-import type { Db } from '../db/database.js';
 import type { GroupCommit } from '../db/group-commit.js';
+import { asWork, type Work } from '../db/tables.js';
 import type { Logger } from '../lib/logger.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import type { ClaimedJob, Queue } from './queue.js';
@@ -64,7 +64,7 @@ export async function settleJob(
   deps: { queue: Pick<Queue, 'complete' | 'retry' | 'bury'>; logger: Logger; backoff: BackoffPolicy },
   job: ClaimedJob<unknown>,
   outcome: Exclude<JobOutcome, { type: 'settled' }>,
-  trx?: Db,
+  trx?: Work,
 ): Promise<boolean> {
   const { queue, logger } = deps;
   if (outcome.type === 'done') return queue.complete(job, trx);
@@ -97,8 +97,8 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
 
   async function settle(handler: JobHandler, job: ClaimedJob<unknown>, outcome: JobOutcome): Promise<void> {
     if (outcome.type === 'settled') return;
-    const record = (trx?: Db) => settleJob({ queue, logger, backoff: handler.backoff }, job, outcome, trx);
-    await (options.commits ? options.commits.run((trx) => record(trx), job.workspaceId ?? undefined) : record());
+    const record = (trx?: Work) => settleJob({ queue, logger, backoff: handler.backoff }, job, outcome, trx);
+    await (options.commits ? options.commits.run((trx) => record(asWork(trx)), job.workspaceId ?? undefined) : record());
   }
 
   async function run(handler: JobHandler, job: ClaimedJob<unknown>, controller: AbortController): Promise<void> {

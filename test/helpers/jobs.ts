@@ -1,4 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { asWork } from '../../src/db/tables.js';
 import { fileURLToPath } from 'node:url';
 import type { Db } from '../../src/db/database.js';
 import type { JobTable } from '../../src/jobs/job.table.js';
@@ -61,8 +62,8 @@ export function effectHandler(deps: {
       const workspaceId = job.workspaceId;
       if (workspaceId === null) throw new Error('effect jobs carry a workspace');
       await deps.db.transaction().execute(async (trx) => {
-        await deps.events.emit(trx, { workspaceId, type: 'message.received', data: { n: job.payload.n, job_id: job.id } });
-        if (!(await deps.jobs.complete(job, trx))) throw new Error('lease lost');
+        await deps.events.emit(asWork(trx), { workspaceId, type: 'message.received', data: { n: job.payload.n, job_id: job.id } });
+        if (!(await deps.jobs.complete(job, asWork(trx)))) throw new Error('lease lost');
       });
       return { type: 'done' };
     },

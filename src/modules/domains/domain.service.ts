@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
 import { isUniqueViolation } from '../../db/dialect.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
@@ -13,7 +13,9 @@ import { isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
 import { dkimRecord, generateDkimKeyPair } from './dkim-keys.js';
 import { checkDkim, checkSpf, checkVerification, lookupTxt, summarize, verifiedCheck, VERIFICATION_PREFIX, type DomainChecks } from './dns-checks.js';
 import type { SendingDomainTable } from './domain.table.js';
-import { domainRepository as repo } from './domain.repository.js';
+import type { MailLookups } from '../mail/lookups.store.js';
+import type { ServiceTokenStore } from '../transactional/service-token.store.js';
+import type { DomainStore } from './domain.store.js';
 import type { DnsRecordView, DomainDependents, DomainService, SendingDomainView } from './domain.types.js';
 
 const DOMAIN = /^(?=.{4,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -81,15 +83,34 @@ function inUse(domain: string, d: DomainDependents): DomainError {
 }
 
 export interface DomainDeps {
-  db: Db;
+  work: Work;
+  store: Pick<
+    DomainStore,
+    | 'find'
+    | 'findVerifiedByName'
+    | 'holdVerifiedByName'
+    | 'insert'
+    | 'list'
+    | 'replaceVerificationHash'
+    | 'lockForDelete'
+    | 'delete'
+    | 'markVerified'
+    | 'findServiceKey'
+    | 'insertServiceKey'
+    | 'plaintextDomainKeys'
+    | 'replaceDomainKey'
+    | 'plaintextServiceKeys'
+    | 'replaceServiceKey'
+  >;
+  /** What still uses a domain being deleted: its mailboxes (the mail store) and service tokens (transactional). */
+  mailboxes: Pick<MailLookups, 'mailboxesInDomain'>;
+  tokens: Pick<ServiceTokenStore, 'boundToDomain'>;
   clock: Clock;
   events: EventsService;
   resolve: DnsResolve;
   hostedDomains: readonly string[];
   /** Where every message's envelope sender is (`bounces+…@`): the domain SPF is checked at, named in the SPF advice. */
   returnPathDomain: string;
-  /** PostgreSQL row locks (a delete and a mailbox being made in the domain wait for each other); SQLite's writes are serial. */
-  rowLocks: boolean;
   /** An operator-configured key for hosted domains (PEM) and its selector. */
   hostedKey?: { selector: string; privateKey: string; publicKey: string } | undefined;
   /** Selector of the key generated at first use when the operator configured none. */
@@ -99,7 +120,7 @@ export interface DomainDeps {
 }
 
 export function createDomainService(deps: DomainDeps): DomainService {
-  const { db, clock, events, resolve, hostedDomains, hostedKey, hostedSelector = 'mailroom', box, returnPathDomain, rowLocks } = deps;
+  const { work, store, clock, events, resolve, hostedDomains, hostedKey, hostedSelector = 'mailroom', box, returnPathDomain } = deps;
   const hosted = new Set(hostedDomains);
   let cachedHostedKey = hostedKey;
   const opened = new Map<string, string>();
@@ -118,8 +139,8 @@ export function createDomainService(deps: DomainDeps): DomainService {
     return pem;
   }
 
-  async function find(tenant: TenantContext, domainId: string, conn: Db = db): Promise<SendingDomainTable> {
-    const row = await repo.find(conn, tenant.workspaceId, domainId);
+  async function find(tenant: TenantContext, domainId: string, conn: Work = work): Promise<SendingDomainTable> {
+    const row = await store.find(conn, tenant.workspaceId, domainId);
     if (!row) throw notFound('domain_not_found', `no sending domain ${domainId}`);
     return row;
   }
@@ -127,8 +148,8 @@ export function createDomainService(deps: DomainDeps): DomainService {
   /** pending → verified in one transaction with its event, emitted once however many verify at once. */
   async function markVerified(tenant: TenantContext, row: SendingDomainTable): Promise<SendingDomainTable> {
     const now = clock.now();
-    await db.transaction().execute(async (trx) => {
-      if (await repo.markVerified(trx, tenant.workspaceId, row.id, now)) {
+    await work.transaction().execute(async (trx) => {
+      if (await store.markVerified(trx, tenant.workspaceId, row.id, now)) {
         await events.emit(trx, { workspaceId: tenant.workspaceId, type: 'domain.verified', data: { ...view({ ...row, status: 'verified', verified_at: now }) } });
       }
     });
@@ -138,10 +159,10 @@ export function createDomainService(deps: DomainDeps): DomainService {
   const service: DomainService = {
     isHostedDomain: (domain) => hosted.has(domain),
 
-    async isAllowedDomain(workspaceId, domain, conn = db, hold = false) {
+    async isAllowedDomain(workspaceId, domain, conn = work, hold = false) {
       if (hosted.has(domain)) return true;
-      if (hold) return repo.holdVerifiedByName(conn, workspaceId, domain, rowLocks);
-      return (await repo.findVerifiedByName(conn, workspaceId, domain)) !== undefined;
+      if (hold) return store.holdVerifiedByName(conn, workspaceId, domain);
+      return (await store.findVerifiedByName(conn, workspaceId, domain)) !== undefined;
     },
 
     async create(tenant, input) {
@@ -167,7 +188,7 @@ export function createDomainService(deps: DomainDeps): DomainService {
         verified_at: null,
       };
       try {
-        await repo.insert(db, row);
+        await store.insert(work, row);
       } catch (err) {
         if (isUniqueViolation(err)) throw conflict('domain_exists', `${domain} is already a sending domain of this workspace`);
         throw err;
@@ -177,7 +198,7 @@ export function createDomainService(deps: DomainDeps): DomainService {
 
     async list(tenant) {
       requireAdmin(tenant);
-      return { sending_domains: (await repo.list(db, tenant.workspaceId)).map(view) };
+      return { sending_domains: (await store.list(work, tenant.workspaceId)).map(view) };
     },
 
     async get(tenant, domainId) {
@@ -200,7 +221,7 @@ export function createDomainService(deps: DomainDeps): DomainService {
       requireAdmin(tenant);
       const row = await find(tenant, domainId);
       const token = randomBytes(VERIFICATION_TOKEN_BYTES).toString('base64url');
-      if (!(await repo.replaceVerificationHash(db, tenant.workspaceId, row.id, hashToken(token)))) {
+      if (!(await store.replaceVerificationHash(work, tenant.workspaceId, row.id, hashToken(token)))) {
         // Verified meanwhile (or deleted: find answers the 404).
         const now = await find(tenant, domainId);
         throw conflict('domain_verified', `${now.domain} is verified: it needs no verification record any more (GET it for its DKIM record)`);
@@ -210,16 +231,19 @@ export function createDomainService(deps: DomainDeps): DomainService {
 
     async remove(tenant, domainId) {
       requireAdmin(tenant);
-      return db.transaction().execute(async (trx) => {
+      return work.transaction().execute(async (trx) => {
         // Locked before the dependents are read: a mailbox being made in the domain holds it until it is stored.
-        const row = await repo.lockForDelete(trx, tenant.workspaceId, domainId, rowLocks);
+        const row = await store.lockForDelete(trx, tenant.workspaceId, domainId);
         if (!row) throw notFound('domain_not_found', `no sending domain ${domainId}`);
-        const d = await repo.dependents(trx, tenant.workspaceId, row.id, row.domain, MAX_LISTED_DEPENDENTS);
-        if (d.mailboxCount > 0 || d.tokenCount > 0) {
-          const tokens = d.serviceTokens.map((t) => ({ token_id: t.id, name: t.name }));
-          throw inUse(row.domain, { mailbox_count: d.mailboxCount, mailboxes: d.mailboxes, service_token_count: d.tokenCount, service_tokens: tokens });
+        const [mailboxes, bound] = await Promise.all([
+          deps.mailboxes.mailboxesInDomain(trx, tenant.workspaceId, row.domain, MAX_LISTED_DEPENDENTS),
+          deps.tokens.boundToDomain(trx, tenant.workspaceId, row.id, MAX_LISTED_DEPENDENTS),
+        ]);
+        if (mailboxes.count > 0 || bound.count > 0) {
+          const tokens = bound.tokens.map((t) => ({ token_id: t.id, name: t.name }));
+          throw inUse(row.domain, { mailbox_count: mailboxes.count, mailboxes: mailboxes.addresses, service_token_count: bound.count, service_tokens: tokens });
         }
-        await repo.delete(trx, tenant.workspaceId, row.id);
+        await store.delete(trx, tenant.workspaceId, row.id);
         return { domain_id: row.id, domain: row.domain };
       });
     },
@@ -233,13 +257,13 @@ export function createDomainService(deps: DomainDeps): DomainService {
 
     async hostedKey() {
       if (cachedHostedKey) return cachedHostedKey;
-      let row = await repo.findServiceKey(db, HOSTED_KEY_NAME);
+      let row = await store.findServiceKey(work, HOSTED_KEY_NAME);
       if (!row) {
         const keys = await generateDkimKeyPair();
         // Two processes starting at once may both generate; the first insert wins and both read it back.
         const sealed = box.seal(keys.privateKey, serviceKeyContext(HOSTED_KEY_NAME));
-        await repo.insertServiceKey(db, { name: HOSTED_KEY_NAME, selector: hostedSelector, private_key: sealed, public_key: keys.publicKey, created_at: clock.now() });
-        row = await repo.findServiceKey(db, HOSTED_KEY_NAME);
+        await store.insertServiceKey(work, { name: HOSTED_KEY_NAME, selector: hostedSelector, private_key: sealed, public_key: keys.publicKey, created_at: clock.now() });
+        row = await store.findServiceKey(work, HOSTED_KEY_NAME);
         if (!row) throw new Error('could not store the hosted DKIM key');
       }
       // Opened once per process and kept, as the operator's key from MAILROOM_DKIM_KEY is.
@@ -249,11 +273,11 @@ export function createDomainService(deps: DomainDeps): DomainService {
 
     async sealStoredKeys() {
       let sealed = 0;
-      for (const row of await repo.plaintextDomainKeys(db)) {
-        sealed += await repo.replaceDomainKey(db, row.id, row.dkim_private_key, box.seal(row.dkim_private_key, domainKeyContext(row.id)));
+      for (const row of await store.plaintextDomainKeys(work)) {
+        sealed += await store.replaceDomainKey(work, row.id, row.dkim_private_key, box.seal(row.dkim_private_key, domainKeyContext(row.id)));
       }
-      for (const row of await repo.plaintextServiceKeys(db)) {
-        sealed += await repo.replaceServiceKey(db, row.name, row.private_key, box.seal(row.private_key, serviceKeyContext(row.name)));
+      for (const row of await store.plaintextServiceKeys(work)) {
+        sealed += await store.replaceServiceKey(work, row.name, row.private_key, box.seal(row.private_key, serviceKeyContext(row.name)));
       }
       return sealed;
     },

@@ -23,3 +23,9 @@ export interface ServiceKeyTable {
   public_key: string;
   created_at: number;
 }
+
+/** The domains module's tables: sending domains and the DKIM keys (service keys) that sign for them. */
+export interface DomainTables {
+  sending_domains: SendingDomainTable;
+  service_keys: ServiceKeyTable;
+}

@@ -1,8 +1,8 @@
-import type { Db } from '../../db/database.js';
 import type { DialectInfo } from '../../db/dialect.js';
+import type { Work } from '../../db/tables.js';
 import { DomainError, rateLimited } from '../../lib/errors.js';
 import { createFairGate, type Release } from '../../lib/fair-gate.js';
-import { cursorOf } from './event-feed.repository.js';
+import type { EventStore } from './event.store.js';
 import type { EventSignal } from './event-signal.js';
 import { createWorkspaceFeed, type EventFollower, type EventSink, type WorkspaceFeed } from './workspace-feed.js';
 
@@ -53,7 +53,8 @@ interface OpenStream {
 }
 
 export function createEventStreamService(deps: {
-  db: Db;
+  work: Work;
+  store: Pick<EventStore, 'readAfter' | 'head' | 'heldBack' | 'cursorOf'>;
   dialect: DialectInfo;
   signal: EventSignal;
   caps: StreamCaps;
@@ -63,7 +64,7 @@ export function createEventStreamService(deps: {
   checkGrants: (grants: readonly StreamGrant[]) => Promise<boolean[]>;
   onError?: (err: unknown) => void;
 }): EventStreamService {
-  const { db, dialect, caps } = deps;
+  const { work, store, dialect, caps } = deps;
   const onError = (err: unknown): void => deps.onError?.(err);
   const gate = createFairGate({ total: caps.total, perKey: caps.perWorkspace });
   const perSession = new Map<string, number>();
@@ -80,7 +81,7 @@ export function createEventStreamService(deps: {
       const onEmpty = (): void => {
         if (feeds.get(workspaceId) === made) feeds.delete(workspaceId);
       };
-      const made = createWorkspaceFeed({ db, dialect, signal: deps.signal, onRead, onError, workspaceId, onEmpty });
+      const made = createWorkspaceFeed({ work, store, dialect, signal: deps.signal, onRead, onError, workspaceId, onEmpty });
       feeds.set(workspaceId, (feed = made));
     }
     return feed;
@@ -155,7 +156,7 @@ export function createEventStreamService(deps: {
           const unregister = register({ grant, sink });
           try {
             if (lastEventId !== undefined) onRead();
-            const start = lastEventId === undefined ? undefined : await cursorOf(db, dialect, grant.workspaceId, lastEventId);
+            const start = lastEventId === undefined ? undefined : await store.cursorOf(work, grant.workspaceId, lastEventId);
             const follower = await feedOf(grant.workspaceId).follow(start, sink);
             return {
               resume: () => follower.resume(),

@@ -6,3 +6,8 @@ export interface EventTable {
   payload: string;
   created_at: number;
 }
+
+/** The events module's table: every workspace's event log (the feed, the stream and webhook deliveries read it). */
+export interface EventTables {
+  events: EventTable;
+}

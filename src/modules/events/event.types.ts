@@ -28,3 +28,38 @@ export interface EmitInput {
   type: Exclude<EventType, 'message.delivered'>;
   data: Record<string, unknown>;
 }
+
+/**
+ * A position in a workspace's event stream. PostgreSQL: (writing transaction id, sequence); SQLite:
+ * the rowid in `seq` (its one writer commits in rowid order) and `txid` unused.
+ */
+export interface FeedCursor {
+  txid: string;
+  seq: number;
+}
+
+/** Stream order of two positions: negative when `a` comes first. */
+export function compareCursors(a: FeedCursor, b: FeedCursor): number {
+  if (a.txid !== b.txid) return BigInt(a.txid) < BigInt(b.txid) ? -1 : 1;
+  return a.seq - b.seq;
+}
+
+export interface FeedRow {
+  id: string;
+  type: string;
+  payload: string;
+  cursor: FeedCursor;
+}
+
+/** An event as a backward walk sees it: enough to decide about it without reading its whole payload. */
+export interface PastRow {
+  id: string;
+  type: string;
+  created_at: number;
+  /** The payload's first PAYLOAD_HEAD characters: the envelope and the start of `data`. */
+  head: string;
+  cursor: FeedCursor;
+}
+
+/** Characters of the payload `readBefore` returns: past the envelope, into `data`'s first field. */
+export const PAYLOAD_HEAD = 256;

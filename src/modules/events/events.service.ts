@@ -1,12 +1,12 @@
-import type { Db } from '../../db/database.js';
-import { insertRows } from '../../db/prepared.js';
+import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import type { EventStore } from './event.store.js';
 import type { EmitInput, StoredEvent } from './event.types.js';
 
 /** Runs inside the producer's transaction for every emitted event (webhook fan-out registers here). */
-export type EventSubscriber = (trx: Db, event: StoredEvent) => Promise<void>;
+export type EventSubscriber = (trx: Work, event: StoredEvent) => Promise<void>;
 
 export interface EventsService {
   /**
@@ -14,7 +14,7 @@ export interface EventsService {
    * `fanOut: false` stores it without calling the subscribers: a synthetic event (a webhook test) whose
    * caller routes it itself.
    */
-  emit(trx: Db, input: EmitInput, options?: { fanOut?: boolean }): Promise<StoredEvent>;
+  emit(trx: Work, input: EmitInput, options?: { fanOut?: boolean }): Promise<StoredEvent>;
   subscribe(subscriber: EventSubscriber): void;
 }
 
@@ -22,7 +22,7 @@ export interface EventsService {
  * The transactional outbox: an event is stored with the state change that caused it, never published
  * after commit, so a crash cannot separate the two.
  */
-export function createEventsService({ clock }: { clock: Clock }): EventsService {
+export function createEventsService({ clock, store }: { clock: Clock; store: Pick<EventStore, 'append'> }): EventsService {
   const subscribers: EventSubscriber[] = [];
   return {
     async emit(trx, input, options = {}) {
@@ -36,7 +36,7 @@ export function createEventsService({ clock }: { clock: Clock }): EventsService 
         data: input.data,
       });
       const event: StoredEvent = { id, workspaceId: input.workspaceId, type: input.type, payload, createdAt };
-      await insertRows(trx, 'events', [{ id, workspace_id: input.workspaceId, type: input.type, payload, created_at: createdAt }]);
+      await store.append(trx, [{ id, workspace_id: input.workspaceId, type: input.type, payload, created_at: createdAt }]);
       if (options.fanOut !== false) for (const subscriber of subscribers) await subscriber(trx, event);
       return event;
     },

@@ -1,6 +1,7 @@
-import type { Db } from '../../db/database.js';
 import type { DialectInfo } from '../../db/dialect.js';
-import { compareCursors, head, heldBack, readAfter, type FeedCursor, type FeedRow } from './event-feed.repository.js';
+import type { Work } from '../../db/tables.js';
+import type { EventStore } from './event.store.js';
+import { compareCursors, type FeedCursor, type FeedRow } from './event.types.js';
 import type { EventSignal } from './event-signal.js';
 
 /** One event as a stream shows it: `payload` is the JSON webhooks deliver. */
@@ -27,7 +28,8 @@ export interface EventFollower {
 }
 
 export interface FeedDeps {
-  db: Db;
+  work: Work;
+  store: Pick<EventStore, 'readAfter' | 'head' | 'heldBack'>;
   dialect: DialectInfo;
   signal: EventSignal;
   /** Called before every read of the events table (the service's read counter). */
@@ -65,7 +67,7 @@ interface Member {
  * joins; a row at or before a member's position is never handed to it again (decision 363).
  */
 export function createWorkspaceFeed(deps: FeedDeps & { workspaceId: string; onEmpty: () => void }): WorkspaceFeed {
-  const { db, dialect, workspaceId } = deps;
+  const { work, store, dialect, workspaceId } = deps;
   const joined = new Set<Member>();
   let members = 0;
   let stopped = false;
@@ -77,10 +79,10 @@ export function createWorkspaceFeed(deps: FeedDeps & { workspaceId: string; onEm
 
   const read = (from: FeedCursor): Promise<FeedRow[]> => {
     deps.onRead();
-    return readAfter(db, dialect, workspaceId, from, BATCH);
+    return store.readAfter(work, workspaceId, from, BATCH);
   };
   deps.onRead();
-  const positioned = head(db, dialect).then((at) => void (cursor = at));
+  const positioned = store.head(work).then((at) => void (cursor = at));
   // Handled where it is awaited; this keeps an early failure from being reported as unhandled.
   positioned.catch(() => undefined);
 
@@ -112,7 +114,7 @@ export function createWorkspaceFeed(deps: FeedDeps & { workspaceId: string; onEm
     if (stopped || retry) return;
     // Only PostgreSQL asks the table whether an older transaction holds events back.
     if (dialect.name === 'postgres') deps.onRead();
-    if (await heldBack(db, dialect, workspaceId, cursor)) {
+    if (await store.heldBack(work, workspaceId, cursor)) {
       retry = setTimeout(() => {
         retry = undefined;
         pump();

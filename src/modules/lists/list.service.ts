@@ -1,5 +1,5 @@
 import ipaddr from 'ipaddr.js';
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
 import { isUniqueViolation } from '../../db/dialect.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
@@ -7,7 +7,7 @@ import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
-import { listRepository as repo, type Candidates } from './list.repository.js';
+import type { Candidates, ListStore } from './list.store.js';
 import { LIST_DIRECTIONS, LIST_TYPES, type EntryKind, type ListDirection, type ListEntryTable, type ListType } from './list.table.js';
 
 export const MAX_REASON_LENGTH = 500;
@@ -100,7 +100,7 @@ function decide(direction: ListDirection, entries: ReadonlyArray<Pick<ListEntryT
 
 /**
  * `ListService.evaluate` for each of several addresses (no IP): the recipients of a send, judged from one read.
- * `keys` is what to read (`candidatesSelect` in list.repository.ts), `judge` the verdicts, in the addresses' order.
+ * `keys` is what to read (`candidatesSelect` in list.store.ts), `judge` the verdicts, in the addresses' order.
  */
 export function addressVerdicts(direction: ListDirection, addresses: readonly string[]): { keys: string[]; judge(candidates: Candidates): ListVerdict[] } {
   const keysOf = addresses.map((address) => matchKeys(address.toLowerCase()));
@@ -120,10 +120,10 @@ export interface ListService {
    * Judge a peer against a workspace's lists: an allow match wins over a block match; a block match
    * refuses; a non-empty allow list refuses everything it does not match.
    */
-  evaluate(db: Db, workspaceId: string, direction: ListDirection, subject: { address?: string | null; ip?: string | null }): Promise<ListVerdict>;
+  evaluate(work: Work, workspaceId: string, direction: ListDirection, subject: { address?: string | null; ip?: string | null }): Promise<ListVerdict>;
 }
 
-export function createListService({ db, clock }: { db: Db; clock: Clock }): ListService {
+export function createListService({ work, store, clock }: { work: Work; store: Pick<ListStore, 'find' | 'list' | 'count' | 'insert' | 'delete' | 'candidates'>; clock: Clock }): ListService {
   async function findOrThrow(tenant: TenantContext, direction: string, listType: string, rawEntry: string): Promise<ListEntryTable> {
     const d = parseDirection(direction);
     const t = parseListType(listType);
@@ -133,7 +133,7 @@ export function createListService({ db, clock }: { db: Db; clock: Clock }): List
     } catch {
       throw notFound('entry_not_found', `no ${d} ${t} entry '${rawEntry}'`);
     }
-    const row = await repo.find(db, tenant.workspaceId, d, t, entry);
+    const row = await store.find(work, tenant.workspaceId, d, t, entry);
     if (!row) throw notFound('entry_not_found', `no ${d} ${t} entry '${rawEntry}'`);
     return row;
   }
@@ -142,7 +142,7 @@ export function createListService({ db, clock }: { db: Db; clock: Clock }): List
     async list(tenant, direction, listType, page) {
       const d = parseDirection(direction);
       const t = parseListType(listType);
-      const [rows, total] = await Promise.all([repo.list(db, tenant.workspaceId, d, t, page.limit, page.offset), repo.count(db, tenant.workspaceId, d, t)]);
+      const [rows, total] = await Promise.all([store.list(work, tenant.workspaceId, d, t, page.limit, page.offset), store.count(work, tenant.workspaceId, d, t)]);
       return { entries: rows.map(toView), total, limit: page.limit, offset: page.offset };
     },
 
@@ -154,7 +154,7 @@ export function createListService({ db, clock }: { db: Db; clock: Clock }): List
       if (reason && reason.length > MAX_REASON_LENGTH) throw invalid('invalid_request', `reason must be at most ${MAX_REASON_LENGTH} characters`);
       const row: ListEntryTable = { id: newId('lst'), workspace_id: tenant.workspaceId, direction: d, list_type: t, entry, kind, reason, created_at: clock.now() };
       try {
-        await repo.insert(db, row);
+        await store.insert(work, row);
       } catch (err) {
         if (isUniqueViolation(err)) throw conflict('entry_exists', `'${entry}' is already on the ${d} ${t} list`);
         throw err;
@@ -168,13 +168,13 @@ export function createListService({ db, clock }: { db: Db; clock: Clock }): List
 
     async remove(tenant, direction, listType, entry) {
       const row = await findOrThrow(tenant, direction, listType, entry);
-      await repo.delete(db, tenant.workspaceId, row.id);
+      await store.delete(work, tenant.workspaceId, row.id);
       return toView(row);
     },
 
     async evaluate(conn, workspaceId, direction, subject) {
       const keys = matchKeys(subject.address?.toLowerCase() ?? null);
-      const { entries, hasAllow } = await repo.candidates(conn, workspaceId, direction, keys);
+      const { entries, hasAllow } = await store.candidates(conn, workspaceId, direction, keys);
       let ip: ipaddr.IPv4 | ipaddr.IPv6 | null = null;
       if (subject.ip && ipaddr.isValid(subject.ip)) ip = ipaddr.process(subject.ip);
       return decide(direction, entries, hasAllow, keys, ip);

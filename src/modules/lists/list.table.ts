@@ -15,3 +15,8 @@ export interface ListEntryTable {
   reason: string | null;
   created_at: number;
 }
+
+/** The lists module's table: allow and block entries per workspace and direction. */
+export interface ListTables {
+  list_entries: ListEntryTable;
+}

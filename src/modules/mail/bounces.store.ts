@@ -19,7 +19,7 @@ export interface SentMessage {
 export function createBounceStore() {
   return {
     /** The outbound message a return path names, in whichever workspace (a report arrives for its return path alone). */
-    sentMessage: (work: Work, messageId: string): Promise<SentMessage | undefined> =>
+    bounceTarget: (work: Work, messageId: string): Promise<SentMessage | undefined> =>
       mailDb(work).selectFrom('outbound').select(['workspace_id', 'mail_from', 'recipients_json']).where('message_id', '=', messageId).executeTakeFirst(),
 
     /** Every recipient of an outbound message, lower-case: whom a whole-message return path's report may name. */
@@ -32,6 +32,5 @@ export function createBounceStore() {
      * Suppress addresses; one already suppressed keeps its first row (its first cause). Safe to run again, as the
      * group-committed units that call it must be.
      */
-    suppress: (work: Work, rows: readonly SuppressionTable[]): Promise<void> => insertRows(mailDb(work), 'suppressions', rows, { ignoreConflicts: true }),
   };
 }

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Updateable } from 'kysely';
+import { sql, type Kysely, type QueryCreator, type SelectQueryBuilder, type Updateable } from 'kysely';
 import type { DialectInfo } from '../../db/dialect.js';
 import type { GroupCommit } from '../../db/group-commit.js';
 import { preparedQuery, preparedWrite, type Param } from '../../db/prepared.js';
@@ -10,7 +10,7 @@ import { settleJob, type JobOutcome } from '../../jobs/worker.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import type { EmitInput } from '../events/event.types.js';
-import { messageWithRawQuery, type MessageRow } from '../messages/message.repository.js';
+import { messageWithRawQuery as mailRawQuery, type MessageRow } from './message.store.js';
 import type { MailTables } from './mail.table.js';
 import type { Attempt, DeliveryStatus, OutboundTable, RecipientState } from './outbound.table.js';
 import type { SuppressionStore } from './suppression.store.js';
@@ -37,6 +37,15 @@ type Loaded = MessageRow & { raw: Buffer } & Omit<OutboundTable, 'message_id' | 
  * with functions both databases have. It is typed over every table: the message part is built by the received
  * half of the store (`messageWithRawQuery`) and the domain's row is the domains module's, read here, not written.
  */
+/** The received half's message read, seen over every table so that the domain's row can join it (see `loadSelect`). */
+function messageWithRawQuery(db: QueryCreator<Database>, workspaceId: string) {
+  return mailRawQuery(db as unknown as QueryCreator<MailTables>, workspaceId) as unknown as SelectQueryBuilder<
+    Database & { delivery: OutboundTable },
+    'messages' | 'mailboxes' | 'message_contents' | 'delivery',
+    MessageRow & { raw: Buffer }
+  >;
+}
+
 function loadSelect(db: Kysely<Database>, p: Param) {
   return messageWithRawQuery(db, p<string>('workspaceId'))
     .innerJoin('outbound', (join) => join.onRef('outbound.message_id', '=', 'messages.id').onRef('outbound.workspace_id', '=', 'messages.workspace_id'))
@@ -319,7 +328,7 @@ export function createDeliveryStore(deps: DeliveryStoreDeps): DeliveryStore {
         for (const event of settlement.events) await emit(asWork(trx), event);
         // The job is settled last, so that on PostgreSQL its statement carries the writes above (db/write-coalescing.ts).
         // Without the lease they are undone: the transaction fails (and with it, once, a shared one: group-commit.ts).
-        if (!(await settleJob({ queue, logger, backoff: settlement.backoff }, job, settlement.outcome, trx))) throw new LeaseLost();
+        if (!(await settleJob({ queue, logger, backoff: settlement.backoff }, job, settlement.outcome, asWork(trx)))) throw new LeaseLost();
         return true;
       }, job.workspaceId ?? undefined);
       return written.catch((err: unknown) => {

@@ -12,6 +12,8 @@ import { createMailboxStore } from './mailbox.store.js';
 import { createMessageStore } from './message.store.js';
 import { createOrganizeStore } from './organize.store.js';
 import { createSearchStore } from './search.store.js';
+import { createMailLookups, type MailLookups } from './lookups.store.js';
+import { createSendingMailStore, type SendingMailStore, type SendingMailStoreDeps } from './sending-mail.store.js';
 
 export interface ReceivedMailStoreDeps {
   clock: Clock;
@@ -31,6 +33,17 @@ export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
 }
 
 export type ReceivedMailStore = ReturnType<typeof createReceivedMailStore>;
+
+/**
+ * The mail store: the one owner of the mail tables. Its halves are built apart (received mail; the sending side's
+ * outbound state, drafts and suppressions; lookups other modules make) and given out whole from services.ts, where
+ * each service takes the operations it uses (`Pick<MailStore, …>`).
+ */
+export type MailStore = ReceivedMailStore & SendingMailStore & MailLookups;
+
+export function createMailStore(deps: ReceivedMailStoreDeps & SendingMailStoreDeps): MailStore {
+  return { ...createReceivedMailStore(deps), ...createSendingMailStore(deps), ...createMailLookups() };
+}
 export type { StoreInput } from './copy.store.js';
 export type { MailboxRow } from './mailbox.store.js';
 export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, ThreadRow, VersionedPage } from './message.store.js';

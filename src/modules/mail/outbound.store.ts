@@ -1,8 +1,9 @@
+import type { Kysely, SelectQueryBuilder } from 'kysely';
 import { insertRows, preparedQuery } from '../../db/prepared.js';
 import type { Database } from '../../db/schema.js';
 import { tablesOf, type Work } from '../../db/tables.js';
-import type { CandidateRow, candidatesSelect } from '../lists/list.repository.js';
-import { idByAddressSelect } from '../mailboxes/mailbox.repository.js';
+import type { CandidateRow, candidatesSelect } from '../lists/list.store.js';
+import { idByAddressSelect as mailboxIdSelect } from './mailbox.store.js';
 import type { MailTables } from './mail.table.js';
 import type { DeliveryStatus } from './outbound.table.js';
 
@@ -57,6 +58,10 @@ export interface OutboundStoreDeps {
  * queue's cancel or reschedule) and the outbound row second, as the worker does, so on PostgreSQL they wait for each
  * other instead of deadlocking; on SQLite they are serialized.
  */
+/** A workspace's mailbox by address, seen over every table so that the lists module's part can join it (see `readSender`). */
+const idByAddressSelect = (db: Kysely<Database>, workspaceId: string, address: string) =>
+  mailboxIdSelect(tablesOf<MailTables>(db), workspaceId, address) as unknown as SelectQueryBuilder<Database, 'mailboxes', { id: string; address: string }>;
+
 export function createOutboundStore({ listCandidates }: OutboundStoreDeps): OutboundStore {
   // Every send asks it (prepared: see db/prepared.ts). Typed over every table: the list entries are the lists module's.
   const senderQuery = preparedQuery<{ workspaceId: string; address: string; keys: readonly string[] }, SenderRow, Database>((db, p) => {

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
 
 /** A mailbox as the API shows it (docs/api.md). */
 export interface MailboxView {
@@ -20,7 +20,7 @@ export interface DomainPolicy {
    * `conn`: the caller's transaction, when it has one open (SQLite has one connection: another query would wait on it).
    * `hold`: keep a sending domain from being deleted until that transaction ends (a mailbox is being made in it).
    */
-  isAllowedDomain(workspaceId: string, domain: string, conn?: Db, hold?: boolean): Promise<boolean>;
+  isAllowedDomain(workspaceId: string, domain: string, conn?: Work, hold?: boolean): Promise<boolean>;
   /** Whether the domain is one of the operator's hosted domains (its role addresses are the operator's). */
   isHostedDomain(domain: string): boolean;
 }

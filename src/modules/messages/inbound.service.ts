@@ -4,7 +4,7 @@ import type { FairGate } from '../../lib/fair-gate.js';
 import type { Logger } from '../../lib/logger.js';
 import type { EmitInput } from '../events/event.types.js';
 import type { ListService } from '../lists/list.service.js';
-import type { ReceivedMailStore } from '../mail/mail.store.js';
+import type { MailStore } from '../mail/mail.store.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import type { Analysis, MessageAnalyzer } from './analysis.js';
 import type { Folder, MessageListView } from './message.types.js';
@@ -61,7 +61,7 @@ export interface InboundService {
 type ParametersAfterFirst<F extends (...args: never[]) => unknown> = Parameters<F> extends [unknown, ...infer Rest] ? Rest : never;
 
 /** The mail store's operations inbound mail uses. */
-export type InboundStore = Pick<ReceivedMailStore, 'storeCopy' | 'findMessage' | 'mailboxForRecipient' | 'sentMessage' | 'sentRecipients' | 'suppress'>;
+export type InboundStore = Pick<MailStore, 'storeCopy' | 'findMessage' | 'mailboxForRecipient' | 'bounceTarget' | 'sentRecipients' | 'suppress'>;
 
 export interface InboundDeps {
   /** The pool: lookups at RCPT, and the transaction of a refusal's event. */
@@ -149,7 +149,7 @@ export function createInboundService({ work, clock, events, store, lists, analyz
     if (complainer !== null) {
       await store.suppress(trx, [{ workspace_id: workspaceId, address: complainer, reason: 'complaint', detail: feedback.feedbackType, status_code: null, message_id: messageId, created_at: clock.now() }]);
     }
-    await events.emit(trx, {
+    await events.emit(asWork(trx), {
       workspaceId,
       type: 'message.complained',
       data: { ...view, recipient: complainer, reason: feedback.feedbackType, status: null, suppressed: complainer !== null, user_agent: feedback.userAgent },
@@ -171,7 +171,7 @@ export function createInboundService({ work, clock, events, store, lists, analyz
     );
     for (const failure of failures) {
       const status = failure.status || null;
-      await events.emit(trx, {
+      await events.emit(asWork(trx), {
         workspaceId,
         type: 'message.bounced',
         // `status_code` is the older name of `status`, kept for existing receivers (decision 328).
@@ -213,7 +213,7 @@ export function createInboundService({ work, clock, events, store, lists, analyz
           auth: auth.summary,
           envelope: { ...envelopeJson, rcpt_to: recipient.address },
         });
-        await events.emit(trx, { workspaceId: recipient.workspaceId, type: 'message.received', data: { ...receivedEventData(toMessageListView(row), text) } });
+        await events.emit(asWork(trx), { workspaceId: recipient.workspaceId, type: 'message.received', data: { ...receivedEventData(toMessageListView(row), text) } });
         ids.push(row.id);
       }
       return ids;
@@ -228,7 +228,7 @@ export function createInboundService({ work, clock, events, store, lists, analyz
       if (returnPath.kind === 'forged') return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
       if (returnPath.kind === 'valid') {
         const reportFor = returnPath.messageId;
-        const outbound = await store.sentMessage(work, reportFor);
+        const outbound = await store.bounceTarget(work, reportFor);
         const reportRecipient = outbound ? reportRecipientOf(outbound, returnPath, returnPaths) : undefined;
         if (!outbound || reportRecipient === undefined) return { ok: false, reason: 'no_mailbox', detail: `no message behind ${rawAddress}` };
         return { ok: true, recipient: { workspaceId: outbound.workspace_id, mailboxId: '', address: rawAddress.toLowerCase(), reportFor, reportRecipient } };

@@ -1,11 +1,11 @@
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { conflict, forbidden, invalid, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeName, normalizeType, parseRecord, toAnswer, type DnsAnswer, type DnsRecordInput } from './dns-records.js';
-import { sandboxRepository as repo } from './sandbox.repository.js';
+import type { SandboxStore } from './sandbox.store.js';
 import type { SandboxDnsRecordTable } from './sandbox.table.js';
 
 /** Records a workspace may publish in all (a zone for a few test domains, not a DNS host). */
@@ -63,9 +63,9 @@ function groupSets(records: readonly DnsRecordInput[]): Map<string, DnsRecordInp
 }
 
 /** The sandbox's DNS zone: records workspaces publish, and the answers its DNS server gives from them. */
-export function createSandboxDnsService({ db, clock }: { db: Db; clock: Clock }): SandboxDnsService {
+export function createSandboxDnsService({ work, store, clock }: { work: Work; store: Pick<SandboxStore, 'recordsNamed' | 'listRecords' | 'replaceSet' | 'countRecords' | 'deleteRecords'>; clock: Clock }): SandboxDnsService {
   async function follow(name: string, type: string, hops: number): Promise<DnsLookup> {
-    const rows = await repo.recordsNamed(db, name);
+    const rows = await store.recordsNamed(work, name);
     if (rows.length === 0) return SPECIAL_USE.test(name) ? { kind: 'nxdomain' } : { kind: 'elsewhere' };
     const cname = rows.find((r) => r.type === 'CNAME');
     if (!cname || type === 'CNAME') return { kind: 'published', answers: rows.filter((r) => r.type === type).map(toAnswer) };
@@ -77,7 +77,7 @@ export function createSandboxDnsService({ db, clock }: { db: Db; clock: Clock })
   return {
     async list(tenant) {
       requireAdmin(tenant);
-      return { dns_records: (await repo.listRecords(db, tenant.workspaceId)).map(toView) };
+      return { dns_records: (await store.listRecords(work, tenant.workspaceId)).map(toView) };
     },
 
     async publish(tenant, input) {
@@ -86,15 +86,15 @@ export function createSandboxDnsService({ db, clock }: { db: Db; clock: Clock })
       const sets = groupSets(input.records.map(parseRecord));
       const now = clock.now();
       const written: SandboxDnsRecordTable[] = [];
-      await db.transaction().execute(async (trx) => {
+      await work.transaction().execute(async (trx) => {
         for (const set of sets.values()) {
           const { name, type } = set[0]!;
           const rows = set.map((r) => ({ id: newId('dns'), workspace_id: tenant.workspaceId, name, type, value: r.value, created_at: now }));
-          await repo.replaceSet(trx, tenant.workspaceId, name, type, rows);
+          await store.replaceSet(trx, tenant.workspaceId, name, type, rows);
           written.push(...rows);
         }
         // Counted after the writes, in their transaction: a refusal leaves the zone as it was.
-        if ((await repo.countRecords(trx, tenant.workspaceId)) > MAX_DNS_RECORDS) {
+        if ((await store.countRecords(trx, tenant.workspaceId)) > MAX_DNS_RECORDS) {
           throw conflict('too_many_dns_records', `a workspace publishes at most ${MAX_DNS_RECORDS} sandbox DNS records`);
         }
       });
@@ -105,7 +105,7 @@ export function createSandboxDnsService({ db, clock }: { db: Db; clock: Clock })
       requireAdmin(tenant);
       const name = normalizeName(rawName);
       const type = rawType === undefined ? null : normalizeType(rawType);
-      const deleted = await repo.deleteRecords(db, tenant.workspaceId, name, type);
+      const deleted = await store.deleteRecords(work, tenant.workspaceId, name, type);
       if (deleted === 0) throw notFound('dns_record_not_found', `no sandbox DNS record ${name}${type ? ` ${type}` : ''} in this workspace`);
       return { ok: true, deleted };
     },

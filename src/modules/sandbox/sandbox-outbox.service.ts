@@ -1,4 +1,4 @@
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { notFound } from '../../lib/errors.js';
@@ -9,7 +9,7 @@ import type { Download } from '../messages/message.service.js';
 import { parseMessage } from '../messages/mime.js';
 import type { DeliveryRequest, DeliveryResult, RouteResolver, SmtpDeliverer, SmtpRoute } from '../sending/delivery.types.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
-import { sandboxRepository as repo, type SandboxMessageSummary } from './sandbox.repository.js';
+import type { SandboxMessageSummary, SandboxStore } from './sandbox.store.js';
 
 /** The one "mail host" of every domain in sandbox mode; attempts and recipients show it as their `mx`. */
 export const SANDBOX_HOST = 'sandbox';
@@ -62,15 +62,15 @@ function toView(row: SandboxMessageSummary): CapturedMessageView {
 }
 
 /** Captured outbound mail as the workspace reads it (any member: it is the workspace's sent mail). */
-export function createSandboxOutboxService({ db }: { db: Db }): SandboxOutboxService {
+export function createSandboxOutboxService({ work, store }: { work: Work; store: Pick<SandboxStore, 'findMessage' | 'listMessages' | 'countMessages' | 'clearMessages'> }): SandboxOutboxService {
   async function find(tenant: TenantContext, captureId: string) {
-    const row = await repo.findMessage(db, tenant.workspaceId, captureId);
+    const row = await store.findMessage(work, tenant.workspaceId, captureId);
     if (!row) throw notFound('captured_message_not_found', `no captured message ${captureId}`);
     return row;
   }
   return {
     async list(tenant, { limit, offset }) {
-      const [rows, total] = await Promise.all([repo.listMessages(db, tenant.workspaceId, limit, offset), repo.countMessages(db, tenant.workspaceId)]);
+      const [rows, total] = await Promise.all([store.listMessages(work, tenant.workspaceId, limit, offset), store.countMessages(work, tenant.workspaceId)]);
       return { captured_messages: rows.map(toView), total, limit, offset };
     },
     async get(tenant, captureId) {
@@ -82,13 +82,14 @@ export function createSandboxOutboxService({ db }: { db: Db }): SandboxOutboxSer
       return { filename: `${row.id}.eml`, contentType: 'message/rfc822', content: Buffer.from(row.raw) };
     },
     async clear(tenant) {
-      return { ok: true, deleted: await repo.clearMessages(db, tenant.workspaceId) };
+      return { ok: true, deleted: await store.clearMessages(work, tenant.workspaceId) };
     },
   };
 }
 
 export interface CaptureDeps {
-  db: Db;
+  work: Work;
+  store: Pick<SandboxStore, 'insertMessage'>;
   clock: Clock;
   logger: Logger;
   /** Mail for this service's own mailboxes still arrives there, through the path inbound SMTP takes. */
@@ -99,7 +100,7 @@ export interface CaptureDeps {
  * The sandbox's stand-in for SMTP delivery: each transaction is kept (the full MIME) instead of being sent, and its
  * recipients that are mailboxes of this service also get their copy, as if the mail had gone out and come back in.
  */
-export function createSandboxCapture({ db, clock, logger, inbound }: CaptureDeps): SandboxCapture {
+export function createSandboxCapture({ work, store, clock, logger, inbound }: CaptureDeps): SandboxCapture {
   const route: SmtpRoute = { host: SANDBOX_HOST, port: 0 };
 
   /** Each recipient this service takes mail for, once per mailbox (as SMTP keeps one copy a mailbox). */
@@ -123,7 +124,7 @@ export function createSandboxCapture({ db, clock, logger, inbound }: CaptureDeps
     }
     const id = newId('cap');
     const parsed = await parseMessage(request.message);
-    await repo.insertMessage(db, {
+    await store.insertMessage(work, {
       id,
       workspace_id: origin.workspaceId,
       message_id: origin.messageId,

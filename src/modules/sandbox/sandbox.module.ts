@@ -1,8 +1,9 @@
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
-import { createSandboxCatchAllService, type SandboxCatchAllService } from './sandbox-catch-all.service.js';
+import { createSandboxCatchAllService, type CatchAllDeps, type SandboxCatchAllService } from './sandbox-catch-all.service.js';
 import { createSandboxDnsService, type SandboxDnsService } from './sandbox-dns.service.js';
 import { createSandboxOutboxService, type SandboxOutboxService } from './sandbox-outbox.service.js';
+import type { SandboxStore } from './sandbox.store.js';
 
 export { createSandboxCapture, type SandboxCapture } from './sandbox-outbox.service.js';
 
@@ -20,6 +21,6 @@ export interface SandboxModule {
   catchAlls: SandboxCatchAllService;
 }
 
-export function createSandboxModule(deps: { db: Db; clock: Clock }): SandboxModule {
+export function createSandboxModule(deps: { work: Work; store: SandboxStore; mailboxes: CatchAllDeps['mailboxes']; clock: Clock }): SandboxModule {
   return { dns: createSandboxDnsService(deps), outbox: createSandboxOutboxService(deps), catchAlls: createSandboxCatchAllService(deps) };
 }

@@ -33,3 +33,10 @@ export interface SandboxCatchAllTable {
   mailbox_id: string;
   created_at: number;
 }
+
+/** The sandbox's tables: its DNS records, the outbound mail it captured and its catch-all addresses. */
+export interface SandboxTables {
+  sandbox_dns_records: SandboxDnsRecordTable;
+  sandbox_messages: SandboxMessageTable;
+  sandbox_catch_alls: SandboxCatchAllTable;
+}

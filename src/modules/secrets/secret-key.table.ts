@@ -5,3 +5,8 @@ export interface SecretKeyCheckTable {
   sealed: string;
   created_at: number;
 }
+
+/** The secrets module's table: the sealed check value that proves which key sealed the stored secrets. */
+export interface SecretTables {
+  secret_key_check: SecretKeyCheckTable;
+}

@@ -1,7 +1,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ConfigError, type Config } from '../../config/config.js';
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
+import type { SecretKeyStore } from './secret-key.store.js';
 import type { Clock } from '../../lib/clock.js';
 import { newSecretKey, parseSecretKey, SecretBoxError, type SecretBox } from '../../lib/secret-box.js';
 
@@ -62,15 +63,15 @@ export function loadSecretKey(config: Pick<Config, 'secretKey' | 'databaseUrl'>)
  * Prove the key is the database's: open the check row, writing it first on a database that has none.
  * Throws ConfigError (the CLI exits 78) when it does not open, before any secret is used or written.
  */
-export async function checkSecretKey(db: Db, box: SecretBox, clock: Clock): Promise<void> {
-  let row = await db.selectFrom('secret_key_check').select('sealed').where('name', '=', CHECK_NAME).executeTakeFirst();
-  if (!row) {
-    const sealed = box.seal(CHECK_TEXT, CHECK_CONTEXT);
-    await db.insertInto('secret_key_check').values({ name: CHECK_NAME, sealed, created_at: clock.now() }).onConflict((oc) => oc.column('name').doNothing()).execute();
-    row = await db.selectFrom('secret_key_check').select('sealed').where('name', '=', CHECK_NAME).executeTakeFirstOrThrow();
+export async function checkSecretKey(work: Work, store: Pick<SecretKeyStore, 'sealedCheck' | 'insertCheck'>, box: SecretBox, clock: Clock): Promise<void> {
+  let sealed = await store.sealedCheck(work, CHECK_NAME);
+  if (sealed === undefined) {
+    await store.insertCheck(work, CHECK_NAME, box.seal(CHECK_TEXT, CHECK_CONTEXT), clock.now());
+    sealed = await store.sealedCheck(work, CHECK_NAME);
+    if (sealed === undefined) throw new Error('the secret key check value vanished after it was stored');
   }
   try {
-    if (box.open(row.sealed, CHECK_CONTEXT) === CHECK_TEXT) return;
+    if (box.open(sealed, CHECK_CONTEXT) === CHECK_TEXT) return;
   } catch (err) {
     if (!(err instanceof SecretBoxError)) throw err;
   }

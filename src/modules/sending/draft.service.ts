@@ -11,7 +11,7 @@ import { normalizeEmail } from '../tenancy/validation.js';
 import { MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS, decodeAttachments, tooManyBytes, type AttachmentInput } from './attachments.js';
 import { parseRecipients } from './recipients.js';
 import { rawHeaderFields, replyHeaders } from './reply.js';
-import type { ReceivedMail } from './sending.deps.js';
+import type { MailStore } from '../mail/mail.store.js';
 import type { Queued, SendInput, SendingService } from './sending.service.js';
 import type { DraftAttachmentTable, DraftTable } from '../mail/draft.table.js';
 
@@ -96,7 +96,7 @@ type DraftOps =
 export interface DraftDeps {
   /** The pool: the service opens its transactions on it. */
   work: Work;
-  mail: Pick<SendingMailStore, DraftOps> & Pick<ReceivedMail, 'findMailboxByAddress' | 'findMessage' | 'findContent'>;
+  mail: Pick<SendingMailStore, DraftOps> & Pick<MailStore, 'findMailbox' | 'findMessage' | 'findContent'>;
   clock: Clock;
   sending: Pick<SendingService, 'check' | 'enqueue'>;
 }
@@ -130,7 +130,7 @@ function toView(row: DraftRow, attachments: readonly DraftAttachmentMeta[]): Dra
 export function createDraftService({ work, mail, clock, sending }: DraftDeps): DraftService {
   async function mailboxOf(conn: Work, tenant: TenantContext, address: string) {
     const normalized = normalizeEmail(address);
-    const mailbox = normalized ? await mail.findMailboxByAddress(conn, tenant.workspaceId, normalized) : undefined;
+    const mailbox = normalized ? await mail.findMailbox(conn, tenant.workspaceId, normalized) : undefined;
     if (!mailbox) throw notFound('mailbox_not_found', `no mailbox ${address} in this workspace`);
     return mailbox;
   }

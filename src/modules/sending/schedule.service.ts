@@ -3,12 +3,13 @@ import type { Clock } from '../../lib/clock.js';
 import { conflict, notFound } from '../../lib/errors.js';
 import type { Queue } from '../../jobs/queue.js';
 import type { SendingMailStore } from '../mail/sending-mail.store.js';
-import type { MessageDetailRow } from '../messages/message.repository.js';
+import type { MessageDetailRow } from '../mail/mail.store.js';
 import type { SentMessageView } from '../messages/message.types.js';
 import { toMessageListView, toSentMessageView } from '../messages/message.views.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { scheduledTime } from './schedule.js';
-import type { EventOutbox, ReceivedMail } from './sending.deps.js';
+import type { EventOutbox } from './sending.deps.js';
+import type { MailStore } from '../mail/mail.store.js';
 
 /** Cancelling and rescheduling a message that waits for its send_at (`scheduled`). */
 export interface Scheduling {
@@ -23,7 +24,7 @@ export interface SchedulingDeps {
   clock: Clock;
   events: EventOutbox;
   queue: Pick<Queue, 'cancel' | 'reschedule'>;
-  mail: Pick<SendingMailStore, 'deliveryState' | 'cancelScheduled' | 'rescheduleScheduled'> & Pick<ReceivedMail, 'findMessage'>;
+  mail: Pick<SendingMailStore, 'deliveryState' | 'cancelScheduled' | 'rescheduleScheduled'> & Pick<MailStore, 'findMessage'>;
 }
 
 type Key = { workspaceId: string; messageId: string };

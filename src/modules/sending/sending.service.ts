@@ -4,7 +4,7 @@ import { iso, type Clock } from '../../lib/clock.js';
 import { invalid, isDomainError, notFound, DomainError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { Queue } from '../../jobs/queue.js';
-import { candidatesOf } from '../lists/list.repository.js';
+import { candidatesOf } from '../lists/list.store.js';
 import { addressVerdicts } from '../lists/list.service.js';
 import { notChecked } from '../messages/authentication.js';
 import { MAX_SUBJECT_LENGTH, snippetOf, type ParsedMessage } from '../messages/mime.js';
@@ -21,7 +21,8 @@ import type { Composer } from './compose-pool.js';
 import { MAX_RECIPIENTS, parseRecipients } from './recipients.js';
 import { scheduledTime } from './schedule.js';
 import { createScheduling, type Scheduling } from './schedule.service.js';
-import type { EventOutbox, ReceivedMail, SendingDomains } from './sending.deps.js';
+import type { EventOutbox, SendingDomains } from './sending.deps.js';
+import type { MailStore } from '../mail/mail.store.js';
 import type { ReturnPaths } from '../../lib/verp.js';
 
 export const DELIVERY_QUEUE = 'delivery';
@@ -101,7 +102,7 @@ export interface SendingDeps {
   events: EventOutbox;
   /** The sent copy, its delivery state and the checks a send reads (mailbox, lists, suppressions). */
   mail: Pick<SendingMailStore, 'readSender' | 'recordOutbound' | 'suppressedAmong' | 'deliveryState' | 'cancelScheduled' | 'rescheduleScheduled'> &
-    Pick<ReceivedMail, 'storeMessage' | 'findMessage' | 'listWithDelivery' | 'countMessages' | 'findMailboxByAddress'>;
+    Pick<MailStore, 'storeCopy' | 'findMessage' | 'deliveryPage' | 'findMailbox'>;
   queue: Pick<Queue, 'enqueue' | 'cancel' | 'reschedule'>;
   domains: SendingDomains;
   /** The keyed VERP return paths (bounces+<message_id>-<tag>@<domain>), routed to our SMTP listener. */
@@ -150,7 +151,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
     if (found?.mailbox_id == null || found.mailbox_address == null) throw noMailbox();
     const mailbox = { id: found.mailbox_id, address: found.mailbox_address };
     const fromDomain = mailbox.address.slice(mailbox.address.lastIndexOf('@') + 1);
-    if (!(await domains.isAllowedDomain(tenant.workspaceId, fromDomain, conn))) {
+    if (!(await domains.isAllowedDomain(tenant.workspaceId, fromDomain, asWork(conn)))) {
       throw invalid('domain_not_verified', `${fromDomain} is neither a hosted domain nor a verified sending domain`);
     }
     if ('error' in recipients) throw recipients.error;
@@ -180,7 +181,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       if (record) {
         await work.transaction().execute(async (own) => {
           for (const r of refused) {
-            await events.emit(own, { workspaceId: tenant.workspaceId, type: 'message.rejected', data: { mailbox: mailbox.address, from: mailbox.address, recipient: r.recipient, reason: r.reason, direction: 'outbound' } });
+            await events.emit(asWork(own), { workspaceId: tenant.workspaceId, type: 'message.rejected', data: { mailbox: mailbox.address, from: mailbox.address, recipient: r.recipient, reason: r.reason, direction: 'outbound' } });
           }
         });
       }
@@ -270,7 +271,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
   async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Work, sendAt: number | null = null): Promise<Queued> {
     const { mailbox, all } = checked;
     const { messageId, now, raw, parsed, mailFrom } = composed;
-    const row = await mail.storeMessage(trx, {
+    const row = await mail.storeCopy(trx, {
       id: messageId,
       workspaceId: tenant.workspaceId,
       mailboxId: mailbox.id,
@@ -285,7 +286,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
     });
     const status = sendAt === null ? 'queued' : 'scheduled';
     // The job first: the outbound row keeps its id, which cancel and reschedule find it by.
-    const jobId = await queue.enqueue(trx, {
+    const jobId = await queue.enqueue(asWork(trx), {
       queue: DELIVERY_QUEUE,
       workspaceId: tenant.workspaceId,
       payload: { message_id: messageId },
@@ -294,7 +295,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
     });
     await mail.recordOutbound(trx, { workspaceId: tenant.workspaceId, messageId, status, mailFrom, recipients: all, sendAt, jobId, now });
     const schedule = sendAt === null ? {} : { send_at: iso(sendAt) };
-    await events.emit(trx, { workspaceId: tenant.workspaceId, type: 'message.sent', data: { ...toMessageListView(row), status, ...schedule } });
+    await events.emit(asWork(trx), { workspaceId: tenant.workspaceId, type: 'message.sent', data: { ...toMessageListView(row), status, ...schedule } });
     return { message_id: messageId, status, ...schedule };
   }
 
@@ -303,15 +304,12 @@ export function createSendingService(deps: SendingDeps): SendingService {
       let mailboxId: string | undefined;
       if (query.mailbox !== undefined) {
         const address = normalizeEmail(query.mailbox);
-        const mailbox = address ? await mail.findMailboxByAddress(work, tenant.workspaceId, address) : undefined;
+        const mailbox = address ? await mail.findMailbox(work, tenant.workspaceId, address) : undefined;
         if (!mailbox) throw notFound('mailbox_not_found', `no mailbox ${query.mailbox}`);
         mailboxId = mailbox.id;
       }
       const filter = { mailboxId, folder: 'sent' };
-      const [rows, total] = await Promise.all([
-        mail.listWithDelivery(work, tenant.workspaceId, filter, query.limit, query.offset),
-        mail.countMessages(work, tenant.workspaceId, filter),
-      ]);
+      const { rows, total } = await mail.deliveryPage(work, tenant.workspaceId, filter, query.limit, query.offset);
       return { messages: rows.map(toSentMessageView), total, limit: query.limit, offset: query.offset };
     },
 

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
 import { isUniqueViolation } from '../../db/dialect.js';
 import type { Clock } from '../../lib/clock.js';
 import { conflict, invalid, notFound } from '../../lib/errors.js';
@@ -6,7 +6,7 @@ import { newId } from '../../lib/ids.js';
 import { hashPassword } from '../../lib/secrets.js';
 import { insertApiKey as createApiKeyRow, insertUser as createUserRow } from './credentials.js';
 import type { Role } from './tenancy.table.js';
-import { tenancyRepository as repo } from './tenancy.repository.js';
+import type { TenancyStore } from './tenancy.store.js';
 import { MAX_WORKSPACE_NAME_LENGTH, checkEmail, checkPassword, checkRole } from './validation.js';
 
 export interface AdminService {
@@ -28,9 +28,12 @@ function checkWorkspaceName(name: string): string {
 }
 
 /** Operator actions behind `mailroom admin …`: users, workspaces, memberships and API keys. */
-export function createAdminService({ db, clock }: { db: Db; clock: Clock }): AdminService {
-  async function insertApiKey(trx: Db, workspaceId: string | null) {
-    const { token, row } = await createApiKeyRow(trx, clock, workspaceId);
+/** The tenancy operations the operator commands use. */
+export type AdminStore = Pick<TenancyStore, 'findUserByEmail' | 'findWorkspace' | 'insertMembership' | 'insertWorkspace' | 'insertUser' | 'insertApiKey'>;
+
+export function createAdminService({ work, store, clock }: { work: Work; store: AdminStore; clock: Clock }): AdminService {
+  async function insertApiKey(trx: Work, workspaceId: string | null) {
+    const { token, row } = await createApiKeyRow(store, trx, clock, workspaceId);
     return { api_key: token, key_id: row.id, workspace_id: workspaceId };
   }
 
@@ -40,12 +43,12 @@ export function createAdminService({ db, clock }: { db: Db; clock: Clock }): Adm
       checkPassword(input.password);
       const name = checkWorkspaceName(input.workspace);
       const passwordHash = await hashPassword(input.password);
-      return db.transaction().execute(async (trx) => {
+      return work.transaction().execute(async (trx) => {
         const now = clock.now();
         const workspaceId = newId('ws');
-        await repo.insertWorkspace(trx, { id: workspaceId, name, created_at: now });
-        const userId = await createUserRow(trx, clock, email, passwordHash);
-        await repo.insertMembership(trx, { workspace_id: workspaceId, user_id: userId, role: 'owner', created_at: now });
+        await store.insertWorkspace(trx, { id: workspaceId, name, created_at: now });
+        const userId = await createUserRow(store, trx, clock, email, passwordHash);
+        await store.insertMembership(trx, { workspace_id: workspaceId, user_id: userId, role: 'owner', created_at: now });
         const { api_key } = await insertApiKey(trx, workspaceId);
         return { workspace_id: workspaceId, user_id: userId, api_key };
       });
@@ -54,26 +57,26 @@ export function createAdminService({ db, clock }: { db: Db; clock: Clock }): Adm
     async createUser(input) {
       const email = checkEmail(input.email);
       checkPassword(input.password);
-      const userId = await createUserRow(db, clock, email, await hashPassword(input.password));
+      const userId = await createUserRow(store, work, clock, email, await hashPassword(input.password));
       return { user_id: userId, email };
     },
 
     async createWorkspace(input) {
       const name = checkWorkspaceName(input.name);
       const id = newId('ws');
-      await repo.insertWorkspace(db, { id, name, created_at: clock.now() });
+      await store.insertWorkspace(work, { id, name, created_at: clock.now() });
       return { workspace_id: id, name };
     },
 
     async addMember(input) {
       const role = checkRole(input.role);
       const email = checkEmail(input.email);
-      const workspace = await repo.findWorkspace(db, input.workspace);
+      const workspace = await store.findWorkspace(work, input.workspace);
       if (!workspace) throw notFound('workspace_not_found', `no workspace ${input.workspace}`);
-      const user = await repo.findUserByEmail(db, email);
+      const user = await store.findUserByEmail(work, email);
       if (!user) throw notFound('user_not_found', `no user with email ${email}`);
       try {
-        await repo.insertMembership(db, { workspace_id: workspace.id, user_id: user.id, role, created_at: clock.now() });
+        await store.insertMembership(work, { workspace_id: workspace.id, user_id: user.id, role, created_at: clock.now() });
       } catch (err) {
         if (isUniqueViolation(err)) throw conflict('already_member', `${email} is already a member of ${workspace.id}`);
         throw err;
@@ -83,11 +86,11 @@ export function createAdminService({ db, clock }: { db: Db; clock: Clock }): Adm
 
     async createApiKey(input) {
       if (input.platform && input.workspace) throw invalid('invalid_request', 'give either a workspace or --platform, not both');
-      if (input.platform) return insertApiKey(db, null);
+      if (input.platform) return insertApiKey(work, null);
       if (!input.workspace) throw invalid('invalid_request', 'a workspace id (or --platform) is required');
-      const workspace = await repo.findWorkspace(db, input.workspace);
+      const workspace = await store.findWorkspace(work, input.workspace);
       if (!workspace) throw notFound('workspace_not_found', `no workspace ${input.workspace}`);
-      return insertApiKey(db, workspace.id);
+      return insertApiKey(work, workspace.id);
     },
   };
 }

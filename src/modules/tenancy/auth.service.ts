@@ -1,11 +1,11 @@
 import ipaddr from 'ipaddr.js';
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { forbidden, invalid, notFound, rateLimited, unauthorized } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { DUMMY_PASSWORD_HASH, hashPassword, hashToken, newToken, verifyPassword } from '../../lib/secrets.js';
-import { tenancyRepository as repo } from './tenancy.repository.js';
+import type { TenancyStore } from './tenancy.store.js';
 import type { ApiKeyContext, LoginView, PasswordChangeView, SessionContext, SessionView, TenantContext } from './tenancy.types.js';
 import { checkPassword, normalizeEmail } from './validation.js';
 
@@ -89,19 +89,46 @@ const GRANT_CHECK_CHUNK = 500;
  */
 export type CredentialsChanged = (userId: string) => void;
 
+/** The tenancy operations sign-in, sessions, API keys and rate limits use. */
+export type AuthStore = Pick<
+  TenancyStore,
+  | 'clearLoginFailures'
+  | 'countRequest'
+  | 'deleteLoginFailure'
+  | 'findApiKeyByHash'
+  | 'findMembership'
+  | 'findSessionByHash'
+  | 'findUserByEmail'
+  | 'findUserById'
+  | 'findWorkspace'
+  | 'insertLoginFailure'
+  | 'insertSession'
+  | 'listMembershipsOfUser'
+  | 'liveSessionMemberships'
+  | 'loginFailuresSince'
+  | 'revokeOtherSessions'
+  | 'revokeSession'
+  | 'setActiveWorkspace'
+  | 'setPasswordHash'
+  | 'touchApiKey'
+  | 'touchSession'
+>;
+
 export function createAuthService({
-  db,
+  work,
+  store,
   clock,
   credentialsChanged,
   loginLimits = { perAddress: LOGIN_FAILURE_LIMIT, perAccount: LOGIN_ACCOUNT_FAILURE_LIMIT },
 }: {
-  db: Db;
+  work: Work;
+  store: AuthStore;
   clock: Clock;
   credentialsChanged?: CredentialsChanged;
   loginLimits?: LoginLimits;
 }): AuthService {
   async function view(session: { userId: string; email: string; activeWorkspaceId: string | null; expiresAt: number }): Promise<SessionView> {
-    const workspaces = await repo.listMembershipsOfUser(db, session.userId);
+    const workspaces = await store.listMembershipsOfUser(work, session.userId);
     return {
       ok: true,
       expires_at: iso(session.expiresAt),
@@ -121,12 +148,12 @@ export function createAuthService({
    */
   async function countAttempt(email: string, client: string, now: number): Promise<void> {
     const id = newId('lst');
-    await repo.insertLoginFailure(db, id, email, client, now);
-    const failures = await repo.loginFailuresSince(db, email, client, now - LOGIN_FAILURE_WINDOW_MS);
+    await store.insertLoginFailure(work, id, email, client, now);
+    const failures = await store.loginFailuresSince(work, email, client, now - LOGIN_FAILURE_WINDOW_MS);
     const fromClient = Number(failures.clientCount ?? 0);
     const accountWide = Number(failures.count) > loginLimits.perAccount;
     if (fromClient <= (accountWide ? 1 : loginLimits.perAddress)) return;
-    await repo.deleteLoginFailure(db, id);
+    await store.deleteLoginFailure(work, id);
     const oldest = Number(failures.clientOldest ?? now);
     const retryAfter = Math.max(1, Math.ceil((oldest + LOGIN_FAILURE_WINDOW_MS - now) / 1000));
     const why = accountWide ? 'too many failed logins for this email from many addresses, and from this one' : 'too many failed logins for this email from this address';
@@ -136,10 +163,10 @@ export function createAuthService({
   return {
     async authenticateApiKey(token, tenantHeader) {
       if (!token.startsWith('mrk_')) throw unauthorized('invalid_credential', 'the API key is not valid');
-      const key = await repo.findApiKeyByHash(db, hashToken(token));
+      const key = await store.findApiKeyByHash(work, hashToken(token));
       if (!key) throw unauthorized('invalid_credential', 'the API key is not valid');
       const now = clock.now();
-      if (key.last_used_at === null || now - key.last_used_at > TOUCH_INTERVAL_MS) await repo.touchApiKey(db, key.id, now);
+      if (key.last_used_at === null || now - key.last_used_at > TOUCH_INTERVAL_MS) await store.touchApiKey(work, key.id, now);
       const tenant = tenantHeader?.trim() || undefined;
       if (key.workspace_id !== null) {
         if (tenant !== undefined && tenant !== key.workspace_id) {
@@ -148,20 +175,20 @@ export function createAuthService({
         return { workspaceId: key.workspace_id, role: 'api_key', userId: null, apiKeyId: key.id };
       }
       if (tenant === undefined) throw invalid('tenant_required', 'a platform API key needs an X-Tenant-ID header naming the workspace');
-      const workspace = await repo.findWorkspace(db, tenant);
+      const workspace = await store.findWorkspace(work, tenant);
       if (!workspace) throw notFound('tenant_not_found', `no workspace ${tenant}`);
       return { workspaceId: workspace.id, role: 'api_key', userId: null, apiKeyId: key.id };
     },
 
     async authenticateSession(token) {
       if (!token.startsWith('mrs_')) throw unauthorized('invalid_session', 'the session token is not valid');
-      const row = await repo.findSessionByHash(db, hashToken(token));
+      const row = await store.findSessionByHash(work, hashToken(token));
       if (!row) throw unauthorized('invalid_session', 'the session token is not valid or has been logged out');
       const now = clock.now();
       if (row.expires_at <= now || row.last_seen_at + SESSION_IDLE_MS <= now) {
         throw unauthorized('session_expired', 'the session has expired; log in again');
       }
-      if (now - row.last_seen_at > TOUCH_INTERVAL_MS) await repo.touchSession(db, row.id, now);
+      if (now - row.last_seen_at > TOUCH_INTERVAL_MS) await store.touchSession(work, row.id, now);
       return {
         sessionId: row.id,
         userId: row.user_id,
@@ -178,17 +205,17 @@ export function createAuthService({
       const now = clock.now();
       const client = loginClientKey(clientIp);
       await countAttempt(email, client, now);
-      const user = await repo.findUserByEmail(db, email);
+      const user = await store.findUserByEmail(work, email);
       // An unknown email still costs one scrypt, so both failures take the same time.
       const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
       // A wrong password keeps its attempt as a failure; the right one clears them all.
       if (!user || !ok) throw unauthorized('invalid_credentials', 'email or password is wrong');
-      await repo.clearLoginFailures(db, email, client, clock.now());
-      const memberships = await repo.listMembershipsOfUser(db, user.id);
+      await store.clearLoginFailures(work, email, client, clock.now());
+      const memberships = await store.listMembershipsOfUser(work, user.id);
       const token = newToken('mrs');
       const expiresAt = now + SESSION_ABSOLUTE_MS;
       const activeWorkspaceId = memberships[0]?.workspace_id ?? null;
-      await repo.insertSession(db, {
+      await store.insertSession(work, {
         id: newId('ses'),
         user_id: user.id,
         token_hash: hashToken(token),
@@ -203,16 +230,16 @@ export function createAuthService({
     },
 
     async logout(session) {
-      await repo.revokeSession(db, session.sessionId, clock.now());
+      await store.revokeSession(work, session.sessionId, clock.now());
       credentialsChanged?.(session.userId);
     },
 
     describe: (session) => view(session),
 
     async selectWorkspace(session, workspaceId) {
-      const membership = await repo.findMembership(db, workspaceId, session.userId);
+      const membership = await store.findMembership(work, workspaceId, session.userId);
       if (!membership) throw notFound('workspace_not_found', `no workspace ${workspaceId}`);
-      await repo.setActiveWorkspace(db, session.sessionId, workspaceId);
+      await store.setActiveWorkspace(work, session.sessionId, workspaceId);
       return view({ ...session, activeWorkspaceId: workspaceId });
     },
 
@@ -222,14 +249,14 @@ export function createAuthService({
       const client = loginClientKey(clientIp);
       // The login throttle's budget: a stolen session cannot guess the password faster than a login could.
       await countAttempt(session.email, client, now);
-      const user = await repo.findUserById(db, session.userId);
+      const user = await store.findUserById(work, session.userId);
       const ok = await verifyPassword(input.current_password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
       if (!user || !ok) throw forbidden('wrong_password', 'the current password is wrong');
-      await repo.clearLoginFailures(db, session.email, client, clock.now());
+      await store.clearLoginFailures(work, session.email, client, clock.now());
       const passwordHash = await hashPassword(input.new_password);
-      const ended = await db.transaction().execute(async (trx) => {
-        await repo.setPasswordHash(trx, user.id, passwordHash);
-        return repo.revokeOtherSessions(trx, user.id, session.sessionId, now, now - SESSION_IDLE_MS);
+      const ended = await work.transaction().execute(async (trx) => {
+        await store.setPasswordHash(trx, user.id, passwordHash);
+        return store.revokeOtherSessions(trx, user.id, session.sessionId, now, now - SESSION_IDLE_MS);
       });
       if (ended > 0) credentialsChanged?.(user.id);
       return { ok: true as const, sessions_ended: ended };
@@ -242,7 +269,7 @@ export function createAuthService({
       const sessionIds = [...new Set(grants.map((g) => g.sessionId))];
       const workspaceIds = [...new Set(grants.map((g) => g.workspaceId))];
       for (let i = 0; i < sessionIds.length; i += GRANT_CHECK_CHUNK) {
-        const rows = await repo.liveSessionMemberships(db, sessionIds.slice(i, i + GRANT_CHECK_CHUNK), workspaceIds, now, now - SESSION_IDLE_MS);
+        const rows = await store.liveSessionMemberships(work, sessionIds.slice(i, i + GRANT_CHECK_CHUNK), workspaceIds, now, now - SESSION_IDLE_MS);
         for (const row of rows) holding.add(key(row.session_id, row.workspace_id, row.role));
       }
       return grants.map((g) => holding.has(key(g.sessionId, g.workspaceId, g.role)));
@@ -251,7 +278,7 @@ export function createAuthService({
     async countRequest(bucket, windowMs) {
       const now = clock.now();
       const windowStart = now - (now % windowMs);
-      return { hits: await repo.countRequest(db, bucket, windowStart), resetInMs: windowStart + windowMs - now };
+      return { hits: await store.countRequest(work, bucket, windowStart), resetInMs: windowStart + windowMs - now };
     },
 
     sessionTenant(session) {

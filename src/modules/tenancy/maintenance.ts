@@ -1,8 +1,8 @@
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
 import { LOGIN_FAILURE_WINDOW_MS, SESSION_IDLE_MS } from './auth.service.js';
-import { tenancyRepository as repo } from './tenancy.repository.js';
+import type { TenancyStore } from './tenancy.store.js';
 
 const SWEEP_INTERVAL_MS = 10 * 60_000;
 /** Sessions are kept this long after they end, so a late request still gets "expired", not "unknown". */
@@ -18,20 +18,15 @@ export interface Maintenance {
 }
 
 /** Housekeeping of the tenancy tables, run by the worker role. */
-export function createMaintenance({ db, clock, logger }: { db: Db; clock: Clock; logger: Logger }): Maintenance {
+export function createMaintenance({ work, store, clock, logger }: { work: Work; store: Pick<TenancyStore, 'deleteSessionsEndedBefore' | 'deleteLoginFailuresBefore' | 'deleteRequestCountsBefore'>; clock: Clock; logger: Logger }): Maintenance {
   let timer: NodeJS.Timeout | undefined;
   async function sweep() {
     const now = clock.now();
     const cutoff = now - SESSION_RETENTION_MS;
-    const sessions = await db
-      .deleteFrom('sessions')
-      .where((eb) =>
-        eb.or([eb('expires_at', '<', cutoff), eb('last_seen_at', '<', cutoff - SESSION_IDLE_MS), eb('revoked_at', '<', cutoff)]),
-      )
-      .executeTakeFirst();
-    const failures = await db.deleteFrom('login_failures').where('failed_at', '<', now - LOGIN_FAILURE_WINDOW_MS).executeTakeFirst();
-    const counts = await repo.deleteRequestCountsBefore(db, now - REQUEST_COUNT_RETENTION_MS);
-    return { sessions: Number(sessions.numDeletedRows), loginFailures: Number(failures.numDeletedRows), requestCounts: Number(counts.numDeletedRows) };
+    const sessions = await store.deleteSessionsEndedBefore(work, cutoff, SESSION_IDLE_MS);
+    const loginFailures = await store.deleteLoginFailuresBefore(work, now - LOGIN_FAILURE_WINDOW_MS);
+    const counts = await store.deleteRequestCountsBefore(work, now - REQUEST_COUNT_RETENTION_MS);
+    return { sessions, loginFailures, requestCounts: Number(counts.numDeletedRows) };
   }
   return {
     sweep,

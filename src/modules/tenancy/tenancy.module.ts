@@ -1,9 +1,8 @@
-import type { Db } from '../../db/database.js';
-import type { DialectInfo } from '../../db/dialect.js';
+import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
-import { createAdminService, type AdminService } from './admin.service.js';
-import { createAuthService, type AuthService, type CredentialsChanged, type LoginLimits } from './auth.service.js';
-import { createWorkspaceAdminService, type WorkspaceAdminService } from './workspace-admin.service.js';
+import { createAdminService, type AdminService, type AdminStore } from './admin.service.js';
+import { createAuthService, type AuthService, type AuthStore, type CredentialsChanged, type LoginLimits } from './auth.service.js';
+import { createWorkspaceAdminService, type WorkspaceAdminService, type WorkspaceAdminStore } from './workspace-admin.service.js';
 
 export interface TenancyModule {
   admin: AdminService;
@@ -12,6 +11,12 @@ export interface TenancyModule {
   workspace: WorkspaceAdminService;
 }
 
-export function createTenancyModule(deps: { db: Db; clock: Clock; dialect: DialectInfo; credentialsChanged?: CredentialsChanged; loginLimits?: LoginLimits }): TenancyModule {
+export function createTenancyModule(deps: {
+  work: Work;
+  store: AdminStore & AuthStore & WorkspaceAdminStore;
+  clock: Clock;
+  credentialsChanged?: CredentialsChanged;
+  loginLimits?: LoginLimits;
+}): TenancyModule {
   return { admin: createAdminService(deps), auth: createAuthService(deps), workspace: createWorkspaceAdminService(deps) };
 }

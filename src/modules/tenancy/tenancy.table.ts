@@ -61,3 +61,14 @@ export interface RequestCountTable {
   window_start: number;
   hits: number;
 }
+
+/** The tenancy module's tables: workspaces, their users and memberships, credentials (API keys, sessions) and the counters that rate-limit logins and requests. */
+export interface TenancyTables {
+  workspaces: WorkspaceTable;
+  users: UserTable;
+  memberships: MembershipTable;
+  api_keys: ApiKeyTable;
+  sessions: SessionTable;
+  login_failures: LoginFailureTable;
+  request_counts: RequestCountTable;
+}

@@ -1,5 +1,5 @@
-import type { Db } from '../../db/database.js';
-import { isUniqueViolation, type DialectInfo } from '../../db/dialect.js';
+import type { Work } from '../../db/tables.js';
+import { isUniqueViolation } from '../../db/dialect.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { conflict, forbidden, invalid, notFound } from '../../lib/errors.js';
@@ -7,7 +7,7 @@ import { hashPassword } from '../../lib/secrets.js';
 import { insertApiKey, insertUser } from './credentials.js';
 import type { ApiKeyTable, Role } from './tenancy.table.js';
 import type { CredentialsChanged } from './auth.service.js';
-import { tenancyRepository as repo } from './tenancy.repository.js';
+import type { TenancyStore } from './tenancy.store.js';
 import { isAdmin, type ApiKeyView, type ApiKeyWithSecret, type MemberView, type TenantContext } from './tenancy.types.js';
 import { MAX_API_KEY_NAME_LENGTH, checkEmail, checkPassword, checkRole } from './validation.js';
 
@@ -59,35 +59,55 @@ function requireOwnerFor(tenant: TenantContext, touchesOwner: boolean): void {
   if (touchesOwner && tenant.role !== 'owner') throw forbidden('forbidden_role', 'only an owner can make, change or remove an owner');
 }
 
+/** The tenancy operations a workspace's own administration uses. */
+export type WorkspaceAdminStore = Pick<
+  TenancyStore,
+  | 'countLiveApiKeys'
+  | 'countOwners'
+  | 'deleteMembership'
+  | 'findApiKey'
+  | 'findMember'
+  | 'findMembership'
+  | 'findUserByEmail'
+  | 'insertMembership'
+  | 'listApiKeys'
+  | 'listMembers'
+  | 'lockWorkspace'
+  | 'revokeApiKey'
+  | 'setRole'
+  | 'insertUser'
+  | 'insertApiKey'
+>;
+
 export function createWorkspaceAdminService({
-  db,
+  work,
+  store,
   clock,
-  dialect,
   credentialsChanged,
 }: {
-  db: Db;
+  work: Work;
+  store: WorkspaceAdminStore;
   clock: Clock;
-  dialect: DialectInfo;
   credentialsChanged?: CredentialsChanged;
 }): WorkspaceAdminService {
   /** Run a membership change with the workspace locked, so the owner count it reads stays true until it commits. */
-  function changeMembers<T>(tenant: TenantContext, work: (trx: Db) => Promise<T>): Promise<T> {
-    return db.transaction().execute(async (trx) => {
-      if (!(await repo.lockWorkspace(trx, tenant.workspaceId, dialect.supportsRowLocks))) {
+  function changeMembers<T>(tenant: TenantContext, change: (trx: Work) => Promise<T>): Promise<T> {
+    return work.transaction().execute(async (trx) => {
+      if (!(await store.lockWorkspace(trx, tenant.workspaceId))) {
         throw notFound('workspace_not_found', `no workspace ${tenant.workspaceId}`);
       }
-      return work(trx);
+      return change(trx);
     });
   }
 
-  async function findMember(trx: Db, tenant: TenantContext, userId: string) {
-    const member = await repo.findMember(trx, tenant.workspaceId, userId);
+  async function findMember(trx: Work, tenant: TenantContext, userId: string) {
+    const member = await store.findMember(trx, tenant.workspaceId, userId);
     if (!member) throw notFound('member_not_found', `no member ${userId} in this workspace`);
     return member;
   }
 
-  async function keepAnOwner(trx: Db, tenant: TenantContext): Promise<void> {
-    if ((await repo.countOwners(trx, tenant.workspaceId)) <= 1) {
+  async function keepAnOwner(trx: Work, tenant: TenantContext): Promise<void> {
+    if ((await store.countOwners(trx, tenant.workspaceId)) <= 1) {
       throw conflict('last_owner', 'this is the last owner of the workspace: make another member owner first');
     }
   }
@@ -95,30 +115,30 @@ export function createWorkspaceAdminService({
   return {
     async listApiKeys(tenant) {
       requireAdmin(tenant, 'API keys');
-      return { api_keys: (await repo.listApiKeys(db, tenant.workspaceId)).map(keyView) };
+      return { api_keys: (await store.listApiKeys(work, tenant.workspaceId)).map(keyView) };
     },
 
     async createApiKey(tenant, input) {
       requireAdmin(tenant, 'API keys');
       const name = (input.name ?? '').trim();
       if (name.length > MAX_API_KEY_NAME_LENGTH) throw invalid('invalid_request', `name must be at most ${MAX_API_KEY_NAME_LENGTH} characters`);
-      if ((await repo.countLiveApiKeys(db, tenant.workspaceId)) >= MAX_LIVE_API_KEYS) {
+      if ((await store.countLiveApiKeys(work, tenant.workspaceId)) >= MAX_LIVE_API_KEYS) {
         throw conflict('too_many_api_keys', `the workspace already has ${MAX_LIVE_API_KEYS} API keys; revoke one first`);
       }
-      const { token, row } = await insertApiKey(db, clock, tenant.workspaceId, name);
+      const { token, row } = await insertApiKey(store, work, clock, tenant.workspaceId, name);
       return { ...keyView(row), api_key: token };
     },
 
     async revokeApiKey(tenant, keyId) {
       requireAdmin(tenant, 'API keys');
-      await repo.revokeApiKey(db, tenant.workspaceId, keyId, clock.now());
-      const row = await repo.findApiKey(db, tenant.workspaceId, keyId);
+      await store.revokeApiKey(work, tenant.workspaceId, keyId, clock.now());
+      const row = await store.findApiKey(work, tenant.workspaceId, keyId);
       if (!row) throw notFound('api_key_not_found', `no API key ${keyId} in this workspace`);
       return keyView(row);
     },
 
     async listMembers(tenant) {
-      return { members: (await repo.listMembers(db, tenant.workspaceId)).map(memberView) };
+      return { members: (await store.listMembers(work, tenant.workspaceId)).map(memberView) };
     },
 
     async addMember(tenant, input) {
@@ -131,16 +151,16 @@ export function createWorkspaceAdminService({
       const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
       return changeMembers(tenant, async (trx) => {
         let userId: string;
-        if (passwordHash !== null) userId = await insertUser(trx, clock, email, passwordHash);
+        if (passwordHash !== null) userId = await insertUser(store, trx, clock, email, passwordHash);
         else {
-          const user = await repo.findUserByEmail(trx, email);
+          const user = await store.findUserByEmail(trx, email);
           if (!user) throw notFound('user_not_found', `no user with email ${email}; give a password to create one`);
           userId = user.id;
         }
-        if (await repo.findMembership(trx, tenant.workspaceId, userId)) throw conflict('already_member', `${email} is already a member of this workspace`);
+        if (await store.findMembership(trx, tenant.workspaceId, userId)) throw conflict('already_member', `${email} is already a member of this workspace`);
         const row = { workspace_id: tenant.workspaceId, user_id: userId, role, created_at: clock.now() };
         try {
-          await repo.insertMembership(trx, row);
+          await store.insertMembership(trx, row);
         } catch (err) {
           if (isUniqueViolation(err)) throw conflict('already_member', `${email} is already a member of this workspace`);
           throw err;
@@ -158,7 +178,7 @@ export function createWorkspaceAdminService({
         requireOwnerFor(tenant, member.role === 'owner' || role === 'owner');
         if (member.role === role) return memberView(member);
         if (member.role === 'owner') await keepAnOwner(trx, tenant);
-        await repo.setRole(trx, tenant.workspaceId, userId, role);
+        await store.setRole(trx, tenant.workspaceId, userId, role);
         changed = true;
         return memberView({ ...member, role });
       });
@@ -172,7 +192,7 @@ export function createWorkspaceAdminService({
         const member = await findMember(trx, tenant, userId);
         requireOwnerFor(tenant, member.role === 'owner');
         if (member.role === 'owner') await keepAnOwner(trx, tenant);
-        await repo.deleteMembership(trx, tenant.workspaceId, userId);
+        await store.deleteMembership(trx, tenant.workspaceId, userId);
       });
       credentialsChanged?.(userId);
     },

@@ -1,16 +1,19 @@
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { forbidden, invalid, notFound, unauthorized } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { hashToken, newToken } from '../../lib/secrets.js';
-import { domainRepository } from '../domains/domain.repository.js';
-import { mailboxRepository } from '../mailboxes/mailbox.repository.js';
+import type { DomainStore } from '../domains/domain.store.js';
+import type { MailStore } from '../mail/mail.store.js';
 import { TOUCH_INTERVAL_MS } from '../tenancy/auth.service.js';
 import { isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
-import { serviceTokenRepository as repo, type ServiceTokenRow } from './service-token.repository.js';
-import { SERVICE_TOKEN_SCOPES, type ServiceTokenScope } from './transactional.table.js';
+import type { ServiceTokenStore } from './service-token.store.js';
+import { SERVICE_TOKEN_SCOPES, type ServiceTokenScope, type ServiceTokenTable } from './transactional.table.js';
+
+/** A token with the address of its mailbox, as views and authentication need it. */
+type ServiceTokenRow = ServiceTokenTable & { mailbox: string };
 
 export const MAX_TOKEN_NAME_LENGTH = 100;
 
@@ -73,9 +76,29 @@ function requireAdmin(tenant: TenantContext): void {
   if (!isAdmin(tenant.role)) throw forbidden('forbidden_role', 'service tokens need the owner or admin role');
 }
 
-export function createServiceTokenService({ db, clock }: { db: Db; clock: Clock }): ServiceTokenService {
+export interface ServiceTokenDeps {
+  work: Work;
+  store: Pick<ServiceTokenStore, 'insert' | 'list' | 'find' | 'findByHash' | 'rotate' | 'touch' | 'delete'>;
+  /** The token's sending domain, checked at create. */
+  domains: Pick<DomainStore, 'find'>;
+  /** A token points at a mailbox by id: its address is the mail store's. */
+  mailboxes: Pick<MailStore, 'mailboxIdByAddress' | 'mailboxAddresses'>;
+  clock: Clock;
+}
+
+export function createServiceTokenService({ work, store, domains, mailboxes, clock }: ServiceTokenDeps): ServiceTokenService {
+  /** The rows with their mailbox's address; a token whose mailbox is gone is left out (it goes with its mailbox). */
+  async function withMailbox(rows: readonly ServiceTokenTable[]): Promise<ServiceTokenRow[]> {
+    const addresses = await mailboxes.mailboxAddresses(work, rows.map((r) => r.mailbox_id));
+    return rows.flatMap((r) => {
+      const mailbox = addresses.get(r.mailbox_id);
+      return mailbox === undefined ? [] : [{ ...r, mailbox }];
+    });
+  }
+  const one = async (row: ServiceTokenTable | undefined): Promise<ServiceTokenRow | undefined> => (row ? (await withMailbox([row]))[0] : undefined);
+
   async function find(tenant: TenantContext, tokenId: string): Promise<ServiceTokenRow> {
-    const row = await repo.find(db, tenant.workspaceId, tokenId);
+    const row = await one(await store.find(work, tenant.workspaceId, tokenId));
     if (!row) throw notFound('service_token_not_found', `no service token ${tokenId}`);
     return row;
   }
@@ -83,7 +106,7 @@ export function createServiceTokenService({ db, clock }: { db: Db; clock: Clock 
   return {
     async list(tenant) {
       requireAdmin(tenant);
-      return { service_tokens: (await repo.list(db, tenant.workspaceId)).map(toView) };
+      return { service_tokens: (await withMailbox(await store.list(work, tenant.workspaceId))).map(toView) };
     },
 
     async get(tenant, tokenId) {
@@ -100,11 +123,11 @@ export function createServiceTokenService({ db, clock }: { db: Db; clock: Clock 
       const name = (input.name ?? '').trim();
       if (name.length > MAX_TOKEN_NAME_LENGTH) throw invalid('invalid_request', `name must be at most ${MAX_TOKEN_NAME_LENGTH} characters`);
       // A domain of another workspace is indistinguishable from none (another tenant's resources are never revealed), and both are a bad body.
-      const domain = await domainRepository.find(db, tenant.workspaceId, input.domain_id);
+      const domain = await domains.find(work, tenant.workspaceId, input.domain_id);
       if (!domain) throw invalid('domain_not_found', `no sending domain ${input.domain_id} in this workspace`);
       if (domain.status !== 'verified') throw invalid('domain_not_verified', `${domain.domain} is not verified yet; verify it before creating a token for it`);
       const address = normalizeEmail(input.mailbox);
-      const mailbox = address ? await mailboxRepository.findIdByAddress(db, tenant.workspaceId, address) : undefined;
+      const mailbox = address ? await mailboxes.mailboxIdByAddress(work, tenant.workspaceId, address) : undefined;
       if (!mailbox || !address) throw invalid('mailbox_not_found', `no mailbox ${input.mailbox} in this workspace`);
       if (address.slice(address.lastIndexOf('@') + 1) !== domain.domain) {
         throw invalid('mailbox_not_in_domain', `mailbox ${address} is not in the domain ${domain.domain}`);
@@ -122,7 +145,7 @@ export function createServiceTokenService({ db, clock }: { db: Db; clock: Clock 
         rotated_at: null,
         last_used_at: null,
       };
-      await repo.insert(db, row);
+      await store.insert(work, row);
       return { ...toView({ ...row, mailbox: address }), token };
     },
 
@@ -130,7 +153,7 @@ export function createServiceTokenService({ db, clock }: { db: Db; clock: Clock 
       requireAdmin(tenant);
       const row = await find(tenant, tokenId);
       const token = newToken('mst');
-      if (!(await repo.rotate(db, tenant.workspaceId, tokenId, hashToken(token), clock.now()))) {
+      if (!(await store.rotate(work, tenant.workspaceId, tokenId, hashToken(token), clock.now()))) {
         throw notFound('service_token_not_found', `no service token ${tokenId}`);
       }
       return { ...toView(row), token };
@@ -138,15 +161,15 @@ export function createServiceTokenService({ db, clock }: { db: Db; clock: Clock 
 
     async delete(tenant, tokenId) {
       requireAdmin(tenant);
-      if (!(await repo.delete(db, tenant.workspaceId, tokenId))) throw notFound('service_token_not_found', `no service token ${tokenId}`);
+      if (!(await store.delete(work, tenant.workspaceId, tokenId))) throw notFound('service_token_not_found', `no service token ${tokenId}`);
     },
 
     async authenticate(credential) {
       if (!credential.startsWith('mst_')) throw unauthorized('invalid_credential', 'the transactional API takes a service token (mst_…)');
-      const row = await repo.findByHash(db, hashToken(credential));
+      const row = await one(await store.findByHash(work, hashToken(credential)));
       if (!row) throw unauthorized('invalid_credential', 'the service token is not valid, or has been rotated or revoked');
       const now = clock.now();
-      if (row.last_used_at === null || now - row.last_used_at > TOUCH_INTERVAL_MS) await repo.touch(db, row.workspace_id, row.id, now);
+      if (row.last_used_at === null || now - row.last_used_at > TOUCH_INTERVAL_MS) await store.touch(work, row.workspace_id, row.id, now);
       return { tokenId: row.id, workspaceId: row.workspace_id, domainId: row.domain_id, mailboxId: row.mailbox_id, mailbox: row.mailbox, scope: row.scope };
     },
   };

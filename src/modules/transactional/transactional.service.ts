@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import type { Db } from '../../db/database.js';
-import { asWork } from '../../db/tables.js';
+import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { DomainError, forbidden, invalid, notFound } from '../../lib/errors.js';
@@ -11,7 +10,9 @@ import type { Queued, SendingService } from '../sending/sending.service.js';
 import type { DeliveryStatus } from '../mail/outbound.table.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
+import type { MailLookups } from '../mail/lookups.store.js';
 import type { ServiceTokenContext } from './service-token.service.js';
+import type { ServiceTokenStore } from './service-token.store.js';
 
 /** An Idempotency-Key is 1–255 printable ASCII characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
@@ -80,16 +81,21 @@ export function payloadHash(input: TransactionalSendInput): string {
   return createHash('sha256').update(canonical, 'utf8').digest('hex');
 }
 
-export function createTransactionalService({ db, clock, sending }: { db: Db; clock: Clock; sending: SendingService }): TransactionalService {
-  async function findKey(conn: Db, token: ServiceTokenContext, key: string) {
-    return conn
-      .selectFrom('idempotency_keys')
-      .select(['request_hash', 'response_json'])
-      .where('token_id', '=', token.tokenId)
-      .where('workspace_id', '=', token.workspaceId)
-      .where('idempotency_key', '=', key)
-      .executeTakeFirst();
-  }
+export interface TransactionalDeps {
+  work: Work;
+  /** The idempotency keys of the token's sends. */
+  store: Pick<ServiceTokenStore, 'findClaim' | 'claim' | 'settleClaim'>;
+  /** A sent message's delivery state, sender and recipients (the mail store's). */
+  mail: Pick<MailLookups, 'sentMessage'>;
+  clock: Clock;
+  sending: SendingService;
+}
+
+/** The handle `sending.enqueue` takes (the whole schema's, until sending takes `Work`): the same transaction. */
+type SendingHandle = NonNullable<Parameters<SendingService['enqueue']>[2]>;
+
+export function createTransactionalService({ work, store, mail, clock, sending }: TransactionalDeps): TransactionalService {
+  const findKey = (conn: Work, token: ServiceTokenContext, key: string) => store.findClaim(conn, token, { key });
 
   function answerExisting(existing: { request_hash: string; response_json: string }, hash: string): TransactionalResult {
     if (existing.request_hash !== hash) {
@@ -99,28 +105,9 @@ export function createTransactionalService({ db, clock, sending }: { db: Db; clo
   }
 
   async function view(token: ServiceTokenContext, where: { messageId: string } | { key: string }): Promise<TransactionalMessageView> {
-    let query = db
-      .selectFrom('idempotency_keys as k')
-      .innerJoin('outbound as o', (join) => join.onRef('o.message_id', '=', 'k.message_id').onRef('o.workspace_id', '=', 'k.workspace_id'))
-      .innerJoin('messages as m', (join) => join.onRef('m.id', '=', 'k.message_id').onRef('m.workspace_id', '=', 'k.workspace_id'))
-      .innerJoin('mailboxes as b', (join) => join.onRef('b.id', '=', 'm.mailbox_id').onRef('b.workspace_id', '=', 'm.workspace_id'))
-      .select([
-        'k.message_id',
-        'k.idempotency_key',
-        'o.status',
-        'o.attempts_json',
-        'o.last_error',
-        'o.smtp_response',
-        'o.created_at',
-        'o.updated_at',
-        'm.subject',
-        'm.to_json',
-        'b.address as from_mailbox',
-      ])
-      .where('k.token_id', '=', token.tokenId)
-      .where('k.workspace_id', '=', token.workspaceId);
-    query = 'messageId' in where ? query.where('k.message_id', '=', where.messageId) : query.where('k.idempotency_key', '=', where.key);
-    const row = await query.executeTakeFirst();
+    const claim = await store.findClaim(work, token, where);
+    const sent = claim ? await mail.sentMessage(work, token.workspaceId, claim.message_id) : undefined;
+    const row = claim && sent ? { ...sent, message_id: claim.message_id, idempotency_key: claim.idempotency_key } : undefined;
     if (!row) {
       throw 'messageId' in where
         ? notFound('message_not_found', `no message ${where.messageId} sent with this service token`)
@@ -149,7 +136,7 @@ export function createTransactionalService({ db, clock, sending }: { db: Db; clo
       }
       const hash = payloadHash(input);
       // The common retry: the key is already settled; answer without touching anything else.
-      const settled = await findKey(db, token, key);
+      const settled = await findKey(work, token, key);
       if (settled) return answerExisting(settled, hash);
 
       const tenant: TenantContext = { workspaceId: token.workspaceId, role: 'service_token', userId: null };
@@ -158,32 +145,28 @@ export function createTransactionalService({ db, clock, sending }: { db: Db; clo
       await sending.check(tenant, input);
       const messageId = newId('msg');
       const body: Queued = { message_id: messageId, status: 'queued' };
-      const claimed = await db.transaction().execute(async (trx) => {
+      const claimed = await work.transaction().execute(async (trx) => {
         // Claim the key first. On PostgreSQL a concurrent claim of the same key blocks here until the
         // first transaction ends and then inserts nothing; SQLite runs one transaction at a time.
-        const inserted = await trx
-          .insertInto('idempotency_keys')
-          .values({
-            token_id: token.tokenId,
-            idempotency_key: key,
-            workspace_id: token.workspaceId,
-            request_hash: hash,
-            message_id: messageId,
-            response_json: JSON.stringify(body),
-            created_at: clock.now(),
-          })
-          .onConflict((oc) => oc.columns(['token_id', 'idempotency_key']).doNothing())
-          .executeTakeFirst();
-        if ((inserted.numInsertedOrUpdatedRows ?? 0n) === 0n) return null;
-        const queued = await sending.enqueue(tenant, { ...input, messageId }, asWork(trx));
+        const claimedKey = await store.claim(trx, {
+          token_id: token.tokenId,
+          idempotency_key: key,
+          workspace_id: token.workspaceId,
+          request_hash: hash,
+          message_id: messageId,
+          response_json: JSON.stringify(body),
+          created_at: clock.now(),
+        });
+        if (!claimedKey) return null;
+        const queued = await sending.enqueue(tenant, { ...input, messageId }, trx);
         // The answer says more than the claim did (suppressed recipients left out): replays give the same answer.
         if (JSON.stringify(queued) !== JSON.stringify(body)) {
-          await trx.updateTable('idempotency_keys').set({ response_json: JSON.stringify(queued) }).where('token_id', '=', token.tokenId).where('idempotency_key', '=', key).execute();
+          await store.settleClaim(trx, token.tokenId, key, JSON.stringify(queued));
         }
         return queued;
       });
       if (claimed) return { body: claimed, replayed: false };
-      const winner = await findKey(db, token, key);
+      const winner = await findKey(work, token, key);
       if (!winner) throw new Error('idempotency key vanished after a conflicting claim');
       return answerExisting(winner, hash);
     },

@@ -27,3 +27,9 @@ export interface IdempotencyKeyTable {
   response_json: string;
   created_at: number;
 }
+
+/** The transactional module's tables: service tokens and the idempotency keys of sends made with them. */
+export interface TransactionalTables {
+  service_tokens: ServiceTokenTable;
+  idempotency_keys: IdempotencyKeyTable;
+}

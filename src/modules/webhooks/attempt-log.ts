@@ -1,9 +1,9 @@
-import type { Db } from '../../db/database.js';
-import type { DialectInfo } from '../../db/dialect.js';
+import type { Work } from '../../db/tables.js';
 import type { ClaimedJob, Queue } from '../../jobs/queue.js';
 import type { Clock } from '../../lib/clock.js';
 import type { EventsService } from '../events/events.service.js';
-import { recordOutcomes } from './auto-disable.js';
+import { recordOutcomes, type OutcomeDeps } from './auto-disable.js';
+import type { WebhookStore } from './webhook.store.js';
 import type { WebhookDeliveryTable } from './webhook.table.js';
 
 /** What becomes of a delivery job once its attempt is recorded. */
@@ -39,15 +39,15 @@ export interface AttemptLog {
  * recorded again on its own.
  */
 export interface AttemptLogDeps {
-  db: Db;
-  dialect: DialectInfo;
+  work: Work;
   clock: Clock;
-  queue: Pick<Queue, 'retry' | 'bury' | 'cancelGroup'>;
+  queue: Pick<Queue, 'retry' | 'bury' | 'cancelGroup' | 'completeAll'>;
+  store: Pick<WebhookStore, 'present' | 'recordAttempts'> & OutcomeDeps['store'];
   /** Emits `webhook.disabled` for an endpoint the batch disabled. */
   events: Pick<EventsService, 'emit'>;
 }
 
-export function createAttemptLog({ db, dialect, clock, queue, events }: AttemptLogDeps): AttemptLog {
+export function createAttemptLog({ work, clock, queue, store, events }: AttemptLogDeps): AttemptLog {
   const waiting: Settlement[] = [];
   let draining = false;
 
@@ -57,34 +57,22 @@ export function createAttemptLog({ db, dialect, clock, queue, events }: AttemptL
    * Unchecked, an endpoint deleted meanwhile makes the INSERT fail on its foreign key, and the batch is written
    * again checked: one statement less for the common case.
    */
-  async function write(trx: Db, batch: readonly Settlement[], checked: boolean): Promise<void> {
+  async function write(trx: Work, batch: readonly Settlement[], checked: boolean): Promise<void> {
     let rows = batch.map((s) => s.attempt);
     if (checked) {
-      let endpoints = trx
-        .selectFrom('webhooks')
-        .select('id')
-        .where('workspace_id', 'in', [...new Set(rows.map((a) => a.workspace_id))])
-        .where('id', 'in', [...new Set(rows.map((a) => a.webhook_id))]);
-      if (dialect.supportsRowLocks) endpoints = endpoints.forKeyShare();
-      const present = new Set((await endpoints.execute()).map((row) => row.id));
+      const present = await store.present(trx, rows);
       rows = rows.filter((a) => present.has(a.webhook_id));
     }
-    if (rows.length > 0) await trx.insertInto('webhook_deliveries').values(rows).execute();
-    const completed = batch.filter((s) => s.next.type === 'complete');
-    if (completed.length > 0) {
-      // Guarded by each lease, as queue.complete is: a job taken over meanwhile stays with its new holder.
-      await trx
-        .deleteFrom('jobs')
-        .where((eb) => eb.or(completed.map((s) => eb.and([eb('id', '=', s.job.id), eb('lease_token', '=', s.job.leaseToken)]))))
-        .execute();
-    }
+    await store.recordAttempts(trx, rows);
+    // Guarded by each lease, as queue.complete is: a job taken over meanwhile stays with its new holder.
+    await queue.completeAll(trx, batch.filter((s) => s.next.type === 'complete').map((s) => s.job));
     for (const s of batch) {
       if (s.next.type === 'retry') await queue.retry(s.job, s.next.error, s.next.delayMs, trx);
       else if (s.next.type === 'bury') await queue.bury(s.job, s.next.error, trx);
     }
     const recorded = new Set(rows);
     const gone = batch.filter((s) => s.next.type === 'deactivate' && recorded.has(s.attempt)).map((s) => s.attempt);
-    await recordOutcomes(trx, rows.filter((a) => !gone.includes(a)), gone, { clock, queue, events });
+    await recordOutcomes(trx, rows.filter((a) => !gone.includes(a)), gone, { clock, queue, events, store });
   }
 
   async function drain(): Promise<void> {
@@ -95,12 +83,12 @@ export function createAttemptLog({ db, dialect, clock, queue, events }: AttemptL
         await new Promise<void>((resolve) => setImmediate(resolve));
         const batch = waiting.splice(0, MAX_BATCH);
         try {
-          await db.transaction().execute((trx) => write(trx, batch, false));
+          await work.transaction().execute((trx) => write(trx, batch, false));
           for (const s of batch) s.resolve();
         } catch {
           for (const s of batch) {
             try {
-              await db.transaction().execute((trx) => write(trx, [s], true));
+              await work.transaction().execute((trx) => write(trx, [s], true));
               s.resolve();
             } catch (err) {
               s.reject(err);

@@ -1,10 +1,10 @@
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
 import type { Queue } from '../../jobs/queue.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import type { EventsService } from '../events/events.service.js';
 import type { WebhookDeliveryTable, WebhookTable } from './webhook.table.js';
-import { webhookRepository as repo } from './webhook.repository.js';
+import type { WebhookStore } from './webhook.store.js';
 import { toWebhookView } from './webhook.service.js';
 import { AUTO_DISABLE_MS, WEBHOOK_QUEUE } from './webhook.types.js';
 
@@ -12,6 +12,7 @@ export interface OutcomeDeps {
   clock: Clock;
   queue: Pick<Queue, 'cancelGroup'>;
   events: Pick<EventsService, 'emit'>;
+  store: Pick<WebhookStore, 'deactivate' | 'clearFailing' | 'markFailing' | 'disableFailing' | 'setDisabledReason'>;
 }
 
 /** What one batch of attempts says about one endpoint. */
@@ -50,7 +51,7 @@ export const disabledReason = (since: number, lastError: string | null) =>
  * Endpoints are changed first and events emitted after, so that the fan-out of those events (which reads the active
  * endpoints once per transaction) sees every endpoint this batch disabled as inactive.
  */
-export async function recordOutcomes(trx: Db, attempts: readonly WebhookDeliveryTable[], gone: readonly WebhookDeliveryTable[], { clock, queue, events }: OutcomeDeps): Promise<void> {
+export async function recordOutcomes(trx: Work, attempts: readonly WebhookDeliveryTable[], gone: readonly WebhookDeliveryTable[], { clock, queue, events, store: repo }: OutcomeDeps): Promise<void> {
   const outcomes = outcomesOf(attempts);
   const now = clock.now();
   const disabled: WebhookTable[] = [];

@@ -1,10 +1,18 @@
-import type { Db } from '../../db/database.js';
-import type { DialectInfo } from '../../db/dialect.js';
-import { readBefore, type FeedCursor, type PastRow } from '../events/event-feed.repository.js';
+import type { Work } from '../../db/tables.js';
+import type { Queue } from '../../jobs/queue.js';
+import type { EventStore } from '../events/event.store.js';
+import type { FeedCursor, PastRow } from '../events/event.types.js';
 import type { WebhookTable } from './webhook.table.js';
-import { webhookRepository as repo } from './webhook.repository.js';
+import type { WebhookStore } from './webhook.store.js';
 import { filterTakes } from './webhook.service.js';
-import { RECOVER_SCAN_LIMIT } from './webhook.types.js';
+import { RECOVER_SCAN_LIMIT, WEBHOOK_QUEUE, type WebhookJobPayload } from './webhook.types.js';
+
+/** What the walk reads: the event log backward, the endpoint's attempts and its pending deliveries. */
+export interface RecoveryDeps {
+  feed: Pick<EventStore, 'readBefore'>;
+  store: Pick<WebhookStore, 'received'>;
+  queue: Pick<Queue, 'pendingPayloads'>;
+}
 
 /** Events read per query of the backward walk. */
 const PAGE = 500;
@@ -32,22 +40,24 @@ function wanted(rows: readonly PastRow[], endpoint: Pick<WebhookTable, 'event_ty
  * At most RECOVER_SCAN_LIMIT events are examined; `nextBefore` then names the oldest one, to continue from.
  */
 export async function missedEvents(
-  db: Db,
-  dialect: DialectInfo,
+  work: Work,
+  { feed, store, queue }: RecoveryDeps,
   endpoint: Pick<WebhookTable, 'id' | 'workspace_id' | 'event_types'>,
   from: number,
   start: FeedCursor | null,
 ): Promise<{ missed: string[]; nextBefore: string | null }> {
-  const pending = await repo.pending(db, endpoint.workspace_id, endpoint.id);
+  // The events the endpoint has a delivery job waiting for (leased ones included; not the dead).
+  const payloads = await queue.pendingPayloads<WebhookJobPayload>(work, WEBHOOK_QUEUE, endpoint.workspace_id, endpoint.id);
+  const pending = new Set(payloads.map((p) => p.event_id));
   const missed: string[] = [];
   let cursor = start;
   let examined = 0;
   for (;;) {
-    const rows = await readBefore(db, dialect, endpoint.workspace_id, cursor, Math.min(PAGE, RECOVER_SCAN_LIMIT - examined));
+    const rows = await feed.readBefore(work, endpoint.workspace_id, cursor, Math.min(PAGE, RECOVER_SCAN_LIMIT - examined));
     if (rows.length === 0) return { missed: missed.reverse(), nextBefore: null };
     examined += rows.length;
     const candidates = wanted(rows, endpoint, from).filter((r) => !pending.has(r.id));
-    const received = await repo.received(db, endpoint.workspace_id, endpoint.id, candidates.map((r) => r.id));
+    const received = await store.received(work, endpoint.workspace_id, endpoint.id, candidates.map((r) => r.id));
     missed.push(...candidates.filter((r) => !received.has(r.id)).map((r) => r.id));
     const last = rows[rows.length - 1]!;
     if (last.created_at < from - ORDER_SLACK_MS) return { missed: missed.reverse(), nextBefore: null };

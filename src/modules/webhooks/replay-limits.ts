@@ -1,4 +1,5 @@
-import type { Db } from '../../db/database.js';
+import type { Work } from '../../db/tables.js';
+import type { Queue } from '../../jobs/queue.js';
 import type { Clock } from '../../lib/clock.js';
 import { rateLimited } from '../../lib/errors.js';
 import { WEBHOOK_QUEUE, type WebhookCaps } from './webhook.types.js';
@@ -12,19 +13,7 @@ export interface ReplayLimits {
   /** Take one call of the workspace's replay rate, or throw 429 `too_many_replays` with the wait. */
   take(workspaceId: string): void;
   /** Throw 429 `webhook_backlog_full` when adding `adding` deliveries would pass the endpoint's or the workspace's pending cap. */
-  checkBacklog(db: Db, workspaceId: string, webhookId: string, adding: number): Promise<void>;
-}
-
-/** Pending webhook deliveries (leased ones included, not the dead) of a workspace, or of one of its endpoints. */
-async function pendingCount(db: Db, workspaceId: string, webhookId: string | null): Promise<number> {
-  let query = db
-    .selectFrom('jobs')
-    .select((eb) => eb.fn.countAll<number | string>().as('n'))
-    .where('queue', '=', WEBHOOK_QUEUE)
-    .where('workspace_id', '=', workspaceId)
-    .where('state', '=', 'pending');
-  if (webhookId !== null) query = query.where('group_key', '=', webhookId);
-  return Number((await query.executeTakeFirstOrThrow()).n);
+  checkBacklog(work: Work, workspaceId: string, webhookId: string, adding: number): Promise<void>;
 }
 
 /**
@@ -32,7 +21,7 @@ async function pendingCount(db: Db, workspaceId: string, webhookId: string | nul
  * per-minute rate, refilled evenly, a minute's worth at once at most), and caps on the deliveries already pending.
  * Events fanned out as they happen are never refused: those caps apply to these calls only.
  */
-export function createReplayLimits(caps: WebhookCaps, clock: Clock): ReplayLimits {
+export function createReplayLimits(caps: WebhookCaps, clock: Clock, queue: Pick<Queue, 'countPending'>): ReplayLimits {
   const perMs = caps.webhookReplaysPerMinute / 60_000;
   const buckets = new Map<string, { tokens: number; at: number }>();
 
@@ -61,8 +50,9 @@ export function createReplayLimits(caps: WebhookCaps, clock: Clock): ReplayLimit
       bucket.tokens -= 1;
     },
 
-    async checkBacklog(db, workspaceId, webhookId, adding) {
-      const endpoint = await pendingCount(db, workspaceId, webhookId);
+    async checkBacklog(work, workspaceId, webhookId, adding) {
+      // Pending webhook deliveries (leased ones included, not the dead) of the endpoint, then of the workspace.
+      const endpoint = await queue.countPending(work, WEBHOOK_QUEUE, workspaceId, webhookId);
       if (endpoint + adding > caps.webhookEndpointPendingMax) {
         throw rateLimited(
           'webhook_backlog_full',
@@ -70,7 +60,7 @@ export function createReplayLimits(caps: WebhookCaps, clock: Clock): ReplayLimit
           BACKLOG_RETRY_AFTER_S,
         );
       }
-      const workspace = await pendingCount(db, workspaceId, null);
+      const workspace = await queue.countPending(work, WEBHOOK_QUEUE, workspaceId);
       if (workspace + adding > caps.webhookWorkspacePendingMax) {
         throw rateLimited(
           'webhook_backlog_full',

@@ -1,17 +1,17 @@
-import type { Db } from '../../db/database.js';
-import type { DialectInfo } from '../../db/dialect.js';
+import type { Work } from '../../db/tables.js';
 import { backoffDelay, type BackoffPolicy } from '../../jobs/backoff.js';
-import type { ClaimedJob, Queue } from '../../jobs/queue.js';
+import type { ClaimedJob } from '../../jobs/queue.js';
 import type { JobHandler, JobOutcome } from '../../jobs/worker.js';
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secret-box.js';
+import type { EventStore } from '../events/event.store.js';
 import type { EventsService } from '../events/events.service.js';
 import { raceAbort, WebhookUrlRefused, type AddressRules } from './address-rules.js';
-import { createAttemptLog, type NextStep } from './attempt-log.js';
+import { createAttemptLog, type AttemptLogDeps, type NextStep } from './attempt-log.js';
 import { signatureHeader } from './signing.js';
-import { webhookRepository as repo, type DeliveryTarget, type TargetKey } from './webhook.repository.js';
+import type { WebhookStore } from './webhook.store.js';
 import { signingSecrets } from './webhook.service.js';
 import {
   BACKOFF_FACTOR,
@@ -27,12 +27,31 @@ import {
   type WebhookSender,
 } from './webhook.types.js';
 
+/** What a delivery attempt needs: the endpoint and the event's stored bytes. */
+export interface DeliveryTarget {
+  url: string;
+  active: number;
+  secret: string | null;
+  previous_secrets: string;
+  payload: string | null;
+  event_type: string | null;
+}
+
+/** One delivery job's endpoint and event. */
+export interface TargetKey {
+  workspaceId: string;
+  webhookId: string;
+  eventId: string;
+}
+
 export interface WebhookDeliveryDeps {
-  db: Db;
-  dialect: DialectInfo;
+  work: Work;
+  store: Pick<WebhookStore, 'endpoints'> & AttemptLogDeps['store'];
+  /** The stored events whose bytes are delivered. */
+  feed: Pick<EventStore, 'findMany'>;
   clock: Clock;
   logger: Logger;
-  queue: Pick<Queue, 'retry' | 'bury' | 'cancelGroup'>;
+  queue: AttemptLogDeps['queue'];
   rules: AddressRules;
   sender: WebhookSender;
   /** MAILROOM_WEBHOOK_BACKOFF_BASE_MS, ×5 each retry, ±20%. */
@@ -57,15 +76,34 @@ const ABANDON_GRACE_MS = 1000;
 const BACKOFF_CAP_MS = 48 * 3_600_000;
 
 /**
+ * The endpoints and events of several delivery jobs in two queries run side by side, each row matched by its id and
+ * its job's workspace; undefined for a job whose endpoint is gone.
+ */
+async function readTargets(deps: Pick<WebhookDeliveryDeps, 'work' | 'store' | 'feed'>, keys: readonly TargetKey[]): Promise<Array<DeliveryTarget | undefined>> {
+  const unique = <T>(items: T[], key: (t: T) => string) => [...new Map(items.map((t) => [key(t), t])).values()];
+  const hookKeys = unique([...keys], (k) => `${k.workspaceId} ${k.webhookId}`);
+  const eventKeys = unique([...keys], (k) => `${k.workspaceId} ${k.eventId}`);
+  const [hooks, events] = await Promise.all([deps.store.endpoints(deps.work, hookKeys), deps.feed.findMany(deps.work, eventKeys)]);
+  const hookByKey = new Map(hooks.map((h) => [`${h.workspace_id} ${h.id}`, h]));
+  const eventByKey = new Map(events.map((e) => [`${e.workspace_id} ${e.id}`, e]));
+  return keys.map((key) => {
+    const hook = hookByKey.get(`${key.workspaceId} ${key.webhookId}`);
+    if (!hook) return undefined;
+    const event = eventByKey.get(`${key.workspaceId} ${key.eventId}`);
+    return { url: hook.url, active: hook.active, secret: hook.secret, previous_secrets: hook.previous_secrets, payload: event?.payload ?? null, event_type: event?.type ?? null };
+  });
+}
+
+/**
  * Loads delivery targets in batches: the jobs of one claim start together, and their endpoints and
  * events are read in one round trip instead of one each.
  */
-function targetLoader(db: Db): (key: TargetKey) => Promise<DeliveryTarget | undefined> {
+function targetLoader(deps: Pick<WebhookDeliveryDeps, 'work' | 'store' | 'feed'>): (key: TargetKey) => Promise<DeliveryTarget | undefined> {
   let pending: Array<{ key: TargetKey; resolve: (t: DeliveryTarget | undefined) => void; reject: (err: Error) => void }> = [];
   const flush = () => {
     const batch = pending;
     pending = [];
-    repo.targets(db, batch.map((p) => p.key)).then(
+    readTargets(deps, batch.map((p) => p.key)).then(
       (targets) => batch.forEach((p, i) => p.resolve(targets[i])),
       (err: Error) => batch.forEach((p) => p.reject(err)),
     );
@@ -109,11 +147,11 @@ const excerpt = (body: string) => {
  * transaction.
  */
 export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHandler<WebhookJobPayload> {
-  const { db, clock, logger, queue, rules, sender, timeoutMs, box } = deps;
+  const { work, clock, logger, queue, rules, sender, timeoutMs, box } = deps;
   const backoff: BackoffPolicy = { baseMs: deps.backoffBaseMs, factor: BACKOFF_FACTOR, capMs: BACKOFF_CAP_MS, jitter: BACKOFF_JITTER };
   // Attempts that finish together are recorded in one transaction: one commit (and flush) for many deliveries.
-  const attempts = createAttemptLog({ db, dialect: deps.dialect, clock, queue, events: deps.events });
-  const loadTarget = targetLoader(db);
+  const attempts = createAttemptLog({ work, clock, queue, store: deps.store, events: deps.events });
+  const loadTarget = targetLoader(deps);
 
   /** Why an attempt was cut short: the job's own signal (lease lost, shutdown) or the time-out. */
   function stopped(jobSignal: AbortSignal, where: string): string {

@@ -1,22 +1,21 @@
 import { afterCommit } from '../../db/commit-hooks.js';
-import type { Db } from '../../db/database.js';
-import type { DialectInfo } from '../../db/dialect.js';
-import { cursorOf, type FeedCursor } from '../events/event-feed.repository.js';
+import type { Work } from '../../db/tables.js';
+import type { EventStore } from '../events/event.store.js';
 import type { Queue } from '../../jobs/queue.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { isSealed, type SecretBox } from '../../lib/secret-box.js';
 import { newId } from '../../lib/ids.js';
-import { EVENT_TYPES, type EventType, type StoredEvent } from '../events/event.types.js';
+import { EVENT_TYPES, type EventType, type FeedCursor, type StoredEvent } from '../events/event.types.js';
 import type { EventsService } from '../events/events.service.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
 import { WebhookUrlRefused, type AddressRules } from './address-rules.js';
 import { generateSecret, secretProblem } from './signing.js';
 import type { PreviousSecret, WebhookDeliveryTable, WebhookTable } from './webhook.table.js';
-import { isTestEventFor, missedEvents } from './recovery.js';
+import { isTestEventFor, missedEvents, type RecoveryDeps } from './recovery.js';
 import type { ReplayLimits } from './replay-limits.js';
-import { webhookRepository as repo } from './webhook.repository.js';
+import type { WebhookStore } from './webhook.store.js';
 import {
   MAX_ATTEMPTS,
   MAX_PREVIOUS_SECRETS,
@@ -63,16 +62,24 @@ export interface WebhookService {
   /** Store one synthetic event (`data.test = true`) and queue it for this endpoint only, whatever its filter. */
   test(tenant: TenantContext, webhookId: string, eventType: string): Promise<{ ok: true; event_id: string }>;
   /** The outbox subscriber: one delivery job per active endpoint whose filter takes the event, in the producer's transaction. */
-  fanOut(trx: Db, event: StoredEvent): Promise<void>;
+  fanOut(trx: Work, event: StoredEvent): Promise<void>;
   /** Start-up: encrypt the secrets still stored in plaintext (from before encryption at rest); returns how many endpoints. */
   sealStoredSecrets(): Promise<number>;
 }
 
+/** The endpoint operations the service uses. */
+export type WebhookServiceStore = Pick<
+  WebhookStore,
+  'insert' | 'list' | 'count' | 'find' | 'active' | 'update' | 'delete' | 'deliveries' | 'received' | 'withPlaintextSecrets' | 'replaceSecrets'
+>;
+
 export interface WebhookDeps {
-  db: Db;
-  dialect: DialectInfo;
+  work: Work;
+  store: WebhookServiceStore;
+  /** The event log: positions, the backward walk of recover, and the event a replay sends again. */
+  feed: Pick<EventStore, 'cursorOf' | 'readBefore' | 'find'>;
   clock: Clock;
-  queue: Pick<Queue, 'enqueue' | 'enqueueMany' | 'enqueueNew' | 'hurry' | 'cancelGroup'>;
+  queue: Pick<Queue, 'enqueue' | 'enqueueMany' | 'enqueueNew' | 'hurry' | 'cancelGroup' | 'pendingPayloads'>;
   events: Pick<EventsService, 'emit'>;
   rules: AddressRules;
   /** Called after a transaction that queued deliveries commits (wakes this process's worker). */
@@ -171,9 +178,9 @@ export function signingSecrets(box: SecretBox, row: StoredSecrets, now: number):
   return [...(secret === null ? [] : [secret]), ...current.filter((s) => s !== secret)];
 }
 
-type ActiveEndpoints = Awaited<ReturnType<typeof repo.active>>;
+type ActiveEndpoints = Awaited<ReturnType<WebhookStore['active']>>;
 /** The active endpoints read per transaction and workspace (see `activeEndpoints`). */
-const activeByTransaction = new WeakMap<Db, Map<string, Promise<ActiveEndpoints>>>();
+const activeByTransaction = new WeakMap<Work, Map<string, Promise<ActiveEndpoints>>>();
 
 /**
  * The active endpoints of a workspace, read once per transaction: a group commit (db/group-commit.ts)
@@ -181,7 +188,7 @@ const activeByTransaction = new WeakMap<Db, Map<string, Promise<ActiveEndpoints>
  * transactions that emit no event, or (auto-disable.ts) change them all before the first event, so one read
  * serves them all. Outside a transaction, read each time.
  */
-function activeEndpoints(trx: Db, workspaceId: string): Promise<ActiveEndpoints> {
+function activeEndpoints(repo: Pick<WebhookStore, 'active'>, trx: Work, workspaceId: string): Promise<ActiveEndpoints> {
   if (!trx.isTransaction) return repo.active(trx, workspaceId);
   let byWorkspace = activeByTransaction.get(trx);
   if (!byWorkspace) {
@@ -197,9 +204,10 @@ function activeEndpoints(trx: Db, workspaceId: string): Promise<ActiveEndpoints>
 }
 
 /** Webhook endpoints (session surface, every role) and the fan-out of events to them. */
-export function createWebhookService({ db, dialect, clock, queue, events, rules, wake, box, limits }: WebhookDeps): WebhookService {
+export function createWebhookService({ work, store: repo, feed, clock, queue, events, rules, wake, box, limits }: WebhookDeps): WebhookService {
+  const recovery: RecoveryDeps = { feed, store: repo, queue };
   async function find(tenant: TenantContext, webhookId: string): Promise<WebhookTable> {
-    const row = await repo.find(db, tenant.workspaceId, webhookId);
+    const row = await repo.find(work, tenant.workspaceId, webhookId);
     if (!row) throw webhookNotFound(webhookId);
     return row;
   }
@@ -235,7 +243,7 @@ export function createWebhookService({ db, dialect, clock, queue, events, rules,
 
   return {
     async list(tenant) {
-      return { webhooks: (await repo.list(db, tenant.workspaceId)).map(toWebhookView) };
+      return { webhooks: (await repo.list(work, tenant.workspaceId)).map(toWebhookView) };
     },
 
     async create(tenant, input) {
@@ -258,7 +266,7 @@ export function createWebhookService({ db, dialect, clock, queue, events, rules,
         disabled_at: null,
         disabled_reason: null,
       };
-      await db.transaction().execute(async (trx) => {
+      await work.transaction().execute(async (trx) => {
         // Counted in the inserting transaction; two concurrent creates may both pass at the limit, which is harmless.
         if ((await repo.count(trx, tenant.workspaceId)) >= MAX_WEBHOOKS_PER_WORKSPACE) {
           throw conflict('too_many_webhooks', `a workspace may have at most ${MAX_WEBHOOKS_PER_WORKSPACE} webhooks`);
@@ -289,7 +297,7 @@ export function createWebhookService({ db, dialect, clock, queue, events, rules,
       if (input.active === true && current.active === 0) Object.assign(values, { disabled_at: null, disabled_reason: null, failing_since: null });
       if (Object.keys(values).length > 0) {
         values.updated_at = now;
-        await db.transaction().execute(async (trx) => {
+        await work.transaction().execute(async (trx) => {
           if ((await repo.update(trx, tenant.workspaceId, webhookId, values)) === 0) throw webhookNotFound(webhookId);
           // An inactive endpoint gets no further attempts, pending retries included.
           if (values.active === 0) await queue.cancelGroup(trx, WEBHOOK_QUEUE, webhookId);
@@ -299,7 +307,7 @@ export function createWebhookService({ db, dialect, clock, queue, events, rules,
     },
 
     async remove(tenant, webhookId) {
-      await db.transaction().execute(async (trx) => {
+      await work.transaction().execute(async (trx) => {
         if ((await repo.delete(trx, tenant.workspaceId, webhookId)) === 0) throw webhookNotFound(webhookId);
         await queue.cancelGroup(trx, WEBHOOK_QUEUE, webhookId);
       });
@@ -308,7 +316,7 @@ export function createWebhookService({ db, dialect, clock, queue, events, rules,
 
     async deliveries(tenant, webhookId, limit) {
       await find(tenant, webhookId);
-      return { deliveries: (await repo.deliveries(db, tenant.workspaceId, webhookId, limit)).map(toDeliveryView) };
+      return { deliveries: (await repo.deliveries(work, tenant.workspaceId, webhookId, limit)).map(toDeliveryView) };
     },
 
     async recover(tenant, webhookId, input) {
@@ -316,17 +324,17 @@ export function createWebhookService({ db, dialect, clock, queue, events, rules,
       const row = await find(tenant, webhookId);
       let start: FeedCursor | null = null;
       if (input.before !== undefined) {
-        start = (await cursorOf(db, dialect, tenant.workspaceId, input.before)) ?? null;
+        start = (await feed.cursorOf(work, tenant.workspaceId, input.before)) ?? null;
         if (!start) throw invalid('invalid_before', `before: no event ${input.before} in this workspace`);
       }
       if (row.active !== 1) throw inactive(webhookId);
       limits.take(tenant.workspaceId);
       // Events from before the endpoint existed were never its to miss.
-      const scan = await missedEvents(db, dialect, row, Math.max(since, row.created_at), start);
+      const scan = await missedEvents(work, recovery, row, Math.max(since, row.created_at), start);
       let queued = 0;
       if (scan.missed.length > 0) {
-        await limits.checkBacklog(db, tenant.workspaceId, webhookId, scan.missed.length);
-        queued = await db.transaction().execute(async (trx) => {
+        await limits.checkBacklog(work, tenant.workspaceId, webhookId, scan.missed.length);
+        queued = await work.transaction().execute(async (trx) => {
           const added = await queue.enqueueNew(trx, scan.missed.map((eventId) => job(tenant.workspaceId, webhookId, eventId)));
           await afterCommit(trx, () => wake(WEBHOOK_QUEUE));
           return added.length;
@@ -337,14 +345,14 @@ export function createWebhookService({ db, dialect, clock, queue, events, rules,
 
     async replay(tenant, webhookId, eventId) {
       const endpoint = await findActive(tenant, webhookId);
-      const event = await repo.event(db, tenant.workspaceId, eventId);
+      const event = await feed.find(work, tenant.workspaceId, eventId);
       if (!event) throw notFound('event_not_found', `no event ${eventId}`);
       if (!filterTakes(endpoint.event_types, event.type) && !isTestEventFor(event.payload, webhookId)) {
         throw conflict('event_type_not_subscribed', `webhook ${webhookId} does not take ${event.type} events (its event_types); add the type first (PATCH event_types)`);
       }
       limits.take(tenant.workspaceId);
-      await limits.checkBacklog(db, tenant.workspaceId, webhookId, 1);
-      const added = await db.transaction().execute(async (trx) => {
+      await limits.checkBacklog(work, tenant.workspaceId, webhookId, 1);
+      const added = await work.transaction().execute(async (trx) => {
         const replay = job(tenant.workspaceId, webhookId, eventId);
         const ids = await queue.enqueueNew(trx, [replay]);
         // Already waiting (a retry after a failure): asking again means now, not after its back-off.
@@ -360,8 +368,8 @@ export function createWebhookService({ db, dialect, clock, queue, events, rules,
       if (eventType === 'message.delivered') throw invalid('invalid_event_type', 'message.delivered is never emitted by this service, so it cannot be tested');
       await findActive(tenant, webhookId);
       limits.take(tenant.workspaceId);
-      await limits.checkBacklog(db, tenant.workspaceId, webhookId, 1);
-      const event = await db.transaction().execute(async (trx) => {
+      await limits.checkBacklog(work, tenant.workspaceId, webhookId, 1);
+      const event = await work.transaction().execute(async (trx) => {
         // A real event row (its bytes are what is signed), routed by hand to this endpoint only.
         const stored = await events.emit(
           trx,
@@ -377,15 +385,15 @@ export function createWebhookService({ db, dialect, clock, queue, events, rules,
 
     async sealStoredSecrets() {
       let sealed = 0;
-      for (const row of await repo.withPlaintextSecrets(db)) {
+      for (const row of await repo.withPlaintextSecrets(work)) {
         const { secret, previous } = openSecrets(box, row);
-        sealed += await repo.replaceSecrets(db, row, sealSecrets(box, row.id, secret, previous));
+        sealed += await repo.replaceSecrets(work, row, sealSecrets(box, row.id, secret, previous));
       }
       return sealed;
     },
 
     async fanOut(trx, event) {
-      const endpoints = await activeEndpoints(trx, event.workspaceId);
+      const endpoints = await activeEndpoints(repo, trx, event.workspaceId);
       const targets = endpoints.filter((e) => filterTakes(e.event_types, event.type));
       if (targets.length === 0) return;
       // Never refused nor capped: an event is delivered however long the endpoint's backlog (only replay, recover

@@ -41,3 +41,9 @@ export interface WebhookDeliveryTable {
   /** When the attempt started (epoch ms). */
   delivered_at: number;
 }
+
+/** The webhooks module's tables: endpoints and the log of delivery attempts. */
+export interface WebhookTables {
+  webhooks: WebhookTable;
+  webhook_deliveries: WebhookDeliveryTable;
+}

@@ -1,16 +1,17 @@
-import type { Db } from '../../db/database.js';
-import type { DialectInfo } from '../../db/dialect.js';
+import type { Work } from '../../db/tables.js';
 import type { Queue } from '../../jobs/queue.js';
 import type { JobHandler } from '../../jobs/worker.js';
 import type { Clock } from '../../lib/clock.js';
 import type { DnsResolve } from '../../lib/dns.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../lib/secret-box.js';
+import type { EventStore } from '../events/event.store.js';
 import type { EventsService } from '../events/events.service.js';
 import { createAddressRules } from './address-rules.js';
 import { createWebhookDeliveryHandler } from './webhook-delivery.handler.js';
 import { createWebhookService, type WebhookService } from './webhook.service.js';
 import { createReplayLimits } from './replay-limits.js';
+import type { WebhookStore } from './webhook.store.js';
 import type { WebhookCaps, WebhookJobPayload, WebhookSender } from './webhook.types.js';
 
 export interface WebhooksModule {
@@ -22,12 +23,15 @@ export interface WebhooksModule {
 }
 
 export interface WebhooksDeps {
-  db: Db;
-  dialect: DialectInfo;
+  work: Work;
+  /** Endpoints and their attempts (this module's tables). */
+  store: WebhookStore;
+  /** The event log: recover's walk, replay's event, and the bytes each delivery sends. */
+  feed: Pick<EventStore, 'cursorOf' | 'readBefore' | 'find' | 'findMany'>;
   clock: Clock;
   logger: Logger;
-  queue: Queue;
-  events: EventsService;
+  queue: Pick<Queue, 'enqueue' | 'enqueueMany' | 'enqueueNew' | 'hurry' | 'cancelGroup' | 'pendingPayloads' | 'countPending' | 'retry' | 'bury' | 'completeAll'>;
+  events: Pick<EventsService, 'emit' | 'subscribe'>;
   /** An uncached resolver over MAILROOM_DNS_SERVERS: each check must see the answer the connection will use. */
   resolve: DnsResolve;
   /** MAILROOM_WEBHOOK_ALLOW_CIDRS. */
@@ -46,12 +50,13 @@ export interface WebhooksDeps {
 /** Webhooks: endpoint management, the outbox subscriber that fans events out, and the delivery handler. */
 export function createWebhooksModule(deps: WebhooksDeps): WebhooksModule {
   const rules = createAddressRules({ resolve: deps.resolve, allowCidrs: deps.allowCidrs });
-  const limits = createReplayLimits(deps.caps, deps.clock);
-  const service = createWebhookService({ db: deps.db, dialect: deps.dialect, clock: deps.clock, queue: deps.queue, events: deps.events, rules, wake: deps.wake, box: deps.box, limits });
+  const limits = createReplayLimits(deps.caps, deps.clock, deps.queue);
+  const service = createWebhookService({ work: deps.work, store: deps.store, feed: deps.feed, clock: deps.clock, queue: deps.queue, events: deps.events, rules, wake: deps.wake, box: deps.box, limits });
   deps.events.subscribe((trx, event) => service.fanOut(trx, event));
   const handler = createWebhookDeliveryHandler({
-    db: deps.db,
-    dialect: deps.dialect,
+    work: deps.work,
+    store: deps.store,
+    feed: deps.feed,
     clock: deps.clock,
     logger: deps.logger,
     queue: deps.queue,

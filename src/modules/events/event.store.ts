@@ -1,31 +1,14 @@
-import { sql } from 'kysely';
-import type { Db } from '../../db/database.js';
+import { sql, type Kysely } from 'kysely';
 import type { DialectInfo } from '../../db/dialect.js';
+import { insertRows } from '../../db/prepared.js';
+import { tablesOf, type Work } from '../../db/tables.js';
+import type { EventTable, EventTables } from './event.table.js';
+import { PAYLOAD_HEAD, type FeedCursor, type FeedRow, type PastRow } from './event.types.js';
 
-/**
- * A position in a workspace's event stream. PostgreSQL: (writing transaction id, sequence); SQLite:
- * the rowid in `seq` (its one writer commits in rowid order) and `txid` unused.
- */
-export interface FeedCursor {
-  txid: string;
-  seq: number;
-}
-
-/** Stream order of two positions: negative when `a` comes first. */
-export function compareCursors(a: FeedCursor, b: FeedCursor): number {
-  if (a.txid !== b.txid) return BigInt(a.txid) < BigInt(b.txid) ? -1 : 1;
-  return a.seq - b.seq;
-}
-
-export interface FeedRow {
-  id: string;
-  type: string;
-  payload: string;
-  cursor: FeedCursor;
-}
+type Events = Kysely<EventTables>;
 
 /** The events of one workspace after `cursor`, in stream order (decision 230). */
-export async function readAfter(db: Db, dialect: DialectInfo, workspaceId: string, cursor: FeedCursor, limit: number): Promise<FeedRow[]> {
+async function readAfter(db: Events, dialect: DialectInfo, workspaceId: string, cursor: FeedCursor, limit: number): Promise<FeedRow[]> {
   if (dialect.name === 'postgres') {
     // Stop at the oldest transaction still running: a row before that point can no longer appear.
     const rows = await db
@@ -52,7 +35,7 @@ export async function readAfter(db: Db, dialect: DialectInfo, workspaceId: strin
 }
 
 /** Whether committed events after `cursor` wait behind a transaction still running (PostgreSQL only). */
-export async function heldBack(db: Db, dialect: DialectInfo, workspaceId: string, cursor: FeedCursor): Promise<boolean> {
+async function heldBack(db: Events, dialect: DialectInfo, workspaceId: string, cursor: FeedCursor): Promise<boolean> {
   if (dialect.name !== 'postgres') return false;
   const row = await db
     .selectFrom('events')
@@ -66,7 +49,7 @@ export async function heldBack(db: Db, dialect: DialectInfo, workspaceId: string
 }
 
 /** The position of one of the workspace's events, or undefined for an id it does not have. */
-export async function cursorOf(db: Db, dialect: DialectInfo, workspaceId: string, eventId: string): Promise<FeedCursor | undefined> {
+async function cursorOf(db: Events, dialect: DialectInfo, workspaceId: string, eventId: string): Promise<FeedCursor | undefined> {
   const row = await db
     .selectFrom('events')
     .select(dialect.name === 'postgres' ? [sql<string>`txid::text`.as('txid'), sql<number>`seq`.as('seq')] : [sql<string>`'0'`.as('txid'), sql<number>`rowid`.as('seq')])
@@ -77,7 +60,7 @@ export async function cursorOf(db: Db, dialect: DialectInfo, workspaceId: string
 }
 
 /** The position of "now": every event committed later comes after it. */
-export async function head(db: Db, dialect: DialectInfo): Promise<FeedCursor> {
+async function head(db: Events, dialect: DialectInfo): Promise<FeedCursor> {
   if (dialect.name === 'postgres') {
     // Transactions still running have ids at or above the horizon; whatever they commit follows (horizon, 0).
     const { rows } = await sql<{ txid: string }>`select pg_snapshot_xmin(pg_current_snapshot())::text as txid`.execute(db);
@@ -87,24 +70,11 @@ export async function head(db: Db, dialect: DialectInfo): Promise<FeedCursor> {
   return { txid: '0', seq: row?.seq ?? 0 };
 }
 
-/** An event as a backward walk sees it: enough to decide about it without reading its whole payload. */
-export interface PastRow {
-  id: string;
-  type: string;
-  created_at: number;
-  /** The payload's first PAYLOAD_HEAD characters: the envelope and the start of `data`. */
-  head: string;
-  cursor: FeedCursor;
-}
-
-/** Characters of the payload `readBefore` returns: past the envelope, into `data`'s first field. */
-export const PAYLOAD_HEAD = 256;
-
 /**
  * The events of one workspace before `cursor` (or from the newest when null), newest first, in stream order: the
  * same index as `readAfter`, walked backward, so the work is that of the events read, not of the workspace's history.
  */
-export async function readBefore(db: Db, dialect: DialectInfo, workspaceId: string, cursor: FeedCursor | null, limit: number): Promise<PastRow[]> {
+async function readBefore(db: Events, dialect: DialectInfo, workspaceId: string, cursor: FeedCursor | null, limit: number): Promise<PastRow[]> {
   const head = sql<string>`substr(payload, 1, ${sql.lit(PAYLOAD_HEAD)})`.as('head');
   if (dialect.name === 'postgres') {
     let query = db
@@ -119,4 +89,51 @@ export async function readBefore(db: Db, dialect: DialectInfo, workspaceId: stri
   if (cursor) query = query.where(sql<boolean>`rowid < ${cursor.seq}`);
   const rows = await query.orderBy(sql`rowid`, 'desc').limit(limit).execute();
   return rows.map((r) => ({ id: r.id, type: r.type, created_at: Number(r.created_at), head: r.head, cursor: { txid: '0', seq: r.seq } }));
+}
+
+/** One event's endpoint-independent part, looked up by its workspace and id. */
+export interface EventKey {
+  workspaceId: string;
+  eventId: string;
+}
+
+export interface EventStore {
+  /** Write events in the caller's transaction (a deferred write: see db/prepared.ts). */
+  append(work: Work, rows: readonly EventTable[]): Promise<void>;
+  /** The events of one workspace after `cursor`, in stream order. */
+  readAfter(work: Work, workspaceId: string, cursor: FeedCursor, limit: number): Promise<FeedRow[]>;
+  /** Whether committed events after `cursor` wait behind a transaction still running (PostgreSQL only). */
+  heldBack(work: Work, workspaceId: string, cursor: FeedCursor): Promise<boolean>;
+  /** The position of one of the workspace's events, or undefined for an id it does not have. */
+  cursorOf(work: Work, workspaceId: string, eventId: string): Promise<FeedCursor | undefined>;
+  /** The position of "now": every event committed later comes after it. */
+  head(work: Work): Promise<FeedCursor>;
+  /** The events of one workspace before `cursor` (or from the newest), newest first, in stream order. */
+  readBefore(work: Work, workspaceId: string, cursor: FeedCursor | null, limit: number): Promise<PastRow[]>;
+  /** The workspace's event, or undefined. */
+  find(work: Work, workspaceId: string, id: string): Promise<Pick<EventTable, 'id' | 'type' | 'payload'> | undefined>;
+  /** Several events in one query, each matched by its workspace and id (pairs, so both databases use the primary key). */
+  findMany(work: Work, keys: readonly EventKey[]): Promise<Array<Pick<EventTable, 'id' | 'workspace_id' | 'type' | 'payload'>>>;
+}
+
+/** The event log: the only code that names `events`. */
+export function createEventStore({ dialect }: { dialect: DialectInfo }): EventStore {
+  const of = (work: Work) => tablesOf<EventTables>(work);
+  return {
+    append: (work, rows) => insertRows(of(work), 'events', rows),
+    readAfter: (work, workspaceId, cursor, limit) => readAfter(of(work), dialect, workspaceId, cursor, limit),
+    heldBack: (work, workspaceId, cursor) => heldBack(of(work), dialect, workspaceId, cursor),
+    cursorOf: (work, workspaceId, eventId) => cursorOf(of(work), dialect, workspaceId, eventId),
+    head: (work) => head(of(work), dialect),
+    readBefore: (work, workspaceId, cursor, limit) => readBefore(of(work), dialect, workspaceId, cursor, limit),
+    find: (work, workspaceId, id) => of(work).selectFrom('events').select(['id', 'type', 'payload']).where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
+    async findMany(work, keys) {
+      if (keys.length === 0) return [];
+      return of(work)
+        .selectFrom('events')
+        .select(['id', 'workspace_id', 'payload', 'type'])
+        .where((eb) => eb.or(keys.map((k) => eb.and([eb('id', '=', k.eventId), eb('workspace_id', '=', k.workspaceId)]))))
+        .execute();
+    },
+  };
 }

@@ -1,0 +1,231 @@
+import type { Kysely } from 'kysely';
+import type { DialectInfo } from '../../db/dialect.js';
+import { preparedQuery } from '../../db/prepared.js';
+import { tablesOf, type Work } from '../../db/tables.js';
+import type { ApiKeyTable, MembershipTable, Role, SessionTable, TenancyTables, UserTable, WorkspaceTable } from './tenancy.table.js';
+
+// Asked by every authenticated request: compiled once (db/prepared.ts).
+const apiKeyByHashQuery = preparedQuery<{ tokenHash: string }, Pick<ApiKeyTable, 'id' | 'workspace_id' | 'last_used_at'>, TenancyTables>((db, p) =>
+  db.selectFrom('api_keys').select(['id', 'workspace_id', 'last_used_at']).where('token_hash', '=', p<string>('tokenHash')).where('revoked_at', 'is', null),
+);
+const sessionByHashQuery = preparedQuery((db: Kysely<TenancyTables>, p) =>
+  db
+    .selectFrom('sessions')
+    .innerJoin('users', 'users.id', 'sessions.user_id')
+    .leftJoin('memberships', (join) =>
+      join
+        .onRef('memberships.workspace_id', '=', 'sessions.active_workspace_id')
+        .onRef('memberships.user_id', '=', 'sessions.user_id'),
+    )
+    .select([
+      'sessions.id as id',
+      'sessions.user_id as user_id',
+      'users.email as email',
+      'sessions.active_workspace_id as active_workspace_id',
+      'memberships.role as role',
+      'sessions.last_seen_at as last_seen_at',
+      'sessions.expires_at as expires_at',
+    ])
+    .where('sessions.token_hash', '=', p<string>('tokenHash'))
+    .where('sessions.revoked_at', 'is', null),
+);
+
+/** The tenancy tables' operations. Every one takes the pool or the caller's transaction to run on. */
+export function createTenancyStore({ dialect }: { dialect: Pick<DialectInfo, 'supportsRowLocks'> }) {
+  const of = (work: Work) => tablesOf<TenancyTables>(work);
+  return {
+    insertWorkspace: (work: Work, row: WorkspaceTable) => of(work).insertInto('workspaces').values(row).execute(),
+    findWorkspace: (work: Work, id: string) => of(work).selectFrom('workspaces').selectAll().where('id', '=', id).executeTakeFirst(),
+
+    /**
+     * Take the workspace's row lock (PostgreSQL) for a change of its memberships, so two changes that each leave one
+     * owner cannot both commit; SQLite's write transactions are serial already (they begin IMMEDIATE).
+     */
+    lockWorkspace: async (work: Work, id: string): Promise<boolean> => {
+      const query = of(work).selectFrom('workspaces').select('id').where('id', '=', id);
+      return (await (dialect.supportsRowLocks ? query.forUpdate() : query).executeTakeFirst()) !== undefined;
+    },
+
+    insertUser: (work: Work, row: UserTable) => of(work).insertInto('users').values(row).execute(),
+    findUserById: (work: Work, id: string) => of(work).selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst(),
+    setPasswordHash: (work: Work, id: string, passwordHash: string) =>
+      of(work).updateTable('users').set({ password_hash: passwordHash }).where('id', '=', id).execute(),
+    findUserByEmail: (work: Work, email: string) =>
+      of(work).selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst(),
+
+    insertMembership: (work: Work, row: MembershipTable) => of(work).insertInto('memberships').values(row).execute(),
+    findMembership: (work: Work, workspaceId: string, userId: string) =>
+      of(work)
+        .selectFrom('memberships')
+        .selectAll()
+        .where('workspace_id', '=', workspaceId)
+        .where('user_id', '=', userId)
+        .executeTakeFirst(),
+    /** A workspace's members with their email, oldest membership first. */
+    listMembers: (work: Work, workspaceId: string) =>
+      of(work)
+        .selectFrom('memberships')
+        .innerJoin('users', 'users.id', 'memberships.user_id')
+        .select(['memberships.user_id as user_id', 'users.email as email', 'memberships.role as role', 'memberships.created_at as created_at'])
+        .where('memberships.workspace_id', '=', workspaceId)
+        .orderBy('memberships.created_at')
+        .orderBy('memberships.user_id')
+        .execute(),
+    findMember: (work: Work, workspaceId: string, userId: string) =>
+      of(work)
+        .selectFrom('memberships')
+        .innerJoin('users', 'users.id', 'memberships.user_id')
+        .select(['memberships.user_id as user_id', 'users.email as email', 'memberships.role as role', 'memberships.created_at as created_at'])
+        .where('memberships.workspace_id', '=', workspaceId)
+        .where('memberships.user_id', '=', userId)
+        .executeTakeFirst(),
+    countOwners: async (work: Work, workspaceId: string): Promise<number> => {
+      const row = await of(work)
+        .selectFrom('memberships')
+        .select((eb) => eb.fn.countAll<number>().as('count'))
+        .where('workspace_id', '=', workspaceId)
+        .where('role', '=', 'owner')
+        .executeTakeFirstOrThrow();
+      return Number(row.count);
+    },
+    setRole: (work: Work, workspaceId: string, userId: string, role: Role) =>
+      of(work).updateTable('memberships').set({ role }).where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute(),
+    deleteMembership: (work: Work, workspaceId: string, userId: string) =>
+      of(work).deleteFrom('memberships').where('workspace_id', '=', workspaceId).where('user_id', '=', userId).execute(),
+    /** The user's workspaces, oldest membership first. */
+    listMembershipsOfUser: (work: Work, userId: string) =>
+      of(work)
+        .selectFrom('memberships')
+        .innerJoin('workspaces', 'workspaces.id', 'memberships.workspace_id')
+        .select(['workspaces.id as workspace_id', 'workspaces.name as name', 'memberships.role as role'])
+        .where('memberships.user_id', '=', userId)
+        .orderBy('memberships.created_at')
+        .orderBy('workspaces.id')
+        .execute(),
+
+    insertApiKey: (work: Work, row: ApiKeyTable) => of(work).insertInto('api_keys').values(row).execute(),
+    /** Every API-key request asks this (prepared: see of(work)/prepared.ts). */
+    findApiKeyByHash: async (work: Work, tokenHash: string) => (await apiKeyByHashQuery(of(work), { tokenHash }))[0],
+    /** A workspace's keys, revoked ones included, newest first; never platform keys. */
+    listApiKeys: (work: Work, workspaceId: string) =>
+      of(work)
+        .selectFrom('api_keys')
+        .select(['id', 'name', 'created_at', 'last_used_at', 'revoked_at'])
+        .where('workspace_id', '=', workspaceId)
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .execute(),
+    findApiKey: (work: Work, workspaceId: string, id: string) =>
+      of(work)
+        .selectFrom('api_keys')
+        .select(['id', 'name', 'created_at', 'last_used_at', 'revoked_at'])
+        .where('workspace_id', '=', workspaceId)
+        .where('id', '=', id)
+        .executeTakeFirst(),
+    countLiveApiKeys: async (work: Work, workspaceId: string): Promise<number> => {
+      const row = await of(work)
+        .selectFrom('api_keys')
+        .select((eb) => eb.fn.countAll<number>().as('count'))
+        .where('workspace_id', '=', workspaceId)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirstOrThrow();
+      return Number(row.count);
+    },
+    revokeApiKey: (work: Work, workspaceId: string, id: string, at: number) =>
+      of(work).updateTable('api_keys').set({ revoked_at: at }).where('workspace_id', '=', workspaceId).where('id', '=', id).where('revoked_at', 'is', null).execute(),
+    touchApiKey: (work: Work, id: string, at: number) =>
+      of(work).updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute(),
+
+    insertSession: (work: Work, row: SessionTable) => of(work).insertInto('sessions').values(row).execute(),
+    /** A live (not revoked) session with its user and, when one is active, the user's role there. */
+    /** Every session request asks this (prepared). */
+    findSessionByHash: async (work: Work, tokenHash: string) => (await sessionByHashQuery(of(work), { tokenHash }))[0],
+    /**
+     * The memberships, among `workspaceIds`, of the users of those of `sessionIds` that are live at `now` (not revoked,
+     * not past their expiry, used since `idleSince`): what open event streams are checked against.
+     */
+    liveSessionMemberships: (work: Work, sessionIds: readonly string[], workspaceIds: readonly string[], now: number, idleSince: number) =>
+      of(work)
+        .selectFrom('sessions')
+        .innerJoin('memberships', 'memberships.user_id', 'sessions.user_id')
+        .select(['sessions.id as session_id', 'memberships.workspace_id as workspace_id', 'memberships.role as role'])
+        .where('sessions.id', 'in', sessionIds)
+        .where('memberships.workspace_id', 'in', workspaceIds)
+        .where('sessions.revoked_at', 'is', null)
+        .where('sessions.expires_at', '>', now)
+        .where('sessions.last_seen_at', '>', idleSince)
+        .execute(),
+    touchSession: (work: Work, id: string, at: number) =>
+      of(work).updateTable('sessions').set({ last_seen_at: at }).where('id', '=', id).execute(),
+    revokeSession: (work: Work, id: string, at: number) =>
+      of(work).updateTable('sessions').set({ revoked_at: at }).where('id', '=', id).where('revoked_at', 'is', null).execute(),
+    /**
+     * End every live session of a user but one (a password change keeps the session that made it); how many ended.
+     * A session unused since `idleSince` or past its expiry has ended already and is left as it is.
+     */
+    revokeOtherSessions: async (work: Work, userId: string, keepId: string, at: number, idleSince: number): Promise<number> => {
+      const result = await of(work)
+        .updateTable('sessions')
+        .set({ revoked_at: at })
+        .where('user_id', '=', userId)
+        .where('id', '<>', keepId)
+        .where('revoked_at', 'is', null)
+        .where('expires_at', '>', at)
+        .where('last_seen_at', '>', idleSince)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows);
+    },
+    setActiveWorkspace: (work: Work, id: string, workspaceId: string) =>
+      of(work).updateTable('sessions').set({ active_workspace_id: workspaceId }).where('id', '=', id).execute(),
+
+    insertLoginFailure: (work: Work, id: string, email: string, client: string, at: number) =>
+      of(work).insertInto('login_failures').values({ id, email, client, failed_at: at }).execute(),
+    deleteLoginFailure: (work: Work, id: string) => of(work).deleteFrom('login_failures').where('id', '=', id).execute(),
+    /** Failures for an email since a time, from `client` and from every address: how many, and the oldest of each. */
+    loginFailuresSince: (work: Work, email: string, client: string, since: number) =>
+      of(work)
+        .selectFrom('login_failures')
+        .select((eb) => [
+          eb.fn.countAll<number>().as('count'),
+          eb.fn.min('failed_at').as('oldest'),
+          eb.fn.sum<number>(eb.case().when('client', '=', client).then(1).else(0).end()).as('clientCount'),
+          eb.fn.min(eb.case().when('client', '=', client).then(eb.ref('failed_at')).else(null).end()).as('clientOldest'),
+        ])
+        .where('email', '=', email)
+        .where('failed_at', '>', since)
+        .executeTakeFirstOrThrow(),
+    /**
+     * Forget an email's failures up to a time after a successful login: those of the client that logged in, and those
+     * of no known address. Other addresses' failures stay: a guesser elsewhere stays throttled.
+     */
+    clearLoginFailures: (work: Work, email: string, client: string, upTo: number) =>
+      of(work).deleteFrom('login_failures').where('email', '=', email).where('client', 'in', [client, '']).where('failed_at', '<=', upTo).execute(),
+
+    /** Count one request in a bucket's window, in one statement (so concurrent counts never lose one); the count so far. */
+    countRequest: async (work: Work, bucket: string, windowStart: number): Promise<number> => {
+      const row = await of(work)
+        .insertInto('request_counts')
+        .values({ bucket, window_start: windowStart, hits: 1 })
+        .onConflict((oc) => oc.columns(['bucket', 'window_start']).doUpdateSet((eb) => ({ hits: eb('request_counts.hits', '+', 1) })))
+        .returning('hits')
+        .executeTakeFirstOrThrow();
+      return Number(row.hits);
+    },
+    /**
+     * Delete the sessions that ended (expired, idle or revoked) before `cutoff`: kept until then, so a late request
+     * still gets "expired", not "unknown". How many went.
+     */
+    deleteSessionsEndedBefore: async (work: Work, cutoff: number, idleMs: number): Promise<number> => {
+      const result = await of(work)
+        .deleteFrom('sessions')
+        .where((eb) => eb.or([eb('expires_at', '<', cutoff), eb('last_seen_at', '<', cutoff - idleMs), eb('revoked_at', '<', cutoff)]))
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+    deleteLoginFailuresBefore: async (work: Work, before: number): Promise<number> =>
+      Number((await of(work).deleteFrom('login_failures').where('failed_at', '<', before).executeTakeFirst()).numDeletedRows),
+    deleteRequestCountsBefore: (work: Work, windowStart: number) => of(work).deleteFrom('request_counts').where('window_start', '<', windowStart).executeTakeFirst(),
+  };
+}
+
+export type TenancyStore = ReturnType<typeof createTenancyStore>;
