@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGroupCommit } from '../src/db/group-commit.js';
 import { createLogger } from '../src/lib/logger.js';
-import type { Database } from '../src/db/schema.js';
-import { asWork, tablesOf } from '../src/db/tables.js';
+import { asWork } from '../src/db/tables.js';
 import { candidatesSelect } from '../src/modules/lists/list.store.js';
 import { createSendingMailStore, type DeliveryJob, type SendingMailStore } from '../src/modules/mail/sending-mail.store.js';
 import { TEST_DIALECT } from './helpers/database.js';

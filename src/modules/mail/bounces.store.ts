@@ -2,9 +2,7 @@
  * What a bounce or complaint arriving at a return path reads and writes: the outbound copy it is about (its
  * recipients and return path), and the suppressions it files, in the transaction that stores the report's events.
  */
-import { insertRows } from '../../db/prepared.js';
 import type { Work } from '../../db/tables.js';
-import type { SuppressionTable } from './suppression.table.js';
 import { mailDb } from './message.store.js';
 
 /** An outbound message as a report to its return path needs it. */

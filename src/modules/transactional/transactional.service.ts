@@ -92,7 +92,6 @@ export interface TransactionalDeps {
 }
 
 /** The handle `sending.enqueue` takes (the whole schema's, until sending takes `Work`): the same transaction. */
-type SendingHandle = NonNullable<Parameters<SendingService['enqueue']>[2]>;
 
 export function createTransactionalService({ work, store, mail, clock, sending }: TransactionalDeps): TransactionalService {
   const findKey = (conn: Work, token: ServiceTokenContext, key: string) => store.findClaim(conn, token, { key });
