@@ -84,7 +84,7 @@ function Attachments({ message }: { message: FullMessage }) {
   const [error, setError] = useState<string | null>(null);
   if (message.attachments.length === 0) return null;
   const fetchOne = (id: string, name: string) =>
-    download(`/messages/${encodeURIComponent(message.message_id)}/attachments/${encodeURIComponent(id)}`, name).catch((err: unknown) =>
+    download(message.message_id, id, name).catch((err: unknown) =>
       setError(err instanceof ApiError ? err.detail : 'the download failed'),
     );
   return (
