@@ -40,7 +40,8 @@ export interface UploadFile {
 
 /**
  * The session API as the commands see it, typed by the generated API types (api.types.ts): a path template,
- * its `{ path, query, body }`, and the route's success answer. Refusals are ApiError, no server a CliError.
+ * its `{ path, query, body }`, and the route's success answer. Refusals are ApiError, no server a CliError. The
+ * calls go through the SDK's client (`createMailroomClient`), the one the web app uses.
  */
 export interface ApiClient {
   get: Call<'get'>;
@@ -201,12 +202,14 @@ function queryString(query: Record<string, unknown>): string {
   return params.toString();
 }
 
+type Send = (method: string, url: string, headers: Record<string, string>, body?: string | Buffer) => Promise<IncomingMessage>;
+
 /**
- * A client for one server, sending `token` (a session token) in X-Service-Session, or no credential
- * when it is null (login). Redirects are not followed: the token would go wherever they point.
+ * One request to `server` over node:http: the answer's head once it arrives (its body still to read). No answer,
+ * a redirect (not followed: the token would go wherever it points) and a refusal throw, in the CLI's words.
  */
-export function createApiClient(server: string, token: string | null, timeoutMs: number = REQUEST_TIMEOUT_MS): ApiClient {
-  async function send(method: string, url: string, headers: Record<string, string>, body?: string | Buffer): Promise<IncomingMessage> {
+function sender(server: string, timeoutMs: number): Send {
+  return async (method, url, headers, body) => {
     let response: IncomingMessage;
     try {
       response = await exchange(new URL(url), method, headers, body, timeoutMs);
@@ -221,23 +224,15 @@ export function createApiClient(server: string, token: string | null, timeoutMs:
     }
     if (status < 200 || status >= 300) throw refusal(status, response.statusMessage ?? '', await readText(response));
     return response;
-  }
+  };
+}
 
-  const baseHeaders = (): Record<string, string> => ({ accept: 'application/json', 'user-agent': USER_AGENT, ...(token === null ? {} : { 'x-service-session': token }) });
-
-  /** A raw request (a download, a stream): the answer's head once it arrives, its body still to read. */
-  function raw(template: string, parts: RequestParts = {}, extra: Record<string, string> = {}): Promise<IncomingMessage> {
-    let url = `${server}${expandPath(template, parts.path)}`;
-    const search = queryString(parts.query ?? {});
-    if (search) url += `?${search}`;
-    return send('GET', url, { ...baseHeaders(), ...extra });
-  }
-
-  /**
-   * The SDK client's transport: node:http rather than fetch, so that refusals, redirects, time-outs and unreachable
-   * servers read as they always have. A refusal throws here; a success is read whole and must be JSON.
-   */
-  async function transport(request: Request): Promise<Response> {
+/**
+ * The SDK client's `fetch`: node:http rather than fetch's own, so that refusals, redirects, time-outs and unreachable
+ * servers read as they always have. A refusal throws; a success is read whole and must be JSON.
+ */
+function sdkTransport(server: string, send: Send): (request: Request) => Promise<Response> {
+  return async (request) => {
     const headers = Object.fromEntries(request.headers);
     const body = request.body === null ? undefined : Buffer.from(await request.arrayBuffer());
     const response = await send(request.method, request.url, headers, body);
@@ -248,10 +243,27 @@ export function createApiClient(server: string, token: string | null, timeoutMs:
       throw new CliError(`${server} answered ${request.method} ${pathBelow(server, request.url)} with something that is not JSON; is it a Mailroom server?`);
     }
     return new Response(text, { status: response.statusCode ?? 200, headers: { 'content-type': 'application/json' } });
-  }
+  };
+}
 
-  const options = { baseUrl: server, headers: { accept: 'application/json', 'user-agent': USER_AGENT }, querySerializer: queryString, fetch: transport };
+/**
+ * A client for one server, sending `token` (a session token) in X-Service-Session, or no credential when it is null
+ * (login). Its JSON calls go through the SDK's client (src/sdk); downloads and streams, read as they arrive, go
+ * straight to the transport.
+ */
+export function createApiClient(server: string, token: string | null, timeoutMs: number = REQUEST_TIMEOUT_MS): ApiClient {
+  const send = sender(server, timeoutMs);
+  const session: Record<string, string> = token === null ? {} : { 'x-service-session': token };
+  const options = { baseUrl: server, headers: { accept: 'application/json', 'user-agent': USER_AGENT }, querySerializer: queryString, fetch: sdkTransport(server, send) };
   const sdk = token === null ? createMailroomClient(options) : createMailroomClient({ ...options, session: token });
+
+  /** A raw GET (a download, a stream): the answer's head once it arrives, its body still to read. */
+  function raw(template: string, parts: RequestParts = {}, extra: Record<string, string> = {}): Promise<IncomingMessage> {
+    let url = `${server}${expandPath(template, parts.path)}`;
+    const search = queryString(parts.query ?? {});
+    if (search) url += `?${search}`;
+    return send('GET', url, { accept: 'application/json', 'user-agent': USER_AGENT, ...extra, ...session });
+  }
 
   /**
    * One JSON call through the SDK's client. The path, its parameters and its body were checked against the
