@@ -1853,7 +1853,23 @@ export interface components {
             unread: number;
             threads: number;
             folders: {
-                [key: string]: {
+                inbox: {
+                    total: number;
+                    unread: number;
+                };
+                archive: {
+                    total: number;
+                    unread: number;
+                };
+                sent: {
+                    total: number;
+                    unread: number;
+                };
+                spam: {
+                    total: number;
+                    unread: number;
+                };
+                trash: {
                     total: number;
                     unread: number;
                 };

@@ -117,7 +117,7 @@ function ThreadList({ messageId }: { messageId: string }) {
             {m.message_id === messageId ? (
               <span aria-current="true"><strong>{person(m.from)}</strong> · {longDate(m.date ?? m.created_at)} (this message)</span>
             ) : (
-              <a href={mailPath(m.mailbox, folderOf(m.folder), m.message_id)} onClick={(e) => { e.preventDefault(); navigate(mailPath(m.mailbox, folderOf(m.folder), m.message_id)); }}>
+              <a href={mailPath(m.mailbox, m.folder, m.message_id)} onClick={(e) => { e.preventDefault(); navigate(mailPath(m.mailbox, m.folder, m.message_id)); }}>
                 <strong>{person(m.from)}</strong> · {longDate(m.date ?? m.created_at)} — {m.snippet}
               </a>
             )}

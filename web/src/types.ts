@@ -24,7 +24,7 @@ export const everyOf =
 export type Folder = Schema<'MessageListItem'>['folder'];
 export const FOLDERS = everyOf<Folder>()(['inbox', 'archive', 'sent', 'spam', 'trash']);
 
-/** A folder name as the API gives it (a string), as one of the app's folders; an unknown one reads as inbox. */
+/** A folder name the page holds as text (a select's value), as one of the folders; an unknown one reads as inbox. */
 export const folderOf = (name: string): Folder => FOLDERS.find((f) => f === name) ?? 'inbox';
 
 export type Message = Schema<'MessageListItem'>;

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { invalid } from '../../../lib/errors.js';
 import type { MessageService } from '../../../modules/messages/message.service.js';
+import { FOLDERS } from '../../../modules/messages/message.types.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { optionalBody } from '../plugins/validation.js';
 import { AttachmentList, Email, Label, SearchText, LabelChange, LabelsResponse, Limit, MessageDetail, MessagePage, Offset, ResourceId, ThreadDetail, ThreadSchema, answer, errors, folderName, operationId, ref } from '../schemas.js';
@@ -53,7 +54,7 @@ const StatsResponse = Type.Object(
     messages: Type.Integer(),
     unread: Type.Integer(),
     threads: Type.Integer(),
-    folders: Type.Record(Type.String(), Type.Object({ total: Type.Integer(), unread: Type.Integer() })),
+    folders: Type.Record(Type.Union(FOLDERS.map((folder) => Type.Literal(folder))), Type.Object({ total: Type.Integer(), unread: Type.Integer() })),
   },
   { title: 'Stats' },
 );
