@@ -1612,7 +1612,8 @@ export interface components {
             message_id: string;
             mailbox: string;
             direction: "inbound" | "outbound";
-            folder: string;
+            /** @enum {string} */
+            folder: "inbox" | "archive" | "sent" | "spam" | "trash";
             read: boolean;
             labels: string[];
             thread_id: string;
@@ -1645,7 +1646,8 @@ export interface components {
             message_id: string;
             mailbox: string;
             direction: "inbound" | "outbound";
-            folder: string;
+            /** @enum {string} */
+            folder: "inbox" | "archive" | "sent" | "spam" | "trash";
             read: boolean;
             labels: string[];
             thread_id: string;
@@ -1684,7 +1686,8 @@ export interface components {
             message_id: string;
             mailbox: string;
             direction: "inbound" | "outbound";
-            folder: string;
+            /** @enum {string} */
+            folder: "inbox" | "archive" | "sent" | "spam" | "trash";
             read: boolean;
             labels: string[];
             thread_id: string;
@@ -1785,8 +1788,11 @@ export interface components {
             at: string;
             mx: string | null;
             recipients: string[];
-            /** @description sent, rejected, deferred, ambiguous or no_route */
-            outcome: string;
+            /**
+             * @description sent, rejected, deferred, ambiguous or no_route
+             * @enum {string}
+             */
+            outcome: "sent" | "rejected" | "deferred" | "ambiguous" | "no_route";
             response: string;
         };
         /** RecipientStatus */
@@ -1824,7 +1830,8 @@ export interface components {
             ok: true;
             message_id: string;
             read?: boolean;
-            folder?: string;
+            /** @enum {string} */
+            folder?: "inbox" | "archive" | "sent" | "spam" | "trash";
         };
         /** LabelChange */
         LabelChange: {
@@ -1846,7 +1853,23 @@ export interface components {
             unread: number;
             threads: number;
             folders: {
-                [key: string]: {
+                inbox: {
+                    total: number;
+                    unread: number;
+                };
+                archive: {
+                    total: number;
+                    unread: number;
+                };
+                sent: {
+                    total: number;
+                    unread: number;
+                };
+                spam: {
+                    total: number;
+                    unread: number;
+                };
+                trash: {
                     total: number;
                     unread: number;
                 };
@@ -2320,7 +2343,7 @@ export interface components {
         Webhook: {
             webhook_id: string;
             url: string;
-            event_types: string[];
+            event_types: ("message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.cancelled" | "domain.verified" | "webhook.disabled")[];
             active: boolean;
             has_secret: boolean;
             /** Format: date-time */
@@ -2337,7 +2360,7 @@ export interface components {
             /** @description http(s) URL of a public address; checked against the address rules */
             url: string;
             /** @description events to deliver; empty or omitted = every event */
-            event_types?: string[];
+            event_types?: ("message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.cancelled" | "domain.verified" | "webhook.disabled")[];
             /** @description whsec_ + base64 of a 24–64 byte key; never shown again */
             secret?: string;
             active?: boolean;
@@ -2346,7 +2369,7 @@ export interface components {
         CreatedWebhook: {
             webhook_id: string;
             url: string;
-            event_types: string[];
+            event_types: ("message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.cancelled" | "domain.verified" | "webhook.disabled")[];
             active: boolean;
             has_secret: boolean;
             /** Format: date-time */
@@ -2365,7 +2388,7 @@ export interface components {
             /** @description http(s) URL of a public address; checked against the address rules */
             url?: string;
             /** @description events to deliver; empty or omitted = every event */
-            event_types?: string[];
+            event_types?: ("message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.cancelled" | "domain.verified" | "webhook.disabled")[];
             /** @description whsec_ + base64 of a 24–64 byte key; never shown again */
             secret?: string;
             active?: boolean;
@@ -2374,7 +2397,8 @@ export interface components {
         WebhookDelivery: {
             delivery_id: string;
             event_id: string;
-            event_type: string;
+            /** @enum {string} */
+            event_type: "message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.cancelled" | "domain.verified" | "webhook.disabled";
             attempt: number;
             status_code: number | null;
             error: string | null;
@@ -2416,7 +2440,8 @@ export interface components {
         /** SandboxDnsRecord */
         SandboxDnsRecord: {
             name: string;
-            type: string;
+            /** @enum {string} */
+            type: "A" | "AAAA" | "CNAME" | "MX" | "TXT";
             value: string;
             /** Format: date-time */
             created_at: string;
@@ -2431,8 +2456,11 @@ export interface components {
             records: {
                 /** @description a DNS name, such as _mailroom-verification.acme.example */
                 name: string;
-                /** @description A, AAAA, CNAME, MX, TXT */
-                type: string;
+                /**
+                 * @description A, AAAA, CNAME, MX, TXT
+                 * @enum {string}
+                 */
+                type: "A" | "AAAA" | "CNAME" | "MX" | "TXT";
                 /** @description A: an IPv4 address; AAAA: IPv6; CNAME: a name; MX: "10 mx.example.com"; TXT: the text */
                 value: string;
             }[];
@@ -2766,7 +2794,7 @@ export interface operations {
                 /** @description an email address */
                 mailbox?: string;
                 /** @description default inbox; with q, every folder */
-                folder?: string;
+                folder?: "inbox" | "archive" | "sent" | "spam" | "trash";
                 /** @description a search query (Gmail's operators); see Search queries */
                 q?: string;
                 /** @description page size, 1..500 */
@@ -2899,7 +2927,7 @@ export interface operations {
     moveMessage: {
         parameters: {
             query?: {
-                folder?: string;
+                folder?: "inbox" | "archive" | "sent" | "spam" | "trash";
             };
             header?: never;
             path: {
@@ -2910,7 +2938,8 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    folder?: string;
+                    /** @enum {string} */
+                    folder?: "inbox" | "archive" | "sent" | "spam" | "trash";
                 };
             };
         };
@@ -3782,7 +3811,7 @@ export interface operations {
             query?: {
                 /** @description an email address */
                 mailbox?: string;
-                folder?: string;
+                folder?: "inbox" | "archive" | "sent" | "spam" | "trash";
                 label?: string;
                 thread_id?: string;
                 unread?: boolean;
@@ -3918,7 +3947,7 @@ export interface operations {
     appMoveMessage: {
         parameters: {
             query?: {
-                folder?: string;
+                folder?: "inbox" | "archive" | "sent" | "spam" | "trash";
             };
             header?: never;
             path: {
@@ -3929,7 +3958,8 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
-                    folder?: string;
+                    /** @enum {string} */
+                    folder?: "inbox" | "archive" | "sent" | "spam" | "trash";
                 };
             };
         };
@@ -4295,8 +4325,8 @@ export interface operations {
             };
             header?: never;
             path: {
-                direction: string;
-                list_type: string;
+                direction: "inbound" | "outbound";
+                list_type: "allow" | "block";
             };
             cookie?: never;
         };
@@ -4323,8 +4353,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                direction: string;
-                list_type: string;
+                direction: "inbound" | "outbound";
+                list_type: "allow" | "block";
             };
             cookie?: never;
         };
@@ -4361,8 +4391,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                direction: string;
-                list_type: string;
+                direction: "inbound" | "outbound";
+                list_type: "allow" | "block";
                 /** @description the entry (address, domain, IP or CIDR); a slash may be sent as is or as %2F */
                 entry: string;
             };
@@ -4392,8 +4422,8 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                direction: string;
-                list_type: string;
+                direction: "inbound" | "outbound";
+                list_type: "allow" | "block";
                 /** @description the entry (address, domain, IP or CIDR); a slash may be sent as is or as %2F */
                 entry: string;
             };
@@ -5213,7 +5243,8 @@ export interface operations {
                     domain_id: string;
                     /** @description an email address */
                     mailbox: string;
-                    scope?: string;
+                    /** @enum {string} */
+                    scope?: "message:send";
                 };
             };
         };
@@ -5736,8 +5767,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description one of message.received, message.sent, message.accepted, message.failed, message.delivered, message.bounced, message.rejected, message.complained, message.cancelled, domain.verified, webhook.disabled */
-                    event_type: string;
+                    /**
+                     * @description one of message.received, message.sent, message.accepted, message.failed, message.delivered, message.bounced, message.rejected, message.complained, message.cancelled, domain.verified, webhook.disabled
+                     * @enum {string}
+                     */
+                    event_type: "message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.cancelled" | "domain.verified" | "webhook.disabled";
                 };
             };
         };
@@ -6058,7 +6092,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description A, AAAA, CNAME, MX, TXT */
-                type?: string;
+                type?: "A" | "AAAA" | "CNAME" | "MX" | "TXT";
             };
             header?: never;
             path: {

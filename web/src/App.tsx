@@ -1,11 +1,11 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { lazy, Suspense, useCallback, useEffect, useState } from 'react';
-import { api, ApiError, whenUnauthorized } from './api';
+import { ApiError, whenUnauthorized } from './api';
 import { Login } from './Login';
 import { Mail } from './Mail';
+import { sessionQuery } from './queries';
 import { navigate, useRoute } from './router';
 import { loadToken, saveToken } from './session';
-import type { SessionInfo } from './types';
 
 // The settings pages are a chunk of their own: the inbox's first load does not carry them.
 const Admin = lazy(() => import('./admin/Admin').then((m) => ({ default: m.Admin })));
@@ -24,11 +24,7 @@ export function App() {
 
   useEffect(() => whenUnauthorized(signOut), [signOut]);
 
-  const session = useQuery({
-    queryKey: ['session', token],
-    queryFn: () => api<SessionInfo>('/session'),
-    enabled: token !== null,
-  });
+  const session = useQuery(sessionQuery(token));
 
   useEffect(() => {
     if (token === null && route.page !== 'login') navigate('/login', { replace: true });
@@ -40,7 +36,7 @@ export function App() {
       <Login
         onLoggedIn={(info, newToken) => {
           saveToken(newToken);
-          client.setQueryData(['session', newToken], info);
+          client.setQueryData(sessionQuery(newToken).queryKey, info);
           setToken(newToken);
           navigate('/', { replace: true });
         }}

@@ -7,7 +7,7 @@ import { composePath, mailPath, navigate, type MailView } from './router';
 import { bytes } from './format';
 import { deleteDraft, removeAttachment, sendDraft, uploadAttachments, useDraft, useSourceMessage, type Draft, type DraftAttachment, type DraftFields } from './sending';
 import { rememberSent } from './Sent';
-import { folderOf, type Mailbox } from './types';
+import type { Mailbox } from './types';
 import './compose.css';
 
 type ComposeView = Extract<MailView, { kind: 'compose' }>;
@@ -51,7 +51,7 @@ export function Compose(props: { view: ComposeView; mailbox: string | null; mail
   else if (sender !== undefined) initial = emptyFields(sender);
   if (initial === null) return <p className="muted">This workspace has no mailbox to send from yet.</p>;
   const title = view.draftId !== null ? 'Draft' : TITLES[view.mode];
-  const back = source.data ? mailPath(source.data.mailbox, folderOf(source.data.folder), source.data.message_id) : mailPath(initial.mailbox, 'inbox');
+  const back = source.data ? mailPath(source.data.mailbox, source.data.folder, source.data.message_id) : mailPath(initial.mailbox, 'inbox');
   return <ComposeForm title={title} initial={initial} files={draft.data?.attachments ?? []} draftId={view.draftId} mailboxes={mailboxes} back={back} origin={view} />;
 }
 

@@ -1,6 +1,6 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent, type RefObject } from 'react';
-import { api, ApiError } from './api';
+import { ApiError, answerOf, client as api } from './api';
 import { mailPath, navigate, type Route } from './router';
 import type { SessionInfo } from './types';
 
@@ -12,7 +12,7 @@ function WorkspaceSwitcher({ session }: { session: SessionInfo }) {
     return <span className="workspace">{session.workspaces[0]?.name ?? 'No workspace'}</span>;
   }
   async function select(workspaceId: string) {
-    const info = await api<SessionInfo>('/workspaces/select', { method: 'POST', body: { workspace_id: workspaceId } });
+    const info = await answerOf(api.POST('/app/api/workspaces/select', { body: { workspace_id: workspaceId } }));
     client.removeQueries({ predicate: (q) => q.queryKey[0] !== 'session' });
     client.setQueriesData({ queryKey: ['session'] }, info);
     navigate('/');

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
-import { api, ApiError } from './api';
-import type { Schema, SessionInfo } from './types';
+import { ApiError, KEEP_SESSION, answerOf, client } from './api';
+import type { SessionInfo } from './types';
 
 export function Login({ onLoggedIn }: { onLoggedIn: (info: SessionInfo, token: string) => void }) {
   const [email, setEmail] = useState('');
@@ -13,7 +13,7 @@ export function Login({ onLoggedIn }: { onLoggedIn: (info: SessionInfo, token: s
     setBusy(true);
     setError(null);
     try {
-      const { session_token, ...info } = await api<Schema<'Login'>>('/login', { method: 'POST', body: { email, password } });
+      const { session_token, ...info } = await answerOf(client.POST('/app/api/login', { body: { email, password }, ...KEEP_SESSION }));
       onLoggedIn(info, session_token);
     } catch (err) {
       setError(err instanceof ApiError ? err.detail : 'the server did not answer; try again');

@@ -1,6 +1,6 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
-import { api } from './api';
+import { client as api } from './api';
 import { Compose, composeKey } from './Compose';
 import { Drafts } from './Drafts';
 import { followEvents } from './events';
@@ -94,7 +94,7 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
   });
 
   async function logout() {
-    await api('/logout', { method: 'POST' }).catch(() => undefined);
+    await api.POST('/app/api/logout').catch(() => undefined);
     onLogout();
   }
 

@@ -84,7 +84,7 @@ function Attachments({ message }: { message: FullMessage }) {
   const [error, setError] = useState<string | null>(null);
   if (message.attachments.length === 0) return null;
   const fetchOne = (id: string, name: string) =>
-    download(`/messages/${encodeURIComponent(message.message_id)}/attachments/${encodeURIComponent(id)}`, name).catch((err: unknown) =>
+    download(message.message_id, id, name).catch((err: unknown) =>
       setError(err instanceof ApiError ? err.detail : 'the download failed'),
     );
   return (
@@ -117,7 +117,7 @@ function ThreadList({ messageId }: { messageId: string }) {
             {m.message_id === messageId ? (
               <span aria-current="true"><strong>{person(m.from)}</strong> · {longDate(m.date ?? m.created_at)} (this message)</span>
             ) : (
-              <a href={mailPath(m.mailbox, folderOf(m.folder), m.message_id)} onClick={(e) => { e.preventDefault(); navigate(mailPath(m.mailbox, folderOf(m.folder), m.message_id)); }}>
+              <a href={mailPath(m.mailbox, m.folder, m.message_id)} onClick={(e) => { e.preventDefault(); navigate(mailPath(m.mailbox, m.folder, m.message_id)); }}>
                 <strong>{person(m.from)}</strong> · {longDate(m.date ?? m.created_at)} — {m.snippet}
               </a>
             )}

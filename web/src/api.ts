@@ -1,3 +1,5 @@
+import type { Middleware } from 'openapi-fetch';
+import { createMailroomClient } from '../../src/sdk/index';
 import { loadToken } from './session';
 
 /** An error answer of the API: `{error, detail}` and, for `invalid_query`, `position`. */
@@ -22,7 +24,7 @@ export function whenUnauthorized(listener: Listener): () => void {
   return () => onUnauthorized.delete(listener);
 }
 
-/** Tell the app its session ended (the event stream learns it outside api()). */
+/** Tell the app its session ended (the event stream learns it outside the client). */
 export function sessionEnded(): void {
   for (const l of onUnauthorized) l();
 }
@@ -46,42 +48,59 @@ async function errorOf(res: Response): Promise<ApiError> {
   }
 }
 
-/** A request to the session API (`/app/api` + path) with the session header; JSON in, JSON out. */
-export async function api<T>(path: string, init: { method?: string; body?: unknown; query?: Record<string, string | number | boolean | undefined> } = {}): Promise<T> {
-  const params = new URLSearchParams();
-  for (const [k, v] of Object.entries(init.query ?? {})) if (v !== undefined && v !== '') params.set(k, String(v));
-  const qs = params.toString();
-  const headers: Record<string, string> = { ...sessionHeaders(), accept: 'application/json' };
-  if (init.body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(`/app/api${path}${qs ? `?${qs}` : ''}`, {
-    method: init.method ?? 'GET',
-    headers,
-    body: init.body === undefined ? null : JSON.stringify(init.body),
-  });
-  if (!res.ok) {
-    const err = await errorOf(res);
-    if (res.status === 401 && path !== '/login') sessionEnded();
+/**
+ * A request option of this app (openapi-fetch copies unknown options onto the request): its 401 does not end the
+ * session. A failed login has none to end; a download and the last save of a closing page never ended it.
+ */
+export const KEEP_SESSION = { keepSession: true } as const;
+
+/** Each request carries the session of the moment (it changes at login and logout, the client does not). */
+const session: Middleware = {
+  onRequest({ request }) {
+    for (const [name, value] of Object.entries(sessionHeaders())) request.headers.set(name, value);
+    return request;
+  },
+  /** A refusal becomes an ApiError, thrown by the call; a 401 tells the app its session ended. */
+  async onResponse({ request, response }) {
+    if (response.ok) return undefined;
+    const err = await errorOf(response);
+    if (response.status === 401 && (request as Request & { keepSession?: boolean }).keepSession !== true) sessionEnded();
     throw err;
+  },
+};
+
+/** The query string as the app has always sent it: every value that is neither undefined nor empty. */
+function queryString(query: Record<string, unknown>): string {
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) {
+    // The API's query parameters are strings, numbers and booleans (the generated types of every call say so).
+    if ((typeof v === 'string' && v !== '') || typeof v === 'number' || typeof v === 'boolean') params.set(k, String(v));
   }
-  return (await res.json()) as T;
+  return params.toString();
 }
 
-/** Upload files as multipart/form-data (the browser writes the Content-Type with its boundary); JSON out, as api(). */
-export async function apiForm<T>(path: string, form: FormData): Promise<T> {
-  const res = await fetch(`/app/api${path}`, { method: 'POST', headers: { ...sessionHeaders(), accept: 'application/json' }, body: form });
-  if (!res.ok) {
-    const err = await errorOf(res);
-    if (res.status === 401) sessionEnded();
-    throw err;
-  }
-  return (await res.json()) as T;
+/**
+ * The session API through the SDK's client (src/sdk), typed by the generated paths: each call names a path
+ * template, its parameters and body, and answers `{ data }` typed by the route's success schema. A refusal
+ * throws ApiError (see `session`), so `data` is there whenever a call returns: read it with `answerOf`.
+ */
+export const client = createMailroomClient({ baseUrl: '', headers: { accept: 'application/json' }, querySerializer: queryString });
+client.use(session);
+
+/** The answer of a call (a refusal has thrown already). */
+export async function answerOf<T>(call: Promise<{ data?: T }>): Promise<T> {
+  return (await call).data as T;
 }
 
 /** Download an attachment: the request needs the session header, so fetch it and hand the browser a blob URL. */
-export async function download(path: string, filename: string): Promise<void> {
-  const res = await fetch(`/app/api${path}`, { headers: sessionHeaders() });
-  if (!res.ok) throw await errorOf(res);
-  const url = URL.createObjectURL(await res.blob());
+export async function download(messageId: string, attachmentId: string, filename: string): Promise<void> {
+  const { data } = await client.GET('/app/api/messages/{message_id}/attachments/{attachment_id}', {
+    params: { path: { message_id: messageId, attachment_id: attachmentId } },
+    headers: { accept: null },
+    parseAs: 'blob',
+    ...KEEP_SESSION,
+  });
+  const url = URL.createObjectURL(data as Blob);
   const link = document.createElement('a');
   link.href = url;
   link.download = filename;

@@ -1,4 +1,5 @@
 import { sessionEnded, sessionHeaders } from './api';
+import type { paths } from '../../src/sdk/openapi';
 
 /** One Server-Sent Event of GET /app/api/events/stream. */
 export interface StreamEvent {
@@ -29,6 +30,12 @@ function parseBlock(block: string): StreamEvent | null {
 }
 
 /**
+ * The stream's route, checked against the API's paths. Read with fetch rather than the client: its answer is read
+ * as it comes, its 401 ends the session here and its other refusals are retried.
+ */
+const STREAM_PATH = '/app/api/events/stream' satisfies keyof paths;
+
+/**
  * Follow the workspace's event stream. EventSource cannot send X-Service-Session, so this reads the stream with
  * fetch; after a drop it reconnects with Last-Event-ID, so the server replays what was missed. Returns a stop function.
  */
@@ -40,7 +47,7 @@ export function followEvents(onEvent: (event: StreamEvent) => void, onState: (li
   async function readOnce(): Promise<void> {
     const headers: Record<string, string> = { ...sessionHeaders(), accept: 'text/event-stream' };
     if (lastId !== null) headers['last-event-id'] = lastId;
-    const res = await fetch('/app/api/events/stream', { headers, signal: controller.signal, cache: 'no-store' });
+    const res = await fetch(STREAM_PATH, { headers, signal: controller.signal, cache: 'no-store' });
     if (res.status === 401) {
       // The session ended: reconnecting cannot help; the app goes back to its login page.
       controller.abort();

@@ -1,44 +1,137 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { api } from './api';
-import type { Folder, FullMessage, Mailbox, MessagePage, Thread } from './types';
+import { queryOptions, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { answerOf, client } from './api';
+import type { Folder, Message, Schema } from './types';
+
+// Every resource the app reads: its query key and its fetch, in one place, as TanStack Query's `queryOptions`. A view
+// uses them (`useQuery(webhooksQuery())`) and a change refreshes them by the same key (`webhooksQuery().queryKey`, or
+// a prefix of it for every page of a list).
 
 /** Messages on one page of the list. */
 export const PAGE_SIZE = 50;
+/** Rows of the sent list and of the drafts list. */
+export const SENT_PAGE_SIZE = 50;
+/** Entries of an admin list shown at once: the API's largest page (docs/api.md, Pagination); the caption says when there are more. */
+export const ADMIN_LIST_LIMIT = 500;
 
-export function useMailboxes(workspaceId: string | null) {
-  return useQuery({
+type SentItem = Schema<'SentMessage'>;
+
+/** The session of `token` (a new token is a new session, so it is part of the key). */
+export const sessionQuery = (token: string | null) =>
+  queryOptions({ queryKey: ['session', token], queryFn: () => answerOf(client.GET('/app/api/session')), enabled: token !== null });
+
+/** The mailboxes of the mail app's sidebar, per workspace. */
+export const mailboxesQuery = (workspaceId: string | null) =>
+  queryOptions({
     queryKey: ['mailboxes', workspaceId],
-    queryFn: () => api<{ mailboxes: Mailbox[] }>('/mailboxes').then((r) => r.mailboxes),
+    queryFn: () => answerOf(client.GET('/app/api/mailboxes')).then((r) => r.mailboxes),
     enabled: workspaceId !== null,
   });
-}
+
+/** The mailboxes of the admin pages (the whole answer; mail events do not refresh it). */
+export const adminMailboxesQuery = () => queryOptions({ queryKey: ['mailboxes-admin'], queryFn: () => answerOf(client.GET('/app/api/mailboxes')) });
 
 /** One page of a folder, or of a search (`q`) over every folder of the mailbox. */
-export function useMessagePage(mailbox: string | null, folder: Folder, q: string, offset: number) {
-  return useQuery({
+export const messagePageQuery = (mailbox: string | null, folder: Folder, q: string, offset: number) =>
+  queryOptions({
     queryKey: ['messages', mailbox, folder, q, offset],
     queryFn: () =>
-      api<MessagePage>('/messages', { query: { mailbox: mailbox ?? undefined, folder: q ? undefined : folder, q: q || undefined, limit: PAGE_SIZE, offset } }),
+      answerOf(client.GET('/app/api/messages', { params: { query: { mailbox: mailbox ?? undefined, folder: q ? undefined : folder, q: q || undefined, limit: PAGE_SIZE, offset } } })),
     enabled: mailbox !== null,
     placeholderData: (previous) => previous,
   });
-}
 
-export function useMessage(messageId: string | null) {
-  return useQuery({
+/** One message; `markRead` when the user opens it (the reply form reads its source without marking it). */
+export const messageQuery = (messageId: string | null, markRead: boolean) =>
+  queryOptions({
     queryKey: ['message', messageId],
-    queryFn: () => api<FullMessage>(`/messages/${encodeURIComponent(messageId ?? '')}`, { query: { mark_read: true } }),
+    queryFn: () =>
+      answerOf(client.GET('/app/api/messages/{message_id}', { params: { path: { message_id: messageId ?? '' }, query: markRead ? { mark_read: true } : undefined } })),
     enabled: messageId !== null,
   });
+
+export const threadQuery = (messageId: string | null) =>
+  queryOptions({
+    queryKey: ['thread', messageId],
+    queryFn: () => answerOf(client.GET('/app/api/messages/{message_id}/thread', { params: { path: { message_id: messageId ?? '' } } })),
+    enabled: messageId !== null,
+  });
+
+export const draftQuery = (id: string | null) =>
+  queryOptions({
+    queryKey: ['drafts', 'one', id],
+    queryFn: () => answerOf(client.GET('/app/api/drafts/{draft_id}', { params: { path: { draft_id: id ?? '' } } })),
+    enabled: id !== null,
+    // The form owns the draft once loaded; a refetch must not overwrite what is being typed.
+    staleTime: Infinity,
+    gcTime: 0,
+  });
+
+/** The drafts of a mailbox; `['drafts', 'list']` is every mailbox's. */
+export const draftsQuery = (mailbox: string | null) =>
+  queryOptions({
+    queryKey: ['drafts', 'list', mailbox],
+    queryFn: () => answerOf(client.GET('/app/api/drafts', { params: { query: { mailbox: mailbox ?? undefined, limit: SENT_PAGE_SIZE } } })),
+    enabled: mailbox !== null,
+  });
+
+export const sentPageQuery = (mailbox: string | null, offset: number) =>
+  queryOptions({
+    queryKey: ['sent', 'page', mailbox, offset],
+    queryFn: () => answerOf(client.GET('/app/api/sent', { params: { query: { mailbox: mailbox ?? undefined, limit: SENT_PAGE_SIZE, offset } } })),
+    enabled: mailbox !== null,
+    placeholderData: (previous) => previous,
+  });
+
+/**
+ * The delivery state of one sent message: its single view carries it, recipient by recipient (GET
+ * /app/api/messages/{id}, as an item of GET /app/api/sent); null for a message that was never sent.
+ */
+async function findSent(message: Message): Promise<SentItem | null> {
+  const view = await answerOf(client.GET('/app/api/messages/{message_id}', { params: { path: { message_id: message.message_id } } }));
+  const { status, recipients, attempts, last_error } = view;
+  if (status === undefined || recipients === undefined || attempts === undefined || last_error === undefined) return null;
+  return { ...view, status, recipients, attempts, last_error };
 }
 
-export function useThread(messageId: string | null) {
-  return useQuery({
-    queryKey: ['thread', messageId],
-    queryFn: () => api<Thread>(`/messages/${encodeURIComponent(messageId ?? '')}/thread`),
-    enabled: messageId !== null,
+export const sentItemQuery = (message: Message) => queryOptions({ queryKey: ['sent', 'item', message.message_id], queryFn: () => findSent(message) });
+
+// ---- the admin pages ----
+
+export const sendingDomainsQuery = () => queryOptions({ queryKey: ['sending-domains'], queryFn: () => answerOf(client.GET('/app/api/sending-domains')) });
+export const serviceTokensQuery = () => queryOptions({ queryKey: ['service-tokens'], queryFn: () => answerOf(client.GET('/app/api/service-tokens')) });
+export const apiKeysQuery = () => queryOptions({ queryKey: ['api-keys'], queryFn: () => answerOf(client.GET('/app/api/api-keys')) });
+export const membersQuery = () => queryOptions({ queryKey: ['members'], queryFn: () => answerOf(client.GET('/app/api/members')) });
+export const webhooksQuery = () => queryOptions({ queryKey: ['webhooks'], queryFn: () => answerOf(client.GET('/app/api/webhooks')) });
+
+export const webhookDeliveriesQuery = (webhookId: string) =>
+  queryOptions({
+    queryKey: ['webhook-deliveries', webhookId],
+    queryFn: () => answerOf(client.GET('/app/api/webhooks/{webhook_id}/deliveries', { params: { path: { webhook_id: webhookId }, query: { limit: 50 } } })),
   });
-}
+
+type ListEntry = Schema<'ListEntry'>;
+
+/** One allow or block list; `['lists']` is every list. */
+export const listQuery = (direction: ListEntry['direction'], listType: ListEntry['list_type']) =>
+  queryOptions({
+    queryKey: ['lists', direction, listType],
+    queryFn: () =>
+      answerOf(client.GET('/app/api/lists/{direction}/{list_type}', { params: { path: { direction, list_type: listType }, query: { limit: ADMIN_LIST_LIMIT } } })),
+  });
+
+/** The suppressions of one reason, or of every reason (''); `['suppressions']` is all of them. */
+export const suppressionsQuery = (reason: Schema<'Suppression'>['reason'] | '') =>
+  queryOptions({
+    queryKey: ['suppressions', reason],
+    queryFn: () => answerOf(client.GET('/app/api/suppressions', { params: { query: { limit: ADMIN_LIST_LIMIT, ...(reason ? { reason } : {}) } } })),
+  });
+
+// ---- the mail views' hooks ----
+
+export const useMailboxes = (workspaceId: string | null) => useQuery(mailboxesQuery(workspaceId));
+export const useMessagePage = (mailbox: string | null, folder: Folder, q: string, offset: number) => useQuery(messagePageQuery(mailbox, folder, q, offset));
+export const useMessage = (messageId: string | null) => useQuery(messageQuery(messageId, true));
+export const useThread = (messageId: string | null) => useQuery(threadQuery(messageId));
 
 export type MessageAction =
   | { kind: 'move'; folder: Folder }
@@ -49,19 +142,20 @@ export type MessageAction =
   | { kind: 'delete' };
 
 function run(id: string, action: MessageAction): Promise<unknown> {
-  const path = `/messages/${encodeURIComponent(id)}`;
+  const params = { path: { message_id: id } };
   switch (action.kind) {
     case 'move':
-      return api(`${path}/move`, { method: 'POST', body: { folder: action.folder } });
+      return answerOf(client.POST('/app/api/messages/{message_id}/move', { params, body: { folder: action.folder } }));
     case 'spam':
+      return answerOf(client.POST('/app/api/messages/{message_id}/spam', { params }));
     case 'not-spam':
-      return api(`${path}/${action.kind}`, { method: 'POST' });
+      return answerOf(client.POST('/app/api/messages/{message_id}/not-spam', { params }));
     case 'read':
-      return api(`${path}/read`, { method: 'POST', body: { read: action.read } });
+      return answerOf(client.POST('/app/api/messages/{message_id}/read', { params, body: { read: action.read } }));
     case 'labels':
-      return api(`${path}/labels`, { method: 'POST', body: { add: action.add ?? [], remove: action.remove ?? [] } });
+      return answerOf(client.POST('/app/api/messages/{message_id}/labels', { params, body: { add: action.add ?? [], remove: action.remove ?? [] } }));
     case 'delete':
-      return api(path, { method: 'DELETE' });
+      return answerOf(client.DELETE('/app/api/messages/{message_id}', { params }));
   }
 }
 

@@ -1,6 +1,9 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { api, apiForm, sessionHeaders } from './api';
-import type { FullMessage, Message, Schema } from './types';
+import { KEEP_SESSION, answerOf, client } from './api';
+import { SENT_PAGE_SIZE, draftQuery, draftsQuery, messageQuery, sentItemQuery, sentPageQuery } from './queries';
+import type { Message, Schema } from './types';
+
+export { SENT_PAGE_SIZE };
 
 export type Draft = Schema<'Draft'>;
 export type DraftAttachment = Schema<'DraftAttachment'>;
@@ -23,104 +26,58 @@ export type SentPage = Schema<'SentPage'>;
 /** The answer of POST /app/api/drafts/{id}/send. */
 export type SendAnswer = Schema<'Queued'>;
 
-/** Rows of the sent list and of the drafts list. */
-export const SENT_PAGE_SIZE = 50;
+/** The draft request's body (POST and PATCH take the same fields). */
+type DraftBody = Schema<'DraftCreate'> & Schema<'DraftChange'>;
 
-const draftPath = (id: string) => `/drafts/${encodeURIComponent(id)}`;
-
-export function draftBody(fields: DraftFields, withRecipients = true): Record<string, unknown> {
+export function draftBody(fields: DraftFields, withRecipients = true): DraftBody {
   const { to, cc, bcc, ...rest } = fields;
   return withRecipients ? { ...rest, to, cc, bcc } : rest;
 }
 
-export const createDraft = (fields: DraftFields, withRecipients = true) =>
-  api<Draft>('/drafts', { method: 'POST', body: draftBody(fields, withRecipients) });
+const draftParams = (id: string) => ({ path: { draft_id: id } });
+
+export const createDraft = (fields: DraftFields, withRecipients = true) => answerOf(client.POST('/app/api/drafts', { body: draftBody(fields, withRecipients) }));
 
 export const patchDraft = (id: string, fields: DraftFields, withRecipients = true) =>
-  api<Draft>(draftPath(id), { method: 'PATCH', body: draftBody(fields, withRecipients) });
+  answerOf(client.PATCH('/app/api/drafts/{draft_id}', { params: draftParams(id), body: draftBody(fields, withRecipients) }));
 
-export const deleteDraft = (id: string) => api<{ ok: true }>(draftPath(id), { method: 'DELETE' });
+export const deleteDraft = (id: string) => answerOf(client.DELETE('/app/api/drafts/{draft_id}', { params: draftParams(id) }));
 
 /** Attach files to a draft (multipart: no base64 in the browser); answers the draft with all its files. */
 export function uploadAttachments(id: string, files: readonly File[]): Promise<Draft> {
   const form = new FormData();
   for (const file of files) form.append('file', file, file.name);
-  return apiForm<Draft>(`${draftPath(id)}/attachments`, form);
+  // The generated type names the form's fields; a FormData is sent as it is, the browser writing the Content-Type
+  // with its boundary, so it stands in for them.
+  const body = form as unknown as Schema<'DraftAttachmentUpload'>;
+  return answerOf(client.POST('/app/api/drafts/{draft_id}/attachments', { params: draftParams(id), body }));
 }
 
 export const removeAttachment = (id: string, attachmentId: string) =>
-  api<Draft>(`${draftPath(id)}/attachments/${encodeURIComponent(attachmentId)}`, { method: 'DELETE' });
+  answerOf(client.DELETE('/app/api/drafts/{draft_id}/attachments/{attachment_id}', { params: { path: { draft_id: id, attachment_id: attachmentId } } }));
 
 /** `sendAt` (ISO 8601): schedule it (docs/api.md "Scheduled send"); without it, it leaves now. */
 export const sendDraft = (id: string, sendAt?: string) =>
-  api<SendAnswer>(`${draftPath(id)}/send`, { method: 'POST', ...(sendAt === undefined ? {} : { body: { send_at: sendAt } }) });
+  answerOf(client.POST('/app/api/drafts/{draft_id}/send', { params: draftParams(id), ...(sendAt === undefined ? {} : { body: { send_at: sendAt } }) }));
 
 /** Cancel a scheduled message: it never leaves (409 message_not_scheduled once a worker took it). */
-export const cancelScheduled = (id: string) => api<SentItem>(`/messages/${encodeURIComponent(id)}/cancel`, { method: 'POST' });
+export const cancelScheduled = (id: string) => answerOf(client.POST('/app/api/messages/{message_id}/cancel', { params: { path: { message_id: id } } }));
 
 /**
  * The last save of a page being closed: a normal fetch is cancelled with the page, a keepalive one is not.
  * Without the recipients when they are the reason saves fail, so the text at least is kept.
  */
 export function saveOnUnload(id: string, fields: DraftFields, withRecipients: boolean): void {
-  void fetch(`/app/api${draftPath(id)}`, {
-    method: 'PATCH',
-    keepalive: true,
-    headers: { ...sessionHeaders(), 'content-type': 'application/json' },
-    body: JSON.stringify(draftBody(fields, withRecipients)),
-  }).catch(() => undefined);
+  void client
+    .PATCH('/app/api/drafts/{draft_id}', { params: draftParams(id), body: draftBody(fields, withRecipients), keepalive: true, headers: { accept: null }, ...KEEP_SESSION })
+    .catch(() => undefined);
 }
 
-export function useDraft(id: string | null) {
-  return useQuery({
-    queryKey: ['drafts', 'one', id],
-    queryFn: () => api<Draft>(draftPath(id ?? '')),
-    enabled: id !== null,
-    // The form owns the draft once loaded; a refetch must not overwrite what is being typed.
-    staleTime: Infinity,
-    gcTime: 0,
-  });
-}
-
-export function useDrafts(mailbox: string | null) {
-  return useQuery({
-    queryKey: ['drafts', 'list', mailbox],
-    queryFn: () => api<{ drafts: Draft[]; total: number }>('/drafts', { query: { mailbox: mailbox ?? undefined, limit: SENT_PAGE_SIZE } }),
-    enabled: mailbox !== null,
-  });
-}
-
-export function useSourceMessage(id: string | null) {
-  return useQuery({
-    queryKey: ['message', id],
-    queryFn: () => api<FullMessage>(`/messages/${encodeURIComponent(id ?? '')}`),
-    enabled: id !== null,
-  });
-}
-
-export function useSentPage(mailbox: string | null, offset: number) {
-  return useQuery({
-    queryKey: ['sent', 'page', mailbox, offset],
-    queryFn: () => api<SentPage>('/sent', { query: { mailbox: mailbox ?? undefined, limit: SENT_PAGE_SIZE, offset } }),
-    enabled: mailbox !== null,
-    placeholderData: (previous) => previous,
-  });
-}
-
-/**
- * The delivery state of one sent message: its single view carries it, recipient by recipient (GET
- * /app/api/messages/{id}, as an item of GET /app/api/sent); null for a message that was never sent.
- */
-async function findSent(message: Message): Promise<SentItem | null> {
-  const view = await api<Message & Partial<SentItem>>(`/messages/${encodeURIComponent(message.message_id)}`);
-  const { status, recipients, attempts, last_error } = view;
-  if (status === undefined || recipients === undefined || attempts === undefined || last_error === undefined) return null;
-  return { ...view, status, recipients, attempts, last_error };
-}
-
-export function useSentItem(message: Message) {
-  return useQuery({ queryKey: ['sent', 'item', message.message_id], queryFn: () => findSent(message) });
-}
+export const useDraft = (id: string | null) => useQuery(draftQuery(id));
+export const useDrafts = (mailbox: string | null) => useQuery(draftsQuery(mailbox));
+export const useSourceMessage = (id: string | null) => useQuery(messageQuery(id, false));
+export const useSentPage = (mailbox: string | null, offset: number) => useQuery(sentPageQuery(mailbox, offset));
+export const useSentItem = (message: Message) => useQuery(sentItemQuery(message));
 
 /** Refresh what a draft change touches: the drafts lists (the form keeps its own copy). */
 export function useInvalidateDrafts(): () => Promise<void> {

@@ -12,10 +12,19 @@ export type Mailbox = Schema<'Mailbox'>;
 export type Address = Schema<'Address'>;
 export type Attachment = Schema<'Attachment'>;
 
-export const FOLDERS = ['inbox', 'archive', 'sent', 'spam', 'trash'] as const;
-export type Folder = (typeof FOLDERS)[number];
+/**
+ * Every member of the string union `T` (an enum of the API) as a list in the app's own order: a member left out, or
+ * a value the API does not have, fails to compile, so the app's lists cannot drift from the API's.
+ */
+export const everyOf =
+  <T extends string>() =>
+  <const V extends readonly T[]>(values: V & ([Exclude<T, V[number]>] extends [never] ? unknown : { readonly missing: Exclude<T, V[number]> })): V =>
+    values;
 
-/** A folder name as the API gives it (a string), as one of the app's folders; an unknown one reads as inbox. */
+export type Folder = Schema<'MessageListItem'>['folder'];
+export const FOLDERS = everyOf<Folder>()(['inbox', 'archive', 'sent', 'spam', 'trash']);
+
+/** A folder name the page holds as text (a select's value), as one of the folders; an unknown one reads as inbox. */
 export const folderOf = (name: string): Folder => FOLDERS.find((f) => f === name) ?? 'inbox';
 
 export type Message = Schema<'MessageListItem'>;

@@ -23,6 +23,10 @@ describe('the API client is typed by the generated API types', () => {
       await api.get('/app/api/messages', { query: { limit: 'ten' } });
       // @ts-expect-error a required body left out
       await api.post('/app/api/drafts');
+      // @ts-expect-error a folder the API does not have (its folders are an enum of the document)
+      await api.post('/app/api/messages/{message_id}/move', { path: { message_id: 'msg_1' }, body: { folder: 'drafts' } });
+      const hook = await api.get('/app/api/webhooks/{webhook_id}', { path: { webhook_id: 'whk_1' } });
+      expectTypeOf(hook.event_types).items.toExtend<`${'message' | 'domain' | 'webhook'}.${string}`>();
       // @ts-expect-error a method the path does not have
       await api.patch('/app/api/session', { body: {} });
     };

@@ -37,3 +37,22 @@ export type Answer<M extends Method, P extends PathOf<M>> =
   Operation<M, P> extends { responses: infer R }
     ? { [S in keyof R]: S extends 200 | 201 | 202 ? (R[S] extends { content: { 'application/json': infer T } } ? T : never) : never }[keyof R]
     : never;
+
+/**
+ * What the user typed, for a field the API types as one of its names (a folder, an event, a list, a DNS type): sent
+ * as it is, since the server refuses another with its own error, which the command shows as it is.
+ */
+export function given<T extends string>(value: string): T;
+export function given<T extends string>(value: string | undefined): T | undefined;
+export function given<T extends string>(value: string | undefined): T | undefined {
+  return value as T | undefined;
+}
+
+/**
+ * Every member of the string union `T` (an enum of the API) as a list in the client's own order: a member left out,
+ * or a value the API does not have, fails to compile, so the client's lists cannot drift from the API's.
+ */
+export const everyOf =
+  <T extends string>() =>
+  <const V extends readonly T[]>(values: V & ([Exclude<T, V[number]>] extends [never] ? unknown : { readonly missing: Exclude<T, V[number]> })): V =>
+    values;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Answer, Method, PathOf, RequestArgs } from './api.types.js';
+import { createMailroomClient } from '../../sdk/index.js';
 import { ApiError, CliError } from './errors.js';
 import { trimEnd } from './format.js';
 
@@ -39,7 +40,8 @@ export interface UploadFile {
 
 /**
  * The session API as the commands see it, typed by the generated API types (api.types.ts): a path template,
- * its `{ path, query, body }`, and the route's success answer. Refusals are ApiError, no server a CliError.
+ * its `{ path, query, body }`, and the route's success answer. Refusals are ApiError, no server a CliError. The
+ * calls go through the SDK's client (`createMailroomClient`), the one the web app uses.
  */
 export interface ApiClient {
   get: Call<'get'>;
@@ -187,27 +189,27 @@ async function exchange(url: URL, method: string, headers: Record<string, string
   });
 }
 
+/** The path of a request's URL below the server (as the commands name it: no query), for messages. */
+const pathBelow = (server: string, url: string): string => url.slice(server.length).split('?')[0] ?? '';
+
+/** The query string as the client has always sent it: every value that is not undefined. */
+function queryString(query: Record<string, unknown>): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    // The API's query parameters are strings, numbers and booleans (the generated types of every call say so).
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') params.set(key, String(value));
+  }
+  return params.toString();
+}
+
+type Send = (method: string, url: string, headers: Record<string, string>, body?: string | Buffer) => Promise<IncomingMessage>;
+
 /**
- * A client for one server, sending `token` (a session token) in X-Service-Session, or no credential
- * when it is null (login). Redirects are not followed: the token would go wherever they point.
+ * One request to `server` over node:http: the answer's head once it arrives (its body still to read). No answer,
+ * a redirect (not followed: the token would go wherever it points) and a refusal throw, in the CLI's words.
  */
-export function createApiClient(server: string, token: string | null, timeoutMs: number = REQUEST_TIMEOUT_MS): ApiClient {
-  async function send(method: string, template: string, parts: RequestParts = {}, extra: Record<string, string> = {}, raw?: Buffer): Promise<IncomingMessage> {
-    const path = expandPath(template, parts.path);
-    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': USER_AGENT, ...extra };
-    if (token !== null) headers['x-service-session'] = token;
-    let body: string | Buffer | undefined = raw;
-    if (parts.body !== undefined) {
-      headers['content-type'] = 'application/json';
-      body = JSON.stringify(parts.body);
-    }
-    let url = `${server}${path}`;
-    if (parts.query) {
-      const params = new URLSearchParams();
-      for (const [key, value] of Object.entries(parts.query)) if (value !== undefined) params.set(key, String(value));
-      const search = params.toString();
-      if (search) url += `?${search}`;
-    }
+function sender(server: string, timeoutMs: number): Send {
+  return async (method, url, headers, body) => {
     let response: IncomingMessage;
     try {
       response = await exchange(new URL(url), method, headers, body, timeoutMs);
@@ -222,22 +224,58 @@ export function createApiClient(server: string, token: string | null, timeoutMs:
     }
     if (status < 200 || status >= 300) throw refusal(status, response.statusMessage ?? '', await readText(response));
     return response;
-  }
+  };
+}
 
-  async function answerOf<T>(method: string, template: string, parts: RequestParts | undefined, response: IncomingMessage): Promise<T> {
+/**
+ * The SDK client's `fetch`: node:http rather than fetch's own, so that refusals, redirects, time-outs and unreachable
+ * servers read as they always have. A refusal throws; a success is read whole and must be JSON.
+ */
+function sdkTransport(server: string, send: Send): (request: Request) => Promise<Response> {
+  return async (request) => {
+    const headers = Object.fromEntries(request.headers);
+    const body = request.body === null ? undefined : Buffer.from(await request.arrayBuffer());
+    const response = await send(request.method, request.url, headers, body);
     const text = await readText(response);
     try {
-      return JSON.parse(text) as T;
+      JSON.parse(text);
     } catch {
-      throw new CliError(`${server} answered ${method} ${expandPath(template, parts?.path)} with something that is not JSON; is it a Mailroom server?`);
+      throw new CliError(`${server} answered ${request.method} ${pathBelow(server, request.url)} with something that is not JSON; is it a Mailroom server?`);
     }
+    return new Response(text, { status: response.statusCode ?? 200, headers: { 'content-type': 'application/json' } });
+  };
+}
+
+/**
+ * A client for one server, sending `token` (a session token) in X-Service-Session, or no credential when it is null
+ * (login). Its JSON calls go through the SDK's client (src/sdk); downloads and streams, read as they arrive, go
+ * straight to the transport.
+ */
+export function createApiClient(server: string, token: string | null, timeoutMs: number = REQUEST_TIMEOUT_MS): ApiClient {
+  const send = sender(server, timeoutMs);
+  const session: Record<string, string> = token === null ? {} : { 'x-service-session': token };
+  const options = { baseUrl: server, headers: { accept: 'application/json', 'user-agent': USER_AGENT }, querySerializer: queryString, fetch: sdkTransport(server, send) };
+  const sdk = token === null ? createMailroomClient(options) : createMailroomClient({ ...options, session: token });
+
+  /** A raw GET (a download, a stream): the answer's head once it arrives, its body still to read. */
+  function raw(template: string, parts: RequestParts = {}, extra: Record<string, string> = {}): Promise<IncomingMessage> {
+    let url = `${server}${expandPath(template, parts.path)}`;
+    const search = queryString(parts.query ?? {});
+    if (search) url += `?${search}`;
+    return send('GET', url, { accept: 'application/json', 'user-agent': USER_AGENT, ...extra, ...session });
   }
 
-  /** One JSON call. Its answer is typed by the route's response schema (the server's serializer holds to it). */
+  /**
+   * One JSON call through the SDK's client. The path, its parameters and its body were checked against the
+   * generated types at the call (api.types.ts, over the same paths); the answer is typed by the route's schema.
+   */
   function json<M extends Method>(method: M): Call<M> {
     return async (template, ...[request]) => {
       const parts = request as RequestParts | undefined;
-      return answerOf<never>(method.toUpperCase(), template, parts, await send(method.toUpperCase(), template, parts));
+      const init = { params: { path: parts?.path, query: parts?.query }, body: parts?.body };
+      // openapi-fetch's own types would check the call again; api.types.ts did, so the generic request is enough.
+      const { data } = await sdk.request(method, template as never, init as never);
+      return data as never;
     };
   }
 
@@ -248,11 +286,13 @@ export function createApiClient(server: string, token: string | null, timeoutMs:
     delete: json('delete'),
     async upload(template, values, files, contentId) {
       const { body, contentType } = multipartBody(files, contentId);
-      const parts = { path: values };
-      return answerOf('POST', template, parts, await send('POST', template, parts, { 'content-type': contentType }, body));
+      // A body of our own making, sent as it is with its Content-Type (the multipart boundary in it).
+      const init = { params: { path: values }, body, bodySerializer: (b: Buffer) => b, headers: { 'content-type': contentType } };
+      const { data } = await sdk.request('post', template as never, init as never);
+      return data as never;
     },
     async download(template, ...[request]) {
-      const body = await send('GET', template, request as RequestParts | undefined);
+      const body = await raw(template, request as RequestParts | undefined);
       const disposition = body.headers['content-disposition'];
       return {
         body,
@@ -260,6 +300,6 @@ export function createApiClient(server: string, token: string | null, timeoutMs:
         filename: dispositionFilename(disposition ?? null),
       };
     },
-    stream: (path, headers) => send('GET', path, {}, { accept: 'text/event-stream', ...headers }),
+    stream: (path, headers) => raw(path, {}, { accept: 'text/event-stream', ...headers }),
   };
 }

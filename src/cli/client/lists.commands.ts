@@ -1,19 +1,19 @@
 import type { Command } from 'commander';
-import type { Schema } from './api.types.js';
+import { everyOf, given, type Schema } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { pageFooter, plural, relativeTime, renderFields, renderTable } from './format.js';
 import { withPaging, type PageOptions } from './options.js';
 
-const DIRECTIONS = ['inbound', 'outbound'];
-const LIST_TYPES = ['allow', 'block'];
+type ListEntry = Schema<'ListEntry'>;
+
+const DIRECTIONS = everyOf<ListEntry['direction']>()(['inbound', 'outbound']);
+const LIST_TYPES = everyOf<ListEntry['list_type']>()(['allow', 'block']);
 /** Largest page the server gives; `lists` without a list name shows the first page of each list. */
 const MAX_PAGE = 500;
 
-type ListEntry = Schema<'ListEntry'>;
-
 // The entry may hold slashes (CIDRs): the client encodes it as one segment, which the server takes as the rest of the path.
-const list = (direction: string, list_type: string) => ({ path: { direction, list_type } });
-const entryOf = (direction: string, list_type: string, entry: string) => ({ path: { direction, list_type, entry } });
+const list = (direction: string, list_type: string) => ({ path: { direction: given<ListEntry['direction']>(direction), list_type: given<ListEntry['list_type']>(list_type) } });
+const entryOf = (direction: string, list_type: string, entry: string) => ({ path: { ...list(direction, list_type).path, entry } });
 
 function entryTable(ctx: Context, entries: readonly ListEntry[]): string[] {
   return renderTable(

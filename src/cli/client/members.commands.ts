@@ -1,14 +1,15 @@
 import type { Command } from 'commander';
-import type { Schema } from './api.types.js';
+import { everyOf, type Schema } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { CliError } from './errors.js';
 import { relativeTime, renderTable } from './format.js';
 import type { ApiClient } from './http-client.js';
 import { promptNewPassword, stdinLines } from './prompt.js';
 
-const ROLES = ['owner', 'admin', 'member'] as const;
+type Role = Schema<'Member'>['role'];
+const ROLES = everyOf<Role>()(['owner', 'admin', 'member']);
 
-function checkRole(role: string): (typeof ROLES)[number] {
+function checkRole(role: string): Role {
   const known = ROLES.find((r) => r === role);
   if (!known) throw new CliError(`the role must be one of ${ROLES.join(', ')}`);
   return known;

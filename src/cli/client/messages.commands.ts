@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import type { Schema } from './api.types.js';
+import { given, type Schema } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { saveDownload } from './download.js';
 import { CliError } from './errors.js';
@@ -8,6 +8,8 @@ import { formatBytes, pageFooter } from './format.js';
 import { collect, sendAt, withPaging, type PageOptions } from './options.js';
 import type { AnswerKind, AnswerOptions } from './reply.js';
 import { attachmentTable, messageTable, messageView, threadView } from './views.js';
+
+type Folder = Schema<'MessageListItem'>['folder'];
 
 interface ListOptions extends PageOptions {
   mailbox?: string;
@@ -22,7 +24,7 @@ async function list(ctx: Context, options: ListOptions): Promise<void> {
   const page = await ctx.api().get('/app/api/messages', {
     query: {
       mailbox: options.mailbox,
-      folder: options.folder,
+      folder: given<Folder>(options.folder),
       label: options.label,
       thread_id: options.thread,
       unread: options.unread ? true : options.read ? false : undefined,
@@ -48,7 +50,7 @@ async function search(ctx: Context, query: string, options: ListOptions): Promis
     query: {
       q: query,
       mailbox: options.mailbox,
-      folder: options.folder,
+      folder: given<Folder>(options.folder),
       label: options.label,
       unread: options.unread ? true : options.read ? false : undefined,
       limit: options.limit,
@@ -160,7 +162,7 @@ export function registerMessageCommands(program: Command): void {
     name: 'move <message_id> <folder>',
     description: 'move a message to inbox, archive, sent, spam or trash',
     examples: ['mailroom messages move msg_01m7yfetj82xfwa7143xbzbx1z archive'],
-  }).action(run((ctx, [id = '', folder = '']) => act(ctx, (api) => api.post('/app/api/messages/{message_id}/move', { path: { message_id: id }, body: { folder } }), `moved to ${folder}`)));
+  }).action(run((ctx, [id = '', folder = '']) => act(ctx, (api) => api.post('/app/api/messages/{message_id}/move', { path: { message_id: id }, body: { folder: given<Folder>(folder) } }), `moved to ${folder}`)));
   leaf(messages, { name: 'spam <message_id>', description: 'move a message to spam', examples: ['mailroom messages spam msg_01m7yfetj82xfwa7143xbzbx1z'] }).action(
     run((ctx, [id = '']) => act(ctx, (api) => api.post('/app/api/messages/{message_id}/spam', { path: { message_id: id } }), 'moved to spam')),
   );

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { Schema } from './api.types.js';
+import { given, type Schema } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { saveDownload } from './download.js';
 import { ApiError, CliError } from './errors.js';
@@ -46,14 +46,22 @@ function recordTable(records: readonly DnsRecord[], ctx: Context): string[] {
   );
 }
 
+type DnsType = Schema<'SandboxDnsRecord'>['type'];
+/** A record to publish: its type as the user gave it (the server refuses one it does not serve). */
+interface RecordInput {
+  name: string;
+  type: DnsType;
+  value: string;
+}
+
 /** Every `{record_name, record_type, record_value}` in a JSON document, wherever it sits (a domain's create answer). */
-export function recordsIn(document: unknown): Array<{ name: string; type: string; value: string }> {
-  const found: Array<{ name: string; type: string; value: string }> = [];
+export function recordsIn(document: unknown): RecordInput[] {
+  const found: RecordInput[] = [];
   const visit = (value: unknown): void => {
     if (Array.isArray(value)) return value.forEach(visit);
     if (typeof value !== 'object' || value === null) return;
     const { record_name: name, record_type: type, record_value: recordValue } = value as Record<string, unknown>;
-    if (typeof name === 'string' && typeof type === 'string' && typeof recordValue === 'string') found.push({ name, type, value: recordValue });
+    if (typeof name === 'string' && typeof type === 'string' && typeof recordValue === 'string') found.push({ name, type: given<DnsType>(type), value: recordValue });
     Object.values(value).forEach(visit);
   };
   visit(document);
@@ -86,7 +94,7 @@ function registerDnsCommands(sandbox: Command): void {
     .action(
       run<{ add?: boolean }>(async (ctx, [name = '', type = '', value = ''], options) => {
         const api = sandboxApi(ctx);
-        const records = [{ name, type, value }];
+        const records: RecordInput[] = [{ name, type: given<DnsType>(type), value }];
         if (options.add) {
           // The server compares names and types normalized; so does this, closely enough for what it publishes.
           const key = (r: { name: string; type: string }) => `${r.name.toLowerCase().replace(/\.$/, '')} ${r.type.toUpperCase()}`;
@@ -124,7 +132,7 @@ function registerDnsCommands(sandbox: Command): void {
     examples: ['mailroom sandbox dns delete acme.example MX', 'mailroom sandbox dns delete _mailroom-verification.acme.example'],
   }).action(
     run(async (ctx, [name = '', type]) => {
-      const answer = await sandboxApi(ctx).delete('/app/api/sandbox/dns-records/{name}', { path: { name }, query: { type } });
+      const answer = await sandboxApi(ctx).delete('/app/api/sandbox/dns-records/{name}', { path: { name }, query: { type: given<DnsType>(type) } });
       ctx.show(answer, () => [`deleted ${answer.deleted === 1 ? '1 record' : `${answer.deleted} records`} of ${name}`]);
     }),
   );

@@ -59,7 +59,7 @@ export function registerSuppressionCommands(program: Command): void {
   )
     .option('--reason <reason>', 'only hard_bounce, complaint or manual')
     .action(
-      run<PageOptions & { reason?: 'hard_bounce' | 'complaint' | 'manual' }>(async (ctx, _args, options) => {
+      run<PageOptions & { reason?: Suppression['reason'] }>(async (ctx, _args, options) => {
         const page = await ctx.api().get('/app/api/suppressions', { query: { reason: options.reason, limit: options.limit, offset: options.offset } });
         ctx.show(page, () => [
           ...(page.suppressions.length > 0 ? suppressionTable(ctx, page.suppressions) : []),

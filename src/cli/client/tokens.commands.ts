@@ -1,8 +1,10 @@
 import type { Command } from 'commander';
-import type { Schema } from './api.types.js';
+import { given, type Schema } from './api.types.js';
 import { group, leaf, run, type Context } from './context.js';
 import { relativeTime, renderTable } from './format.js';
 import { domainId } from './domains.commands.js';
+
+type Scope = Schema<'ServiceToken'>['scope'];
 
 /** The credential of a create or rotate answer, shown once, with what it is for. */
 function credentialLines(ctx: Context, token: Schema<'ServiceTokenWithSecret'>, verb: string): string[] {
@@ -57,7 +59,7 @@ export function registerTokenCommands(program: Command): void {
       run<{ name: string; domain: string; mailbox: string; scope?: string }>(async (ctx, _args, options) => {
         const api = ctx.api();
         const token = await api.post('/app/api/service-tokens', {
-          body: { name: options.name, domain_id: await domainId(api, options.domain), mailbox: options.mailbox, scope: options.scope },
+          body: { name: options.name, domain_id: await domainId(api, options.domain), mailbox: options.mailbox, scope: given<Scope>(options.scope) },
         });
         ctx.show(token, () => credentialLines(ctx, token, 'created'));
       }),

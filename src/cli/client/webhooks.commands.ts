@@ -7,6 +7,9 @@ import { relativeTime, renderFields, renderTable } from './format.js';
 import { collect, integer } from './options.js';
 
 type Webhook = Schema<'Webhook'>;
+type EventName = Webhook['event_types'][number];
+/** Event names as the user gave them: the server refuses an unknown one (invalid_event_type), naming those it knows. */
+const asEventNames = (names: string[]): EventName[] => names as EventName[];
 /** Bytes of a generated signing secret (Standard Webhooks takes 24 to 64). */
 const SECRET_BYTES = 32;
 const DEFAULT_TEST_EVENT = 'message.received';
@@ -111,7 +114,7 @@ export function registerWebhookCommands(program: Command): void {
   ).action(
     run<SecretOptions & { url: string; event?: string[] }>(async (ctx, _args, options) => {
       const secret = secretFrom(options);
-      const webhook = await ctx.api().post('/app/api/webhooks', { body: { url: options.url, event_types: options.event ?? [], secret } });
+      const webhook = await ctx.api().post('/app/api/webhooks', { body: { url: options.url, event_types: asEventNames(options.event ?? []), secret } });
       ctx.show(options.generateSecret ? { ...webhook, secret } : webhook, () => [`created ${webhook.webhook_id}`, ...webhookFields(webhook, ctx), ...secretLines(ctx, secret, options)]);
     }),
   );
@@ -132,7 +135,7 @@ export function registerWebhookCommands(program: Command): void {
       const secret = secretFrom(options);
       const changes: Schema<'WebhookChange'> = {};
       if (options.url !== undefined) changes.url = options.url;
-      if (options.event !== undefined) changes.event_types = options.event;
+      if (options.event !== undefined) changes.event_types = asEventNames(options.event);
       if (options.allEvents) changes.event_types = [];
       if (secret !== undefined) changes.secret = secret;
       if (options.active) changes.active = true;
@@ -188,7 +191,7 @@ export function registerWebhookCommands(program: Command): void {
     .option('--event <type>', 'the event type of the test event', DEFAULT_TEST_EVENT)
     .action(
       run<{ event: string }>(async (ctx, [id = ''], options) => {
-        const answer = await ctx.api().post('/app/api/webhooks/{webhook_id}/test', { path: { webhook_id: id }, body: { event_type: options.event } });
+        const answer = await ctx.api().post('/app/api/webhooks/{webhook_id}/test', { path: { webhook_id: id }, body: { event_type: asEventNames([options.event])[0]! } });
         ctx.show(answer, () => [`queued test event ${answer.event_id} (${options.event}) for ${id}; mailroom webhooks deliveries ${id} shows how it went`]);
       }),
     );

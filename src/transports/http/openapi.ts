@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 import { OPTIONAL_BODY, STREAMED_BODY } from './plugins/validation.js';
-import { WILDCARD_NAME } from './schemas.js';
+import { DOCUMENTED_ENUM, WILDCARD_NAME } from './schemas.js';
 
 /**
  * How /openapi.json is made (decisions 250–253). Routes state what only they know: an `operationId`, a `summary`,
@@ -157,10 +157,24 @@ function hoistTitled(node: unknown, schemas: Json, isComponent = false): unknown
   return { $ref: `#/components/schemas/${title}` };
 }
 
+/**
+ * A copy of `node` in which each field marked with `documentedEnum` has its `enum` (the validator never saw one). A
+ * copy: the route schemas the document was built from may be shared with the validators of another app.
+ */
+function withDocumentedEnums(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withDocumentedEnums);
+  if (!isObject(node)) return node;
+  const { [DOCUMENTED_ENUM]: values, ...rest } = node;
+  const out = Object.fromEntries(Object.entries(rest).map(([key, value]) => [key, withDocumentedEnums(value)]));
+  return values === undefined ? out : { ...out, enum: values };
+}
+
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 
-/** The whole document, once built: shared error answers, optional bodies, named schemas. */
+/** The whole document, once built: documented enums, shared error answers, optional bodies, named schemas. */
 function transformDocument(doc: Json): Json {
+  doc.paths = withDocumentedEnums(doc.paths);
+  doc.components = withDocumentedEnums(doc.components);
   const components = doc.components as { schemas: Json };
   for (const item of Object.values(doc.paths as Record<string, Json>)) {
     for (const method of METHODS) {

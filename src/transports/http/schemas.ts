@@ -1,4 +1,9 @@
 import { Type, type Static, type TSchema, type TUnsafe } from 'typebox';
+import { EVENT_TYPES } from '../../modules/events/event.types.js';
+import { LIST_DIRECTIONS, LIST_TYPES, type EntryKind } from '../../modules/lists/list.table.js';
+import { FOLDERS, type MessageListView } from '../../modules/messages/message.types.js';
+import type { Attempt, DeliveryStatus, RecipientStatus } from '../../modules/sending/sending.table.js';
+import { ROLES } from '../../modules/tenancy/tenancy.table.js';
 
 /** Shared route schemas: they validate requests and generate /openapi.json. */
 export const ErrorResponse = Type.Object(
@@ -78,6 +83,40 @@ export function StringEnum<const V extends readonly string[]>(values: V, options
   return Type.Unsafe<V[number]>({ type: 'string', enum: [...values], ...options });
 }
 
+/** One of these strings, written as a union of constants (`anyOf` of `const`): the form the older answers have. */
+export function LiteralUnion<const V extends readonly string[]>(values: V, options: { description?: string } = {}): TUnsafe<V[number]> {
+  return Type.Unsafe<V[number]>(Type.Union(values.map((value) => Type.Literal(value)), options));
+}
+
+/** The key a field's documented `enum` travels under until openapi.ts writes it as `enum` (see `documentedEnum`). */
+export const DOCUMENTED_ENUM = 'x-documented-enum';
+
+/**
+ * A field documented (and so typed in the SDK) as one of `values`, but validated and typed on the server as `schema`:
+ * a request field whose other values the service refuses with its own error code (`invalid_folder`,
+ * `invalid_event_type`) rather than the validator's, or an answer field the service's view types as a plain string.
+ */
+export function documentedEnum<T extends TSchema>(values: readonly string[], schema: T): T {
+  return { ...schema, [DOCUMENTED_ENUM]: [...values] };
+}
+
+/**
+ * Every member of the string union `T` as a list, for unions a module types without keeping a list of them: a
+ * member left out, or a value that is none, fails to compile, so the document cannot drift from the type.
+ */
+export function everyOf<T extends string>() {
+  return <const V extends readonly T[]>(values: V & ([Exclude<T, V[number]>] extends [never] ? unknown : { readonly missing: Exclude<T, V[number]> })): V => values;
+}
+
+/** What an outbound message's delivery attempt came to. */
+export const ATTEMPT_OUTCOMES = everyOf<Attempt['outcome']>()(['sent', 'rejected', 'deferred', 'ambiguous', 'no_route']);
+/** An event name in an answer (the services' views type it as a string). */
+export const EventName = documentedEnum(EVENT_TYPES, Type.String());
+/** A folder, in an answer or a request (the message service refuses another with invalid_folder). */
+export const folderName = (schema = Type.String()) => documentedEnum(FOLDERS, schema);
+/** A member's role (validated by the schema: the service takes no other). */
+export const RoleSchema = LiteralUnion(ROLES);
+
 export const Email = Type.String({ minLength: 3, maxLength: 254, description: 'an email address' });
 
 export const MailboxSchema = Type.Object(
@@ -107,7 +146,7 @@ export const WorkspaceMembership = Type.Object(
   {
     workspace_id: Type.String(),
     name: Type.String(),
-    role: Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('member')]),
+    role: RoleSchema,
   },
   { title: 'WorkspaceMembership' },
 );
@@ -162,23 +201,20 @@ export const DeliveryEventSchema = Type.Object({
   at: Type.String({ format: 'date-time' }),
   mx: Type.Union([Type.String(), Type.Null()]),
   recipients: Type.Array(Type.String()),
-  outcome: Type.String({ description: 'sent, rejected, deferred, ambiguous or no_route' }),
+  outcome: documentedEnum(ATTEMPT_OUTCOMES, Type.String({ description: 'sent, rejected, deferred, ambiguous or no_route' })),
   response: Type.String(),
 }, { title: 'DeliveryEvent' });
 /** An outbound message's delivery status (mail/outbound.table.ts DeliveryStatus; docs/api.md "Delivery status"). */
 export const deliveryStatus = (description: string) =>
-  Type.Union(
-    [Type.Literal('scheduled'), Type.Literal('queued'), Type.Literal('processing'), Type.Literal('accepted'), Type.Literal('failed'), Type.Literal('unknown'), Type.Literal('cancelled')],
-    { description },
-  );
+  LiteralUnion(everyOf<DeliveryStatus>()(['scheduled', 'queued', 'processing', 'accepted', 'failed', 'unknown', 'cancelled']), { description });
 /** When a scheduled message leaves: RFC 3339 (ISO 8601 with an offset), at most 30 days ahead (schedule.ts). */
 export const SendAt = Type.String({ format: 'date-time', maxLength: 64, description: 'when to send: an ISO 8601 date-time with an offset, at most 30 days ahead; a time already past sends at once' });
 /** The fields of a message's list view (MessageListItem), for views that add their own. */
 export const messageListProperties = {
   message_id: Type.String(),
   mailbox: Type.String(),
-  direction: Type.Union([Type.Literal('inbound'), Type.Literal('outbound')]),
-  folder: Type.String(),
+  direction: LiteralUnion(everyOf<MessageListView['direction']>()(['inbound', 'outbound'])),
+  folder: folderName(),
   read: Type.Boolean(),
   labels: Type.Array(Type.String()),
   thread_id: Type.String(),
@@ -201,7 +237,7 @@ export const MessageListItem = Type.Object(messageListProperties, { $id: 'Messag
 /** One envelope recipient of an outbound message and what became of it (mail/outbound.table.ts RecipientState). */
 const DeliveryRecipientSchema = Type.Object({
   address: Type.String(),
-  status: Type.Union([Type.Literal('pending'), Type.Literal('accepted'), Type.Literal('failed'), Type.Literal('unknown')]),
+  status: LiteralUnion(everyOf<RecipientStatus>()(['pending', 'accepted', 'failed', 'unknown'])),
   response: Type.Union([Type.String(), Type.Null()], { description: 'the last SMTP reply for it, or the routing error; null before the first attempt' }),
   mx: Type.Union([Type.String(), Type.Null()], { description: 'the host of its last attempt, or null' }),
 }, { title: 'RecipientStatus' });
@@ -260,10 +296,10 @@ export const LabelChange = Type.Object(
 export const LabelsResponse = Type.Object({ labels: Type.Array(Type.String()) }, { title: 'Labels' });
 export const ListEntrySchema = Type.Object(
   {
-    direction: StringEnum(['inbound', 'outbound']),
-    list_type: StringEnum(['allow', 'block']),
+    direction: StringEnum(LIST_DIRECTIONS),
+    list_type: StringEnum(LIST_TYPES),
     entry: Type.String(),
-    kind: StringEnum(['address', 'domain', 'ip']),
+    kind: StringEnum(everyOf<EntryKind>()(['address', 'domain', 'ip'])),
     reason: Type.Union([Type.String(), Type.Null()]),
     created_at: Type.String(),
   },

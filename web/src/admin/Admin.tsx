@@ -1,5 +1,5 @@
 import type { MouseEvent, ReactNode } from 'react';
-import { api } from '../api';
+import { client as api } from '../api';
 import { navigate } from '../router';
 import type { SessionInfo } from '../types';
 import { ApiKeys } from './ApiKeys';
@@ -50,7 +50,7 @@ export function Admin({ session, section, onLogout }: { session: SessionInfo; se
   const current = SECTIONS.find((s) => s.id === (section || 'mailboxes'));
   const workspace = session.workspaces.find((w) => w.workspace_id === session.active_workspace_id);
   async function logout() {
-    await api('/logout', { method: 'POST' }).catch(() => undefined);
+    await api.POST('/app/api/logout').catch(() => undefined);
     onLogout();
   }
   return (

@@ -1,15 +1,16 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
-import { api } from '../api';
-import { ConfirmButton, ErrorNote, OnceSecret, Section, when } from './common';
+import { useState } from 'react';
+import { answerOf, client as api } from '../api';
+import { apiKeysQuery } from '../queries';
+import { ConfirmButton, CreateForm, ErrorNote, OnceSecret, Section, when } from './common';
 import type { ApiKey } from './types';
 
-const KEY = ['api-keys'];
+const KEY = apiKeysQuery().queryKey;
 
 function KeyRow({ apiKey }: { apiKey: ApiKey }) {
   const client = useQueryClient();
   const revoke = useMutation({
-    mutationFn: () => api<ApiKey>(`/api-keys/${encodeURIComponent(apiKey.key_id)}`, { method: 'DELETE' }),
+    mutationFn: () => answerOf(api.DELETE('/app/api/api-keys/{key_id}', { params: { path: { key_id: apiKey.key_id } } })),
     onSuccess: () => client.invalidateQueries({ queryKey: KEY }),
   });
   const label = apiKey.name || apiKey.key_id;
@@ -29,31 +30,24 @@ function KeyRow({ apiKey }: { apiKey: ApiKey }) {
 
 export function ApiKeys() {
   const client = useQueryClient();
-  const list = useQuery({ queryKey: KEY, queryFn: () => api<{ api_keys: ApiKey[] }>('/api-keys') });
+  const list = useQuery(apiKeysQuery());
   const [name, setName] = useState('');
   const [created, setCreated] = useState<ApiKey | null>(null);
   const create = useMutation({
-    mutationFn: () => api<ApiKey>('/api-keys', { method: 'POST', body: { name: name.trim() } }),
+    mutationFn: () => answerOf(api.POST('/app/api/api-keys', { body: { name: name.trim() } })),
     onSuccess: (k) => {
       setCreated(k);
       setName('');
       void client.invalidateQueries({ queryKey: KEY });
     },
   });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    create.mutate();
-  };
   return (
     <Section title="API keys" intro="An API key acts for this workspace on the API-key surface (mailboxes, messages, sending).">
       {created?.api_key && <OnceSecret id="new-key" title={`API key ${created.name || created.key_id}`} value={created.api_key} onDone={() => setCreated(null)} />}
-      <form className="admin-form" onSubmit={submit}>
-        <h2>New API key</h2>
+      <CreateForm title="New API key" action="Create API key" onSubmit={() => create.mutate()} state={create}>
         <label htmlFor="key-name">Name</label>
         <input id="key-name" value={name} onChange={(e) => setName(e.target.value)} placeholder="CI deploys" maxLength={100} />
-        <button type="submit" className="primary" disabled={create.isPending}>Create API key</button>
-        <ErrorNote error={create.error} />
-      </form>
+      </CreateForm>
       <ErrorNote error={list.error} />
       {list.data?.api_keys.length === 0 && <p className="muted">No API keys yet.</p>}
       {list.data && list.data.api_keys.length > 0 && (

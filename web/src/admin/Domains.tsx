@@ -1,10 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
-import { api } from '../api';
-import { ConfirmButton, CopyField, ErrorNote, Section, when } from './common';
+import { useState } from 'react';
+import { answerOf, client as api } from '../api';
+import { sendingDomainsQuery } from '../queries';
+import { ConfirmButton, CopyField, CreateForm, ErrorNote, Section, when } from './common';
 import type { CheckedDomain, DnsRecord, SendingDomain } from './types';
 
-const KEY = ['sending-domains'];
+const KEY = sendingDomainsQuery().queryKey;
 
 function RecordRows({ prefix, title, record, note }: { prefix: string; title: string; record: DnsRecord; note?: string }) {
   return (
@@ -62,17 +63,17 @@ function DomainCard({ domain, fresh }: { domain: SendingDomain; fresh: SendingDo
   const client = useQueryClient();
   const [checked, setChecked] = useState<CheckedDomain | null>(null);
   const [again, setAgain] = useState<SendingDomain | null>(null);
-  const path = `/sending-domains/${encodeURIComponent(domain.domain_id)}`;
+  const params = { path: { domain_id: domain.domain_id } };
   const refresh = () => void client.invalidateQueries({ queryKey: KEY });
   const verify = useMutation({
-    mutationFn: () => api<CheckedDomain>(`${path}/verify`, { method: 'POST' }),
+    mutationFn: () => answerOf(api.POST('/app/api/sending-domains/{domain_id}/verify', { params })),
     onSuccess: (answer) => {
       setChecked(answer);
       refresh();
     },
   });
-  const regenerate = useMutation({ mutationFn: () => api<SendingDomain>(`${path}/records`, { method: 'POST' }), onSuccess: setAgain });
-  const remove = useMutation({ mutationFn: () => api<unknown>(path, { method: 'DELETE' }), onSuccess: refresh });
+  const regenerate = useMutation({ mutationFn: () => answerOf(api.POST('/app/api/sending-domains/{domain_id}/records', { params })), onSuccess: setAgain });
+  const remove = useMutation({ mutationFn: () => answerOf(api.DELETE('/app/api/sending-domains/{domain_id}', { params })), onSuccess: refresh });
   const id = domain.domain_id;
   const verification = again?.verification ?? fresh?.verification;
   const pending = domain.status === 'pending';
@@ -104,31 +105,24 @@ function DomainCard({ domain, fresh }: { domain: SendingDomain; fresh: SendingDo
 
 export function Domains() {
   const client = useQueryClient();
-  const list = useQuery({ queryKey: KEY, queryFn: () => api<{ sending_domains: SendingDomain[] }>('/sending-domains') });
+  const list = useQuery(sendingDomainsQuery());
   const [name, setName] = useState('');
   // The create answer is the only one with the verification record; keep it for this visit of the page.
   const [fresh, setFresh] = useState<SendingDomain | null>(null);
   const create = useMutation({
-    mutationFn: () => api<SendingDomain>('/sending-domains', { method: 'POST', body: { domain: name.trim() } }),
+    mutationFn: () => answerOf(api.POST('/app/api/sending-domains', { body: { domain: name.trim() } })),
     onSuccess: (d) => {
       setFresh(d);
       setName('');
       void client.invalidateQueries({ queryKey: KEY });
     },
   });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    create.mutate();
-  };
   return (
     <Section title="Sending domains" intro="Verify a domain you own to have mailboxes and send mail at it.">
-      <form className="admin-form" onSubmit={submit}>
-        <h2>Add a domain</h2>
+      <CreateForm title="Add a domain" action="Add domain" onSubmit={() => create.mutate()} state={create}>
         <label htmlFor="domain-name">Domain</label>
         <input id="domain-name" required value={name} onChange={(e) => setName(e.target.value)} placeholder="acme.example" />
-        <button type="submit" className="primary" disabled={create.isPending}>Add domain</button>
-        <ErrorNote error={create.error} />
-      </form>
+      </CreateForm>
       {fresh?.verification && list.data?.sending_domains.some((d) => d.domain_id === fresh.domain_id) && (
         <p className="warning" role="status">
           Publish the verification and DKIM TXT records below (SPF is advice). The verification value is shown only now: copy it before leaving this page.

@@ -1,38 +1,31 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
-import { api } from '../api';
-import type { Mailbox } from '../types';
-import { ErrorNote, Section } from './common';
+import { useState } from 'react';
+import { answerOf, client as api } from '../api';
+import { adminMailboxesQuery } from '../queries';
+import { CreateForm, ErrorNote, Section } from './common';
 
 export function Mailboxes() {
   const client = useQueryClient();
-  const list = useQuery({ queryKey: ['mailboxes-admin'], queryFn: () => api<{ mailboxes: Mailbox[] }>('/mailboxes') });
+  const list = useQuery(adminMailboxesQuery());
   const [address, setAddress] = useState('');
   const [description, setDescription] = useState('');
   const create = useMutation({
-    mutationFn: () => api<Mailbox>('/mailboxes', { method: 'POST', body: { address: address.trim(), ...(description.trim() ? { description: description.trim() } : {}) } }),
+    mutationFn: () => answerOf(api.POST('/app/api/mailboxes', { body: { address: address.trim(), ...(description.trim() ? { description: description.trim() } : {}) } })),
     onSuccess: () => {
       setAddress('');
       setDescription('');
-      void client.invalidateQueries({ queryKey: ['mailboxes-admin'] });
+      void client.invalidateQueries({ queryKey: adminMailboxesQuery().queryKey });
       void client.invalidateQueries({ queryKey: ['mailboxes'] });
     },
   });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    create.mutate();
-  };
   return (
     <Section title="Mailboxes" intro="Addresses that receive mail in this workspace. A mailbox at your own domain needs that domain verified first.">
-      <form className="admin-form" onSubmit={submit}>
-        <h2>New mailbox</h2>
+      <CreateForm title="New mailbox" action="Create mailbox" onSubmit={() => create.mutate()} state={create}>
         <label htmlFor="mb-address">Address</label>
         <input id="mb-address" type="email" required value={address} onChange={(e) => setAddress(e.target.value)} placeholder="team@example.com" />
         <label htmlFor="mb-description">Description (optional)</label>
         <input id="mb-description" value={description} onChange={(e) => setDescription(e.target.value)} />
-        <button type="submit" className="primary" disabled={create.isPending}>Create mailbox</button>
-        <ErrorNote error={create.error} />
-      </form>
+      </CreateForm>
       <ErrorNote error={list.error} />
       {list.data && (
         <table className="admin-table">

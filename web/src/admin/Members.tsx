@@ -1,19 +1,19 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
-import { api } from '../api';
-import { ConfirmButton, ErrorNote, Section, isManager, when } from './common';
-import type { Member, Role } from './types';
+import { useState } from 'react';
+import { answerOf, client as api } from '../api';
+import { membersQuery } from '../queries';
+import { ConfirmButton, CreateForm, ErrorNote, Section, isManager, when } from './common';
+import { ROLES, type Member, type Role } from './types';
 
-const KEY = ['members'];
-const ROLES: Role[] = ['owner', 'admin', 'member'];
+const KEY = membersQuery().queryKey;
 
 /** One member; the role select and remove button appear for owners and admins, and the API's refusals show here. */
 function MemberRow({ member, viewer, me }: { member: Member; viewer: Role | null; me: string }) {
   const client = useQueryClient();
-  const path = `/members/${encodeURIComponent(member.user_id)}`;
+  const params = { path: { user_id: member.user_id } };
   const refresh = () => client.invalidateQueries({ queryKey: KEY });
-  const change = useMutation({ mutationFn: (role: Role) => api<Member>(path, { method: 'PATCH', body: { role } }), onSettled: refresh });
-  const remove = useMutation({ mutationFn: () => api(path, { method: 'DELETE' }), onSuccess: refresh });
+  const change = useMutation({ mutationFn: (role: Role) => answerOf(api.PATCH('/app/api/members/{user_id}', { params, body: { role } })), onSettled: refresh });
+  const remove = useMutation({ mutationFn: () => answerOf(api.DELETE('/app/api/members/{user_id}', { params })), onSuccess: refresh });
   const self = member.user_id === me;
   // An admin cannot touch an owner or make one; the API refuses it anyway (403), the UI does not offer it.
   const editable = isManager(viewer) && (viewer === 'owner' || member.role !== 'owner');
@@ -48,20 +48,16 @@ function AddMember({ viewer }: { viewer: Role | null }) {
   const [role, setRole] = useState<Role>('member');
   const [password, setPassword] = useState('');
   const add = useMutation({
-    mutationFn: () => api<Member & { user_created: boolean }>('/members', { method: 'POST', body: { email: email.trim(), role, ...(password ? { password } : {}) } }),
+    mutationFn: () => answerOf(api.POST('/app/api/members', { body: { email: email.trim(), role, ...(password ? { password } : {}) } })),
     onSuccess: () => {
       setEmail('');
       setPassword('');
       void client.invalidateQueries({ queryKey: KEY });
     },
   });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    add.mutate();
-  };
+  const added = add.isSuccess && <p role="status">{add.data.email} added as {add.data.role}{add.data.user_created ? ' (new user)' : ''}.</p>;
   return (
-    <form className="admin-form" onSubmit={submit}>
-      <h2>Add a member</h2>
+    <CreateForm title="Add a member" action="Add member" onSubmit={() => add.mutate()} state={add} notice={added}>
       <label htmlFor="member-email">Email</label>
       <input id="member-email" type="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
       <label htmlFor="member-role">Role</label>
@@ -70,15 +66,12 @@ function AddMember({ viewer }: { viewer: Role | null }) {
       </select>
       <label htmlFor="member-password">Password for a new user (leave empty to add an existing user)</label>
       <input id="member-password" type="password" autoComplete="new-password" minLength={8} value={password} onChange={(e) => setPassword(e.target.value)} />
-      <button type="submit" className="primary" disabled={add.isPending}>Add member</button>
-      {add.isSuccess && <p role="status">{add.data.email} added as {add.data.role}{add.data.user_created ? ' (new user)' : ''}.</p>}
-      <ErrorNote error={add.error} />
-    </form>
+    </CreateForm>
   );
 }
 
 export function Members({ viewer, me }: { viewer: Role | null; me: string }) {
-  const list = useQuery({ queryKey: KEY, queryFn: () => api<{ members: Member[] }>('/members') });
+  const list = useQuery(membersQuery());
   return (
     <Section title="Members and roles" intro="Owners and admins manage members; only an owner makes, changes or removes an owner, and the last owner stays.">
       {isManager(viewer) && <AddMember viewer={viewer} />}

@@ -1,15 +1,15 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
-import { api } from '../api';
-import type { Mailbox } from '../types';
-import { ConfirmButton, ErrorNote, OnceSecret, Section, when } from './common';
-import type { SendingDomain, ServiceToken } from './types';
+import { useState } from 'react';
+import { answerOf, client as api } from '../api';
+import { adminMailboxesQuery, sendingDomainsQuery, serviceTokensQuery } from '../queries';
+import { ConfirmButton, CreateForm, ErrorNote, OnceSecret, Section, when } from './common';
+import type { ServiceToken } from './types';
 
-const KEY = ['service-tokens'];
+const KEY = serviceTokensQuery().queryKey;
 
 function CreateToken({ onCreated }: { onCreated: (t: ServiceToken) => void }) {
-  const domains = useQuery({ queryKey: ['sending-domains'], queryFn: () => api<{ sending_domains: SendingDomain[] }>('/sending-domains') });
-  const mailboxes = useQuery({ queryKey: ['mailboxes-admin'], queryFn: () => api<{ mailboxes: Mailbox[] }>('/mailboxes') });
+  const domains = useQuery(sendingDomainsQuery());
+  const mailboxes = useQuery(adminMailboxesQuery());
   const verified = (domains.data?.sending_domains ?? []).filter((d) => d.status === 'verified');
   const [name, setName] = useState('');
   const [domainId, setDomainId] = useState('');
@@ -18,20 +18,15 @@ function CreateToken({ onCreated }: { onCreated: (t: ServiceToken) => void }) {
   const inDomain = (mailboxes.data?.mailboxes ?? []).filter((m) => domain && m.address.endsWith(`@${domain.domain}`));
   const from = inDomain.find((m) => m.address === mailbox)?.address ?? inDomain[0]?.address ?? '';
   const create = useMutation({
-    mutationFn: () => api<ServiceToken>('/service-tokens', { method: 'POST', body: { name: name.trim(), domain_id: domain?.domain_id ?? '', mailbox: from } }),
+    mutationFn: () => answerOf(api.POST('/app/api/service-tokens', { body: { name: name.trim(), domain_id: domain?.domain_id ?? '', mailbox: from } })),
     onSuccess: (t) => {
       setName('');
       onCreated(t);
     },
   });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    create.mutate();
-  };
   if (domains.error) return <ErrorNote error={domains.error} />;
   return (
-    <form className="admin-form" onSubmit={submit}>
-      <h2>New service token</h2>
+    <CreateForm title="New service token" action="Create token" onSubmit={() => create.mutate()} state={create} disabled={!domain || !from}>
       <p className="muted">A token sends mail through the transactional API from one mailbox of a verified domain, and does nothing else.</p>
       <label htmlFor="tok-name">Name</label>
       <input id="tok-name" value={name} onChange={(e) => setName(e.target.value)} placeholder="login codes" maxLength={100} />
@@ -45,17 +40,15 @@ function CreateToken({ onCreated }: { onCreated: (t: ServiceToken) => void }) {
         {inDomain.length === 0 && <option value="">No mailbox in this domain yet</option>}
         {inDomain.map((m) => <option key={m.address} value={m.address}>{m.address}</option>)}
       </select>
-      <button type="submit" className="primary" disabled={create.isPending || !domain || !from}>Create token</button>
-      <ErrorNote error={create.error} />
-    </form>
+    </CreateForm>
   );
 }
 
 function TokenRow({ token, onSecret }: { token: ServiceToken; onSecret: (t: ServiceToken) => void }) {
   const client = useQueryClient();
-  const path = `/service-tokens/${encodeURIComponent(token.token_id)}`;
-  const rotate = useMutation({ mutationFn: () => api<ServiceToken>(`${path}/rotate`, { method: 'POST' }), onSuccess: onSecret });
-  const revoke = useMutation({ mutationFn: () => api(path, { method: 'DELETE' }), onSuccess: () => client.invalidateQueries({ queryKey: KEY }) });
+  const params = { path: { token_id: token.token_id } };
+  const rotate = useMutation({ mutationFn: () => answerOf(api.POST('/app/api/service-tokens/{token_id}/rotate', { params })), onSuccess: onSecret });
+  const revoke = useMutation({ mutationFn: () => answerOf(api.DELETE('/app/api/service-tokens/{token_id}', { params })), onSuccess: () => client.invalidateQueries({ queryKey: KEY }) });
   const label = token.name || token.token_id;
   return (
     <tr>
@@ -74,7 +67,7 @@ function TokenRow({ token, onSecret }: { token: ServiceToken; onSecret: (t: Serv
 
 export function ServiceTokens() {
   const client = useQueryClient();
-  const list = useQuery({ queryKey: KEY, queryFn: () => api<{ service_tokens: ServiceToken[] }>('/service-tokens') });
+  const list = useQuery(serviceTokensQuery());
   const [secret, setSecret] = useState<ServiceToken | null>(null);
   const shown = (t: ServiceToken) => {
     setSecret(t);

@@ -1,18 +1,17 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
-import { api } from '../api';
-import { ErrorNote, Section, when } from './common';
+import { useState } from 'react';
+import { answerOf, client as api } from '../api';
+import { suppressionsQuery } from '../queries';
+import { CreateForm, ErrorNote, Section, when } from './common';
 import type { Suppression } from './types';
 
 type Reason = Suppression['reason'];
-/** Entries shown at once: the API's largest page (docs/api.md, Pagination); the caption says when there are more. */
-const LIST_LIMIT = 500;
 const REASONS: Record<Reason, string> = { hard_bounce: 'Hard bounce', complaint: 'Complaint', manual: 'Added by hand' };
 
 function SuppressionRow({ entry }: { entry: Suppression }) {
   const client = useQueryClient();
   const remove = useMutation({
-    mutationFn: () => api(`/suppressions/${encodeURIComponent(entry.address)}`, { method: 'DELETE' }),
+    mutationFn: () => answerOf(api.DELETE('/app/api/suppressions/{address}', { params: { path: { address: entry.address } } })),
     onSuccess: () => client.invalidateQueries({ queryKey: ['suppressions'] }),
   });
   return (
@@ -36,22 +35,15 @@ export function Suppressions() {
   const [reason, setReason] = useState<Reason | ''>('');
   const [address, setAddress] = useState('');
   const [detail, setDetail] = useState('');
-  const list = useQuery({
-    queryKey: ['suppressions', reason],
-    queryFn: () => api<{ suppressions: Suppression[]; total: number }>('/suppressions', { query: { limit: LIST_LIMIT, ...(reason ? { reason } : {}) } }),
-  });
+  const list = useQuery(suppressionsQuery(reason));
   const add = useMutation({
-    mutationFn: () => api<Suppression>('/suppressions', { method: 'POST', body: { address: address.trim(), ...(detail.trim() ? { detail: detail.trim() } : {}) } }),
+    mutationFn: () => answerOf(api.POST('/app/api/suppressions', { body: { address: address.trim(), ...(detail.trim() ? { detail: detail.trim() } : {}) } })),
     onSuccess: () => {
       setAddress('');
       setDetail('');
       void client.invalidateQueries({ queryKey: ['suppressions'] });
     },
   });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    add.mutate();
-  };
   return (
     <Section title="Suppressions" intro="Addresses this workspace no longer sends to: a hard bounce or a complaint adds them. A send to one of them leaves it out (or is refused when it is the only recipient). Remove an address to send to it again.">
       <div className="inline">
@@ -63,15 +55,12 @@ export function Suppressions() {
           <option value="manual">Added by hand</option>
         </select>
       </div>
-      <form className="admin-form" onSubmit={submit}>
-        <h2>Suppress an address</h2>
+      <CreateForm title="Suppress an address" action="Suppress" onSubmit={() => add.mutate()} state={add}>
         <label htmlFor="suppression-address">Address</label>
         <input id="suppression-address" type="email" required value={address} onChange={(e) => setAddress(e.target.value)} placeholder="someone@example.com" />
         <label htmlFor="suppression-detail">Note (optional)</label>
         <input id="suppression-detail" value={detail} onChange={(e) => setDetail(e.target.value)} maxLength={500} />
-        <button type="submit" className="primary" disabled={add.isPending}>Suppress</button>
-        <ErrorNote error={add.error} />
-      </form>
+      </CreateForm>
       <ErrorNote error={list.error} />
       {list.data?.suppressions.length === 0 && <p className="muted">No address is suppressed{reason ? ` for this reason` : ''}.</p>}
       {list.data && list.data.suppressions.length > 0 && (

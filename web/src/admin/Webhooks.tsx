@@ -1,14 +1,15 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
-import { api } from '../api';
-import { ConfirmButton, ErrorNote, OnceSecret, Section, when } from './common';
-import { EVENT_TYPES, type Webhook, type WebhookDelivery } from './types';
+import { useState } from 'react';
+import { answerOf, client as api } from '../api';
+import { webhookDeliveriesQuery, webhooksQuery } from '../queries';
+import { ConfirmButton, CreateForm, ErrorNote, OnceSecret, Section, when } from './common';
+import { EVENT_TYPES, type EventType, type Webhook } from './types';
 
-const KEY = ['webhooks'];
+const KEY = webhooksQuery().queryKey;
 /** How often an open delivery log looks for new attempts (a test event lands within a second or two). */
 const DELIVERY_POLL_MS = 2000;
 
-function EventFilter({ value, onChange }: { value: string[]; onChange: (v: string[]) => void }) {
+function EventFilter({ value, onChange }: { value: EventType[]; onChange: (v: EventType[]) => void }) {
   return (
     <fieldset className="event-filter">
       <legend>Events (none ticked: every event)</legend>
@@ -22,8 +23,8 @@ function EventFilter({ value, onChange }: { value: string[]; onChange: (v: strin
   );
 }
 
-/** The webhook routes of one endpoint, from the session surface. */
-const pathOf = (webhook: Webhook) => `/webhooks/${encodeURIComponent(webhook.webhook_id)}`;
+/** The path parameters of one endpoint's routes. */
+const paramsOf = (webhook: Webhook) => ({ path: { webhook_id: webhook.webhook_id } });
 /** Most recover calls one click follows (each examines up to 5000 events; docs/api.md). */
 const MAX_RECOVER_CALLS = 100;
 
@@ -31,14 +32,10 @@ function DeliveryLog({ webhook }: { webhook: Webhook }) {
   const client = useQueryClient();
   const replay = useMutation({
     mutationFn: (eventId: string) =>
-      api<{ event_id: string }>(`${pathOf(webhook)}/deliveries/${encodeURIComponent(eventId)}/replay`, { method: 'POST' }),
-    onSuccess: () => void client.invalidateQueries({ queryKey: ['webhook-deliveries', webhook.webhook_id] }),
+      answerOf(api.POST('/app/api/webhooks/{webhook_id}/deliveries/{event_id}/replay', { params: { path: { webhook_id: webhook.webhook_id, event_id: eventId } } })),
+    onSuccess: () => void client.invalidateQueries({ queryKey: webhookDeliveriesQuery(webhook.webhook_id).queryKey }),
   });
-  const log = useQuery({
-    queryKey: ['webhook-deliveries', webhook.webhook_id],
-    queryFn: () => api<{ deliveries: WebhookDelivery[] }>(`/webhooks/${encodeURIComponent(webhook.webhook_id)}/deliveries`, { query: { limit: 50 } }),
-    refetchInterval: DELIVERY_POLL_MS,
-  });
+  const log = useQuery({ ...webhookDeliveriesQuery(webhook.webhook_id), refetchInterval: DELIVERY_POLL_MS });
   return (
     <section className="deliveries" aria-label={`Deliveries to ${webhook.url}`}>
       <h4>Delivery log (newest first)</h4>
@@ -87,7 +84,7 @@ function Recover({ webhook, onQueued }: { webhook: Webhook; onQueued: () => void
       let before: string | null = null;
       for (let calls = 0; calls < MAX_RECOVER_CALLS; calls++) {
         const body: { since: string; before?: string } = before === null ? { since: from } : { since: from, before };
-        const answer: { queued: number; next_before: string | null } = await api(`${pathOf(webhook)}/recover`, { method: 'POST', body });
+        const answer = await answerOf(api.POST('/app/api/webhooks/{webhook_id}/recover', { params: paramsOf(webhook), body }));
         queued += answer.queued;
         before = answer.next_before;
         if (before === null) break;
@@ -110,28 +107,29 @@ function Recover({ webhook, onQueued }: { webhook: Webhook; onQueued: () => void
 
 function WebhookCard({ webhook }: { webhook: Webhook }) {
   const client = useQueryClient();
-  const path = pathOf(webhook);
-  const [testType, setTestType] = useState<string>(EVENT_TYPES[0]);
+  const params = paramsOf(webhook);
+  const deliveries = webhookDeliveriesQuery(webhook.webhook_id).queryKey;
+  const [testType, setTestType] = useState<EventType>(EVENT_TYPES[0]);
   const [open, setOpen] = useState(false);
   const refresh = () => client.invalidateQueries({ queryKey: KEY });
   // The box shows the asked-for state at once (set in the event handler, so React never puts the old one back),
   // until the list has been fetched again after the change.
   const [asked, setAsked] = useState<boolean | null>(null);
   const toggle = useMutation({
-    mutationFn: (active: boolean) => api(path, { method: 'PATCH', body: { active } }),
+    mutationFn: (active: boolean) => answerOf(api.PATCH('/app/api/webhooks/{webhook_id}', { params, body: { active } })),
     onSettled: async () => {
       await refresh();
       setAsked(null);
     },
   });
   const test = useMutation({
-    mutationFn: () => api<{ event_id: string }>(`${path}/test`, { method: 'POST', body: { event_type: testType } }),
+    mutationFn: () => answerOf(api.POST('/app/api/webhooks/{webhook_id}/test', { params, body: { event_type: testType } })),
     onSuccess: () => {
       setOpen(true);
-      void client.invalidateQueries({ queryKey: ['webhook-deliveries', webhook.webhook_id] });
+      void client.invalidateQueries({ queryKey: deliveries });
     },
   });
-  const remove = useMutation({ mutationFn: () => api(path, { method: 'DELETE' }), onSuccess: refresh });
+  const remove = useMutation({ mutationFn: () => answerOf(api.DELETE('/app/api/webhooks/{webhook_id}', { params })), onSuccess: refresh });
   const active = asked ?? webhook.active;
   const id = webhook.webhook_id;
   return (
@@ -149,7 +147,7 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
           Active
         </label>
         <label htmlFor={`${id}-test`}>Test event</label>
-        <select id={`${id}-test`} value={testType} onChange={(e) => setTestType(e.target.value)}>
+        <select id={`${id}-test`} value={testType} onChange={(e) => setTestType(e.target.value as EventType)}>
           {EVENT_TYPES.map((t) => <option key={t} value={t}>{t}</option>)}
         </select>
         <button type="button" onClick={() => test.mutate()} disabled={test.isPending}>Send test event</button>
@@ -158,7 +156,7 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
       </div>
       {test.isSuccess && <p role="status">Test event {test.data.event_id} queued.</p>}
       <ErrorNote error={toggle.error ?? test.error ?? remove.error} />
-      <Recover webhook={webhook} onQueued={() => { setOpen(true); void client.invalidateQueries({ queryKey: ['webhook-deliveries', webhook.webhook_id] }); }} />
+      <Recover webhook={webhook} onQueued={() => { setOpen(true); void client.invalidateQueries({ queryKey: deliveries }); }} />
       {open && <DeliveryLog webhook={webhook} />}
     </li>
   );
@@ -166,12 +164,12 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
 
 export function Webhooks() {
   const client = useQueryClient();
-  const list = useQuery({ queryKey: KEY, queryFn: () => api<{ webhooks: Webhook[] }>('/webhooks') });
+  const list = useQuery(webhooksQuery());
   const [url, setUrl] = useState('');
-  const [events, setEvents] = useState<string[]>([]);
+  const [events, setEvents] = useState<EventType[]>([]);
   const [created, setCreated] = useState<Webhook | null>(null);
   const create = useMutation({
-    mutationFn: () => api<Webhook>('/webhooks', { method: 'POST', body: { url: url.trim(), event_types: events } }),
+    mutationFn: () => answerOf(api.POST('/app/api/webhooks', { body: { url: url.trim(), event_types: events } })),
     onSuccess: (w) => {
       setCreated(w);
       setUrl('');
@@ -179,21 +177,14 @@ export function Webhooks() {
       void client.invalidateQueries({ queryKey: KEY });
     },
   });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    create.mutate();
-  };
   return (
     <Section title="Webhooks" intro="Endpoints that receive this workspace's events, signed per Standard Webhooks.">
       {created?.secret && <OnceSecret id="new-secret" title="Signing secret" value={created.secret} onDone={() => setCreated(null)} />}
-      <form className="admin-form" onSubmit={submit}>
-        <h2>New webhook</h2>
+      <CreateForm title="New webhook" action="Create webhook" onSubmit={() => create.mutate()} state={create}>
         <label htmlFor="wh-url">Endpoint URL</label>
         <input id="wh-url" type="url" required value={url} onChange={(e) => setUrl(e.target.value)} placeholder="https://hooks.example.com/mailroom" />
         <EventFilter value={events} onChange={setEvents} />
-        <button type="submit" className="primary" disabled={create.isPending}>Create webhook</button>
-        <ErrorNote error={create.error} />
-      </form>
+      </CreateForm>
       <ErrorNote error={list.error} />
       {list.data?.webhooks.length === 0 && <p className="muted">No webhooks yet.</p>}
       <ul className="cards">{list.data?.webhooks.map((w) => <WebhookCard key={w.webhook_id} webhook={w} />)}</ul>

@@ -1,4 +1,4 @@
-import { useState, type ReactNode } from 'react';
+import { useState, type FormEvent, type ReactNode } from 'react';
 import { ApiError } from '../api';
 import type { SessionInfo } from '../types';
 import type { Role } from './types';
@@ -83,6 +83,37 @@ export function ConfirmButton(props: { label: string; name?: string; confirm: st
       <button type="button" className="danger" onClick={() => { setAsking(false); onConfirm(); }}>{confirm}</button>
       <button type="button" onClick={() => setAsking(false)}>Cancel</button>
     </span>
+  );
+}
+
+/**
+ * The form of an admin page that makes something (a mailbox, a key, a member…): its heading, its fields, one submit
+ * button, then what the last try gave (`notice`) and its error. `onSubmit` runs instead of the browser's submission.
+ */
+export function CreateForm(props: {
+  title?: string;
+  action: string;
+  onSubmit: () => void;
+  /** The request under way and its error (a TanStack mutation). */
+  state: { isPending: boolean; error: unknown };
+  /** The submit button is off (besides while the request is under way). */
+  disabled?: boolean;
+  notice?: ReactNode;
+  children: ReactNode;
+}) {
+  const { title, action, onSubmit, state, disabled = false, notice, children } = props;
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    onSubmit();
+  };
+  return (
+    <form className="admin-form" onSubmit={submit}>
+      {title !== undefined && <h2>{title}</h2>}
+      {children}
+      <button type="submit" className="primary" disabled={state.isPending || disabled}>{action}</button>
+      {notice}
+      <ErrorNote error={state.error} />
+    </form>
   );
 }
 

@@ -1,9 +1,11 @@
-import type { Schema } from '../types';
+import { everyOf, type Schema } from '../types';
 
 // The admin objects of the session API: the generated types (see ../types.ts). The answers of create and rotate
 // add a credential shown that once, which the list views lack.
 
 export type Role = Schema<'Member'>['role'];
+/** The roles, most powerful first. */
+export const ROLES = everyOf<Role>()(['owner', 'admin', 'member']);
 export type DnsRecord = Schema<'DnsRecord'>;
 /** A sending domain; `verification` only in the answers of create and of a records regeneration (the token is stored hashed). */
 export type SendingDomain = Schema<'SendingDomain'> & Partial<Pick<Schema<'CreatedSendingDomain'>, 'verification'>>;
@@ -22,8 +24,10 @@ export type ListEntry = Schema<'ListEntry'>;
 export type Suppression = Schema<'Suppression'>;
 export type Member = Schema<'Member'>;
 
-/** The event names a webhook may filter on (docs/api.md, Events); `message.delivered` is never emitted. */
-export const EVENT_TYPES = [
+/** An event name of the API (docs/api.md, Events). */
+export type EventType = Schema<'Webhook'>['event_types'][number];
+/** The event names a webhook may filter on and be tested with: every one but `message.delivered`, never emitted. */
+export const EVENT_TYPES = everyOf<Exclude<EventType, 'message.delivered'>>()([
   'message.received',
   'message.sent',
   'message.accepted',
@@ -31,6 +35,7 @@ export const EVENT_TYPES = [
   'message.bounced',
   'message.rejected',
   'message.complained',
+  'message.cancelled',
   'domain.verified',
   'webhook.disabled',
-] as const;
+]);

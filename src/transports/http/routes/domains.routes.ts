@@ -3,7 +3,9 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { DomainService } from '../../../modules/domains/domain.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { ResourceId, answer, errors } from '../schemas.js';
+import type { CheckStatus } from '../../../modules/domains/dns-checks.js';
+import type { DomainStatus } from '../../../modules/domains/domain.table.js';
+import { LiteralUnion, ResourceId, answer, errors, everyOf } from '../schemas.js';
 
 const DomainParams = Type.Object({ domain_id: ResourceId }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
@@ -12,7 +14,7 @@ const Record = Type.Object({ record_name: Type.String(), record_type: Type.Liter
 const domainProperties = {
   domain_id: Type.String(),
   domain: Type.String(),
-  status: Type.Union([Type.Literal('pending'), Type.Literal('verified')]),
+  status: LiteralUnion(everyOf<DomainStatus>()(['pending', 'verified'])),
   dkim: Type.Object({ selector: Type.String(), record_name: Type.String(), record_type: Type.Literal('TXT'), record_value: Type.String() }, { title: 'DkimRecord' }),
   spf: Type.Object(
     { record_name: Type.String(), record_type: Type.Literal('TXT'), record_value: Type.String() },
@@ -29,7 +31,7 @@ const Check = Type.Object(
     record_type: Type.Literal('TXT'),
     expected: Type.String({ description: 'the value to publish (for the verification record, a description: the token is not stored)' }),
     found: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'the relevant TXT values DNS returned now; null when none (or not looked up)' }),
-    status: Type.Union([Type.Literal('ok'), Type.Literal('missing'), Type.Literal('mismatch'), Type.Literal('error')]),
+    status: LiteralUnion(everyOf<CheckStatus>()(['ok', 'missing', 'mismatch', 'error'])),
     reason: Type.String({ description: 'a sentence for a person: what is wrong and what to do' }),
   },
   { title: 'RecordCheck' },

@@ -3,17 +3,21 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { ListService } from '../../../modules/lists/list.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { Limit, ListEntrySchema, Offset, answer, errors, ref, wildcard } from '../schemas.js';
+import { LIST_DIRECTIONS, LIST_TYPES } from '../../../modules/lists/list.table.js';
+import { Limit, ListEntrySchema, Offset, answer, documentedEnum, errors, ref, wildcard } from '../schemas.js';
 
+// The list service refuses another direction or list type with its own error code.
+const Direction = documentedEnum(LIST_DIRECTIONS, Type.String({ minLength: 1, maxLength: 16 }));
+const ListType = documentedEnum(LIST_TYPES, Type.String({ minLength: 1, maxLength: 16 }));
 const ListParams = Type.Object(
-  { direction: Type.String({ minLength: 1, maxLength: 16 }), list_type: Type.String({ minLength: 1, maxLength: 16 }) },
+  { direction: Direction, list_type: ListType },
   { additionalProperties: false },
 );
 // The entry is the rest of the path: CIDRs such as 2001:db8::/32 contain slashes.
 const EntryParams = Type.Object(
   {
-    direction: Type.String({ minLength: 1, maxLength: 16 }),
-    list_type: Type.String({ minLength: 1, maxLength: 16 }),
+    direction: Direction,
+    list_type: ListType,
     '*': wildcard('entry', Type.String({ minLength: 1, maxLength: 320, description: 'the entry (address, domain, IP or CIDR); a slash may be sent as is or as %2F' })),
   },
   { additionalProperties: false },

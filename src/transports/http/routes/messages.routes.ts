@@ -3,9 +3,10 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { invalid } from '../../../lib/errors.js';
 import type { MessageService } from '../../../modules/messages/message.service.js';
+import { FOLDERS } from '../../../modules/messages/message.types.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { optionalBody } from '../plugins/validation.js';
-import { AttachmentList, Email, Label, SearchText, LabelChange, LabelsResponse, Limit, MessageDetail, MessagePage, Offset, ResourceId, ThreadDetail, ThreadSchema, answer, errors, operationId, ref } from '../schemas.js';
+import { AttachmentList, Email, Label, SearchText, LabelChange, LabelsResponse, Limit, MessageDetail, MessagePage, Offset, ResourceId, ThreadDetail, ThreadSchema, answer, errors, folderName, operationId, ref } from '../schemas.js';
 import { createPageCache, sendMessagePage, type PageCache } from '../page-cache.js';
 import { sendDownload } from './download.js';
 
@@ -15,11 +16,11 @@ const ThreadParams = Type.Object({ thread_id: ResourceId }, { additionalProperti
 const NoQuery = Type.Object({}, { additionalProperties: false });
 const GetQuery = Type.Object({ mark_read: Type.Optional(Type.Boolean({ default: false })) }, { additionalProperties: false });
 const ReadInput = Type.Object({ read: Type.Optional(Type.Boolean({ description: 'default true' })) }, { additionalProperties: false });
-const MoveInput = Type.Object({ folder: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })) }, { additionalProperties: false });
+const MoveInput = Type.Object({ folder: Type.Optional(folderName(Type.String({ minLength: 1, maxLength: 32 }))) }, { additionalProperties: false });
 const InboxQuery = Type.Object(
   {
     mailbox: Type.Optional(Email),
-    folder: Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: 'default inbox; with q, every folder' })),
+    folder: Type.Optional(folderName(Type.String({ minLength: 1, maxLength: 32, description: 'default inbox; with q, every folder' }))),
     q: Type.Optional(SearchText),
     limit: Type.Optional(Limit),
     offset: Type.Optional(Offset),
@@ -29,7 +30,7 @@ const InboxQuery = Type.Object(
 const MessagesQuery = Type.Object(
   {
     mailbox: Type.Optional(Email),
-    folder: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
+    folder: Type.Optional(folderName(Type.String({ minLength: 1, maxLength: 32 }))),
     label: Type.Optional(Label),
     thread_id: Type.Optional(ResourceId),
     unread: Type.Optional(Type.Boolean()),
@@ -44,7 +45,7 @@ const ThreadsQuery = Type.Object(
   { additionalProperties: false },
 );
 const ActionResponse = Type.Object(
-  { ok: Type.Literal(true), message_id: Type.String(), read: Type.Optional(Type.Boolean()), folder: Type.Optional(Type.String()) },
+  { ok: Type.Literal(true), message_id: Type.String(), read: Type.Optional(Type.Boolean()), folder: Type.Optional(folderName()) },
   { title: 'MessageAction' },
 );
 const StatsResponse = Type.Object(
@@ -53,7 +54,7 @@ const StatsResponse = Type.Object(
     messages: Type.Integer(),
     unread: Type.Integer(),
     threads: Type.Integer(),
-    folders: Type.Record(Type.String(), Type.Object({ total: Type.Integer(), unread: Type.Integer() })),
+    folders: Type.Record(Type.Union(FOLDERS.map((folder) => Type.Literal(folder))), Type.Object({ total: Type.Integer(), unread: Type.Integer() })),
   },
   { title: 'Stats' },
 );

@@ -5,7 +5,7 @@ import { MAX_TXT_LENGTH, RECORD_TYPES } from '../../../modules/sandbox/dns-recor
 import { MAX_RECORDS_PER_PUBLISH } from '../../../modules/sandbox/sandbox-dns.service.js';
 import type { SandboxModule } from '../../../modules/sandbox/sandbox.module.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { Email, Limit, Offset, ResourceId, answer, errors, operationId, type Surface } from '../schemas.js';
+import { Email, Limit, Offset, ResourceId, answer, documentedEnum, errors, operationId, type Surface } from '../schemas.js';
 import { sendDownload } from './download.js';
 
 /** Every answer of a sandbox says so in this header (decision 262). */
@@ -13,7 +13,8 @@ export const SANDBOX_HEADER = 'mailroom-sandbox';
 
 const NoQuery = Type.Object({}, { additionalProperties: false });
 const DnsName = Type.String({ minLength: 1, maxLength: 254, description: 'a DNS name, such as _mailroom-verification.acme.example' });
-const DnsType = Type.String({ minLength: 1, maxLength: 10, description: RECORD_TYPES.join(', ') });
+// The sandbox DNS service refuses another type with its own error code.
+const DnsType = documentedEnum(RECORD_TYPES, Type.String({ minLength: 1, maxLength: 10, description: RECORD_TYPES.join(', ') }));
 const RecordInput = Type.Object(
   { name: DnsName, type: DnsType, value: Type.String({ minLength: 1, maxLength: MAX_TXT_LENGTH + 2, description: 'A: an IPv4 address; AAAA: IPv6; CNAME: a name; MX: "10 mx.example.com"; TXT: the text' }) },
   { additionalProperties: false },
@@ -22,7 +23,7 @@ const PublishBody = Type.Object(
   { records: Type.Array(RecordInput, { minItems: 1, maxItems: MAX_RECORDS_PER_PUBLISH, description: 'each name and type given replaces the records of that name and type' }) },
   { additionalProperties: false, title: 'SandboxDnsPublish' },
 );
-const DnsRecord = Type.Object({ name: Type.String(), type: Type.String(), value: Type.String(), created_at: Type.String({ format: 'date-time' }) }, { title: 'SandboxDnsRecord' });
+const DnsRecord = Type.Object({ name: Type.String(), type: documentedEnum(RECORD_TYPES, Type.String()), value: Type.String(), created_at: Type.String({ format: 'date-time' }) }, { title: 'SandboxDnsRecord' });
 const DnsRecords = Type.Object({ dns_records: Type.Array(DnsRecord) }, { title: 'SandboxDnsRecords' });
 const NameParams = Type.Object({ name: DnsName }, { additionalProperties: false });
 const TypeQuery = Type.Object({ type: Type.Optional(DnsType) }, { additionalProperties: false });

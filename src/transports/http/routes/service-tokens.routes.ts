@@ -3,7 +3,8 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { ServiceTokenService } from '../../../modules/transactional/service-token.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { Email, OkResponse, ResourceId, answer, errors } from '../schemas.js';
+import { SERVICE_TOKEN_SCOPES } from '../../../modules/transactional/transactional.table.js';
+import { Email, OkResponse, ResourceId, answer, documentedEnum, errors } from '../schemas.js';
 
 const TokenParams = Type.Object({ token_id: ResourceId }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
@@ -13,7 +14,7 @@ const CreateBody = Type.Object(
     domain_id: ResourceId,
     mailbox: Email,
     // Any string reaches the service, which answers 400 invalid_scope with a clear reason.
-    scope: Type.Optional(Type.String({ maxLength: 100 })),
+    scope: Type.Optional(documentedEnum(SERVICE_TOKEN_SCOPES, Type.String({ maxLength: 100 }))),
   },
   { additionalProperties: false },
 );

@@ -5,12 +5,13 @@ import { EVENT_TYPES } from '../../../modules/events/event.types.js';
 import { MAX_URL_LENGTH } from '../../../modules/webhooks/address-rules.js';
 import type { WebhookService } from '../../../modules/webhooks/webhook.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { Limit, OkResponse, ResourceId, answer, errors } from '../schemas.js';
+import { EventName, Limit, OkResponse, ResourceId, answer, documentedEnum, errors } from '../schemas.js';
 
-const EventName = Type.String({ minLength: 1, maxLength: 64, description: `one of ${EVENT_TYPES.join(', ')}` });
+// The webhook service refuses another name with invalid_event_type, saying which names it knows.
+const EventNameInput = documentedEnum(EVENT_TYPES, Type.String({ minLength: 1, maxLength: 64, description: `one of ${EVENT_TYPES.join(', ')}` }));
 const fields = {
   url: Type.String({ minLength: 1, maxLength: MAX_URL_LENGTH, description: 'http(s) URL of a public address; checked against the address rules' }),
-  event_types: Type.Array(EventName, { maxItems: 50, description: 'events to deliver; empty or omitted = every event' }),
+  event_types: Type.Array(EventNameInput, { maxItems: 50, description: 'events to deliver; empty or omitted = every event' }),
   secret: Type.String({ minLength: 1, maxLength: 200, description: 'whsec_ + base64 of a 24–64 byte key; never shown again' }),
   active: Type.Boolean(),
 };
@@ -22,11 +23,11 @@ const PatchBody = Type.Object(
   { url: Type.Optional(fields.url), event_types: Type.Optional(fields.event_types), secret: Type.Optional(fields.secret), active: Type.Optional(fields.active) },
   { additionalProperties: false, title: 'WebhookChange' },
 );
-const TestBody = Type.Object({ event_type: EventName }, { additionalProperties: false });
+const TestBody = Type.Object({ event_type: EventNameInput }, { additionalProperties: false });
 const webhookProperties = {
   webhook_id: Type.String(),
   url: Type.String(),
-  event_types: Type.Array(Type.String()),
+  event_types: Type.Array(EventName),
   active: Type.Boolean(),
   has_secret: Type.Boolean(),
   created_at: Type.String({ format: 'date-time' }),
@@ -43,7 +44,7 @@ const CreatedWebhook = Type.Object(
 const Delivery = Type.Object({
   delivery_id: Type.String(),
   event_id: Type.String(),
-  event_type: Type.String(),
+  event_type: EventName,
   attempt: Type.Integer(),
   status_code: Type.Union([Type.Integer(), Type.Null()]),
   error: Type.Union([Type.String(), Type.Null()]),

@@ -3,10 +3,9 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { WorkspaceAdminService } from '../../../modules/tenancy/workspace-admin.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
-import { Email, OkResponse, ResourceId, answer, errors } from '../schemas.js';
+import { Email, OkResponse, ResourceId, RoleSchema, answer, errors } from '../schemas.js';
 
 const NoQuery = Type.Object({}, { additionalProperties: false });
-const RoleSchema = Type.Union([Type.Literal('owner'), Type.Literal('admin'), Type.Literal('member')]);
 const Time = Type.String({ format: 'date-time' });
 
 const keyProperties = {
