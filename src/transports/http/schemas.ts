@@ -2,7 +2,7 @@ import { Type, type Static, type TSchema, type TUnsafe } from 'typebox';
 import { EVENT_TYPES } from '../../modules/events/event.types.js';
 import { LIST_DIRECTIONS, LIST_TYPES, type EntryKind } from '../../modules/lists/list.table.js';
 import { FOLDERS, type MessageListView } from '../../modules/messages/message.types.js';
-import type { Attempt, DeliveryStatus, RecipientStatus } from '../../modules/sending/sending.table.js';
+import type { Attempt, DeliveryStatus, RecipientStatus } from '../../modules/mail/outbound.table.js';
 import { ROLES } from '../../modules/tenancy/tenancy.table.js';
 
 /** Shared route schemas: they validate requests and generate /openapi.json. */
