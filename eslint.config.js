@@ -43,6 +43,12 @@ const never = {
     importNames: ['tablesOf'],
     message: 'only a store views a handle over tables (tablesOf): call the store that owns the table',
   },
+  // Another module's store reaches a module only as a type (`Pick<…>`), its instance handed over by services.ts.
+  storeTypes: {
+    group: ['../*/*.store.js'],
+    allowTypeImports: true,
+    message: "take another module's store as a type (Pick<…>) and let services.ts hand it over",
+  },
   // A store types its handle over its own module's tables only: another module's table is that module's to name.
   otherTables: {
     group: ['../*/*.table.js', '../../modules/*/*.table.js', '../../jobs/*.table.js', '../modules/*/*.table.js'],
@@ -121,8 +127,10 @@ export default tseslint.config(
       ],
     },
   },
-  arrows(['src/modules/**/*.ts', 'src/jobs/**/*.ts'], [never.main, never.composition, never.transports, never.storeOnly, never.tablesOf], ['**/*.store.ts', 'src/jobs/queue.ts']),
-  arrows(['src/modules/**/*.store.ts', 'src/jobs/queue.ts'], [never.main, never.composition, never.transports, never.services, never.otherTables]),
+  arrows(['src/modules/**/*.ts', 'src/jobs/**/*.ts'], [never.main, never.composition, never.transports, never.storeOnly, never.tablesOf, never.storeTypes], ['**/*.store.ts', 'src/jobs/queue.ts']),
+  // A thread's entry point (`*.worker.ts`) is the composition of its thread: it may make the stores it runs.
+  arrows(['src/modules/**/*.worker.ts'], [never.main, never.composition, never.transports, never.storeOnly, never.tablesOf]),
+  arrows(['src/modules/**/*.store.ts', 'src/jobs/queue.ts'], [never.main, never.composition, never.transports, never.services, never.otherTables, never.storeTypes]),
   arrows(['src/db/**/*.ts'], [never.main, never.composition, never.transports, never.modules, never.tableValues]),
   arrows(['src/lib/**/*.ts'], [never.ours]),
   // The SDK stands alone (it can be copied into another project): its own files and packages only.

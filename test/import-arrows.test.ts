@@ -62,6 +62,7 @@ const refused: Case[] = [
   { arrow: 'a service never sees the whole schema', file: 'src/modules/messages/message.service.ts', code: "import type { Database } from '../../db/schema.js';" },
   { arrow: 'a service never uses the machinery', file: 'src/modules/webhooks/webhook.service.ts', code: "import { preparedQuery } from '../../db/prepared.js';" },
   { arrow: "a store never names another module's tables", file: 'src/modules/mail/outbound.store.ts', code: "import type { ListTables } from '../lists/list.table.js';" },
+  { arrow: "a service takes another module's store as a type only", file: 'src/modules/sending/sending.service.ts', code: "import { createListStore } from '../lists/list.store.js';" },
   { arrow: "the queue never names another module's tables", file: 'src/jobs/queue.ts', code: "import type { MailTables } from '../modules/mail/mail.table.js';" },
 ];
 

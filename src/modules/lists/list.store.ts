@@ -1,16 +1,10 @@
 import { preparedQuery } from '../../db/prepared.js';
 import { tablesOf, type Work } from '../../db/tables.js';
-import type { EntryKind, ListDirection, ListEntryTable, ListTables, ListType } from './list.table.js';
+import { candidatesOf, type CandidateRow, type Candidates } from './candidates.js';
+import type { ListDirection, ListEntryTable, ListTables, ListType } from './list.table.js';
 
-/** One row per entry that could match, each telling whether the list direction has an allow list at all. */
-export interface CandidateRow {
-  /** 0/1 on SQLite, a boolean on PostgreSQL. */
-  has_allow: number | boolean;
-  /** Null in the one row that comes back when no entry could match. */
-  list_type: ListType | null;
-  entry: string | null;
-  kind: EntryKind | null;
-}
+export type { CandidateRow, Candidates } from './candidates.js';
+
 
 /**
  * The entries that could match the given address/domain keys (and every IP entry), one row each, every row telling
@@ -33,16 +27,6 @@ export function candidatesSelect(handle: Parameters<typeof tablesOf>[0], workspa
     .select(['h.has_allow', 'c.list_type', 'c.entry', 'c.kind']);
 }
 
-/** What the candidate rows say: the entries that could match, and whether an allow list exists. */
-export interface Candidates {
-  entries: Array<Pick<ListEntryTable, 'list_type' | 'entry' | 'kind'>>;
-  hasAllow: boolean;
-}
-
-export function candidatesOf(rows: readonly CandidateRow[]): Candidates {
-  const entries = rows.flatMap((r) => (r.list_type !== null && r.entry !== null && r.kind !== null ? [{ list_type: r.list_type, entry: r.entry, kind: r.kind }] : []));
-  return { entries, hasAllow: rows.some((r) => Boolean(r.has_allow)) };
-}
 
 // Runs for every RCPT TO (prepared: see db/prepared.ts).
 const candidatesQuery = preparedQuery<{ workspaceId: string; direction: ListDirection; keys: readonly string[] }, CandidateRow, ListTables>((db, p) =>

@@ -4,7 +4,7 @@ import { iso, type Clock } from '../../lib/clock.js';
 import { invalid, isDomainError, notFound, DomainError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { Queue } from '../../jobs/queue.js';
-import { candidatesOf } from '../lists/list.store.js';
+import { candidatesOf } from '../lists/candidates.js';
 import { addressVerdicts } from '../lists/list.service.js';
 import { notChecked } from '../messages/authentication.js';
 import { MAX_SUBJECT_LENGTH, snippetOf, type ParsedMessage } from '../messages/mime.js';
