@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createGroupCommit } from '../src/db/group-commit.js';
+import type { Database } from '../src/db/schema.js';
+import { tablesOf, type Work } from '../src/db/tables.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { startHarness, type Harness } from './helpers/harness.js';
+
+/** A unit's transaction seen over every table (a test may name any). */
+const all = (trx: Work) => tablesOf<Database>(trx);
 
 describe(`group commit (${TEST_DIALECT})`, () => {
   let h: Harness;
@@ -16,7 +21,7 @@ describe(`group commit (${TEST_DIALECT})`, () => {
     const units = Array.from({ length: 40 }, (_, i) =>
       commits.run(async (trx) => {
         if (i === 17) throw new Error('unit 17 is bad');
-        await trx.insertInto('events').values({ id: `evt_gc_${i}`, workspace_id: workspace.workspace_id, type: 'message.sent', payload: '{}', created_at: i }).execute();
+        await all(trx).insertInto('events').values({ id: `evt_gc_${i}`, workspace_id: workspace.workspace_id, type: 'message.sent', payload: '{}', created_at: i }).execute();
         return i * 2;
       }),
     );
@@ -34,7 +39,7 @@ describe(`group commit (${TEST_DIALECT})`, () => {
     // Outside the transaction it was given: the development/test assertion stops it before it takes a connection.
     await expect(commits.run(async () => pool.selectFrom('workspaces').select('id').execute())).rejects.toThrow(/took a connection of its own/);
     // Through its transaction, the same read is fine.
-    await expect(commits.run(async (trx) => trx.selectFrom('workspaces').select('id').execute())).resolves.toBeInstanceOf(Array);
+    await expect(commits.run(async (trx) => all(trx).selectFrom('workspaces').select('id').execute())).resolves.toBeInstanceOf(Array);
   });
 
   it('runs concurrent units in far fewer transactions than units', async () => {
@@ -103,7 +108,7 @@ describe(`group commit (${TEST_DIALECT})`, () => {
     const order: string[] = [];
     const unit = (workspaceId: string, tag: string, i: number) =>
       commits.run(async (trx) => {
-        await trx.insertInto('events').values({ id: `evt_fair_${tag}${i}`, workspace_id: workspaceId, type: 'message.sent', payload: '{}', created_at: i }).execute();
+        await all(trx).insertInto('events').values({ id: `evt_fair_${tag}${i}`, workspace_id: workspaceId, type: 'message.sent', payload: '{}', created_at: i }).execute();
         order.push(`${tag}${i}`);
       }, workspaceId);
     // F queues twenty units, then G two, all before the first batch is taken.

@@ -1,4 +1,5 @@
 import type { Db } from './database.js';
+import { asWork, type Work } from './tables.js';
 import { runAsUnit } from './unit-guard.js';
 
 /** Most units of work one shared transaction carries. */
@@ -18,7 +19,7 @@ export interface GroupCommit {
    * workspace with hundreds of units queued does not put them all in front of another's one. Units of one key
    * (and all units without one) keep their order.
    */
-  run<T>(work: (trx: Db) => Promise<T>, key?: string): Promise<T>;
+  run<T>(work: (trx: Work) => Promise<T>, key?: string): Promise<T>;
   /**
    * Say that a unit of work is on its way (a message being parsed before it is stored). While such
    * units are announced, a batch waits for them a few milliseconds before it starts, as PostgreSQL's
@@ -30,7 +31,7 @@ export interface GroupCommit {
 }
 
 interface Unit {
-  work: (trx: Db) => Promise<unknown>;
+  work: (trx: Work) => Promise<unknown>;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
@@ -100,7 +101,7 @@ export function createGroupCommit(db: Db, maxBatch = MAX_BATCH): GroupCommit {
 
   async function runAlone(unit: Unit): Promise<void> {
     try {
-      unit.resolve(await db.transaction().execute((trx) => runAsUnit(() => unit.work(trx))));
+      unit.resolve(await db.transaction().execute((trx) => runAsUnit(() => unit.work(asWork(trx)))));
     } catch (err) {
       unit.reject(err);
     }
@@ -123,7 +124,7 @@ export function createGroupCommit(db: Db, maxBatch = MAX_BATCH): GroupCommit {
         try {
           results = await db.transaction().execute(async (trx) => {
             const out: unknown[] = [];
-            for (const unit of batch) out.push(await runAsUnit(() => unit.work(trx)));
+            for (const unit of batch) out.push(await runAsUnit(() => unit.work(asWork(trx))));
             return out;
           });
         } catch {
@@ -138,7 +139,7 @@ export function createGroupCommit(db: Db, maxBatch = MAX_BATCH): GroupCommit {
   }
 
   return {
-    run<T>(work: (trx: Db) => Promise<T>, key = NO_KEY): Promise<T> {
+    run<T>(work: (trx: Work) => Promise<T>, key = NO_KEY): Promise<T> {
       return new Promise<T>((resolve, reject) => {
         waiting.push(key, { work, resolve: resolve as (value: unknown) => void, reject });
         if (!draining) void drain();
