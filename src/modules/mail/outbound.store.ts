@@ -1,6 +1,4 @@
-import type { Kysely, SelectQueryBuilder } from 'kysely';
 import { insertRows, preparedQuery } from '../../db/prepared.js';
-import type { Database } from '../../db/schema.js';
 import { tablesOf, type Work } from '../../db/tables.js';
 import type { CandidateRow, candidatesSelect } from '../lists/list.store.js';
 import { idByAddressSelect as mailboxIdSelect } from './mailbox.store.js';
@@ -58,17 +56,13 @@ export interface OutboundStoreDeps {
  * queue's cancel or reschedule) and the outbound row second, as the worker does, so on PostgreSQL they wait for each
  * other instead of deadlocking; on SQLite they are serialized.
  */
-/** A workspace's mailbox by address, seen over every table so that the lists module's part can join it (see `readSender`). */
-const idByAddressSelect = (db: Kysely<Database>, workspaceId: string, address: string) =>
-  mailboxIdSelect(tablesOf<MailTables>(db), workspaceId, address) as unknown as SelectQueryBuilder<Database, 'mailboxes', { id: string; address: string }>;
-
 export function createOutboundStore({ listCandidates }: OutboundStoreDeps): OutboundStore {
-  // Every send asks it (prepared: see db/prepared.ts). Typed over every table: the list entries are the lists module's.
-  const senderQuery = preparedQuery<{ workspaceId: string; address: string; keys: readonly string[] }, SenderRow, Database>((db, p) => {
+  // Every send asks it (prepared: see db/prepared.ts). The list entries' part is the lists module's, built by its store.
+  const senderQuery = preparedQuery<{ workspaceId: string; address: string; keys: readonly string[] }, SenderRow, MailTables>((db, p) => {
     const workspaceId = p<string>('workspaceId');
     return db
       .selectFrom(listCandidates(db, workspaceId, 'outbound', p.list<string>('keys')).as('l'))
-      .leftJoin(idByAddressSelect(db, workspaceId, p<string>('address')).as('m'), (join) => join.onTrue())
+      .leftJoin(mailboxIdSelect(db, workspaceId, p<string>('address')).as('m'), (join) => join.onTrue())
       .select(['l.has_allow', 'l.list_type', 'l.entry', 'l.kind', 'm.id as mailbox_id', 'm.address as mailbox_address']);
   });
 
@@ -85,7 +79,7 @@ export function createOutboundStore({ listCandidates }: OutboundStoreDeps): Outb
   }
 
   return {
-    readSender: (work, query) => senderQuery(tablesOf<Database>(work), query),
+    readSender: (work, query) => senderQuery(tablesOf<MailTables>(work), query),
 
     recordOutbound: (work, o) =>
       insertRows(tablesOf<MailTables>(work), 'outbound', [
