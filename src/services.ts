@@ -18,7 +18,7 @@ import { cachingResolver, createDnsResolver } from './lib/dns.js';
 import { createLogger } from './lib/logger.js';
 import { createPublicKey } from 'node:crypto';
 import { createDomainService, type DomainService } from './modules/domains/domain.service.js';
-import { createDomainStore } from './modules/domains/domain.store.js';
+import { createDomainStore, verifiedDomainsSelect } from './modules/domains/domain.store.js';
 import { createServiceTokenStore } from './modules/transactional/service-token.store.js';
 import { createEventStore } from './modules/events/event.store.js';
 import { createEventsService, type EventsService } from './modules/events/events.service.js';
@@ -253,7 +253,7 @@ export async function createServices(
   const queue = createQueue({ work, dialect, clock, leaseMs: config.leaseMs, wake });
   // The mail store: the only code that names the mail tables. Delivery runs' writes and job settlements share the
   // worker's commits; the outbound list entries a send could match are the lists module's part of one statement.
-  const mail = createMailStore({ work, dialect, clock, logger, commits: workerCommits, queue, emit: (w, event) => events.emit(w, event), listCandidates: candidatesSelect });
+  const mail = createMailStore({ work, dialect, clock, logger, commits: workerCommits, queue, emit: (w, event) => events.emit(w, event), listCandidates: candidatesSelect, verifiedDomains: verifiedDomainsSelect });
   const searches = createSearchRunner({
     database: { work, dialect, sqliteFile: opened.sqliteFile, busyTimeoutMs: SQLITE_BUSY_TIMEOUT_MS },
     store: mail,

@@ -3,6 +3,7 @@ import { createGroupCommit } from '../src/db/group-commit.js';
 import { createLogger } from '../src/lib/logger.js';
 import { asWork } from '../src/db/tables.js';
 import { candidatesSelect } from '../src/modules/lists/list.store.js';
+import { verifiedDomainsSelect } from '../src/modules/domains/domain.store.js';
 import { createSendingMailStore, type DeliveryJob, type SendingMailStore } from '../src/modules/mail/sending-mail.store.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, type Tenant } from './helpers/harness.js';
@@ -33,6 +34,7 @@ describe(`delivery runs in the mail store: a run's steps need its lease (${TEST_
       logger: createLogger('silent'),
       emit: (trx, event) => events.emit(asWork(trx), event),
       listCandidates: candidatesSelect,
+      verifiedDomains: verifiedDomainsSelect,
     });
   });
   afterAll(async () => {

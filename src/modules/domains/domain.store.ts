@@ -9,6 +9,18 @@ const verifiedByNameQuery = preparedQuery<{ workspaceId: string; domain: string 
 );
 
 /** Sending domains and the service's DKIM keys; every domain operation filters by workspace. */
+/**
+ * A workspace's verified sending domains with their DKIM keys, as a part of another store's statement: a delivery
+ * run's one read joins it to the sending mailbox (mail store), so the key costs no statement of its own.
+ */
+export function verifiedDomainsSelect(handle: Parameters<typeof tablesOf>[0], workspaceId: string) {
+  return tablesOf<DomainTables>(handle)
+    .selectFrom('sending_domains')
+    .select(['id', 'domain', 'dkim_selector', 'dkim_private_key'])
+    .where('workspace_id', '=', workspaceId)
+    .where('status', '=', 'verified');
+}
+
 export function createDomainStore({ dialect }: { dialect: Pick<DialectInfo, 'supportsRowLocks'> }) {
   const of = (work: Work) => tablesOf<DomainTables>(work);
   return {

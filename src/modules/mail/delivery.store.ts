@@ -1,8 +1,7 @@
-import { sql, type Kysely, type QueryCreator, type SelectQueryBuilder, type Updateable } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder, type Updateable } from 'kysely';
 import type { DialectInfo } from '../../db/dialect.js';
 import type { GroupCommit } from '../../db/group-commit.js';
 import { preparedQuery, preparedWrite, type Param } from '../../db/prepared.js';
-import type { Database } from '../../db/schema.js';
 import { asWork, tablesOf, type Work } from '../../db/tables.js';
 import type { BackoffPolicy } from '../../jobs/backoff.js';
 import type { ClaimedJob, LeaseHoldParams, Queue } from '../../jobs/queue.js';
@@ -30,32 +29,26 @@ type Loaded = MessageRow & { raw: Buffer } & Omit<OutboundTable, 'message_id' | 
   own_dkim_selector: string | null;
   own_dkim_private_key: string | null;
 };
+/** The domains module's part of a delivery's read: the workspace's verified domains and their keys (`verifiedDomainsSelect`). */
+export type VerifiedDomainsPart = (handle: Kysely<MailTables>, workspaceId: string) => SelectQueryBuilder<unknown, never, VerifiedDomainRow>;
+interface VerifiedDomainRow {
+  id: string;
+  domain: string;
+  dkim_selector: string | null;
+  dkim_private_key: string | null;
+}
+
 /**
  * A delivery's one read: the delivery state, the message (for the events' view), its raw source, and the DKIM key
  * of the workspace's verified sending domain named like the mailbox's domain (which `domains.signingKey` takes
- * from here rather than reading it with a statement of its own). The domain is matched as the address's suffix after its `@`,
- * with functions both databases have. It is typed over every table: the message part is built by the received
- * half of the store (`messageWithRawQuery`) and the domain's row is the domains module's, read here, not written.
+ * from here rather than reading it with a statement of its own). The domain is matched as the address's suffix after
+ * its `@`, with functions both databases have; the domains' rows come as the domains store's part.
  */
-/** The received half's message read, seen over every table so that the domain's row can join it (see `loadSelect`). */
-function messageWithRawQuery(db: QueryCreator<Database>, workspaceId: string) {
-  return mailRawQuery(db as unknown as QueryCreator<MailTables>, workspaceId) as unknown as SelectQueryBuilder<
-    Database & { delivery: OutboundTable },
-    'messages' | 'mailboxes' | 'message_contents' | 'delivery',
-    MessageRow & { raw: Buffer }
-  >;
-}
-
-function loadSelect(db: Kysely<Database>, p: Param) {
-  return messageWithRawQuery(db, p<string>('workspaceId'))
+function loadSelect(db: Kysely<MailTables>, p: Param, domains: VerifiedDomainsPart) {
+  return mailRawQuery(db, p<string>('workspaceId'))
     .innerJoin('outbound', (join) => join.onRef('outbound.message_id', '=', 'messages.id').onRef('outbound.workspace_id', '=', 'messages.workspace_id'))
-    .leftJoin('sending_domains', (join) =>
-      join
-        .onRef('sending_domains.workspace_id', '=', 'messages.workspace_id')
-        .on('sending_domains.status', '=', 'verified')
-        .on(
-          sql<boolean>`substr(${sql.ref('mailboxes.address')}, length(${sql.ref('mailboxes.address')}) - length(${sql.ref('sending_domains.domain')})) = ${sql.lit('@')} || ${sql.ref('sending_domains.domain')}`,
-        ),
+    .leftJoin(domains(db, p<string>('workspaceId')).as('sd'), (join) =>
+      join.on(sql<boolean>`substr(${sql.ref('mailboxes.address')}, length(${sql.ref('mailboxes.address')}) - length(${sql.ref('sd.domain')})) = ${sql.lit('@')} || ${sql.ref('sd.domain')}`),
     )
     .select([
       'outbound.status as delivery_status',
@@ -69,13 +62,12 @@ function loadSelect(db: Kysely<Database>, p: Param) {
       'outbound.job_id',
       'outbound.created_at as outbound_created_at',
       'outbound.updated_at as outbound_updated_at',
-      'sending_domains.id as own_domain_id',
-      'sending_domains.dkim_selector as own_dkim_selector',
-      'sending_domains.dkim_private_key as own_dkim_private_key',
+      'sd.id as own_domain_id',
+      'sd.dkim_selector as own_dkim_selector',
+      'sd.dkim_private_key as own_dkim_private_key',
     ])
     .where('messages.id', '=', p<string>('messageId'));
 }
-const loadQuery = preparedQuery<MessageKey, Loaded, Database>((db, p) => loadSelect(db, p));
 /**
  * The statuses a run starts from. A `scheduled` message is started only by the run that flips it to `processing`
  * while it is still `scheduled`: a cancel that came first (`cancelled`, job removed) leaves it nothing to start.
@@ -95,7 +87,7 @@ const markQuery = (mark: Mark) =>
 const markQueries = { processing: markQuery('processing'), data_started: markQuery('data_started') };
 
 /** The PostgreSQL protocol's two statements, each with the queue's lease check inside (see `oneStatementProtocol`). */
-function leaseGuardedQueries(queue: Pick<Queue, 'leaseHoldPart'>) {
+function leaseGuardedQueries(queue: Pick<Queue, 'leaseHoldPart'>, domains: VerifiedDomainsPart) {
   /**
    * The lease check and the `data_started` mark in one statement, where the database has writable CTEs (PostgreSQL):
    * the outbound row changes only if the job row's lease matched, and a row back says both happened. Two round
@@ -117,7 +109,7 @@ function leaseGuardedQueries(queue: Pick<Queue, 'leaseHoldPart'>) {
    * read sees the row as it was before the mark (one snapshot for the whole statement). It is `loadSelect` as a
    * derived table, which PostgreSQL flattens into the plan of the plain read, so the CTEs' names need no cast.
    */
-  const loadAndStart = preparedQuery<MessageKey & LeaseHoldParams, Loaded & { started: boolean }, Database>((db, p) =>
+  const loadAndStart = preparedQuery<MessageKey & LeaseHoldParams, Loaded & { started: boolean }, MailTables>((db, p) =>
     db
       .with('lease', (qc) => queue.leaseHoldPart(qc, p))
       .with('started', (qc) =>
@@ -131,7 +123,7 @@ function leaseGuardedQueries(queue: Pick<Queue, 'leaseHoldPart'>) {
           .where((eb) => eb.exists(eb.selectFrom('lease').select('lease.id')))
           .returning('outbound.message_id'),
       )
-      .selectFrom(loadSelect(db, p).as('loaded'))
+      .selectFrom(loadSelect(db, p, domains).as('loaded'))
       .selectAll('loaded')
       .select((eb) => eb.exists(eb.selectFrom('started').select('started.message_id')).as('started')),
   );
@@ -190,6 +182,8 @@ export interface Settlement {
 export interface DeliveryStoreDeps {
   /** The pool: each step chooses its own transaction. */
   work: Work;
+  /** The domains store's part of a run's read: the workspace's verified domains and their DKIM keys. */
+  verifiedDomains: VerifiedDomainsPart;
   dialect: DialectInfo;
   /** Shared commits for the run's writes (every unit below is safe to run again from the start). */
   commits: GroupCommit;
@@ -253,11 +247,11 @@ interface RunProtocol {
  * With writable CTEs (PostgreSQL): each step is one statement, atomic on its own, so it runs without a
  * transaction around it (a BEGIN and a COMMIT fewer).
  */
-function oneStatementProtocol({ work, clock, queue }: DeliveryStoreDeps): RunProtocol {
-  const { loadAndStart, leaseAndMarkDataStarted } = leaseGuardedQueries(queue);
+function oneStatementProtocol({ work, clock, queue, verifiedDomains }: DeliveryStoreDeps): RunProtocol {
+  const { loadAndStart, leaseAndMarkDataStarted } = leaseGuardedQueries(queue, verifiedDomains);
   return {
     async startRun(job) {
-      const row = (await loadAndStart(tablesOf<Database>(work), { ...keyOf(job), ...leaseOf(job, clock.now(), false) }))[0];
+      const row = (await loadAndStart(tablesOf<MailTables>(work), { ...keyOf(job), ...leaseOf(job, clock.now(), false) }))[0];
       return row && toRunStart(row, Boolean(row.started));
     },
     async markDataStarted(job) {
@@ -267,7 +261,9 @@ function oneStatementProtocol({ work, clock, queue }: DeliveryStoreDeps): RunPro
 }
 
 /** Without them (SQLite): the lease check and the mark are two statements that share a transaction. */
-function checkThenMarkProtocol({ work, commits, clock, queue }: DeliveryStoreDeps): RunProtocol {
+function checkThenMarkProtocol({ work, commits, clock, queue, verifiedDomains }: DeliveryStoreDeps): RunProtocol {
+  // Every run reads its message with it (prepared: see db/prepared.ts).
+  const loadQuery = preparedQuery<MessageKey, Loaded, MailTables>((db, p) => loadSelect(db, p, verifiedDomains));
   const holdLeaseAndMark = (job: DeliveryJob, mark: Mark, live: boolean) =>
     commits.run(async (trx) => {
       const now = clock.now();
@@ -277,7 +273,7 @@ function checkThenMarkProtocol({ work, commits, clock, queue }: DeliveryStoreDep
     }, job.workspaceId ?? undefined);
   return {
     async startRun(job) {
-      const row = (await loadQuery(tablesOf<Database>(work), keyOf(job)))[0];
+      const row = (await loadQuery(tablesOf<MailTables>(work), keyOf(job)))[0];
       if (!row) return undefined;
       return toRunStart(row, mayStart(row) && (await holdLeaseAndMark(job, 'processing', false)));
     },
