@@ -1,13 +1,12 @@
 import { authenticate } from 'mailauth';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createDnsResolver } from '../src/lib/dns.js';
-import { createLogger } from '../src/lib/logger.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
 import { messageOfReturnPath } from './helpers/reports.js';
+import { mailWorld } from './helpers/world.js';
 
 interface Outbound {
   status: string;
@@ -17,34 +16,21 @@ interface Outbound {
 }
 
 describe(`outbound delivery (${TEST_DIALECT})`, () => {
+  // Two receiving domains whose MX is the loopback peer (one by its A record: no MX, implicit MX); a third with a null MX.
+  const world = mailWorld({ env: { MAILROOM_DELIVERY_RETRY_BASE_MS: '60000' }, mx: ['peer.test'], a: ['second.test'] });
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let other: Tenant;
   let publicKey: string;
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port), MAILROOM_DELIVERY_RETRY_BASE_MS: '60000' });
-    // Two receiving domains whose MX is the loopback peer; a third with a null MX.
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-    h.dns.set('second.test', { A: ['127.0.0.1'] }); // no MX: implicit MX on the A record
-    h.dns.set('nomail.test', { MX: [{ exchange: '.', priority: 0 }] });
+    ({ h, peer } = world);
+    world.dns('nomail.test', { MX: [{ exchange: '.', priority: 0 }] });
     publicKey = (await h.services.domains.hostedKey()).publicKey;
-    h.dns.set('mailroom._domainkey.mailroom.localhost', { TXT: [`v=DKIM1; k=rsa; p=${publicKey}`] });
-    acme = await createTenant(h, 'Acme');
-    other = await createTenant(h, 'Other');
-    await h.app.inject({ method: 'POST', url: '/mailboxes?address=newsletter@mailroom.localhost', headers: bearer(acme.apiKey) });
-    await h.app.inject({ method: 'POST', url: '/mailboxes?address=theirs@mailroom.localhost', headers: bearer(other.apiKey) });
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
+    world.dns('mailroom._domainkey.mailroom.localhost', { TXT: [`v=DKIM1; k=rsa; p=${publicKey}`] });
+    acme = await world.tenant('Acme', ['newsletter@mailroom.localhost']);
+    other = await world.tenant('Other', ['theirs@mailroom.localhost']);
   });
   beforeEach(() => {
     peer.behaviour = 'accept';

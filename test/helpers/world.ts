@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, onTestFinished } from 'vitest';
+import { createWorker, type Worker } from '../../src/jobs/worker.js';
+import { createLogger } from '../../src/lib/logger.js';
+import type { Zone } from './dns-server.js';
+import { bearer, createTenant, memberSession, type Tenant } from './harness.js';
+import { startMailHarness, type MailHarness } from './mail.js';
+import { startSmtpPeer, type PeerOptions, type SmtpPeer } from './smtp-peer.js';
+
+/** Anything a world (or a test) starts and must stop again. */
+export interface Closeable {
+  close(): Promise<void> | void;
+}
+
+export interface WorldOptions {
+  /** Settings under the world's own (MX port, DNS server); a test's value wins. */
+  env?: Record<string, string>;
+  /** As `mailroom serve --sandbox`. */
+  sandbox?: boolean;
+  /** The SMTP peer outbound mail is delivered to (MAILROOM_MX_PORT); `false`: no peer. */
+  peer?: PeerOptions | false;
+  /**
+   * Domains whose mail goes to the peer: each gets an MX `mx1.<domain>` whose A record is 127.0.0.1 (the peer's
+   * address). Default: `peer.test`.
+   */
+  mx?: string[];
+  /** Domains that have no MX but an A record of 127.0.0.1 (delivery uses the implicit MX). */
+  a?: string[];
+  /** Start a delivery worker with the world (default true); a test may stop and start it again. */
+  worker?: boolean;
+}
+
+/** A tenant made in a world: a workspace, its owner and an API key. */
+export type WorldTenant = Tenant;
+
+/**
+ * One service with everything a mail test talks to: its inbound SMTP listener and HTTP app (the harness), a loopback
+ * DNS server, an SMTP peer behind the MX records and a delivery worker. Made once per describe block (the hooks
+ * `mailWorld` registers), shared by its tests, and torn down after them; its parts are readable once the block's
+ * first `beforeAll` has run.
+ */
+export interface MailWorld {
+  readonly h: MailHarness;
+  readonly peer: SmtpPeer;
+  /** The running delivery worker; throws when the world has none running. */
+  readonly worker: Worker;
+  /** A workspace with an owner and API key, made through the admin service; `mailboxes` are created through the API. */
+  tenant(name?: string, mailboxes?: string[]): Promise<WorldTenant>;
+  /** Create a mailbox through the API (POST /mailboxes), failing unless it was created. */
+  mailbox(tenant: WorldTenant, address: string): Promise<void>;
+  /** A user with the role in the tenant's workspace, logged in: the session token. */
+  member(tenant: WorldTenant, role: 'owner' | 'admin' | 'member'): Promise<string>;
+  /** Point a domain's MX at the peer (`mx1.<domain>` → 127.0.0.1). */
+  mx(domain: string): void;
+  /** Publish (or replace) DNS records. */
+  dns(name: string, zone: Zone): void;
+  startWorker(pollMs?: number): Worker;
+  stopWorker(): Promise<void>;
+  /** Close `thing` with the world, before the harness (a receiver, a second peer, a raw connection). */
+  own<T extends Closeable>(thing: T): T;
+}
+
+/** Close `thing` when the current test finishes, passed or failed. Call it inside a test. */
+export function closeAfterTest<T extends Closeable>(thing: T): T {
+  onTestFinished(async () => {
+    await thing.close();
+  });
+  return thing;
+}
+
+function part<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new Error(`the mail world has no ${what} (yet): read it inside a test or a later beforeAll`);
+  return value;
+}
+
+/**
+ * Make a world for the enclosing describe block (or file): call it where `describe`'s body runs, not inside a hook.
+ * Teardown is registered here, so no test writes its own.
+ */
+export function mailWorld(options: WorldOptions = {}): MailWorld {
+  let h: MailHarness | undefined;
+  let peer: SmtpPeer | undefined;
+  let worker: Worker | undefined;
+  const owned: Closeable[] = [];
+
+  const world: MailWorld = {
+    get h() {
+      return part(h, 'harness');
+    },
+    get peer() {
+      return part(peer, 'SMTP peer');
+    },
+    get worker() {
+      return part(worker, 'running worker');
+    },
+    async tenant(name = 'Acme', mailboxes = []) {
+      const tenant = await createTenant(world.h, name);
+      for (const address of mailboxes) await world.mailbox(tenant, address);
+      return tenant;
+    },
+    async mailbox(tenant, address) {
+      const res = await world.h.app.inject({ method: 'POST', url: `/mailboxes?address=${encodeURIComponent(address)}`, headers: bearer(tenant.apiKey) });
+      if (res.statusCode !== 201) throw new Error(`mailbox ${address} was not created: ${res.statusCode} ${res.body}`);
+    },
+    member: async (tenant, role) => (await memberSession(world.h, tenant.workspaceId, role)).token,
+    mx(domain) {
+      world.h.dns.set(domain, { MX: [{ exchange: `mx1.${domain}`, priority: 10 }] });
+      world.h.dns.set(`mx1.${domain}`, { A: ['127.0.0.1'] });
+    },
+    dns: (name, zone) => world.h.dns.set(name, zone),
+    startWorker(pollMs = 20) {
+      if (worker) throw new Error('the world already has a running worker');
+      const harness = world.h;
+      worker = createWorker(harness.services.handlers, { queue: harness.services.queue, logger: createLogger('silent'), leaseMs: harness.config.leaseMs, pollMs });
+      worker.start();
+      return worker;
+    },
+    async stopWorker() {
+      const running = worker;
+      worker = undefined;
+      await running?.stop(2000);
+    },
+    own(thing) {
+      owned.push(thing);
+      return thing;
+    },
+  };
+
+  beforeAll(async () => {
+    if (options.peer !== false) peer = await startSmtpPeer(options.peer ?? {});
+    const env = peer ? { MAILROOM_MX_PORT: String(peer.port), ...options.env } : { ...options.env };
+    h = await startMailHarness(env, { sandbox: options.sandbox === true });
+    for (const domain of options.mx ?? ['peer.test']) world.mx(domain);
+    for (const domain of options.a ?? []) world.dns(domain, { A: ['127.0.0.1'] });
+    if (options.worker !== false) world.startWorker();
+  });
+
+  // Registered before any hook of the test's own, so it runs after them (after-hooks run in reverse order).
+  afterAll(async () => {
+    await world.stopWorker();
+    for (const thing of owned.splice(0).reverse()) await thing.close();
+    await h?.close();
+    await peer?.close();
+  });
+
+  return world;
+}
