@@ -8,7 +8,7 @@ import { startSmtpPeer, type PeerOptions, type SmtpPeer } from './smtp-peer.js';
 
 /** Anything a world (or a test) starts and must stop again. */
 export interface Closeable {
-  close(): Promise<void> | void;
+  close(): unknown;
 }
 
 export interface WorldOptions {
