@@ -2,14 +2,13 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { createLogger } from '../src/lib/logger.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { cliUser, listen } from './helpers/cli-client.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
+import { mailWorld } from './helpers/world.js';
 
 type Item = { index: number; message_id?: string; status?: string; status_code?: number; error?: { error: string; detail: string } };
 type BatchAnswer = { messages: Item[]; queued: number; failed: number };
@@ -34,34 +33,20 @@ function walCommits(databasePath: string): number {
 }
 
 describe(`batch send (${TEST_DIALECT})`, () => {
+  const world = mailWorld({ env: { MAILROOM_DELIVERY_RETRY_BASE_MS: '60000' } });
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let other: Tenant;
   let member: string;
 
-  const startWorker = () => {
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  };
-
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port), MAILROOM_DELIVERY_RETRY_BASE_MS: '60000' });
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h, 'Acme');
-    other = await createTenant(h, 'Other');
+    ({ h, peer } = world);
+    acme = await world.tenant('Acme');
+    other = await world.tenant('Other');
     await h.app.inject({ method: 'POST', url: '/mailboxes?address=newsletter@mailroom.localhost', headers: bearer(acme.apiKey) });
     await h.app.inject({ method: 'POST', url: '/mailboxes?address=theirs@mailroom.localhost', headers: bearer(other.apiKey) });
     member = (await memberSession(h, acme.workspaceId, 'member')).token;
-    startWorker();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
   });
 
   const message = (n: number | string, extra: Record<string, unknown> = {}) => ({ from_mailbox: 'newsletter@mailroom.localhost', to: `rcpt-${n}@peer.test`, subject: `Batch ${n}`, body: `Hello ${n}`, ...extra });
@@ -209,7 +194,7 @@ describe(`batch send (${TEST_DIALECT})`, () => {
 
   it('writes the whole batch of 100 in one transaction: one commit, where single sends commit once each', async () => {
     // The worker would commit its claims in between; without it only the sends write.
-    await worker.stop(2000);
+    await world.stopWorker();
     try {
       const singles: string[] = [];
       let batchIds: string[];
@@ -246,7 +231,7 @@ describe(`batch send (${TEST_DIALECT})`, () => {
         expect((await writers(singles)).size).toBe(3);
       }
     } finally {
-      startWorker();
+      world.startWorker();
     }
   });
 
