@@ -1,31 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { createLogger } from '../src/lib/logger.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
+import { bearer, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
 import { arf, dsn } from './helpers/reports.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
+import { mailWorld } from './helpers/world.js';
 
 describe(`bounces and complaints (${TEST_DIALECT})`, () => {
+  const world = mailWorld({ mx: [], a: ['peer.test'] });
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
-    h.dns.set('peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h);
+    ({ h, peer } = world);
+    acme = await world.tenant();
     await h.app.inject({ method: 'POST', url: '/mailboxes?address=sender@mailroom.localhost', headers: bearer(acme.apiKey) });
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
   });
 
   async function sendAndDeliver(to: string): Promise<string> {
