@@ -1,11 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { createLogger } from '../src/lib/logger.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type ReceivedMail, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { ReceivedMail, SmtpPeer } from './helpers/smtp-peer.js';
 import { messageOfReturnPath } from './helpers/reports.js';
+import { mailWorld } from './helpers/world.js';
 
 interface Draft {
   draft_id: string;
@@ -48,9 +47,9 @@ const SALES = 'orders@mailroom.localhost';
 const THEIRS = 'theirs@mailroom.localhost';
 
 describe(`drafts (${TEST_DIALECT})`, () => {
+  const world = mailWorld();
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let other: Tenant;
   let member: string;
@@ -58,24 +57,14 @@ describe(`drafts (${TEST_DIALECT})`, () => {
   let outsider: string;
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h, 'Acme');
-    other = await createTenant(h, 'Other');
+    ({ h, peer } = world);
+    acme = await world.tenant('Acme');
+    other = await world.tenant('Other');
     for (const address of [SUPPORT, SALES]) await h.app.inject({ method: 'POST', url: `/mailboxes?address=${address}`, headers: bearer(acme.apiKey) });
     await h.app.inject({ method: 'POST', url: `/mailboxes?address=${THEIRS}`, headers: bearer(other.apiKey) });
     member = (await memberSession(h, acme.workspaceId, 'member')).token;
     owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
     outsider = (await memberSession(h, other.workspaceId, 'member')).token;
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
   });
 
   const call = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, token: string | null = member, payload?: unknown) =>
