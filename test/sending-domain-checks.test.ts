@@ -1,13 +1,12 @@
 import { authenticate } from 'mailauth';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createDnsResolver } from '../src/lib/dns.js';
-import { createLogger } from '../src/lib/logger.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
+import { mailWorld } from './helpers/world.js';
 
 interface DnsRecord {
   record_name: string;
@@ -39,28 +38,18 @@ interface Checked extends Domain {
 const RETURN_PATH = 'mailroom.localhost';
 
 describe(`sending domains tell what is wrong, are deleted and show their records again (${TEST_DIALECT})`, () => {
+  const world = mailWorld();
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let owner: string;
   let otherOwner: string;
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h, 'Acme');
+    ({ h, peer } = world);
+    acme = await world.tenant('Acme');
     owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
-    otherOwner = (await memberSession(h, (await createTenant(h, 'Other')).workspaceId, 'owner')).token;
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
+    otherOwner = (await memberSession(h, (await world.tenant('Other')).workspaceId, 'owner')).token;
   });
 
   const call = (method: 'GET' | 'POST' | 'DELETE', url: string, token = owner) => h.app.inject({ method, url, headers: session(token) });
