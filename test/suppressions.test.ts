@@ -1,11 +1,10 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { createLogger } from '../src/lib/logger.js';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
+import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
 import { arf, dsn } from './helpers/reports.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
+import { mailWorld } from './helpers/world.js';
 
 const FROM = 'sender@mailroom.localhost';
 
@@ -19,9 +18,9 @@ interface Suppression {
 }
 
 describe(`suppressions (${TEST_DIALECT})`, () => {
+  const world = mailWorld({ mx: [], a: ['peer.test'] });
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let other: Tenant;
   let owner: string;
@@ -29,23 +28,14 @@ describe(`suppressions (${TEST_DIALECT})`, () => {
   let otherOwner: string;
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
-    h.dns.set('peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h, 'Acme');
-    other = await createTenant(h, 'Other');
+    ({ h, peer } = world);
+    acme = await world.tenant('Acme');
+    other = await world.tenant('Other');
     owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
     member = (await memberSession(h, acme.workspaceId, 'member')).token;
     otherOwner = (await memberSession(h, other.workspaceId, 'owner')).token;
     await h.app.inject({ method: 'POST', url: `/mailboxes?address=${FROM}`, headers: bearer(acme.apiKey) });
     await h.app.inject({ method: 'POST', url: '/mailboxes?address=other@mailroom.localhost', headers: bearer(other.apiKey) });
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
   });
   beforeEach(() => {
     peer.behaviour = 'accept';
