@@ -1,12 +1,11 @@
 import PostalMime from 'postal-mime';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { createLogger } from '../src/lib/logger.js';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { hashToken } from '../src/lib/secrets.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
+import { mailWorld } from './helpers/world.js';
 
 interface TokenView {
   token_id: string;
@@ -32,9 +31,9 @@ interface StatusView {
 }
 
 describe(`transactional API: service tokens and exactly-once sending (${TEST_DIALECT})`, () => {
+  const world = mailWorld();
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let other: Tenant;
   let owner: string;
@@ -82,12 +81,9 @@ describe(`transactional API: service tokens and exactly-once sending (${TEST_DIA
   }
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h, 'Acme');
-    other = await createTenant(h, 'Other');
+    ({ h, peer } = world);
+    acme = await world.tenant('Acme');
+    other = await world.tenant('Other');
     owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
     member = (await memberSession(h, acme.workspaceId, 'member')).token;
     otherOwner = (await memberSession(h, other.workspaceId, 'owner')).token;
@@ -96,13 +92,6 @@ describe(`transactional API: service tokens and exactly-once sending (${TEST_DIA
     const created = await createToken(owner, { name: 'login codes', domain_id: domainId, mailbox: 'auth@acme.test' });
     expect(created.statusCode).toBe(201);
     token = created.json<TokenView & { token: string }>();
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
   });
   beforeEach(() => {
     peer.behaviour = 'accept';
