@@ -12,8 +12,8 @@ export interface Closeable {
 }
 
 export interface WorldOptions {
-  /** Settings under the world's own (MX port, DNS server); a test's value wins. */
-  env?: Record<string, string>;
+  /** Settings over the world's own (MX port, DNS server); a function is given the peer (to name it as a relay). */
+  env?: Record<string, string> | ((peer: SmtpPeer | undefined) => Record<string, string>);
   /** As `mailroom serve --sandbox`. */
   sandbox?: boolean;
   /** The SMTP peer outbound mail is delivered to (MAILROOM_MX_PORT); `false`: no peer. */
@@ -127,7 +127,8 @@ export function mailWorld(options: WorldOptions = {}): MailWorld {
 
   beforeAll(async () => {
     if (options.peer !== false) peer = await startSmtpPeer(options.peer ?? {});
-    const env = peer ? { MAILROOM_MX_PORT: String(peer.port), ...options.env } : { ...options.env };
+    const own = typeof options.env === 'function' ? options.env(peer) : options.env;
+    const env = peer ? { MAILROOM_MX_PORT: String(peer.port), ...own } : { ...own };
     h = await startMailHarness(env, { sandbox: options.sandbox === true });
     for (const domain of options.mx ?? ['peer.test']) world.mx(domain);
     for (const domain of options.a ?? []) world.dns(domain, { A: ['127.0.0.1'] });
