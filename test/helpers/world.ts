@@ -2,7 +2,7 @@ import { afterAll, beforeAll, onTestFinished } from 'vitest';
 import { createWorker, type Worker } from '../../src/jobs/worker.js';
 import { createLogger } from '../../src/lib/logger.js';
 import type { Zone } from './dns-server.js';
-import { bearer, createTenant, memberSession, type Tenant } from './harness.js';
+import { bearer, createTenant, login, memberSession, session, type Tenant } from './harness.js';
 import { startMailHarness, type MailHarness } from './mail.js';
 import { startSmtpPeer, type PeerOptions, type SmtpPeer } from './smtp-peer.js';
 
@@ -32,6 +32,28 @@ export interface WorldOptions {
 /** A tenant made in a world: a workspace, its owner and an API key. */
 export type WorldTenant = Tenant;
 
+/** An event as webhooks deliver it. */
+export interface WorldEvent {
+  event_id: string;
+  event_type: string;
+  workspace_id: string;
+  created_at: string;
+  data: Record<string, unknown>;
+}
+
+/** A message as its workspace's API key sees it (GET /messages/{id}); outbound ones carry their delivery. */
+export interface MessageView {
+  message_id: string;
+  folder: string;
+  direction: string;
+  subject: string | null;
+  status?: string;
+  recipients?: Array<{ address: string; status: string; response: string | null; mx?: string | null }>;
+  attempts?: Array<{ at: string; mx: string | null; recipients: string[]; outcome: string; response: string }>;
+  last_error?: string | null;
+  [field: string]: unknown;
+}
+
 /**
  * One service with everything a mail test talks to: its inbound SMTP listener and HTTP app (the harness), a loopback
  * DNS server, an SMTP peer behind the MX records and a delivery worker. Made once per describe block (the hooks
@@ -57,6 +79,21 @@ export interface MailWorld {
   stopWorker(): Promise<void>;
   /** Close `thing` with the world, before the harness (a receiver, a second peer, a raw connection). */
   own<T extends Closeable>(thing: T): T;
+  /**
+   * Events the service emitted since the world was made, oldest first, of one type (or all). Recorded by a subscriber
+   * of the events service, as they are written: an emit whose transaction then rolled back is here too.
+   */
+  events(type?: string): WorldEvent[];
+  /** The message as the tenant's API key sees it; undefined when that answers 404. */
+  message(tenant: WorldTenant, id: string): Promise<MessageView | undefined>;
+  /** Messages held by the workspaces of the world's tenants (GET /stats of each). */
+  messageCount(): Promise<number>;
+  /** Messages in the tenant's sent list (GET /sent). */
+  sentCount(tenant: WorldTenant): Promise<number>;
+  /** Whether the address is on the tenant's suppression list (GET /app/api/suppressions/{address}). */
+  suppressed(tenant: WorldTenant, address: string): Promise<boolean>;
+  /** A session of the tenant's owner (logged in once). */
+  ownerSession(tenant: WorldTenant): Promise<string>;
 }
 
 /** Close `thing` when the current test finishes, passed or failed. Call it inside a test. */
@@ -81,6 +118,17 @@ export function mailWorld(options: WorldOptions = {}): MailWorld {
   let peer: SmtpPeer | undefined;
   let worker: Worker | undefined;
   const owned: Closeable[] = [];
+  const tenants: WorldTenant[] = [];
+  const sessions = new Map<string, string>();
+  const emitted: WorldEvent[] = [];
+  const get = async <T>(url: string, headers: Record<string, string>): Promise<{ status: number; body: T }> => {
+    const res = await world.h.app.inject({ method: 'GET', url, headers });
+    return { status: res.statusCode, body: res.json<T>() };
+  };
+  const ok = <T>(url: string, answer: { status: number; body: T }): T => {
+    if (answer.status !== 200) throw new Error(`GET ${url}: ${answer.status} ${JSON.stringify(answer.body)}`);
+    return answer.body;
+  };
 
   const world: MailWorld = {
     get h() {
@@ -94,6 +142,7 @@ export function mailWorld(options: WorldOptions = {}): MailWorld {
     },
     async tenant(name = 'Acme', mailboxes = []) {
       const tenant = await createTenant(world.h, name);
+      tenants.push(tenant);
       for (const address of mailboxes) await world.mailbox(tenant, address);
       return tenant;
     },
@@ -123,6 +172,32 @@ export function mailWorld(options: WorldOptions = {}): MailWorld {
       owned.push(thing);
       return thing;
     },
+    events: (type) => emitted.filter((e) => type === undefined || e.event_type === type),
+    async message(tenant, id) {
+      const answer = await get<MessageView>(`/messages/${encodeURIComponent(id)}`, bearer(tenant.apiKey));
+      return answer.status === 404 ? undefined : ok(`/messages/${id}`, answer);
+    },
+    async messageCount() {
+      let total = 0;
+      for (const tenant of tenants) total += ok('/stats', await get<{ messages: number }>('/stats', bearer(tenant.apiKey))).messages;
+      return total;
+    },
+    sentCount: async (tenant) => ok('/sent', await get<{ total: number }>('/sent?limit=1', bearer(tenant.apiKey))).total,
+    async suppressed(tenant, address) {
+      const url = `/app/api/suppressions/${encodeURIComponent(address)}`;
+      const answer = await get<unknown>(url, session(await world.ownerSession(tenant)));
+      if (answer.status === 404) return false;
+      ok(url, answer);
+      return true;
+    },
+    async ownerSession(tenant) {
+      let token = sessions.get(tenant.workspaceId);
+      if (token === undefined) {
+        token = await login(world.h, tenant.ownerEmail, tenant.password);
+        sessions.set(tenant.workspaceId, token);
+      }
+      return token;
+    },
   };
 
   beforeAll(async () => {
@@ -130,6 +205,9 @@ export function mailWorld(options: WorldOptions = {}): MailWorld {
     const own = typeof options.env === 'function' ? options.env(peer) : options.env;
     const env = peer ? { MAILROOM_MX_PORT: String(peer.port), ...own } : { ...own };
     h = await startMailHarness(env, { sandbox: options.sandbox === true });
+    h.services.events.subscribe(async (_trx, event) => {
+      emitted.push(JSON.parse(event.payload) as WorldEvent);
+    });
     for (const domain of options.mx ?? ['peer.test']) world.mx(domain);
     for (const domain of options.a ?? []) world.dns(domain, { A: ['127.0.0.1'] });
     if (options.worker !== false) world.startWorker();
