@@ -81,9 +81,10 @@ describe(`drafts (${TEST_DIALECT})`, () => {
   async function settle(id: string): Promise<string> {
     const deadline = Date.now() + 10_000;
     for (;;) {
-      const row = await h.services.database.db.selectFrom('outbound').select(['status', 'attempts_json']).where('message_id', '=', id).executeTakeFirstOrThrow();
-      if (!['queued', 'processing'].includes(row.status)) return row.status;
-      if (Date.now() > deadline) throw new Error(`outbound ${id} stuck at ${row.status}: ${row.attempts_json}`);
+      const view = await world.message(acme, id);
+      const status = view?.status ?? 'missing';
+      if (!['queued', 'processing'].includes(status)) return status;
+      if (Date.now() > deadline) throw new Error(`outbound ${id} stuck at ${status}: ${JSON.stringify(view?.attempts)}`);
       await new Promise((r) => setTimeout(r, 25));
     }
   }
@@ -314,7 +315,7 @@ describe(`drafts (${TEST_DIALECT})`, () => {
 
     const copy = await message(queued.message_id);
     expect(copy).toMatchObject({ mailbox: SUPPORT, direction: 'outbound', folder: 'sent', subject: 'Draft subject', text: 'Draft body text', html: '<p>Draft <b>html</b></p>' });
-    const events = (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', 'message.sent').execute()).filter((e) => e.payload.includes(queued.message_id));
+    const events = world.events('message.sent').filter((e) => JSON.stringify(e).includes(queued.message_id));
     expect(events).toHaveLength(1);
     // Later work of the worker delivers nothing more.
     await new Promise((r) => setTimeout(r, 200));
@@ -328,7 +329,7 @@ describe(`drafts (${TEST_DIALECT})`, () => {
     const id = answers.find((a) => a.statusCode === 202)!.json<Queued>().message_id;
     expect(await settle(id)).toBe('accepted');
     expect(peer.accepted.filter((m) => m.recipients.includes('race@peer.test'))).toHaveLength(1);
-    const outbound = await h.services.database.db.selectFrom('messages').select('id').where('subject', '=', 'Race').execute();
+    const outbound = (await world.sentMessages(acme)).filter((m) => m.subject === 'Race');
     expect(outbound).toHaveLength(1);
   });
 
@@ -350,9 +351,9 @@ describe(`drafts (${TEST_DIALECT})`, () => {
     const draft = await created({ mailbox: SUPPORT, to: ['ok@peer.test', 'someone@blocked-drafts.test'], subject: 'Blocked' });
     expect(errorOf(await send(draft.draft_id))).toMatchObject({ status: 422, error: 'recipient_blocked' });
     expect((await call('GET', `/drafts/${draft.draft_id}`)).json<Draft>()).toEqual(draft);
-    const rejected = (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', 'message.rejected').execute()).map((e) => JSON.parse(e.payload) as { data: Record<string, unknown> });
+    const rejected = world.events('message.rejected');
     expect(rejected.filter((e) => e.data.recipient === 'someone@blocked-drafts.test')).toHaveLength(1);
-    expect(await h.services.database.db.selectFrom('messages').select('id').where('subject', '=', 'Blocked').execute()).toHaveLength(0);
+    expect((await world.sentMessages(acme)).filter((m) => m.subject === 'Blocked')).toHaveLength(0);
   });
 
   it('sends from a mailbox of a verified sending domain', async () => {

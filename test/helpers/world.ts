@@ -90,6 +90,8 @@ export interface MailWorld {
   messageCount(): Promise<number>;
   /** Messages in the tenant's sent list (GET /sent). */
   sentCount(tenant: WorldTenant): Promise<number>;
+  /** The whole of the tenant's sent list, newest first (GET /sent, page by page). */
+  sentMessages(tenant: WorldTenant): Promise<MessageView[]>;
   /** Whether the address is on the tenant's suppression list (GET /app/api/suppressions/{address}). */
   suppressed(tenant: WorldTenant, address: string): Promise<boolean>;
   /** A session of the tenant's owner (logged in once). */
@@ -181,6 +183,15 @@ export function mailWorld(options: WorldOptions = {}): MailWorld {
       let total = 0;
       for (const tenant of tenants) total += ok('/stats', await get<{ messages: number }>('/stats', bearer(tenant.apiKey))).messages;
       return total;
+    },
+    async sentMessages(tenant) {
+      const all: MessageView[] = [];
+      for (;;) {
+        const url = `/sent?limit=500&offset=${all.length}`;
+        const page = ok(url, await get<{ messages: MessageView[]; total: number }>(url, bearer(tenant.apiKey)));
+        all.push(...page.messages);
+        if (page.messages.length === 0 || all.length >= page.total) return all;
+      }
     },
     sentCount: async (tenant) => ok('/sent', await get<{ total: number }>('/sent?limit=1', bearer(tenant.apiKey))).total,
     async suppressed(tenant, address) {
