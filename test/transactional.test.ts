@@ -67,8 +67,8 @@ describe(`transactional API: service tokens and exactly-once sending (${TEST_DIA
     });
   const lookup = (credential: string, url: string) => h.app.inject({ method: 'GET', url, headers: bearer(credential) });
   const message = (extra: Record<string, unknown> = {}) => ({ from_mailbox: 'auth@acme.test', to: 'user@peer.test', subject: 'Your code', body: 'Code: 123456', ...extra });
-  const messagesWithSubject = async (subject: string) =>
-    (await h.services.database.db.selectFrom('messages').select('id').where('workspace_id', '=', acme.workspaceId).where('subject', '=', subject).execute()).length;
+  /** A transactional message is stored as its workspace's copy in `sent`. */
+  const messagesWithSubject = async (subject: string) => (await world.sentMessages(acme)).filter((m) => m.subject === subject).length;
 
   async function settle(credential: string, id: string, timeoutMs = 10_000): Promise<StatusView> {
     const deadline = Date.now() + timeoutMs;
@@ -177,8 +177,8 @@ describe(`transactional API: service tokens and exactly-once sending (${TEST_DIA
       // The copy in `sent` with message.sent in the same transaction.
       const sent = await h.app.inject({ method: 'GET', url: '/app/api/sent', headers: session(owner) });
       expect(sent.json<{ messages: Array<{ message_id: string }> }>().messages.map((m) => m.message_id)).toContain(body.message_id);
-      const events = await h.services.database.db.selectFrom('events').select('payload').where('type', '=', 'message.sent').execute();
-      expect(events.filter((e) => e.payload.includes(body.message_id))).toHaveLength(1);
+      const events = world.events('message.sent');
+      expect(events.filter((e) => JSON.stringify(e).includes(body.message_id))).toHaveLength(1);
     });
 
     it('replays the original 202 for the same key and canonical payload, and 409s other content', async () => {
@@ -237,7 +237,7 @@ describe(`transactional API: service tokens and exactly-once sending (${TEST_DIA
       const accepted = answers.filter((a) => a.statusCode === 202);
       expect(accepted).toHaveLength(1);
       expect(answers.filter((a) => a.statusCode === 409).map((a) => errorOf(a).error)).toEqual(Array.from({ length: 19 }, () => 'idempotency_key_reused'));
-      const rows = await h.services.database.db.selectFrom('messages').select('subject').where('workspace_id', '=', acme.workspaceId).where('subject', 'like', 'race %').execute();
+      const rows = (await world.sentMessages(acme)).filter((m) => m.subject?.startsWith('race ') === true);
       expect(rows).toHaveLength(1);
     });
 
