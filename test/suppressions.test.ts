@@ -52,8 +52,8 @@ describe(`suppressions (${TEST_DIALECT})`, () => {
   async function settled(id: string): Promise<{ status: string; recipients: Array<{ address: string; status: string }> }> {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
-      const row = await h.services.database.db.selectFrom('outbound').select(['status', 'recipients_json']).where('message_id', '=', id).executeTakeFirstOrThrow();
-      if (row.status !== 'queued' && row.status !== 'processing') return { status: row.status, recipients: JSON.parse(row.recipients_json) as Array<{ address: string; status: string }> };
+      const view = await world.message(acme, id);
+      if (view?.status !== undefined && view.status !== 'queued' && view.status !== 'processing') return { status: view.status, recipients: view.recipients ?? [] };
       await new Promise((r) => setTimeout(r, 25));
     }
     throw new Error(`message ${id} not settled`);
@@ -65,10 +65,7 @@ describe(`suppressions (${TEST_DIALECT})`, () => {
     await settled(id);
     return id;
   }
-  const events = async (type: string, messageId: string) =>
-    (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', type).execute())
-      .map((e) => JSON.parse(e.payload) as { workspace_id: string; data: Record<string, unknown> })
-      .filter((e) => e.data.message_id === messageId);
+  const events = async (type: string, messageId: string) => Promise.resolve(world.events(type).filter((e) => e.data.message_id === messageId));
 
   describe('added automatically', () => {
     it('a DSN with a 5.x.x status suppresses its recipient; message.bounced says so, with the status', async () => {
@@ -142,7 +139,7 @@ describe(`suppressions (${TEST_DIALECT})`, () => {
       expect(res.json<{ detail: string; suppressed: string[] }>()).toMatchObject({ detail: expect.stringContaining('blocked@peer.test') as unknown, suppressed: ['blocked@peer.test'] });
       const session422 = await app('POST', '/send', member, { from_mailbox: FROM, to: 'blocked@peer.test', subject: 'Hi', body: 'x' });
       expect(errorOf(session422)).toMatchObject({ status: 422, error: 'recipient_suppressed' });
-      const stored = await h.services.database.db.selectFrom('messages').select('id').where('workspace_id', '=', acme.workspaceId).where('to_json', 'like', '%blocked@peer.test%').execute();
+      const stored = (await world.sentMessages(acme)).filter((m) => JSON.stringify(m.to).includes('blocked@peer.test'));
       expect(stored).toHaveLength(0);
       expect(peer.received.length).toBe(before);
     });
