@@ -202,7 +202,9 @@ describe(`sending domains tell what is wrong, are deleted and show their records
     expect(deleted.json()).toEqual({ ok: true, domain_id: d.domain_id, domain: 'leaving.example' });
     expect(errorOf(await call('GET', `/app/api/sending-domains/${d.domain_id}`))).toMatchObject({ status: 404, error: 'domain_not_found' });
     expect(errorOf(await call('DELETE', `/app/api/sending-domains/${d.domain_id}`))).toMatchObject({ status: 404, error: 'domain_not_found' });
-    expect(await h.services.database.db.selectFrom('service_tokens').select('id').where('id', '=', tokenId).execute()).toEqual([]);
+    // The token went with its mailbox: neither listed nor found.
+    expect((await call('GET', `/app/api/service-tokens/${tokenId}`)).statusCode).toBe(404);
+    expect((await call('GET', '/app/api/service-tokens')).body).not.toContain(tokenId);
     // Gone means no mailbox there any more, and the name can be added (and verified) anew.
     expect(errorOf(await h.app.inject({ method: 'POST', url: '/mailboxes?address=e@leaving.example', headers: bearer(acme.apiKey) }))).toMatchObject({ status: 400, error: 'domain_not_allowed' });
     expect((await create('leaving.example')).status).toBe('pending');
