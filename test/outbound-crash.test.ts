@@ -322,7 +322,7 @@ describe(`a delivery run whose job was claimed again sends nothing (${TEST_DIALE
     expect(row.status).toBe('accepted'); // the superseded run did not overwrite the outcome
     expect(row.data_started_at).toBeNull();
     expect((JSON.parse(row.attempts_json) as Array<{ outcome: string }>).map((a) => a.outcome)).toEqual(['sent']);
-    const accepted = (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', 'message.accepted').execute()).length;
+    const accepted = world.events('message.accepted').length;
     expect(accepted).toBe(1);
   });
 });
