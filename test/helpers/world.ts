@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, onTestFinished } from 'vitest';
 import { createWorker, type Worker } from '../../src/jobs/worker.js';
 import { createLogger } from '../../src/lib/logger.js';
+import type { Services } from '../../src/main.js';
 import type { Zone } from './dns-server.js';
 import { bearer, createTenant, login, memberSession, session, type Tenant } from './harness.js';
 import { startMailHarness, type MailHarness } from './mail.js';
@@ -39,6 +40,27 @@ export interface WorldEvent {
   workspace_id: string;
   created_at: string;
   data: Record<string, unknown>;
+}
+
+/** Events as the events service emits them, recorded by a subscriber (see `recordEvents`). */
+export interface RecordedEvents {
+  /** Parsed, oldest first, of one type (or all). */
+  events(type?: string): WorldEvent[];
+  /** The exact JSON each carried, as webhooks and streams deliver it. */
+  payloads(type?: string): string[];
+}
+
+/**
+ * Record every event the service emits from now on, through the events service's own subscription (not its table).
+ * It records an event as it is written: an emit whose transaction then rolled back is recorded too.
+ */
+export function recordEvents(services: Pick<Services, 'events'>): RecordedEvents {
+  const seen: Array<{ type: string; payload: string; event: WorldEvent }> = [];
+  services.events.subscribe(async (_trx, event) => {
+    seen.push({ type: event.type, payload: event.payload, event: JSON.parse(event.payload) as WorldEvent });
+  });
+  const of = (type?: string) => seen.filter((e) => type === undefined || e.type === type);
+  return { events: (type) => of(type).map((e) => e.event), payloads: (type) => of(type).map((e) => e.payload) };
 }
 
 /** A message as its workspace's API key sees it (GET /messages/{id}); outbound ones carry their delivery. */
@@ -122,7 +144,7 @@ export function mailWorld(options: WorldOptions = {}): MailWorld {
   const owned: Closeable[] = [];
   const tenants: WorldTenant[] = [];
   const sessions = new Map<string, string>();
-  const emitted: WorldEvent[] = [];
+  let recorded: RecordedEvents | undefined;
   const get = async <T>(url: string, headers: Record<string, string>): Promise<{ status: number; body: T }> => {
     const res = await world.h.app.inject({ method: 'GET', url, headers });
     return { status: res.statusCode, body: res.json<T>() };
@@ -174,7 +196,7 @@ export function mailWorld(options: WorldOptions = {}): MailWorld {
       owned.push(thing);
       return thing;
     },
-    events: (type) => emitted.filter((e) => type === undefined || e.event_type === type),
+    events: (type) => part(recorded, 'event recorder').events(type),
     async message(tenant, id) {
       const answer = await get<MessageView>(`/messages/${encodeURIComponent(id)}`, bearer(tenant.apiKey));
       return answer.status === 404 ? undefined : ok(`/messages/${id}`, answer);
@@ -216,9 +238,7 @@ export function mailWorld(options: WorldOptions = {}): MailWorld {
     const own = typeof options.env === 'function' ? options.env(peer) : options.env;
     const env = peer ? { MAILROOM_MX_PORT: String(peer.port), ...own } : { ...own };
     h = await startMailHarness(env, { sandbox: options.sandbox === true });
-    h.services.events.subscribe(async (_trx, event) => {
-      emitted.push(JSON.parse(event.payload) as WorldEvent);
-    });
+    recorded = recordEvents(h.services);
     for (const domain of options.mx ?? ['peer.test']) world.mx(domain);
     for (const domain of options.a ?? []) world.dns(domain, { A: ['127.0.0.1'] });
     if (options.worker !== false) world.startWorker();
