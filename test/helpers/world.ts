@@ -52,7 +52,8 @@ export interface RecordedEvents {
 
 /**
  * Record every event the service emits from now on, through the events service's own subscription (not its table).
- * It records an event as it is written: an emit whose transaction then rolled back is recorded too.
+ * It records an event as it is written: an emit whose transaction then rolled back is recorded too. Events stored
+ * without calling subscribers (a webhook's test event) are not recorded.
  */
 export function recordEvents(services: Pick<Services, 'events'>): RecordedEvents {
   const seen: Array<{ type: string; payload: string; event: WorldEvent }> = [];
