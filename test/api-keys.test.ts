@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, startHarness, type Harness, type Tenant } from './helpers/harness.js';
+import { bearer, createTenant, errorOf, memberSession, session, startHarness, type Harness, type Tenant } from './helpers/harness.js';
 
 describe(`API keys and X-Tenant-ID (${TEST_DIALECT})`, () => {
   let h: Harness;
@@ -48,14 +48,17 @@ describe(`API keys and X-Tenant-ID (${TEST_DIALECT})`, () => {
     }
     const key = await h.services.tenancy.admin.createApiKey({ workspace: acme.workspaceId });
     expect((await h.app.inject({ method: 'GET', url: '/mailboxes', headers: bearer(key.api_key) })).statusCode).toBe(200);
-    await h.services.database.db.updateTable('api_keys').set({ revoked_at: h.clock.now() }).where('id', '=', key.key_id).execute();
+    const owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
+    expect((await h.app.inject({ method: 'DELETE', url: `/app/api/api-keys/${key.key_id}`, headers: session(owner) })).statusCode).toBe(200);
     expect(errorOf(await h.app.inject({ method: 'GET', url: '/mailboxes', headers: bearer(key.api_key) }))).toMatchObject({ status: 401, error: 'invalid_credential' });
   });
 
   it('records when a key was last used', async () => {
     const key = await h.services.tenancy.admin.createApiKey({ workspace: acme.workspaceId });
     await h.app.inject({ method: 'GET', url: '/mailboxes', headers: bearer(key.api_key) });
-    const row = await h.services.database.db.selectFrom('api_keys').select('last_used_at').where('id', '=', key.key_id).executeTakeFirstOrThrow();
-    expect(row.last_used_at).toBe(h.clock.now());
+    const owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
+    const listed = (await h.app.inject({ method: 'GET', url: '/app/api/api-keys', headers: session(owner) })).json<{ api_keys: Array<{ key_id: string; last_used_at: string | null }> }>();
+    const row = listed.api_keys.find((k) => k.key_id === key.key_id);
+    expect(row?.last_used_at).toBe(new Date(h.clock.now()).toISOString());
   });
 });

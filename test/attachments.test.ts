@@ -3,14 +3,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import PostalMime from 'postal-mime';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { createLogger } from '../src/lib/logger.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { cliUser, listen } from './helpers/cli-client.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type ReceivedMail, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { ReceivedMail, SmtpPeer } from './helpers/smtp-peer.js';
+import { mailWorld } from './helpers/world.js';
 
 interface AttachmentView {
   attachment_id: string;
@@ -51,34 +50,24 @@ async function encodeForm(form: FormData): Promise<{ payload: Buffer; headers: R
  * transactional idempotency over the files.
  */
 describe(`attachments (${TEST_DIALECT})`, () => {
+  const world = mailWorld();
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let other: Tenant;
   let member: string;
   let outsider: string;
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
+    ({ h, peer } = world);
     // Refused at RCPT: a message sent there is never transferred (the 25 MiB one need not be).
     // Each test's own address: a refusal suppresses the address, so one refused send must not refuse the next.
     for (const n of [1, 2, 3]) peer.refuse.add(`nobody${n}@peer.test`);
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h, 'Acme');
-    other = await createTenant(h, 'Other');
+    acme = await world.tenant('Acme');
+    other = await world.tenant('Other');
     await h.app.inject({ method: 'POST', url: `/mailboxes?address=${NEWS}`, headers: bearer(acme.apiKey) });
     member = (await memberSession(h, acme.workspaceId, 'member')).token;
     outsider = (await memberSession(h, other.workspaceId, 'member')).token;
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
   });
 
   const send = (payload: Record<string, unknown>, url = '/send', headers: Record<string, string> = bearer(acme.apiKey)) =>

@@ -2,14 +2,13 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { createLogger } from '../src/lib/logger.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { cliUser, listen } from './helpers/cli-client.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
+import { mailWorld } from './helpers/world.js';
 
 type Item = { index: number; message_id?: string; status?: string; status_code?: number; error?: { error: string; detail: string } };
 type BatchAnswer = { messages: Item[]; queued: number; failed: number };
@@ -34,40 +33,28 @@ function walCommits(databasePath: string): number {
 }
 
 describe(`batch send (${TEST_DIALECT})`, () => {
+  const world = mailWorld({ env: { MAILROOM_DELIVERY_RETRY_BASE_MS: '60000' } });
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let other: Tenant;
   let member: string;
 
-  const startWorker = () => {
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  };
-
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port), MAILROOM_DELIVERY_RETRY_BASE_MS: '60000' });
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h, 'Acme');
-    other = await createTenant(h, 'Other');
+    ({ h, peer } = world);
+    acme = await world.tenant('Acme');
+    other = await world.tenant('Other');
     await h.app.inject({ method: 'POST', url: '/mailboxes?address=newsletter@mailroom.localhost', headers: bearer(acme.apiKey) });
     await h.app.inject({ method: 'POST', url: '/mailboxes?address=theirs@mailroom.localhost', headers: bearer(other.apiKey) });
     member = (await memberSession(h, acme.workspaceId, 'member')).token;
-    startWorker();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
   });
 
   const message = (n: number | string, extra: Record<string, unknown> = {}) => ({ from_mailbox: 'newsletter@mailroom.localhost', to: `rcpt-${n}@peer.test`, subject: `Batch ${n}`, body: `Hello ${n}`, ...extra });
   const batch = (payload: unknown, headers: Record<string, string> = bearer(acme.apiKey), url = '/send/batch') => h.app.inject({ method: 'POST', url, headers, payload: payload as Record<string, unknown> });
   const db = () => h.services.database.db;
-  const statusOf = async (id: string) => (await db().selectFrom('outbound').select('status').where('message_id', '=', id).executeTakeFirst())?.status;
+  const statusOf = async (id: string) => (await world.message(acme, id))?.status;
+  /** Messages the world's workspaces have sent or queued (each send stores its copy in `sent` with the delivery). */
+  const sentTotal = async () => (await world.sentCount(acme)) + (await world.sentCount(other));
   async function delivered(id: string): Promise<void> {
     const deadline = Date.now() + 10_000;
     for (;;) {
@@ -96,9 +83,9 @@ describe(`batch send (${TEST_DIALECT})`, () => {
     }
     expect(receivedBy('rcpt-all-3@peer.test')[0]!.raw.toString()).toContain('From: Acme News <newsletter@mailroom.localhost>');
     // Each is an ordinary sent message: in `sent`, with its own message.sent event.
-    const sent = (await db().selectFrom('messages').select('id').where('id', 'in', ids).where('folder', '=', 'sent').execute()).length;
+    const sent = (await Promise.all(ids.map((id) => world.message(acme, id)))).filter((m) => m?.folder === 'sent').length;
     expect(sent).toBe(5);
-    const events = (await db().selectFrom('events').select('payload').where('type', '=', 'message.sent').execute()).filter((e) => ids.some((id) => e.payload.includes(id)));
+    const events = world.events('message.sent').filter((e) => ids.some((id) => JSON.stringify(e).includes(id)));
     expect(events).toHaveLength(5);
   });
 
@@ -147,20 +134,17 @@ describe(`batch send (${TEST_DIALECT})`, () => {
     // Nothing of the refused ones was stored or sent; the list refusal was recorded, as a single send records it.
     for (const n of ['bad-subject', 'bad-address', 'unknown-from', 'theirs', 'extra-field']) expect(receivedBy(`rcpt-${n}@peer.test`)).toHaveLength(0);
     expect(receivedBy('blocked@peer.test')).toHaveLength(0);
-    const rejected = (await db().selectFrom('events').select('payload').where('type', '=', 'message.rejected').where('workspace_id', '=', acme.workspaceId).execute()).filter((e) =>
-      e.payload.includes('blocked@peer.test'),
-    );
+    const rejected = world.events('message.rejected').filter((e) => e.workspace_id === acme.workspaceId && JSON.stringify(e).includes('blocked@peer.test'));
     expect(rejected.length).toBeGreaterThanOrEqual(1);
-    const otherSent = await db().selectFrom('messages').select('id').where('workspace_id', '=', other.workspaceId).where('folder', '=', 'sent').execute();
-    expect(otherSent).toHaveLength(0);
+    expect(await world.sentCount(other)).toBe(0);
   });
 
   it('a batch whose messages are all refused answers 200 with every error and queues nothing', async () => {
-    const before = (await db().selectFrom('outbound').select('message_id').execute()).length;
+    const before = await sentTotal();
     const res = await batch({ messages: [message('x', { from_mailbox: 'theirs@mailroom.localhost' }), message('y', { to: [] })] });
     expect(res.statusCode).toBe(200);
     expect(res.json<BatchAnswer>()).toMatchObject({ queued: 0, failed: 2, messages: [{ index: 0, status_code: 404 }, { index: 1, status_code: 400 }] });
-    expect((await db().selectFrom('outbound').select('message_id').execute()).length).toBe(before);
+    expect(await sentTotal()).toBe(before);
   });
 
   it('refuses a malformed batch as a whole: 101 messages, none, no list, other fields, not an object', async () => {
@@ -172,14 +156,14 @@ describe(`batch send (${TEST_DIALECT})`, () => {
       [[message('a')], 'body must be object'],
       [{ messages: message('a') }, 'body.messages must be array'],
     ];
-    const before = (await db().selectFrom('outbound').select('message_id').execute()).length;
+    const before = await sentTotal();
     for (const [payload, detail] of refusals) {
       expect(errorOf(await batch(payload))).toEqual({ status: 400, error: 'invalid_request', detail });
     }
     // Exactly 100 is a batch.
     const hundred = await batch({ messages: Array.from({ length: 100 }, (_, i) => message(`hundred-${i}`)) });
     expect(hundred.json<BatchAnswer>()).toMatchObject({ queued: 100, failed: 0 });
-    expect((await db().selectFrom('outbound').select('message_id').execute()).length).toBe(before + 100);
+    expect(await sentTotal()).toBe(before + 100);
   });
 
   it('takes a body far over 1 MiB, and answers 413 past 50 MiB', async () => {
@@ -209,7 +193,7 @@ describe(`batch send (${TEST_DIALECT})`, () => {
 
   it('writes the whole batch of 100 in one transaction: one commit, where single sends commit once each', async () => {
     // The worker would commit its claims in between; without it only the sends write.
-    await worker.stop(2000);
+    await world.stopWorker();
     try {
       const singles: string[] = [];
       let batchIds: string[];
@@ -246,7 +230,7 @@ describe(`batch send (${TEST_DIALECT})`, () => {
         expect((await writers(singles)).size).toBe(3);
       }
     } finally {
-      startWorker();
+      world.startWorker();
     }
   });
 

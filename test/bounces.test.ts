@@ -1,31 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { createLogger } from '../src/lib/logger.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
+import { bearer, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
 import { arf, dsn } from './helpers/reports.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
+import { mailWorld } from './helpers/world.js';
 
 describe(`bounces and complaints (${TEST_DIALECT})`, () => {
+  const world = mailWorld({ mx: [], a: ['peer.test'] });
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
-    h.dns.set('peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h);
+    ({ h, peer } = world);
+    acme = await world.tenant();
     await h.app.inject({ method: 'POST', url: '/mailboxes?address=sender@mailroom.localhost', headers: bearer(acme.apiKey) });
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
   });
 
   async function sendAndDeliver(to: string): Promise<string> {
@@ -33,15 +23,13 @@ describe(`bounces and complaints (${TEST_DIALECT})`, () => {
     const id = res.json<{ message_id: string }>().message_id;
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
-      const row = await h.services.database.db.selectFrom('outbound').select('status').where('message_id', '=', id).executeTakeFirstOrThrow();
-      if (row.status === 'accepted') return id;
+      if ((await world.message(acme, id))?.status === 'accepted') return id;
       await new Promise((r) => setTimeout(r, 25));
     }
     throw new Error('not delivered');
   }
-  const events = async (type: string) =>
-    (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', type).execute()).map((e) => JSON.parse(e.payload) as { workspace_id: string; data: Record<string, unknown> });
-  const messageCount = async () => Number((await h.services.database.db.selectFrom('messages').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+  const events = async (type: string) => Promise.resolve(world.events(type));
+  const messageCount = () => world.messageCount();
 
   it('matches a DSN sent to the VERP address to its message and emits message.bounced, storing no mail', async () => {
     const id = await sendAndDeliver('lost@peer.test');
@@ -114,9 +102,9 @@ describe(`bounces and complaints (${TEST_DIALECT})`, () => {
       const info = await h.sendRaw(dsn(verp, 'stranger@peer.test'), { from: '', to: [verp] });
       expect(info.response).toMatch(/^250 /);
       expect((await events('message.bounced')).filter((e) => e.data.message_id === id)).toHaveLength(0);
-      const row = await h.services.database.db.selectFrom('outbound').select(['status', 'recipients_json']).where('message_id', '=', id).executeTakeFirstOrThrow();
-      expect(row.status).toBe('accepted');
-      expect(JSON.parse(row.recipients_json)).toEqual([expect.objectContaining({ address: 'real@peer.test', status: 'accepted' })]);
+      const view = await world.message(acme, id);
+      expect(view?.status).toBe('accepted');
+      expect(view?.recipients).toEqual([expect.objectContaining({ address: 'real@peer.test', status: 'accepted' })]);
     });
 
     it('a DSN whose forwarder changed the final recipient counts by its Original-Recipient', async () => {
@@ -152,8 +140,7 @@ describe(`bounces and complaints (${TEST_DIALECT})`, () => {
     });
 
     describe('a return path per recipient', () => {
-      const suppressed = async (address: string) =>
-        (await h.services.database.db.selectFrom('suppressions').select('address').where('workspace_id', '=', acme.workspaceId).where('address', '=', address).execute()).length > 0;
+      const suppressed = (address: string) => world.suppressed(acme, address);
       /** The whole-message return path messages had before return paths named a recipient. */
       const wholeMessage = (id: string) => `bounces+${id}-${h.services.secretBox.tag(id, 12)}@mailroom.localhost`;
 
@@ -197,7 +184,7 @@ describe(`bounces and complaints (${TEST_DIALECT})`, () => {
         const id = res.json<{ message_id: string }>().message_id;
         await h.services.database.db.updateTable('outbound').set({ mail_from: wholeMessage(id) }).where('message_id', '=', id).execute();
         h.clock.advance(61_000);
-        await expect.poll(async () => (await h.services.database.db.selectFrom('outbound').select('status').where('message_id', '=', id).executeTakeFirstOrThrow()).status, { timeout: 10_000 }).toBe('accepted');
+        await expect.poll(async () => (await world.message(acme, id))?.status, { timeout: 10_000 }).toBe('accepted');
         const copies = peer.accepted.filter((m) => m.raw.includes(`<${id}@`));
         expect(copies.map((m) => [m.mailFrom, [...m.recipients].sort()])).toEqual([[wholeMessage(id), ['erin@peer.test', 'frank@peer.test']]]);
       });

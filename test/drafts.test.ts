@@ -1,11 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { createLogger } from '../src/lib/logger.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type ReceivedMail, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { ReceivedMail, SmtpPeer } from './helpers/smtp-peer.js';
 import { messageOfReturnPath } from './helpers/reports.js';
+import { mailWorld } from './helpers/world.js';
 
 interface Draft {
   draft_id: string;
@@ -48,9 +47,9 @@ const SALES = 'orders@mailroom.localhost';
 const THEIRS = 'theirs@mailroom.localhost';
 
 describe(`drafts (${TEST_DIALECT})`, () => {
+  const world = mailWorld();
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let other: Tenant;
   let member: string;
@@ -58,24 +57,14 @@ describe(`drafts (${TEST_DIALECT})`, () => {
   let outsider: string;
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h, 'Acme');
-    other = await createTenant(h, 'Other');
+    ({ h, peer } = world);
+    acme = await world.tenant('Acme');
+    other = await world.tenant('Other');
     for (const address of [SUPPORT, SALES]) await h.app.inject({ method: 'POST', url: `/mailboxes?address=${address}`, headers: bearer(acme.apiKey) });
     await h.app.inject({ method: 'POST', url: `/mailboxes?address=${THEIRS}`, headers: bearer(other.apiKey) });
     member = (await memberSession(h, acme.workspaceId, 'member')).token;
     owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
     outsider = (await memberSession(h, other.workspaceId, 'member')).token;
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
   });
 
   const call = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, token: string | null = member, payload?: unknown) =>
@@ -92,9 +81,10 @@ describe(`drafts (${TEST_DIALECT})`, () => {
   async function settle(id: string): Promise<string> {
     const deadline = Date.now() + 10_000;
     for (;;) {
-      const row = await h.services.database.db.selectFrom('outbound').select(['status', 'attempts_json']).where('message_id', '=', id).executeTakeFirstOrThrow();
-      if (!['queued', 'processing'].includes(row.status)) return row.status;
-      if (Date.now() > deadline) throw new Error(`outbound ${id} stuck at ${row.status}: ${row.attempts_json}`);
+      const view = await world.message(acme, id);
+      const status = view?.status ?? 'missing';
+      if (!['queued', 'processing'].includes(status)) return status;
+      if (Date.now() > deadline) throw new Error(`outbound ${id} stuck at ${status}: ${JSON.stringify(view?.attempts)}`);
       await new Promise((r) => setTimeout(r, 25));
     }
   }
@@ -325,7 +315,7 @@ describe(`drafts (${TEST_DIALECT})`, () => {
 
     const copy = await message(queued.message_id);
     expect(copy).toMatchObject({ mailbox: SUPPORT, direction: 'outbound', folder: 'sent', subject: 'Draft subject', text: 'Draft body text', html: '<p>Draft <b>html</b></p>' });
-    const events = (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', 'message.sent').execute()).filter((e) => e.payload.includes(queued.message_id));
+    const events = world.events('message.sent').filter((e) => JSON.stringify(e).includes(queued.message_id));
     expect(events).toHaveLength(1);
     // Later work of the worker delivers nothing more.
     await new Promise((r) => setTimeout(r, 200));
@@ -339,7 +329,7 @@ describe(`drafts (${TEST_DIALECT})`, () => {
     const id = answers.find((a) => a.statusCode === 202)!.json<Queued>().message_id;
     expect(await settle(id)).toBe('accepted');
     expect(peer.accepted.filter((m) => m.recipients.includes('race@peer.test'))).toHaveLength(1);
-    const outbound = await h.services.database.db.selectFrom('messages').select('id').where('subject', '=', 'Race').execute();
+    const outbound = (await world.sentMessages(acme)).filter((m) => m.subject === 'Race');
     expect(outbound).toHaveLength(1);
   });
 
@@ -361,9 +351,9 @@ describe(`drafts (${TEST_DIALECT})`, () => {
     const draft = await created({ mailbox: SUPPORT, to: ['ok@peer.test', 'someone@blocked-drafts.test'], subject: 'Blocked' });
     expect(errorOf(await send(draft.draft_id))).toMatchObject({ status: 422, error: 'recipient_blocked' });
     expect((await call('GET', `/drafts/${draft.draft_id}`)).json<Draft>()).toEqual(draft);
-    const rejected = (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', 'message.rejected').execute()).map((e) => JSON.parse(e.payload) as { data: Record<string, unknown> });
+    const rejected = world.events('message.rejected');
     expect(rejected.filter((e) => e.data.recipient === 'someone@blocked-drafts.test')).toHaveLength(1);
-    expect(await h.services.database.db.selectFrom('messages').select('id').where('subject', '=', 'Blocked').execute()).toHaveLength(0);
+    expect((await world.sentMessages(acme)).filter((m) => m.subject === 'Blocked')).toHaveLength(0);
   });
 
   it('sends from a mailbox of a verified sending domain', async () => {

@@ -4,6 +4,7 @@ import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, memberSession, session, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 import { webhookApi } from './helpers/webhooks.js';
+import { recordEvents, type RecordedEvents } from './helpers/world.js';
 import { WEBHOOK_QUEUE } from '../src/modules/webhooks/webhook.types.js';
 
 interface ListBody {
@@ -15,6 +16,8 @@ interface ListBody {
 
 describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
   let h: MailHarness;
+  /** Events the service emits, recorded through its events service. */
+  let recorded: RecordedEvents;
   let acme: Tenant;
   let other: Tenant;
   let acmeSession: string;
@@ -27,6 +30,7 @@ describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
 
   beforeAll(async () => {
     h = await startMailHarness({ MAILROOM_SMTP_MAX_SIZE: String(200 * 1024) });
+    recorded = recordEvents(h.services);
     acme = await createTenant(h, 'Acme');
     other = await createTenant(h, 'Other');
     acmeSession = (await memberSession(h, acme.workspaceId, 'member')).token;
@@ -65,8 +69,7 @@ describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
   it('emits message.received in the same transaction as the message', async () => {
     const info = await h.send({ from: 'bob@sender.test', to: 'orders@mailroom.localhost', subject: 'Event check', text: 'x' });
     const id = /Stored as (msg_\w+)/.exec(info.response)![1]!;
-    const events = await h.services.database.db.selectFrom('events').selectAll().where('type', '=', 'message.received').execute();
-    const event = events.map((e) => JSON.parse(e.payload) as { event_type: string; workspace_id: string; data: { message_id: string; mailbox: string } }).find((e) => e.data.message_id === id);
+    const event = recorded.events('message.received').find((e) => e.data.message_id === id);
     expect(event).toMatchObject({ event_type: 'message.received', workspace_id: acme.workspaceId, data: { message_id: id, mailbox: 'orders@mailroom.localhost' } });
   });
 
@@ -236,18 +239,34 @@ describe(`inbound SMTP into hosted mailboxes (${TEST_DIALECT})`, () => {
 describe(`inbound SMTP under concurrent load (${TEST_DIALECT})`, () => {
   const MAILBOX = 'stored@mailroom.localhost';
   let h: MailHarness;
+  /** Events the service emits, recorded through its events service. */
+  let recorded: RecordedEvents;
   let acme: Tenant;
 
-  const storedIds = async () =>
-    (await h.services.database.db.selectFrom('messages').select('id').where('workspace_id', '=', acme.workspaceId).execute()).map((r) => r.id).sort();
+  /** How many messages the workspace holds (GET /stats). */
+  const storedCount = async () => (await h.app.inject({ method: 'GET', url: '/stats', headers: bearer(acme.apiKey) })).json<{ messages: number }>().messages;
+  /** Each message as the API shows it; 404s fail. */
+  const views = async (ids: string[]) =>
+    Promise.all(
+      ids.map(async (id) => {
+        const res = await h.app.inject({ method: 'GET', url: `/messages/${id}`, headers: bearer(acme.apiKey) });
+        expect(res.statusCode, id).toBe(200);
+        return res.json<{ message_id: string; subject: string }>();
+      }),
+    );
   const receivedEventIds = async () =>
-    (await h.services.database.db.selectFrom('events').select('payload').where('workspace_id', '=', acme.workspaceId).where('type', '=', 'message.received').execute())
-      .map((r) => (JSON.parse(r.payload) as { data: { message_id: string } }).data.message_id)
-      .sort();
+    Promise.resolve(
+      recorded
+        .events('message.received')
+        .filter((e) => e.workspace_id === acme.workspaceId)
+        .map((e) => e.data.message_id as string)
+        .sort(),
+    );
   const idsOf = (response: string) => /Stored as (.+)$/.exec(response)![1]!.split(', ');
 
   beforeAll(async () => {
     h = await startMailHarness({ MAILROOM_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8' });
+    recorded = recordEvents(h.services);
     acme = await createTenant(h, 'Acme');
     expect((await h.app.inject({ method: 'POST', url: `/mailboxes?address=${MAILBOX}`, headers: bearer(acme.apiKey) })).statusCode).toBe(201);
     const owner = await memberSession(h, acme.workspaceId, 'owner');
@@ -266,22 +285,24 @@ describe(`inbound SMTP under concurrent load (${TEST_DIALECT})`, () => {
     for (const info of replies) expect(info.response).toMatch(/^250 2\.0\.0 Stored as msg_/);
     const ids = replies.flatMap((info) => idsOf(info.response)).sort();
     expect(ids).toHaveLength(12);
-    expect(await storedIds()).toEqual(ids);
+    // The workspace holds exactly these: as many, and each of them.
+    expect(await storedCount()).toBe(ids.length);
+    const stored = await views(ids);
+    expect(stored.map((m) => m.message_id).sort()).toEqual(ids);
     expect(await receivedEventIds()).toEqual(ids);
     // A worker role in this process must hear of the jobs the deliveries enqueued.
     expect(wakes).toContain(WEBHOOK_QUEUE);
-    const subjects = await h.services.database.db.selectFrom('messages').select('subject').where('id', 'in', ids).execute();
-    expect(subjects.map((r) => r.subject).sort()).toEqual(Array.from({ length: 12 }, (_, i) => `Concurrent ${i}`).sort());
+    expect(stored.map((r) => r.subject).sort()).toEqual(Array.from({ length: 12 }, (_, i) => `Concurrent ${i}`).sort());
   });
 
   it('other writes made meanwhile (HTTP) wait their turn, and none fails', async () => {
-    const before = (await storedIds()).length;
+    const before = await storedCount();
     const [replies, created] = await Promise.all([
       Promise.all(Array.from({ length: 15 }, (_, i) => h.send({ from: 'bob@sender.test', to: MAILBOX, subject: `Busy ${i}`, text: 'x' }))),
       Promise.all(Array.from({ length: 15 }, (_, i) => h.app.inject({ method: 'POST', url: `/mailboxes?address=busy${i}@mailroom.localhost`, headers: bearer(acme.apiKey) }))),
     ]);
     for (const info of replies) expect(info.response).toMatch(/^250 /);
     expect(created.map((r) => r.statusCode)).toEqual(Array.from({ length: 15 }, () => 201));
-    expect((await storedIds()).length).toBe(before + 15);
+    expect(await storedCount()).toBe(before + 15);
   });
 });

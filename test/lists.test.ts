@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, errorOf, login, session, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
+import { recordEvents, type RecordedEvents } from './helpers/world.js';
 
 interface EntryBody {
   direction: string;
@@ -33,6 +34,8 @@ interface Scene {
 
 describe(`allow and block lists (${TEST_DIALECT})`, () => {
   let h: MailHarness;
+  /** Events the service emits, recorded through its events service. */
+  let recorded: RecordedEvents;
   let acme: Tenant;
   let acmeToken: string;
   let otherToken: string;
@@ -74,18 +77,11 @@ describe(`allow and block lists (${TEST_DIALECT})`, () => {
   };
 
   const rejections = async (workspaceId: string): Promise<RejectedEvent[]> =>
-    (
-      await h.services.database.db
-        .selectFrom('events')
-        .select(['payload', 'workspace_id'])
-        .where('type', '=', 'message.rejected')
-        .where('workspace_id', '=', workspaceId)
-        .orderBy('id')
-        .execute()
-    ).map((row) => JSON.parse(row.payload) as RejectedEvent);
+    Promise.resolve(recorded.events('message.rejected').filter((e) => e.workspace_id === workspaceId) as unknown as RejectedEvent[]);
 
   beforeAll(async () => {
     h = await startMailHarness();
+    recorded = recordEvents(h.services);
     acme = await createTenant(h, 'Acme');
     const other = await createTenant(h, 'Other');
     acmeToken = await login(h, acme.ownerEmail, acme.password);

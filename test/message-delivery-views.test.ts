@@ -1,11 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { createLogger } from '../src/lib/logger.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, login, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, login, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
 import { messageOfReturnPath } from './helpers/reports.js';
+import { mailWorld } from './helpers/world.js';
 
 interface View {
   message_id: string;
@@ -23,9 +22,10 @@ const CUSTOMER = 'customer@peer.test';
  * (written by their response schema, some of them kept in the page cache) and the threads' messages; inbound ones have neither.
  */
 describe(`delivery status and events in every message view (${TEST_DIALECT})`, () => {
+  // No worker at first: the reply stays queued until a test starts one.
+  const world = mailWorld({ worker: false });
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker | undefined;
   let acme: Tenant;
   let token: string;
   let inboundId: string;
@@ -33,11 +33,8 @@ describe(`delivery status and events in every message view (${TEST_DIALECT})`, (
   let threadId: string;
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h, 'Acme');
+    ({ h, peer } = world);
+    acme = await world.tenant('Acme');
     token = await login(h, acme.ownerEmail, acme.password);
     expect((await h.app.inject({ method: 'POST', url: `/mailboxes?address=${SUPPORT}`, headers: bearer(acme.apiKey) })).statusCode).toBe(201);
     inboundId = (await h.send({ from: CUSTOMER, to: SUPPORT, subject: 'Where is my order?', text: 'Order 1234' })).response.match(/msg_[0-9a-z]{26}/)![0];
@@ -45,11 +42,6 @@ describe(`delivery status and events in every message view (${TEST_DIALECT})`, (
     const sent = await h.app.inject({ method: 'POST', url: '/send', headers: bearer(acme.apiKey), payload: { from_mailbox: SUPPORT, to: CUSTOMER, subject: 'Re: Where is my order?', body: 'It ships today.' } });
     expect(sent.statusCode, sent.body).toBe(202);
     sentId = sent.json<{ message_id: string }>().message_id;
-  });
-  afterAll(async () => {
-    await worker?.stop(2000);
-    await h.close();
-    await peer.close();
   });
 
   const get = async <T>(url: string): Promise<T> => {
@@ -96,8 +88,7 @@ describe(`delivery status and events in every message view (${TEST_DIALECT})`, (
   });
 
   it('once the peer accepted it, every view says accepted and shows the attempt', async () => {
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
+    world.startWorker();
     const deadline = Date.now() + 15_000;
     while ((await get<View>(`/messages/${sentId}`)).status !== 'accepted') {
       if (Date.now() > deadline) throw new Error(`not delivered: ${JSON.stringify(await get<View>(`/messages/${sentId}`))}`);

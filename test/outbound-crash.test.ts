@@ -4,9 +4,9 @@ import { createDb, type DbHandle } from '../src/db/database.js';
 import { runCli, startServe } from './helpers/cli.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from './helpers/database.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
-import { bearer, createTenant } from './helpers/harness.js';
-import { startMailHarness } from './helpers/mail.js';
+import { bearer } from './helpers/harness.js';
 import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { mailWorld } from './helpers/world.js';
 
 /**
  * Delivery states under a real crash: `mailroom serve` child processes deliver to a loopback SMTP peer (MX
@@ -288,47 +288,41 @@ describe(`a delivery run whose job was claimed again sends nothing (${TEST_DIALE
   // A worker that starts while its event loop is busy can receive a claim whose lease has already run
   // out, and claim the job again; a stalled worker's lease can run out too. Of two runs of one message,
   // only the one holding the lease may start DATA, and the other's outcome is not recorded.
+  // No worker: the test plays the workers, claiming and running the job itself.
+  const world = mailWorld({ env: { MAILROOM_LEASE_MS: String(LEASE_MS) }, worker: false });
+
   it('the superseded run stops before DATA; the current one delivers exactly once', { timeout: 20_000 }, async () => {
-    const peer = await startSmtpPeer();
-    const h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port), MAILROOM_LEASE_MS: String(LEASE_MS) });
-    try {
-      h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-      h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-      const tenant = await createTenant(h);
-      await h.app.inject({ method: 'POST', url: `/mailboxes?address=${FROM}`, headers: bearer(tenant.apiKey) });
-      const handler = h.services.handlers.find((x) => x.queue === 'delivery')!;
-      const outbound = () => h.services.database.db.selectFrom('outbound').selectAll().executeTakeFirstOrThrow();
+    const { h, peer } = world;
+    const tenant = await world.tenant('Acme', [FROM]);
+    const handler = h.services.handlers.find((x) => x.queue === 'delivery')!;
+    const outbound = () => h.services.database.db.selectFrom('outbound').selectAll().executeTakeFirstOrThrow();
 
-      peer.behaviour = 'hang-at-rcpt';
-      const res = await h.app.inject({ method: 'POST', url: '/send', headers: bearer(tenant.apiKey), payload: { from_mailbox: FROM, to: 'twice@peer.test', subject: 'claimed twice', body: 'once' } });
-      expect(res.statusCode).toBe(202);
-      const [first] = await h.services.queue.claim('delivery', 1);
-      const firstRun = handler.handle(first!, new AbortController().signal);
-      await waitFor('the first run to wait at RCPT', () => (peer.held.length === 1 ? true : undefined));
+    peer.behaviour = 'hang-at-rcpt';
+    const res = await h.app.inject({ method: 'POST', url: '/send', headers: bearer(tenant.apiKey), payload: { from_mailbox: FROM, to: 'twice@peer.test', subject: 'claimed twice', body: 'once' } });
+    expect(res.statusCode).toBe(202);
+    const [first] = await h.services.queue.claim('delivery', 1);
+    const firstRun = handler.handle(first!, new AbortController().signal);
+    await waitFor('the first run to wait at RCPT', () => (peer.held.length === 1 ? true : undefined));
 
-      // Its lease runs out (never renewed here) and the job is claimed again.
-      h.clock.advance(LEASE_MS + 1);
-      const [second] = await h.services.queue.claim('delivery', 1);
-      expect(second).toMatchObject({ id: first!.id, attempt: 2, interrupted: true });
-      peer.behaviour = 'accept';
-      // The run settles its job itself, in the transaction that records the outcome.
-      expect(await handler.handle(second!, new AbortController().signal)).toEqual({ type: 'settled' });
-      expect((await outbound()).status).toBe('accepted');
-      expect(await h.services.database.db.selectFrom('jobs').select('id').where('id', '=', second!.id).execute()).toEqual([]);
+    // Its lease runs out (never renewed here) and the job is claimed again.
+    h.clock.advance(LEASE_MS + 1);
+    const [second] = await h.services.queue.claim('delivery', 1);
+    expect(second).toMatchObject({ id: first!.id, attempt: 2, interrupted: true });
+    peer.behaviour = 'accept';
+    // The run settles its job itself, in the transaction that records the outcome.
+    expect(await handler.handle(second!, new AbortController().signal)).toEqual({ type: 'settled' });
+    expect((await outbound()).status).toBe('accepted');
+    expect(await h.services.database.db.selectFrom('jobs').select('id').where('id', '=', second!.id).execute()).toEqual([]);
 
-      // The first run gets its RCPT answer now and would go on to DATA: it must not.
-      peer.releaseHeld();
-      expect(await Promise.race([firstRun, sleep(10_000).then(() => 'still running' as const)])).toEqual({ type: 'settled' });
-      expect(peer.received.filter((m) => m.recipients.includes('twice@peer.test'))).toHaveLength(1);
-      const row = await outbound();
-      expect(row.status).toBe('accepted'); // the superseded run did not overwrite the outcome
-      expect(row.data_started_at).toBeNull();
-      expect((JSON.parse(row.attempts_json) as Array<{ outcome: string }>).map((a) => a.outcome)).toEqual(['sent']);
-      const accepted = (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', 'message.accepted').execute()).length;
-      expect(accepted).toBe(1);
-    } finally {
-      await h.close();
-      await peer.close();
-    }
+    // The first run gets its RCPT answer now and would go on to DATA: it must not.
+    peer.releaseHeld();
+    expect(await Promise.race([firstRun, sleep(10_000).then(() => 'still running' as const)])).toEqual({ type: 'settled' });
+    expect(peer.received.filter((m) => m.recipients.includes('twice@peer.test'))).toHaveLength(1);
+    const row = await outbound();
+    expect(row.status).toBe('accepted'); // the superseded run did not overwrite the outcome
+    expect(row.data_started_at).toBeNull();
+    expect((JSON.parse(row.attempts_json) as Array<{ outcome: string }>).map((a) => a.outcome)).toEqual(['sent']);
+    const accepted = world.events('message.accepted').length;
+    expect(accepted).toBe(1);
   });
 });

@@ -1,50 +1,33 @@
 import { authenticate } from 'mailauth';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createDnsResolver } from '../src/lib/dns.js';
-import { createLogger } from '../src/lib/logger.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
 import { messageOfReturnPath } from './helpers/reports.js';
+import { mailWorld } from './helpers/world.js';
 
-interface Outbound {
-  status: string;
-  recipients_json: string;
-  attempts_json: string;
-  last_error: string | null;
-}
+import type { MessageView } from './helpers/world.js';
+
+type Outbound = MessageView & { status: string; recipients: NonNullable<MessageView['recipients']>; attempts: NonNullable<MessageView['attempts']> };
 
 describe(`outbound delivery (${TEST_DIALECT})`, () => {
+  // Two receiving domains whose MX is the loopback peer (one by its A record: no MX, implicit MX); a third with a null MX.
+  const world = mailWorld({ env: { MAILROOM_DELIVERY_RETRY_BASE_MS: '60000' }, mx: ['peer.test'], a: ['second.test'] });
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let other: Tenant;
   let publicKey: string;
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port), MAILROOM_DELIVERY_RETRY_BASE_MS: '60000' });
-    // Two receiving domains whose MX is the loopback peer; a third with a null MX.
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-    h.dns.set('second.test', { A: ['127.0.0.1'] }); // no MX: implicit MX on the A record
-    h.dns.set('nomail.test', { MX: [{ exchange: '.', priority: 0 }] });
+    ({ h, peer } = world);
+    world.dns('nomail.test', { MX: [{ exchange: '.', priority: 0 }] });
     publicKey = (await h.services.domains.hostedKey()).publicKey;
-    h.dns.set('mailroom._domainkey.mailroom.localhost', { TXT: [`v=DKIM1; k=rsa; p=${publicKey}`] });
-    acme = await createTenant(h, 'Acme');
-    other = await createTenant(h, 'Other');
-    await h.app.inject({ method: 'POST', url: '/mailboxes?address=newsletter@mailroom.localhost', headers: bearer(acme.apiKey) });
-    await h.app.inject({ method: 'POST', url: '/mailboxes?address=theirs@mailroom.localhost', headers: bearer(other.apiKey) });
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
+    world.dns('mailroom._domainkey.mailroom.localhost', { TXT: [`v=DKIM1; k=rsa; p=${publicKey}`] });
+    acme = await world.tenant('Acme', ['newsletter@mailroom.localhost']);
+    other = await world.tenant('Other', ['theirs@mailroom.localhost']);
   });
   beforeEach(() => {
     peer.behaviour = 'accept';
@@ -52,20 +35,18 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
   });
 
   const send = (body: Record<string, unknown>, key = acme.apiKey) => h.app.inject({ method: 'POST', url: '/send', headers: bearer(key), payload: { from_mailbox: 'newsletter@mailroom.localhost', subject: 'Hi', body: 'Hello', ...body } });
-  const outbound = (id: string) => h.services.database.db.selectFrom('outbound').selectAll().where('message_id', '=', id).executeTakeFirstOrThrow() as Promise<Outbound>;
+  /** The delivery as the API shows it (GET /messages/{id}). */
+  const outbound = async (id: string) => (await world.message(acme, id)) as Outbound;
   async function settle(id: string, until: (o: Outbound) => boolean = (o) => !['queued', 'processing'].includes(o.status), timeoutMs = 10_000): Promise<Outbound> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const row = await outbound(id);
       if (until(row)) return row;
-      if (Date.now() > deadline) throw new Error(`outbound ${id} stuck at ${row.status}: ${row.attempts_json}`);
+      if (Date.now() > deadline) throw new Error(`outbound ${id} stuck at ${row.status}: ${JSON.stringify(row.attempts)}`);
       await new Promise((r) => setTimeout(r, 25));
     }
   }
-  const eventsOf = async (type: string, id: string) =>
-    (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', type).execute())
-      .map((e) => JSON.parse(e.payload) as { data: Record<string, unknown> })
-      .filter((e) => e.data.message_id === id);
+  const eventsOf = async (type: string, id: string) => Promise.resolve(world.events(type).filter((e) => e.data.message_id === id));
 
   it('delivers by MX, DKIM-signed, one transaction per recipient, each with its own VERP return path', async () => {
     const res = await send({ to: 'a@peer.test, b@peer.test , c@second.test', subject: 'Quarterly numbers', html: '<p>Hello</p>', from_name: 'Acme News', reply_to: 'replies@acme.example' });
@@ -90,10 +71,10 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     expect(raw).toContain('Reply-To: replies@acme.example');
     expect(raw).toContain(`Message-ID: <${id}@mailroom.localhost>`);
 
-    const recipients = JSON.parse(done.recipients_json) as Array<{ address: string; status: string; mx: string }>;
+    const recipients = done.recipients;
     expect(recipients.map((r) => [r.address, r.status])).toEqual([['a@peer.test', 'accepted'], ['b@peer.test', 'accepted'], ['c@second.test', 'accepted']]);
     expect(recipients[0]!.mx).toBe(`mx1.peer.test [127.0.0.1]:${peer.port}`);
-    expect((JSON.parse(done.attempts_json) as unknown[]).length).toBe(3);
+    expect(done.attempts.length).toBe(3);
 
     expect(await eventsOf('message.sent', id)).toHaveLength(1);
     // Still one per recipient domain, naming the domain's recipients together.
@@ -110,9 +91,9 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     h.dns.set('down.test', { A: ['127.0.0.2'] });
     const res = await send({ to: 'a@down.test, b@down.test, c@down.test' });
     const id = res.json<{ message_id: string }>().message_id;
-    const deferred = await settle(id, (o) => o.status === 'queued' && o.attempts_json !== '[]');
-    expect((JSON.parse(deferred.attempts_json) as Array<{ recipients: string[]; outcome: string }>).map((a) => [a.recipients, a.outcome])).toEqual([[['a@down.test'], 'deferred']]);
-    const recipients = JSON.parse(deferred.recipients_json) as Array<{ status: string; response: string | null }>;
+    const deferred = await settle(id, (o) => o.status === 'queued' && o.attempts.length > 0);
+    expect(deferred.attempts.map((a) => [a.recipients, a.outcome])).toEqual([[['a@down.test'], 'deferred']]);
+    const recipients = deferred.recipients;
     expect(recipients.map((r) => r.status)).toEqual(['pending', 'pending', 'pending']);
     expect(new Set(recipients.map((r) => r.response)).size).toBe(1);
     await h.services.database.db.updateTable('outbound').set({ status: 'cancelled' }).where('message_id', '=', id).execute();
@@ -170,7 +151,7 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     const id = (await send({ to: 'reuse4@peer.test', subject: 'after the hang-up' })).json<{ message_id: string }>().message_id;
     const done = await settle(id);
     expect(done.status).toBe('accepted');
-    expect((JSON.parse(done.attempts_json) as Array<{ outcome: string }>).map((a) => a.outcome)).toEqual(['sent']);
+    expect(done.attempts.map((a) => a.outcome)).toEqual(['sent']);
     expect(sessionOf('reuse4@peer.test')).not.toBe(sessionOf('reuse1@peer.test'));
     expect(peer.accepted.filter((m) => m.recipients.includes('reuse4@peer.test'))).toHaveLength(1);
 
@@ -180,7 +161,7 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     const staleDone = await settle(stale);
     expect(peer.dropNextMailFrom).toBe(false); // the reused connection was hung up on
     expect(staleDone.status).toBe('accepted');
-    expect((JSON.parse(staleDone.attempts_json) as Array<{ outcome: string }>).map((a) => a.outcome)).toEqual(['sent']);
+    expect(staleDone.attempts.map((a) => a.outcome)).toEqual(['sent']);
     expect(sessionOf('reuse5@peer.test')).not.toBe(sessionOf('reuse4@peer.test'));
   });
 
@@ -205,13 +186,13 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
   it('retries a 451 with backoff, then delivers', async () => {
     peer.behaviour = 'tempfail';
     const id = (await send({ to: 'later@peer.test' })).json<{ message_id: string }>().message_id;
-    const deferred = await settle(id, (o) => o.status === 'queued' && (JSON.parse(o.attempts_json) as unknown[]).length === 1);
+    const deferred = await settle(id, (o) => o.status === 'queued' && o.attempts.length === 1);
     expect(deferred.last_error).toContain('451');
     peer.behaviour = 'accept';
     h.clock.advance(2 * 60_000); // past the first retry (60 s ± 20%)
     const done = await settle(id);
     expect(done.status).toBe('accepted');
-    expect((JSON.parse(done.attempts_json) as unknown[]).length).toBe(2);
+    expect(done.attempts.length).toBe(2);
   });
 
   it('a connection dropped before DATA is retried; one dropped after it becomes unknown and is never retried', async () => {
@@ -219,7 +200,7 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     // on loopback land after our last byte is in the kernel's buffer, which we must treat as ambiguous.)
     peer.behaviour = 'drop-at-rcpt';
     const before = (await send({ to: 'before@peer.test', subject: 'drop before' })).json<{ message_id: string }>().message_id;
-    await settle(before, (o) => o.status === 'queued' && (JSON.parse(o.attempts_json) as unknown[]).length >= 1);
+    await settle(before, (o) => o.status === 'queued' && o.attempts.length >= 1);
     peer.behaviour = 'accept';
     h.clock.advance(2 * 60_000);
     expect((await settle(before)).status).toBe('accepted');
@@ -241,7 +222,7 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     expect((await h.app.inject({ method: 'POST', url: '/app/api/lists/outbound/block', headers: session(owner), payload: { entry: 'blocked.test' } })).statusCode).toBe(201);
     const blocked = await send({ to: 'someone@blocked.test' });
     expect(errorOf(blocked)).toMatchObject({ status: 422, error: 'recipient_blocked' });
-    const rejected = (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', 'message.rejected').execute()).map((e) => JSON.parse(e.payload) as { data: Record<string, unknown> });
+    const rejected = world.events('message.rejected');
     expect(rejected.some((e) => e.data.recipient === 'someone@blocked.test')).toBe(true);
 
     // Several recipients are judged each on its own (in one statement): with an allow list, an allowed address
@@ -249,8 +230,9 @@ describe(`outbound delivery (${TEST_DIALECT})`, () => {
     expect((await h.app.inject({ method: 'POST', url: '/app/api/lists/outbound/allow', headers: session(owner), payload: { entry: 'vip@blocked.test' } })).statusCode).toBe(201);
     const mixed = await send({ to: 'ok@peer.test, vip@blocked.test', cc: 'other@blocked.test' });
     expect(errorOf(mixed)).toMatchObject({ status: 422, error: 'recipient_blocked', detail: 'refused by the outbound lists: ok@peer.test, other@blocked.test' });
-    const reasons = (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', 'message.rejected').execute())
-      .map((e) => (JSON.parse(e.payload) as { data: { recipient: string; reason: string } }).data)
+    const reasons = world
+      .events('message.rejected')
+      .map((e) => e.data as { recipient: string; reason: string })
       .filter((d) => ['ok@peer.test', 'vip@blocked.test', 'other@blocked.test'].includes(d.recipient));
     expect(reasons.sort((a, b) => a.recipient.localeCompare(b.recipient))).toEqual([
       expect.objectContaining({ recipient: 'ok@peer.test', reason: 'not on the outbound allow list' }),

@@ -6,6 +6,7 @@ import { bearer, createTenant, memberSession, type Tenant } from './helpers/harn
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 import { startReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
 import { startWorker, webhookApi } from './helpers/webhooks.js';
+import { recordEvents, type RecordedEvents } from './helpers/world.js';
 
 /**
  * A `message.received` event carries the text body (at most 64 KiB of UTF-8, never a character cut),
@@ -23,6 +24,8 @@ interface ReceivedData {
 
 describe(`message.received carries the body and the attachments (${TEST_DIALECT})`, () => {
   let h: MailHarness;
+  /** Events the service emits, recorded through its events service. */
+  let recorded: RecordedEvents;
   let worker: ReturnType<typeof startWorker>;
   let receiver: WebhookReceiver;
   let tenant: Tenant;
@@ -39,6 +42,7 @@ describe(`message.received carries the body and the attachments (${TEST_DIALECT}
 
   beforeAll(async () => {
     h = await startMailHarness({ MAILROOM_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8' });
+    recorded = recordEvents(h.services);
     h.clock.set(Date.now());
     worker = startWorker(h, 20);
     receiver = await startReceiver();
@@ -85,8 +89,8 @@ describe(`message.received carries the body and the attachments (${TEST_DIALECT}
       expect((await h.app.inject({ method: 'GET', url: attachment.download_path })).statusCode).toBe(401);
     }
     // The event stays bounded: 64 KiB of text and the list, not the 80 KB body.
-    const stored = await h.services.database.db.selectFrom('events').select('payload').where('workspace_id', '=', tenant.workspaceId).where('type', '=', 'message.received').execute();
-    expect(Math.max(...stored.map((e) => Buffer.byteLength(e.payload)))).toBeLessThan(EVENT_TEXT_BYTES + 8 * 1024);
+    const stored = recorded.payloads('message.received').filter((payload) => (JSON.parse(payload) as { workspace_id: string }).workspace_id === tenant.workspaceId);
+    expect(Math.max(...stored.map((payload) => Buffer.byteLength(payload)))).toBeLessThan(EVENT_TEXT_BYTES + 8 * 1024);
   });
 
   it('carries a short body whole (truncated: false) and no attachments', async () => {

@@ -3,11 +3,12 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import selfsigned from 'selfsigned';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startServe } from './helpers/cli.js';
 import { createTestDatabase, TEST_DIALECT } from './helpers/database.js';
 import { startSender, type SentItem } from './helpers/outbound.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { startSmtpPeer } from './helpers/smtp-peer.js';
+import { closeAfterTest } from './helpers/world.js';
 
 const USER = 'relay-user';
 const PASS = 's3cret-relay-pass';
@@ -49,39 +50,27 @@ const certificate = () =>
 
 describe(`relay credentials never travel unprotected (${TEST_DIALECT})`, () => {
   let pems: { private: string; cert: string };
-  const peers: SmtpPeer[] = [];
-  const relay = async (options: Parameters<typeof startSmtpPeer>[0]) => {
-    const peer = await startSmtpPeer({ auth: { user: USER, pass: PASS }, ...options });
-    peers.push(peer);
-    return peer;
-  };
+  /** A relay (an SMTP peer taking the one user) for one test: closed when the test finishes. */
+  const relay = async (options: Parameters<typeof startSmtpPeer>[0]) => closeAfterTest(await startSmtpPeer({ auth: { user: USER, pass: PASS }, ...options }));
   beforeAll(async () => {
     pems = await certificate();
-  });
-  afterAll(async () => {
-    for (const peer of peers) await peer.close();
   });
 
   it('defers the mail and never sends AUTH to a relay that offers no TLS', async () => {
     const peer = await relay({});
-    const proxy = await recordingProxy(peer.port);
+    const proxy = closeAfterTest(await recordingProxy(peer.port));
     const sender = await startSender({ MAILROOM_SMTP_RELAY: `smtp://${USER}:${PASS}@127.0.0.1:${proxy.port}` });
-    try {
-      const item = await sender.sendAndWait('someone@elsewhere.test', attempted);
-      // Deferred (decision 201): still queued, retried later, with the reason recorded.
-      expect(item.status).toBe('queued');
-      expect(item.recipients[0]!.status).toBe('pending');
-      expect(item.last_error).toMatch(/^TLS with the relay failed, so its credentials were not sent/);
-      expect(peer.auths).toEqual([]);
-      expect(peer.accepted).toEqual([]);
-      expect(proxy.sent()).toContain('STARTTLS');
-      expect(proxy.sent()).not.toMatch(/AUTH/i);
-      expect(proxy.sent()).not.toContain(Buffer.from(`\0${USER}\0${PASS}`).toString('base64'));
-      expect(proxy.sent()).not.toContain(PASS);
-    } finally {
-      await sender.close();
-      await proxy.close();
-    }
+    const item = await sender.sendAndWait('someone@elsewhere.test', attempted);
+    // Deferred (decision 201): still queued, retried later, with the reason recorded.
+    expect(item.status).toBe('queued');
+    expect(item.recipients[0]!.status).toBe('pending');
+    expect(item.last_error).toMatch(/^TLS with the relay failed, so its credentials were not sent/);
+    expect(peer.auths).toEqual([]);
+    expect(peer.accepted).toEqual([]);
+    expect(proxy.sent()).toContain('STARTTLS');
+    expect(proxy.sent()).not.toMatch(/AUTH/i);
+    expect(proxy.sent()).not.toContain(Buffer.from(`\0${USER}\0${PASS}`).toString('base64'));
+    expect(proxy.sent()).not.toContain(PASS);
   });
 
   it.each([
@@ -90,25 +79,19 @@ describe(`relay credentials never travel unprotected (${TEST_DIALECT})`, () => {
   ])('refuses a self-signed certificate over %s unless the URL says ?tls=insecure', async (_name, secure, scheme) => {
     const peer = await relay({ tls: { key: pems.private, cert: pems.cert }, secure });
     const strict = await startSender({ MAILROOM_SMTP_RELAY: `${scheme}://${USER}:${PASS}@127.0.0.1:${peer.port}` });
-    try {
-      const item = await strict.sendAndWait('someone@elsewhere.test', attempted);
-      expect(item.status).toBe('queued');
-      expect(item.last_error).toMatch(/^TLS with the relay failed, so its credentials were not sent: .*(self[- ]signed|certificate)/i);
-      expect(peer.auths).toEqual([]);
-      expect(peer.accepted).toEqual([]);
-    } finally {
-      await strict.close();
-    }
+    const deferred = await strict.sendAndWait('someone@elsewhere.test', attempted);
+    expect(deferred.status).toBe('queued');
+    expect(deferred.last_error).toMatch(/^TLS with the relay failed, so its credentials were not sent: .*(self[- ]signed|certificate)/i);
+    expect(peer.auths).toEqual([]);
+    expect(peer.accepted).toEqual([]);
+    // The strict service stops now: its deferred message must not reach the relay once the other service is there.
+    await strict.close();
     const lab = await startSender({ MAILROOM_SMTP_RELAY: `${scheme}://${USER}:${PASS}@127.0.0.1:${peer.port}?tls=insecure` });
-    try {
-      const item = await lab.sendAndWait('someone@elsewhere.test');
-      expect(item.status).toBe('accepted');
-      expect(peer.auths).toEqual([USER]);
-      expect(peer.accepted).toHaveLength(1);
-      expect(peer.accepted[0]!.secure).toBe(true);
-    } finally {
-      await lab.close();
-    }
+    const item = await lab.sendAndWait('someone@elsewhere.test');
+    expect(item.status).toBe('accepted');
+    expect(peer.auths).toEqual([USER]);
+    expect(peer.accepted).toHaveLength(1);
+    expect(peer.accepted[0]!.secure).toBe(true);
   });
 
   it('delivers over verified TLS to a relay whose certificate the process trusts (NODE_EXTRA_CA_CERTS)', async () => {
@@ -117,28 +100,29 @@ describe(`relay credentials never travel unprotected (${TEST_DIALECT})`, () => {
     const dir = mkdtempSync(join(tmpdir(), 'mailroom-relay-ca-'));
     const caFile = join(dir, 'ca.pem');
     writeFileSync(caFile, pems.cert);
+    closeAfterTest({ close: () => rmSync(dir, { recursive: true, force: true }) });
     const database = await createTestDatabase();
+    closeAfterTest({ close: () => database.drop() });
     const env = { MAILROOM_DATABASE_URL: database.url, ...database.secretEnv, MAILROOM_LOG_LEVEL: 'info', MAILROOM_RATE_LIMIT_PER_MINUTE: '0', MAILROOM_SMTP_RELAY: `smtp://${USER}:${PASS}@127.0.0.1:${peer.port}` };
     const boot = await runCli(['admin', 'bootstrap', '--email', 'relay@example.com', '--password', 'correct horse battery', '--workspace', 'Relay', '--json'], env);
     expect(boot.code, boot.stderr).toBe(0);
     const apiKey = (JSON.parse(boot.stdout) as { api_key: string }).api_key;
     const server = await startServe(['--role', 'api,worker'], { ...env, MAILROOM_HTTP_PORT: '0', NODE_EXTRA_CA_CERTS: caFile });
-    try {
-      const auth = { authorization: `Bearer ${apiKey}` };
-      const headers = { ...auth, 'content-type': 'application/json' };
-      expect((await fetch(`${server.url}/mailboxes?address=newsletter@mailroom.localhost`, { method: 'POST', headers: auth })).status).toBe(201);
-      const sent = await fetch(`${server.url}/send`, { method: 'POST', headers, body: JSON.stringify({ from_mailbox: 'newsletter@mailroom.localhost', to: 'someone@elsewhere.test', subject: 'Hi', body: 'Hello' }) });
-      expect(sent.status).toBe(202);
-      const deadline = Date.now() + 15_000;
-      while (peer.accepted.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      expect(peer.accepted, server.logs()).toHaveLength(1);
-      expect(peer.accepted[0]!.secure).toBe(true);
-      expect(peer.auths).toEqual([USER]);
-    } finally {
-      server.child.kill('SIGTERM');
-      await server.exited;
-      await database.drop();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    closeAfterTest({
+      close: async () => {
+        server.child.kill('SIGTERM');
+        await server.exited;
+      },
+    });
+    const auth = { authorization: `Bearer ${apiKey}` };
+    const headers = { ...auth, 'content-type': 'application/json' };
+    expect((await fetch(`${server.url}/mailboxes?address=newsletter@mailroom.localhost`, { method: 'POST', headers: auth })).status).toBe(201);
+    const sent = await fetch(`${server.url}/send`, { method: 'POST', headers, body: JSON.stringify({ from_mailbox: 'newsletter@mailroom.localhost', to: 'someone@elsewhere.test', subject: 'Hi', body: 'Hello' }) });
+    expect(sent.status).toBe(202);
+    const deadline = Date.now() + 15_000;
+    while (peer.accepted.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(peer.accepted, server.logs()).toHaveLength(1);
+    expect(peer.accepted[0]!.secure).toBe(true);
+    expect(peer.auths).toEqual([USER]);
   });
 });

@@ -1,13 +1,14 @@
 import { Resolver } from 'node:dns/promises';
 import dns2 from 'dns2';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { CAPTURED_REPLY } from '../src/modules/sandbox/sandbox-outbox.service.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
 import { startReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
-import { eventually, startWorker, webhookApi } from './helpers/webhooks.js';
+import { eventually, webhookApi } from './helpers/webhooks.js';
+import { mailWorld } from './helpers/world.js';
 
 interface DnsRecordView {
   name: string;
@@ -38,8 +39,9 @@ function resolverAt(address: string): Resolver {
 }
 
 describe(`sandbox mode (${TEST_DIALECT})`, () => {
+  // No peer: a sandbox delivers nothing over SMTP.
+  const world = mailWorld({ env: { MAILROOM_WEBHOOK_BACKOFF_BASE_MS: '60000' }, sandbox: true, peer: false, mx: [] });
   let h: MailHarness;
-  let worker: ReturnType<typeof startWorker>;
   let receiver: WebhookReceiver;
   let acme: Tenant;
   let other: Tenant;
@@ -66,23 +68,17 @@ describe(`sandbox mode (${TEST_DIALECT})`, () => {
     (await get('/app/api/sandbox/outbox', member)).json<{ captured_messages: Captured[] }>().captured_messages.filter((c) => c.message_id === messageId);
 
   beforeAll(async () => {
-    h = await startMailHarness({ MAILROOM_WEBHOOK_BACKOFF_BASE_MS: '60000' }, { sandbox: true });
+    h = world.h;
     dnsServer = h.services.sandboxDns!.address;
-    worker = startWorker(h, 20);
-    receiver = await startReceiver();
-    acme = await createTenant(h, 'Acme');
-    other = await createTenant(h, 'Other');
+    receiver = world.own(await startReceiver());
+    acme = await world.tenant('Acme');
+    other = await world.tenant('Other');
     owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
     member = (await memberSession(h, acme.workspaceId, 'member')).token;
     otherOwner = (await memberSession(h, other.workspaceId, 'owner')).token;
     for (const address of ['newsletter@mailroom.localhost', 'orders@mailroom.localhost', 'catchall@mailroom.localhost']) {
       expect((await h.app.inject({ method: 'POST', url: `/mailboxes?address=${address}`, headers: bearer(acme.apiKey) })).statusCode).toBe(201);
     }
-  });
-  afterAll(async () => {
-    await worker.close();
-    await receiver.close();
-    await h.close();
   });
 
   it('says it is a sandbox in the header of every answer, and where its DNS server is', async () => {
@@ -302,26 +298,16 @@ describe(`sandbox mode (${TEST_DIALECT})`, () => {
 });
 
 describe(`without --sandbox nothing of it is active (${TEST_DIALECT})`, () => {
+  const world = mailWorld();
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: ReturnType<typeof startWorker>;
   let acme: Tenant;
   let owner: string;
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-    worker = startWorker(h, 20);
-    acme = await createTenant(h, 'Acme');
+    ({ h, peer } = world);
+    acme = await world.tenant('Acme', ['newsletter@mailroom.localhost']);
     owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
-    await h.app.inject({ method: 'POST', url: '/mailboxes?address=newsletter@mailroom.localhost', headers: bearer(acme.apiKey) });
-  });
-  afterAll(async () => {
-    await worker.close();
-    await h.close();
-    await peer.close();
   });
 
   it('has no sandbox routes, header or DNS server', async () => {
@@ -355,21 +341,15 @@ describe(`without --sandbox nothing of it is active (${TEST_DIALECT})`, () => {
 });
 
 describe(`a loopback webhook receiver allowed by MAILROOM_WEBHOOK_ALLOW_CIDRS (${TEST_DIALECT})`, () => {
+  const world = mailWorld({ env: { MAILROOM_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8' }, peer: false, mx: [] });
   let h: MailHarness;
-  let worker: ReturnType<typeof startWorker>;
   let receiver: WebhookReceiver;
   let owner: string;
 
   beforeAll(async () => {
-    h = await startMailHarness({ MAILROOM_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8' });
-    worker = startWorker(h, 20);
-    receiver = await startReceiver();
-    owner = (await memberSession(h, (await createTenant(h)).workspaceId, 'owner')).token;
-  });
-  afterAll(async () => {
-    await worker.close();
-    await receiver.close();
-    await h.close();
+    h = world.h;
+    receiver = world.own(await startReceiver());
+    owner = (await memberSession(h, (await world.tenant()).workspaceId, 'owner')).token;
   });
 
   it('takes http://localhost:PORT (its ::1 not allowed, its 127.0.0.1 is) and delivers to 127.0.0.1', async () => {

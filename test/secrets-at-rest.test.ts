@@ -5,11 +5,9 @@ import { dirname, join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { authenticate } from 'mailauth';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/config.js';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
 import { createDnsResolver } from '../src/lib/dns.js';
-import { createLogger } from '../src/lib/logger.js';
 import { generateDkimKeyPair } from '../src/modules/domains/dkim-keys.js';
 import { createServices } from '../src/main.js';
 import { parseSecretKey } from '../src/lib/secret-box.js';
@@ -17,11 +15,12 @@ import { loadSecretKey } from '../src/modules/secrets/secret-key.js';
 import { signingSecrets } from '../src/modules/webhooks/webhook.service.js';
 import { runCli } from './helpers/cli.js';
 import { createTestDatabase, TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
 import { startReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
 import { SECRET_A, SECRET_B } from './helpers/webhooks.js';
+import { mailWorld } from './helpers/world.js';
 
 /** Another valid key than the one the database was started with. */
 const OTHER_KEY = Buffer.alloc(32, 7).toString('base64');
@@ -53,10 +52,10 @@ async function rawClient(url: string) {
 }
 
 describe(`secrets at rest (${TEST_DIALECT})`, () => {
+  const world = mailWorld({ env: { MAILROOM_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8', MAILROOM_WEBHOOK_BACKOFF_BASE_MS: '100' }, mx: [], a: ['peer.test'] });
   let h: MailHarness;
   let peer: SmtpPeer;
   let receiver: WebhookReceiver;
-  let worker: Worker;
   let acme: Tenant;
   let ownerToken: string;
   let raw: Awaited<ReturnType<typeof rawClient>>;
@@ -64,22 +63,11 @@ describe(`secrets at rest (${TEST_DIALECT})`, () => {
   const dump = async () => JSON.stringify(await Promise.all(['sending_domains', 'service_keys', 'webhooks'].map((t) => raw.all(`select * from ${t}`))));
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    receiver = await startReceiver();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port), MAILROOM_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8', MAILROOM_WEBHOOK_BACKOFF_BASE_MS: '100' });
-    h.dns.set('peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h, 'Acme');
+    ({ h, peer } = world);
+    receiver = world.own(await startReceiver());
+    acme = await world.tenant('Acme');
     ownerToken = (await memberSession(h, acme.workspaceId, 'owner')).token;
-    raw = await rawClient(h.database.url);
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await raw.close();
-    await h.close();
-    await receiver.close();
-    await peer.close();
+    raw = world.own(await rawClient(h.database.url));
   });
 
   async function settle(id: string): Promise<string> {

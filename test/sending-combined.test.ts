@@ -1,14 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import PostalMime from 'postal-mime';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { createLogger } from '../src/lib/logger.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { rfc5322Date } from '../src/modules/sending/schedule.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type ReceivedMail, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { ReceivedMail, SmtpPeer } from './helpers/smtp-peer.js';
 import { messageOfReturnPath } from './helpers/reports.js';
+import { mailWorld } from './helpers/world.js';
 
 type Item = { index: number; message_id?: string; status?: string; send_at?: string; suppressed?: string[]; status_code?: number; error?: { error: string; detail: string } };
 type BatchAnswer = { messages: Item[]; queued: number; failed: number };
@@ -39,27 +38,17 @@ const file = (filename: string, bytes: Buffer, extra: Record<string, unknown> = 
  * through the real SMTP peer with a manual clock.
  */
 describe(`sending features combined (${TEST_DIALECT})`, () => {
+  const world = mailWorld({ env: { MAILROOM_DELIVERY_RETRY_BASE_MS: '60000' } });
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let member: string;
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port), MAILROOM_DELIVERY_RETRY_BASE_MS: '60000' });
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h, 'Acme');
+    ({ h, peer } = world);
+    acme = await world.tenant('Acme');
     expect((await h.app.inject({ method: 'POST', url: `/mailboxes?address=${NEWS}`, headers: bearer(acme.apiKey) })).statusCode).toBe(201);
     member = (await memberSession(h, acme.workspaceId, 'member')).token;
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
   });
 
   const message = (n: string, extra: Record<string, unknown> = {}) => ({ from_mailbox: NEWS, to: `${n}@peer.test`, subject: `Combined ${n}`, body: `Hello ${n}`, ...extra });
@@ -77,7 +66,7 @@ describe(`sending features combined (${TEST_DIALECT})`, () => {
     expect(res.statusCode, res.body).toBe(200);
     return res.json<SentView>();
   }
-  const statusOf = async (id: string) => (await h.services.database.db.selectFrom('outbound').select('status').where('message_id', '=', id).executeTakeFirst())?.status;
+  const statusOf = async (id: string) => (await world.message(acme, id))?.status;
   /** The message settled (accepted or failed) and, if any copy left, the one the peer took. */
   async function settled(id: string, expected = 'accepted'): Promise<ReceivedMail | undefined> {
     await expect.poll(() => statusOf(id), { timeout: 15_000 }).toBe(expected);
@@ -212,9 +201,9 @@ describe(`sending features combined (${TEST_DIALECT})`, () => {
     // Its only recipient suppressed: the message fails without a connection, and says why.
     expect(await settled(alone.message_id, 'failed')).toBeUndefined();
     expect((await sentView(alone.message_id)).recipients).toMatchObject([{ address: 'later-gone@peer.test', status: 'failed', response: expect.stringContaining('suppression list') as unknown }]);
-    const failed = (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', 'message.failed').execute()).filter((e) => e.payload.includes(alone.message_id));
+    const failed = world.events('message.failed').filter((e) => JSON.stringify(e).includes(alone.message_id));
     expect(failed).toHaveLength(1);
-    expect(failed[0]!.payload).toContain('later-gone@peer.test');
+    expect(JSON.stringify(failed[0])).toContain('later-gone@peer.test');
     expect(peer.accepted.filter((m) => m.recipients.includes('later-gone@peer.test'))).toHaveLength(0);
   });
 

@@ -1,14 +1,13 @@
 import { authenticate } from 'mailauth';
 import { asWork } from '../src/db/tables.js';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createDnsResolver } from '../src/lib/dns.js';
-import { createLogger } from '../src/lib/logger.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
+import { mailWorld } from './helpers/world.js';
 
 interface DnsRecord {
   record_name: string;
@@ -40,28 +39,18 @@ interface Checked extends Domain {
 const RETURN_PATH = 'mailroom.localhost';
 
 describe(`sending domains tell what is wrong, are deleted and show their records again (${TEST_DIALECT})`, () => {
+  const world = mailWorld();
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let owner: string;
   let otherOwner: string;
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h, 'Acme');
+    ({ h, peer } = world);
+    acme = await world.tenant('Acme');
     owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
-    otherOwner = (await memberSession(h, (await createTenant(h, 'Other')).workspaceId, 'owner')).token;
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
+    otherOwner = (await memberSession(h, (await world.tenant('Other')).workspaceId, 'owner')).token;
   });
 
   const call = (method: 'GET' | 'POST' | 'DELETE', url: string, token = owner) => h.app.inject({ method, url, headers: session(token) });
@@ -214,7 +203,9 @@ describe(`sending domains tell what is wrong, are deleted and show their records
     expect(deleted.json()).toEqual({ ok: true, domain_id: d.domain_id, domain: 'leaving.example' });
     expect(errorOf(await call('GET', `/app/api/sending-domains/${d.domain_id}`))).toMatchObject({ status: 404, error: 'domain_not_found' });
     expect(errorOf(await call('DELETE', `/app/api/sending-domains/${d.domain_id}`))).toMatchObject({ status: 404, error: 'domain_not_found' });
-    expect(await h.services.database.db.selectFrom('service_tokens').select('id').where('id', '=', tokenId).execute()).toEqual([]);
+    // The token went with its mailbox: neither listed nor found.
+    expect((await call('GET', `/app/api/service-tokens/${tokenId}`)).statusCode).toBe(404);
+    expect((await call('GET', '/app/api/service-tokens')).body).not.toContain(tokenId);
     // Gone means no mailbox there any more, and the name can be added (and verified) anew.
     expect(errorOf(await h.app.inject({ method: 'POST', url: '/mailboxes?address=e@leaving.example', headers: bearer(acme.apiKey) }))).toMatchObject({ status: 400, error: 'domain_not_allowed' });
     expect((await create('leaving.example')).status).toBe('pending');

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
+import { recordEvents, type RecordedEvents } from './helpers/world.js';
 
 interface Created {
   domain_id: string;
@@ -13,6 +14,8 @@ interface Created {
 
 describe(`sending domains (${TEST_DIALECT})`, () => {
   let h: MailHarness;
+  /** Events the service emits, recorded through its events service. */
+  let recorded: RecordedEvents;
   let acme: Tenant;
   let other: Tenant;
   let owner: string;
@@ -22,6 +25,7 @@ describe(`sending domains (${TEST_DIALECT})`, () => {
 
   beforeAll(async () => {
     h = await startMailHarness();
+    recorded = recordEvents(h.services);
     acme = await createTenant(h, 'Acme');
     other = await createTenant(h, 'Other');
     owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
@@ -93,10 +97,10 @@ describe(`sending domains (${TEST_DIALECT})`, () => {
     expect(verified.json()).toMatchObject({ domain_id: created.domain_id, status: 'verified', verified_at: new Date(h.clock.now()).toISOString() });
     expect((await verify()).json()).toMatchObject({ status: 'verified' });
 
-    const events = await h.services.database.db.selectFrom('events').select(['payload', 'workspace_id']).where('type', '=', 'domain.verified').execute();
+    const events = recorded.events('domain.verified');
     expect(events).toHaveLength(1);
     expect(events[0]!.workspace_id).toBe(acme.workspaceId);
-    expect(JSON.parse(events[0]!.payload)).toMatchObject({ event_type: 'domain.verified', data: { domain_id: created.domain_id, domain: 'verify-me.example', status: 'verified' } });
+    expect(events[0]).toMatchObject({ event_type: 'domain.verified', data: { domain_id: created.domain_id, domain: 'verify-me.example', status: 'verified' } });
 
     expect((await h.app.inject({ method: 'POST', url: '/mailboxes?address=hello@verify-me.example', headers: bearer(acme.apiKey) })).statusCode).toBe(201);
     // Another workspace does not gain the domain.

@@ -1,10 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { createLogger } from '../src/lib/logger.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, login, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, login, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
+import { mailWorld } from './helpers/world.js';
 
 interface Attempt {
   at: string;
@@ -33,33 +32,23 @@ const PEER_MX = expect.stringContaining('mx1.peer.test') as unknown;
  * delivery view; another workspace's sent message is a 404.
  */
 describe(`delivery on the API-key surface: GET /sent and the message view (${TEST_DIALECT})`, () => {
+  const world = mailWorld();
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let other: Tenant;
   let token: string;
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
+    ({ h, peer } = world);
     peer.refuse.add('gone@peer.test');
     peer.refuse.add('nobody@peer.test');
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h, 'Acme');
-    other = await createTenant(h, 'Other');
+    acme = await world.tenant('Acme');
+    other = await world.tenant('Other');
     token = await login(h, acme.ownerEmail, acme.password);
     for (const [tenant, address] of [[acme, NEWS], [other, 'theirs@mailroom.localhost']] as const) {
       expect((await h.app.inject({ method: 'POST', url: `/mailboxes?address=${address}`, headers: bearer(tenant.apiKey) })).statusCode).toBe(201);
     }
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
   });
 
   const get = async <T>(url: string, headers: Record<string, string> = bearer(acme.apiKey)): Promise<T> => {

@@ -1,14 +1,13 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { authenticate } from 'mailauth';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createDnsResolver } from '../src/lib/dns.js';
-import { createLogger } from '../src/lib/logger.js';
 import { rfc5322Date } from '../src/modules/sending/schedule.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type ReceivedMail, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { ReceivedMail, SmtpPeer } from './helpers/smtp-peer.js';
+import { mailWorld } from './helpers/world.js';
 
 /** A Python 3 that can `import dkim` (Debian's python3-dkim installs into /usr/bin/python3's path); null when none can. */
 function dkimpyPython(): string | null {
@@ -80,26 +79,23 @@ const PDF = Buffer.from('%PDF-1.4 résumé\n').toString('base64');
  * that shares no code with the signer) and by mailauth, and read back by Python's MIME parser.
  */
 describe.skipIf(python === null)(`signatures verify everywhere (${TEST_DIALECT})${python === null ? ' — skipped: python3-dkim (dkimpy) is not installed; apt-get install python3-dkim' : ''}`, () => {
+  const world = mailWorld();
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let other: Tenant;
   let acmeToken: string;
   const records: Record<string, string> = {};
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
+    ({ h, peer } = world);
     const publish = (name: string, txt: string) => {
       records[name] = txt;
       h.dns.set(name, { TXT: [txt] });
     };
     publish('mailroom._domainkey.mailroom.localhost', `v=DKIM1; k=rsa; p=${(await h.services.domains.hostedKey()).publicKey}`);
-    acme = await createTenant(h, 'Acme');
-    other = await createTenant(h, 'Other');
+    acme = await world.tenant('Acme');
+    other = await world.tenant('Other');
     acmeToken = (await memberSession(h, acme.workspaceId, 'owner')).token;
     await h.app.inject({ method: 'POST', url: '/mailboxes?address=newsletter@mailroom.localhost', headers: bearer(acme.apiKey) });
     await h.app.inject({ method: 'POST', url: '/mailboxes?address=theirs@mailroom.localhost', headers: bearer(other.apiKey) });
@@ -110,13 +106,6 @@ describe.skipIf(python === null)(`signatures verify everywhere (${TEST_DIALECT})
     publish(created.dkim.record_name, created.dkim.record_value);
     h.dns.set('_dmarc.brand.example', { TXT: ['v=DMARC1; p=reject'] });
     expect((await h.app.inject({ method: 'POST', url: '/mailboxes?address=hello@brand.example', headers: bearer(acme.apiKey) })).statusCode).toBe(201);
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker?.stop(2000);
-    await h?.close();
-    await peer?.close();
   });
 
   const send = async (payload: Record<string, unknown>, key = acme.apiKey) => {

@@ -156,8 +156,9 @@ describe(`durability of accepted mail (${TEST_DIALECT})`, () => {
       }
       const services = await createServices(loadConfig({ MAILROOM_DATABASE_URL: database.url, ...database.secretEnv, MAILROOM_LOG_LEVEL: 'silent' }));
       try {
-        const rows = await services.database.db.selectFrom('messages').select('id').where('workspace_id', '=', workspaceId).execute();
-        expect(rows.map((r) => r.id).sort()).toEqual([...sent].sort());
+        // Read back through the message service, as the API would list them (inbound mail is in the inbox).
+        const page = await services.messages.list({ workspaceId, role: 'api_key', userId: null }, { limit: 500, offset: 0 });
+        expect(page.messages.map((m) => m.message_id).sort()).toEqual([...sent].sort());
       } finally {
         await services.database.destroy();
       }

@@ -1,11 +1,10 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { createLogger } from '../src/lib/logger.js';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
+import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
 import { arf, dsn } from './helpers/reports.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
+import { mailWorld } from './helpers/world.js';
 
 const FROM = 'sender@mailroom.localhost';
 
@@ -19,9 +18,9 @@ interface Suppression {
 }
 
 describe(`suppressions (${TEST_DIALECT})`, () => {
+  const world = mailWorld({ mx: [], a: ['peer.test'] });
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let other: Tenant;
   let owner: string;
@@ -29,23 +28,14 @@ describe(`suppressions (${TEST_DIALECT})`, () => {
   let otherOwner: string;
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
-    h.dns.set('peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h, 'Acme');
-    other = await createTenant(h, 'Other');
+    ({ h, peer } = world);
+    acme = await world.tenant('Acme');
+    other = await world.tenant('Other');
     owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
     member = (await memberSession(h, acme.workspaceId, 'member')).token;
     otherOwner = (await memberSession(h, other.workspaceId, 'owner')).token;
     await h.app.inject({ method: 'POST', url: `/mailboxes?address=${FROM}`, headers: bearer(acme.apiKey) });
     await h.app.inject({ method: 'POST', url: '/mailboxes?address=other@mailroom.localhost', headers: bearer(other.apiKey) });
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
   });
   beforeEach(() => {
     peer.behaviour = 'accept';
@@ -62,8 +52,8 @@ describe(`suppressions (${TEST_DIALECT})`, () => {
   async function settled(id: string): Promise<{ status: string; recipients: Array<{ address: string; status: string }> }> {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
-      const row = await h.services.database.db.selectFrom('outbound').select(['status', 'recipients_json']).where('message_id', '=', id).executeTakeFirstOrThrow();
-      if (row.status !== 'queued' && row.status !== 'processing') return { status: row.status, recipients: JSON.parse(row.recipients_json) as Array<{ address: string; status: string }> };
+      const view = await world.message(acme, id);
+      if (view?.status !== undefined && view.status !== 'queued' && view.status !== 'processing') return { status: view.status, recipients: view.recipients ?? [] };
       await new Promise((r) => setTimeout(r, 25));
     }
     throw new Error(`message ${id} not settled`);
@@ -75,10 +65,7 @@ describe(`suppressions (${TEST_DIALECT})`, () => {
     await settled(id);
     return id;
   }
-  const events = async (type: string, messageId: string) =>
-    (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', type).execute())
-      .map((e) => JSON.parse(e.payload) as { workspace_id: string; data: Record<string, unknown> })
-      .filter((e) => e.data.message_id === messageId);
+  const events = async (type: string, messageId: string) => Promise.resolve(world.events(type).filter((e) => e.data.message_id === messageId));
 
   describe('added automatically', () => {
     it('a DSN with a 5.x.x status suppresses its recipient; message.bounced says so, with the status', async () => {
@@ -152,7 +139,7 @@ describe(`suppressions (${TEST_DIALECT})`, () => {
       expect(res.json<{ detail: string; suppressed: string[] }>()).toMatchObject({ detail: expect.stringContaining('blocked@peer.test') as unknown, suppressed: ['blocked@peer.test'] });
       const session422 = await app('POST', '/send', member, { from_mailbox: FROM, to: 'blocked@peer.test', subject: 'Hi', body: 'x' });
       expect(errorOf(session422)).toMatchObject({ status: 422, error: 'recipient_suppressed' });
-      const stored = await h.services.database.db.selectFrom('messages').select('id').where('workspace_id', '=', acme.workspaceId).where('to_json', 'like', '%blocked@peer.test%').execute();
+      const stored = (await world.sentMessages(acme)).filter((m) => JSON.stringify(m.to).includes('blocked@peer.test'));
       expect(stored).toHaveLength(0);
       expect(peer.received.length).toBe(before);
     });

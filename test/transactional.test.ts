@@ -1,12 +1,11 @@
 import PostalMime from 'postal-mime';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createWorker, type Worker } from '../src/jobs/worker.js';
-import { createLogger } from '../src/lib/logger.js';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { hashToken } from '../src/lib/secrets.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
-import { startMailHarness, type MailHarness } from './helpers/mail.js';
-import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
+import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
+import type { MailHarness } from './helpers/mail.js';
+import type { SmtpPeer } from './helpers/smtp-peer.js';
+import { mailWorld } from './helpers/world.js';
 
 interface TokenView {
   token_id: string;
@@ -32,9 +31,9 @@ interface StatusView {
 }
 
 describe(`transactional API: service tokens and exactly-once sending (${TEST_DIALECT})`, () => {
+  const world = mailWorld();
   let h: MailHarness;
   let peer: SmtpPeer;
-  let worker: Worker;
   let acme: Tenant;
   let other: Tenant;
   let owner: string;
@@ -68,8 +67,8 @@ describe(`transactional API: service tokens and exactly-once sending (${TEST_DIA
     });
   const lookup = (credential: string, url: string) => h.app.inject({ method: 'GET', url, headers: bearer(credential) });
   const message = (extra: Record<string, unknown> = {}) => ({ from_mailbox: 'auth@acme.test', to: 'user@peer.test', subject: 'Your code', body: 'Code: 123456', ...extra });
-  const messagesWithSubject = async (subject: string) =>
-    (await h.services.database.db.selectFrom('messages').select('id').where('workspace_id', '=', acme.workspaceId).where('subject', '=', subject).execute()).length;
+  /** A transactional message is stored as its workspace's copy in `sent`. */
+  const messagesWithSubject = async (subject: string) => (await world.sentMessages(acme)).filter((m) => m.subject === subject).length;
 
   async function settle(credential: string, id: string, timeoutMs = 10_000): Promise<StatusView> {
     const deadline = Date.now() + timeoutMs;
@@ -82,12 +81,9 @@ describe(`transactional API: service tokens and exactly-once sending (${TEST_DIA
   }
 
   beforeAll(async () => {
-    peer = await startSmtpPeer();
-    h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
-    h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
-    h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
-    acme = await createTenant(h, 'Acme');
-    other = await createTenant(h, 'Other');
+    ({ h, peer } = world);
+    acme = await world.tenant('Acme');
+    other = await world.tenant('Other');
     owner = (await memberSession(h, acme.workspaceId, 'owner')).token;
     member = (await memberSession(h, acme.workspaceId, 'member')).token;
     otherOwner = (await memberSession(h, other.workspaceId, 'owner')).token;
@@ -96,13 +92,6 @@ describe(`transactional API: service tokens and exactly-once sending (${TEST_DIA
     const created = await createToken(owner, { name: 'login codes', domain_id: domainId, mailbox: 'auth@acme.test' });
     expect(created.statusCode).toBe(201);
     token = created.json<TokenView & { token: string }>();
-    worker = createWorker(h.services.handlers, { queue: h.services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
-    worker.start();
-  });
-  afterAll(async () => {
-    await worker.stop(2000);
-    await h.close();
-    await peer.close();
   });
   beforeEach(() => {
     peer.behaviour = 'accept';
@@ -188,8 +177,8 @@ describe(`transactional API: service tokens and exactly-once sending (${TEST_DIA
       // The copy in `sent` with message.sent in the same transaction.
       const sent = await h.app.inject({ method: 'GET', url: '/app/api/sent', headers: session(owner) });
       expect(sent.json<{ messages: Array<{ message_id: string }> }>().messages.map((m) => m.message_id)).toContain(body.message_id);
-      const events = await h.services.database.db.selectFrom('events').select('payload').where('type', '=', 'message.sent').execute();
-      expect(events.filter((e) => e.payload.includes(body.message_id))).toHaveLength(1);
+      const events = world.events('message.sent');
+      expect(events.filter((e) => JSON.stringify(e).includes(body.message_id))).toHaveLength(1);
     });
 
     it('replays the original 202 for the same key and canonical payload, and 409s other content', async () => {
@@ -248,7 +237,7 @@ describe(`transactional API: service tokens and exactly-once sending (${TEST_DIA
       const accepted = answers.filter((a) => a.statusCode === 202);
       expect(accepted).toHaveLength(1);
       expect(answers.filter((a) => a.statusCode === 409).map((a) => errorOf(a).error)).toEqual(Array.from({ length: 19 }, () => 'idempotency_key_reused'));
-      const rows = await h.services.database.db.selectFrom('messages').select('subject').where('workspace_id', '=', acme.workspaceId).where('subject', 'like', 'race %').execute();
+      const rows = (await world.sentMessages(acme)).filter((m) => m.subject?.startsWith('race ') === true);
       expect(rows).toHaveLength(1);
     });
 
