@@ -1,3 +1,4 @@
+import { afterCommit } from '../../src/db/commit-hooks.js';
 import { afterAll, beforeAll, onTestFinished } from 'vitest';
 import { createWorker, type Worker } from '../../src/jobs/worker.js';
 import { createLogger } from '../../src/lib/logger.js';
@@ -52,13 +53,13 @@ export interface RecordedEvents {
 
 /**
  * Record every event the service emits from now on, through the events service's own subscription (not its table).
- * It records an event as it is written: an emit whose transaction then rolled back is recorded too. Events stored
- * without calling subscribers (a webhook's test event) are not recorded.
+ * It records an event once its transaction has committed (an emit that is rolled back is never recorded), before
+ * the writer hears of the commit. Events stored without calling subscribers (a webhook's test event) are not recorded.
  */
 export function recordEvents(services: Pick<Services, 'events'>): RecordedEvents {
   const seen: Array<{ type: string; payload: string; event: WorldEvent }> = [];
-  services.events.subscribe(async (_trx, event) => {
-    seen.push({ type: event.type, payload: event.payload, event: JSON.parse(event.payload) as WorldEvent });
+  services.events.subscribe(async (trx, event) => {
+    await afterCommit(trx, () => seen.push({ type: event.type, payload: event.payload, event: JSON.parse(event.payload) as WorldEvent }));
   });
   const of = (type?: string) => seen.filter((e) => type === undefined || e.type === type);
   return { events: (type) => of(type).map((e) => e.event), payloads: (type) => of(type).map((e) => e.payload) };
