@@ -9,7 +9,7 @@ import { createEventStore } from '../src/modules/events/event.store.js';
 import { createEventsService, type EventsService } from '../src/modules/events/events.service.js';
 import { createServices, type Services } from '../src/main.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from './helpers/database.js';
-import { jobsOf, uniqueQueue } from './helpers/jobs.js';
+import { uniqueQueue } from './helpers/jobs.js';
 
 describe(`events outbox (${TEST_DIALECT})`, () => {
   let database: TestDatabase;
@@ -29,6 +29,8 @@ describe(`events outbox (${TEST_DIALECT})`, () => {
   });
 
   const db = () => services.database.db;
+  /** Every job of a queue, dead ones included, as the queue shows them. */
+  const jobsOf = (name: string) => services.queue.inspect(asWork(db()), { queue: name });
   const eventRow = (id: string) => db().selectFrom('events').select(['id', 'workspace_id', 'type', 'payload', 'created_at']).where('id', '=', id).executeTakeFirst();
 
   /** A fresh service (subscribers cannot be removed) whose subscriber enqueues one job per event, as webhook fan-out does. */
@@ -77,8 +79,8 @@ describe(`events outbox (${TEST_DIALECT})`, () => {
     events.subscribe(async (trx, event) => {
       order.push('second');
       // The first subscriber's job is already visible here: same transaction.
-      const jobs = await tablesOf<Database>(trx).selectFrom('jobs').select('payload').where('queue', '=', queueName).execute();
-      expect(jobs.map((j) => JSON.parse(j.payload) as unknown)).toEqual([{ event_id: event.id }]);
+      const jobs = await services.queue.inspect(trx, { queue: queueName });
+      expect(jobs.map((j) => j.payload)).toEqual([{ event_id: event.id }]);
     });
     events.subscribe(async () => {
       order.push('third');
@@ -97,10 +99,10 @@ describe(`events outbox (${TEST_DIALECT})`, () => {
     expect(seen[0]!.event).toEqual(event);
     expect(order).toEqual(['second', 'third']);
     expect(await eventRow(event.id)).toBeDefined();
-    const jobs = await jobsOf(db(), queueName);
+    const jobs = await jobsOf(queueName);
     expect(jobs).toHaveLength(1);
-    expect(jobs[0]).toMatchObject({ workspace_id: workspaceId, state: 'pending' });
-    expect(JSON.parse(jobs[0]!.payload)).toEqual({ event_id: event.id });
+    expect(jobs[0]).toMatchObject({ workspaceId, state: 'pending' });
+    expect(jobs[0]!.payload).toEqual({ event_id: event.id });
   });
 
   it('rolls back the event and its subscribers’ jobs together when the transaction fails', async () => {
@@ -114,14 +116,14 @@ describe(`events outbox (${TEST_DIALECT})`, () => {
           emitted = await events.emit(asWork(trx), { workspaceId, type: 'message.failed', data: { reason: 'test' } });
           // Both are there inside the transaction…
           expect(await trx.selectFrom('events').select('id').where('id', '=', emitted.id).executeTakeFirst()).toBeDefined();
-          expect(await trx.selectFrom('jobs').select('id').where('queue', '=', queueName).execute()).toHaveLength(1);
+          expect(await services.queue.inspect(asWork(trx), { queue: queueName })).toHaveLength(1);
           throw new Error('the state change failed');
         }),
     ).rejects.toThrow('the state change failed');
     // …and neither outlives it.
     expect(seen).toHaveLength(1);
     expect(await eventRow(emitted!.id)).toBeUndefined();
-    expect(await jobsOf(db(), queueName)).toEqual([]);
+    expect(await jobsOf(queueName)).toEqual([]);
   });
 
   it('a failing subscriber fails the emit, so the producer’s transaction rolls everything back', async () => {
@@ -137,7 +139,7 @@ describe(`events outbox (${TEST_DIALECT})`, () => {
     ).rejects.toThrow('subscriber broke');
     expect(seen).toHaveLength(1);
     expect(await eventRow(seen[0]!.event.id)).toBeUndefined();
-    expect(await jobsOf(db(), queueName)).toEqual([]);
+    expect(await jobsOf(queueName)).toEqual([]);
   });
 
   it('refuses an event for a workspace that does not exist, and keeps nothing its subscribers wrote', async () => {

@@ -1,6 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type DbHandle } from '../src/db/database.js';
+import { asWork } from '../src/db/tables.js';
+import { createQueue, type Queue } from '../src/jobs/queue.js';
+import { systemClock } from '../src/lib/clock.js';
 import { runCli, startServe } from './helpers/cli.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from './helpers/database.js';
 import { startDnsServer, type TestDnsServer } from './helpers/dns-server.js';
@@ -48,6 +51,8 @@ describe(`kill -9 of the delivery worker never produces two copies (${TEST_DIALE
   let dns: TestDnsServer;
   let peer: SmtpPeer;
   let reader: DbHandle;
+  /** The queue as the children see it, read beside them (this process claims nothing). */
+  let queue: Queue;
   let env: Record<string, string>;
   let apiKey: string;
   let sessionToken: string;
@@ -81,9 +86,7 @@ describe(`kill -9 of the delivery worker never produces two copies (${TEST_DIALE
   const outbound = (id: string) =>
     reader.db.selectFrom('outbound').select(['status', 'data_started_at', 'attempts_json']).where('message_id', '=', id).executeTakeFirstOrThrow() as Promise<OutboundRow>;
   const jobsOf = async (id: string) =>
-    (await reader.db.selectFrom('jobs').select(['payload', 'state', 'attempts', 'lease_token']).where('queue', '=', 'delivery').execute()).filter(
-      (j) => (JSON.parse(j.payload) as { message_id?: string }).message_id === id,
-    );
+    (await queue.inspect<{ message_id?: string }>(asWork(reader.db), { queue: 'delivery' })).filter((j) => j.payload.message_id === id);
   const eventsOf = async (type: string, id: string) =>
     (await reader.db.selectFrom('events').select('payload').where('type', '=', type).execute())
       .map((e) => JSON.parse(e.payload) as { data: { message_id?: string } })
@@ -130,6 +133,7 @@ describe(`kill -9 of the delivery worker never produces two copies (${TEST_DIALE
     apiKey = (JSON.parse(boot.stdout) as { api_key: string }).api_key;
     // The CLI has migrated the database; the test reads it beside the children.
     reader = createDb(database.url, { poolSize: 2 });
+    queue = createQueue({ work: asWork(reader.db), dialect: reader.dialect, clock: systemClock, leaseMs: LEASE_MS });
   });
 
   afterAll(async () => {
@@ -201,7 +205,7 @@ describe(`kill -9 of the delivery worker never produces two copies (${TEST_DIALE
       expect(before.data_started_at).toBeNull(); // DATA never began: the peer cannot have the message
       const [job] = await jobsOf(id);
       expect(job).toMatchObject({ state: 'pending', attempts: 1 });
-      expect(job!.lease_token).not.toBeNull();
+      expect(job!.leaseToken).not.toBeNull();
 
       await kill9(first);
       expect(copies(peer.received, 'before-data@peer.test')).toBe(0);
@@ -312,7 +316,7 @@ describe(`a delivery run whose job was claimed again sends nothing (${TEST_DIALE
     // The run settles its job itself, in the transaction that records the outcome.
     expect(await handler.handle(second!, new AbortController().signal)).toEqual({ type: 'settled' });
     expect((await outbound()).status).toBe('accepted');
-    expect(await h.services.database.db.selectFrom('jobs').select('id').where('id', '=', second!.id).execute()).toEqual([]);
+    expect(await h.services.queue.inspect(asWork(h.services.database.db), { id: second!.id })).toEqual([]);
 
     // The first run gets its RCPT answer now and would go on to DATA: it must not.
     peer.releaseHeld();

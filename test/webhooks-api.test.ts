@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asWork } from '../src/db/tables.js';
 import { signingSecrets } from '../src/modules/webhooks/webhook.service.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
@@ -178,11 +179,11 @@ describe(`webhook endpoints API (${TEST_DIALECT})`, () => {
       data: { test: true, webhook_id: target.webhook_id },
     });
     // Whatever the target's filter says, and nobody else's.
-    const jobs = (await db.selectFrom('jobs').select(['payload', 'group_key', 'max_attempts', 'state']).where('queue', '=', 'webhook').execute()).filter(
-      (j) => (JSON.parse(j.payload) as { event_id: string }).event_id === event_id,
-    );
-    expect(jobs).toEqual([{ payload: JSON.stringify({ webhook_id: target.webhook_id, event_id }), group_key: target.webhook_id, max_attempts: 8, state: 'pending' }]);
-    expect(jobs.some((j) => j.group_key === bystander.webhook_id)).toBe(false);
+    const jobs = (await h.services.queue.inspect<{ event_id: string }>(asWork(db), { queue: 'webhook' })).filter((j) => j.payload.event_id === event_id);
+    expect(jobs.map(({ payload, groupKey, maxAttempts, state }) => ({ payload, groupKey, maxAttempts, state }))).toEqual([
+      { payload: { webhook_id: target.webhook_id, event_id }, groupKey: target.webhook_id, maxAttempts: 8, state: 'pending' },
+    ]);
+    expect(jobs.some((j) => j.groupKey === bystander.webhook_id)).toBe(false);
 
     expect(errorOf(await member.test(target.webhook_id, { event_type: 'message.nope' }))).toMatchObject({ status: 400, error: 'invalid_event_type' });
     expect(errorOf(await member.test(target.webhook_id, { event_type: 'message.delivered' }))).toMatchObject({ status: 400, error: 'invalid_event_type' });
@@ -190,7 +191,7 @@ describe(`webhook endpoints API (${TEST_DIALECT})`, () => {
     await member.patch(target.webhook_id, { active: false });
     expect(errorOf(await member.test(target.webhook_id, { event_type: 'message.sent' }))).toMatchObject({ status: 409, error: 'webhook_inactive' });
     // Deactivation also dropped the test delivery still waiting for a worker.
-    const left = await db.selectFrom('jobs').select('id').where('queue', '=', 'webhook').where('group_key', '=', target.webhook_id).execute();
+    const left = await h.services.queue.inspect(asWork(db), { queue: 'webhook', groupKey: target.webhook_id });
     expect(left).toEqual([]);
   });
 

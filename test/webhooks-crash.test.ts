@@ -91,8 +91,8 @@ describe(`kill -9 of a webhook worker mid-delivery loses no event (${TEST_DIALEC
     const inFlight = receiver.received.map((r) => r.headers['webhook-id'] as string);
     expect(inFlight).toHaveLength(ENDPOINT_CONCURRENCY);
     // It claimed no more than it runs: exactly those jobs hold leases, on their first attempt.
-    const leased = await db.selectFrom('jobs').select(['attempts', 'payload']).where('queue', '=', 'webhook').where('lease_token', 'is not', null).execute();
-    expect(leased.map((j) => (JSON.parse(j.payload) as { event_id: string }).event_id).sort()).toEqual([...inFlight].sort());
+    const leased = (await services.queue.inspect<{ event_id: string }>(asWork(db), { queue: 'webhook' })).filter((j) => j.leaseToken !== null);
+    expect(leased.map((j) => j.payload.event_id).sort()).toEqual([...inFlight].sort());
     expect(leased.every((j) => j.attempts === 1)).toBe(true);
 
     first.process.kill('SIGKILL');
@@ -127,6 +127,6 @@ describe(`kill -9 of a webhook worker mid-delivery loses no event (${TEST_DIALEC
       expect(copies).toHaveLength(2);
       expect(copies[1]!.body).toBe(copies[0]!.body);
     }
-    expect(await db.selectFrom('jobs').select('id').where('queue', '=', 'webhook').execute()).toEqual([]);
+    expect(await services.queue.inspect(asWork(db), { queue: 'webhook' })).toEqual([]);
   });
 });

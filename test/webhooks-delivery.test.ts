@@ -42,8 +42,7 @@ async function settle(h: MailHarness, api: Api, webhookId: string, count: number
   }, timeoutMs);
 }
 
-const webhookJobs = (h: MailHarness, webhookId: string) =>
-  h.services.database.db.selectFrom('jobs').selectAll().where('queue', '=', 'webhook').where('group_key', '=', webhookId).execute();
+const webhookJobs = (h: MailHarness, webhookId: string) => h.services.queue.inspect(asWork(h.services.database.db), { queue: 'webhook', groupKey: webhookId });
 
 describe(`webhook delivery (${TEST_DIALECT})`, () => {
   let h: MailHarness;
@@ -123,8 +122,8 @@ describe(`webhook delivery (${TEST_DIALECT})`, () => {
       db.transaction().execute(async (trx) => {
         const event = await h.services.events.emit(asWork(trx), { workspaceId: tenant.workspaceId, type: 'message.received', data: { n: 1 } });
         eventId = event.id;
-        const jobs = await trx.selectFrom('jobs').select(['group_key', 'payload', 'max_attempts']).where('queue', '=', 'webhook').execute();
-        seenInside = jobs.filter((j) => (JSON.parse(j.payload) as { event_id: string }).event_id === event.id).map((j) => j.group_key ?? '');
+        const jobs = await h.services.queue.inspect<{ event_id: string }>(asWork(trx), { queue: 'webhook' });
+        seenInside = jobs.filter((j) => j.payload.event_id === event.id).map((j) => j.groupKey ?? '');
         throw rolledBack;
       }),
     ).rejects.toBe(rolledBack);
@@ -444,19 +443,19 @@ describe(`webhook retries, back-off and secrets over time (${TEST_DIALECT})`, ()
       expect(history[0]).toMatchObject({ attempt, status_code: 500, success: false, error: 'HTTP 500: broken' });
       const job = await jobOf(hook.webhook_id);
       if (attempt < 8) {
-        expect(job).toMatchObject({ state: 'pending', attempts: attempt, lease_token: null });
-        const delay = job!.run_at - h.clock.now();
+        expect(job).toMatchObject({ state: 'pending', attempts: attempt, leaseToken: null });
+        const delay = job!.runAt - h.clock.now();
         const expected = BACKOFF_BASE_MS * 5 ** (attempt - 1);
         expect(delay, `delay before attempt ${attempt + 1}`).toBeGreaterThanOrEqual(Math.floor(expected * 0.8));
         expect(delay).toBeLessThanOrEqual(Math.ceil(expected * 1.2));
         // Not a moment early: just before the retry is due nothing happens.
-        h.clock.set(job!.run_at - 1);
+        h.clock.set(job!.runAt - 1);
         await sleep(60);
         expect(await api.history(hook.webhook_id)).toHaveLength(attempt);
-        h.clock.set(job!.run_at);
+        h.clock.set(job!.runAt);
       } else {
         expect(job).toMatchObject({ state: 'dead' });
-        expect(job!.last_error).toBe('gave up after 8 attempts; last: HTTP 500: broken');
+        expect(job!.lastError).toBe('gave up after 8 attempts; last: HTTP 500: broken');
       }
     }
     h.clock.advance(7 * 24 * 3_600_000);
@@ -475,7 +474,7 @@ describe(`webhook retries, back-off and secrets over time (${TEST_DIALECT})`, ()
     await api.test(hook.webhook_id, { event_type: 'message.sent' });
     for (let attempt = 1; attempt <= 2; attempt += 1) {
       await settle(h, api, hook.webhook_id, attempt);
-      h.clock.set((await jobOf(hook.webhook_id))!.run_at);
+      h.clock.set((await jobOf(hook.webhook_id))!.runAt);
     }
     const history = await settle(h, api, hook.webhook_id, 3);
     expect(history.map((d) => [d.attempt, d.status_code, d.success])).toEqual([[3, 200, true], [2, 502, false], [1, 502, false]]);
@@ -498,7 +497,7 @@ describe(`webhook retries, back-off and secrets over time (${TEST_DIALECT})`, ()
       await api.test(hook.webhook_id, { event_type: 'message.sent' });
       const [attempt] = await settle(h, api, hook.webhook_id, 1);
       expect(attempt!.status_code).toBe(status);
-      const delay = (await jobOf(hook.webhook_id))!.run_at - h.clock.now();
+      const delay = (await jobOf(hook.webhook_id))!.runAt - h.clock.now();
       expect(delay, path).toBeGreaterThanOrEqual(least);
       expect(delay, path).toBeLessThanOrEqual(most);
     }
@@ -513,7 +512,7 @@ describe(`webhook retries, back-off and secrets over time (${TEST_DIALECT})`, ()
     await api.patch(hook.webhook_id, { active: false });
     expect(await webhookJobs(h, hook.webhook_id)).toEqual([]);
     await api.patch(hook.webhook_id, { active: true });
-    h.clock.set(pending.run_at + 60_000);
+    h.clock.set(pending.runAt + 60_000);
     await sleep(300);
     expect(await api.history(hook.webhook_id)).toHaveLength(1);
     expect(r.received.filter((x) => x.path === '/paused')).toHaveLength(1);
@@ -529,7 +528,7 @@ describe(`webhook retries, back-off and secrets over time (${TEST_DIALECT})`, ()
     const db = h.services.database.db;
     expect(await db.selectFrom('webhook_deliveries').select('id').where('webhook_id', '=', hook.webhook_id).execute()).toEqual([]);
     expect(await webhookJobs(h, hook.webhook_id)).toEqual([]);
-    h.clock.set(pending.run_at + 60_000);
+    h.clock.set(pending.runAt + 60_000);
     await sleep(300);
     expect(r.received.filter((x) => x.path === '/deleted')).toHaveLength(1);
   });

@@ -70,8 +70,7 @@ describe(`fair webhooks and queue (${TEST_DIALECT})`, () => {
   }
 
   const db = () => h.services.database.db;
-  const webhookJobs = (workspaceId: string) =>
-    db().selectFrom('jobs').select(['group_key', 'lease_token', 'payload']).where('queue', '=', 'webhook').where('workspace_id', '=', workspaceId).where('state', '=', 'pending').execute();
+  const webhookJobs = (workspaceId: string) => h.services.queue.inspect<{ event_id: string }>(asWork(db()), { queue: 'webhook', workspaceId, state: 'pending' });
   const since = () => new Date(h.clock.now() - 60_000).toISOString();
 
   beforeAll(async () => {
@@ -114,10 +113,10 @@ describe(`fair webhooks and queue (${TEST_DIALECT})`, () => {
     // Meanwhile F's backlog still waits, and F runs no more than its caps (counted from the leased rows).
     const fJobs = await webhookJobs(f.tenant.workspaceId);
     expect(fJobs).toHaveLength(F_EVENTS * F_ENDPOINTS);
-    const leased = fJobs.filter((j) => j.lease_token !== null);
+    const leased = fJobs.filter((j) => j.leaseToken !== null);
     expect(leased.length).toBeLessThanOrEqual(WORKSPACE_CONCURRENCY);
     const perEndpoint = new Map<string, number>();
-    for (const j of leased) perEndpoint.set(j.group_key!, (perEndpoint.get(j.group_key!) ?? 0) + 1);
+    for (const j of leased) perEndpoint.set(j.groupKey!, (perEndpoint.get(j.groupKey!) ?? 0) + 1);
     for (const n of perEndpoint.values()) expect(n).toBeLessThanOrEqual(ENDPOINT_CONCURRENCY);
     expect(sink.received.length).toBeLessThanOrEqual(WORKSPACE_CONCURRENCY);
     const perPath = new Map<string, number>();
@@ -142,12 +141,12 @@ describe(`fair webhooks and queue (${TEST_DIALECT})`, () => {
     const second = await api.replay(hook.webhook_id, verified);
     expect(second.statusCode).toBe(202);
     expect(second.json()).toEqual({ ok: true, event_id: verified, queued: false });
-    const pending = (await webhookJobs(tenant.workspaceId)).filter((j) => j.group_key === hook.webhook_id);
-    expect(pending.map((j) => (JSON.parse(j.payload) as { event_id: string }).event_id)).toEqual([verified]);
+    const pending = (await webhookJobs(tenant.workspaceId)).filter((j) => j.groupKey === hook.webhook_id);
+    expect(pending.map((j) => j.payload.event_id)).toEqual([verified]);
 
     // A type the endpoint's filter does not take is refused, and nothing is queued.
     expect(problem(await api.replay(hook.webhook_id, rejected))).toEqual({ status: 409, error: 'event_type_not_subscribed' });
-    expect((await webhookJobs(tenant.workspaceId)).filter((j) => j.group_key === hook.webhook_id)).toHaveLength(1);
+    expect((await webhookJobs(tenant.workspaceId)).filter((j) => j.groupKey === hook.webhook_id)).toHaveLength(1);
 
     // Recover takes only the filter's types, and not what is pending already.
     const other = await api.add({ url: `${hanging.url}/recover`, event_types: ['message.rejected'], active: false });
@@ -157,8 +156,8 @@ describe(`fair webhooks and queue (${TEST_DIALECT})`, () => {
     await api.patch(other.webhook_id, { active: true });
     expect((await api.recover(other.webhook_id, { since: since() })).json()).toMatchObject({ queued: 1 });
     expect((await api.recover(other.webhook_id, { since: since() })).json()).toMatchObject({ queued: 0 });
-    const recovered = (await webhookJobs(tenant.workspaceId)).filter((j) => j.group_key === other.webhook_id);
-    expect(recovered.map((j) => (JSON.parse(j.payload) as { event_id: string }).event_id)).toEqual([laterRejected]);
+    const recovered = (await webhookJobs(tenant.workspaceId)).filter((j) => j.groupKey === other.webhook_id);
+    expect(recovered.map((j) => j.payload.event_id)).toEqual([laterRejected]);
   });
 
   it('a replay of an event whose retry waits out its back-off sends it now, without a second pending delivery', async () => {
@@ -169,13 +168,13 @@ describe(`fair webhooks and queue (${TEST_DIALECT})`, () => {
     const event = await emit(tenant.workspaceId, 'domain.verified');
     await failing.waitFor(1, 10_000);
     // The failed attempt's retry waits minutes (the manual clock does not move): only the replay can bring it now.
-    await expect.poll(async () => (await webhookJobs(tenant.workspaceId)).filter((j) => j.group_key === hook.webhook_id && j.lease_token === null)).toHaveLength(1);
+    await expect.poll(async () => (await webhookJobs(tenant.workspaceId)).filter((j) => j.groupKey === hook.webhook_id && j.leaseToken === null)).toHaveLength(1);
     failing.answer = () => ({ status: 204 });
     const res = await api.replay(hook.webhook_id, event);
     expect(res.json()).toEqual({ ok: true, event_id: event, queued: false });
     const [, again] = await failing.waitFor(2, 10_000);
     expect(again!.headers['webhook-id']).toBe(event);
-    await expect.poll(async () => (await webhookJobs(tenant.workspaceId)).filter((j) => j.group_key === hook.webhook_id)).toHaveLength(0);
+    await expect.poll(async () => (await webhookJobs(tenant.workspaceId)).filter((j) => j.groupKey === hook.webhook_id)).toHaveLength(0);
   });
 
   it('refuses a recover past the endpoint pending cap and replays past the workspace rate (429)', async () => {

@@ -9,7 +9,7 @@ import { manualClock } from '../src/lib/clock.js';
 import { createLogger } from '../src/lib/logger.js';
 import { createServices, type Services } from '../src/main.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from './helpers/database.js';
-import { jobsOf, uniqueQueue } from './helpers/jobs.js';
+import { uniqueQueue } from './helpers/jobs.js';
 import { eventually, sleep } from './helpers/webhooks.js';
 
 /**
@@ -32,6 +32,8 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
   });
 
   const db = () => services.database.db;
+  /** Every job of a queue, dead ones included, as the queue shows them. */
+  const jobsOf = (name: string) => services.queue.inspect(asWork(db()), { queue: name });
 
   it('afterCommit runs a hook once its transaction commits, never after a rollback, at once outside one', async () => {
     const calls: string[] = [];
@@ -77,11 +79,8 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
           .execute(async (trx) => {
             await services.queue.enqueue(asWork(trx), { queue: name, payload: {} });
             await afterCommit(trx, () => {
-              void other.db
-                .selectFrom('jobs')
-                .select('id')
-                .where('queue', '=', name)
-                .execute()
+              void services.queue
+                .inspect(asWork(other.db), { queue: name })
                 .then((rows) => {
                   seen = rows.length;
                   resolve();
@@ -109,7 +108,7 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
         ]),
       );
     expect(ids).toHaveLength(4);
-    expect((await jobsOf(db(), name)).map((j) => [j.group_key, j.max_attempts, j.state])).toEqual([['a', 8, 'pending'], ['a', 25, 'pending'], ['b', 25, 'pending'], [null, 25, 'pending']]);
+    expect((await jobsOf(name)).map((j) => [j.groupKey, j.maxAttempts, j.state])).toEqual([['a', 8, 'pending'], ['a', 25, 'pending'], ['b', 25, 'pending'], [null, 25, 'pending']]);
     expect(await db().transaction().execute((trx) => services.queue.enqueueMany(asWork(trx), []))).toEqual([]);
 
     // Nothing running: at most `perGroup` of each group in one claim; jobs without a group are not limited.
@@ -126,7 +125,7 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
     expect(leased!.groupKey).toBe('a');
     expect(await services.queue.cancelGroup(asWork(db()), name, 'a')).toBe(2);
     expect(await services.queue.complete(leased!)).toBe(false);
-    expect((await jobsOf(db(), name)).map((j) => j.group_key)).toEqual(['b', null]);
+    expect((await jobsOf(name)).map((j) => j.groupKey)).toEqual(['b', null]);
     expect(await services.queue.cancelGroup(asWork(db()), name, 'a')).toBe(0);
   });
 
@@ -167,18 +166,18 @@ describe(`job groups and after-commit wake-ups (${TEST_DIALECT})`, () => {
     try {
       await eventually('every fast job', () => (finished.filter((f) => f.startsWith('fast')).length === 4 ? true : undefined), 5000);
       // ... and settled: a handler returns a moment before its job's completion commits.
-      await eventually('every fast job settled', async () => ((await jobsOf(db(), name)).some((j) => j.group_key === 'fast') ? undefined : true), 5000);
+      await eventually('every fast job settled', async () => ((await jobsOf(name)).some((j) => j.groupKey === 'fast') ? undefined : true), 5000);
       expect(running.get('slow')).toBe(2);
-      const jobs = await jobsOf(db(), name);
+      const jobs = await jobsOf(name);
       // Two slow jobs hold leases; the four others were never claimed.
-      expect(jobs.filter((j) => j.lease_token !== null)).toHaveLength(2);
-      expect(jobs.filter((j) => j.lease_token === null).map((j) => j.attempts)).toEqual([0, 0, 0, 0]);
+      expect(jobs.filter((j) => j.leaseToken !== null)).toHaveLength(2);
+      expect(jobs.filter((j) => j.leaseToken === null).map((j) => j.attempts)).toEqual([0, 0, 0, 0]);
       releaseSlow();
       await eventually('every job', () => (finished.length === 10 ? true : undefined), 5000);
       expect(peak.get('slow')).toBe(2);
       expect(peak.get('fast')).toBeLessThanOrEqual(2);
       // A handler returns before its job is settled (the completion commits a moment later).
-      expect(await eventually('every job settled', async () => ((await jobsOf(db(), name)).length === 0 ? true : undefined), 5000)).toBe(true);
+      expect(await eventually('every job settled', async () => ((await jobsOf(name)).length === 0 ? true : undefined), 5000)).toBe(true);
     } finally {
       releaseSlow();
       await worker.stop(1000);

@@ -72,8 +72,7 @@ describe(`webhook recovery, replay and auto-disable (${TEST_DIALECT})`, () => {
     });
   }
 
-  const pendingJobs = (webhookId: string) =>
-    h.services.database.db.selectFrom('jobs').select(['payload', 'state']).where('queue', '=', 'webhook').where('group_key', '=', webhookId).where('state', '=', 'pending').execute();
+  const pendingJobs = (webhookId: string) => h.services.queue.inspect(asWork(h.services.database.db), { queue: 'webhook', groupKey: webhookId, state: 'pending' });
 
   beforeAll(async () => {
     h = await startMailHarness(env);

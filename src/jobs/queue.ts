@@ -7,7 +7,7 @@ import { insertRows, preparedQuery, type Param } from '../db/prepared.js';
 import { tablesOf, type Work } from '../db/tables.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
-import type { JobTable, QueueTables } from './job.table.js';
+import type { JobState, JobTable, QueueTables } from './job.table.js';
 
 /** The queue's own view of a handle: only `jobs`. */
 type Jobs = Kysely<QueueTables>;
@@ -63,6 +63,34 @@ export interface ClaimOptions {
   perWorkspace?: number;
 }
 
+/** Which jobs `inspect` shows: every one, or those matching each field given. */
+export interface JobFilter {
+  id?: string;
+  queue?: string;
+  workspaceId?: string;
+  groupKey?: string;
+  state?: JobState;
+}
+
+/** A job as `inspect` shows it: where it stands, not how the queue keeps it (the payload is parsed). */
+export interface JobView<P = unknown> {
+  id: string;
+  queue: string;
+  workspaceId: string | null;
+  groupKey: string | null;
+  payload: P;
+  /** `pending` until it succeeds (and is removed) or is given up (`dead`). */
+  state: JobState;
+  /** Claims so far, an expired lease counting as one. */
+  attempts: number;
+  maxAttempts: number;
+  /** When it may next be claimed; while leased, when the lease runs out. */
+  runAt: number;
+  /** The current claim's token; null while no worker holds it. */
+  leaseToken: string | null;
+  lastError: string | null;
+}
+
 export interface Queue {
   /** Add a job inside the caller's transaction (or on its own when given the root db). */
   enqueue(trx: Work, input: EnqueueInput): Promise<string>;
@@ -114,6 +142,11 @@ export interface Queue {
   countPending(work: Work, queue: string, workspaceId: string, groupKey?: string): Promise<number>;
   /** The payloads of the jobs of `queue` not yet done (leased ones included, not the dead) of one group of a workspace. */
   pendingPayloads<P>(work: Work, queue: string, workspaceId: string, groupKey: string): Promise<P[]>;
+  /**
+   * The jobs matching `filter`, dead ones included, in id order: for looking at the queue (operators, tests), never
+   * for running jobs (that is `claim`). Reads in `work`, so an open transaction sees its own enqueued jobs.
+   */
+  inspect<P = unknown>(work: Work, filter: JobFilter): Promise<JobView<P>[]>;
 }
 
 /** What `leaseHoldPart` gives a store's `with(…)`: its own tables stay the store's, the part names only `jobs`. */
@@ -140,6 +173,22 @@ export interface QueueDeps {
   leaseMs: number;
   /** Called after a transaction that enqueued on `queue` commits (wakes the workers; services.ts). */
   wake?: (queue: string) => void;
+}
+
+function toView<P>(row: JobTable): JobView<P> {
+  return {
+    id: row.id,
+    queue: row.queue,
+    workspaceId: row.workspace_id,
+    groupKey: row.group_key,
+    payload: JSON.parse(row.payload) as P,
+    state: row.state,
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    runAt: row.run_at,
+    leaseToken: row.lease_token,
+    lastError: row.last_error,
+  };
 }
 
 function toClaimed<P>(row: JobTable): ClaimedJob<P> {
@@ -486,6 +535,16 @@ export function createQueue({ work, dialect, clock, leaseMs, wake }: QueueDeps):
         .where('state', '=', 'pending')
         .execute();
       return rows.map((r) => JSON.parse(r.payload) as P);
+    },
+
+    async inspect<P>(work: Work, filter: JobFilter) {
+      let query = tablesOf<QueueTables>(work).selectFrom('jobs').selectAll().orderBy('id');
+      if (filter.id !== undefined) query = query.where('id', '=', filter.id);
+      if (filter.queue !== undefined) query = query.where('queue', '=', filter.queue);
+      if (filter.workspaceId !== undefined) query = query.where('workspace_id', '=', filter.workspaceId);
+      if (filter.groupKey !== undefined) query = query.where('group_key', '=', filter.groupKey);
+      if (filter.state !== undefined) query = query.where('state', '=', filter.state);
+      return (await query.execute()).map((row) => toView<P>(row));
     },
   };
 }
