@@ -91,12 +91,12 @@ describe(`delivery runs in the mail store: a run's steps need its lease (${TEST_
     expect(await repo.settleDeliveryRun(first, settlement('failed', 'message.failed'))).toBe(false);
     expect(await outbound(id)).toMatchObject({ status: 'processing', smtp_response: null });
     expect(await eventCount('message.failed')).toBe(0);
-    expect(await h.services.database.db.selectFrom('jobs').select('id').where('id', '=', first.id).execute()).toHaveLength(1);
+    expect(await h.services.queue.inspect(asWork(h.services.database.db), { id: first.id })).toHaveLength(1);
 
     expect(await repo.settleDeliveryRun(second, settlement('accepted', 'message.accepted'))).toBe(true);
     expect(await outbound(id)).toMatchObject({ status: 'accepted', smtp_response: '250 ok', data_started_at: null });
     expect(await eventCount('message.accepted')).toBe(accepted + 1);
-    expect(await h.services.database.db.selectFrom('jobs').select('id').where('id', '=', first.id).execute()).toEqual([]);
+    expect(await h.services.queue.inspect(asWork(h.services.database.db), { id: first.id })).toEqual([]);
   });
 
   it('a run whose DATA began elsewhere is not started again, even with the lease', async () => {

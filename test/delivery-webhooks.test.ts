@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asWork } from '../src/db/tables.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, memberSession, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
@@ -75,7 +76,7 @@ describe(`delivery events and webhooks (${TEST_DIALECT})`, () => {
     await receiver.waitFor(1, 10_000, received('/all', 'message.failed', bad));
     await receiver.waitFor(1, 10_000, received('/failed', 'message.failed', bad));
     // Every job made by the fan-out is delivered by now or never will be: none is left for the others.
-    await eventually('webhook queue drained', async () => ((await h.services.database.db.selectFrom('jobs').select('id').where('queue', '=', 'webhook').execute()).length === 0 ? true : undefined));
+    await eventually('webhook queue drained', async () => ((await h.services.queue.inspect(asWork(h.services.database.db), { queue: 'webhook' })).length === 0 ? true : undefined));
     const paths = (messageId: string, type: string) =>
       receiver.received.filter((r) => received(r.path, type, messageId)(r)).map((r) => r.path).sort();
     expect(paths(ok, 'message.accepted')).toEqual(['/accepted', '/all']);
@@ -92,7 +93,7 @@ describe(`delivery events and webhooks (${TEST_DIALECT})`, () => {
     expect(await settled(first)).toBe('accepted');
     const [accepted] = await eventsOf('message.accepted', first);
     expect(JSON.parse(accepted!.payload)).toMatchObject({ event_id: accepted!.id, event_type: 'message.accepted', workspace_id: tenant.workspaceId, data: { message_id: first, status: 'accepted' } });
-    expect(await h.services.database.db.selectFrom('jobs').select('id').where('workspace_id', '=', tenant.workspaceId).execute()).toEqual([]);
+    expect(await h.services.queue.inspect(asWork(h.services.database.db), { workspaceId: tenant.workspaceId })).toEqual([]);
 
     // An endpoint added now takes the next delivery's events.
     await api.add({ url: `${receiver.url}/quiet-all` });
@@ -117,11 +118,11 @@ describe(`delivery events and webhooks (${TEST_DIALECT})`, () => {
     expect(await handler.handle({ ...job!, leaseToken: 'taken-over' }, new AbortController().signal)).toEqual({ type: 'settled' });
     expect(await state()).toEqual({ status: 'queued', last_error: null });
     expect(await eventsOf('message.failed', id)).toEqual([]);
-    expect(await db.selectFrom('jobs').select('lease_token').where('id', '=', job!.id).executeTakeFirst()).toEqual({ lease_token: job!.leaseToken });
+    expect((await h.services.queue.inspect(asWork(db), { id: job!.id })).map((j) => j.leaseToken)).toEqual([job!.leaseToken]);
 
     expect(await handler.handle(job!, new AbortController().signal)).toEqual({ type: 'settled' });
     expect(await state()).toEqual({ status: 'failed', last_error: 'gave up: maximum age reached' });
     expect(await eventsOf('message.failed', id)).toHaveLength(1);
-    expect(await db.selectFrom('jobs').select('id').where('id', '=', job!.id).execute()).toEqual([]);
+    expect(await h.services.queue.inspect(asWork(db), { id: job!.id })).toEqual([]);
   });
 });

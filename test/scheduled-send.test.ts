@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asWork } from '../src/db/tables.js';
 import { createWorker, type Worker } from '../src/jobs/worker.js';
 import type { ClaimedJob } from '../src/jobs/queue.js';
 import { createLogger } from '../src/lib/logger.js';
@@ -94,8 +95,9 @@ describe(`scheduled send (${TEST_DIALECT})`, () => {
   async function workerCaughtUp(): Promise<void> {
     await delivered((await schedule(undefined, 'barrier@peer.test')).message_id);
   }
+  /** The message's delivery job, if it has one. */
   const jobOf = async (id: string) =>
-    h.services.database.db.selectFrom('outbound').innerJoin('jobs', 'jobs.id', 'outbound.job_id').select(['jobs.id', 'jobs.run_at']).where('outbound.message_id', '=', id).executeTakeFirst();
+    (await h.services.queue.inspect<{ message_id?: string }>(asWork(h.services.database.db), { queue: 'delivery' })).find((j) => j.payload.message_id === id);
   const eventsOf = async (type: string, id: string) =>
     (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', type).execute())
       .map((e) => JSON.parse(e.payload) as { data: Record<string, unknown> })
@@ -113,7 +115,7 @@ describe(`scheduled send (${TEST_DIALECT})`, () => {
     const single = await h.app.inject({ method: 'GET', url: `/messages/${id}`, headers: bearer(acme.apiKey) });
     expect(single.json()).toMatchObject({ status: 'scheduled', send_at: queued.send_at });
     expect(await eventsOf('message.sent', id)).toEqual([expect.objectContaining({ data: expect.objectContaining({ status: 'scheduled', send_at: queued.send_at }) as unknown })]);
-    expect((await jobOf(id))?.run_at).toBe(sendAt);
+    expect((await jobOf(id))?.runAt).toBe(sendAt);
 
     h.clock.set(sendAt - 1);
     await workerCaughtUp();
@@ -181,7 +183,7 @@ describe(`scheduled send (${TEST_DIALECT})`, () => {
     const res = await post(`/messages/${id}/reschedule`, { send_at: new Date(later).toISOString() });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ message_id: id, status: 'scheduled', send_at: new Date(later).toISOString(), date: new Date(later).toISOString() });
-    expect((await jobOf(id))?.run_at).toBe(later);
+    expect((await jobOf(id))?.runAt).toBe(later);
 
     h.clock.set(first + MINUTE);
     await workerCaughtUp();
