@@ -6,6 +6,7 @@ import { startMailHarness, type MailHarness } from './helpers/mail.js';
 import { startSmtpPeer, type SmtpPeer } from './helpers/smtp-peer.js';
 import { startReceiver, type ReceivedRequest, type WebhookReceiver } from './helpers/webhook-receiver.js';
 import { eventually, startWorker, webhookApi } from './helpers/webhooks.js';
+import { recordEvents, type RecordedEvents } from './helpers/world.js';
 
 /**
  * A delivery's settlement (the mail store's `settleDeliveryRun`): its outcome and its events (`message.accepted`,
@@ -17,11 +18,13 @@ describe(`delivery events and webhooks (${TEST_DIALECT})`, () => {
   let peer: SmtpPeer;
   let receiver: WebhookReceiver;
   let worker: ReturnType<typeof startWorker>;
+  let recorded: RecordedEvents;
 
   beforeAll(async () => {
     peer = await startSmtpPeer();
     h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port), MAILROOM_DELIVERY_RETRY_BASE_MS: '60000', MAILROOM_WEBHOOK_ALLOW_CIDRS: '127.0.0.0/8' });
     h.clock.set(Date.now());
+    recorded = recordEvents(h.services);
     h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
     h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
     receiver = await startReceiver();
@@ -42,15 +45,25 @@ describe(`delivery events and webhooks (${TEST_DIALECT})`, () => {
   }
   const send = (tenant: Tenant, from: string, to: string) =>
     h.app.inject({ method: 'POST', url: '/send', headers: bearer(tenant.apiKey), payload: { from_mailbox: from, to, subject: 'Hi', body: 'Hello' } });
-  const settled = (id: string) =>
+  /** The message's delivery status and last error, as its workspace's API key sees them. */
+  const delivery = async (tenant: Tenant, id: string) => {
+    const res = await h.app.inject({ method: 'GET', url: `/messages/${id}`, headers: bearer(tenant.apiKey) });
+    expect(res.statusCode).toBe(200);
+    const { status, last_error } = res.json<{ status: string; last_error: string | null }>();
+    return { status, last_error };
+  };
+  const settled = (tenant: Tenant, id: string) =>
     eventually(`delivery of ${id}`, async () => {
-      const row = await h.services.database.db.selectFrom('outbound').select('status').where('message_id', '=', id).executeTakeFirstOrThrow();
-      return ['accepted', 'failed'].includes(row.status) ? row.status : undefined;
+      const { status } = await delivery(tenant, id);
+      return ['accepted', 'failed'].includes(status) ? status : undefined;
     });
-  const eventsOf = async (type: string, messageId: string) =>
-    (await h.services.database.db.selectFrom('events').select(['id', 'payload']).where('type', '=', type).execute()).filter(
-      (e) => (JSON.parse(e.payload) as { data: { message_id: string } }).data.message_id === messageId,
-    );
+  /** The committed events of a type about one message, with the exact JSON each carried. */
+  const eventsOf = (type: string, messageId: string) =>
+    recorded
+      .payloads(type)
+      .map((payload) => ({ payload, event: JSON.parse(payload) as { event_id: string; data: { message_id?: string } } }))
+      .filter(({ event }) => event.data.message_id === messageId)
+      .map(({ payload, event }) => ({ id: event.event_id, payload }));
   const received = (path: string, type: string, messageId: string) => (r: ReceivedRequest) => {
     const body = JSON.parse(r.body) as { event_type: string; data: { message_id?: string } };
     return r.path === path && body.event_type === type && body.data.message_id === messageId;
@@ -66,10 +79,10 @@ describe(`delivery events and webhooks (${TEST_DIALECT})`, () => {
     expect((await api.patch(off.webhook_id, { active: false })).statusCode).toBe(200);
 
     const ok = (await send(tenant, 'hooked@mailroom.localhost', 'someone@peer.test')).json<{ message_id: string }>().message_id;
-    expect(await settled(ok)).toBe('accepted');
+    expect(await settled(tenant, ok)).toBe('accepted');
     peer.refuse.add('nobody@peer.test');
     const bad = (await send(tenant, 'hooked@mailroom.localhost', 'nobody@peer.test')).json<{ message_id: string }>().message_id;
-    expect(await settled(bad)).toBe('failed');
+    expect(await settled(tenant, bad)).toBe('failed');
 
     await receiver.waitFor(1, 10_000, received('/all', 'message.accepted', ok));
     await receiver.waitFor(1, 10_000, received('/accepted', 'message.accepted', ok));
@@ -82,23 +95,23 @@ describe(`delivery events and webhooks (${TEST_DIALECT})`, () => {
     expect(paths(ok, 'message.accepted')).toEqual(['/accepted', '/all']);
     expect(paths(bad, 'message.failed')).toEqual(['/all', '/failed']);
     expect(receiver.received.some((r) => r.path === '/off' || r.path === '/received')).toBe(false);
-    expect(await eventsOf('message.accepted', ok)).toHaveLength(1);
-    expect(await eventsOf('message.failed', bad)).toHaveLength(1);
+    expect(eventsOf('message.accepted', ok)).toHaveLength(1);
+    expect(eventsOf('message.failed', bad)).toHaveLength(1);
   });
 
   it('records the events and settles the job when no endpoint takes them, and a later endpoint gets the later events', async () => {
     const { tenant, api } = await tenantWith('Quiet', 'quiet@mailroom.localhost');
     await api.add({ url: `${receiver.url}/quiet-received`, event_types: ['message.received'] });
     const first = (await send(tenant, 'quiet@mailroom.localhost', 'a@peer.test')).json<{ message_id: string }>().message_id;
-    expect(await settled(first)).toBe('accepted');
-    const [accepted] = await eventsOf('message.accepted', first);
+    expect(await settled(tenant, first)).toBe('accepted');
+    const [accepted] = eventsOf('message.accepted', first);
     expect(JSON.parse(accepted!.payload)).toMatchObject({ event_id: accepted!.id, event_type: 'message.accepted', workspace_id: tenant.workspaceId, data: { message_id: first, status: 'accepted' } });
     expect(await h.services.queue.inspect(asWork(h.services.database.db), { workspaceId: tenant.workspaceId })).toEqual([]);
 
     // An endpoint added now takes the next delivery's events.
     await api.add({ url: `${receiver.url}/quiet-all` });
     const second = (await send(tenant, 'quiet@mailroom.localhost', 'b@peer.test')).json<{ message_id: string }>().message_id;
-    expect(await settled(second)).toBe('accepted');
+    expect(await settled(tenant, second)).toBe('accepted');
     await receiver.waitFor(1, 10_000, received('/quiet-all', 'message.accepted', second));
     expect(receiver.received.some((r) => received('/quiet-all', 'message.accepted', first)(r))).toBe(false);
     expect(receiver.received.some((r) => r.path === '/quiet-received')).toBe(false);
@@ -113,16 +126,16 @@ describe(`delivery events and webhooks (${TEST_DIALECT})`, () => {
     const handler = h.services.handlers.find((x) => x.queue === 'delivery')!;
     h.clock.advance(5 * 24 * 3_600_000);
     const db = h.services.database.db;
-    const state = () => db.selectFrom('outbound').select(['status', 'last_error']).where('message_id', '=', id).executeTakeFirstOrThrow();
+    const state = () => delivery(tenant, id);
 
     expect(await handler.handle({ ...job!, leaseToken: 'taken-over' }, new AbortController().signal)).toEqual({ type: 'settled' });
     expect(await state()).toEqual({ status: 'queued', last_error: null });
-    expect(await eventsOf('message.failed', id)).toEqual([]);
+    expect(eventsOf('message.failed', id)).toEqual([]);
     expect((await h.services.queue.inspect(asWork(db), { id: job!.id })).map((j) => j.leaseToken)).toEqual([job!.leaseToken]);
 
     expect(await handler.handle(job!, new AbortController().signal)).toEqual({ type: 'settled' });
     expect(await state()).toEqual({ status: 'failed', last_error: 'gave up: maximum age reached' });
-    expect(await eventsOf('message.failed', id)).toHaveLength(1);
+    expect(eventsOf('message.failed', id)).toHaveLength(1);
     expect(await h.services.queue.inspect(asWork(db), { id: job!.id })).toEqual([]);
   });
 });
