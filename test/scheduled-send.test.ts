@@ -11,6 +11,7 @@ import { cliUser, listen } from './helpers/cli-client.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
 import { startSmtpPeer, type ReceivedMail, type SmtpPeer } from './helpers/smtp-peer.js';
 import { messageOfReturnPath } from './helpers/reports.js';
+import { recordEvents, type RecordedEvents } from './helpers/world.js';
 
 interface Queued {
   message_id: string;
@@ -41,6 +42,7 @@ describe(`scheduled send (${TEST_DIALECT})`, () => {
   let acme: Tenant;
   let other: Tenant;
   let token: string;
+  let recorded: RecordedEvents;
 
   const startWorker = (services: Services) => {
     const w = createWorker(services.handlers, { queue: services.queue, logger: createLogger('silent'), leaseMs: h.config.leaseMs, pollMs: 20 });
@@ -51,6 +53,7 @@ describe(`scheduled send (${TEST_DIALECT})`, () => {
   beforeAll(async () => {
     peer = await startSmtpPeer();
     h = await startMailHarness({ MAILROOM_MX_PORT: String(peer.port) });
+    recorded = recordEvents(h.services);
     h.dns.set('peer.test', { MX: [{ exchange: 'mx1.peer.test', priority: 10 }] });
     h.dns.set('mx1.peer.test', { A: ['127.0.0.1'] });
     acme = await createTenant(h, 'Acme');
@@ -98,10 +101,8 @@ describe(`scheduled send (${TEST_DIALECT})`, () => {
   /** The message's delivery job, if it has one. */
   const jobOf = async (id: string) =>
     (await h.services.queue.inspect<{ message_id?: string }>(asWork(h.services.database.db), { queue: 'delivery' })).find((j) => j.payload.message_id === id);
-  const eventsOf = async (type: string, id: string) =>
-    (await h.services.database.db.selectFrom('events').select('payload').where('type', '=', type).execute())
-      .map((e) => JSON.parse(e.payload) as { data: Record<string, unknown> })
-      .filter((e) => e.data.message_id === id);
+  /** The committed events of a type about one message. */
+  const eventsOf = (type: string, id: string) => recorded.events(type).filter((e) => e.data.message_id === id);
 
   it('is stored as scheduled, not delivered before send_at, delivered after it, dated with it', async () => {
     const sendAt = h.clock.now() + 10 * MINUTE;
@@ -114,7 +115,7 @@ describe(`scheduled send (${TEST_DIALECT})`, () => {
     expect(await sentView(id, session(token), '/app/api/sent')).toMatchObject({ status: 'scheduled', send_at: queued.send_at });
     const single = await h.app.inject({ method: 'GET', url: `/messages/${id}`, headers: bearer(acme.apiKey) });
     expect(single.json()).toMatchObject({ status: 'scheduled', send_at: queued.send_at });
-    expect(await eventsOf('message.sent', id)).toEqual([expect.objectContaining({ data: expect.objectContaining({ status: 'scheduled', send_at: queued.send_at }) as unknown })]);
+    expect(eventsOf('message.sent', id)).toEqual([expect.objectContaining({ data: expect.objectContaining({ status: 'scheduled', send_at: queued.send_at }) as unknown })]);
     expect((await jobOf(id))?.runAt).toBe(sendAt);
 
     h.clock.set(sendAt - 1);
@@ -154,7 +155,7 @@ describe(`scheduled send (${TEST_DIALECT})`, () => {
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ message_id: id, status: 'cancelled', send_at: new Date(sendAt).toISOString() });
     expect(await jobOf(id)).toBeUndefined();
-    expect(await eventsOf('message.cancelled', id)).toEqual([expect.objectContaining({ data: expect.objectContaining({ status: 'cancelled' }) as unknown })]);
+    expect(eventsOf('message.cancelled', id)).toEqual([expect.objectContaining({ data: expect.objectContaining({ status: 'cancelled' }) as unknown })]);
 
     h.clock.set(sendAt + MINUTE);
     await workerCaughtUp();
