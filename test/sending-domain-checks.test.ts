@@ -3,6 +3,7 @@ import { asWork } from '../src/db/tables.js';
 import { sql } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createDnsResolver } from '../src/lib/dns.js';
+import { createMailboxStore } from '../src/modules/mail/mailbox.store.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, errorOf, memberSession, session, type Tenant } from './helpers/harness.js';
 import type { MailHarness } from './helpers/mail.js';
@@ -226,7 +227,7 @@ describe(`sending domains tell what is wrong, are deleted and show their records
       held();
       await gate;
       const now = Date.now();
-      await trx.insertInto('mailboxes').values({ id: 'mbx_racing', workspace_id: acme.workspaceId, address: 'late@racing.example', description: '', created_at: now, updated_at: now }).execute();
+      await createMailboxStore().createMailbox(asWork(trx), { id: 'mbx_racing', workspace_id: acme.workspaceId, address: 'late@racing.example', description: '', created_at: now, updated_at: now });
     });
     await holding;
     const deleting = call('DELETE', `/app/api/sending-domains/${d.domain_id}`);
