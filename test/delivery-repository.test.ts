@@ -8,6 +8,7 @@ import { createSendingMailStore, type DeliveryJob, type SendingMailStore } from 
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, type Tenant } from './helpers/harness.js';
 import { startMailHarness, type MailHarness } from './helpers/mail.js';
+import { recordEvents, type RecordedEvents } from './helpers/world.js';
 
 const LEASE_MS = 30_000;
 const FROM = 'newsletter@mailroom.localhost';
@@ -17,10 +18,12 @@ const FROM = 'newsletter@mailroom.localhost';
 describe(`delivery runs in the mail store: a run's steps need its lease (${TEST_DIALECT})`, () => {
   let h: MailHarness;
   let tenant: Tenant;
+  let recorded: RecordedEvents;
   let repo: Pick<SendingMailStore, 'startDeliveryRun' | 'markDataStarted' | 'settleDeliveryRun'>;
 
   beforeAll(async () => {
     h = await startMailHarness({ MAILROOM_LEASE_MS: String(LEASE_MS) });
+    recorded = recordEvents(h.services);
     tenant = await createTenant(h);
     await h.app.inject({ method: 'POST', url: `/mailboxes?address=${FROM}`, headers: bearer(tenant.apiKey) });
     const { db, dialect } = h.services.database;
@@ -42,8 +45,8 @@ describe(`delivery runs in the mail store: a run's steps need its lease (${TEST_
   });
 
   const outbound = (id: string) => h.services.database.db.selectFrom('outbound').selectAll().where('message_id', '=', id).executeTakeFirstOrThrow();
-  const eventCount = async (type: 'message.accepted' | 'message.failed') =>
-    (await h.services.database.db.selectFrom('events').select('id').where('type', '=', type).execute()).length;
+  /** Committed events of the type since the harness started. */
+  const eventCount = (type: 'message.accepted' | 'message.failed') => recorded.events(type).length;
 
   /** Send one message and claim its delivery job. */
   async function queued(to: string): Promise<{ id: string; job: DeliveryJob }> {
@@ -77,7 +80,7 @@ describe(`delivery runs in the mail store: a run's steps need its lease (${TEST_
     expect(await repo.markDataStarted(second)).toBe(true);
     expect((await outbound(id)).data_started_at).toBe(h.clock.now());
 
-    const accepted = await eventCount('message.accepted');
+    const accepted = eventCount('message.accepted');
     const settlement = (status: 'accepted' | 'failed', type: 'message.accepted' | 'message.failed') => ({
       status,
       recipients: [{ address: 'superseded@peer.test', status, response: '250 ok', mx: null }],
@@ -90,12 +93,12 @@ describe(`delivery runs in the mail store: a run's steps need its lease (${TEST_
     });
     expect(await repo.settleDeliveryRun(first, settlement('failed', 'message.failed'))).toBe(false);
     expect(await outbound(id)).toMatchObject({ status: 'processing', smtp_response: null });
-    expect(await eventCount('message.failed')).toBe(0);
+    expect(eventCount('message.failed')).toBe(0);
     expect(await h.services.queue.inspect(asWork(h.services.database.db), { id: first.id })).toHaveLength(1);
 
     expect(await repo.settleDeliveryRun(second, settlement('accepted', 'message.accepted'))).toBe(true);
     expect(await outbound(id)).toMatchObject({ status: 'accepted', smtp_response: '250 ok', data_started_at: null });
-    expect(await eventCount('message.accepted')).toBe(accepted + 1);
+    expect(eventCount('message.accepted')).toBe(accepted + 1);
     expect(await h.services.queue.inspect(asWork(h.services.database.db), { id: first.id })).toEqual([]);
   });
 
