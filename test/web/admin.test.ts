@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asWork } from '../../src/db/tables.js';
+import { createSuppressionStore } from '../../src/modules/mail/suppression.store.js';
 import { listen } from '../helpers/cli-client.js';
 import { TEST_DIALECT } from '../helpers/database.js';
 import { bearer, createTenant, login, memberSession, session, type Tenant } from '../helpers/harness.js';
@@ -250,10 +252,8 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: workspace settings in Chromium (${TEST_
 
   it('lists suppressions by reason, adds one by hand and lifts one', async () => {
     // A hard bounce as the bounce path records it (test/suppressions.test.ts covers that path).
-    await h.services.database.db
-      .insertInto('suppressions')
-      .values({ workspace_id: acme.workspaceId, address: 'bounced@example.com', reason: 'hard_bounce', detail: 'smtp; 550 5.1.1 no such user', status_code: '5.1.1', message_id: 'msg_01jd0000000000000000000000', created_at: h.clock.now() })
-      .execute();
+    const row = { workspace_id: acme.workspaceId, address: 'bounced@example.com', reason: 'hard_bounce' as const, detail: 'smtp; 550 5.1.1 no such user', status_code: '5.1.1', message_id: 'msg_01jd0000000000000000000000', created_at: h.clock.now() };
+    expect(await createSuppressionStore().suppressOne(asWork(h.services.database.db), row)).toBe(true);
     await settings(page, 'suppressions', 'Suppressions');
     await page.getByRole('cell', { name: 'bounced@example.com', exact: true }).waitFor();
     await page.getByLabel('Address').fill('Gone@Example.com');
