@@ -70,12 +70,14 @@ describe(`secrets at rest (${TEST_DIALECT})`, () => {
     raw = world.own(await rawClient(h.database.url));
   });
 
+  /** Wait until Acme's message leaves queued and processing (as its API key sees it); its status then. */
   async function settle(id: string): Promise<string> {
     const deadline = Date.now() + 10_000;
     for (;;) {
-      const row = await h.services.database.db.selectFrom('outbound').select('status').where('message_id', '=', id).executeTakeFirstOrThrow();
-      if (!['queued', 'processing'].includes(row.status)) return row.status;
-      if (Date.now() > deadline) throw new Error(`outbound ${id} stuck at ${row.status}`);
+      const status = (await world.message(acme, id))?.status;
+      if (status === undefined) throw new Error(`message ${id} not found`);
+      if (!['queued', 'processing'].includes(status)) return status;
+      if (Date.now() > deadline) throw new Error(`outbound ${id} stuck at ${status}`);
       await new Promise((r) => setTimeout(r, 25));
     }
   }
