@@ -19,8 +19,8 @@ export interface SentMessageRow {
  * point at mailboxes) and a sent message's state. Reads only; each one statement.
  */
 export interface MailLookups {
-  /** The addresses of these mailboxes, by id (ids are unique across workspaces); a mailbox gone is left out. */
-  mailboxAddresses(work: Work, ids: readonly string[]): Promise<Map<string, string>>;
+  /** The addresses of these mailboxes (each named with its workspace), by id; a mailbox gone is left out. */
+  mailboxAddresses(work: Work, refs: ReadonlyArray<{ workspace_id: string; mailbox_id: string }>): Promise<Map<string, string>>;
   /** The workspace's mailboxes in a domain (not in its subdomains): up to `limit` addresses in order, and how many in all. */
   mailboxesInDomain(work: Work, workspaceId: string, domain: string, limit: number): Promise<{ addresses: string[]; count: number }>;
   /** The workspace's sent message, with its delivery state and sender mailbox; undefined when it has none. */
@@ -30,9 +30,14 @@ export interface MailLookups {
 export function createMailLookups(): MailLookups {
   const of = (work: Work) => tablesOf<MailTables>(work);
   return {
-    async mailboxAddresses(work, ids) {
-      if (ids.length === 0) return new Map();
-      const rows = await of(work).selectFrom('mailboxes').select(['id', 'address']).where('id', 'in', [...new Set(ids)]).execute();
+    async mailboxAddresses(work, refs) {
+      if (refs.length === 0) return new Map();
+      // Each mailbox is read within its own workspace, as every tenant read is.
+      const rows = await of(work)
+        .selectFrom('mailboxes')
+        .select(['id', 'address'])
+        .where((eb) => eb.or(refs.map((r) => eb.and([eb('workspace_id', '=', r.workspace_id), eb('id', '=', r.mailbox_id)]))))
+        .execute();
       return new Map(rows.map((r) => [r.id, r.address]));
     },
 

@@ -50,7 +50,7 @@ export interface CatchAllDeps {
 export function createSandboxCatchAllService({ work, store, mailboxes, clock }: CatchAllDeps): SandboxCatchAllService {
   /** The rows with their mailbox's address; one whose mailbox is gone is left out (it goes with its mailbox). */
   async function withAddress(rows: readonly SandboxCatchAllTable[]): Promise<CatchAllRow[]> {
-    const addresses = await mailboxes.mailboxAddresses(work, rows.map((r) => r.mailbox_id));
+    const addresses = await mailboxes.mailboxAddresses(work, rows);
     return rows.flatMap((r) => {
       const address = addresses.get(r.mailbox_id);
       return address === undefined ? [] : [{ ...r, address }];

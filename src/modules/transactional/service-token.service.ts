@@ -89,7 +89,7 @@ export interface ServiceTokenDeps {
 export function createServiceTokenService({ work, store, domains, mailboxes, clock }: ServiceTokenDeps): ServiceTokenService {
   /** The rows with their mailbox's address; a token whose mailbox is gone is left out (it goes with its mailbox). */
   async function withMailbox(rows: readonly ServiceTokenTable[]): Promise<ServiceTokenRow[]> {
-    const addresses = await mailboxes.mailboxAddresses(work, rows.map((r) => r.mailbox_id));
+    const addresses = await mailboxes.mailboxAddresses(work, rows);
     return rows.flatMap((r) => {
       const mailbox = addresses.get(r.mailbox_id);
       return mailbox === undefined ? [] : [{ ...r, mailbox }];
