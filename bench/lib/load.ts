@@ -17,7 +17,12 @@ export interface HttpLoad {
   durationS: number;
   /** The server's pid, to measure the CPU it spends per request (Linux). */
   serverPid?: number | undefined;
+  /** The server's last log lines, printed when the run fails (so a non-2xx answer can be traced). */
+  serverTail?: () => string;
 }
+
+/** Bodies of non-2xx answers kept for the error message. */
+const KEPT_FAILURES = 3;
 
 /** One measured run, in the units the report prints. */
 export interface Measurement {
@@ -57,6 +62,10 @@ function cannon(options: autocannon.Options, signal: AbortSignal): Promise<autoc
  * non-2xx answers: a rate of failures is not a rate of work.
  */
 export async function measureHttp(target: string, load: HttpLoad, signal: AbortSignal): Promise<Measurement> {
+  const failures: string[] = [];
+  const keepFailure = (status: number, body: string) => {
+    if ((status < 200 || status > 299) && failures.length < KEPT_FAILURES) failures.push(`${status} ${body.slice(0, 300)}`);
+  };
   const options: autocannon.Options = {
     url: load.url,
     method: load.method ?? 'GET',
@@ -64,7 +73,7 @@ export async function measureHttp(target: string, load: HttpLoad, signal: AbortS
     timeout: REQUEST_TIMEOUT_S,
     ...(load.headers ? { headers: load.headers } : {}),
     ...(load.body !== undefined ? { body: load.body } : {}),
-    ...(load.setupRequest ? { requests: [{ setupRequest: load.setupRequest }] } : {}),
+    requests: [{ ...(load.setupRequest ? { setupRequest: load.setupRequest } : {}), onResponse: keepFailure }],
   };
   if (load.warmupS > 0) await cannon({ ...options, duration: load.warmupS }, signal);
   const cpuBefore = processCpuMs(load.serverPid);
@@ -94,7 +103,9 @@ export async function measureHttp(target: string, load: HttpLoad, signal: AbortS
   if (measurement.errors > 0 || measurement.non2xx > 0) {
     throw new Error(
       `${target}: ${measurement.non2xx} non-2xx answers, ${measurement.errors} connection errors (${measurement.timeouts} timeouts) ` +
-        `out of ${measurement.totalRequests} requests; the numbers would be meaningless`,
+        `out of ${measurement.totalRequests} requests; the numbers would be meaningless\n` +
+        `  statuses: ${JSON.stringify(result.statusCodeStats)}\n  first answers: ${failures.join(' | ') || 'none kept'}\n` +
+        `  server log tail:\n${load.serverTail?.() ?? '(not kept)'}`,
     );
   }
   if (measurement.totalRequests === 0) throw new Error(`${target}: no request completed`);

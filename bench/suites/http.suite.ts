@@ -41,6 +41,7 @@ async function runCase(context: SuiteContext, dialect: Dialect, info: Record<str
       warmupS: context.settings.warmupS,
       durationS: context.settings.durationS,
       serverPid: server.pid,
+      serverTail: () => server.tail(),
       ...(headers ? { headers } : {}),
     });
 

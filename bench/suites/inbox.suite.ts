@@ -60,6 +60,7 @@ async function runCase(context: SuiteContext, dialect: Dialect, messages: number
       warmupS: context.settings.warmupS,
       durationS: context.settings.durationS,
       serverPid: server.pid,
+      serverTail: () => server.tail(),
       ...(headers ? { headers } : {}),
     });
     context.log(`  [${dialect}] ${BASELINE}: ${context.settings.warmupS} s warm-up + ${context.settings.durationS} s…`);
