@@ -3,8 +3,6 @@ import { processCpuMs } from './cpu.js';
 
 /** Seconds autocannon waits for one response before it counts a timeout. */
 const REQUEST_TIMEOUT_S = 10;
-/** Pause between warm-up and measurement, for the warm-up's abandoned requests to finish. */
-const WARMUP_SETTLE_MS = 1000;
 
 export interface HttpLoad {
   url: string;
@@ -77,12 +75,7 @@ export async function measureHttp(target: string, load: HttpLoad, signal: AbortS
     ...(load.body !== undefined ? { body: load.body } : {}),
     requests: [{ ...(load.setupRequest ? { setupRequest: load.setupRequest } : {}), onResponse: keepFailure }],
   };
-  if (load.warmupS > 0) {
-    await cannon({ ...options, duration: load.warmupS }, signal);
-    // The warm-up's last requests are still being answered after its connections close; they count against the
-    // service's in-flight caps until then, so the measured run's first requests would meet 429 too_many_in_flight.
-    await new Promise((resolve) => setTimeout(resolve, WARMUP_SETTLE_MS));
-  }
+  if (load.warmupS > 0) await cannon({ ...options, duration: load.warmupS }, signal);
   const cpuBefore = processCpuMs(load.serverPid);
   const wallBefore = performance.now();
   const result = await cannon({ ...options, duration: load.durationS }, signal);
