@@ -99,6 +99,11 @@ export function mailroomEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
     MAILROOM_SECRET_KEY: BENCH_SECRET_KEY,
     // The bench's SMTP sinks listen on loopback, which the outbound address rules refuse (src/lib/address-rules.ts).
     MAILROOM_DELIVERY_ALLOW_CIDRS: '127.0.0.0/8',
+    // The http and inbox suites keep 50 connections of one workspace busy, near its in-flight share (64): a request
+    // counts until its answer's last byte is handed to the socket, and on loopback a connection's next request can be
+    // read before that, so a few of them met 429 too_many_in_flight. The cap is not what these suites measure.
+    MAILROOM_HTTP_MAX_INFLIGHT_PER_WORKSPACE: '256',
+    MAILROOM_HTTP_MAX_INFLIGHT: '512',
     // All load comes from one loopback address, and the smtp suite opens 200 sessions plus a probe at once.
     MAILROOM_SMTP_MAX_CLIENTS: String(BENCH_SMTP_SESSIONS_ALLOWED),
     MAILROOM_SMTP_MAX_CLIENTS_PER_IP: String(BENCH_SMTP_SESSIONS_ALLOWED),
