@@ -15,6 +15,9 @@ interface Listed {
  * its own beside a running `mailroom serve`: the state lives in the database, so the server refuses a suspended
  * workspace's key at once, and a deletion stopped part-way is finished by running the command again.
  */
+/** Each command is a process that loads the server and opens the database: a few seconds each on a loaded machine. */
+const CLI_TEST_MS = 120_000;
+
 describe(`mailroom admin: workspace controls (${TEST_DIALECT})`, () => {
   let database: TestDatabase;
   let env: Record<string, string>;
@@ -43,7 +46,7 @@ describe(`mailroom admin: workspace controls (${TEST_DIALECT})`, () => {
       await cli(['create-mailbox', '--workspace', tenant.workspace_id, '--address', `${name.toLowerCase()}-2@mailroom.localhost`]);
     }
     server = await startServe(['--role', 'api'], { ...env, MAILROOM_HTTP_PORT: '0' });
-  }, 60_000);
+  }, CLI_TEST_MS);
   afterAll(async () => {
     server?.child.kill('SIGTERM');
     await server?.exited;
@@ -59,7 +62,7 @@ describe(`mailroom admin: workspace controls (${TEST_DIALECT})`, () => {
     const table = (await cli(['list-workspaces'])).stdout;
     expect(table.split('\n')[0]).toMatch(/^WORKSPACE\s+STATE\s+MAILBOXES\s+MESSAGES\s+STORED\s+SENT\/24H\s+CREATED\s+NAME$/);
     for (const t of tenants) expect(table).toMatch(new RegExp(`${t.workspace_id}\\s+active\\s+2\\s+0\\s+0 B\\s+0`));
-  });
+  }, CLI_TEST_MS);
 
   it('suspend refuses the workspace at the running server with 403 workspace_suspended, resume lets it back, the other never notices', async () => {
     const [acme, other] = tenants as [(typeof tenants)[0], (typeof tenants)[0]];
@@ -80,7 +83,7 @@ describe(`mailroom admin: workspace controls (${TEST_DIALECT})`, () => {
     const unknown = await runCli(['admin', 'suspend', 'ws_nope'], env);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('(workspace_not_found)');
-  });
+  }, CLI_TEST_MS);
 
   it('delete-workspace asks first, stops where told, and a second run finishes; the other workspace keeps everything', async () => {
     const [acme, other] = tenants as [(typeof tenants)[0], (typeof tenants)[0]];
@@ -106,5 +109,5 @@ describe(`mailroom admin: workspace controls (${TEST_DIALECT})`, () => {
     const again = await runCli(['admin', 'delete-workspace', acme.workspace_id, '--yes'], env);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('(workspace_not_found)');
-  });
+  }, CLI_TEST_MS);
 });
