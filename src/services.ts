@@ -52,7 +52,9 @@ import { createSecretBox, type SecretBox } from './lib/secret-box.js';
 import { createSmtpDeliverer } from './transports/smtp/outbound.client.js';
 import { createMailboxService, type MailboxService } from './modules/mailboxes/mailbox.service.js';
 import { createTenancyModule, type TenancyModule } from './modules/tenancy/tenancy.module.js';
-import { createTenancyStore } from './modules/tenancy/tenancy.store.js';
+import { createTenancyStore, heldWorkspacesSelect, workspaceStateSelect } from './modules/tenancy/tenancy.store.js';
+import { createWorkspaceLifecycle, type WorkspaceLifecycle } from './modules/tenancy/workspace-lifecycle.service.js';
+import { createGoneWorkspaces } from './modules/tenancy/workspace-state.js';
 import { createServiceTokenService, type ServiceTokenService } from './modules/transactional/service-token.service.js';
 import { createTransactionalService, type TransactionalService } from './modules/transactional/transactional.service.js';
 import { createWebhookStore } from './modules/webhooks/webhook.store.js';
@@ -82,6 +84,8 @@ export interface FeatureServices {
   webhooks: WebhooksModule;
   /** Sandbox mode's records, captured mail and catch-alls; null unless the service runs with --sandbox. */
   sandbox: SandboxModule | null;
+  /** The operator's controls of whole workspaces: list, suspend, resume, delete (mailroom admin …). */
+  workspaceLifecycle: WorkspaceLifecycle;
 }
 
 /** The plumbing the features run on: the database, commits, queue, wake-ups and threads that main.ts starts and stops. */
@@ -170,7 +174,8 @@ export async function createServices(
   const dnsServers = sandboxDns ? [sandboxDns.address] : config.dnsServers;
   const eventStore = createEventStore({ dialect });
   const events = createEventsService({ clock, store: eventStore });
-  const serviceTokenStore = createServiceTokenStore();
+  // A token's lookup reads its workspace's state in the same statement (the tenancy store's part).
+  const serviceTokenStore = createServiceTokenStore({ workspaceState: workspaceStateSelect });
   const wakeups = createJobWakeups();
   const eventSignal = createEventSignal();
   // Its grants are checked by the tenancy module made below (only once a stream is open).
@@ -225,7 +230,8 @@ export async function createServices(
   // PostgreSQL runs transactions side by side; the two groups share no row (sends insert outbound and
   // job rows, the worker changes existing ones), so they cannot deadlock. SQLite has one writer: one group.
   const workerCommits = dialect.supportsRowLocks ? createGroupCommit(db) : commits;
-  const lists = createListService({ work, store: createListStore(), clock });
+  const listStore = createListStore();
+  const lists = createListService({ work, store: listStore, clock });
   const resolve = createDnsResolver(dnsServers);
   const authenticator = options.authenticator ?? createMailauthAuthenticator({ resolve: cachingResolver(resolve), hostname: config.smtpHostname });
   // An authenticator given by the caller runs where it was made; otherwise parser threads do the work.
@@ -250,7 +256,8 @@ export async function createServices(
     hostedSelector: config.dkimSelector,
     box,
   });
-  const queue = createQueue({ work, dialect, clock, leaseMs: config.leaseMs, wake });
+  // Claims pass over the jobs of suspended workspaces and of those being deleted (the tenancy store's part).
+  const queue = createQueue({ work, dialect, clock, leaseMs: config.leaseMs, wake, heldWorkspaces: heldWorkspacesSelect });
   // The mail store: the only code that names the mail tables. Delivery runs' writes and job settlements share the
   // worker's commits; the outbound list entries a send could match are the lists module's part of one statement.
   const mail = createMailStore({ work, dialect, clock, logger, commits: workerCommits, queue, emit: (w, event) => events.emit(w, event), listCandidates: candidatesSelect, verifiedDomains: verifiedDomainsSelect });
@@ -273,6 +280,8 @@ export async function createServices(
   const returnPaths = createReturnPaths(box, returnPathDomain);
   const composer = createComposer({ threads: config.bodyThreads, logger });
   const sending = createSendingService({ work, clock, events, mail, queue, domains, returnPaths, commits, compose: composer.compose });
+  // Workspaces being deleted, read at most once a second per process: their mailboxes refuse mail.
+  const gone = createGoneWorkspaces(work, (w) => tenancyStore.deletingWorkspaceIds(w));
   const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
   const inbound = createInboundService({
     work,
@@ -286,6 +295,7 @@ export async function createServices(
     returnPaths,
     commits,
     catchAll: sandbox?.catchAlls.find,
+    workspaceGone: (workspaceId) => gone.has(workspaceId),
   });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
   const capture = sandbox ? createSandboxCapture({ work, store: sandboxStore, clock, logger, inbound }) : null;
@@ -305,9 +315,10 @@ export async function createServices(
     maxAgeMs: config.deliveryMaxAgeMs,
     workspaceConcurrency: config.fairQueue.deliveryWorkspaceConcurrency,
   });
+  const webhookStore = createWebhookStore({ dialect });
   const webhooks = createWebhooksModule({
     work,
-    store: createWebhookStore({ dialect }),
+    store: webhookStore,
     feed: eventStore,
     clock,
     logger,
@@ -335,7 +346,14 @@ export async function createServices(
     workerCommits,
     sending,
     drafts: createDraftService({ work, mail, clock, sending }),
-    serviceTokens: createServiceTokenService({ work, store: serviceTokenStore, domains: domainStore, mailboxes: mail, clock }),
+    serviceTokens: createServiceTokenService({
+      work,
+      store: serviceTokenStore,
+      domains: domainStore,
+      mailboxes: mail,
+      clock,
+      suspensionReason: async (workspaceId) => (await tenancyStore.findWorkspace(work, workspaceId))?.state_reason ?? null,
+    }),
     transactional: createTransactionalService({ work, store: serviceTokenStore, mail, clock, sending }),
     deliverer,
     handlers,
@@ -349,7 +367,8 @@ export async function createServices(
       clock,
       domains,
       store: mail,
-      workspaceExists: async (workspaceId) => (await tenancyStore.findWorkspace(work, workspaceId)) !== undefined,
+      // A workspace being deleted takes no new mailbox: it is gone for everyone but the purge.
+      workspaceExists: async (workspaceId) => ![undefined, 'deleting'].includes((await tenancyStore.findWorkspace(work, workspaceId))?.state),
     }),
     domains,
     lists,
@@ -360,6 +379,24 @@ export async function createServices(
     inbound,
     sandbox,
     sandboxDns,
+    workspaceLifecycle: createWorkspaceLifecycle({
+      work,
+      store: tenancyStore,
+      clock,
+      usage: (w, ids, since) => mail.mailUsage(w, ids, since),
+      // Each module's rows through its own store; the order keeps every foreign key's cascade small.
+      purges: [
+        { name: 'jobs', batch: (w, id, n) => queue.purgeWorkspaceBatch(w, id, n) },
+        { name: 'webhooks', batch: (w, id, n) => webhookStore.purgeWorkspaceBatch(w, id, n) },
+        { name: 'events', batch: (w, id, n) => eventStore.purgeWorkspaceBatch(w, id, n) },
+        { name: 'transactional', batch: (w, id, n) => serviceTokenStore.purgeWorkspaceBatch(w, id, n) },
+        { name: 'sandbox', batch: (w, id, n) => sandboxStore.purgeWorkspaceBatch(w, id, n) },
+        { name: 'mail', batch: (w, id, n) => mail.purgeMailBatch(w, id, n) },
+        { name: 'lists', batch: (w, id, n) => listStore.purgeWorkspaceBatch(w, id, n) },
+        { name: 'domains', batch: (w, id, n) => domainStore.purgeWorkspaceBatch(w, id, n) },
+      ],
+      gone,
+    }),
     analyzer,
     analysisGate,
     signer,

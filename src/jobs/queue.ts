@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type QueryCreator, type UpdateQueryBuilder } from 'kysely';
+import { sql, type OperandExpression, type QueryCreator, type UpdateQueryBuilder } from 'kysely';
 import { afterCommit } from '../db/commit-hooks.js';
 import type { Kysely } from 'kysely';
 import type { DialectInfo } from '../db/dialect.js';
 import { insertRows, preparedQuery, type Param } from '../db/prepared.js';
+import { deleteWorkspaceBatch } from '../db/purge.js';
 import { tablesOf, type Work } from '../db/tables.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
@@ -138,6 +139,8 @@ export interface Queue {
    * over meanwhile stays with its new holder).
    */
   completeAll(work: Work, jobs: readonly ClaimedJob<unknown>[]): Promise<void>;
+  /** One batch of a deleted workspace's jobs, pending, leased or dead (at most `limit`); 0 once none is left. */
+  purgeWorkspaceBatch(work: Work, workspaceId: string, limit: number): Promise<number>;
   /** Jobs of `queue` not yet done (leased ones included, not the dead) of a workspace, or of one group of it. */
   countPending(work: Work, queue: string, workspaceId: string, groupKey?: string): Promise<number>;
   /** The payloads of the jobs of `queue` not yet done (leased ones included, not the dead) of one group of a workspace. */
@@ -173,7 +176,15 @@ export interface QueueDeps {
   leaseMs: number;
   /** Called after a transaction that enqueued on `queue` commits (wakes the workers; services.ts). */
   wake?: (queue: string) => void;
+  /**
+   * The tenancy store's part: the ids of workspaces whose jobs wait (suspended, being deleted). A claim passes their
+   * jobs over, so they stay queued, untouched, and run once the workspace is active again.
+   */
+  heldWorkspaces?: HeldWorkspacesPart;
 }
+
+/** A select of workspace ids, built by their owner over its own table, for a claim's `not in`. */
+export type HeldWorkspacesPart = (handle: Parameters<typeof tablesOf>[0]) => OperandExpression<string>;
 
 function toView<P>(row: JobTable): JobView<P> {
   return {
@@ -250,14 +261,16 @@ interface Candidate {
  * second, and so on (arrival order only within a workspace); inside a workspace its groups take turns the same way.
  * Each workspace offers at most what its cap or the claim could take, each group at most its cap.
  */
-async function dueCandidates(trx: Jobs, queue: string, limit: number, now: number, options: ClaimOptions): Promise<Candidate[]> {
+async function dueCandidates(trx: Jobs, queue: string, limit: number, now: number, options: ClaimOptions, held: HeldWorkspacesPart | undefined): Promise<Candidate[]> {
   const perWorkspace = Math.min(limit, options.perWorkspace ?? limit);
   const due = trx
     .selectFrom('jobs')
     .select(['id', 'workspace_id', 'group_key', 'run_at', sql<number>`row_number() over (partition by workspace_id, group_key order by run_at, id)`.as('group_rank')])
     .where('queue', '=', queue)
     .where('state', '=', 'pending')
-    .where('run_at', '<=', now);
+    .where('run_at', '<=', now)
+    // A held workspace's jobs are not candidates (a job of no workspace never is held).
+    .$if(held !== undefined, (qb) => qb.where((eb) => eb.or([eb('workspace_id', 'is', null), eb('workspace_id', 'not in', held!(trx))])));
   const inGroup = trx
     .selectFrom(due.as('due'))
     .select(['id', 'workspace_id', 'group_key', 'run_at', sql<number>`row_number() over (partition by workspace_id order by group_rank, run_at, id)`.as('turn')])
@@ -300,7 +313,7 @@ function pickFairly(candidates: readonly Candidate[], running: Running, limit: n
  * (`FOR UPDATE SKIP LOCKED`); SQLite serves one process. A claim's UPDATE takes only rows still due, so a
  * job is never leased twice.
  */
-export function createQueue({ work, dialect, clock, leaseMs, wake }: QueueDeps): Queue {
+export function createQueue({ work, dialect, clock, leaseMs, wake, heldWorkspaces }: QueueDeps): Queue {
   const db = tablesOf<QueueTables>(work);
   function row(input: EnqueueInput, now: number): JobTable {
     return {
@@ -401,7 +414,7 @@ export function createQueue({ work, dialect, clock, leaseMs, wake }: QueueDeps):
       if (limit <= 0) return [];
       const take = async (trx: Jobs) => {
         const now = clock.now();
-        let picked = pickFairly(await dueCandidates(trx, queue, limit, now, options), await runningCounts(trx, queue, now, options), limit, options);
+        let picked = pickFairly(await dueCandidates(trx, queue, limit, now, options, heldWorkspaces), await runningCounts(trx, queue, now, options), limit, options);
         if (picked.length > 0 && dialect.supportsSkipLocked) {
           // A row another transaction holds (a cancel, a settle) is passed over, not waited for.
           const free = await trx.selectFrom('jobs').select('id').where('id', 'in', picked).forUpdate().skipLocked().execute();
@@ -513,6 +526,8 @@ export function createQueue({ work, dialect, clock, leaseMs, wake }: QueueDeps):
         .where((eb) => eb.or(jobs.map((job) => eb.and([eb('id', '=', job.id), eb('lease_token', '=', job.leaseToken)]))))
         .execute();
     },
+
+    purgeWorkspaceBatch: (work, workspaceId, limit) => deleteWorkspaceBatch(tablesOf<QueueTables>(work), 'jobs', 'id', workspaceId, limit),
 
     async countPending(work, queue, workspaceId, groupKey) {
       let query = tablesOf<QueueTables>(work)

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { DialectInfo } from '../../db/dialect.js';
 import { insertRows } from '../../db/prepared.js';
+import { deleteWorkspaceBatch } from '../../db/purge.js';
 import { tablesOf, type Work } from '../../db/tables.js';
 import type { EventTable, EventTables } from './event.table.js';
 import { PAYLOAD_HEAD, type FeedCursor, type FeedRow, type PastRow } from './event.types.js';
@@ -114,6 +115,8 @@ export interface EventStore {
   find(work: Work, workspaceId: string, id: string): Promise<Pick<EventTable, 'id' | 'type' | 'payload'> | undefined>;
   /** Several events in one query, each matched by its workspace and id (pairs, so both databases use the primary key). */
   findMany(work: Work, keys: readonly EventKey[]): Promise<Array<Pick<EventTable, 'id' | 'workspace_id' | 'type' | 'payload'>>>;
+  /** One batch of a deleted workspace's events (at most `limit`); 0 once none is left. */
+  purgeWorkspaceBatch(work: Work, workspaceId: string, limit: number): Promise<number>;
 }
 
 /** The event log: the only code that names `events`. */
@@ -135,5 +138,6 @@ export function createEventStore({ dialect }: { dialect: DialectInfo }): EventSt
         .where((eb) => eb.or(keys.map((k) => eb.and([eb('id', '=', k.eventId), eb('workspace_id', '=', k.workspaceId)]))))
         .execute();
     },
+    purgeWorkspaceBatch: (work, workspaceId, limit) => deleteWorkspaceBatch(of(work), 'events', 'id', workspaceId, limit),
   };
 }

@@ -11,6 +11,7 @@ import { createCopyStore } from './copy.store.js';
 import { createMailboxStore } from './mailbox.store.js';
 import { createMessageStore } from './message.store.js';
 import { createOrganizeStore } from './organize.store.js';
+import { createPurgeStore } from './purge.store.js';
 import { createSearchStore } from './search.store.js';
 import { createMailLookups, type MailLookups } from './lookups.store.js';
 import { createSendingMailStore, type SendingMailStore, type SendingMailStoreDeps } from './sending-mail.store.js';
@@ -29,6 +30,7 @@ export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
     ...createMailboxStore(),
     ...createSearchStore(deps),
     ...createBounceStore(),
+    ...createPurgeStore(),
   };
 }
 
@@ -48,3 +50,4 @@ export type { StoreInput } from './copy.store.js';
 export type { MailboxRow } from './mailbox.store.js';
 export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, ThreadRow, VersionedPage } from './message.store.js';
 export type { SearchPageRow } from './search.store.js';
+export type { MailUsage } from './purge.store.js';

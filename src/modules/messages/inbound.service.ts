@@ -87,6 +87,8 @@ export interface InboundDeps {
   commits: GroupCommit;
   /** Sandbox mode: the catch-all mailbox of an address that has none of its own (modules/sandbox). */
   catchAll?: ((address: string) => Promise<MailboxAddress | undefined>) | undefined;
+  /** Whether a workspace is being deleted: its addresses are unknown from then on (a suspended one still receives). */
+  workspaceGone?: ((workspaceId: string) => Promise<boolean>) | undefined;
 }
 
 type MailboxAddress = { id: string; workspace_id: string; address: string };
@@ -114,7 +116,8 @@ function reportRecipientOf(outbound: { mail_from: string; recipients_json: strin
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ work, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, commits, catchAll }: InboundDeps): InboundService {
+export function createInboundService({ work, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, commits, catchAll, workspaceGone }: InboundDeps): InboundService {
+  const gone = async (workspaceId: string): Promise<boolean> => (workspaceGone ? workspaceGone(workspaceId) : false);
 
   /**
    * A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the
@@ -230,12 +233,12 @@ export function createInboundService({ work, clock, events, store, lists, analyz
         const reportFor = returnPath.messageId;
         const outbound = await store.bounceTarget(work, reportFor);
         const reportRecipient = outbound ? reportRecipientOf(outbound, returnPath, returnPaths) : undefined;
-        if (!outbound || reportRecipient === undefined) return { ok: false, reason: 'no_mailbox', detail: `no message behind ${rawAddress}` };
+        if (!outbound || reportRecipient === undefined || (await gone(outbound.workspace_id))) return { ok: false, reason: 'no_mailbox', detail: `no message behind ${rawAddress}` };
         return { ok: true, recipient: { workspaceId: outbound.workspace_id, mailboxId: '', address: rawAddress.toLowerCase(), reportFor, reportRecipient } };
       }
       const address = normalizeEmail(rawAddress);
       const mailbox = address ? ((await store.mailboxForRecipient(work, address)) ?? (await catchAll?.(address))) : undefined;
-      if (!mailbox) return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
+      if (!mailbox || (await gone(mailbox.workspace_id))) return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
       const sender = normalizeEmail(envelope.mailFrom);
       const verdict = await lists.evaluate(work, mailbox.workspace_id, 'inbound', { address: sender, ip: envelope.remoteIp });
       if (verdict.decision === 'refuse') {

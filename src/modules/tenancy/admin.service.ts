@@ -72,7 +72,8 @@ export function createAdminService({ work, store, clock }: { work: Work; store: 
       const role = checkRole(input.role);
       const email = checkEmail(input.email);
       const workspace = await store.findWorkspace(work, input.workspace);
-      if (!workspace) throw notFound('workspace_not_found', `no workspace ${input.workspace}`);
+      // A workspace being deleted is gone: nothing new is added to it.
+      if (!workspace || workspace.state === 'deleting') throw notFound('workspace_not_found', `no workspace ${input.workspace}`);
       const user = await store.findUserByEmail(work, email);
       if (!user) throw notFound('user_not_found', `no user with email ${email}`);
       try {
@@ -89,7 +90,8 @@ export function createAdminService({ work, store, clock }: { work: Work; store: 
       if (input.platform) return insertApiKey(work, null);
       if (!input.workspace) throw invalid('invalid_request', 'a workspace id (or --platform) is required');
       const workspace = await store.findWorkspace(work, input.workspace);
-      if (!workspace) throw notFound('workspace_not_found', `no workspace ${input.workspace}`);
+      // A workspace being deleted is gone: nothing new is added to it.
+      if (!workspace || workspace.state === 'deleting') throw notFound('workspace_not_found', `no workspace ${input.workspace}`);
       return insertApiKey(work, workspace.id);
     },
   };

@@ -25,6 +25,8 @@ export interface SessionContext {
   activeWorkspaceId: string | null;
   role: Role | null;
   expiresAt: number;
+  /** Set while the active workspace is suspended: acting in it answers 403 workspace_suspended. */
+  suspension?: { reason: string | null } | null;
 }
 
 export interface WorkspaceMembershipView {

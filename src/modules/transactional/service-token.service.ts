@@ -9,6 +9,7 @@ import type { MailStore } from '../mail/mail.store.js';
 import { TOUCH_INTERVAL_MS } from '../tenancy/auth.service.js';
 import { isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
 import { normalizeEmail } from '../tenancy/validation.js';
+import { credentialVerdict, workspaceSuspended } from '../tenancy/workspace-state.js';
 import type { ServiceTokenStore } from './service-token.store.js';
 import { SERVICE_TOKEN_SCOPES, type ServiceTokenScope, type ServiceTokenTable } from './transactional.table.js';
 
@@ -84,9 +85,11 @@ export interface ServiceTokenDeps {
   /** A token points at a mailbox by id: its address is the mail store's. */
   mailboxes: Pick<MailStore, 'mailboxIdByAddress' | 'mailboxAddresses'>;
   clock: Clock;
+  /** The operator's reason for a workspace's suspension, read only to word a refusal. */
+  suspensionReason?: (workspaceId: string) => Promise<string | null>;
 }
 
-export function createServiceTokenService({ work, store, domains, mailboxes, clock }: ServiceTokenDeps): ServiceTokenService {
+export function createServiceTokenService({ work, store, domains, mailboxes, clock, suspensionReason }: ServiceTokenDeps): ServiceTokenService {
   /** The rows with their mailbox's address; a token whose mailbox is gone is left out (it goes with its mailbox). */
   async function withMailbox(rows: readonly ServiceTokenTable[]): Promise<ServiceTokenRow[]> {
     const addresses = await mailboxes.mailboxAddresses(work, rows);
@@ -166,7 +169,11 @@ export function createServiceTokenService({ work, store, domains, mailboxes, clo
 
     async authenticate(credential) {
       if (!credential.startsWith('mst_')) throw unauthorized('invalid_credential', 'the transactional API takes a service token (mst_…)');
-      const row = await one(await store.findByHash(work, hashToken(credential)));
+      const found = await store.findByHash(work, hashToken(credential));
+      const verdict = credentialVerdict(found?.workspace_state ?? null);
+      if (verdict === 'suspended') throw workspaceSuspended(found!.workspace_id, (await suspensionReason?.(found!.workspace_id)) ?? null);
+      // A workspace being deleted is gone: its tokens are unknown from the moment it was marked.
+      const row = verdict === 'gone' ? undefined : await one(found);
       if (!row) throw unauthorized('invalid_credential', 'the service token is not valid, or has been rotated or revoked');
       const now = clock.now();
       if (row.last_used_at === null || now - row.last_used_at > TOUCH_INTERVAL_MS) await store.touch(work, row.workspace_id, row.id, now);

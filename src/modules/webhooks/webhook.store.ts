@@ -1,5 +1,6 @@
 import type { DialectInfo } from '../../db/dialect.js';
 import { preparedQuery } from '../../db/prepared.js';
+import { deleteWorkspaceBatch } from '../../db/purge.js';
 import { tablesOf, type Work } from '../../db/tables.js';
 import { SEALED_PREFIX } from '../../lib/secret-box.js';
 import type { WebhookDeliveryTable, WebhookTable, WebhookTables } from './webhook.table.js';
@@ -157,6 +158,13 @@ export function createWebhookStore({ dialect }: { dialect: Pick<DialectInfo, 'su
         .orderBy('id', 'desc')
         .limit(limit)
         .execute(),
+    /** One batch of a deleted workspace's rows, delivery attempts then endpoints (at most `limit` each); 0 once none is left. */
+    purgeWorkspaceBatch: async (work: Work, workspaceId: string, limit: number): Promise<number> =>
+      // Deliveries are chosen by endpoint: their index is led by webhook_id.
+      (await deleteWorkspaceBatch(of(work), 'webhook_deliveries', 'id', workspaceId, limit, {
+        column: 'webhook_id',
+        ids: of(work).selectFrom('webhooks').select('webhooks.id').where('webhooks.workspace_id', '=', workspaceId),
+      })) || deleteWorkspaceBatch(of(work), 'webhooks', 'id', workspaceId, limit),
   };
 }
 
