@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerTransferCommands } from './admin/transfer.commands.js';
 import { withServices } from './admin/with-services.js';
 import { failWith, printResult } from './output.js';
 
@@ -120,4 +121,6 @@ export function registerAdminCommands(program: Command): void {
         failWith(err);
       }
     });
+
+  registerTransferCommands(admin);
 }

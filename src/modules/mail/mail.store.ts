@@ -12,6 +12,7 @@ import { createMailboxStore } from './mailbox.store.js';
 import { createMessageStore } from './message.store.js';
 import { createOrganizeStore } from './organize.store.js';
 import { createSearchStore } from './search.store.js';
+import { createTransferStore } from './transfer.store.js';
 import { createMailLookups, type MailLookups } from './lookups.store.js';
 import { createSendingMailStore, type SendingMailStore, type SendingMailStoreDeps } from './sending-mail.store.js';
 
@@ -29,6 +30,7 @@ export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
     ...createMailboxStore(),
     ...createSearchStore(deps),
     ...createBounceStore(),
+    ...createTransferStore(),
   };
 }
 
@@ -48,3 +50,4 @@ export type { StoreInput } from './copy.store.js';
 export type { MailboxRow } from './mailbox.store.js';
 export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, ThreadRow, VersionedPage } from './message.store.js';
 export type { SearchPageRow } from './search.store.js';
+export type { ImportProbe, TransferCursor, TransferRow } from './transfer.store.js';
