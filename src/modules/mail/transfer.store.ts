@@ -3,7 +3,9 @@
  * the duplicate check an import makes before it stores a message through `storeCopy`. Every statement filters by
  * workspace; a mailbox is looked up within its workspace when the caller names one.
  */
+import type { JoinBuilder } from 'kysely';
 import type { Work } from '../../db/tables.js';
+import type { MailTables } from './mail.table.js';
 import type { MailboxTable } from './mailbox.table.js';
 import { mailDb } from './message.store.js';
 
@@ -85,26 +87,39 @@ export function createTransferStore() {
      */
     importDuplicate: async (work: Work, probe: ImportProbe): Promise<boolean> => {
       const db = mailDb(work);
-      let query = db
-        .selectFrom('messages')
-        .innerJoin('message_contents', (join) => join.onRef('message_contents.message_id', '=', 'messages.id').onRef('message_contents.workspace_id', '=', 'messages.workspace_id'))
-        .select('message_contents.raw')
-        .where('messages.workspace_id', '=', probe.workspaceId)
-        .where('messages.mailbox_id', '=', probe.mailboxId)
-        .where('messages.size', '=', probe.raw.length);
-      if (probe.messageId !== null) {
-        const threads = db
+      const contents = (join: JoinBuilder<MailTables, 'messages' | 'message_contents'>) =>
+        join.onRef('message_contents.message_id', '=', 'messages.id').onRef('message_contents.workspace_id', '=', 'messages.workspace_id');
+      const sameBytes = (rows: Array<{ raw: Buffer }>) => rows.some((r) => Buffer.from(r.raw).equals(probe.raw));
+      if (probe.messageId === null) {
+        return sameBytes(
+          await db
+            .selectFrom('messages')
+            .innerJoin('message_contents', contents)
+            .select('message_contents.raw')
+            .where('messages.workspace_id', '=', probe.workspaceId)
+            .where('messages.created_at', '=', probe.receivedAt)
+            .where('messages.mailbox_id', '=', probe.mailboxId)
+            .where('messages.internet_message_id', 'is', null)
+            .where('messages.size', '=', probe.raw.length)
+            .execute(),
+        );
+      }
+      // From the reference first: SQLite then walks the thread's messages, not the workspace's.
+      return sameBytes(
+        await db
           .selectFrom('thread_refs')
-          .select('thread_refs.thread_id')
+          .innerJoin('messages', 'messages.thread_id', 'thread_refs.thread_id')
+          .innerJoin('message_contents', contents)
+          .select('message_contents.raw')
           .where('thread_refs.workspace_id', '=', probe.workspaceId)
           .where('thread_refs.mailbox_id', '=', probe.mailboxId)
-          .where('thread_refs.message_key', '=', probe.messageId);
-        query = query.where('messages.thread_id', 'in', threads).where('messages.internet_message_id', '=', probe.messageId);
-      } else {
-        query = query.where('messages.created_at', '=', probe.receivedAt).where('messages.internet_message_id', 'is', null);
-      }
-      const rows = await query.execute();
-      return rows.some((r) => Buffer.from(r.raw).equals(probe.raw));
+          .where('thread_refs.message_key', '=', probe.messageId)
+          .where('messages.workspace_id', '=', probe.workspaceId)
+          .where('messages.mailbox_id', '=', probe.mailboxId)
+          .where('messages.internet_message_id', '=', probe.messageId)
+          .where('messages.size', '=', probe.raw.length)
+          .execute(),
+      );
     },
   };
 }
