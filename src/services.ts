@@ -37,6 +37,7 @@ import { createMailauthAuthenticator, type MessageAuthenticator } from './module
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
 import { createMailStore } from './modules/mail/mail.store.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
+import { createMailboxTransferService, type MailboxTransferService } from './modules/messages/mailbox-transfer.service.js';
 import { createSearchRunner } from './modules/messages/search-runner.js';
 import { createDeliveryHandler } from './modules/sending/delivery.handler.js';
 import { createInProcessSigner, createThreadedSigner, type MessageSigner } from './modules/sending/signing-pool.js';
@@ -75,6 +76,8 @@ export interface FeatureServices {
   /** The addresses a workspace no longer sends to (hard bounces, complaints, manual entries). */
   suppressions: SuppressionService;
   messages: MessageService;
+  /** A mailbox's mail out to mbox files and in from mbox or Maildir (the operator's export and import). */
+  mailTransfer: MailboxTransferService;
   inbound: InboundService;
   domains: DomainService;
   sending: SendingService;
@@ -374,6 +377,7 @@ export async function createServices(
     lists,
     suppressions: createSuppressionService({ work, clock, mail }),
     messages: createMessageService({ work, store: mail, searches }),
+    mailTransfer: createMailboxTransferService({ work, store: mail, clock, maxMessageBytes: config.smtpMaxSize }),
     returnPaths,
     secretBox: box,
     inbound,

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerTransferCommands } from './admin/transfer.commands.js';
 import { withServices } from './admin/with-services.js';
 import { registerWorkspacesCommands } from './admin/workspaces.commands.js';
 import { failWith, printResult } from './output.js';
@@ -123,4 +124,5 @@ export function registerAdminCommands(program: Command): void {
     });
 
   registerWorkspacesCommands(admin);
+  registerTransferCommands(admin);
 }

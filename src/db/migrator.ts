@@ -78,3 +78,8 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
   }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
+
+/** The names of the migrations this build knows (a restore refuses a database that has others: a newer version's). */
+export function knownMigrationNames(): string[] {
+  return Object.keys(MIGRATIONS).sort();
+}

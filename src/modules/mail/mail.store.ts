@@ -13,6 +13,7 @@ import { createMessageStore } from './message.store.js';
 import { createOrganizeStore } from './organize.store.js';
 import { createPurgeStore } from './purge.store.js';
 import { createSearchStore } from './search.store.js';
+import { createTransferStore } from './transfer.store.js';
 import { createMailLookups, type MailLookups } from './lookups.store.js';
 import { createSendingMailStore, type SendingMailStore, type SendingMailStoreDeps } from './sending-mail.store.js';
 
@@ -31,6 +32,7 @@ export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
     ...createSearchStore(deps),
     ...createBounceStore(),
     ...createPurgeStore(),
+    ...createTransferStore(),
   };
 }
 
@@ -51,3 +53,4 @@ export type { MailboxRow } from './mailbox.store.js';
 export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, ThreadRow, VersionedPage } from './message.store.js';
 export type { SearchPageRow } from './search.store.js';
 export type { MailUsage } from './purge.store.js';
+export type { ImportProbe, TransferCursor, TransferRow } from './transfer.store.js';
