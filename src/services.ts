@@ -61,6 +61,8 @@ import { createWebhookClient } from './transports/http/webhook.client.js';
 import { createSandboxCapture, createSandboxModule, SANDBOX_WEBHOOK_CIDRS, type SandboxModule } from './modules/sandbox/sandbox.module.js';
 import { createSandboxStore } from './modules/sandbox/sandbox.store.js';
 import { startSandboxDnsServer, type SandboxDnsServer } from './transports/dns/sandbox-dns.server.js';
+import { createQuotaService, type QuotaService } from './modules/quotas/quota.service.js';
+import { createQuotaStore } from './modules/quotas/quota.store.js';
 
 /** The feature services: what the transports and the CLI call (the rules of the product). */
 export interface FeatureServices {
@@ -82,6 +84,8 @@ export interface FeatureServices {
   webhooks: WebhooksModule;
   /** Sandbox mode's records, captured mail and catch-alls; null unless the service runs with --sandbox. */
   sandbox: SandboxModule | null;
+  /** Quotas per workspace and usage (`usageOf` for any module that shows a workspace's usage). */
+  quotas: QuotaService;
 }
 
 /** The plumbing the features run on: the database, commits, queue, wake-ups and threads that main.ts starts and stops. */
@@ -254,6 +258,8 @@ export async function createServices(
   // The mail store: the only code that names the mail tables. Delivery runs' writes and job settlements share the
   // worker's commits; the outbound list entries a send could match are the lists module's part of one statement.
   const mail = createMailStore({ work, dialect, clock, logger, commits: workerCommits, queue, emit: (w, event) => events.emit(w, event), listCandidates: candidatesSelect, verifiedDomains: verifiedDomainsSelect });
+  const workspaceExists = async (workspaceId: string) => (await tenancyStore.findWorkspace(work, workspaceId)) !== undefined;
+  const quotas = createQuotaService({ work, store: createQuotaStore(), mail, clock, defaults: config.quotaDefaults, workspaceExists });
   const searches = createSearchRunner({
     database: { work, dialect, sqliteFile: opened.sqliteFile, busyTimeoutMs: SQLITE_BUSY_TIMEOUT_MS },
     store: mail,
@@ -272,7 +278,7 @@ export async function createServices(
   };
   const returnPaths = createReturnPaths(box, returnPathDomain);
   const composer = createComposer({ threads: config.bodyThreads, logger });
-  const sending = createSendingService({ work, clock, events, mail, queue, domains, returnPaths, commits, compose: composer.compose });
+  const sending = createSendingService({ work, clock, events, mail, queue, domains, returnPaths, commits, compose: composer.compose, quota: quotas });
   const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
   const inbound = createInboundService({
     work,
@@ -286,6 +292,7 @@ export async function createServices(
     returnPaths,
     commits,
     catchAll: sandbox?.catchAlls.find,
+    storage: quotas,
   });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
   const capture = sandbox ? createSandboxCapture({ work, store: sandboxStore, clock, logger, inbound }) : null;
@@ -349,7 +356,8 @@ export async function createServices(
       clock,
       domains,
       store: mail,
-      workspaceExists: async (workspaceId) => (await tenancyStore.findWorkspace(work, workspaceId)) !== undefined,
+      workspaceExists,
+      quota: quotas,
     }),
     domains,
     lists,
@@ -364,6 +372,7 @@ export async function createServices(
     analysisGate,
     signer,
     composer,
+    quotas,
   };
 }
 
