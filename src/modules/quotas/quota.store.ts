@@ -3,7 +3,7 @@
  * hour. Every operation takes the pool or the caller's transaction first.
  */
 import { sql } from 'kysely';
-import { preparedWrite } from '../../db/prepared.js';
+import { preparedQuery, preparedWrite } from '../../db/prepared.js';
 import { tablesOf, type Work } from '../../db/tables.js';
 import type { QuotaTables } from './quota.table.js';
 
@@ -15,6 +15,24 @@ const countSendsQuery = preparedWrite<{ workspaceId: string; windowStart: number
     .insertInto('quota_send_counts')
     .values({ workspace_id: p('workspaceId'), window_start: p('windowStart'), sent: p('sent') })
     .onConflict((oc) => oc.columns(['workspace_id', 'window_start']).doUpdateSet({ sent: sql<number>`${sql.ref('quota_send_counts.sent')} + ${p<number>('sent')}` })),
+);
+
+/** The same, reading the hour's count back (a send quota applies). Prepared: it runs in every such send. */
+const countSendsReturningQuery = preparedQuery<{ workspaceId: string; windowStart: number; sent: number }, { sent: number }, QuotaTables>((db, p) =>
+  db
+    .insertInto('quota_send_counts')
+    .values({ workspace_id: p('workspaceId'), window_start: p('windowStart'), sent: p('sent') })
+    .onConflict((oc) => oc.columns(['workspace_id', 'window_start']).doUpdateSet({ sent: sql<number>`${sql.ref('quota_send_counts.sent')} + ${p<number>('sent')}` }))
+    .returning('sent'),
+);
+
+const sendWindowsQuery = preparedQuery<{ workspaceId: string; since: number }, { window_start: number | string; sent: number }, QuotaTables>((db, p) =>
+  db
+    .selectFrom('quota_send_counts')
+    .select(['window_start', 'sent'])
+    .where('workspace_id', '=', p<string>('workspaceId'))
+    .where('window_start', '>=', p<number>('since'))
+    .orderBy('window_start'),
 );
 
 export function createQuotaStore() {
@@ -42,24 +60,13 @@ export function createQuotaStore() {
      * until the caller's transaction ends, so concurrent sends of the workspace count one after another.
      */
     async countSendsReturning(work: Work, workspaceId: string, windowStart: number, sent: number): Promise<number> {
-      const row = await of(work)
-        .insertInto('quota_send_counts')
-        .values({ workspace_id: workspaceId, window_start: windowStart, sent })
-        .onConflict((oc) => oc.columns(['workspace_id', 'window_start']).doUpdateSet((eb) => ({ sent: eb('quota_send_counts.sent', '+', sent) })))
-        .returning('sent')
-        .executeTakeFirstOrThrow();
-      return Number(row.sent);
+      const rows = await countSendsReturningQuery(of(work), { workspaceId, windowStart, sent });
+      return Number(rows[0]!.sent);
     },
 
     /** The hour windows of the workspace from `since` on, oldest first. */
     async sendWindows(work: Work, workspaceId: string, since: number): Promise<Array<{ windowStart: number; sent: number }>> {
-      const rows = await of(work)
-        .selectFrom('quota_send_counts')
-        .select(['window_start', 'sent'])
-        .where('workspace_id', '=', workspaceId)
-        .where('window_start', '>=', since)
-        .orderBy('window_start')
-        .execute();
+      const rows = await sendWindowsQuery(of(work), { workspaceId, since });
       return rows.map((r) => ({ windowStart: Number(r.window_start), sent: Number(r.sent) }));
     },
 
