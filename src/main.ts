@@ -21,6 +21,9 @@ export { ROLES, type ProcessRole } from './config/roles.js';
 // The composition lives in services.ts; its callers know it from here.
 export { createServices, type FeatureServices, type Plumbing, type Services } from './services.js';
 
+/** How often the worker role forgets send counters older than a day. */
+const QUOTA_SWEEP_MS = 60 * 60_000;
+
 /** The Vite build of web/: dist/web beside the compiled service (dist/main.js), and the same folder from src/main.ts. */
 const WEB_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'web');
 
@@ -56,6 +59,8 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     webRoot: WEB_ROOT,
     timeouts: { requestMs: config.httpRequestTimeoutMs, headersMs: config.httpHeadersTimeoutMs, keepAliveMs: config.httpKeepAliveTimeoutMs },
     sandbox: services.sandbox && services.sandboxDns ? { module: services.sandbox, dnsServer: services.sandboxDns.address } : null,
+    quotas: services.quotas,
+    clock: services.clock,
   });
 }
 
@@ -93,7 +98,11 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       const unsubscribe = services.wakeups.subscribe((name) => worker.wake(name));
       worker.start();
       maintenance.start();
+      // Send counters older than a day count for no quota any more.
+      const quotaSweep = setInterval(() => void services.quotas.sweep().catch((err: unknown) => logger.warn({ err }, 'quota counter sweep failed')), QUOTA_SWEEP_MS);
+      quotaSweep.unref();
       stoppers.push(async () => {
+        clearInterval(quotaSweep);
         unsubscribe();
         maintenance.stop();
         await worker.stop();

@@ -64,6 +64,8 @@ import { createWebhookClient } from './transports/http/webhook.client.js';
 import { createSandboxCapture, createSandboxModule, SANDBOX_WEBHOOK_CIDRS, type SandboxModule } from './modules/sandbox/sandbox.module.js';
 import { createSandboxStore } from './modules/sandbox/sandbox.store.js';
 import { startSandboxDnsServer, type SandboxDnsServer } from './transports/dns/sandbox-dns.server.js';
+import { createQuotaService, type QuotaService } from './modules/quotas/quota.service.js';
+import { createQuotaStore } from './modules/quotas/quota.store.js';
 
 /** The feature services: what the transports and the CLI call (the rules of the product). */
 export interface FeatureServices {
@@ -89,6 +91,8 @@ export interface FeatureServices {
   sandbox: SandboxModule | null;
   /** The operator's controls of whole workspaces: list, suspend, resume, delete (mailroom admin …). */
   workspaceLifecycle: WorkspaceLifecycle;
+  /** Quotas per workspace and usage (`usageOf` for any module that shows a workspace's usage). */
+  quotas: QuotaService;
 }
 
 /** The plumbing the features run on: the database, commits, queue, wake-ups and threads that main.ts starts and stops. */
@@ -264,6 +268,9 @@ export async function createServices(
   // The mail store: the only code that names the mail tables. Delivery runs' writes and job settlements share the
   // worker's commits; the outbound list entries a send could match are the lists module's part of one statement.
   const mail = createMailStore({ work, dialect, clock, logger, commits: workerCommits, queue, emit: (w, event) => events.emit(w, event), listCandidates: candidatesSelect, verifiedDomains: verifiedDomainsSelect });
+  // A workspace being deleted takes no new mailbox and no quota: it is gone for everyone but the purge.
+  const workspaceExists = async (workspaceId: string) => ![undefined, 'deleting'].includes((await tenancyStore.findWorkspace(work, workspaceId))?.state);
+  const quotas = createQuotaService({ work, store: createQuotaStore(), mail, clock, defaults: config.quotaDefaults, workspaceExists });
   const searches = createSearchRunner({
     database: { work, dialect, sqliteFile: opened.sqliteFile, busyTimeoutMs: SQLITE_BUSY_TIMEOUT_MS },
     store: mail,
@@ -282,7 +289,7 @@ export async function createServices(
   };
   const returnPaths = createReturnPaths(box, returnPathDomain);
   const composer = createComposer({ threads: config.bodyThreads, logger });
-  const sending = createSendingService({ work, clock, events, mail, queue, domains, returnPaths, commits, compose: composer.compose });
+  const sending = createSendingService({ work, clock, events, mail, queue, domains, returnPaths, commits, compose: composer.compose, quota: quotas });
   // Workspaces being deleted, read at most once a second per process: their mailboxes refuse mail.
   const gone = createGoneWorkspaces(work, (w) => tenancyStore.deletingWorkspaceIds(w));
   const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
@@ -299,6 +306,7 @@ export async function createServices(
     commits,
     catchAll: sandbox?.catchAlls.find,
     workspaceGone: (workspaceId) => gone.has(workspaceId),
+    storage: quotas,
   });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
   const capture = sandbox ? createSandboxCapture({ work, store: sandboxStore, clock, logger, inbound }) : null;
@@ -370,8 +378,8 @@ export async function createServices(
       clock,
       domains,
       store: mail,
-      // A workspace being deleted takes no new mailbox: it is gone for everyone but the purge.
-      workspaceExists: async (workspaceId) => ![undefined, 'deleting'].includes((await tenancyStore.findWorkspace(work, workspaceId))?.state),
+      workspaceExists,
+      quota: quotas,
     }),
     domains,
     lists,
@@ -387,7 +395,7 @@ export async function createServices(
       work,
       store: tenancyStore,
       clock,
-      usage: (w, ids, since) => mail.mailUsage(w, ids, since),
+      usage: (w, ids, since) => mail.workspacesMailUsage(w, ids, since),
       // Each module's rows through its own store; the order keeps every foreign key's cascade small.
       purges: [
         { name: 'jobs', batch: (w, id, n) => queue.purgeWorkspaceBatch(w, id, n) },
@@ -405,6 +413,7 @@ export async function createServices(
     analysisGate,
     signer,
     composer,
+    quotas,
   };
 }
 

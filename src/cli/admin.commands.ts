@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { registerTransferCommands } from './admin/transfer.commands.js';
 import { withServices } from './admin/with-services.js';
 import { registerWorkspacesCommands } from './admin/workspaces.commands.js';
+import { registerQuotaCommands } from './admin/quota.commands.js';
 import { failWith, printResult } from './output.js';
 
 interface JsonFlag {
@@ -125,4 +126,5 @@ export function registerAdminCommands(program: Command): void {
 
   registerWorkspacesCommands(admin);
   registerTransferCommands(admin);
+  registerQuotaCommands(admin);
 }

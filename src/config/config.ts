@@ -125,6 +125,26 @@ export interface Config {
   // Login throttling: failed logins per email from one client address, and from all (then one per address).
   loginFailuresPerAddress: number;
   loginFailuresPerAccount: number;
+
+  // Quotas and usage: the service-wide defaults of the quotas per workspace (null = unlimited); the operator sets a
+  // workspace's own with `mailroom admin quota set`.
+  quotaDefaults: QuotaDefaults;
+}
+
+/** The default of each quota per workspace (modules/quotas), named as the quotas are; null = unlimited. */
+export interface QuotaDefaults {
+  mailboxes: number | null;
+  stored_bytes: number | null;
+  sent_per_hour: number | null;
+  sent_per_day: number | null;
+  api_requests_per_minute: number | null;
+}
+
+/** A quota's default: a whole number (0 allows nothing) or `unlimited`. */
+function parseQuota(raw: string): number | null {
+  if (/^unlimited$/i.test(raw)) return null;
+  if (!/^\d{1,15}$/.test(raw)) throw new Error('not a whole number');
+  return Number(raw);
 }
 
 export class ConfigError extends Error {
@@ -253,6 +273,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
   const port = (name: string, fallback: number) =>
     read({ name, fallback, parse: intIn(0, 65535), expect: 'a port 0..65535 (0 picks a free port)' });
   const count = (name: string, fallback: number) => read({ name, fallback, parse: intIn(1, 1_000_000), expect: 'a whole number 1..1000000' });
+  const quota = (name: string) => read<number | null>({ name, fallback: null, parse: parseQuota, expect: 'a whole number (0 allows nothing) or unlimited' });
   const ms = (name: string, fallback: number, min = 1) =>
     read({ name, fallback, parse: intIn(min, 365 * DAY_MS), expect: `milliseconds (${min} or more)` });
 
@@ -358,6 +379,15 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     // Login throttling: failed logins per email within 15 minutes, from one client address and from all of them.
     loginFailuresPerAddress: read({ name: 'LOGIN_FAILURES_PER_ADDRESS', fallback: 10, parse: intIn(1, 1_000_000), expect: 'a whole number of failures, 1 or more' }),
     loginFailuresPerAccount: read({ name: 'LOGIN_FAILURES_PER_ACCOUNT', fallback: 100, parse: intIn(1, 1_000_000), expect: 'a whole number of failures, 1 or more' }),
+
+    // Quotas and usage: unset = unlimited, so an existing service limits nobody until its operator decides.
+    quotaDefaults: {
+      mailboxes: quota('QUOTA_MAILBOXES'),
+      stored_bytes: quota('QUOTA_STORED_BYTES'),
+      sent_per_hour: quota('QUOTA_SENT_PER_HOUR'),
+      sent_per_day: quota('QUOTA_SENT_PER_DAY'),
+      api_requests_per_minute: quota('QUOTA_API_REQUESTS_PER_MINUTE'),
+    },
   };
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
     problems.push('MAILROOM_HTTP_HEADERS_TIMEOUT_MS must not exceed MAILROOM_HTTP_REQUEST_TIMEOUT_MS');

@@ -4,6 +4,7 @@ import type { EventTables } from '../modules/events/event.table.js';
 import type { ListTables } from '../modules/lists/list.table.js';
 import type { MailTables } from '../modules/mail/mail.table.js';
 import type { SandboxTables } from '../modules/sandbox/sandbox.table.js';
+import type { QuotaTables } from '../modules/quotas/quota.table.js';
 import type { SecretTables } from '../modules/secrets/secret-key.table.js';
 import type { TenancyTables } from '../modules/tenancy/tenancy.table.js';
 import type { TransactionalTables } from '../modules/transactional/transactional.table.js';
@@ -23,4 +24,5 @@ export interface Database
     TransactionalTables,
     WebhookTables,
     SecretTables,
-    SandboxTables {}
+    SandboxTables,
+    QuotaTables {}

@@ -21,6 +21,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's usage and its quotas */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/mailboxes": {
         parameters: {
             query?: never;
@@ -1371,6 +1388,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/app/api/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's usage and its quotas */
+        get: operations["appGetUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/app/api/events/stream": {
         parameters: {
             query?: never;
@@ -1587,6 +1621,8 @@ export interface components {
             };
             /** @description recipient_suppressed only: the suppressed recipients (every recipient of the send) */
             suppressed?: string[];
+            /** @description quota_exceeded only: the quota (mailboxes, stored_bytes, sent_per_hour, sent_per_day, api_requests_per_minute) */
+            quota?: string;
         };
         Mailbox: {
             address: string;
@@ -1803,6 +1839,30 @@ export interface components {
             response: string | null;
             /** @description the host of its last attempt, or null */
             mx: string | null;
+        };
+        /** Usage */
+        Usage: {
+            usage: {
+                mailboxes: number;
+                /** @description the raw size of every stored message, received mail and sent copies */
+                stored_bytes: number;
+                /** @description messages sent (accepted for sending) in the current clock hour */
+                sent_last_hour: number;
+                /** @description messages sent in the current clock hour and the 23 before it */
+                sent_last_day: number;
+            };
+            quotas: {
+                /** @description mailboxes the workspace may have; null = unlimited */
+                mailboxes: number | null;
+                /** @description bytes it may store; past them inbound mail is refused with 452 4.2.2; null = unlimited */
+                stored_bytes: number | null;
+                /** @description messages it may send in a clock hour; null = unlimited */
+                sent_per_hour: number | null;
+                /** @description messages it may send in 24 clock hours; null = unlimited */
+                sent_per_day: number | null;
+                /** @description API requests it may make in a minute, every credential together; null = unlimited */
+                api_requests_per_minute: number | null;
+            };
         };
         /** MailboxList */
         MailboxList: {
@@ -2583,7 +2643,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Rate limited: Retry-After says how many seconds to wait */
+        /** @description Rate limited, or over a quota of the workspace (quota_exceeded, naming it in `quota`): Retry-After says how many seconds to wait, where waiting helps */
         TooManyRequests: {
             headers: {
                 /** @description seconds to wait before the next request */
@@ -2660,6 +2720,31 @@ export interface operations {
                     };
                 };
             };
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Usage beside the quotas in force (null = unlimited) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
         };
     };
@@ -5861,6 +5946,31 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appGetUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Usage beside the quotas in force (null = unlimited) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
         };

@@ -102,6 +102,8 @@ export const serviceTokensQuery = () => queryOptions({ queryKey: ['service-token
 export const apiKeysQuery = () => queryOptions({ queryKey: ['api-keys'], queryFn: () => answerOf(client.GET('/app/api/api-keys')) });
 export const membersQuery = () => queryOptions({ queryKey: ['members'], queryFn: () => answerOf(client.GET('/app/api/members')) });
 export const webhooksQuery = () => queryOptions({ queryKey: ['webhooks'], queryFn: () => answerOf(client.GET('/app/api/webhooks')) });
+/** The workspace's usage beside its quotas (null = unlimited). */
+export const usageQuery = () => queryOptions({ queryKey: ['usage'], queryFn: () => answerOf(client.GET('/app/api/usage')) });
 
 export const webhookDeliveriesQuery = (webhookId: string) =>
   queryOptions({

@@ -271,7 +271,7 @@ export function createCopyStore({ clock, dialect }: { clock: Clock; dialect: Dia
       await insertRows(trx, 'attachments', attachmentRows);
       await insertLabels(trx, input.workspaceId, messageId, labels);
       await insertRows(trx, 'thread_refs', keys.map((message_key) => ({ workspace_id: input.workspaceId, mailbox_id: input.mailboxId, message_key, thread_id: threadId })), { ignoreConflicts: true });
-      await bumpFolder(trx, input.workspaceId, input.mailboxId, input.folder, 1, unread);
+      await bumpFolder(trx, input.workspaceId, input.mailboxId, input.folder, 1, unread, row.size);
       return { ...row, mailbox_address: input.mailboxAddress };
     },
   };

@@ -14,6 +14,7 @@ import { createOrganizeStore } from './organize.store.js';
 import { createPurgeStore } from './purge.store.js';
 import { createSearchStore } from './search.store.js';
 import { createTransferStore } from './transfer.store.js';
+import { createUsageStore } from './usage.store.js';
 import { createMailLookups, type MailLookups } from './lookups.store.js';
 import { createSendingMailStore, type SendingMailStore, type SendingMailStoreDeps } from './sending-mail.store.js';
 
@@ -33,6 +34,7 @@ export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
     ...createBounceStore(),
     ...createPurgeStore(),
     ...createTransferStore(),
+    ...createUsageStore(),
   };
 }
 
@@ -52,5 +54,5 @@ export type { StoreInput } from './copy.store.js';
 export type { MailboxRow } from './mailbox.store.js';
 export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, ThreadRow, VersionedPage } from './message.store.js';
 export type { SearchPageRow } from './search.store.js';
-export type { MailUsage } from './purge.store.js';
+export type { WorkspaceMailUsage } from './purge.store.js';
 export type { ImportProbe, TransferCursor, TransferRow } from './transfer.store.js';

@@ -72,7 +72,7 @@ export function createOrganizeStore({ clock, dialect }: { clock: Clock; dialect:
         .where('workspace_id', '=', workspaceId)
         .where('id', '=', row.thread_id)
         .execute();
-      await bumpFolder(db, workspaceId, row.mailbox_id, row.folder, 0, delta);
+      await bumpFolder(db, workspaceId, row.mailbox_id, row.folder, 0, delta, 0);
       return true;
     },
 
@@ -94,7 +94,7 @@ export function createOrganizeStore({ clock, dialect }: { clock: Clock; dialect:
         [folder, 1],
       ];
       changes.sort(([a], [b]) => a.localeCompare(b));
-      for (const [name, sign] of changes) await bumpFolder(db, workspaceId, row.mailbox_id, name, sign, sign * unread);
+      for (const [name, sign] of changes) await bumpFolder(db, workspaceId, row.mailbox_id, name, sign, sign * unread, sign * row.size);
     },
 
     /** Delete a message; its thread goes with its last message, else is counted again. */
@@ -103,7 +103,7 @@ export function createOrganizeStore({ clock, dialect }: { clock: Clock; dialect:
       const thread = await lockThread(db, workspaceId, row.thread_id, dialect.supportsRowLocks);
       await db.deleteFrom('messages').where('workspace_id', '=', workspaceId).where('id', '=', row.id).execute();
       const unread = row.read === 1 ? 0 : 1;
-      await bumpFolder(db, workspaceId, row.mailbox_id, row.folder, -1, -unread);
+      await bumpFolder(db, workspaceId, row.mailbox_id, row.folder, -1, -unread, -row.size);
       if (!thread) return;
       if (thread.message_count <= 1) {
         await db.deleteFrom('threads').where('workspace_id', '=', workspaceId).where('id', '=', thread.id).execute();
@@ -138,7 +138,7 @@ export function createOrganizeStore({ clock, dialect }: { clock: Clock; dialect:
       const folders = new Map(messages.map((r) => [`${r.mailbox_id}\u0000${r.folder}`, r]));
       for (const key of [...folders.keys()].sort()) {
         const row = folders.get(key)!;
-        await bumpFolder(db, workspaceId, row.mailbox_id, row.folder, 0, 0);
+        await bumpFolder(db, workspaceId, row.mailbox_id, row.folder, 0, 0, 0);
       }
       return labels;
     },

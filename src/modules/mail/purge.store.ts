@@ -8,7 +8,7 @@ import type { Work } from '../../db/tables.js';
 import { mailDb } from './message.store.js';
 
 /** A workspace's mail usage, as the operator's listing shows it. */
-export interface MailUsage {
+export interface WorkspaceMailUsage {
   mailboxes: number;
   messages: number;
   /** Sum of the stored messages' sizes (their raw source). */
@@ -17,7 +17,7 @@ export interface MailUsage {
   sent_since: number;
 }
 
-const EMPTY: MailUsage = { mailboxes: 0, messages: 0, stored_bytes: 0, sent_since: 0 };
+const EMPTY: WorkspaceMailUsage = { mailboxes: 0, messages: 0, stored_bytes: 0, sent_since: 0 };
 
 export function createPurgeStore() {
   return {
@@ -48,16 +48,21 @@ export function createPurgeStore() {
       return 0;
     },
 
-    /** The mail usage of each of `workspaceIds` (a page of them): four grouped statements, each over those workspaces' rows. */
-    async mailUsage(work: Work, workspaceIds: readonly string[], since: number): Promise<Map<string, MailUsage>> {
-      const usage = new Map<string, MailUsage>(workspaceIds.map((id) => [id, { ...EMPTY }]));
+    /** The mail usage of each of `workspaceIds` (a page of them): three grouped statements, each over those workspaces' rows. */
+    async workspacesMailUsage(work: Work, workspaceIds: readonly string[], since: number): Promise<Map<string, WorkspaceMailUsage>> {
+      const usage = new Map<string, WorkspaceMailUsage>(workspaceIds.map((id) => [id, { ...EMPTY }]));
       if (workspaceIds.length === 0) return usage;
       const db = mailDb(work);
       const ids = [...workspaceIds];
-      const [mailboxes, counts, bytes, sent] = await Promise.all([
+      const [mailboxes, counts, sent] = await Promise.all([
         db.selectFrom('mailboxes').select(['workspace_id', (eb) => eb.fn.countAll<number | string>().as('n')]).where('workspace_id', 'in', ids).groupBy('workspace_id').execute(),
-        db.selectFrom('folder_counts').select(['workspace_id', (eb) => eb.fn.sum<number | string>('total').as('n')]).where('workspace_id', 'in', ids).groupBy('workspace_id').execute(),
-        db.selectFrom('messages').select(['workspace_id', (eb) => eb.fn.sum<number | string>('size').as('n')]).where('workspace_id', 'in', ids).groupBy('workspace_id').execute(),
+        // Stored bytes as the quotas count them: the folder counters' sums (usage.store.ts).
+        db
+          .selectFrom('folder_counts')
+          .select(['workspace_id', (eb) => eb.fn.sum<number | string>('total').as('n'), (eb) => eb.fn.sum<number | string>('bytes').as('b')])
+          .where('workspace_id', 'in', ids)
+          .groupBy('workspace_id')
+          .execute(),
         db
           .selectFrom('messages')
           .select(['workspace_id', (eb) => eb.fn.countAll<number | string>().as('n')])
@@ -67,12 +72,12 @@ export function createPurgeStore() {
           .groupBy('workspace_id')
           .execute(),
       ]);
-      const put = (rows: ReadonlyArray<{ workspace_id: string; n: number | string | null }>, field: keyof MailUsage) => {
+      const put = (rows: ReadonlyArray<{ workspace_id: string; n: number | string | null }>, field: keyof WorkspaceMailUsage) => {
         for (const row of rows) usage.get(row.workspace_id)![field] = Number(row.n ?? 0);
       };
       put(mailboxes, 'mailboxes');
       put(counts, 'messages');
-      put(bytes, 'stored_bytes');
+      put(counts.map((row) => ({ workspace_id: row.workspace_id, n: row.b })), 'stored_bytes');
       put(sent, 'sent_since');
       return usage;
     },

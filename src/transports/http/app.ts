@@ -18,6 +18,10 @@ import { apiKeyAuth, serviceTokenAuth, sessionAuth, sessionOf, tenantOf } from '
 import type { WebhookService } from '../../modules/webhooks/webhook.service.js';
 import { answerClientError, answerFrameworkError, registerErrorHandling } from './plugins/errors.js';
 import { registerRequestLimits } from './plugins/rate-limit.js';
+import { memoryCounter, workspaceRequestQuota } from './plugins/workspace-quota.js';
+import type { QuotaService } from '../../modules/quotas/quota.service.js';
+import type { Clock } from '../../lib/clock.js';
+import { usageRoutes } from './routes/usage.routes.js';
 import { createAdmission, type AdmissionLimits } from './plugins/admission.js';
 import { registerJsonBodies } from './plugins/json-body.js';
 import { createValidatorCompiler } from './plugins/validation.js';
@@ -84,6 +88,10 @@ export interface AppDeps {
   timeouts: { requestMs: number; headersMs: number; keepAliveMs: number };
   /** Sandbox mode (--sandbox): its routes, and a header on every answer; null = no such routes (404) and no header. */
   sandbox: { module: SandboxModule; dnsServer: string } | null;
+  /** Quotas per workspace: usage routes and the `api_requests_per_minute` quota. */
+  quotas: Pick<QuotaService, 'usageOf' | 'limitsOf'>;
+  /** The service's clock: the windows of the per-workspace request quota when counted in this process. */
+  clock: Pick<Clock, 'now'>;
 }
 
 /**
@@ -138,6 +146,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     perMinute: deps.rateLimitPerMinute,
     count: deps.rateLimitCounts === 'database' ? (bucket, windowMs) => deps.auth.countRequest(bucket, windowMs) : undefined,
   });
+  // Each workspace's API requests per minute, counted where the per-credential limit counts (the database or here).
+  const requestQuota = workspaceRequestQuota({
+    limitOf: async (workspaceId) => (await deps.quotas.limitsOf(workspaceId)).api_requests_per_minute,
+    count: deps.rateLimitCounts === 'database' ? (bucket, windowMs) => deps.auth.countRequest(bucket, windowMs) : memoryCounter(() => deps.clock.now()),
+  });
   // The app's pages answer requests that match no route, so every API route keeps its own answer.
   const page = await registerWebApp(app, deps.webRoot);
   registerErrorHandling(app, limits.address, page);
@@ -158,8 +171,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // API-key surface.
   await app.register(async (scope) => {
     scope.addHook('preParsing', apiKeyAuth(deps.auth, limits.credential));
+    scope.addHook('preParsing', requestQuota);
     scope.addHook('preParsing', admit);
     documentSecurity(scope, [{ apiKey: [] }]);
+    await scope.register(usageRoutes({ quotas: deps.quotas, tenant: tenantOf, surface: 'api-key' }));
     await scope.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant: tenantOf, surface: 'api-key', withItemRoutes: true }));
     await scope.register(messageRoutes({ messages: deps.messages, tenant: tenantOf, surface: 'api-key', pages }));
     await scope.register(sendingRoutes({ sending: deps.sending, tenant: tenantOf, surface: 'api-key' }));
@@ -176,6 +191,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       });
       await scope.register(async (authed) => {
         authed.addHook('preParsing', sessionAuth(deps.auth, limits.credential));
+        authed.addHook('preParsing', requestQuota);
         authed.addHook('preParsing', admit);
         documentSecurity(authed, [{ session: [] }]);
         await authed.register(sessionRoutes(deps.auth));
@@ -191,6 +207,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(apiKeyRoutes({ workspace: deps.workspaceAdmin, tenant }));
         await authed.register(memberRoutes({ workspace: deps.workspaceAdmin, tenant }));
         await authed.register(webhookRoutes({ webhooks: deps.webhooks, tenant }));
+        await authed.register(usageRoutes({ quotas: deps.quotas, tenant, surface: 'session' }));
         const grant = (request: FastifyRequest) => {
           const { workspaceId, role } = tenant(request);
           const { sessionId, userId } = sessionOf(request);
@@ -210,6 +227,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(
     async (scope) => {
       scope.addHook('preParsing', serviceTokenAuth(deps.serviceTokens, limits.credential));
+      scope.addHook('preParsing', requestQuota);
       scope.addHook('preParsing', admit);
       documentSecurity(scope, [{ serviceToken: [] }]);
       await scope.register(transactionalRoutes({ transactional: deps.transactional }));

@@ -31,7 +31,7 @@ const ERROR_ANSWERS: Record<string, { name: string; description: string; retryAf
   '413': { name: 'PayloadTooLarge', description: 'The body is larger than the route takes (1 MiB; 40 MiB where attachments come as base64), or the attachments of one message or draft total more than 25 MiB decoded' },
   '415': { name: 'UnsupportedMediaType', description: 'The body is not JSON (send Content-Type: application/json), or, where a route takes file uploads, not multipart/form-data' },
   '422': { name: 'Unprocessable', description: 'Refused by policy: a recipient is on an outbound block list (or not on its allow list), or every recipient is suppressed (recipient_suppressed)' },
-  '429': { name: 'TooManyRequests', description: 'Rate limited: Retry-After says how many seconds to wait', retryAfter: true },
+  '429': { name: 'TooManyRequests', description: 'Rate limited, or over a quota of the workspace (quota_exceeded, naming it in `quota`): Retry-After says how many seconds to wait, where waiting helps', retryAfter: true },
   '503': { name: 'ServiceUnavailable', description: 'Not now: a search past its time budget (search_timeout) or whose thread failed (search_unavailable); Retry-After says how many seconds to wait', retryAfter: true },
   default: { name: 'UnexpectedError', description: 'Any other failure: 500 internal_error (with the request id, never internals), or 503 shutting_down while the server stops' },
 };

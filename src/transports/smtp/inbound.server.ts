@@ -4,6 +4,7 @@ import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMT
 import { createByteBudget } from '../../lib/byte-budget.js';
 import type { Logger } from '../../lib/logger.js';
 import type { InboundService, Recipient } from '../../modules/messages/inbound.service.js';
+import { isQuotaExceeded } from '../../modules/quotas/quota.types.js';
 import { createSessionSlots, DEFAULT_IDLE_MS, DEFAULT_MAX_COMMANDS, DEFAULT_MAX_SESSION_MS } from './session-slots.js';
 import { MessageSpool } from './spool.js';
 
@@ -52,6 +53,17 @@ export interface InboundSmtpOptions {
 export interface InboundSmtpServer {
   listen(host: string, port: number): Promise<number>;
   close(): Promise<void>;
+}
+
+/**
+ * Whether `recipient` must wait for a transaction of its own: a workspace with a storage quota may refuse the
+ * message at the end of DATA (452 4.2.2), which refuses it for every recipient of the transaction; so such a
+ * workspace's recipients never share one with another workspace's, and one tenant's full mailbox delays no other's mail.
+ */
+function needsOwnTransaction(recipient: Recipient, accepted: readonly Recipient[]): boolean {
+  if (recipient.reportFor) return false;
+  const others = accepted.filter((r) => !r.reportFor && r.workspaceId !== recipient.workspaceId);
+  return others.length > 0 && (recipient.storageLimited === true || others.some((r) => r.storageLimited === true));
 }
 
 /** An SMTP reply error: smtp-server sends `responseCode` and the message as the reply text. */
@@ -141,12 +153,19 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
       }
       inbound.checkRecipient(address.address, envelopeOf(session)).then(
         (verdict) => {
-          if (verdict.ok) {
+          if (verdict.ok && needsOwnTransaction(verdict.recipient, accepted)) {
+            // RFC 5321 4.5.3.1.10: the client sends the recipients refused so in another transaction.
+            callback(reply(452, `4.5.3 <${address.address}>: too many recipients; send to this one in another transaction`));
+          } else if (verdict.ok) {
             // One copy per mailbox; return addresses (bounces) are distinct by the message and recipient they name.
             const key = (r: Recipient) => (r.reportFor ? `${r.reportFor} ${r.reportRecipient ?? ''}` : r.mailboxId);
             if (!accepted.some((r) => key(r) === key(verdict.recipient))) accepted.push(verdict.recipient);
             recipients.set(session, accepted);
             callback();
+          } else if (verdict.reason === 'mailbox_full') {
+            // RFC 3463 4.2.2: mailbox full; a temporary failure, so the sender tries again (after a delete or a higher quota).
+            // The sender learns no figures of the workspace's (they are logged by the inbound service).
+            callback(reply(452, `4.2.2 <${address.address}>: mailbox full, try again later`));
           } else if (verdict.reason === 'no_mailbox') {
             callback(reply(550, `5.1.1 <${address.address}>: no such mailbox here`));
           } else {
@@ -184,6 +203,10 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
         store(spool, session).then(
           (ids) => answer(null, `2.0.0 Stored as ${ids.join(', ')}`),
           (err: unknown) => {
+            if (isQuotaExceeded(err)) {
+              logger.info({ detail: err.detail }, 'inbound mail deferred: a recipient workspace would pass its storage quota');
+              return answer(reply(452, '4.2.2 Mailbox full, try again later'));
+            }
             logger.error({ err }, 'storing inbound mail failed');
             answer(reply(451, '4.3.0 Could not store the message, please try again later'));
           },

@@ -11,6 +11,7 @@ import { Members } from './Members';
 import { Password } from './Password';
 import { ServiceTokens } from './ServiceTokens';
 import { Suppressions } from './Suppressions';
+import { Usage } from './Usage';
 import { Webhooks } from './Webhooks';
 import type { Role } from './types';
 import './admin.css';
@@ -31,6 +32,7 @@ const SECTIONS: AdminSection[] = [
   { id: 'webhooks', title: 'Webhooks', managers: false, render: () => <Webhooks /> },
   { id: 'lists', title: 'Allow and block lists', managers: false, render: () => <Lists /> },
   { id: 'suppressions', title: 'Suppressions', managers: false, render: () => <Suppressions /> },
+  { id: 'usage', title: 'Usage', managers: false, render: () => <Usage /> },
   { id: 'members', title: 'Members and roles', managers: false, render: ({ role, session }) => <Members viewer={role} me={session.user.user_id} /> },
   { id: 'password', title: 'Your password', managers: false, render: () => <Password /> },
 ];
