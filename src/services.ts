@@ -17,6 +17,8 @@ import { readFileSync } from 'node:fs';
 import { cachingResolver, createDnsResolver } from './lib/dns.js';
 import { createLogger } from './lib/logger.js';
 import { createPublicKey } from 'node:crypto';
+import { createAuditLog, type AuditLog } from './modules/audit/audit.service.js';
+import { createAuditStore } from './modules/audit/audit.store.js';
 import { createDomainService, type DomainService } from './modules/domains/domain.service.js';
 import { createDomainStore, verifiedDomainsSelect } from './modules/domains/domain.store.js';
 import { createServiceTokenStore } from './modules/transactional/service-token.store.js';
@@ -65,6 +67,8 @@ import { startSandboxDnsServer, type SandboxDnsServer } from './transports/dns/s
 /** The feature services: what the transports and the CLI call (the rules of the product). */
 export interface FeatureServices {
   tenancy: TenancyModule;
+  /** Who changed what in a workspace: each service records its changes in their own transaction. */
+  audit: AuditLog;
   events: EventsService;
   /** Follows a workspace's committed events (the SSE stream). */
   eventStream: EventStreamService;
@@ -211,10 +215,12 @@ export async function createServices(
   };
   // A user's streams end with their session or membership: in this process at once, in the others by NOTIFY.
   const tenancyStore = createTenancyStore({ dialect });
+  const audit = createAuditLog({ store: createAuditStore(), work, clock, retentionDays: config.auditRetentionDays });
   const tenancy = createTenancyModule({
     work,
     store: tenancyStore,
     clock,
+    audit,
     loginLimits: { perAddress: config.loginFailuresPerAddress, perAccount: config.loginFailuresPerAccount },
     credentialsChanged: (userId) => {
       eventStream.credentialsChanged(userId);
@@ -225,7 +231,7 @@ export async function createServices(
   // PostgreSQL runs transactions side by side; the two groups share no row (sends insert outbound and
   // job rows, the worker changes existing ones), so they cannot deadlock. SQLite has one writer: one group.
   const workerCommits = dialect.supportsRowLocks ? createGroupCommit(db) : commits;
-  const lists = createListService({ work, store: createListStore(), clock });
+  const lists = createListService({ work, store: createListStore(), clock, audit });
   const resolve = createDnsResolver(dnsServers);
   const authenticator = options.authenticator ?? createMailauthAuthenticator({ resolve: cachingResolver(resolve), hostname: config.smtpHostname });
   // An authenticator given by the caller runs where it was made; otherwise parser threads do the work.
@@ -249,6 +255,7 @@ export async function createServices(
     hostedKey: operatorDkimKey(config),
     hostedSelector: config.dkimSelector,
     box,
+    audit,
   });
   const queue = createQueue({ work, dialect, clock, leaseMs: config.leaseMs, wake });
   // The mail store: the only code that names the mail tables. Delivery runs' writes and job settlements share the
@@ -322,6 +329,7 @@ export async function createServices(
     caps: config.fairQueue,
     wake,
     box,
+    audit,
   });
   handlers.push(delivery, webhooks.handler);
   if (options.migrate !== false) await sealPlaintextSecrets({ database, domains, webhooks: webhooks.service, logger });
@@ -329,13 +337,14 @@ export async function createServices(
     database,
     clock,
     tenancy,
+    audit,
     events,
     queue,
     commits,
     workerCommits,
     sending,
     drafts: createDraftService({ work, mail, clock, sending }),
-    serviceTokens: createServiceTokenService({ work, store: serviceTokenStore, domains: domainStore, mailboxes: mail, clock }),
+    serviceTokens: createServiceTokenService({ work, store: serviceTokenStore, domains: domainStore, mailboxes: mail, clock, audit }),
     transactional: createTransactionalService({ work, store: serviceTokenStore, mail, clock, sending }),
     deliverer,
     handlers,
@@ -353,7 +362,7 @@ export async function createServices(
     }),
     domains,
     lists,
-    suppressions: createSuppressionService({ work, clock, mail }),
+    suppressions: createSuppressionService({ work, clock, mail, audit }),
     messages: createMessageService({ work, store: mail, searches }),
     returnPaths,
     secretBox: box,

@@ -125,6 +125,9 @@ export interface Config {
   // Login throttling: failed logins per email from one client address, and from all (then one per address).
   loginFailuresPerAddress: number;
   loginFailuresPerAccount: number;
+
+  // Audit log: how many days an entry is kept (0 = for ever).
+  auditRetentionDays: number;
 }
 
 export class ConfigError extends Error {
@@ -358,6 +361,9 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     // Login throttling: failed logins per email within 15 minutes, from one client address and from all of them.
     loginFailuresPerAddress: read({ name: 'LOGIN_FAILURES_PER_ADDRESS', fallback: 10, parse: intIn(1, 1_000_000), expect: 'a whole number of failures, 1 or more' }),
     loginFailuresPerAccount: read({ name: 'LOGIN_FAILURES_PER_ACCOUNT', fallback: 100, parse: intIn(1, 1_000_000), expect: 'a whole number of failures, 1 or more' }),
+
+    // Audit log: entries older than this are swept by the worker role.
+    auditRetentionDays: read({ name: 'AUDIT_RETENTION_DAYS', fallback: 365, parse: intIn(0, 100_000), expect: 'a whole number of days (0 = keep for ever)' }),
   };
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
     problems.push('MAILROOM_HTTP_HEADERS_TIMEOUT_MS must not exceed MAILROOM_HTTP_REQUEST_TIMEOUT_MS');
