@@ -10,6 +10,7 @@ import { listenOrExplain } from './lib/listen-error.js';
 import type { Logger } from './lib/logger.js';
 import { relayTlsInsecure } from './modules/sending/routes.resolver.js';
 import { asWork } from './db/tables.js';
+import { startAuditSweeps } from './modules/audit/audit.service.js';
 import { createMaintenance, type Maintenance } from './modules/tenancy/maintenance.js';
 import { createTenancyStore } from './modules/tenancy/tenancy.store.js';
 import { createServices, type Services } from './services.js';
@@ -43,6 +44,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     serviceTokens: services.serviceTokens,
     transactional: services.transactional,
     webhooks: services.webhooks.service,
+    audit: services.audit,
     events: services.eventStream,
     pageCacheBytes: config.pageCacheBytes,
     rateLimitPerMinute: config.rateLimitPerMinute,
@@ -101,10 +103,12 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       // Send counters older than a day count for no quota any more.
       const quotaSweep = setInterval(() => void services.quotas.sweep().catch((err: unknown) => logger.warn({ err }, 'quota counter sweep failed')), QUOTA_SWEEP_MS);
       quotaSweep.unref();
+      const stopAuditSweeps = startAuditSweeps(services.audit, logger);
       stoppers.push(async () => {
         clearInterval(quotaSweep);
         unsubscribe();
         maintenance.stop();
+        stopAuditSweeps();
         await worker.stop();
         services.deliverer.close?.();
         await services.signer.close();

@@ -17,6 +17,8 @@ import { readFileSync } from 'node:fs';
 import { cachingResolver, createDnsResolver } from './lib/dns.js';
 import { createLogger } from './lib/logger.js';
 import { createPublicKey } from 'node:crypto';
+import { createAuditLog, type AuditLog } from './modules/audit/audit.service.js';
+import { createAuditStore } from './modules/audit/audit.store.js';
 import { createDomainService, type DomainService } from './modules/domains/domain.service.js';
 import { createDomainStore, verifiedDomainsSelect } from './modules/domains/domain.store.js';
 import { createServiceTokenStore } from './modules/transactional/service-token.store.js';
@@ -70,6 +72,8 @@ import { createQuotaStore } from './modules/quotas/quota.store.js';
 /** The feature services: what the transports and the CLI call (the rules of the product). */
 export interface FeatureServices {
   tenancy: TenancyModule;
+  /** Who changed what in a workspace: each service records its changes in their own transaction. */
+  audit: AuditLog;
   events: EventsService;
   /** Follows a workspace's committed events (the SSE stream). */
   eventStream: EventStreamService;
@@ -223,10 +227,12 @@ export async function createServices(
   };
   // A user's streams end with their session or membership: in this process at once, in the others by NOTIFY.
   const tenancyStore = createTenancyStore({ dialect });
+  const audit = createAuditLog({ store: createAuditStore(), work, clock, retentionDays: config.auditRetentionDays });
   const tenancy = createTenancyModule({
     work,
     store: tenancyStore,
     clock,
+    audit,
     loginLimits: { perAddress: config.loginFailuresPerAddress, perAccount: config.loginFailuresPerAccount },
     credentialsChanged: (userId) => {
       eventStream.credentialsChanged(userId);
@@ -238,7 +244,7 @@ export async function createServices(
   // job rows, the worker changes existing ones), so they cannot deadlock. SQLite has one writer: one group.
   const workerCommits = dialect.supportsRowLocks ? createGroupCommit(db) : commits;
   const listStore = createListStore();
-  const lists = createListService({ work, store: listStore, clock });
+  const lists = createListService({ work, store: listStore, clock, audit });
   const resolve = createDnsResolver(dnsServers);
   const authenticator = options.authenticator ?? createMailauthAuthenticator({ resolve: cachingResolver(resolve), hostname: config.smtpHostname });
   // An authenticator given by the caller runs where it was made; otherwise parser threads do the work.
@@ -262,6 +268,7 @@ export async function createServices(
     hostedKey: operatorDkimKey(config),
     hostedSelector: config.dkimSelector,
     box,
+    audit,
   });
   // Claims pass over the jobs of suspended workspaces and of those being deleted (the tenancy store's part).
   const queue = createQueue({ work, dialect, clock, leaseMs: config.leaseMs, wake, heldWorkspaces: heldWorkspacesSelect });
@@ -344,6 +351,7 @@ export async function createServices(
     caps: config.fairQueue,
     wake,
     box,
+    audit,
   });
   handlers.push(delivery, webhooks.handler);
   if (options.migrate !== false) await sealPlaintextSecrets({ database, domains, webhooks: webhooks.service, logger });
@@ -351,6 +359,7 @@ export async function createServices(
     database,
     clock,
     tenancy,
+    audit,
     events,
     queue,
     commits,
@@ -363,6 +372,7 @@ export async function createServices(
       domains: domainStore,
       mailboxes: mail,
       clock,
+      audit,
       suspensionReason: async (workspaceId) => (await tenancyStore.findWorkspace(work, workspaceId))?.state_reason ?? null,
     }),
     transactional: createTransactionalService({ work, store: serviceTokenStore, mail, clock, sending }),
@@ -383,7 +393,7 @@ export async function createServices(
     }),
     domains,
     lists,
-    suppressions: createSuppressionService({ work, clock, mail }),
+    suppressions: createSuppressionService({ work, clock, mail, audit }),
     messages: createMessageService({ work, store: mail, searches }),
     mailTransfer: createMailboxTransferService({ work, store: mail, clock, maxMessageBytes: config.smtpMaxSize }),
     returnPaths,

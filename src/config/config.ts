@@ -129,6 +129,8 @@ export interface Config {
   // Quotas and usage: the service-wide defaults of the quotas per workspace (null = unlimited); the operator sets a
   // workspace's own with `mailroom admin quota set`.
   quotaDefaults: QuotaDefaults;
+  // Audit log: how many days an entry is kept (0 = for ever).
+  auditRetentionDays: number;
 }
 
 /** The default of each quota per workspace (modules/quotas), named as the quotas are; null = unlimited. */
@@ -388,6 +390,8 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
       sent_per_day: quota('QUOTA_SENT_PER_DAY'),
       api_requests_per_minute: quota('QUOTA_API_REQUESTS_PER_MINUTE'),
     },
+    // Audit log: entries older than this are swept by the worker role.
+    auditRetentionDays: read({ name: 'AUDIT_RETENTION_DAYS', fallback: 365, parse: intIn(0, 100_000), expect: 'a whole number of days (0 = keep for ever)' }),
   };
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
     problems.push('MAILROOM_HTTP_HEADERS_TIMEOUT_MS must not exceed MAILROOM_HTTP_REQUEST_TIMEOUT_MS');

@@ -28,6 +28,7 @@ import * as m20261201003700 from './migrations/20261201003700_search_workspace_t
 import * as m20261201003400 from './migrations/20261201003400_fair_queue.js';
 import * as m20261202000200 from './migrations/20261202000200_workspace_state.js';
 import * as m20261202000100 from './migrations/20261202000100_quotas.js';
+import * as m20261202000400 from './migrations/20261202000400_audit_log.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -63,6 +64,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261201003400_fair_queue': m20261201003400,
   '20261202000200_workspace_state': m20261202000200,
   '20261202000100_quotas': m20261202000100,
+  '20261202000400_audit_log': m20261202000400,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -1,4 +1,5 @@
 import type { QueueTables } from '../jobs/job.table.js';
+import type { AuditTables } from '../modules/audit/audit.table.js';
 import type { DomainTables } from '../modules/domains/domain.table.js';
 import type { EventTables } from '../modules/events/event.table.js';
 import type { ListTables } from '../modules/lists/list.table.js';
@@ -25,4 +26,5 @@ export interface Database
     WebhookTables,
     SecretTables,
     SandboxTables,
-    QuotaTables {}
+    QuotaTables,
+    AuditTables {}

@@ -1405,6 +1405,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/app/api/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's audit log, newest first */
+        get: operations["appListAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/app/api/events/stream": {
         parameters: {
             query?: never;
@@ -2496,6 +2513,50 @@ export interface components {
             event_id: string;
             /** @description false when a delivery of this event to this endpoint was pending already: nothing was added */
             queued: boolean;
+        };
+        /** AuditActor */
+        AuditActor: {
+            /**
+             * @description operator: the command line; system: the service itself (a failing webhook disabled)
+             * @enum {string}
+             */
+            kind: "user" | "api_key" | "service_token" | "operator" | "system";
+            /** @description the user (usr_…), API key (key_…) or service token (tok_…); null for operator and system */
+            id: string | null;
+            /** @description the user's email, for a user */
+            email: string | null;
+        };
+        /** AuditTarget */
+        AuditTarget: {
+            kind: string;
+            id: string;
+        };
+        /** AuditEntry */
+        AuditEntry: {
+            /** @description aud_…; ids sort by creation (the `before` cursor) */
+            audit_id: string;
+            /**
+             * @description what changed: see docs/operations.md, Audit log
+             * @enum {string}
+             */
+            action: "workspace.created" | "workspace.suspended" | "workspace.resumed" | "workspace.deleted" | "quota.set" | "retention.set" | "member.added" | "member.role_changed" | "member.removed" | "api_key.created" | "api_key.revoked" | "session.revoked" | "user.password_changed" | "service_token.created" | "service_token.rotated" | "service_token.revoked" | "domain.created" | "domain.verified" | "domain.records_rotated" | "domain.deleted" | "webhook.created" | "webhook.updated" | "webhook.secret_rotated" | "webhook.disabled" | "webhook.enabled" | "webhook.deleted" | "webhook.replayed" | "webhook.recovered" | "list.entry_added" | "list.entry_removed" | "suppression.added" | "suppression.removed";
+            actor: components["schemas"]["AuditActor"];
+            /** @description the client's address of the request; null for the command line and the service */
+            ip: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description what was changed; null when the workspace itself */
+            target: components["schemas"]["AuditTarget"] | null;
+            /** @description before and after values where they help; never a secret */
+            details: {
+                [key: string]: unknown;
+            };
+        };
+        /** AuditLogPage */
+        AuditLogPage: {
+            entries: components["schemas"]["AuditEntry"][];
+            /** @description present when older entries remain: pass it as `before` */
+            next_before?: string;
         };
         /** SandboxDnsRecord */
         SandboxDnsRecord: {
@@ -5966,6 +6027,40 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Usage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appListAuditLog: {
+        parameters: {
+            query?: {
+                /** @description page size, 1..200 */
+                limit?: number;
+                /** @description entries older than this audit id (the `next_before` of the previous page) */
+                before?: string;
+                /** @description an action (member.added) or a family: webhook, webhook. or webhook.* */
+                action?: string;
+                /** @description an actor id (usr_…, key_…, tok_…), a kind (operator, system, api_key…) or a user's email */
+                actor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditLogPage"];
                 };
             };
             400: components["responses"]["BadRequest"];

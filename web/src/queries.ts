@@ -128,6 +128,17 @@ export const suppressionsQuery = (reason: Schema<'Suppression'>['reason'] | '') 
     queryFn: () => answerOf(client.GET('/app/api/suppressions', { params: { query: { limit: ADMIN_LIST_LIMIT, ...(reason ? { reason } : {}) } } })),
   });
 
+/** A page of the audit log: the filters and the cursor (`before`, the previous page's `next_before`) are the key. */
+export const auditLogQuery = (filter: { action: string; actor: string }, before: string | undefined) =>
+  queryOptions({
+    queryKey: ['audit-log', filter.action, filter.actor, before],
+    queryFn: () =>
+      answerOf(client.GET('/app/api/audit-log', { params: { query: { limit: AUDIT_PAGE_SIZE, action: filter.action || undefined, actor: filter.actor || undefined, before } } })),
+    placeholderData: (previous) => previous,
+  });
+/** Entries on one page of the audit log. */
+export const AUDIT_PAGE_SIZE = 50;
+
 // ---- the mail views' hooks ----
 
 export const useMailboxes = (workspaceId: string | null) => useQuery(mailboxesQuery(workspaceId));

@@ -5,8 +5,10 @@ import { iso } from '../../lib/clock.js';
 import { forbidden, invalid, notFound, rateLimited, unauthorized } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { DUMMY_PASSWORD_HASH, hashPassword, hashToken, newToken, verifyPassword } from '../../lib/secrets.js';
+import { AUDIT_ACTIONS } from '../audit/audit.actions.js';
+import type { AuditLog } from '../audit/audit.service.js';
 import type { TenancyStore } from './tenancy.store.js';
-import type { ApiKeyContext, LoginView, PasswordChangeView, SessionContext, SessionView, TenantContext } from './tenancy.types.js';
+import type { Actor, ApiKeyContext, LoginView, PasswordChangeView, SessionContext, SessionView, TenantContext } from './tenancy.types.js';
 import { checkPassword, normalizeEmail } from './validation.js';
 import { credentialVerdict, workspaceSuspended } from './workspace-state.js';
 
@@ -81,6 +83,8 @@ export interface SessionGrant {
   role: string;
 }
 
+const keyActor = (keyId: string): Actor => ({ kind: 'api_key', id: keyId, email: null, ip: null });
+
 /** Sessions per query of `checkGrants`: well under either database's limit on bound parameters. */
 const GRANT_CHECK_CHUNK = 500;
 
@@ -119,15 +123,19 @@ export function createAuthService({
   work,
   store,
   clock,
+  audit,
   credentialsChanged,
   loginLimits = { perAddress: LOGIN_FAILURE_LIMIT, perAccount: LOGIN_ACCOUNT_FAILURE_LIMIT },
 }: {
   work: Work;
   store: AuthStore;
   clock: Clock;
+  audit: Pick<AuditLog, 'record'>;
   credentialsChanged?: CredentialsChanged;
   loginLimits?: LoginLimits;
 }): AuthService {
+  const userActor = (session: Pick<SessionContext, 'userId' | 'email' | 'ip'>, ip = session.ip ?? null): Actor => ({ kind: 'user', id: session.userId, email: session.email, ip });
+
   async function view(session: { userId: string; email: string; activeWorkspaceId: string | null; expiresAt: number }): Promise<SessionView> {
     const workspaces = (await store.listMembershipsOfUser(work, session.userId)).filter((w) => w.state !== 'deleting');
     return {
@@ -176,14 +184,14 @@ export function createAuthService({
         if (tenant !== undefined && tenant !== key.workspace_id) {
           throw forbidden('tenant_mismatch', 'X-Tenant-ID names a workspace this API key does not belong to');
         }
-        return { workspaceId: key.workspace_id, role: 'api_key', userId: null, apiKeyId: key.id };
+        return { workspaceId: key.workspace_id, role: 'api_key', userId: null, apiKeyId: key.id, actor: keyActor(key.id) };
       }
       if (tenant === undefined) throw invalid('tenant_required', 'a platform API key needs an X-Tenant-ID header naming the workspace');
       const workspace = await store.findWorkspace(work, tenant);
       const state = credentialVerdict(workspace?.state ?? null);
       if (!workspace || state === 'gone') throw notFound('tenant_not_found', `no workspace ${tenant}`);
       if (state === 'suspended') throw workspaceSuspended(workspace.id, workspace.state_reason);
-      return { workspaceId: workspace.id, role: 'api_key', userId: null, apiKeyId: key.id };
+      return { workspaceId: workspace.id, role: 'api_key', userId: null, apiKeyId: key.id, actor: keyActor(key.id) };
     },
 
     async authenticateSession(token) {
@@ -242,7 +250,12 @@ export function createAuthService({
     },
 
     async logout(session) {
-      await store.revokeSession(work, session.sessionId, clock.now());
+      await work.transaction().execute(async (trx) => {
+        await store.revokeSession(trx, session.sessionId, clock.now());
+        // In the workspace the session acted in: a user in none has no log to write to.
+        if (session.activeWorkspaceId === null) return;
+        await audit.record(trx, { workspaceId: session.activeWorkspaceId, action: AUDIT_ACTIONS.sessionRevoked, actor: userActor(session), target: { kind: 'session', id: session.sessionId } });
+      });
       credentialsChanged?.(session.userId);
     },
 
@@ -271,7 +284,12 @@ export function createAuthService({
       const passwordHash = await hashPassword(input.new_password);
       const ended = await work.transaction().execute(async (trx) => {
         await store.setPasswordHash(trx, user.id, passwordHash);
-        return store.revokeOtherSessions(trx, user.id, session.sessionId, now, now - SESSION_IDLE_MS);
+        const count = await store.revokeOtherSessions(trx, user.id, session.sessionId, now, now - SESSION_IDLE_MS);
+        // Each workspace of the user sees it: their admins answer for what the user's credentials reach.
+        for (const m of await store.listMembershipsOfUser(trx, user.id)) {
+          await audit.record(trx, { workspaceId: m.workspace_id, action: AUDIT_ACTIONS.passwordChanged, actor: userActor(session, clientIp), target: { kind: 'user', id: user.id }, details: { email: user.email, sessions_ended: count } });
+        }
+        return count;
       });
       if (ended > 0) credentialsChanged?.(user.id);
       return { ok: true as const, sessions_ended: ended };
@@ -301,7 +319,7 @@ export function createAuthService({
         throw forbidden('no_active_workspace', 'select a workspace first (POST /app/api/workspaces/select)');
       }
       if (session.suspension) throw workspaceSuspended(session.activeWorkspaceId, session.suspension.reason);
-      return { workspaceId: session.activeWorkspaceId, role: session.role, userId: session.userId };
+      return { workspaceId: session.activeWorkspaceId, role: session.role, userId: session.userId, actor: userActor(session) };
     },
   };
 }

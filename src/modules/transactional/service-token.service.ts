@@ -7,7 +7,9 @@ import { hashToken, newToken } from '../../lib/secrets.js';
 import type { DomainStore } from '../domains/domain.store.js';
 import type { MailStore } from '../mail/mail.store.js';
 import { TOUCH_INTERVAL_MS } from '../tenancy/auth.service.js';
-import { isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
+import { actorOf, isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
+import { AUDIT_ACTIONS, type AuditAction } from '../audit/audit.actions.js';
+import type { AuditLog } from '../audit/audit.service.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import { credentialVerdict, workspaceSuspended } from '../tenancy/workspace-state.js';
 import type { ServiceTokenStore } from './service-token.store.js';
@@ -87,9 +89,14 @@ export interface ServiceTokenDeps {
   clock: Clock;
   /** The operator's reason for a workspace's suspension, read only to word a refusal. */
   suspensionReason?: (workspaceId: string) => Promise<string | null>;
+  /** Tokens created, rotated and revoked, in the audit log (never the token). */
+  audit: Pick<AuditLog, 'record'>;
 }
 
-export function createServiceTokenService({ work, store, domains, mailboxes, clock, suspensionReason }: ServiceTokenDeps): ServiceTokenService {
+export function createServiceTokenService({ work, store, domains, mailboxes, clock, suspensionReason, audit }: ServiceTokenDeps): ServiceTokenService {
+  const record = (trx: Work, tenant: TenantContext, action: AuditAction, tokenId: string, details?: Record<string, unknown>) =>
+    audit.record(trx, { workspaceId: tenant.workspaceId, action, actor: actorOf(tenant), target: { kind: 'service_token', id: tokenId }, details });
+
   /** The rows with their mailbox's address; a token whose mailbox is gone is left out (it goes with its mailbox). */
   async function withMailbox(rows: readonly ServiceTokenTable[]): Promise<ServiceTokenRow[]> {
     const addresses = await mailboxes.mailboxAddresses(work, rows);
@@ -148,7 +155,10 @@ export function createServiceTokenService({ work, store, domains, mailboxes, clo
         rotated_at: null,
         last_used_at: null,
       };
-      await store.insert(work, row);
+      await work.transaction().execute(async (trx) => {
+        await store.insert(trx, row);
+        await record(trx, tenant, AUDIT_ACTIONS.serviceTokenCreated, row.id, { name, scope: row.scope, domain: domain.domain, mailbox: address });
+      });
       return { ...toView({ ...row, mailbox: address }), token };
     },
 
@@ -156,15 +166,21 @@ export function createServiceTokenService({ work, store, domains, mailboxes, clo
       requireAdmin(tenant);
       const row = await find(tenant, tokenId);
       const token = newToken('mst');
-      if (!(await store.rotate(work, tenant.workspaceId, tokenId, hashToken(token), clock.now()))) {
-        throw notFound('service_token_not_found', `no service token ${tokenId}`);
-      }
+      await work.transaction().execute(async (trx) => {
+        if (!(await store.rotate(trx, tenant.workspaceId, tokenId, hashToken(token), clock.now()))) {
+          throw notFound('service_token_not_found', `no service token ${tokenId}`);
+        }
+        await record(trx, tenant, AUDIT_ACTIONS.serviceTokenRotated, tokenId, { name: row.name, mailbox: row.mailbox });
+      });
       return { ...toView(row), token };
     },
 
     async delete(tenant, tokenId) {
       requireAdmin(tenant);
-      if (!(await store.delete(work, tenant.workspaceId, tokenId))) throw notFound('service_token_not_found', `no service token ${tokenId}`);
+      await work.transaction().execute(async (trx) => {
+        if (!(await store.delete(trx, tenant.workspaceId, tokenId))) throw notFound('service_token_not_found', `no service token ${tokenId}`);
+        await record(trx, tenant, AUDIT_ACTIONS.serviceTokenRevoked, tokenId);
+      });
     },
 
     async authenticate(credential) {

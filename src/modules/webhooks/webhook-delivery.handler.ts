@@ -67,6 +67,8 @@ export interface WebhookDeliveryDeps {
   box: SecretBox;
   /** Emits `webhook.disabled` when an attempt disables its endpoint. */
   events: Pick<EventsService, 'emit'>;
+  /** Endpoints disabled for failing are recorded in the audit log (actor `system`). */
+  audit: AttemptLogDeps['audit'];
 }
 
 const USER_AGENT = 'Mailroom-Webhooks/0.1';
@@ -150,7 +152,7 @@ export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHand
   const { work, clock, logger, queue, rules, sender, timeoutMs, box } = deps;
   const backoff: BackoffPolicy = { baseMs: deps.backoffBaseMs, factor: BACKOFF_FACTOR, capMs: BACKOFF_CAP_MS, jitter: BACKOFF_JITTER };
   // Attempts that finish together are recorded in one transaction: one commit (and flush) for many deliveries.
-  const attempts = createAttemptLog({ work, clock, queue, store: deps.store, events: deps.events });
+  const attempts = createAttemptLog({ work, clock, queue, store: deps.store, events: deps.events, audit: deps.audit });
   const loadTarget = targetLoader(deps);
 
   /** Why an attempt was cut short: the job's own signal (lease lost, shutdown) or the time-out. */

@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from '../../lib/logger.js';
 import { newId } from '../../lib/ids.js';
+import type { AuditLog } from '../../modules/audit/audit.service.js';
 import type { DomainService } from '../../modules/domains/domain.service.js';
 import type { ListService } from '../../modules/lists/list.service.js';
 import type { SuppressionService } from '../../modules/suppressions/suppression.service.js';
@@ -27,6 +28,7 @@ import { registerJsonBodies } from './plugins/json-body.js';
 import { createValidatorCompiler } from './plugins/validation.js';
 import { healthRoutes, type HealthCheck } from './routes/health.routes.js';
 import { eventRoutes } from './routes/events.routes.js';
+import { auditRoutes } from './routes/audit.routes.js';
 import { domainRoutes } from './routes/domains.routes.js';
 import { draftRoutes } from './routes/drafts.routes.js';
 import { listRoutes } from './routes/lists.routes.js';
@@ -70,6 +72,8 @@ export interface AppDeps {
   serviceTokens: ServiceTokenService;
   transactional: TransactionalService;
   webhooks: WebhookService;
+  /** The audit log's reading (GET /app/api/audit-log). */
+  audit: Pick<AuditLog, 'list'>;
   /** The event stream (GET /app/api/events/stream). */
   events: EventStreamService;
   /** Bytes of answered message pages this process keeps (page-cache.ts); 0 keeps none. */
@@ -208,6 +212,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(memberRoutes({ workspace: deps.workspaceAdmin, tenant }));
         await authed.register(webhookRoutes({ webhooks: deps.webhooks, tenant }));
         await authed.register(usageRoutes({ quotas: deps.quotas, tenant, surface: 'session' }));
+        await authed.register(auditRoutes({ audit: deps.audit, tenant }));
         const grant = (request: FastifyRequest) => {
           const { workspaceId, role } = tenant(request);
           const { sessionId, userId } = sessionOf(request);

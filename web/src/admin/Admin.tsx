@@ -3,6 +3,7 @@ import { client as api } from '../api';
 import { navigate } from '../router';
 import type { SessionInfo } from '../types';
 import { ApiKeys } from './ApiKeys';
+import { AuditLog } from './AuditLog';
 import { isManager, roleOf } from './common';
 import { Domains } from './Domains';
 import { Lists } from './Lists';
@@ -34,6 +35,7 @@ const SECTIONS: AdminSection[] = [
   { id: 'suppressions', title: 'Suppressions', managers: false, render: () => <Suppressions /> },
   { id: 'usage', title: 'Usage', managers: false, render: () => <Usage /> },
   { id: 'members', title: 'Members and roles', managers: false, render: ({ role, session }) => <Members viewer={role} me={session.user.user_id} /> },
+  { id: 'audit-log', title: 'Audit log', managers: true, render: () => <AuditLog /> },
   { id: 'password', title: 'Your password', managers: false, render: () => <Password /> },
 ];
 

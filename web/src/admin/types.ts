@@ -23,6 +23,7 @@ export type WebhookDelivery = Schema<'WebhookDelivery'>;
 export type ListEntry = Schema<'ListEntry'>;
 export type Suppression = Schema<'Suppression'>;
 export type Member = Schema<'Member'>;
+export type AuditEntry = Schema<'AuditEntry'>;
 
 /** An event name of the API (docs/api.md, Events). */
 export type EventType = Schema<'Webhook'>['event_types'][number];
