@@ -277,7 +277,7 @@ export async function createServices(
   const mail = createMailStore({ work, dialect, clock, logger, commits: workerCommits, queue, emit: (w, event) => events.emit(w, event), listCandidates: candidatesSelect, verifiedDomains: verifiedDomainsSelect });
   // A workspace being deleted takes no new mailbox and no quota: it is gone for everyone but the purge.
   const workspaceExists = async (workspaceId: string) => ![undefined, 'deleting'].includes((await tenancyStore.findWorkspace(work, workspaceId))?.state);
-  const quotas = createQuotaService({ work, store: createQuotaStore(), mail, clock, defaults: config.quotaDefaults, workspaceExists });
+  const quotas = createQuotaService({ work, store: createQuotaStore(), mail, clock, defaults: config.quotaDefaults, workspaceExists, audit });
   const searches = createSearchRunner({
     database: { work, dialect, sqliteFile: opened.sqliteFile, busyTimeoutMs: SQLITE_BUSY_TIMEOUT_MS },
     store: mail,
@@ -403,6 +403,7 @@ export async function createServices(
     sandboxDns,
     workspaceLifecycle: createWorkspaceLifecycle({
       work,
+      audit,
       store: tenancyStore,
       clock,
       usage: (w, ids, since) => mail.workspacesMailUsage(w, ids, since),

@@ -187,6 +187,17 @@ describe(`quotas per workspace (${TEST_DIALECT})`, () => {
     await expect(setQuota(acme, 'sent_per_hour', 'lots')).rejects.toMatchObject({ code: 'invalid_quota_value' });
     await expect(h().services.quotas.set('ws_nope', 'sent_per_hour', '3')).rejects.toMatchObject({ code: 'workspace_not_found' });
   });
+
+  it('records each quota set in the workspace audit log, by the operator', async () => {
+    const acme = await world.tenant('Audited');
+    await setQuota(acme, 'sent_per_hour', '7');
+    await setQuota(acme, 'sent_per_hour', 'default');
+    const log = await h().services.audit.list({ workspaceId: acme.workspaceId, role: 'owner', userId: null }, { action: 'quota.set' });
+    expect(log.entries.map((e) => [e.actor.kind, e.target, e.details])).toEqual([
+      ['operator', { kind: 'quota', id: 'sent_per_hour' }, { before: 7, after: 'default' }],
+      ['operator', { kind: 'quota', id: 'sent_per_hour' }, { before: null, after: 7 }],
+    ]);
+  });
 });
 
 describe(`stored bytes over SMTP (${TEST_DIALECT})`, () => {

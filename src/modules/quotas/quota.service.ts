@@ -4,6 +4,9 @@
  * sharing it counts the same: sends in hour windows (`quota_send_counts`, counted in the send's own transaction),
  * stored bytes from the mail store's folder counters, mailboxes by counting them.
  */
+import { AUDIT_ACTIONS } from '../audit/audit.actions.js';
+import type { AuditLog } from '../audit/audit.service.js';
+import { OPERATOR } from '../tenancy/tenancy.types.js';
 import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { invalid, notFound } from '../../lib/errors.js';
@@ -54,6 +57,8 @@ export interface QuotaDeps {
   defaults: Readonly<Quotas>;
   /** Whether a workspace exists (the operator names it by id). */
   workspaceExists: (workspaceId: string) => Promise<boolean>;
+  /** A quota set by the operator, in the workspace's audit log. */
+  audit: Pick<AuditLog, 'record'>;
 }
 
 type SendWindow = { windowStart: number; sent: number };
@@ -146,8 +151,13 @@ export function createQuotaService(deps: QuotaDeps): QuotaService {
       if (!isQuotaName(name)) throw invalid('unknown_quota', `no quota '${name}'; the quotas are ${QUOTA_NAMES.join(', ')}`);
       const parsed = parseValue(name, value);
       if (!(await deps.workspaceExists(workspaceId))) throw notFound('workspace_not_found', `no workspace ${workspaceId}`);
-      if (parsed === undefined) await store.clearSetting(work, workspaceId, name);
-      else await store.setSetting(work, { workspaceId, name, value: parsed, now: clock.now() });
+      const before = (await show(workspaceId)).quotas[name];
+      await work.transaction().execute(async (trx) => {
+        if (parsed === undefined) await store.clearSetting(trx, workspaceId, name);
+        else await store.setSetting(trx, { workspaceId, name, value: parsed, now: clock.now() });
+        const after = parsed === undefined ? 'default' : parsed;
+        await deps.audit.record(trx, { workspaceId, action: AUDIT_ACTIONS.quotaSet, actor: OPERATOR, target: { kind: 'quota', id: name }, details: { before, after } });
+      });
       return show(workspaceId);
     },
 

@@ -1,3 +1,5 @@
+import { AUDIT_ACTIONS, type AuditAction } from '../audit/audit.actions.js';
+import type { AuditLog } from '../audit/audit.service.js';
 import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
@@ -5,6 +7,7 @@ import { conflict, invalid, notFound } from '../../lib/errors.js';
 import type { TenancyStore } from './tenancy.store.js';
 import type { WorkspaceState } from './tenancy.table.js';
 import type { GoneWorkspaces } from './workspace-state.js';
+import { OPERATOR } from './tenancy.types.js';
 
 const DAY_MS = 86_400_000;
 /** Workspaces read (and their usage asked) at a time by the listing. */
@@ -90,6 +93,8 @@ export interface LifecycleDeps {
   purges: readonly PurgeStep[];
   /** This process's view of workspaces being deleted, read again after a change here. */
   gone?: GoneWorkspaces | undefined;
+  /** Suspensions, resumptions and deletions, in the workspace's audit log (kept after the workspace is gone). */
+  audit: Pick<AuditLog, 'record'>;
 }
 
 function checkReason(reason: string | undefined): string | null {
@@ -115,8 +120,17 @@ export function createWorkspaceLifecycle(deps: LifecycleDeps): WorkspaceLifecycl
   }
 
   /** Mark the workspace `deleting` unless it is already (a run that was interrupted); 404 when there is none. */
+  /** Change the state and record it in one transaction; false when the workspace was in none of `from`. */
+  function changeState(workspaceId: string, change: { state: WorkspaceState; from: readonly WorkspaceState[]; reason: string | null }, action: AuditAction, details?: Record<string, unknown>) {
+    return work.transaction().execute(async (trx) => {
+      const changed = await store.setWorkspaceState(trx, workspaceId, { ...change, at: clock.now() });
+      if (changed) await deps.audit.record(trx, { workspaceId, action, actor: OPERATOR, target: { kind: 'workspace', id: workspaceId }, details });
+      return changed;
+    });
+  }
+
   async function markDeleting(workspaceId: string): Promise<void> {
-    const marked = await store.setWorkspaceState(work, workspaceId, { state: 'deleting', from: ['active', 'suspended'], reason: null, at: clock.now() });
+    const marked = await changeState(workspaceId, { state: 'deleting', from: ['active', 'suspended'], reason: null }, AUDIT_ACTIONS.workspaceDeleted);
     if (!marked && (await store.findWorkspace(work, workspaceId))?.state !== 'deleting') throw notFound('workspace_not_found', `no workspace ${workspaceId}`);
     deps.gone?.forget();
   }
@@ -149,13 +163,14 @@ export function createWorkspaceLifecycle(deps: LifecycleDeps): WorkspaceLifecycl
       const reason = checkReason(reasonInput);
       const before = await existing(workspaceId);
       // A suspended workspace suspended again keeps its state and takes the new reason.
-      if (!(await store.setWorkspaceState(work, workspaceId, { state: 'suspended', from: ['active', 'suspended'], reason, at: clock.now() }))) await existing(workspaceId);
+      const changed = await changeState(workspaceId, { state: 'suspended', from: ['active', 'suspended'], reason }, AUDIT_ACTIONS.workspaceSuspended, { reason });
+      if (!changed) await existing(workspaceId);
       return { workspace_id: workspaceId, state: 'suspended' as const, reason, changed: before.state !== 'suspended' };
     },
 
     async resume(workspaceId) {
       await existing(workspaceId);
-      const changed = await store.setWorkspaceState(work, workspaceId, { state: 'active', from: ['suspended'], reason: null, at: clock.now() });
+      const changed = await changeState(workspaceId, { state: 'active', from: ['suspended'], reason: null }, AUDIT_ACTIONS.workspaceResumed);
       if (!changed) await existing(workspaceId);
       return { workspace_id: workspaceId, state: 'active' as const, changed };
     },
