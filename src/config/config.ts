@@ -125,6 +125,13 @@ export interface Config {
   // Login throttling: failed logins per email from one client address, and from all (then one per address).
   loginFailuresPerAddress: number;
   loginFailuresPerAccount: number;
+
+  // Metrics, health and stopping.
+  /** The metrics listener (GET /metrics, /health/live, /health/ready); port null = no listener and no metrics kept. */
+  metricsHost: string;
+  metricsPort: number | null;
+  /** Longest a stopping process takes before it exits anyway. */
+  shutdownTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -358,6 +365,11 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     // Login throttling: failed logins per email within 15 minutes, from one client address and from all of them.
     loginFailuresPerAddress: read({ name: 'LOGIN_FAILURES_PER_ADDRESS', fallback: 10, parse: intIn(1, 1_000_000), expect: 'a whole number of failures, 1 or more' }),
     loginFailuresPerAccount: read({ name: 'LOGIN_FAILURES_PER_ACCOUNT', fallback: 100, parse: intIn(1, 1_000_000), expect: 'a whole number of failures, 1 or more' }),
+
+    // Metrics, health and stopping: the metrics listener is off unless its port is set.
+    metricsHost: read({ name: 'METRICS_HOST', fallback: '127.0.0.1', parse: (s) => s, expect: 'a host or IP' }),
+    metricsPort: read<number | null>({ name: 'METRICS_PORT', fallback: null, parse: intIn(0, 65535), expect: 'a port 0..65535 (0 picks a free port)' }),
+    shutdownTimeoutMs: ms('SHUTDOWN_TIMEOUT_MS', 20_000, 100),
   };
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
     problems.push('MAILROOM_HTTP_HEADERS_TIMEOUT_MS must not exceed MAILROOM_HTTP_REQUEST_TIMEOUT_MS');

@@ -76,3 +76,9 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
   }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
+
+/** The names of the migrations this program knows that the database has not applied (readiness: none). */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const known = await createMigrator(db).getMigrations();
+  return known.filter((m) => m.executedAt === undefined).map((m) => m.name);
+}
