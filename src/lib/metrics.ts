@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 
 /**
  * The service's Prometheus metrics (served on the metrics listener, MAILROOM_METRICS_PORT). Code that records takes
@@ -124,8 +124,8 @@ export function createMetrics(options: { onReadError?: (source: string, err: unk
     readErrors.inc({ source });
     options.onReadError?.(source, err);
   };
-  const http = httpMetrics(registers);
-  const smtp = smtpMetrics(registers);
+  const http = httpMetrics(registry);
+  const smtp = smtpMetrics(registry);
   const deliveries = new Counter({ name: 'mailroom_deliveries_total', help: 'Recipients of outbound delivery runs, by where each run left them', labelNames: ['outcome'], registers });
   const webhooks = new Counter({ name: 'mailroom_webhook_attempts_total', help: 'Webhook delivery attempts, by what each led to', labelNames: ['outcome'], registers });
   const leaseExpiries = new Counter({ name: 'mailroom_queue_lease_expiries_total', help: 'Jobs this process took over after their previous lease ran out', labelNames: ['queue'], registers });
@@ -164,42 +164,105 @@ export function createMetrics(options: { onReadError?: (source: string, err: unk
   };
 }
 
-function httpMetrics(registers: Registry[]) {
-  const requests = new Counter({ name: 'mailroom_http_requests_total', help: 'HTTP answers, by route pattern, method and status', labelNames: ['route', 'method', 'status'], registers });
-  const duration = new Histogram({ name: 'mailroom_http_request_duration_seconds', help: 'HTTP answer time, by route pattern and method', labelNames: ['route', 'method'], buckets: HTTP_BUCKETS, registers });
-  type Children = { route: string; verb: string; duration: Histogram.Internal<'route' | 'method'>; statuses: Map<number, Counter.Internal> };
+type Labels = Record<string, string>;
+/** What the registry takes (prom-client types it as its own classes; any object of their shape will do). */
+type RegisteredMetric = Parameters<Registry['registerMetric']>[0];
+/** One series of a counter kept as a plain number. */
+interface CountSeries {
+  labels: Labels;
+  value: number;
+}
+/** One series of a histogram kept as plain numbers: per-bucket (not cumulative) counts, sum and count. */
+interface TimeSeries {
+  labels: Labels;
+  counts: Float64Array;
+  sum: number;
+  count: number;
+}
+
+/**
+ * Counters and histograms of the hot paths (every HTTP answer, every SMTP reply) as plain numbers in objects the
+ * caller keeps, written out at scrape: prom-client's own `inc` and `observe` hash the label values on every call,
+ * which allocates. Registered as metrics of the registry, so they appear in its exposition like any other.
+ */
+function plainCounter(registry: Registry, name: string, help: string): (labels: Labels) => CountSeries {
+  const series: CountSeries[] = [];
+  const get = async () => ({ name, help, type: 'counter', aggregator: 'sum', values: series.map((s) => ({ labels: s.labels, value: s.value })) });
+  // prom-client's registry takes any object of this shape; its Metric type is a class.
+  registry.registerMetric({ name, help, type: 'counter', aggregator: 'sum', get, reset: () => undefined } as unknown as RegisteredMetric);
+  return (labels) => {
+    const made = { labels, value: 0 };
+    series.push(made);
+    return made;
+  };
+}
+
+function plainHistogram(registry: Registry, name: string, help: string, buckets: readonly number[]): (labels: Labels) => TimeSeries {
+  const series: TimeSeries[] = [];
+  const values = (s: TimeSeries) => {
+    let cumulative = 0;
+    const out: Array<{ metricName: string; labels: Labels; value: number }> = buckets.map((le, i) => {
+      cumulative += s.counts[i]!;
+      return { metricName: `${name}_bucket`, labels: { ...s.labels, le: String(le) }, value: cumulative };
+    });
+    out.push({ metricName: `${name}_bucket`, labels: { ...s.labels, le: '+Inf' }, value: s.count });
+    out.push({ metricName: `${name}_sum`, labels: s.labels, value: s.sum }, { metricName: `${name}_count`, labels: s.labels, value: s.count });
+    return out;
+  };
+  const get = async () => ({ name, help, type: 'histogram', aggregator: 'sum', values: series.flatMap(values) });
+  registry.registerMetric({ name, help, type: 'histogram', aggregator: 'sum', get, reset: () => undefined } as unknown as RegisteredMetric);
+  return (labels) => {
+    const made = { labels, counts: new Float64Array(buckets.length), sum: 0, count: 0 };
+    series.push(made);
+    return made;
+  };
+}
+
+function observe(series: TimeSeries, buckets: readonly number[], value: number): void {
+  for (let i = 0; i < buckets.length; i++) {
+    if (value <= buckets[i]!) {
+      series.counts[i]! += 1;
+      break;
+    }
+  }
+  series.sum += value;
+  series.count += 1;
+}
+
+function httpMetrics(registry: Registry) {
+  const requests = plainCounter(registry, 'mailroom_http_requests_total', 'HTTP answers, by route pattern, method and status');
+  const duration = plainHistogram(registry, 'mailroom_http_request_duration_seconds', 'HTTP answer time, by route pattern and method', HTTP_BUCKETS);
+  type Children = { route: string; verb: string; duration: TimeSeries; statuses: Map<number, CountSeries> };
   const byRoute = new Map<string, Map<string, Children>>();
-  const status = (children: Children, code: number) => requests.labels(children.route, children.verb, String(code));
   return {
     record: (route: string, method: string, code: number, seconds: number): void => {
       const verb = METHODS.has(method) ? method : 'OTHER';
       let verbs = byRoute.get(route);
       if (verbs === undefined) byRoute.set(route, (verbs = new Map<string, Children>()));
       let children = verbs.get(verb);
-      if (children === undefined) verbs.set(verb, (children = { route, verb, duration: duration.labels(route, verb), statuses: new Map() }));
-      children.duration.observe(seconds);
+      if (children === undefined) verbs.set(verb, (children = { route, verb, duration: duration({ route, method: verb }), statuses: new Map() }));
+      observe(children.duration, HTTP_BUCKETS, seconds);
       let counter = children.statuses.get(code);
-      if (counter === undefined) children.statuses.set(code, (counter = status(children, code)));
-      counter.inc();
+      if (counter === undefined) children.statuses.set(code, (counter = requests({ route, method: verb, status: String(code) })));
+      counter.value += 1;
     },
   };
 }
 
-function smtpMetrics(registers: Registry[]) {
+function smtpMetrics(registry: Registry) {
+  const registers = [registry];
   const sessions = new Counter({ name: 'mailroom_smtp_sessions_total', help: 'Inbound SMTP connections, admitted or refused at connect', labelNames: ['result'], registers });
   const open = new Gauge({ name: 'mailroom_smtp_sessions_open', help: 'Inbound SMTP sessions open now', registers });
   const replies = {
-    rcpt: new Counter({ name: 'mailroom_smtp_recipients_total', help: 'Replies to RCPT TO, by result and reply code', labelNames: ['result', 'code'], registers }),
-    data: new Counter({ name: 'mailroom_smtp_messages_total', help: 'Replies at the end of DATA (messages accepted or refused), by result and reply code', labelNames: ['result', 'code'], registers }),
+    rcpt: plainCounter(registry, 'mailroom_smtp_recipients_total', 'Replies to RCPT TO, by result and reply code'),
+    data: plainCounter(registry, 'mailroom_smtp_messages_total', 'Replies at the end of DATA (messages accepted or refused), by result and reply code'),
   };
-  const ingest = new Histogram({ name: 'mailroom_smtp_ingest_duration_seconds', help: 'Seconds from the end of DATA to its reply (analysis and commit)', buckets: INGEST_BUCKETS, registers });
+  const ingest = plainHistogram(registry, 'mailroom_smtp_ingest_duration_seconds', 'Seconds from the end of DATA to its reply (analysis and commit)', INGEST_BUCKETS)({});
   const admitted = sessions.labels('admitted');
   const refused = sessions.labels('refused');
-  const children = { rcpt: new Map<number, Counter.Internal>(), data: new Map<number, Counter.Internal>() };
-  const makers = {
-    rcpt: (code: number) => replies.rcpt.labels(code < 400 ? 'accepted' : 'refused', String(code)),
-    data: (code: number) => replies.data.labels(code < 400 ? 'accepted' : 'refused', String(code)),
-  };
+  const children = { rcpt: new Map<number, CountSeries>(), data: new Map<number, CountSeries>() };
+  const label = (code: number) => ({ result: code < 400 ? 'accepted' : 'refused', code: String(code) });
+  const makers = { rcpt: (code: number) => replies.rcpt(label(code)), data: (code: number) => replies.data(label(code)) };
   return {
     session: (ok: boolean): void => {
       if (ok) {
@@ -211,9 +274,9 @@ function smtpMetrics(registers: Registry[]) {
     },
     closed: (): void => void open.dec(),
     reply: (stage: SmtpStage, code: number): void => {
-      childOf(children[stage], code, makers[stage]).inc();
+      childOf(children[stage], code, makers[stage]).value += 1;
     },
-    ingest: (seconds: number): void => ingest.observe(seconds),
+    ingest: (seconds: number): void => observe(ingest, INGEST_BUCKETS, seconds),
   };
 }
 
