@@ -16,6 +16,7 @@ import type { Logger } from './lib/logger.js';
 import { readFileSync } from 'node:fs';
 import { cachingResolver, createDnsResolver } from './lib/dns.js';
 import { createLogger } from './lib/logger.js';
+import { createMetrics, noMetrics, type Metrics } from './lib/metrics.js';
 import { createPublicKey } from 'node:crypto';
 import { createAuditLog, type AuditLog } from './modules/audit/audit.service.js';
 import { createAuditStore } from './modules/audit/audit.store.js';
@@ -135,6 +136,8 @@ export interface Plumbing {
   secretBox: SecretBox;
   /** Sandbox mode: its DNS server, which every lookup of this process asks (closed by `database.destroy`). */
   sandboxDns: SandboxDnsServer | null;
+  /** What this process counts for GET /metrics; records nothing without MAILROOM_METRICS_PORT. */
+  metrics: Metrics;
 }
 
 /**
@@ -164,6 +167,7 @@ export async function createServices(
   // The pool as every module sees it: a handle that names no table (each store views it over its own).
   const work = asWork(db);
   const logger = options.logger ?? createLogger('silent');
+  const metrics = config.metricsPort === null ? noMetrics : createMetrics({ onReadError: (source, err) => logger.warn({ err, source }, 'a metrics read failed') });
   try {
     if (options.migrate !== false) await migrateToLatest(db);
     // A process with another key than the one the stored secrets were sealed with refuses to start (exit 78).
@@ -332,6 +336,7 @@ export async function createServices(
     retryBaseMs: config.deliveryRetryBaseMs,
     maxAgeMs: config.deliveryMaxAgeMs,
     workspaceConcurrency: config.fairQueue.deliveryWorkspaceConcurrency,
+    metrics,
   });
   const webhookStore = createWebhookStore({ dialect });
   const webhooks = createWebhooksModule({
@@ -352,8 +357,19 @@ export async function createServices(
     wake,
     box,
     audit,
+    metrics,
   });
   handlers.push(delivery, webhooks.handler);
+  metrics.read({
+    analysis: () => {
+      const threads = analyzer.threadStats?.();
+      return { waiting: analysisGate.waiting, active: analysisGate.active, threadQueue: threads?.queued ?? 0, threadRestarts: threads?.restarts ?? 0 };
+    },
+    eventStreams: () => eventStream.stats().open,
+    databasePool: () => opened.poolStats?.() ?? null,
+    // `writes`: inbound storage and sends; `worker`: delivery state and job settlement (one group with `writes` on SQLite).
+    commitQueues: (): Record<string, number> => (workerCommits === commits ? { writes: commits.waiting() } : { writes: commits.waiting(), worker: workerCommits.waiting() }),
+  });
   if (options.migrate !== false) await sealPlaintextSecrets({ database, domains, webhooks: webhooks.service, logger });
   return {
     database,
@@ -425,6 +441,7 @@ export async function createServices(
     signer,
     composer,
     quotas,
+    metrics,
   };
 }
 

@@ -131,6 +131,12 @@ export interface Config {
   quotaDefaults: QuotaDefaults;
   // Audit log: how many days an entry is kept (0 = for ever).
   auditRetentionDays: number;
+  // Metrics, health and stopping.
+  /** The metrics listener (GET /metrics, /health/live, /health/ready); port null = no listener and no metrics kept. */
+  metricsHost: string;
+  metricsPort: number | null;
+  /** Longest a stopping process takes before it exits anyway. */
+  shutdownTimeoutMs: number;
 }
 
 /** The default of each quota per workspace (modules/quotas), named as the quotas are; null = unlimited. */
@@ -392,6 +398,10 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     },
     // Audit log: entries older than this are swept by the worker role.
     auditRetentionDays: read({ name: 'AUDIT_RETENTION_DAYS', fallback: 365, parse: intIn(0, 100_000), expect: 'a whole number of days (0 = keep for ever)' }),
+    // Metrics, health and stopping: the metrics listener is off unless its port is set.
+    metricsHost: read({ name: 'METRICS_HOST', fallback: '127.0.0.1', parse: (s) => s, expect: 'a host or IP' }),
+    metricsPort: read<number | null>({ name: 'METRICS_PORT', fallback: null, parse: intIn(0, 65535), expect: 'a port 0..65535 (0 picks a free port)' }),
+    shutdownTimeoutMs: ms('SHUTDOWN_TIMEOUT_MS', 20_000, 100),
   };
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
     problems.push('MAILROOM_HTTP_HEADERS_TIMEOUT_MS must not exceed MAILROOM_HTTP_REQUEST_TIMEOUT_MS');

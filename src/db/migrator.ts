@@ -87,3 +87,9 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
 export function knownMigrationNames(): string[] {
   return Object.keys(MIGRATIONS).sort();
 }
+
+/** The names of the migrations this program knows that the database has not applied (readiness: none). */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const known = await createMigrator(db).getMigrations();
+  return known.filter((m) => m.executedAt === undefined).map((m) => m.name);
+}

@@ -123,6 +123,12 @@ export interface Queue {
   /** Hand a job back untouched (shutdown before it started): runnable now, the claim not counted. */
   release(job: ClaimedJob<unknown>): Promise<boolean>;
   /**
+   * Hand back a job still running when its worker must stop (after its handler was aborted and given time to
+   * settle): due now for another worker, its claim counted and marked interrupted, as if its lease had run out.
+   * False when the lease was no longer this claim's.
+   */
+  abandon(job: ClaimedJob<unknown>): Promise<boolean>;
+  /**
    * Touch a claimed job while its lease is still this claim's (with `liveAfter`: and runs past that time): false
    * means the lease was lost, and whatever the claim was about to do must not happen. The UPDATE locks the job row,
    * so a concurrent claim, cancel or reschedule waits for (PostgreSQL) or is serialized with (SQLite) `work`.
@@ -150,7 +156,27 @@ export interface Queue {
    * for running jobs (that is `claim`). Reads in `work`, so an open transaction sees its own enqueued jobs.
    */
   inspect<P = unknown>(work: Work, filter: JobFilter): Promise<JobView<P>[]>;
+  /** Where each named queue stands (metrics at scrape time): two bounded reads per queue on the claim index. */
+  stats(queues: readonly string[]): Promise<QueueStats[]>;
 }
+
+/** Where one queue stands (metrics): the counts stop at STATS_CAP, so a read is bounded however long the queue. */
+export interface QueueStats {
+  queue: string;
+  /** Jobs not done: scheduled, due and leased. */
+  pending: number;
+  /** Pending jobs whose time has come, an expired lease included. */
+  due: number;
+  /** Seconds the oldest due job has waited past its time; 0 when none is due. */
+  oldestDueSeconds: number;
+  /** Leased jobs whose lease ran out, not yet taken over. */
+  expiredLeases: number;
+  /** Jobs given up. */
+  dead: number;
+}
+
+/** Rows a `stats` count reads at most, per queue and state. */
+export const STATS_CAP = 10_000;
 
 /** What `leaseHoldPart` gives a store's `with(…)`: its own tables stay the store's, the part names only `jobs`. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tables the update names are the queue's, not the caller's
@@ -509,6 +535,18 @@ export function createQueue({ work, dialect, clock, leaseMs, wake, heldWorkspace
       return result.numUpdatedRows > 0n;
     },
 
+    async abandon(job) {
+      const now = clock.now();
+      const result = await db
+        .updateTable('jobs')
+        .set({ run_at: now, lease_token: null, interrupted: 1, updated_at: now })
+        .where('id', '=', job.id)
+        .where('lease_token', '=', job.leaseToken)
+        .where('state', '=', 'pending')
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
     async holdLease(work, job, options = {}) {
       const params = { jobId: job.id, leaseToken: job.leaseToken, now: clock.now(), liveAfter: options.liveAfter };
       return (await holdLeaseQuery(tablesOf<QueueTables>(work), params)).length > 0;
@@ -561,5 +599,40 @@ export function createQueue({ work, dialect, clock, leaseMs, wake, heldWorkspace
       if (filter.state !== undefined) query = query.where('state', '=', filter.state);
       return (await query.execute()).map((row) => toView<P>(row));
     },
+
+    async stats(queues) {
+      const out: QueueStats[] = [];
+      for (const queue of queues) out.push(await queueStats(db, queue, clock.now()));
+      return out;
+    },
+  };
+}
+
+/**
+ * One queue's standing from at most STATS_CAP pending jobs, earliest first (so the due ones are counted first, and
+ * the earliest is the oldest due one when it is due), and at most STATS_CAP dead ones: index range scans of
+ * `jobs_claim_idx` (queue, state, run_at), never the whole table.
+ */
+async function queueStats(db: Jobs, queue: string, now: number): Promise<QueueStats> {
+  const pendingWindow = db.selectFrom('jobs').select(['run_at', 'lease_token']).where('queue', '=', queue).where('state', '=', 'pending').orderBy('run_at').limit(STATS_CAP);
+  const pending = await db
+    .selectFrom(pendingWindow.as('p'))
+    .select((eb) => [
+      eb.fn.countAll<number | string>().as('pending'),
+      eb.fn.count<number | string>(eb.case().when('run_at', '<=', now).then(sql.lit(1)).end()).as('due'),
+      eb.fn.count<number | string>(eb.case().when(eb.and([eb('run_at', '<=', now), eb('lease_token', 'is not', null)])).then(sql.lit(1)).end()).as('expired'),
+      eb.fn.min<number | string | null>('run_at').as('earliest'),
+    ])
+    .executeTakeFirstOrThrow();
+  const deadWindow = db.selectFrom('jobs').select('id').where('queue', '=', queue).where('state', '=', 'dead').limit(STATS_CAP);
+  const dead = await db.selectFrom(deadWindow.as('d')).select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
+  const earliest = pending.earliest === null ? null : Number(pending.earliest);
+  return {
+    queue,
+    pending: Number(pending.pending),
+    due: Number(pending.due),
+    oldestDueSeconds: earliest !== null && earliest <= now ? (now - earliest) / 1000 : 0,
+    expiredLeases: Number(pending.expired),
+    dead: Number(dead.n),
   };
 }

@@ -21,6 +21,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/health/live": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Liveness: the process is up and its event loop turns (nothing else is checked) */
+        get: operations["getHealthLive"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/health/ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Readiness: the database answers, every migration is applied, this process's listeners are up and it is not shutting down */
+        get: operations["getHealthReady"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/usage": {
         parameters: {
             query?: never;
@@ -2778,6 +2812,90 @@ export interface operations {
                         ok: false;
                         error: string;
                         detail: string;
+                    };
+                };
+            };
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getHealthLive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The process is up */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getHealthReady: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready for work */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        /** @description Each check: `ok`, or why it is not */
+                        checks: {
+                            /** @description The database answers (`ok`, or `the database does not answer`) */
+                            database: string;
+                            /** @description Every migration of this build is applied (`ok`, or `N not applied (run mailroom migrate)`) */
+                            migrations: string;
+                            /** @description This process's listeners are up (`ok`, or `not listening: smtp`); in a process started by `mailroom serve` */
+                            listeners?: string;
+                            /** @description `ok`, or `shutting down` once the process got SIGTERM */
+                            running: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Not ready: a check failed, or the process is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: false;
+                        /** @description Each check: `ok`, or why it is not */
+                        checks: {
+                            /** @description The database answers (`ok`, or `the database does not answer`) */
+                            database: string;
+                            /** @description Every migration of this build is applied (`ok`, or `N not applied (run mailroom migrate)`) */
+                            migrations: string;
+                            /** @description This process's listeners are up (`ok`, or `not listening: smtp`); in a process started by `mailroom serve` */
+                            listeners?: string;
+                            /** @description `ok`, or `shutting down` once the process got SIGTERM */
+                            running: string;
+                        };
                     };
                 };
             };

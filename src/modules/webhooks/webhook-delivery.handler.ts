@@ -5,6 +5,7 @@ import type { JobHandler, JobOutcome } from '../../jobs/worker.js';
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
+import type { Metrics, WebhookOutcome } from '../../lib/metrics.js';
 import type { SecretBox } from '../../lib/secret-box.js';
 import type { EventStore } from '../events/event.store.js';
 import type { EventsService } from '../events/events.service.js';
@@ -69,7 +70,12 @@ export interface WebhookDeliveryDeps {
   events: Pick<EventsService, 'emit'>;
   /** Endpoints disabled for failing are recorded in the audit log (actor `system`). */
   audit: AttemptLogDeps['audit'];
+  /** Counts each recorded attempt by what it led to. */
+  metrics?: Pick<Metrics, 'webhookAttempt'>;
 }
+
+/** An attempt's next step, as metrics name it. */
+const OUTCOMES: Record<NextStep['type'], WebhookOutcome> = { complete: 'delivered', retry: 'retry', bury: 'given_up', deactivate: 'gone' };
 
 const USER_AGENT = 'Mailroom-Webhooks/0.1';
 /** Past the time-out, how long an attempt may take to notice it before it is abandoned anyway. */
@@ -239,6 +245,7 @@ export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHand
       job,
       next,
     );
+    deps.metrics?.webhookAttempt(OUTCOMES[next.type]);
     if (gone) logger.info({ webhookId, eventId }, 'webhook endpoint answered 410 Gone; set inactive');
     else if (!result.success && last) logger.warn({ webhookId, eventId, attempt: job.attempt, error: result.error }, 'webhook delivery given up');
     // Settled above, in the attempt's transaction.

@@ -4,6 +4,7 @@ import type { JobHandler } from '../../jobs/worker.js';
 import type { Clock } from '../../lib/clock.js';
 import type { DnsResolve } from '../../lib/dns.js';
 import type { Logger } from '../../lib/logger.js';
+import type { Metrics } from '../../lib/metrics.js';
 import type { SecretBox } from '../../lib/secret-box.js';
 import type { EventStore } from '../events/event.store.js';
 import type { EventsService } from '../events/events.service.js';
@@ -48,6 +49,8 @@ export interface WebhooksDeps {
   box: SecretBox;
   /** Changes to endpoints, by people and by the auto-disable. */
   audit: Pick<AuditLog, 'record'>;
+  /** Counts webhook attempts by outcome. */
+  metrics?: Pick<Metrics, 'webhookAttempt'>;
 }
 
 /** Webhooks: endpoint management, the outbox subscriber that fans events out, and the delivery handler. */
@@ -72,6 +75,7 @@ export function createWebhooksModule(deps: WebhooksDeps): WebhooksModule {
     box: deps.box,
     events: deps.events,
     audit: deps.audit,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });
   return { service, handler, close: () => deps.sender.close() };
 }

@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type onResponseHookHandler } from 'fastify';
 import type { Logger } from '../../lib/logger.js';
+import type { Metrics } from '../../lib/metrics.js';
 import { newId } from '../../lib/ids.js';
 import type { AuditLog } from '../../modules/audit/audit.service.js';
 import type { DomainService } from '../../modules/domains/domain.service.js';
@@ -96,6 +97,29 @@ export interface AppDeps {
   quotas: Pick<QuotaService, 'usageOf' | 'limitsOf'>;
   /** The service's clock: the windows of the per-workspace request quota when counted in this process. */
   clock: Pick<Clock, 'now'>;
+  /** Counts each answer by route pattern, method and status, with its time (no hook at all when disabled). */
+  metrics?: Pick<Metrics, 'enabled' | 'httpRequest'>;
+}
+
+/**
+ * Count every answer by its route's pattern (never the URL): each route gets a hook that knows its pattern, so an
+ * answer costs a lookup and an increment, nothing read from the request but its method; requests that match no route
+ * count as `unmatched`. Added before any route.
+ */
+function countAnswers(app: FastifyInstance, metrics: Pick<Metrics, 'httpRequest'>): void {
+  app.addHook('onRoute', (route) => {
+    const pattern = route.url;
+    const record: onResponseHookHandler = (request, reply, done) => {
+      metrics.httpRequest(pattern, request.method, reply.statusCode, reply.elapsedTime / 1000);
+      done();
+    };
+    const given = route.onResponse;
+    route.onResponse = given === undefined ? [record] : [...(Array.isArray(given) ? given : [given]), record];
+  });
+  app.addHook('onResponse', (request, reply, done) => {
+    if (request.is404) metrics.httpRequest('unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
 }
 
 /**
@@ -128,6 +152,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clientErrorHandler: answerClientError,
     frameworkErrors: answerFrameworkError,
   });
+  if (deps.metrics?.enabled) countAnswers(app, deps.metrics);
   app.decorateRequest('tenantContext', null);
   app.decorateRequest('sessionContext', null);
   app.decorateRequest('serviceTokenContext', null);
