@@ -41,6 +41,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     transactional: services.transactional,
     webhooks: services.webhooks.service,
     events: services.eventStream,
+    retention: services.retention.service,
     pageCacheBytes: config.pageCacheBytes,
     rateLimitPerMinute: config.rateLimitPerMinute,
     bodyThreads: config.bodyThreads,
@@ -93,9 +94,11 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       const unsubscribe = services.wakeups.subscribe((name) => worker.wake(name));
       worker.start();
       maintenance.start();
+      services.retention.sweep.start();
       stoppers.push(async () => {
         unsubscribe();
         maintenance.stop();
+        await services.retention.sweep.stop();
         await worker.stop();
         services.deliverer.close?.();
         await services.signer.close();

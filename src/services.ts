@@ -61,6 +61,8 @@ import { createWebhookClient } from './transports/http/webhook.client.js';
 import { createSandboxCapture, createSandboxModule, SANDBOX_WEBHOOK_CIDRS, type SandboxModule } from './modules/sandbox/sandbox.module.js';
 import { createSandboxStore } from './modules/sandbox/sandbox.store.js';
 import { startSandboxDnsServer, type SandboxDnsServer } from './transports/dns/sandbox-dns.server.js';
+import { createRetentionService, type RetentionService } from './modules/retention/retention.service.js';
+import { createRetentionSweep, type RetentionSweep } from './modules/retention/retention.sweep.js';
 
 /** The feature services: what the transports and the CLI call (the rules of the product). */
 export interface FeatureServices {
@@ -82,6 +84,8 @@ export interface FeatureServices {
   webhooks: WebhooksModule;
   /** Sandbox mode's records, captured mail and catch-alls; null unless the service runs with --sandbox. */
   sandbox: SandboxModule | null;
+  /** Retention: each workspace's periods (`service`) and the sweep the worker role runs. */
+  retention: { service: RetentionService; sweep: RetentionSweep };
 }
 
 /** The plumbing the features run on: the database, commits, queue, wake-ups and threads that main.ts starts and stops. */
@@ -324,6 +328,24 @@ export async function createServices(
     box,
   });
   handlers.push(delivery, webhooks.handler);
+  const retention = {
+    service: createRetentionService({ work, mail, policy: config.retention }),
+    sweep: createRetentionSweep({
+      work,
+      dialect,
+      clock,
+      logger,
+      policy: config.retention,
+      batch: config.retention.batch,
+      intervalMs: config.retention.intervalMs,
+      mail,
+      events: eventStore,
+      webhooks: createWebhookStore({ dialect }),
+      queue,
+      queues: () => handlers.map((h) => h.queue),
+      tokens: serviceTokenStore,
+    }),
+  };
   if (options.migrate !== false) await sealPlaintextSecrets({ database, domains, webhooks: webhooks.service, logger });
   return {
     database,
@@ -360,6 +382,7 @@ export async function createServices(
     inbound,
     sandbox,
     sandboxDns,
+    retention,
     analyzer,
     analysisGate,
     signer,

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { withServices } from './admin/with-services.js';
+import { registerRetentionCommands } from './admin/retention.commands.js';
 import { failWith, printResult } from './output.js';
 
 interface JsonFlag {
@@ -120,4 +121,5 @@ export function registerAdminCommands(program: Command): void {
         failWith(err);
       }
     });
+  registerRetentionCommands(admin);
 }

@@ -125,6 +125,25 @@ export interface Config {
   // Login throttling: failed logins per email from one client address, and from all (then one per address).
   loginFailuresPerAddress: number;
   loginFailuresPerAccount: number;
+
+  // Retention: days things are kept (0 = never deleted), and how the worker's sweep runs.
+  retention: RetentionConfig;
+}
+
+/** MAILROOM_RETENTION_*: the operator's periods in days (0 = kept for ever) and the sweep's pace. */
+export interface RetentionConfig {
+  /** Defaults of the workspaces that set none: messages in `trash` and `spam`, from their last change. */
+  trashDays: number;
+  spamDays: number;
+  /** The service's own records, for every workspace. */
+  eventsDays: number;
+  webhookAttemptsDays: number;
+  deadJobsDays: number;
+  idempotencyDays: number;
+  /** How often a worker process sweeps. */
+  intervalMs: number;
+  /** Messages per transaction, records per DELETE. */
+  batch: number;
 }
 
 export class ConfigError extends Error {
@@ -252,6 +271,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
   }
   const port = (name: string, fallback: number) =>
     read({ name, fallback, parse: intIn(0, 65535), expect: 'a port 0..65535 (0 picks a free port)' });
+  const days = (name: string, fallback: number) => read({ name, fallback, parse: intIn(0, 36_500), expect: 'a whole number of days 0..36500 (0 = never delete)' });
   const count = (name: string, fallback: number) => read({ name, fallback, parse: intIn(1, 1_000_000), expect: 'a whole number 1..1000000' });
   const ms = (name: string, fallback: number, min = 1) =>
     read({ name, fallback, parse: intIn(min, 365 * DAY_MS), expect: `milliseconds (${min} or more)` });
@@ -358,6 +378,18 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     // Login throttling: failed logins per email within 15 minutes, from one client address and from all of them.
     loginFailuresPerAddress: read({ name: 'LOGIN_FAILURES_PER_ADDRESS', fallback: 10, parse: intIn(1, 1_000_000), expect: 'a whole number of failures, 1 or more' }),
     loginFailuresPerAccount: read({ name: 'LOGIN_FAILURES_PER_ACCOUNT', fallback: 100, parse: intIn(1, 1_000_000), expect: 'a whole number of failures, 1 or more' }),
+
+    // Retention: periods in days (0 = never), the sweep's interval and batch.
+    retention: {
+      trashDays: days('RETENTION_TRASH_DAYS', 30),
+      spamDays: days('RETENTION_SPAM_DAYS', 30),
+      eventsDays: days('RETENTION_EVENTS_DAYS', 30),
+      webhookAttemptsDays: days('RETENTION_WEBHOOK_ATTEMPTS_DAYS', 30),
+      deadJobsDays: days('RETENTION_DEAD_JOBS_DAYS', 30),
+      idempotencyDays: days('RETENTION_IDEMPOTENCY_DAYS', 30),
+      intervalMs: ms('RETENTION_INTERVAL_MS', 10 * 60_000, 1000),
+      batch: read({ name: 'RETENTION_BATCH', fallback: 500, parse: intIn(1, 10_000), expect: 'a whole number of rows 1..10000' }),
+    },
   };
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
     problems.push('MAILROOM_HTTP_HEADERS_TIMEOUT_MS must not exceed MAILROOM_HTTP_REQUEST_TIMEOUT_MS');

@@ -26,6 +26,7 @@ import * as m20261130002700 from './migrations/20261130002700_draft_attachments.
 import * as m20261201003700 from './migrations/20261201003700_search_workspace_tags.js';
 
 import * as m20261201003400 from './migrations/20261201003400_fair_queue.js';
+import * as m20261202000300 from './migrations/20261202000300_retention.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -59,6 +60,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261201003700_search_workspace_tags': m20261201003700,
 
   '20261201003400_fair_queue': m20261201003400,
+  '20261202000300_retention': m20261202000300,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

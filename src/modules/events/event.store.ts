@@ -114,6 +114,11 @@ export interface EventStore {
   find(work: Work, workspaceId: string, id: string): Promise<Pick<EventTable, 'id' | 'type' | 'payload'> | undefined>;
   /** Several events in one query, each matched by its workspace and id (pairs, so both databases use the primary key). */
   findMany(work: Work, keys: readonly EventKey[]): Promise<Array<Pick<EventTable, 'id' | 'workspace_id' | 'type' | 'payload'>>>;
+  /**
+   * Retention: delete the events created before `cutoff` among the `limit` oldest (by id, which sorts by creation: no
+   * index on the time is written per event for this). The number deleted; fewer than `limit` means the walk is done.
+   */
+  deleteOlderThan(work: Work, cutoff: number, limit: number): Promise<number>;
 }
 
 /** The event log: the only code that names `events`. */
@@ -134,6 +139,14 @@ export function createEventStore({ dialect }: { dialect: DialectInfo }): EventSt
         .select(['id', 'workspace_id', 'payload', 'type'])
         .where((eb) => eb.or(keys.map((k) => eb.and([eb('id', '=', k.eventId), eb('workspace_id', '=', k.workspaceId)]))))
         .execute();
+    },
+    async deleteOlderThan(work, cutoff, limit) {
+      const db = of(work);
+      const oldest = db.selectFrom('events').select('id').orderBy('id').limit(limit);
+      let due = db.selectFrom('events').select('id').where('id', 'in', oldest).where('created_at', '<', cutoff);
+      // Sweeps in several processes take disjoint rows instead of waiting for each other.
+      if (dialect.supportsSkipLocked) due = due.forUpdate().skipLocked();
+      return Number((await db.deleteFrom('events').where('id', 'in', due).executeTakeFirst()).numDeletedRows);
     },
   };
 }

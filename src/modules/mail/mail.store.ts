@@ -12,6 +12,7 @@ import { createMailboxStore } from './mailbox.store.js';
 import { createMessageStore } from './message.store.js';
 import { createOrganizeStore } from './organize.store.js';
 import { createSearchStore } from './search.store.js';
+import { createRetentionStore } from './retention.store.js';
 import { createMailLookups, type MailLookups } from './lookups.store.js';
 import { createSendingMailStore, type SendingMailStore, type SendingMailStoreDeps } from './sending-mail.store.js';
 
@@ -29,6 +30,7 @@ export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
     ...createMailboxStore(),
     ...createSearchStore(deps),
     ...createBounceStore(),
+    ...createRetentionStore(deps),
   };
 }
 

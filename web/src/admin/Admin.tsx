@@ -9,6 +9,7 @@ import { Lists } from './Lists';
 import { Mailboxes } from './Mailboxes';
 import { Members } from './Members';
 import { Password } from './Password';
+import { Retention } from './Retention';
 import { ServiceTokens } from './ServiceTokens';
 import { Suppressions } from './Suppressions';
 import { Webhooks } from './Webhooks';
@@ -32,6 +33,7 @@ const SECTIONS: AdminSection[] = [
   { id: 'lists', title: 'Allow and block lists', managers: false, render: () => <Lists /> },
   { id: 'suppressions', title: 'Suppressions', managers: false, render: () => <Suppressions /> },
   { id: 'members', title: 'Members and roles', managers: false, render: ({ role, session }) => <Members viewer={role} me={session.user.user_id} /> },
+  { id: 'retention', title: 'Retention', managers: false, render: ({ role }) => <Retention role={role} /> },
   { id: 'password', title: 'Your password', managers: false, render: () => <Password /> },
 ];
 
