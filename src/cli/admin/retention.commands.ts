@@ -21,7 +21,7 @@ export function registerRetentionCommands(admin: Command): void {
           `dead jobs         ${report.deadJobs}`,
           `idempotency keys  ${report.idempotencyKeys}`,
           `pages given back  ${report.pagesFreed}`,
-          `batches           ${report.batches} (longest ${report.longestBatchMs.toFixed(0)} ms)`,
+          `batches           ${report.batches} (longest ${report.longestBatchMs.toFixed(0)} ms; of messages ${report.longestMessageBatchMs.toFixed(0)} ms)`,
         ]);
       } catch (err) {
         failWith(err);
