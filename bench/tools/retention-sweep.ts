@@ -5,7 +5,8 @@
  * time one batch held its transaction, and what the database's files did.
  *
  *   BENCH_RETENTION_DATABASE_URL  an empty database: sqlite:PATH (a new file) or postgres://… (a new database)
- *   BENCH_RETENTION_COUNT         messages (default 100000)
+ *   BENCH_RETENTION_COUNT         messages filled (default 100000)
+ *   BENCH_RETENTION_COPIES        times the filled messages are there in all, copied by SQL (default 1)
  *   BENCH_RETENTION_BATCH         MAILROOM_RETENTION_BATCH for the sweep (default 500)
  *   BENCH_FILL_DIST               the modules the fill stores with (default: this checkout's src/, run by tsx)
  *
@@ -110,7 +111,7 @@ const left = await sql<{ n: number | string }>`select count(*) as n from ${sql.t
 await services.database.destroy();
 const result = {
   dialect: url.startsWith('sqlite:') ? 'sqlite' : 'postgres',
-  messages: count,
+  messages: count * copies,
   fill_s: Math.round(fillMs / 100) / 10,
   swept: report.messages,
   left: Number(left.rows[0]?.n ?? -1),
