@@ -272,6 +272,18 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: workspace settings in Chromium (${TEST_
     expect(left.suppressions.map((x) => x.address)).toEqual(['gone@example.com']);
   });
 
+  it('sets how long trash and spam keep messages, and shows what the service keeps', async () => {
+    await settings(page, 'retention', 'Retention');
+    await page.getByText('Events (stream and webhook replay)').waitFor();
+    await page.getByLabel('Trash: days after a message\'s last change (1–3650)').fill('7');
+    await page.getByLabel('Never delete spam').check();
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Saved. The next sweep (within minutes) applies it.').waitFor();
+    const saved = (await api('/app/api/retention', await login(h, acme.ownerEmail, acme.password))).json<{ trash_days: number | null; spam_days: number | null }>();
+    expect([saved.trash_days, saved.spam_days]).toEqual([7, null]);
+    expect(await seriousViolations(page)).toEqual([]);
+  });
+
   it('adds a member, changes roles, and shows the last-owner 409 in place', async () => {
     await settings(page, 'members', 'Members and roles');
     await page.getByLabel('Email').fill('newbie@example.com');

@@ -56,7 +56,7 @@ export function Retention({ role }: { role: Role | null }) {
       <ErrorNote error={retention.error} />
       {current && (
         <>
-          <RetentionForm key={`${current.trash_days}:${current.spam_days}`} current={current} manager={role === 'owner' || role === 'admin'} />
+          <RetentionForm current={current} manager={role === 'owner' || role === 'admin'} />
           <h2>Kept by the service</h2>
           <table>
             <tbody>
