@@ -51,6 +51,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     webhooks: services.webhooks.service,
     audit: services.audit,
     events: services.eventStream,
+    retention: services.retention.service,
     pageCacheBytes: config.pageCacheBytes,
     rateLimitPerMinute: config.rateLimitPerMinute,
     bodyThreads: config.bodyThreads,
@@ -215,10 +216,12 @@ function startWorkerRole(config: Readonly<Config>, services: Services, logger: L
   const quotaSweep = setInterval(() => void services.quotas.sweep().catch((err: unknown) => logger.warn({ err }, 'quota counter sweep failed')), QUOTA_SWEEP_MS);
   quotaSweep.unref();
   const stopAuditSweeps = startAuditSweeps(services.audit, logger);
+  services.retention.sweep.start();
   logger.info('worker role started');
   return async () => {
     clearInterval(quotaSweep);
     stopAuditSweeps();
+    await services.retention.sweep.stop();
     unsubscribe();
     maintenance.stop();
     await worker.stop(workerGraceMs(config));

@@ -69,6 +69,8 @@ import { createSandboxStore } from './modules/sandbox/sandbox.store.js';
 import { startSandboxDnsServer, type SandboxDnsServer } from './transports/dns/sandbox-dns.server.js';
 import { createQuotaService, type QuotaService } from './modules/quotas/quota.service.js';
 import { createQuotaStore } from './modules/quotas/quota.store.js';
+import { createRetentionService, type RetentionService } from './modules/retention/retention.service.js';
+import { createRetentionSweep, type RetentionSweep } from './modules/retention/retention.sweep.js';
 
 /** The feature services: what the transports and the CLI call (the rules of the product). */
 export interface FeatureServices {
@@ -98,6 +100,8 @@ export interface FeatureServices {
   workspaceLifecycle: WorkspaceLifecycle;
   /** Quotas per workspace and usage (`usageOf` for any module that shows a workspace's usage). */
   quotas: QuotaService;
+  /** Retention: each workspace's periods (`service`) and the sweep the worker role runs. */
+  retention: { service: RetentionService; sweep: RetentionSweep };
 }
 
 /** The plumbing the features run on: the database, commits, queue, wake-ups and threads that main.ts starts and stops. */
@@ -370,6 +374,24 @@ export async function createServices(
     // `writes`: inbound storage and sends; `worker`: delivery state and job settlement (one group with `writes` on SQLite).
     commitQueues: (): Record<string, number> => (workerCommits === commits ? { writes: commits.waiting() } : { writes: commits.waiting(), worker: workerCommits.waiting() }),
   });
+  const retention = {
+    service: createRetentionService({ work, mail, policy: config.retention, audit }),
+    sweep: createRetentionSweep({
+      work,
+      dialect,
+      clock,
+      logger,
+      policy: config.retention,
+      batch: config.retention.batch,
+      intervalMs: config.retention.intervalMs,
+      mail,
+      events: eventStore,
+      webhooks: createWebhookStore({ dialect }),
+      queue,
+      queues: () => handlers.map((h) => h.queue),
+      tokens: serviceTokenStore,
+    }),
+  };
   if (options.migrate !== false) await sealPlaintextSecrets({ database, domains, webhooks: webhooks.service, logger });
   return {
     database,
@@ -436,6 +458,7 @@ export async function createServices(
       ],
       gone,
     }),
+    retention,
     analyzer,
     analysisGate,
     signer,

@@ -3,6 +3,7 @@ import { registerTransferCommands } from './admin/transfer.commands.js';
 import { withServices } from './admin/with-services.js';
 import { registerWorkspacesCommands } from './admin/workspaces.commands.js';
 import { registerQuotaCommands } from './admin/quota.commands.js';
+import { registerRetentionCommands } from './admin/retention.commands.js';
 import { failWith, printResult } from './output.js';
 
 interface JsonFlag {
@@ -127,4 +128,5 @@ export function registerAdminCommands(program: Command): void {
   registerWorkspacesCommands(admin);
   registerTransferCommands(admin);
   registerQuotaCommands(admin);
+  registerRetentionCommands(admin);
 }

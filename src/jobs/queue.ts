@@ -158,6 +158,11 @@ export interface Queue {
   inspect<P = unknown>(work: Work, filter: JobFilter): Promise<JobView<P>[]>;
   /** Where each named queue stands (metrics at scrape time): two bounded reads per queue on the claim index. */
   stats(queues: readonly string[]): Promise<QueueStats[]>;
+  /**
+   * Retention: delete up to `limit` dead jobs of these queues given up before `cutoff` (walked on the claim index:
+   * a dead job's `run_at` is its last lease's end). The number deleted; fewer than `limit` means none is left.
+   */
+  deleteDeadOlderThan(work: Work, queues: readonly string[], cutoff: number, limit: number): Promise<number>;
 }
 
 /** Where one queue stands (metrics): the counts stop at STATS_CAP, so a read is bounded however long the queue. */
@@ -588,6 +593,21 @@ export function createQueue({ work, dialect, clock, leaseMs, wake, heldWorkspace
         .where('state', '=', 'pending')
         .execute();
       return rows.map((r) => JSON.parse(r.payload) as P);
+    },
+
+    async deleteDeadOlderThan(work, queues, cutoff, limit) {
+      if (queues.length === 0) return 0;
+      const jobs = tablesOf<QueueTables>(work);
+      let due = jobs
+        .selectFrom('jobs')
+        .select('id')
+        .where('queue', 'in', queues)
+        .where('state', '=', 'dead')
+        .where('run_at', '<', cutoff)
+        .where('updated_at', '<', cutoff)
+        .limit(limit);
+      if (dialect.supportsSkipLocked) due = due.forUpdate().skipLocked();
+      return Number((await jobs.deleteFrom('jobs').where('id', 'in', due).executeTakeFirst()).numDeletedRows);
     },
 
     async inspect<P>(work: Work, filter: JobFilter) {

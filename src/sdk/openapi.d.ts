@@ -1456,6 +1456,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/app/api/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How long trash, spam and the service's records are kept */
+        get: operations["appGetRetention"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Set how long trash and spam keep messages (owner or admin) */
+        patch: operations["appUpdateRetention"];
+        trace?: never;
+    };
     "/app/api/events/stream": {
         parameters: {
             query?: never;
@@ -2591,6 +2609,42 @@ export interface components {
             entries: components["schemas"]["AuditEntry"][];
             /** @description present when older entries remain: pass it as `before` */
             next_before?: string;
+        };
+        /** Retention */
+        Retention: {
+            /** @description days a message stays in trash, counted from its last change (moved there, read, labelled); null = never */
+            trash_days: number | null;
+            /** @description the same for spam */
+            spam_days: number | null;
+            /** @description true: the workspace chose trash_days; false: the operator's default applies (and follows it) */
+            trash_custom: boolean;
+            /** @description the same for spam_days */
+            spam_custom: boolean;
+            /** @description the operator's defaults (MAILROOM_RETENTION_TRASH_DAYS, MAILROOM_RETENTION_SPAM_DAYS) */
+            defaults: {
+                /** @description days; null = never deleted */
+                trash_days: number | null;
+                /** @description days; null = never deleted */
+                spam_days: number | null;
+            };
+            /** @description how long the service keeps its own records, set by the operator for every workspace */
+            records: {
+                /** @description days; null = never deleted */
+                events_days: number | null;
+                /** @description days; null = never deleted */
+                webhook_attempts_days: number | null;
+                /** @description days; null = never deleted */
+                dead_jobs_days: number | null;
+                /** @description days; null = never deleted */
+                idempotency_days: number | null;
+            };
+        };
+        /** RetentionChange */
+        RetentionChange: {
+            /** @description days 1..3650; 0 or null: never delete */
+            trash_days?: number | null;
+            /** @description days 1..3650; 0 or null: never delete */
+            spam_days?: number | null;
         };
         /** SandboxDnsRecord */
         SandboxDnsRecord: {
@@ -6184,6 +6238,62 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appGetRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The periods */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Retention"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appUpdateRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetentionChange"];
+            };
+        };
+        responses: {
+            /** @description The periods, changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Retention"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
         };

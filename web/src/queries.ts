@@ -101,6 +101,7 @@ export const sendingDomainsQuery = () => queryOptions({ queryKey: ['sending-doma
 export const serviceTokensQuery = () => queryOptions({ queryKey: ['service-tokens'], queryFn: () => answerOf(client.GET('/app/api/service-tokens')) });
 export const apiKeysQuery = () => queryOptions({ queryKey: ['api-keys'], queryFn: () => answerOf(client.GET('/app/api/api-keys')) });
 export const membersQuery = () => queryOptions({ queryKey: ['members'], queryFn: () => answerOf(client.GET('/app/api/members')) });
+export const retentionQuery = () => queryOptions({ queryKey: ['retention'], queryFn: () => answerOf(client.GET('/app/api/retention')) });
 export const webhooksQuery = () => queryOptions({ queryKey: ['webhooks'], queryFn: () => answerOf(client.GET('/app/api/webhooks')) });
 /** The workspace's usage beside its quotas (null = unlimited). */
 export const usageQuery = () => queryOptions({ queryKey: ['usage'], queryFn: () => answerOf(client.GET('/app/api/usage')) });

@@ -117,6 +117,11 @@ export interface EventStore {
   findMany(work: Work, keys: readonly EventKey[]): Promise<Array<Pick<EventTable, 'id' | 'workspace_id' | 'type' | 'payload'>>>;
   /** One batch of a deleted workspace's events (at most `limit`); 0 once none is left. */
   purgeWorkspaceBatch(work: Work, workspaceId: string, limit: number): Promise<number>;
+  /**
+   * Retention: delete the events created before `cutoff` among the `limit` oldest (by id, which sorts by creation: no
+   * index on the time is written per event for this). The number deleted; fewer than `limit` means the walk is done.
+   */
+  deleteOlderThan(work: Work, cutoff: number, limit: number): Promise<number>;
 }
 
 /** The event log: the only code that names `events`. */
@@ -139,5 +144,13 @@ export function createEventStore({ dialect }: { dialect: DialectInfo }): EventSt
         .execute();
     },
     purgeWorkspaceBatch: (work, workspaceId, limit) => deleteWorkspaceBatch(of(work), 'events', 'id', workspaceId, limit),
+    async deleteOlderThan(work, cutoff, limit) {
+      const db = of(work);
+      const oldest = db.selectFrom('events').select('id').orderBy('id').limit(limit);
+      let due = db.selectFrom('events').select('id').where('id', 'in', oldest).where('created_at', '<', cutoff);
+      // Sweeps in several processes take disjoint rows instead of waiting for each other.
+      if (dialect.supportsSkipLocked) due = due.forUpdate().skipLocked();
+      return Number((await db.deleteFrom('events').where('id', 'in', due).executeTakeFirst()).numDeletedRows);
+    },
   };
 }

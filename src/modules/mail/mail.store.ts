@@ -15,6 +15,7 @@ import { createPurgeStore } from './purge.store.js';
 import { createSearchStore } from './search.store.js';
 import { createTransferStore } from './transfer.store.js';
 import { createUsageStore } from './usage.store.js';
+import { createRetentionStore } from './retention.store.js';
 import { createMailLookups, type MailLookups } from './lookups.store.js';
 import { createSendingMailStore, type SendingMailStore, type SendingMailStoreDeps } from './sending-mail.store.js';
 
@@ -35,6 +36,7 @@ export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
     ...createPurgeStore(),
     ...createTransferStore(),
     ...createUsageStore(),
+    ...createRetentionStore(deps),
   };
 }
 

@@ -82,6 +82,16 @@ export function createServiceTokenStore(parts: { workspaceState?: WorkspaceState
         .executeTakeFirst();
       return (inserted.numInsertedOrUpdatedRows ?? 0n) > 0n;
     },
+    /**
+     * Retention: delete the keys claimed before `cutoff` among the `limit` oldest (by their message's id, which sorts
+     * by time and is indexed). The number deleted; fewer than `limit` means the walk is done.
+     */
+    deleteClaimsOlderThan: async (work: Work, cutoff: number, limit: number): Promise<number> => {
+      const db = of(work);
+      const oldest = db.selectFrom('idempotency_keys').select('message_id').orderBy('message_id').limit(limit);
+      const due = db.selectFrom('idempotency_keys').select('message_id').where('message_id', 'in', oldest).where('created_at', '<', cutoff);
+      return Number((await db.deleteFrom('idempotency_keys').where('message_id', 'in', due).executeTakeFirst()).numDeletedRows);
+    },
     /** The answer a claimed key gives from now on. */
     settleClaim: (work: Work, tokenId: string, key: string, responseJson: string) =>
       of(work).updateTable('idempotency_keys').set({ response_json: responseJson }).where('token_id', '=', tokenId).where('idempotency_key', '=', key).execute(),

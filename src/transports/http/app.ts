@@ -41,6 +41,8 @@ import { serviceTokenRoutes } from './routes/service-tokens.routes.js';
 import { transactionalRoutes } from './routes/transactional.routes.js';
 import { loginRoute, sessionRoutes } from './routes/session.routes.js';
 import { webhookRoutes } from './routes/webhooks.routes.js';
+import { retentionRoutes } from './routes/retention.routes.js';
+import type { RetentionService } from '../../modules/retention/retention.service.js';
 import { SANDBOX_HEADER, sandboxAdminRoutes, sandboxOutboxRoutes } from './routes/sandbox.routes.js';
 import type { SandboxModule } from '../../modules/sandbox/sandbox.module.js';
 import { apiKeyRoutes, memberRoutes } from './routes/workspace-admin.routes.js';
@@ -77,6 +79,8 @@ export interface AppDeps {
   audit: Pick<AuditLog, 'list'>;
   /** The event stream (GET /app/api/events/stream). */
   events: EventStreamService;
+  /** The workspace's retention periods (GET/PATCH /app/api/retention). */
+  retention: RetentionService;
   /** Bytes of answered message pages this process keeps (page-cache.ts); 0 keeps none. */
   pageCacheBytes: number;
   /** Requests under way and large bodies in memory, per workspace and in all (plugins/admission.ts). */
@@ -238,6 +242,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(webhookRoutes({ webhooks: deps.webhooks, tenant }));
         await authed.register(usageRoutes({ quotas: deps.quotas, tenant, surface: 'session' }));
         await authed.register(auditRoutes({ audit: deps.audit, tenant }));
+        await authed.register(retentionRoutes({ retention: deps.retention, tenant }));
         const grant = (request: FastifyRequest) => {
           const { workspaceId, role } = tenant(request);
           const { sessionId, userId } = sessionOf(request);

@@ -10,6 +10,7 @@ import { Lists } from './Lists';
 import { Mailboxes } from './Mailboxes';
 import { Members } from './Members';
 import { Password } from './Password';
+import { Retention } from './Retention';
 import { ServiceTokens } from './ServiceTokens';
 import { Suppressions } from './Suppressions';
 import { Usage } from './Usage';
@@ -36,6 +37,7 @@ const SECTIONS: AdminSection[] = [
   { id: 'usage', title: 'Usage', managers: false, render: () => <Usage /> },
   { id: 'members', title: 'Members and roles', managers: false, render: ({ role, session }) => <Members viewer={role} me={session.user.user_id} /> },
   { id: 'audit-log', title: 'Audit log', managers: true, render: () => <AuditLog /> },
+  { id: 'retention', title: 'Retention', managers: false, render: ({ role }) => <Retention role={role} /> },
   { id: 'password', title: 'Your password', managers: false, render: () => <Password /> },
 ];
 
