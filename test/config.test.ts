@@ -152,7 +152,7 @@ describe('configuration', () => {
   });
 
   it('reads the retention periods (0 = never), the sweep interval and batch', () => {
-    expect(loadConfig({}).retention).toEqual({ trashDays: 30, spamDays: 30, eventsDays: 30, webhookAttemptsDays: 30, deadJobsDays: 30, idempotencyDays: 30, intervalMs: 600_000, batch: 500 });
+    expect(loadConfig({}).retention).toEqual({ trashDays: 30, spamDays: 30, eventsDays: 30, webhookAttemptsDays: 30, deadJobsDays: 30, idempotencyDays: 30, intervalMs: 600_000, batch: 100 });
     const set = loadConfig({ MAILROOM_RETENTION_TRASH_DAYS: '7', MAILROOM_RETENTION_SPAM_DAYS: '0', MAILROOM_RETENTION_EVENTS_DAYS: '90', MAILROOM_RETENTION_BATCH: '50', MAILROOM_RETENTION_INTERVAL_MS: '60000' });
     expect(set.retention).toMatchObject({ trashDays: 7, spamDays: 0, eventsDays: 90, batch: 50, intervalMs: 60_000 });
     expect(() => loadConfig({ MAILROOM_RETENTION_TRASH_DAYS: '-1' })).toThrow(/MAILROOM_RETENTION_TRASH_DAYS="-1"/);

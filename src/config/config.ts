@@ -430,7 +430,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
       deadJobsDays: days('RETENTION_DEAD_JOBS_DAYS', 30),
       idempotencyDays: days('RETENTION_IDEMPOTENCY_DAYS', 30),
       intervalMs: ms('RETENTION_INTERVAL_MS', 10 * 60_000, 1000),
-      batch: read({ name: 'RETENTION_BATCH', fallback: 500, parse: intIn(1, 10_000), expect: 'a whole number of rows 1..10000' }),
+      batch: read({ name: 'RETENTION_BATCH', fallback: 100, parse: intIn(1, 10_000), expect: 'a whole number of rows 1..10000' }),
     },
   };
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {

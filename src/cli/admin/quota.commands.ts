@@ -39,6 +39,7 @@ export function registerQuotaCommands(admin: Command): void {
     .description('usage beside the quotas in force, and whether each is the workspace\'s own or the default')
     .argument('<workspace>', 'workspace id (ws_…)')
     .option('--json', 'print {"workspace_id","usage","quotas","sources"} (null = unlimited)')
+    .addHelpText('after', '\nExample:\n  $ mailroom admin quota show ws_01j… --json')
     .action(async (workspace: string, opts: { json?: boolean }) => {
       try {
         const shown = await withServices((s) => s.quotas.show(workspace));
@@ -55,6 +56,7 @@ export function registerQuotaCommands(admin: Command): void {
     .argument('<name>', QUOTA_NAMES.join(', '))
     .argument('<value>', 'a whole number (bytes for stored_bytes), unlimited, or default')
     .option('--json', 'print the workspace\'s usage and quotas after the change')
+    .addHelpText('after', '\nExamples:\n  $ mailroom admin quota set ws_01j… sent_per_day 10000\n  $ mailroom admin quota set ws_01j… mailboxes unlimited')
     .action(async (workspace: string, name: string, value: string, opts: { json?: boolean }) => {
       try {
         const shown = await withServices((s) => s.quotas.set(workspace, name, value));
