@@ -5,29 +5,38 @@ import { fileURLToPath } from 'node:url';
 import type { Config } from './config/config.js';
 import type { ProcessRole } from './config/roles.js';
 import { ping } from './db/database.js';
+import { pendingMigrations } from './db/migrator.js';
 import { createWorker, type Worker } from './jobs/worker.js';
+import { createReadiness, type Readiness } from './lib/health.js';
 import { listenOrExplain } from './lib/listen-error.js';
 import type { Logger } from './lib/logger.js';
+import { cachedRead } from './lib/metrics.js';
 import { relayTlsInsecure } from './modules/sending/routes.resolver.js';
 import { asWork } from './db/tables.js';
+import { startAuditSweeps } from './modules/audit/audit.service.js';
 import { createMaintenance, type Maintenance } from './modules/tenancy/maintenance.js';
 import { createTenancyStore } from './modules/tenancy/tenancy.store.js';
 import { createServices, type Services } from './services.js';
 import { buildApp } from './transports/http/app.js';
-import { createInboundSmtpServer } from './transports/smtp/inbound.server.js';
+import { createMetricsServer, type MetricsServer } from './transports/http/metrics.server.js';
+import { createInboundSmtpServer, SMTP_CLOSE_TIMEOUT_MS } from './transports/smtp/inbound.server.js';
 
 // The role list lives in a module of its own so the CLI can name it without loading the service.
 export { ROLES, type ProcessRole } from './config/roles.js';
 // The composition lives in services.ts; its callers know it from here.
 export { createServices, type FeatureServices, type Plumbing, type Services } from './services.js';
 
+/** How often the worker role forgets send counters older than a day. */
+const QUOTA_SWEEP_MS = 60 * 60_000;
+
 /** The Vite build of web/: dist/web beside the compiled service (dist/main.js), and the same folder from src/main.ts. */
 const WEB_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'web');
 
-export function createHttpApp(config: Readonly<Config>, services: Services, logger: Logger): Promise<FastifyInstance> {
+export function createHttpApp(config: Readonly<Config>, services: Services, logger: Logger, readiness: Readiness = defaultReadiness(services)): Promise<FastifyInstance> {
   return buildApp({
     logger,
-    health: { check: () => ping(services.database.db) },
+    health: { check: () => ping(services.database.db), ready: () => readiness.report() },
+    metrics: services.metrics,
     auth: services.tenancy.auth,
     workspaceAdmin: services.tenancy.workspace,
     mailboxes: services.mailboxes,
@@ -40,7 +49,9 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     serviceTokens: services.serviceTokens,
     transactional: services.transactional,
     webhooks: services.webhooks.service,
+    audit: services.audit,
     events: services.eventStream,
+    retention: services.retention.service,
     pageCacheBytes: config.pageCacheBytes,
     rateLimitPerMinute: config.rateLimitPerMinute,
     bodyThreads: config.bodyThreads,
@@ -56,7 +67,42 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     webRoot: WEB_ROOT,
     timeouts: { requestMs: config.httpRequestTimeoutMs, headersMs: config.httpHeadersTimeoutMs, keepAliveMs: config.httpKeepAliveTimeoutMs },
     sandbox: services.sandbox && services.sandboxDns ? { module: services.sandbox, dnsServer: services.sandboxDns.address } : null,
+    quotas: services.quotas,
+    clock: services.clock,
   });
+}
+
+/** How long a readiness answer about the database is reused: a probe storm costs it one round trip a second. */
+const READY_DATABASE_TTL_MS = 1000;
+
+/**
+ * Readiness over the database (it answers, and has every migration this program knows); `mailroom serve` adds its
+ * listeners (startService). Once every migration is seen applied it stays so: a running process never un-applies one.
+ */
+export function defaultReadiness(services: Pick<Services, 'database'>): Readiness {
+  const readiness = createReadiness();
+  const database = cachedRead(async () => {
+    try {
+      await ping(services.database.db);
+      return null;
+    } catch {
+      return 'the database does not answer';
+    }
+  }, READY_DATABASE_TTL_MS);
+  let migrated = false;
+  const migrations = cachedRead(async () => {
+    if (migrated) return null;
+    try {
+      const pending = await pendingMigrations(services.database.db);
+      migrated = pending.length === 0;
+      return migrated ? null : `${pending.length} not applied (run mailroom migrate)`;
+    } catch {
+      return 'the applied migrations cannot be read';
+    }
+  }, READY_DATABASE_TTL_MS);
+  readiness.add('database', database);
+  readiness.add('migrations', migrations);
+  return readiness;
 }
 
 export interface RunningService {
@@ -64,98 +110,170 @@ export interface RunningService {
   httpUrl: string | null;
   /** The inbound SMTP port when the smtp role runs. */
   smtpPort: number | null;
+  /** The metrics listener's address (`http://host:port`) when MAILROOM_METRICS_PORT is set. */
+  metricsUrl: string | null;
   /** Sandbox mode: `ip:port` of this process's sandbox DNS server; null without --sandbox. */
   sandboxDns: string | null;
-  /** Graceful stop: close listeners, finish or release leased work, close the database. */
+  /**
+   * Graceful stop: turn unready at once, close the listeners and stop the worker side by side (each role then closes
+   * its threads), close the database, and last the metrics listener, which answers 503 to readiness probes until then.
+   */
   stop(): Promise<void>;
 }
 
 /** Start the given roles in this process. */
 export async function startService(config: Readonly<Config>, roles: readonly ProcessRole[], logger: Logger): Promise<RunningService> {
   const services = await createServices(config, { logger });
-  const stoppers: Array<() => Promise<void>> = [];
+  const readiness = defaultReadiness(services);
+  /** Each role's listener, and whether it is up now (readiness). */
+  const listeners = new Map<string, () => boolean>();
+  readiness.add('listeners', () => {
+    const down = [...listeners].filter(([, up]) => !up()).map(([name]) => name);
+    return down.length === 0 ? null : `not listening: ${down.join(', ')}`;
+  });
+  // Each role's stop, run side by side; each closes its listener (or stops claiming) first, then what it used.
+  const roleStops: Array<() => Promise<void>> = [];
+  let metricsServer: MetricsServer | null = null;
+  let metricsUrl: string | null = null;
   let httpUrl: string | null = null;
   let smtpPort: number | null = null;
+  const stopRoles = () =>
+    Promise.all(
+      roleStops.map((stop) =>
+        stop().catch((err: unknown) => {
+          logger.error({ err }, 'error while stopping');
+        }),
+      ),
+    );
   try {
-    if (services.sandboxDns) logSandbox(config, services.sandboxDns.address, logger);
-    if (config.webhookAllowCidrs.length > 0) {
-      logger.warn({ cidrs: config.webhookAllowCidrs }, 'MAILROOM_WEBHOOK_ALLOW_CIDRS exempts these networks from the webhook address rules; use only for development and tests');
+    warnings(config, services, logger);
+    if (config.metricsPort !== null) {
+      metricsServer = createMetricsServer({ metrics: services.metrics, ready: () => readiness.report(), logger });
+      ({ metricsUrl } = await startMetricsListener(config, metricsServer, logger));
     }
-    if (config.deliveryAllowCidrs.length > 0) {
-      logger.warn({ cidrs: config.deliveryAllowCidrs }, 'MAILROOM_DELIVERY_ALLOW_CIDRS exempts these networks from the outbound address rules; use only for development, tests and labs');
-    }
-    if (config.smtpRelay && relayTlsInsecure(config.smtpRelay)) {
-      logger.warn('MAILROOM_SMTP_RELAY has ?tls=insecure: the relay\'s certificate is not verified, so its credentials may reach an impostor; use only in labs');
-    }
-    if (roles.includes('worker')) {
-      const worker: Worker = createWorker(services.handlers, { queue: services.queue, logger, leaseMs: config.leaseMs, pollMs: config.workerPollMs, commits: services.workerCommits });
-      const maintenance: Maintenance = createMaintenance({ work: asWork(services.database.db), store: createTenancyStore({ dialect: services.database.dialect }), clock: services.clock, logger });
-      const unsubscribe = services.wakeups.subscribe((name) => worker.wake(name));
-      worker.start();
-      maintenance.start();
-      stoppers.push(async () => {
-        unsubscribe();
-        maintenance.stop();
-        await worker.stop();
-        services.deliverer.close?.();
-        await services.signer.close();
-        await services.webhooks.close();
-      });
-      logger.info('worker role started');
-    }
-    if (roles.includes('smtp')) {
-      stoppers.unshift(() => services.analyzer.close());
-      const smtp = createInboundSmtpServer({
-        inbound: services.inbound,
-        logger,
-        hostname: config.smtpHostname,
-        maxSize: config.smtpMaxSize,
-        maxClients: config.smtpMaxClients,
-        maxClientsPerIp: config.smtpMaxClientsPerIp,
-        maxSessionMs: config.smtpMaxSessionMs,
-        maxCommands: config.smtpMaxCommands,
-        idleMs: config.smtpIdleMs,
-        tls:
-          config.smtpTlsKeyFile && config.smtpTlsCertFile
-            ? { key: readFileSync(config.smtpTlsKeyFile), cert: readFileSync(config.smtpTlsCertFile) }
-            : undefined,
-      });
-      const smtpListener = { service: 'SMTP', host: config.smtpHost, port: config.smtpPort, hostVariable: 'MAILROOM_SMTP_HOST', portVariable: 'MAILROOM_SMTP_PORT' };
-      smtpPort = await listenOrExplain(smtpListener, () => smtp.listen(config.smtpHost, config.smtpPort));
-      // Stop taking mail first (open sessions get 421 once the close time-out passes), then stop the analysis threads.
-      stoppers.unshift(() => smtp.close());
-      logger.info({ host: config.smtpHost, port: smtpPort }, 'smtp listening');
-    }
-    if (roles.includes('api')) {
-      const app = await createHttpApp(config, services, logger);
-      const httpListener = { service: 'HTTP API', host: config.httpHost, port: config.httpPort, hostVariable: 'MAILROOM_HTTP_HOST', portVariable: 'MAILROOM_HTTP_PORT' };
-      const address = await listenOrExplain(httpListener, () => app.listen({ host: config.httpHost, port: config.httpPort }));
-      httpUrl = address;
-      // Close the app first (answers under way finish), then the threads its sends compose on.
-      stoppers.unshift(() => services.composer.close());
-      stoppers.unshift(() => app.close());
-      logger.info({ url: address }, 'http api listening');
-    }
+    if (roles.includes('worker')) roleStops.push(startWorkerRole(config, services, logger));
+    if (roles.includes('smtp')) smtpPort = await startSmtpRole(config, services, logger, listeners, roleStops);
+    if (roles.includes('api')) httpUrl = await startApiRole(config, services, logger, readiness, listeners, roleStops);
   } catch (err) {
-    for (const stop of stoppers) await stop().catch(() => undefined);
+    readiness.stopping();
+    await stopRoles();
     await services.database.destroy();
+    await metricsServer?.close();
     throw err;
   }
   return {
     httpUrl,
     smtpPort,
+    metricsUrl,
     sandboxDns: services.sandboxDns?.address ?? null,
     async stop() {
-      for (const stop of stoppers) {
-        try {
-          await stop();
-        } catch (err) {
-          logger.error({ err }, 'error while stopping');
-        }
-      }
+      readiness.stopping();
+      await stopRoles();
       await services.database.destroy();
+      await metricsServer?.close();
     },
   };
+}
+
+function warnings(config: Readonly<Config>, services: Services, logger: Logger): void {
+  if (services.sandboxDns) logSandbox(config, services.sandboxDns.address, logger);
+  if (config.webhookAllowCidrs.length > 0) {
+    logger.warn({ cidrs: config.webhookAllowCidrs }, 'MAILROOM_WEBHOOK_ALLOW_CIDRS exempts these networks from the webhook address rules; use only for development and tests');
+  }
+  if (config.deliveryAllowCidrs.length > 0) {
+    logger.warn({ cidrs: config.deliveryAllowCidrs }, 'MAILROOM_DELIVERY_ALLOW_CIDRS exempts these networks from the outbound address rules; use only for development, tests and labs');
+  }
+  if (config.smtpRelay && relayTlsInsecure(config.smtpRelay)) {
+    logger.warn('MAILROOM_SMTP_RELAY has ?tls=insecure: the relay\'s certificate is not verified, so its credentials may reach an impostor; use only in labs');
+  }
+}
+
+async function startMetricsListener(config: Readonly<Config>, server: MetricsServer, logger: Logger): Promise<{ metricsUrl: string }> {
+  const settings = { service: 'metrics', host: config.metricsHost, port: config.metricsPort ?? 0, hostVariable: 'MAILROOM_METRICS_HOST', portVariable: 'MAILROOM_METRICS_PORT' };
+  const port = await listenOrExplain(settings, () => server.listen(config.metricsHost, config.metricsPort ?? 0));
+  const host = config.metricsHost.includes(':') ? `[${config.metricsHost}]` : config.metricsHost;
+  const metricsUrl = `http://${host}:${port}`;
+  logger.info({ url: metricsUrl }, 'metrics listening');
+  return { metricsUrl };
+}
+
+/**
+ * The worker's share of a stop: half the shutdown time-out for running jobs, the rest for the other roles' closing
+ * and the database; jobs still running then are handed back to the queue (jobs/worker.ts).
+ */
+const workerGraceMs = (config: Readonly<Config>) => Math.floor(config.shutdownTimeoutMs / 2);
+
+function startWorkerRole(config: Readonly<Config>, services: Services, logger: Logger): () => Promise<void> {
+  const worker: Worker = createWorker(services.handlers, { queue: services.queue, logger, leaseMs: config.leaseMs, pollMs: config.workerPollMs, commits: services.workerCommits, metrics: services.metrics });
+  const maintenance: Maintenance = createMaintenance({ work: asWork(services.database.db), store: createTenancyStore({ dialect: services.database.dialect }), clock: services.clock, logger });
+  const unsubscribe = services.wakeups.subscribe((name) => worker.wake(name));
+  // The queues' standing is read by the processes that work them (one series per worker process, all alike).
+  const queues = services.handlers.map((h) => h.queue);
+  services.metrics.read({ queues: () => services.queue.stats(queues) });
+  worker.start();
+  maintenance.start();
+  // Send counters older than a day count for no quota any more.
+  const quotaSweep = setInterval(() => void services.quotas.sweep().catch((err: unknown) => logger.warn({ err }, 'quota counter sweep failed')), QUOTA_SWEEP_MS);
+  quotaSweep.unref();
+  const stopAuditSweeps = startAuditSweeps(services.audit, logger);
+  services.retention.sweep.start();
+  logger.info('worker role started');
+  return async () => {
+    clearInterval(quotaSweep);
+    stopAuditSweeps();
+    await services.retention.sweep.stop();
+    unsubscribe();
+    maintenance.stop();
+    await worker.stop(workerGraceMs(config));
+    services.deliverer.close?.();
+    await services.signer.close();
+    await services.webhooks.close();
+  };
+}
+
+async function startSmtpRole(config: Readonly<Config>, services: Services, logger: Logger, listeners: Map<string, () => boolean>, roleStops: Array<() => Promise<void>>): Promise<number> {
+  const smtp = createInboundSmtpServer({
+    inbound: services.inbound,
+    logger,
+    hostname: config.smtpHostname,
+    maxSize: config.smtpMaxSize,
+    maxClients: config.smtpMaxClients,
+    maxClientsPerIp: config.smtpMaxClientsPerIp,
+    maxSessionMs: config.smtpMaxSessionMs,
+    maxCommands: config.smtpMaxCommands,
+    idleMs: config.smtpIdleMs,
+    // Open sessions get at most half the shutdown time-out before their 421.
+    closeTimeoutMs: Math.min(SMTP_CLOSE_TIMEOUT_MS, Math.floor(config.shutdownTimeoutMs / 2)),
+    metrics: services.metrics,
+    tls:
+      config.smtpTlsKeyFile && config.smtpTlsCertFile
+        ? { key: readFileSync(config.smtpTlsKeyFile), cert: readFileSync(config.smtpTlsCertFile) }
+        : undefined,
+  });
+  listeners.set('smtp', () => smtp.listening());
+  // Stop taking mail first (open sessions get 421 once the close time-out passes), then stop the analysis threads.
+  roleStops.push(async () => {
+    await smtp.close();
+    await services.analyzer.close();
+  });
+  const smtpListener = { service: 'SMTP', host: config.smtpHost, port: config.smtpPort, hostVariable: 'MAILROOM_SMTP_HOST', portVariable: 'MAILROOM_SMTP_PORT' };
+  const port = await listenOrExplain(smtpListener, () => smtp.listen(config.smtpHost, config.smtpPort));
+  logger.info({ host: config.smtpHost, port }, 'smtp listening');
+  return port;
+}
+
+async function startApiRole(config: Readonly<Config>, services: Services, logger: Logger, readiness: Readiness, listeners: Map<string, () => boolean>, roleStops: Array<() => Promise<void>>): Promise<string> {
+  const app = await createHttpApp(config, services, logger, readiness);
+  listeners.set('http', () => app.server.listening);
+  // Close the app first (answers under way finish), then the threads its sends compose on.
+  roleStops.push(async () => {
+    await app.close();
+    await services.composer.close();
+  });
+  const httpListener = { service: 'HTTP API', host: config.httpHost, port: config.httpPort, hostVariable: 'MAILROOM_HTTP_HOST', portVariable: 'MAILROOM_HTTP_PORT' };
+  const address = await listenOrExplain(httpListener, () => app.listen({ host: config.httpHost, port: config.httpPort }));
+  logger.info({ url: address }, 'http api listening');
+  return address;
 }
 
 /** What sandbox mode changes, said at start (decision 262): a sandbox must never pass for a service that delivers mail. */

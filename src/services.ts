@@ -16,7 +16,10 @@ import type { Logger } from './lib/logger.js';
 import { readFileSync } from 'node:fs';
 import { cachingResolver, createDnsResolver } from './lib/dns.js';
 import { createLogger } from './lib/logger.js';
+import { createMetrics, noMetrics, type Metrics } from './lib/metrics.js';
 import { createPublicKey } from 'node:crypto';
+import { createAuditLog, type AuditLog } from './modules/audit/audit.service.js';
+import { createAuditStore } from './modules/audit/audit.store.js';
 import { createDomainService, type DomainService } from './modules/domains/domain.service.js';
 import { createDomainStore, verifiedDomainsSelect } from './modules/domains/domain.store.js';
 import { createServiceTokenStore } from './modules/transactional/service-token.store.js';
@@ -37,6 +40,7 @@ import { createMailauthAuthenticator, type MessageAuthenticator } from './module
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
 import { createMailStore } from './modules/mail/mail.store.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
+import { createMailboxTransferService, type MailboxTransferService } from './modules/messages/mailbox-transfer.service.js';
 import { createSearchRunner } from './modules/messages/search-runner.js';
 import { createDeliveryHandler } from './modules/sending/delivery.handler.js';
 import { createInProcessSigner, createThreadedSigner, type MessageSigner } from './modules/sending/signing-pool.js';
@@ -52,7 +56,9 @@ import { createSecretBox, type SecretBox } from './lib/secret-box.js';
 import { createSmtpDeliverer } from './transports/smtp/outbound.client.js';
 import { createMailboxService, type MailboxService } from './modules/mailboxes/mailbox.service.js';
 import { createTenancyModule, type TenancyModule } from './modules/tenancy/tenancy.module.js';
-import { createTenancyStore } from './modules/tenancy/tenancy.store.js';
+import { createTenancyStore, heldWorkspacesSelect, workspaceStateSelect } from './modules/tenancy/tenancy.store.js';
+import { createWorkspaceLifecycle, type WorkspaceLifecycle } from './modules/tenancy/workspace-lifecycle.service.js';
+import { createGoneWorkspaces } from './modules/tenancy/workspace-state.js';
 import { createServiceTokenService, type ServiceTokenService } from './modules/transactional/service-token.service.js';
 import { createTransactionalService, type TransactionalService } from './modules/transactional/transactional.service.js';
 import { createWebhookStore } from './modules/webhooks/webhook.store.js';
@@ -61,10 +67,16 @@ import { createWebhookClient } from './transports/http/webhook.client.js';
 import { createSandboxCapture, createSandboxModule, SANDBOX_WEBHOOK_CIDRS, type SandboxModule } from './modules/sandbox/sandbox.module.js';
 import { createSandboxStore } from './modules/sandbox/sandbox.store.js';
 import { startSandboxDnsServer, type SandboxDnsServer } from './transports/dns/sandbox-dns.server.js';
+import { createQuotaService, type QuotaService } from './modules/quotas/quota.service.js';
+import { createQuotaStore } from './modules/quotas/quota.store.js';
+import { createRetentionService, type RetentionService } from './modules/retention/retention.service.js';
+import { createRetentionSweep, type RetentionSweep } from './modules/retention/retention.sweep.js';
 
 /** The feature services: what the transports and the CLI call (the rules of the product). */
 export interface FeatureServices {
   tenancy: TenancyModule;
+  /** Who changed what in a workspace: each service records its changes in their own transaction. */
+  audit: AuditLog;
   events: EventsService;
   /** Follows a workspace's committed events (the SSE stream). */
   eventStream: EventStreamService;
@@ -73,6 +85,8 @@ export interface FeatureServices {
   /** The addresses a workspace no longer sends to (hard bounces, complaints, manual entries). */
   suppressions: SuppressionService;
   messages: MessageService;
+  /** A mailbox's mail out to mbox files and in from mbox or Maildir (the operator's export and import). */
+  mailTransfer: MailboxTransferService;
   inbound: InboundService;
   domains: DomainService;
   sending: SendingService;
@@ -82,6 +96,12 @@ export interface FeatureServices {
   webhooks: WebhooksModule;
   /** Sandbox mode's records, captured mail and catch-alls; null unless the service runs with --sandbox. */
   sandbox: SandboxModule | null;
+  /** The operator's controls of whole workspaces: list, suspend, resume, delete (mailroom admin …). */
+  workspaceLifecycle: WorkspaceLifecycle;
+  /** Quotas per workspace and usage (`usageOf` for any module that shows a workspace's usage). */
+  quotas: QuotaService;
+  /** Retention: each workspace's periods (`service`) and the sweep the worker role runs. */
+  retention: { service: RetentionService; sweep: RetentionSweep };
 }
 
 /** The plumbing the features run on: the database, commits, queue, wake-ups and threads that main.ts starts and stops. */
@@ -120,6 +140,8 @@ export interface Plumbing {
   secretBox: SecretBox;
   /** Sandbox mode: its DNS server, which every lookup of this process asks (closed by `database.destroy`). */
   sandboxDns: SandboxDnsServer | null;
+  /** What this process counts for GET /metrics; records nothing without MAILROOM_METRICS_PORT. */
+  metrics: Metrics;
 }
 
 /**
@@ -149,6 +171,7 @@ export async function createServices(
   // The pool as every module sees it: a handle that names no table (each store views it over its own).
   const work = asWork(db);
   const logger = options.logger ?? createLogger('silent');
+  const metrics = config.metricsPort === null ? noMetrics : createMetrics({ onReadError: (source, err) => logger.warn({ err, source }, 'a metrics read failed') });
   try {
     if (options.migrate !== false) await migrateToLatest(db);
     // A process with another key than the one the stored secrets were sealed with refuses to start (exit 78).
@@ -170,7 +193,8 @@ export async function createServices(
   const dnsServers = sandboxDns ? [sandboxDns.address] : config.dnsServers;
   const eventStore = createEventStore({ dialect });
   const events = createEventsService({ clock, store: eventStore });
-  const serviceTokenStore = createServiceTokenStore();
+  // A token's lookup reads its workspace's state in the same statement (the tenancy store's part).
+  const serviceTokenStore = createServiceTokenStore({ workspaceState: workspaceStateSelect });
   const wakeups = createJobWakeups();
   const eventSignal = createEventSignal();
   // Its grants are checked by the tenancy module made below (only once a stream is open).
@@ -211,10 +235,12 @@ export async function createServices(
   };
   // A user's streams end with their session or membership: in this process at once, in the others by NOTIFY.
   const tenancyStore = createTenancyStore({ dialect });
+  const audit = createAuditLog({ store: createAuditStore(), work, clock, retentionDays: config.auditRetentionDays });
   const tenancy = createTenancyModule({
     work,
     store: tenancyStore,
     clock,
+    audit,
     loginLimits: { perAddress: config.loginFailuresPerAddress, perAccount: config.loginFailuresPerAccount },
     credentialsChanged: (userId) => {
       eventStream.credentialsChanged(userId);
@@ -225,7 +251,8 @@ export async function createServices(
   // PostgreSQL runs transactions side by side; the two groups share no row (sends insert outbound and
   // job rows, the worker changes existing ones), so they cannot deadlock. SQLite has one writer: one group.
   const workerCommits = dialect.supportsRowLocks ? createGroupCommit(db) : commits;
-  const lists = createListService({ work, store: createListStore(), clock });
+  const listStore = createListStore();
+  const lists = createListService({ work, store: listStore, clock, audit });
   const resolve = createDnsResolver(dnsServers);
   const authenticator = options.authenticator ?? createMailauthAuthenticator({ resolve: cachingResolver(resolve), hostname: config.smtpHostname });
   // An authenticator given by the caller runs where it was made; otherwise parser threads do the work.
@@ -249,11 +276,16 @@ export async function createServices(
     hostedKey: operatorDkimKey(config),
     hostedSelector: config.dkimSelector,
     box,
+    audit,
   });
-  const queue = createQueue({ work, dialect, clock, leaseMs: config.leaseMs, wake });
+  // Claims pass over the jobs of suspended workspaces and of those being deleted (the tenancy store's part).
+  const queue = createQueue({ work, dialect, clock, leaseMs: config.leaseMs, wake, heldWorkspaces: heldWorkspacesSelect });
   // The mail store: the only code that names the mail tables. Delivery runs' writes and job settlements share the
   // worker's commits; the outbound list entries a send could match are the lists module's part of one statement.
   const mail = createMailStore({ work, dialect, clock, logger, commits: workerCommits, queue, emit: (w, event) => events.emit(w, event), listCandidates: candidatesSelect, verifiedDomains: verifiedDomainsSelect });
+  // A workspace being deleted takes no new mailbox and no quota: it is gone for everyone but the purge.
+  const workspaceExists = async (workspaceId: string) => ![undefined, 'deleting'].includes((await tenancyStore.findWorkspace(work, workspaceId))?.state);
+  const quotas = createQuotaService({ work, store: createQuotaStore(), mail, clock, defaults: config.quotaDefaults, workspaceExists, audit });
   const searches = createSearchRunner({
     database: { work, dialect, sqliteFile: opened.sqliteFile, busyTimeoutMs: SQLITE_BUSY_TIMEOUT_MS },
     store: mail,
@@ -272,7 +304,9 @@ export async function createServices(
   };
   const returnPaths = createReturnPaths(box, returnPathDomain);
   const composer = createComposer({ threads: config.bodyThreads, logger });
-  const sending = createSendingService({ work, clock, events, mail, queue, domains, returnPaths, commits, compose: composer.compose });
+  const sending = createSendingService({ work, clock, events, mail, queue, domains, returnPaths, commits, compose: composer.compose, quota: quotas });
+  // Workspaces being deleted, read at most once a second per process: their mailboxes refuse mail.
+  const gone = createGoneWorkspaces(work, (w) => tenancyStore.deletingWorkspaceIds(w));
   const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
   const inbound = createInboundService({
     work,
@@ -286,6 +320,8 @@ export async function createServices(
     returnPaths,
     commits,
     catchAll: sandbox?.catchAlls.find,
+    workspaceGone: (workspaceId) => gone.has(workspaceId),
+    storage: quotas,
   });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
   const capture = sandbox ? createSandboxCapture({ work, store: sandboxStore, clock, logger, inbound }) : null;
@@ -304,10 +340,12 @@ export async function createServices(
     retryBaseMs: config.deliveryRetryBaseMs,
     maxAgeMs: config.deliveryMaxAgeMs,
     workspaceConcurrency: config.fairQueue.deliveryWorkspaceConcurrency,
+    metrics,
   });
+  const webhookStore = createWebhookStore({ dialect });
   const webhooks = createWebhooksModule({
     work,
-    store: createWebhookStore({ dialect }),
+    store: webhookStore,
     feed: eventStore,
     clock,
     logger,
@@ -322,20 +360,59 @@ export async function createServices(
     caps: config.fairQueue,
     wake,
     box,
+    audit,
+    metrics,
   });
   handlers.push(delivery, webhooks.handler);
+  metrics.read({
+    analysis: () => {
+      const threads = analyzer.threadStats?.();
+      return { waiting: analysisGate.waiting, active: analysisGate.active, threadQueue: threads?.queued ?? 0, threadRestarts: threads?.restarts ?? 0 };
+    },
+    eventStreams: () => eventStream.stats().open,
+    databasePool: () => opened.poolStats?.() ?? null,
+    // `writes`: inbound storage and sends; `worker`: delivery state and job settlement (one group with `writes` on SQLite).
+    commitQueues: (): Record<string, number> => (workerCommits === commits ? { writes: commits.waiting() } : { writes: commits.waiting(), worker: workerCommits.waiting() }),
+  });
+  const retention = {
+    service: createRetentionService({ work, mail, policy: config.retention, audit }),
+    sweep: createRetentionSweep({
+      work,
+      dialect,
+      clock,
+      logger,
+      policy: config.retention,
+      batch: config.retention.batch,
+      intervalMs: config.retention.intervalMs,
+      mail,
+      events: eventStore,
+      webhooks: createWebhookStore({ dialect }),
+      queue,
+      queues: () => handlers.map((h) => h.queue),
+      tokens: serviceTokenStore,
+    }),
+  };
   if (options.migrate !== false) await sealPlaintextSecrets({ database, domains, webhooks: webhooks.service, logger });
   return {
     database,
     clock,
     tenancy,
+    audit,
     events,
     queue,
     commits,
     workerCommits,
     sending,
     drafts: createDraftService({ work, mail, clock, sending }),
-    serviceTokens: createServiceTokenService({ work, store: serviceTokenStore, domains: domainStore, mailboxes: mail, clock }),
+    serviceTokens: createServiceTokenService({
+      work,
+      store: serviceTokenStore,
+      domains: domainStore,
+      mailboxes: mail,
+      clock,
+      audit,
+      suspensionReason: async (workspaceId) => (await tenancyStore.findWorkspace(work, workspaceId))?.state_reason ?? null,
+    }),
     transactional: createTransactionalService({ work, store: serviceTokenStore, mail, clock, sending }),
     deliverer,
     handlers,
@@ -349,21 +426,45 @@ export async function createServices(
       clock,
       domains,
       store: mail,
-      workspaceExists: async (workspaceId) => (await tenancyStore.findWorkspace(work, workspaceId)) !== undefined,
+      workspaceExists,
+      quota: quotas,
     }),
     domains,
     lists,
-    suppressions: createSuppressionService({ work, clock, mail }),
+    suppressions: createSuppressionService({ work, clock, mail, audit }),
     messages: createMessageService({ work, store: mail, searches }),
+    mailTransfer: createMailboxTransferService({ work, store: mail, clock, maxMessageBytes: config.smtpMaxSize }),
     returnPaths,
     secretBox: box,
     inbound,
     sandbox,
     sandboxDns,
+    workspaceLifecycle: createWorkspaceLifecycle({
+      work,
+      audit,
+      store: tenancyStore,
+      clock,
+      usage: (w, ids, since) => mail.workspacesMailUsage(w, ids, since),
+      // Each module's rows through its own store; the order keeps every foreign key's cascade small.
+      purges: [
+        { name: 'jobs', batch: (w, id, n) => queue.purgeWorkspaceBatch(w, id, n) },
+        { name: 'webhooks', batch: (w, id, n) => webhookStore.purgeWorkspaceBatch(w, id, n) },
+        { name: 'events', batch: (w, id, n) => eventStore.purgeWorkspaceBatch(w, id, n) },
+        { name: 'transactional', batch: (w, id, n) => serviceTokenStore.purgeWorkspaceBatch(w, id, n) },
+        { name: 'sandbox', batch: (w, id, n) => sandboxStore.purgeWorkspaceBatch(w, id, n) },
+        { name: 'mail', batch: (w, id, n) => mail.purgeMailBatch(w, id, n) },
+        { name: 'lists', batch: (w, id, n) => listStore.purgeWorkspaceBatch(w, id, n) },
+        { name: 'domains', batch: (w, id, n) => domainStore.purgeWorkspaceBatch(w, id, n) },
+      ],
+      gone,
+    }),
+    retention,
     analyzer,
     analysisGate,
     signer,
     composer,
+    quotas,
+    metrics,
   };
 }
 

@@ -23,6 +23,18 @@ describe(`mailroom CLI: migrate, admin, serve (${TEST_DIALECT})`, () => {
     expect(second.stdout).toContain('up to date');
   });
 
+  it('sweeps now (admin sweep) and, on SQLite, rebuilds the file in incremental mode (admin vacuum)', async () => {
+    const sweep = await runCli(['admin', 'sweep', '--json'], env);
+    expect(sweep.stderr).toBe('');
+    expect(sweep.code).toBe(0);
+    expect(JSON.parse(sweep.stdout)).toMatchObject({ messages: 0, events: 0, webhookAttempts: 0, deadJobs: 0, idempotencyKeys: 0 });
+    const vacuum = await runCli(['admin', 'vacuum', '--json'], env);
+    expect(vacuum.code).toBe(0);
+    const answer = JSON.parse(vacuum.stdout) as { rebuilt: boolean; after?: { autoVacuum: number } };
+    expect(answer.rebuilt).toBe(TEST_DIALECT === 'sqlite');
+    if (TEST_DIALECT === 'sqlite') expect(answer.after?.autoVacuum).toBe(2);
+  });
+
   it('bootstraps a workspace whose API key then works against `mailroom serve`', async () => {
     const boot = await runCli(['admin', 'bootstrap', '--email', 'Owner@Example.com', '--password', 'bootstrap-pass', '--workspace', 'Acme', '--json'], env);
     expect(boot.stderr).toBe('');

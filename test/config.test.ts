@@ -151,6 +151,15 @@ describe('configuration', () => {
     expect(() => loadConfig({ MAILROOM_HTTP_HEADERS_TIMEOUT_MS: '50' })).toThrow(/MAILROOM_HTTP_HEADERS_TIMEOUT_MS="50"/);
   });
 
+  it('reads the retention periods (0 = never), the sweep interval and batch', () => {
+    expect(loadConfig({}).retention).toEqual({ trashDays: 30, spamDays: 30, eventsDays: 30, webhookAttemptsDays: 30, deadJobsDays: 30, idempotencyDays: 30, intervalMs: 600_000, batch: 100 });
+    const set = loadConfig({ MAILROOM_RETENTION_TRASH_DAYS: '7', MAILROOM_RETENTION_SPAM_DAYS: '0', MAILROOM_RETENTION_EVENTS_DAYS: '90', MAILROOM_RETENTION_BATCH: '50', MAILROOM_RETENTION_INTERVAL_MS: '60000' });
+    expect(set.retention).toMatchObject({ trashDays: 7, spamDays: 0, eventsDays: 90, batch: 50, intervalMs: 60_000 });
+    expect(() => loadConfig({ MAILROOM_RETENTION_TRASH_DAYS: '-1' })).toThrow(/MAILROOM_RETENTION_TRASH_DAYS="-1"/);
+    expect(() => loadConfig({ MAILROOM_RETENTION_BATCH: '0' })).toThrow(/MAILROOM_RETENTION_BATCH="0"/);
+    expect(() => loadConfig({ MAILROOM_RETENTION_IDEMPOTENCY_DAYS: 'a day' })).toThrow(/MAILROOM_RETENTION_IDEMPOTENCY_DAYS/);
+  });
+
   it('reads .env under the environment, never over it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'mailroom-env-'));
     const path = join(dir, '.env');

@@ -64,6 +64,9 @@ const refused: Case[] = [
   { arrow: "a store never names another module's tables", file: 'src/modules/mail/outbound.store.ts', code: "import type { ListTables } from '../lists/list.table.js';" },
   { arrow: "a service takes another module's store as a type only", file: 'src/modules/sending/sending.service.ts', code: "import { createListStore } from '../lists/list.store.js';" },
   { arrow: "the queue never names another module's tables", file: 'src/jobs/queue.ts', code: "import type { MailTables } from '../modules/mail/mail.table.js';" },
+  { arrow: 'a module records metrics through lib/metrics.ts, never prom-client', file: 'src/modules/sending/delivery.handler.ts', code: "import { Counter } from 'prom-client';" },
+  { arrow: 'a transport records metrics through lib/metrics.ts, never prom-client', file: 'src/transports/http/app.ts', code: "import type { Registry } from 'prom-client';" },
+  { arrow: 'the worker records metrics through lib/metrics.ts, never prom-client', file: 'src/jobs/worker.ts', code: "import { Counter } from 'prom-client';" },
 ];
 
 const allowed: Case[] = [
@@ -74,6 +77,8 @@ const allowed: Case[] = [
   { arrow: 'a module uses lib', file: 'src/modules/lists/list.service.ts', code: "import { invalid } from '../../lib/errors.js';" },
   { arrow: 'the SDK uses its generated types and packages', file: 'src/sdk/index.ts', code: "import type { paths } from './openapi.js';\nimport createClient from 'openapi-fetch';" },
   { arrow: 'lib uses lib, node: and packages', file: 'src/lib/thread-pool.ts', code: "import type { Logger } from './logger.js';\nimport { join } from 'node:path';\nimport { Kysely } from 'kysely';" },
+  { arrow: 'lib/metrics.ts wraps prom-client', file: 'src/lib/metrics.ts', code: "import { Registry } from 'prom-client';" },
+  { arrow: 'a module takes the Metrics interface', file: 'src/modules/sending/delivery.handler.ts', code: "import type { Metrics } from '../../lib/metrics.js';" },
   { arrow: 'a route calls a service', file: 'src/transports/http/routes/lists.routes.ts', code: "import type { ListService } from '../../../modules/lists/list.service.js';" },
   { arrow: 'main.ts composes the service', file: 'src/main.ts', code: "import { createServices } from './services.js';" },
   { arrow: 'the CLI takes the service types', file: 'src/cli/admin.commands.ts', code: "import type { Services } from '../main.js';" },

@@ -29,6 +29,7 @@ describe('thread pool time limit', () => {
 
   it('gives up a stuck task at its limit and runs the tasks it held up again, each on a thread of its own', async () => {
     expect(await pool.run({ id: 0 })).toBe('done 0');
+    expect(pool.stats()).toEqual({ queued: 0, restarts: 0 });
     const started = performance.now();
     // Tasks 1 and 2 wait on the thread when task 3 takes its CPU for a minute.
     const beside = [pool.run({ id: 1, waitMs: 300 }), pool.run({ id: 2, waitMs: 300 })];
@@ -42,6 +43,8 @@ describe('thread pool time limit', () => {
     // Nothing fell back to the calling thread, and the new thread takes work.
     expect(ran).toEqual([]);
     expect(await pool.run({ id: 4 })).toBe('done 4');
+    // The stuck thread's replacement is counted (mailroom_analysis_thread_restarts_total).
+    expect(pool.stats().restarts).toBe(1);
   });
 
   it('starts a task’s time when a thread takes it, not while it waits for a place', async () => {

@@ -1,5 +1,9 @@
 import type { Command } from 'commander';
+import { registerTransferCommands } from './admin/transfer.commands.js';
 import { withServices } from './admin/with-services.js';
+import { registerWorkspacesCommands } from './admin/workspaces.commands.js';
+import { registerQuotaCommands } from './admin/quota.commands.js';
+import { registerRetentionCommands } from './admin/retention.commands.js';
 import { failWith, printResult } from './output.js';
 
 interface JsonFlag {
@@ -120,4 +124,9 @@ export function registerAdminCommands(program: Command): void {
         failWith(err);
       }
     });
+
+  registerWorkspacesCommands(admin);
+  registerTransferCommands(admin);
+  registerQuotaCommands(admin);
+  registerRetentionCommands(admin);
 }

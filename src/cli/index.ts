@@ -14,9 +14,6 @@ function parseRoles(value: string, previous: ProcessRole[] = []): ProcessRole[] 
   return [...new Set([...previous, ...(roles as ProcessRole[])])];
 }
 
-/** How long a stopping process may take before it exits anyway. */
-const SHUTDOWN_TIMEOUT_MS = 30_000;
-
 /** `mailroom serve`: start the roles, then stop gracefully on SIGTERM or SIGINT. */
 async function serve(roles: ProcessRole[], sandbox: boolean): Promise<void> {
   let config;
@@ -38,26 +35,27 @@ async function serve(roles: ProcessRole[], sandbox: boolean): Promise<void> {
     if (!(err instanceof Error && err.name === 'ListenError')) logger.fatal({ err }, 'start-up failed');
     failWith(err);
   }
-  logger.info({ roles, http: running.httpUrl, sandbox: running.sandboxDns !== null }, 'mailroom started');
+  logger.info({ roles, http: running.httpUrl, metrics: running.metricsUrl, sandbox: running.sandboxDns !== null }, 'mailroom started');
   if (running.sandboxDns !== null) {
     const { sandboxLines } = await import('../main.js');
     const lines = sandboxLines(running.sandboxDns);
     const rule = '='.repeat(Math.max(...lines.map((line) => line.length)));
     process.stderr.write(`${[rule, ...lines, rule].join('\n')}\n`);
   }
-  stopOnSignals(running, logger);
+  stopOnSignals(running, logger, config.shutdownTimeoutMs);
 }
 
-function stopOnSignals(running: RunningService, logger: Logger): void {
+/** Stop on SIGTERM or SIGINT; past `timeoutMs` (MAILROOM_SHUTDOWN_TIMEOUT_MS) exit anyway, with a line saying so. */
+function stopOnSignals(running: RunningService, logger: Logger, timeoutMs: number): void {
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down');
+    logger.info({ signal, timeout_ms: timeoutMs }, 'shutting down');
     const force = setTimeout(() => {
-      logger.error('shutdown took too long; exiting');
+      logger.error({ timeout_ms: timeoutMs }, 'shutdown took too long; exiting');
       process.exit(1);
-    }, SHUTDOWN_TIMEOUT_MS);
+    }, timeoutMs);
     force.unref();
     running.stop().then(
       () => {

@@ -125,6 +125,52 @@ export interface Config {
   // Login throttling: failed logins per email from one client address, and from all (then one per address).
   loginFailuresPerAddress: number;
   loginFailuresPerAccount: number;
+
+  // Quotas and usage: the service-wide defaults of the quotas per workspace (null = unlimited); the operator sets a
+  // workspace's own with `mailroom admin quota set`.
+  quotaDefaults: QuotaDefaults;
+  // Audit log: how many days an entry is kept (0 = for ever).
+  auditRetentionDays: number;
+  // Metrics, health and stopping.
+  /** The metrics listener (GET /metrics, /health/live, /health/ready); port null = no listener and no metrics kept. */
+  metricsHost: string;
+  metricsPort: number | null;
+  /** Longest a stopping process takes before it exits anyway. */
+  shutdownTimeoutMs: number;
+  // Retention: days things are kept (0 = never deleted), and how the worker's sweep runs.
+  retention: RetentionConfig;
+}
+
+/** The default of each quota per workspace (modules/quotas), named as the quotas are; null = unlimited. */
+export interface QuotaDefaults {
+  mailboxes: number | null;
+  stored_bytes: number | null;
+  sent_per_hour: number | null;
+  sent_per_day: number | null;
+  api_requests_per_minute: number | null;
+}
+
+/** A quota's default: a whole number (0 allows nothing) or `unlimited`. */
+function parseQuota(raw: string): number | null {
+  if (/^unlimited$/i.test(raw)) return null;
+  if (!/^\d{1,15}$/.test(raw)) throw new Error('not a whole number');
+  return Number(raw);
+}
+
+/** MAILROOM_RETENTION_*: the operator's periods in days (0 = kept for ever) and the sweep's pace. */
+export interface RetentionConfig {
+  /** Defaults of the workspaces that set none: messages in `trash` and `spam`, from their last change. */
+  trashDays: number;
+  spamDays: number;
+  /** The service's own records, for every workspace. */
+  eventsDays: number;
+  webhookAttemptsDays: number;
+  deadJobsDays: number;
+  idempotencyDays: number;
+  /** How often a worker process sweeps. */
+  intervalMs: number;
+  /** Messages per transaction, records per DELETE. */
+  batch: number;
 }
 
 export class ConfigError extends Error {
@@ -252,7 +298,9 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
   }
   const port = (name: string, fallback: number) =>
     read({ name, fallback, parse: intIn(0, 65535), expect: 'a port 0..65535 (0 picks a free port)' });
+  const days = (name: string, fallback: number) => read({ name, fallback, parse: intIn(0, 36_500), expect: 'a whole number of days 0..36500 (0 = never delete)' });
   const count = (name: string, fallback: number) => read({ name, fallback, parse: intIn(1, 1_000_000), expect: 'a whole number 1..1000000' });
+  const quota = (name: string) => read<number | null>({ name, fallback: null, parse: parseQuota, expect: 'a whole number (0 allows nothing) or unlimited' });
   const ms = (name: string, fallback: number, min = 1) =>
     read({ name, fallback, parse: intIn(min, 365 * DAY_MS), expect: `milliseconds (${min} or more)` });
 
@@ -358,6 +406,32 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     // Login throttling: failed logins per email within 15 minutes, from one client address and from all of them.
     loginFailuresPerAddress: read({ name: 'LOGIN_FAILURES_PER_ADDRESS', fallback: 10, parse: intIn(1, 1_000_000), expect: 'a whole number of failures, 1 or more' }),
     loginFailuresPerAccount: read({ name: 'LOGIN_FAILURES_PER_ACCOUNT', fallback: 100, parse: intIn(1, 1_000_000), expect: 'a whole number of failures, 1 or more' }),
+
+    // Quotas and usage: unset = unlimited, so an existing service limits nobody until its operator decides.
+    quotaDefaults: {
+      mailboxes: quota('QUOTA_MAILBOXES'),
+      stored_bytes: quota('QUOTA_STORED_BYTES'),
+      sent_per_hour: quota('QUOTA_SENT_PER_HOUR'),
+      sent_per_day: quota('QUOTA_SENT_PER_DAY'),
+      api_requests_per_minute: quota('QUOTA_API_REQUESTS_PER_MINUTE'),
+    },
+    // Audit log: entries older than this are swept by the worker role.
+    auditRetentionDays: read({ name: 'AUDIT_RETENTION_DAYS', fallback: 365, parse: intIn(0, 100_000), expect: 'a whole number of days (0 = keep for ever)' }),
+    // Metrics, health and stopping: the metrics listener is off unless its port is set.
+    metricsHost: read({ name: 'METRICS_HOST', fallback: '127.0.0.1', parse: (s) => s, expect: 'a host or IP' }),
+    metricsPort: read<number | null>({ name: 'METRICS_PORT', fallback: null, parse: intIn(0, 65535), expect: 'a port 0..65535 (0 picks a free port)' }),
+    shutdownTimeoutMs: ms('SHUTDOWN_TIMEOUT_MS', 20_000, 100),
+    // Retention: periods in days (0 = never), the sweep's interval and batch.
+    retention: {
+      trashDays: days('RETENTION_TRASH_DAYS', 30),
+      spamDays: days('RETENTION_SPAM_DAYS', 30),
+      eventsDays: days('RETENTION_EVENTS_DAYS', 30),
+      webhookAttemptsDays: days('RETENTION_WEBHOOK_ATTEMPTS_DAYS', 30),
+      deadJobsDays: days('RETENTION_DEAD_JOBS_DAYS', 30),
+      idempotencyDays: days('RETENTION_IDEMPOTENCY_DAYS', 30),
+      intervalMs: ms('RETENTION_INTERVAL_MS', 10 * 60_000, 1000),
+      batch: read({ name: 'RETENTION_BATCH', fallback: 100, parse: intIn(1, 10_000), expect: 'a whole number of rows 1..10000' }),
+    },
   };
   if (config.httpHeadersTimeoutMs > config.httpRequestTimeoutMs) {
     problems.push('MAILROOM_HTTP_HEADERS_TIMEOUT_MS must not exceed MAILROOM_HTTP_REQUEST_TIMEOUT_MS');

@@ -19,6 +19,8 @@ export interface DbHandle {
   sqliteFile: string | null;
   /** Close every connection. */
   destroy(): Promise<void>;
+  /** PostgreSQL: the pool's connections and the callers waiting for one (metrics); absent on SQLite. */
+  poolStats?: () => { total: number; idle: number; waiting: number };
 }
 
 export const SQLITE_BUSY_TIMEOUT_MS = 5000;
@@ -100,7 +102,8 @@ export function createDb(url: string, options: { poolSize?: number; pgPrepare?: 
     pool.on('error', () => undefined);
     const dialect = new PostgresDialect({ pool: options.pgPrepare === false ? pool : withNamedStatements(pool) });
     const db = new Kysely<Database>({ dialect: withCommitHooks(withWriteCoalescing(dialect)) });
-    return { db, dialect: POSTGRES, sqliteFile: null, destroy: () => db.destroy() };
+    const poolStats = () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
+    return { db, dialect: POSTGRES, sqliteFile: null, destroy: () => db.destroy(), poolStats };
   }
   throw new Error(`unsupported database URL '${url}': use sqlite:PATH or postgres://…`);
 }

@@ -28,6 +28,8 @@ export interface GroupCommit {
    * function once the unit has called `run` or given up.
    */
   announce(): () => void;
+  /** Units waiting for a shared transaction now (metrics). */
+  waiting(): number;
 }
 
 interface Unit {
@@ -156,5 +158,6 @@ export function createGroupCommit(db: Db, maxBatch = MAX_BATCH): GroupCommit {
         signal();
       };
     },
+    waiting: () => waiting.length,
   };
 }

@@ -26,6 +26,10 @@ import * as m20261130002700 from './migrations/20261130002700_draft_attachments.
 import * as m20261201003700 from './migrations/20261201003700_search_workspace_tags.js';
 
 import * as m20261201003400 from './migrations/20261201003400_fair_queue.js';
+import * as m20261202000200 from './migrations/20261202000200_workspace_state.js';
+import * as m20261202000100 from './migrations/20261202000100_quotas.js';
+import * as m20261202000400 from './migrations/20261202000400_audit_log.js';
+import * as m20261202000300 from './migrations/20261202000300_retention.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -59,6 +63,10 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261201003700_search_workspace_tags': m20261201003700,
 
   '20261201003400_fair_queue': m20261201003400,
+  '20261202000200_workspace_state': m20261202000200,
+  '20261202000100_quotas': m20261202000100,
+  '20261202000400_audit_log': m20261202000400,
+  '20261202000300_retention': m20261202000300,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
@@ -75,4 +83,15 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
     throw new Error(`migration ${failed?.migrationName ?? '?'} failed: ${String((error as Error).message ?? error)}`, { cause: error });
   }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** The names of the migrations this build knows (a restore refuses a database that has others: a newer version's). */
+export function knownMigrationNames(): string[] {
+  return Object.keys(MIGRATIONS).sort();
+}
+
+/** The names of the migrations this program knows that the database has not applied (readiness: none). */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const known = await createMigrator(db).getMigrations();
+  return known.filter((m) => m.executedAt === undefined).map((m) => m.name);
 }

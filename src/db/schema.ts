@@ -1,9 +1,11 @@
 import type { QueueTables } from '../jobs/job.table.js';
+import type { AuditTables } from '../modules/audit/audit.table.js';
 import type { DomainTables } from '../modules/domains/domain.table.js';
 import type { EventTables } from '../modules/events/event.table.js';
 import type { ListTables } from '../modules/lists/list.table.js';
 import type { MailTables } from '../modules/mail/mail.table.js';
 import type { SandboxTables } from '../modules/sandbox/sandbox.table.js';
+import type { QuotaTables } from '../modules/quotas/quota.table.js';
 import type { SecretTables } from '../modules/secrets/secret-key.table.js';
 import type { TenancyTables } from '../modules/tenancy/tenancy.table.js';
 import type { TransactionalTables } from '../modules/transactional/transactional.table.js';
@@ -23,4 +25,6 @@ export interface Database
     TransactionalTables,
     WebhookTables,
     SecretTables,
-    SandboxTables {}
+    SandboxTables,
+    QuotaTables,
+    AuditTables {}

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type QueryCreator, type UpdateQueryBuilder } from 'kysely';
+import { sql, type OperandExpression, type QueryCreator, type UpdateQueryBuilder } from 'kysely';
 import { afterCommit } from '../db/commit-hooks.js';
 import type { Kysely } from 'kysely';
 import type { DialectInfo } from '../db/dialect.js';
 import { insertRows, preparedQuery, type Param } from '../db/prepared.js';
+import { deleteWorkspaceBatch } from '../db/purge.js';
 import { tablesOf, type Work } from '../db/tables.js';
 import type { Clock } from '../lib/clock.js';
 import { newId } from '../lib/ids.js';
@@ -122,6 +123,12 @@ export interface Queue {
   /** Hand a job back untouched (shutdown before it started): runnable now, the claim not counted. */
   release(job: ClaimedJob<unknown>): Promise<boolean>;
   /**
+   * Hand back a job still running when its worker must stop (after its handler was aborted and given time to
+   * settle): due now for another worker, its claim counted and marked interrupted, as if its lease had run out.
+   * False when the lease was no longer this claim's.
+   */
+  abandon(job: ClaimedJob<unknown>): Promise<boolean>;
+  /**
    * Touch a claimed job while its lease is still this claim's (with `liveAfter`: and runs past that time): false
    * means the lease was lost, and whatever the claim was about to do must not happen. The UPDATE locks the job row,
    * so a concurrent claim, cancel or reschedule waits for (PostgreSQL) or is serialized with (SQLite) `work`.
@@ -138,6 +145,8 @@ export interface Queue {
    * over meanwhile stays with its new holder).
    */
   completeAll(work: Work, jobs: readonly ClaimedJob<unknown>[]): Promise<void>;
+  /** One batch of a deleted workspace's jobs, pending, leased or dead (at most `limit`); 0 once none is left. */
+  purgeWorkspaceBatch(work: Work, workspaceId: string, limit: number): Promise<number>;
   /** Jobs of `queue` not yet done (leased ones included, not the dead) of a workspace, or of one group of it. */
   countPending(work: Work, queue: string, workspaceId: string, groupKey?: string): Promise<number>;
   /** The payloads of the jobs of `queue` not yet done (leased ones included, not the dead) of one group of a workspace. */
@@ -147,7 +156,32 @@ export interface Queue {
    * for running jobs (that is `claim`). Reads in `work`, so an open transaction sees its own enqueued jobs.
    */
   inspect<P = unknown>(work: Work, filter: JobFilter): Promise<JobView<P>[]>;
+  /** Where each named queue stands (metrics at scrape time): two bounded reads per queue on the claim index. */
+  stats(queues: readonly string[]): Promise<QueueStats[]>;
+  /**
+   * Retention: delete up to `limit` dead jobs of these queues given up before `cutoff` (walked on the claim index:
+   * a dead job's `run_at` is its last lease's end). The number deleted; fewer than `limit` means none is left.
+   */
+  deleteDeadOlderThan(work: Work, queues: readonly string[], cutoff: number, limit: number): Promise<number>;
 }
+
+/** Where one queue stands (metrics): the counts stop at STATS_CAP, so a read is bounded however long the queue. */
+export interface QueueStats {
+  queue: string;
+  /** Jobs not done: scheduled, due and leased. */
+  pending: number;
+  /** Pending jobs whose time has come, an expired lease included. */
+  due: number;
+  /** Seconds the oldest due job has waited past its time; 0 when none is due. */
+  oldestDueSeconds: number;
+  /** Leased jobs whose lease ran out, not yet taken over. */
+  expiredLeases: number;
+  /** Jobs given up. */
+  dead: number;
+}
+
+/** Rows a `stats` count reads at most, per queue and state. */
+export const STATS_CAP = 10_000;
 
 /** What `leaseHoldPart` gives a store's `with(…)`: its own tables stay the store's, the part names only `jobs`. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the tables the update names are the queue's, not the caller's
@@ -173,7 +207,15 @@ export interface QueueDeps {
   leaseMs: number;
   /** Called after a transaction that enqueued on `queue` commits (wakes the workers; services.ts). */
   wake?: (queue: string) => void;
+  /**
+   * The tenancy store's part: the ids of workspaces whose jobs wait (suspended, being deleted). A claim passes their
+   * jobs over, so they stay queued, untouched, and run once the workspace is active again.
+   */
+  heldWorkspaces?: HeldWorkspacesPart;
 }
+
+/** A select of workspace ids, built by their owner over its own table, for a claim's `not in`. */
+export type HeldWorkspacesPart = (handle: Parameters<typeof tablesOf>[0]) => OperandExpression<string>;
 
 function toView<P>(row: JobTable): JobView<P> {
   return {
@@ -250,14 +292,16 @@ interface Candidate {
  * second, and so on (arrival order only within a workspace); inside a workspace its groups take turns the same way.
  * Each workspace offers at most what its cap or the claim could take, each group at most its cap.
  */
-async function dueCandidates(trx: Jobs, queue: string, limit: number, now: number, options: ClaimOptions): Promise<Candidate[]> {
+async function dueCandidates(trx: Jobs, queue: string, limit: number, now: number, options: ClaimOptions, held: HeldWorkspacesPart | undefined): Promise<Candidate[]> {
   const perWorkspace = Math.min(limit, options.perWorkspace ?? limit);
   const due = trx
     .selectFrom('jobs')
     .select(['id', 'workspace_id', 'group_key', 'run_at', sql<number>`row_number() over (partition by workspace_id, group_key order by run_at, id)`.as('group_rank')])
     .where('queue', '=', queue)
     .where('state', '=', 'pending')
-    .where('run_at', '<=', now);
+    .where('run_at', '<=', now)
+    // A held workspace's jobs are not candidates (a job of no workspace never is held).
+    .$if(held !== undefined, (qb) => qb.where((eb) => eb.or([eb('workspace_id', 'is', null), eb('workspace_id', 'not in', held!(trx))])));
   const inGroup = trx
     .selectFrom(due.as('due'))
     .select(['id', 'workspace_id', 'group_key', 'run_at', sql<number>`row_number() over (partition by workspace_id order by group_rank, run_at, id)`.as('turn')])
@@ -300,7 +344,7 @@ function pickFairly(candidates: readonly Candidate[], running: Running, limit: n
  * (`FOR UPDATE SKIP LOCKED`); SQLite serves one process. A claim's UPDATE takes only rows still due, so a
  * job is never leased twice.
  */
-export function createQueue({ work, dialect, clock, leaseMs, wake }: QueueDeps): Queue {
+export function createQueue({ work, dialect, clock, leaseMs, wake, heldWorkspaces }: QueueDeps): Queue {
   const db = tablesOf<QueueTables>(work);
   function row(input: EnqueueInput, now: number): JobTable {
     return {
@@ -401,7 +445,7 @@ export function createQueue({ work, dialect, clock, leaseMs, wake }: QueueDeps):
       if (limit <= 0) return [];
       const take = async (trx: Jobs) => {
         const now = clock.now();
-        let picked = pickFairly(await dueCandidates(trx, queue, limit, now, options), await runningCounts(trx, queue, now, options), limit, options);
+        let picked = pickFairly(await dueCandidates(trx, queue, limit, now, options, heldWorkspaces), await runningCounts(trx, queue, now, options), limit, options);
         if (picked.length > 0 && dialect.supportsSkipLocked) {
           // A row another transaction holds (a cancel, a settle) is passed over, not waited for.
           const free = await trx.selectFrom('jobs').select('id').where('id', 'in', picked).forUpdate().skipLocked().execute();
@@ -496,6 +540,18 @@ export function createQueue({ work, dialect, clock, leaseMs, wake }: QueueDeps):
       return result.numUpdatedRows > 0n;
     },
 
+    async abandon(job) {
+      const now = clock.now();
+      const result = await db
+        .updateTable('jobs')
+        .set({ run_at: now, lease_token: null, interrupted: 1, updated_at: now })
+        .where('id', '=', job.id)
+        .where('lease_token', '=', job.leaseToken)
+        .where('state', '=', 'pending')
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
     async holdLease(work, job, options = {}) {
       const params = { jobId: job.id, leaseToken: job.leaseToken, now: clock.now(), liveAfter: options.liveAfter };
       return (await holdLeaseQuery(tablesOf<QueueTables>(work), params)).length > 0;
@@ -513,6 +569,8 @@ export function createQueue({ work, dialect, clock, leaseMs, wake }: QueueDeps):
         .where((eb) => eb.or(jobs.map((job) => eb.and([eb('id', '=', job.id), eb('lease_token', '=', job.leaseToken)]))))
         .execute();
     },
+
+    purgeWorkspaceBatch: (work, workspaceId, limit) => deleteWorkspaceBatch(tablesOf<QueueTables>(work), 'jobs', 'id', workspaceId, limit),
 
     async countPending(work, queue, workspaceId, groupKey) {
       let query = tablesOf<QueueTables>(work)
@@ -537,6 +595,21 @@ export function createQueue({ work, dialect, clock, leaseMs, wake }: QueueDeps):
       return rows.map((r) => JSON.parse(r.payload) as P);
     },
 
+    async deleteDeadOlderThan(work, queues, cutoff, limit) {
+      if (queues.length === 0) return 0;
+      const jobs = tablesOf<QueueTables>(work);
+      let due = jobs
+        .selectFrom('jobs')
+        .select('id')
+        .where('queue', 'in', queues)
+        .where('state', '=', 'dead')
+        .where('run_at', '<', cutoff)
+        .where('updated_at', '<', cutoff)
+        .limit(limit);
+      if (dialect.supportsSkipLocked) due = due.forUpdate().skipLocked();
+      return Number((await jobs.deleteFrom('jobs').where('id', 'in', due).executeTakeFirst()).numDeletedRows);
+    },
+
     async inspect<P>(work: Work, filter: JobFilter) {
       let query = tablesOf<QueueTables>(work).selectFrom('jobs').selectAll().orderBy('id');
       if (filter.id !== undefined) query = query.where('id', '=', filter.id);
@@ -546,5 +619,40 @@ export function createQueue({ work, dialect, clock, leaseMs, wake }: QueueDeps):
       if (filter.state !== undefined) query = query.where('state', '=', filter.state);
       return (await query.execute()).map((row) => toView<P>(row));
     },
+
+    async stats(queues) {
+      const out: QueueStats[] = [];
+      for (const queue of queues) out.push(await queueStats(db, queue, clock.now()));
+      return out;
+    },
+  };
+}
+
+/**
+ * One queue's standing from at most STATS_CAP pending jobs, earliest first (so the due ones are counted first, and
+ * the earliest is the oldest due one when it is due), and at most STATS_CAP dead ones: index range scans of
+ * `jobs_claim_idx` (queue, state, run_at), never the whole table.
+ */
+async function queueStats(db: Jobs, queue: string, now: number): Promise<QueueStats> {
+  const pendingWindow = db.selectFrom('jobs').select(['run_at', 'lease_token']).where('queue', '=', queue).where('state', '=', 'pending').orderBy('run_at').limit(STATS_CAP);
+  const pending = await db
+    .selectFrom(pendingWindow.as('p'))
+    .select((eb) => [
+      eb.fn.countAll<number | string>().as('pending'),
+      eb.fn.count<number | string>(eb.case().when('run_at', '<=', now).then(sql.lit(1)).end()).as('due'),
+      eb.fn.count<number | string>(eb.case().when(eb.and([eb('run_at', '<=', now), eb('lease_token', 'is not', null)])).then(sql.lit(1)).end()).as('expired'),
+      eb.fn.min<number | string | null>('run_at').as('earliest'),
+    ])
+    .executeTakeFirstOrThrow();
+  const deadWindow = db.selectFrom('jobs').select('id').where('queue', '=', queue).where('state', '=', 'dead').limit(STATS_CAP);
+  const dead = await db.selectFrom(deadWindow.as('d')).select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
+  const earliest = pending.earliest === null ? null : Number(pending.earliest);
+  return {
+    queue,
+    pending: Number(pending.pending),
+    due: Number(pending.due),
+    oldestDueSeconds: earliest !== null && earliest <= now ? (now - earliest) / 1000 : 0,
+    expiredLeases: Number(pending.expired),
+    dead: Number(dead.n),
   };
 }

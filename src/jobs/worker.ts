@@ -1,6 +1,7 @@
 import type { GroupCommit } from '../db/group-commit.js';
 import { asWork, type Work } from '../db/tables.js';
 import type { Logger } from '../lib/logger.js';
+import type { Metrics } from '../lib/metrics.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import type { ClaimedJob, Queue } from './queue.js';
 
@@ -42,13 +43,18 @@ export interface WorkerOptions {
   pollMs?: number;
   /** Settle jobs through shared commits (db/group-commit.ts) instead of one commit each. */
   commits?: GroupCommit;
+  /** Counts the jobs taken over after their lease ran out. */
+  metrics?: Pick<Metrics, 'leaseExpired'>;
 }
 
 export interface Worker {
   start(): void;
   /** Wake the poller of a queue now (work was just enqueued in this process). */
   wake(queue?: string): void;
-  /** Stop claiming, wait up to `graceMs` for running jobs; jobs still running keep their lease until it expires. */
+  /**
+   * Stop claiming and wait up to `graceMs` for running jobs; then abort those still running, give them a moment
+   * (ABORT_SETTLE_MS at most) to record an outcome, and hand the rest back to the queue for another worker.
+   */
   stop(graceMs?: number): Promise<void>;
   /** Jobs running right now. */
   active(): number;
@@ -78,6 +84,21 @@ export async function settleJob(
 
 const DEFAULT_POLL_MS = 200;
 const DEFAULT_GRACE_MS = 10_000;
+/** After the grace period, how long aborted handlers get to record an outcome before their jobs are handed back. */
+const ABORT_SETTLE_MS = 1000;
+
+/** Resolves with `promise`'s settling, or after `ms`; true when it settled in time. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /**
  * Runs handlers over the durable queue: claims up to each handler's free concurrency, renews the
@@ -163,6 +184,7 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
         }
       }
       for (const job of claimed) {
+        if (job.interrupted) options.metrics?.leaseExpired(job.queue);
         if (stopping) {
           await queue.release(job).catch(() => undefined);
           continue;
@@ -196,6 +218,20 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
     }
   }
 
+  /** Hand the jobs still running back to the queue: their handlers' later writes find the lease gone and change nothing. */
+  async function abandonRunning(): Promise<void> {
+    const left = [...running.values()].map((r) => r.job);
+    let handedBack = 0;
+    for (const job of left) {
+      try {
+        if (await queue.abandon(job)) handedBack += 1;
+      } catch (err) {
+        logger.warn({ err, jobId: job.id }, 'could not hand a job back; its lease will expire');
+      }
+    }
+    logger.warn({ jobs: left.length, handed_back: handedBack }, 'stopped with jobs still running; handed back to the queue for another worker');
+  }
+
   return {
     start() {
       renewTimer = setInterval(() => void renewAll(), Math.max(50, Math.floor(leaseMs / 3)));
@@ -214,16 +250,10 @@ export function createWorker(handlers: readonly JobHandler<any>[], options: Work
       stopping = true;
       for (const w of [...wakers.values()]) w();
       await Promise.all(loops);
-      const all = Promise.all([...running.values()].map((r) => r.done));
-      let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<'timeout'>((resolve) => {
-        timer = setTimeout(() => resolve('timeout'), graceMs);
-      });
-      const result = await Promise.race([all.then(() => 'done' as const), timedOut]);
-      clearTimeout(timer);
-      if (result === 'timeout') {
+      const settled = () => Promise.all([...running.values()].map((r) => r.done));
+      if (!(await within(settled(), graceMs))) {
         for (const r of running.values()) r.controller.abort(new Error('shutting down'));
-        logger.warn({ jobs: running.size }, 'stopped with jobs still running; their leases will expire');
+        if (!(await within(settled(), Math.min(ABORT_SETTLE_MS, graceMs)))) await abandonRunning();
       }
       clearInterval(renewTimer);
     },

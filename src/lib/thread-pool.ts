@@ -83,6 +83,8 @@ export function timedTask<T, R>(run: (task: T) => Promise<R>): (posted: TimedTas
 
 export interface ThreadPool<T, R> {
   run(task: T): Promise<R>;
+  /** Tasks waiting for a thread now, and threads replaced since start (stuck, or died): for metrics. */
+  stats(): { queued: number; restarts: number };
   /** Stop the threads; further tasks run in the calling thread. */
   close(): Promise<void>;
 }
@@ -117,13 +119,16 @@ export function createThreadPool<T, R>(options: ThreadPoolOptions<T, R>): Thread
   // Posted tasks are T, or TimedTask<T> with a time limit.
   let pool: Piscina<unknown, R> | null = null;
   let closed = false;
-  const timed = options.timeLimit ? createTimedRunner(options, () => (closed ? null : (pool ??= startPiscina(options, options.threads, options.tasksPerThread)))) : null;
+  const counts = { restarts: 0 };
+  const onRestart = () => void (counts.restarts += 1);
+  const start = () => startPiscina<R>(options, options.threads, options.tasksPerThread, Number.POSITIVE_INFINITY, onRestart);
+  const timed = options.timeLimit ? createTimedRunner(options, () => (closed ? null : (pool ??= start())), onRestart) : null;
 
   return {
     async run(task) {
       if (closed) return options.inProcess(task);
       if (timed) return timed.run(task);
-      pool ??= startPiscina(options, options.threads, options.tasksPerThread);
+      pool ??= start();
       try {
         const result = await pool.run(task);
         return options.revive ? options.revive(result) : result;
@@ -138,11 +143,18 @@ export function createThreadPool<T, R>(options: ThreadPoolOptions<T, R>): Thread
       pool = null;
       await Promise.all([running?.destroy(), timed?.close()]);
     },
+    stats: () => ({ queued: (pool?.queueSize ?? 0) + (timed?.queued() ?? 0), restarts: counts.restarts }),
   };
 }
 
 /** A piscina pool of the worker module; with an idle time, its threads start on demand and stop when idle. */
-function startPiscina<R>(options: Pick<ThreadPoolOptions<unknown, R>, 'near' | 'worker' | 'workerData' | 'what' | 'logger'>, threads: number, perThread: number, idleMs = Number.POSITIVE_INFINITY): Piscina<unknown, R> {
+function startPiscina<R>(
+  options: Pick<ThreadPoolOptions<unknown, R>, 'near' | 'worker' | 'workerData' | 'what' | 'logger'>,
+  threads: number,
+  perThread: number,
+  idleMs = Number.POSITIVE_INFINITY,
+  onThreadDied?: () => void,
+): Piscina<unknown, R> {
   const entry = workerEntry(options.near, options.worker);
   const created = new Piscina<unknown, R>({
     filename: entry.filename,
@@ -158,7 +170,10 @@ function startPiscina<R>(options: Pick<ThreadPoolOptions<unknown, R>, 'near' | '
     idleTimeout: idleMs,
     workerData: options.workerData,
   });
-  created.on('error', (err: unknown) => options.logger.error({ err }, `${options.what} thread failed`));
+  created.on('error', (err: unknown) => {
+    onThreadDied?.();
+    options.logger.error({ err }, `${options.what} thread failed`);
+  });
   return created;
 }
 
@@ -178,7 +193,7 @@ interface Watched {
  * cannot be told, and the ones that did not finish at once there. Piscina can give a task an AbortSignal,
  * but then runs nothing else on its thread, which tasks waiting on DNS need.
  */
-function createTimedRunner<T, R>(options: ThreadPoolOptions<T, R>, shared: () => Piscina<unknown, R> | null) {
+function createTimedRunner<T, R>(options: ThreadPoolOptions<T, R>, shared: () => Piscina<unknown, R> | null, onRestart: () => void) {
   const limit = options.timeLimit!;
   const watched = new Set<Watched>();
   let watch: NodeJS.Timeout | null = null;
@@ -198,7 +213,11 @@ function createTimedRunner<T, R>(options: ThreadPoolOptions<T, R>, shared: () =>
     if (stuck.size === 0) return;
     for (const task of watched) if (stuck.has(task.slot[0]!)) task.moved = true;
     options.logger.warn({ threads: [...stuck] }, `${options.what} thread stuck; it is replaced and its tasks run again one per thread`);
-    for (const worker of shared()?.threads ?? []) if (stuck.has(worker.threadId)) void worker.terminate();
+    for (const worker of shared()?.threads ?? []) {
+      if (!stuck.has(worker.threadId)) continue;
+      onRestart();
+      void worker.terminate();
+    }
   }
 
   return {
@@ -231,6 +250,8 @@ function createTimedRunner<T, R>(options: ThreadPoolOptions<T, R>, shared: () =>
       alone = null;
       await running?.destroy();
     },
+    /** Tasks waiting for a thread of their own. */
+    queued: () => alone?.queueSize ?? 0,
   };
 
   function failedThread(err: unknown, task: T): Promise<R> {

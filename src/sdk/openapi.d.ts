@@ -21,6 +21,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/health/live": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Liveness: the process is up and its event loop turns (nothing else is checked) */
+        get: operations["getHealthLive"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/health/ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Readiness: the database answers, every migration is applied, this process's listeners are up and it is not shutting down */
+        get: operations["getHealthReady"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's usage and its quotas */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/mailboxes": {
         parameters: {
             query?: never;
@@ -1371,6 +1422,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/app/api/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's usage and its quotas */
+        get: operations["appGetUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/api/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's audit log, newest first */
+        get: operations["appListAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/api/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How long trash, spam and the service's records are kept */
+        get: operations["appGetRetention"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Set how long trash and spam keep messages (owner or admin) */
+        patch: operations["appUpdateRetention"];
+        trace?: never;
+    };
     "/app/api/events/stream": {
         parameters: {
             query?: never;
@@ -1587,6 +1690,8 @@ export interface components {
             };
             /** @description recipient_suppressed only: the suppressed recipients (every recipient of the send) */
             suppressed?: string[];
+            /** @description quota_exceeded only: the quota (mailboxes, stored_bytes, sent_per_hour, sent_per_day, api_requests_per_minute) */
+            quota?: string;
         };
         Mailbox: {
             address: string;
@@ -1803,6 +1908,30 @@ export interface components {
             response: string | null;
             /** @description the host of its last attempt, or null */
             mx: string | null;
+        };
+        /** Usage */
+        Usage: {
+            usage: {
+                mailboxes: number;
+                /** @description the raw size of every stored message, received mail and sent copies */
+                stored_bytes: number;
+                /** @description messages sent (accepted for sending) in the current clock hour */
+                sent_last_hour: number;
+                /** @description messages sent in the current clock hour and the 23 before it */
+                sent_last_day: number;
+            };
+            quotas: {
+                /** @description mailboxes the workspace may have; null = unlimited */
+                mailboxes: number | null;
+                /** @description bytes it may store; past them inbound mail is refused with 452 4.2.2; null = unlimited */
+                stored_bytes: number | null;
+                /** @description messages it may send in a clock hour; null = unlimited */
+                sent_per_hour: number | null;
+                /** @description messages it may send in 24 clock hours; null = unlimited */
+                sent_per_day: number | null;
+                /** @description API requests it may make in a minute, every credential together; null = unlimited */
+                api_requests_per_minute: number | null;
+            };
         };
         /** MailboxList */
         MailboxList: {
@@ -2437,6 +2566,86 @@ export interface components {
             /** @description false when a delivery of this event to this endpoint was pending already: nothing was added */
             queued: boolean;
         };
+        /** AuditActor */
+        AuditActor: {
+            /**
+             * @description operator: the command line; system: the service itself (a failing webhook disabled)
+             * @enum {string}
+             */
+            kind: "user" | "api_key" | "service_token" | "operator" | "system";
+            /** @description the user (usr_…), API key (key_…) or service token (tok_…); null for operator and system */
+            id: string | null;
+            /** @description the user's email, for a user */
+            email: string | null;
+        };
+        /** AuditTarget */
+        AuditTarget: {
+            kind: string;
+            id: string;
+        };
+        /** AuditEntry */
+        AuditEntry: {
+            /** @description aud_…; ids sort by creation (the `before` cursor) */
+            audit_id: string;
+            /**
+             * @description what changed: see docs/operations.md, Audit log
+             * @enum {string}
+             */
+            action: "workspace.created" | "workspace.suspended" | "workspace.resumed" | "workspace.deleted" | "quota.set" | "retention.set" | "member.added" | "member.role_changed" | "member.removed" | "api_key.created" | "api_key.revoked" | "session.revoked" | "user.password_changed" | "service_token.created" | "service_token.rotated" | "service_token.revoked" | "domain.created" | "domain.verified" | "domain.records_rotated" | "domain.deleted" | "webhook.created" | "webhook.updated" | "webhook.secret_rotated" | "webhook.disabled" | "webhook.enabled" | "webhook.deleted" | "webhook.replayed" | "webhook.recovered" | "list.entry_added" | "list.entry_removed" | "suppression.added" | "suppression.removed";
+            actor: components["schemas"]["AuditActor"];
+            /** @description the client's address of the request; null for the command line and the service */
+            ip: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description what was changed; null when the workspace itself */
+            target: components["schemas"]["AuditTarget"] | null;
+            /** @description before and after values where they help; never a secret */
+            details: {
+                [key: string]: unknown;
+            };
+        };
+        /** AuditLogPage */
+        AuditLogPage: {
+            entries: components["schemas"]["AuditEntry"][];
+            /** @description present when older entries remain: pass it as `before` */
+            next_before?: string;
+        };
+        /** Retention */
+        Retention: {
+            /** @description days a message stays in trash, counted from its last change (moved there, read, labelled); null = never */
+            trash_days: number | null;
+            /** @description the same for spam */
+            spam_days: number | null;
+            /** @description true: the workspace chose trash_days; false: the operator's default applies (and follows it) */
+            trash_custom: boolean;
+            /** @description the same for spam_days */
+            spam_custom: boolean;
+            /** @description the operator's defaults (MAILROOM_RETENTION_TRASH_DAYS, MAILROOM_RETENTION_SPAM_DAYS) */
+            defaults: {
+                /** @description days; null = never deleted */
+                trash_days: number | null;
+                /** @description days; null = never deleted */
+                spam_days: number | null;
+            };
+            /** @description how long the service keeps its own records, set by the operator for every workspace */
+            records: {
+                /** @description days; null = never deleted */
+                events_days: number | null;
+                /** @description days; null = never deleted */
+                webhook_attempts_days: number | null;
+                /** @description days; null = never deleted */
+                dead_jobs_days: number | null;
+                /** @description days; null = never deleted */
+                idempotency_days: number | null;
+            };
+        };
+        /** RetentionChange */
+        RetentionChange: {
+            /** @description days 1..3650; 0 or null: never delete */
+            trash_days?: number | null;
+            /** @description days 1..3650; 0 or null: never delete */
+            spam_days?: number | null;
+        };
         /** SandboxDnsRecord */
         SandboxDnsRecord: {
             name: string;
@@ -2529,7 +2738,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Authenticated but not allowed: the member's role, the token's scope, or an X-Tenant-ID other than the key's workspace */
+        /** @description Authenticated but not allowed: the member's role, the token's scope, an X-Tenant-ID other than the key's workspace, or a workspace the operator suspended (workspace_suspended) */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -2583,7 +2792,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Rate limited: Retry-After says how many seconds to wait */
+        /** @description Rate limited, or over a quota of the workspace (quota_exceeded, naming it in `quota`): Retry-After says how many seconds to wait, where waiting helps */
         TooManyRequests: {
             headers: {
                 /** @description seconds to wait before the next request */
@@ -2660,6 +2869,115 @@ export interface operations {
                     };
                 };
             };
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getHealthLive: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The process is up */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getHealthReady: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready for work */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: true;
+                        /** @description Each check: `ok`, or why it is not */
+                        checks: {
+                            /** @description The database answers (`ok`, or `the database does not answer`) */
+                            database: string;
+                            /** @description Every migration of this build is applied (`ok`, or `N not applied (run mailroom migrate)`) */
+                            migrations: string;
+                            /** @description This process's listeners are up (`ok`, or `not listening: smtp`); in a process started by `mailroom serve` */
+                            listeners?: string;
+                            /** @description `ok`, or `shutting down` once the process got SIGTERM */
+                            running: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Not ready: a check failed, or the process is shutting down */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {boolean} */
+                        ok: false;
+                        /** @description Each check: `ok`, or why it is not */
+                        checks: {
+                            /** @description The database answers (`ok`, or `the database does not answer`) */
+                            database: string;
+                            /** @description Every migration of this build is applied (`ok`, or `N not applied (run mailroom migrate)`) */
+                            migrations: string;
+                            /** @description This process's listeners are up (`ok`, or `not listening: smtp`); in a process started by `mailroom serve` */
+                            listeners?: string;
+                            /** @description `ok`, or `shutting down` once the process got SIGTERM */
+                            running: string;
+                        };
+                    };
+                };
+            };
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Usage beside the quotas in force (null = unlimited) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
         };
     };
@@ -3618,6 +3936,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -3644,6 +3963,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
         };
@@ -3668,6 +3988,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
         };
@@ -3732,6 +4053,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -5861,6 +6183,121 @@ export interface operations {
             default: components["responses"]["UnexpectedError"];
         };
     };
+    appGetUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Usage beside the quotas in force (null = unlimited) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appListAuditLog: {
+        parameters: {
+            query?: {
+                /** @description page size, 1..200 */
+                limit?: number;
+                /** @description entries older than this audit id (the `next_before` of the previous page) */
+                before?: string;
+                /** @description an action (member.added) or a family: webhook, webhook. or webhook.* */
+                action?: string;
+                /** @description an actor id (usr_…, key_…, tok_…), a kind (operator, system, api_key…) or a user's email */
+                actor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditLogPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appGetRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The periods */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Retention"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appUpdateRetention: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetentionChange"];
+            };
+        };
+        responses: {
+            /** @description The periods, changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Retention"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
     appStreamEvents: {
         parameters: {
             query?: {
@@ -6245,6 +6682,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
@@ -6308,6 +6746,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];

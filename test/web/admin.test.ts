@@ -272,6 +272,32 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: workspace settings in Chromium (${TEST_
     expect(left.suppressions.map((x) => x.address)).toEqual(['gone@example.com']);
   });
 
+  it('shows the usage beside the quotas, unlimited where none is set', async () => {
+    await h.services.quotas.set(acme.workspaceId, 'mailboxes', '25');
+    await h.services.quotas.set(acme.workspaceId, 'stored_bytes', String(2 * 1024 * 1024));
+    await settings(page, 'usage', 'Usage');
+    const row = (title: string) => page.getByRole('row', { name: new RegExp(`^${title} `) });
+    await row('Mailboxes').getByRole('cell', { name: '25', exact: true }).waitFor();
+    await row('Stored mail').getByRole('cell', { name: '2.0 MiB', exact: true }).waitFor();
+    await row('Sent this hour').getByRole('cell', { name: 'Unlimited', exact: true }).waitFor();
+    expect(await row('API requests a minute').getByRole('cell', { name: '—', exact: true }).count()).toBe(1);
+    expect(await seriousViolations(page)).toEqual([]);
+    await h.services.quotas.set(acme.workspaceId, 'mailboxes', 'default');
+    await h.services.quotas.set(acme.workspaceId, 'stored_bytes', 'default');
+  });
+
+  it('sets how long trash and spam keep messages, and shows what the service keeps', async () => {
+    await settings(page, 'retention', 'Retention');
+    await page.getByText('Events (stream and webhook replay)').waitFor();
+    await page.getByLabel('Trash: days after a message\'s last change (1–3650)').fill('7');
+    await page.getByLabel('Never delete spam').check();
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Saved. The next sweep (within minutes) applies it.').waitFor();
+    const saved = (await api('/app/api/retention', await login(h, acme.ownerEmail, acme.password))).json<{ trash_days: number | null; spam_days: number | null }>();
+    expect([saved.trash_days, saved.spam_days]).toEqual([7, null]);
+    expect(await seriousViolations(page)).toEqual([]);
+  });
+
   it('adds a member, changes roles, and shows the last-owner 409 in place', async () => {
     await settings(page, 'members', 'Members and roles');
     await page.getByLabel('Email').fill('newbie@example.com');
@@ -293,7 +319,7 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: workspace settings in Chromium (${TEST_
     await logIn(tab, base, member.email, 'correct horse battery');
     await settings(tab, 'mailboxes', 'Mailboxes');
     const nav = tab.getByRole('navigation', { name: 'Settings' });
-    expect(await nav.getByRole('link').allTextContents()).toEqual(['Mailboxes', 'Webhooks', 'Allow and block lists', 'Suppressions', 'Members and roles', 'Your password']);
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Mailboxes', 'Webhooks', 'Allow and block lists', 'Suppressions', 'Usage', 'Members and roles', 'Retention', 'Your password']);
     expect(await tab.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
     // Reached by its address, a page the role may not use shows the API's refusal in place.
     await settings(tab, 'domains', 'Sending domains');

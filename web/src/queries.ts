@@ -101,7 +101,10 @@ export const sendingDomainsQuery = () => queryOptions({ queryKey: ['sending-doma
 export const serviceTokensQuery = () => queryOptions({ queryKey: ['service-tokens'], queryFn: () => answerOf(client.GET('/app/api/service-tokens')) });
 export const apiKeysQuery = () => queryOptions({ queryKey: ['api-keys'], queryFn: () => answerOf(client.GET('/app/api/api-keys')) });
 export const membersQuery = () => queryOptions({ queryKey: ['members'], queryFn: () => answerOf(client.GET('/app/api/members')) });
+export const retentionQuery = () => queryOptions({ queryKey: ['retention'], queryFn: () => answerOf(client.GET('/app/api/retention')) });
 export const webhooksQuery = () => queryOptions({ queryKey: ['webhooks'], queryFn: () => answerOf(client.GET('/app/api/webhooks')) });
+/** The workspace's usage beside its quotas (null = unlimited). */
+export const usageQuery = () => queryOptions({ queryKey: ['usage'], queryFn: () => answerOf(client.GET('/app/api/usage')) });
 
 export const webhookDeliveriesQuery = (webhookId: string) =>
   queryOptions({
@@ -125,6 +128,17 @@ export const suppressionsQuery = (reason: Schema<'Suppression'>['reason'] | '') 
     queryKey: ['suppressions', reason],
     queryFn: () => answerOf(client.GET('/app/api/suppressions', { params: { query: { limit: ADMIN_LIST_LIMIT, ...(reason ? { reason } : {}) } } })),
   });
+
+/** A page of the audit log: the filters and the cursor (`before`, the previous page's `next_before`) are the key. */
+export const auditLogQuery = (filter: { action: string; actor: string }, before: string | undefined) =>
+  queryOptions({
+    queryKey: ['audit-log', filter.action, filter.actor, before],
+    queryFn: () =>
+      answerOf(client.GET('/app/api/audit-log', { params: { query: { limit: AUDIT_PAGE_SIZE, action: filter.action || undefined, actor: filter.actor || undefined, before } } })),
+    placeholderData: (previous) => previous,
+  });
+/** Entries on one page of the audit log. */
+export const AUDIT_PAGE_SIZE = 50;
 
 // ---- the mail views' hooks ----
 

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerAuditCommands } from './audit.commands.js';
 import { registerEventCommands } from './events.commands.js';
 import { registerDomainCommands } from './domains.commands.js';
 import { registerDraftCommands } from './drafts.commands.js';
@@ -31,6 +32,7 @@ export function registerClientCommands(program: Command): void {
   registerWebhookCommands(program);
   registerKeyCommands(program);
   registerMemberCommands(program);
+  registerAuditCommands(program);
   registerEventCommands(program);
   registerSandboxCommands(program);
 }

@@ -9,7 +9,9 @@ import { newId } from '../../lib/ids.js';
 import type { SecretBox } from '../../lib/secret-box.js';
 import { hashToken } from '../../lib/secrets.js';
 import type { EventsService } from '../events/events.service.js';
-import { isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
+import { actorOf, isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
+import { AUDIT_ACTIONS, type AuditAction } from '../audit/audit.actions.js';
+import type { AuditLog } from '../audit/audit.service.js';
 import { dkimRecord, generateDkimKeyPair } from './dkim-keys.js';
 import { checkDkim, checkSpf, checkVerification, lookupTxt, summarize, verifiedCheck, VERIFICATION_PREFIX, type DomainChecks } from './dns-checks.js';
 import type { SendingDomainTable } from './domain.table.js';
@@ -117,6 +119,8 @@ export interface DomainDeps {
   hostedSelector?: string;
   /** Seals private keys at rest (MAILROOM_SECRET_KEY); they are opened only to sign. */
   box: SecretBox;
+  /** Domains created, verified, deleted and their records rotated, in the audit log. */
+  audit: Pick<AuditLog, 'record'>;
 }
 
 export function createDomainService(deps: DomainDeps): DomainService {
@@ -125,6 +129,9 @@ export function createDomainService(deps: DomainDeps): DomainService {
   let cachedHostedKey = hostedKey;
   const opened = new Map<string, string>();
   const view = (row: SendingDomainTable) => toView(row, returnPathDomain);
+  /** Never the keys or the verification token: the domain's name and selector say which it is. */
+  const record = (trx: Work, tenant: TenantContext, action: AuditAction, row: Pick<SendingDomainTable, 'id' | 'domain'>, details: Record<string, unknown> = {}) =>
+    deps.audit.record(trx, { workspaceId: tenant.workspaceId, action, actor: actorOf(tenant), target: { kind: 'domain', id: row.id }, details: { domain: row.domain, ...details } });
 
   /** A domain's private key in PEM; the signing threads cache parsed keys by it, as the hosted key is kept. */
   function openDomainKey(own: Pick<SendingDomainTable, 'id' | 'dkim_private_key'>): string {
@@ -150,6 +157,7 @@ export function createDomainService(deps: DomainDeps): DomainService {
     const now = clock.now();
     await work.transaction().execute(async (trx) => {
       if (await store.markVerified(trx, tenant.workspaceId, row.id, now)) {
+        await record(trx, tenant, AUDIT_ACTIONS.domainVerified, row);
         await events.emit(trx, { workspaceId: tenant.workspaceId, type: 'domain.verified', data: { ...view({ ...row, status: 'verified', verified_at: now }) } });
       }
     });
@@ -188,7 +196,10 @@ export function createDomainService(deps: DomainDeps): DomainService {
         verified_at: null,
       };
       try {
-        await store.insert(work, row);
+        await work.transaction().execute(async (trx) => {
+          await store.insert(trx, row);
+          await record(trx, tenant, AUDIT_ACTIONS.domainCreated, row, { dkim_selector: selector });
+        });
       } catch (err) {
         if (isUniqueViolation(err)) throw conflict('domain_exists', `${domain} is already a sending domain of this workspace`);
         throw err;
@@ -221,7 +232,12 @@ export function createDomainService(deps: DomainDeps): DomainService {
       requireAdmin(tenant);
       const row = await find(tenant, domainId);
       const token = randomBytes(VERIFICATION_TOKEN_BYTES).toString('base64url');
-      if (!(await store.replaceVerificationHash(work, tenant.workspaceId, row.id, hashToken(token)))) {
+      const replaced = await work.transaction().execute(async (trx) => {
+        if (!(await store.replaceVerificationHash(trx, tenant.workspaceId, row.id, hashToken(token)))) return false;
+        await record(trx, tenant, AUDIT_ACTIONS.domainRecordsRotated, row);
+        return true;
+      });
+      if (!replaced) {
         // Verified meanwhile (or deleted: find answers the 404).
         const now = await find(tenant, domainId);
         throw conflict('domain_verified', `${now.domain} is verified: it needs no verification record any more (GET it for its DKIM record)`);
@@ -244,6 +260,7 @@ export function createDomainService(deps: DomainDeps): DomainService {
           throw inUse(row.domain, { mailbox_count: mailboxes.count, mailboxes: mailboxes.addresses, service_token_count: bound.count, service_tokens: tokens });
         }
         await store.delete(trx, tenant.workspaceId, row.id);
+        await record(trx, tenant, AUDIT_ACTIONS.domainDeleted, row, { status: row.status });
         return { domain_id: row.id, domain: row.domain };
       });
     },

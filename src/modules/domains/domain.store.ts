@@ -1,5 +1,6 @@
 import type { DialectInfo } from '../../db/dialect.js';
 import { preparedQuery } from '../../db/prepared.js';
+import { deleteWorkspaceBatch } from '../../db/purge.js';
 import { tablesOf, type Work } from '../../db/tables.js';
 import { SEALED_PREFIX } from '../../lib/secret-box.js';
 import type { DomainTables, SendingDomainTable, ServiceKeyTable } from './domain.table.js';
@@ -81,6 +82,8 @@ export function createDomainStore({ dialect }: { dialect: Pick<DialectInfo, 'sup
     plaintextServiceKeys: (work: Work) => of(work).selectFrom('service_keys').select(['name', 'private_key']).where('private_key', 'not like', `${SEALED_PREFIX}%`).execute(),
     replaceServiceKey: async (work: Work, name: string, plaintext: string, sealed: string): Promise<number> =>
       Number((await of(work).updateTable('service_keys').set({ private_key: sealed }).where('name', '=', name).where('private_key', '=', plaintext).executeTakeFirst()).numUpdatedRows),
+    /** One batch of a deleted workspace's sending domains (at most `limit`); 0 once none is left. */
+    purgeWorkspaceBatch: (work: Work, workspaceId: string, limit: number) => deleteWorkspaceBatch(of(work), 'sending_domains', 'id', workspaceId, limit),
   };
 }
 

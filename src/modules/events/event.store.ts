@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { DialectInfo } from '../../db/dialect.js';
 import { insertRows } from '../../db/prepared.js';
+import { deleteWorkspaceBatch } from '../../db/purge.js';
 import { tablesOf, type Work } from '../../db/tables.js';
 import type { EventTable, EventTables } from './event.table.js';
 import { PAYLOAD_HEAD, type FeedCursor, type FeedRow, type PastRow } from './event.types.js';
@@ -114,6 +115,13 @@ export interface EventStore {
   find(work: Work, workspaceId: string, id: string): Promise<Pick<EventTable, 'id' | 'type' | 'payload'> | undefined>;
   /** Several events in one query, each matched by its workspace and id (pairs, so both databases use the primary key). */
   findMany(work: Work, keys: readonly EventKey[]): Promise<Array<Pick<EventTable, 'id' | 'workspace_id' | 'type' | 'payload'>>>;
+  /** One batch of a deleted workspace's events (at most `limit`); 0 once none is left. */
+  purgeWorkspaceBatch(work: Work, workspaceId: string, limit: number): Promise<number>;
+  /**
+   * Retention: delete the events created before `cutoff` among the `limit` oldest (by id, which sorts by creation: no
+   * index on the time is written per event for this). The number deleted; fewer than `limit` means the walk is done.
+   */
+  deleteOlderThan(work: Work, cutoff: number, limit: number): Promise<number>;
 }
 
 /** The event log: the only code that names `events`. */
@@ -134,6 +142,15 @@ export function createEventStore({ dialect }: { dialect: DialectInfo }): EventSt
         .select(['id', 'workspace_id', 'payload', 'type'])
         .where((eb) => eb.or(keys.map((k) => eb.and([eb('id', '=', k.eventId), eb('workspace_id', '=', k.workspaceId)]))))
         .execute();
+    },
+    purgeWorkspaceBatch: (work, workspaceId, limit) => deleteWorkspaceBatch(of(work), 'events', 'id', workspaceId, limit),
+    async deleteOlderThan(work, cutoff, limit) {
+      const db = of(work);
+      const oldest = db.selectFrom('events').select('id').orderBy('id').limit(limit);
+      let due = db.selectFrom('events').select('id').where('id', 'in', oldest).where('created_at', '<', cutoff);
+      // Sweeps in several processes take disjoint rows instead of waiting for each other.
+      if (dialect.supportsSkipLocked) due = due.forUpdate().skipLocked();
+      return Number((await db.deleteFrom('events').where('id', 'in', due).executeTakeFirst()).numDeletedRows);
     },
   };
 }

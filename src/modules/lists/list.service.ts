@@ -5,7 +5,9 @@ import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { conflict, invalid, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import type { TenantContext } from '../tenancy/tenancy.types.js';
+import { actorOf, type TenantContext } from '../tenancy/tenancy.types.js';
+import { AUDIT_ACTIONS } from '../audit/audit.actions.js';
+import type { AuditLog } from '../audit/audit.service.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import type { Candidates, ListStore } from './list.store.js';
 import { LIST_DIRECTIONS, LIST_TYPES, type EntryKind, type ListDirection, type ListEntryTable, type ListType } from './list.table.js';
@@ -123,7 +125,16 @@ export interface ListService {
   evaluate(work: Work, workspaceId: string, direction: ListDirection, subject: { address?: string | null; ip?: string | null }): Promise<ListVerdict>;
 }
 
-export function createListService({ work, store, clock }: { work: Work; store: Pick<ListStore, 'find' | 'list' | 'count' | 'insert' | 'delete' | 'candidates'>; clock: Clock }): ListService {
+export function createListService({ work, store, clock, audit }: { work: Work; store: Pick<ListStore, 'find' | 'list' | 'count' | 'insert' | 'delete' | 'candidates'>; clock: Clock; audit: Pick<AuditLog, 'record'> }): ListService {
+  const record = (trx: Work, tenant: TenantContext, action: (typeof AUDIT_ACTIONS)['listEntryAdded' | 'listEntryRemoved'], row: ListEntryTable) =>
+    audit.record(trx, {
+      workspaceId: tenant.workspaceId,
+      action,
+      actor: actorOf(tenant),
+      target: { kind: 'list_entry', id: row.id },
+      details: { direction: row.direction, list_type: row.list_type, entry: row.entry, kind: row.kind, reason: row.reason },
+    });
+
   async function findOrThrow(tenant: TenantContext, direction: string, listType: string, rawEntry: string): Promise<ListEntryTable> {
     const d = parseDirection(direction);
     const t = parseListType(listType);
@@ -154,7 +165,10 @@ export function createListService({ work, store, clock }: { work: Work; store: P
       if (reason && reason.length > MAX_REASON_LENGTH) throw invalid('invalid_request', `reason must be at most ${MAX_REASON_LENGTH} characters`);
       const row: ListEntryTable = { id: newId('lst'), workspace_id: tenant.workspaceId, direction: d, list_type: t, entry, kind, reason, created_at: clock.now() };
       try {
-        await store.insert(work, row);
+        await work.transaction().execute(async (trx) => {
+          await store.insert(trx, row);
+          await record(trx, tenant, AUDIT_ACTIONS.listEntryAdded, row);
+        });
       } catch (err) {
         if (isUniqueViolation(err)) throw conflict('entry_exists', `'${entry}' is already on the ${d} ${t} list`);
         throw err;
@@ -168,7 +182,10 @@ export function createListService({ work, store, clock }: { work: Work; store: P
 
     async remove(tenant, direction, listType, entry) {
       const row = await findOrThrow(tenant, direction, listType, entry);
-      await store.delete(work, tenant.workspaceId, row.id);
+      await work.transaction().execute(async (trx) => {
+        await store.delete(trx, tenant.workspaceId, row.id);
+        await record(trx, tenant, AUDIT_ACTIONS.listEntryRemoved, row);
+      });
       return toView(row);
     },
 

@@ -1,4 +1,5 @@
 import { preparedQuery } from '../../db/prepared.js';
+import { deleteWorkspaceBatch } from '../../db/purge.js';
 import { tablesOf, type Work } from '../../db/tables.js';
 import { candidatesOf, type CandidateRow, type Candidates } from './candidates.js';
 import type { ListDirection, ListEntryTable, ListTables, ListType } from './list.table.js';
@@ -76,6 +77,8 @@ export function createListStore() {
     /** Entries that could match (the given address/domain keys, every IP entry), and whether an allow list exists: one statement. */
     candidates: async (work: Work, workspaceId: string, direction: ListDirection, keys: readonly string[]): Promise<Candidates> =>
       candidatesOf(await candidatesQuery(of(work), { workspaceId, direction, keys })),
+    /** One batch of a deleted workspace's entries (at most `limit`); 0 once none is left. */
+    purgeWorkspaceBatch: (work: Work, workspaceId: string, limit: number) => deleteWorkspaceBatch(of(work), 'list_entries', 'id', workspaceId, limit),
   };
 }
 

@@ -95,6 +95,11 @@ export interface StoreInput {
   parsed: ParsedMessage;
   auth: AuthSummary;
   envelope: Record<string, unknown>;
+  /**
+   * When the message arrived, if not now: an imported message keeps the date its source gives (its place in lists,
+   * and the thread's latest activity); subject threading then looks at threads active around that time.
+   */
+  receivedAt?: number;
 }
 
 /** Largest participants list kept on a thread. */
@@ -112,7 +117,7 @@ async function resolveThread(trx: MailDb, input: StoreInput, now: number, partic
   const ownKey = parsed.messageId;
   const keys = [...new Set([...refKeys, ...(ownKey ? [ownKey] : [])])];
   const subjectKey = normalizeSubject(parsed.subject);
-  const candidates = await threadCandidates(trx, { workspaceId: input.workspaceId, mailboxId: input.mailboxId, keys, subjectKey, since: now - SUBJECT_THREAD_WINDOW_MS });
+  const candidates = await threadCandidates(trx, { workspaceId: input.workspaceId, mailboxId: input.mailboxId, keys, subjectKey, since: (input.receivedAt ?? now) - SUBJECT_THREAD_WINDOW_MS });
   const hits = candidates.filter((c) => c.message_key !== null);
   // A reference to an earlier message wins; a match on our own id means a reply arrived first.
   const byRef = hits.find((h) => refKeys.includes(h.message_key!)) ?? hits[0];
@@ -128,6 +133,8 @@ async function resolveThread(trx: MailDb, input: StoreInput, now: number, partic
 /** What a stored copy adds to its thread. */
 interface ThreadAddition {
   now: number;
+  /** When the message arrived (`receivedAt`, else now): the thread's latest activity. */
+  at: number;
   participants: string[];
   labels: string[];
   unread: number;
@@ -140,7 +147,7 @@ interface ThreadAddition {
  * deliveries into one thread do not lose each other's counts.
  */
 async function joinThread(trx: MailDb, input: StoreInput, add: ThreadAddition, rowLocks: boolean): Promise<{ threadId: string; keys: string[] }> {
-  const { now, participants, labels, unread, snippet } = add;
+  const { now, at, participants, labels, unread, snippet } = add;
   const resolved = await resolveThread(trx, input, now, participants);
   const { keys } = resolved;
   const current = resolved.threadId ? await lockThread(trx, input.workspaceId, resolved.threadId, rowLocks) : undefined;
@@ -154,8 +161,9 @@ async function joinThread(trx: MailDb, input: StoreInput, add: ThreadAddition, r
       message_count: current.message_count + 1,
       unread_count: current.unread_count + unread,
       labels: JSON.stringify(threadLabels),
-      snippet,
-      last_message_at: Math.max(current.last_message_at, now),
+      // An older message joining (an import) leaves the thread showing its latest one.
+      snippet: at >= current.last_message_at ? snippet : current.snippet,
+      last_message_at: Math.max(current.last_message_at, at),
       updated_at: now,
     });
     return { threadId: current.id, keys };
@@ -173,8 +181,8 @@ async function joinThread(trx: MailDb, input: StoreInput, add: ThreadAddition, r
     unread_count: unread,
     labels: JSON.stringify(labels),
     snippet,
-    last_message_at: now,
-    created_at: now,
+    last_message_at: at,
+    created_at: at,
     updated_at: now,
   }]);
   return { threadId, keys };
@@ -196,6 +204,7 @@ function attachmentRowsOf(input: StoreInput, messageId: string): AttachmentTable
 
 /** The message row, with its attachments' list view (`attachments_json`) beside the bodies kept elsewhere. */
 function messageRowOf(input: StoreInput, ids: { messageId: string; threadId: string }, labels: string[], attachments: AttachmentTable[], now: number): MessageTable {
+  const at = input.receivedAt ?? now;
   const { parsed } = input;
   const attachmentViews: AttachmentView[] = attachments.map((a) => ({
     attachment_id: a.id,
@@ -225,7 +234,7 @@ function messageRowOf(input: StoreInput, ids: { messageId: string; threadId: str
     auth_json: JSON.stringify(input.auth),
     attachments_json: JSON.stringify(attachmentViews),
     envelope_json: JSON.stringify(input.envelope),
-    created_at: now,
+    created_at: at,
     updated_at: now,
   };
 }
@@ -241,7 +250,7 @@ export function createCopyStore({ clock, dialect }: { clock: Clock; dialect: Dia
       const labels = [...new Set(input.labels ?? [])].sort();
       const unread = input.read ? 0 : 1;
       // The snippet is computed with the parse (mime.ts), outside this transaction, which other writers wait for.
-      const addition: ThreadAddition = { now, participants: participantsOf(parsed), labels, unread, snippet: parsed.snippet };
+      const addition: ThreadAddition = { now, at: input.receivedAt ?? now, participants: participantsOf(parsed), labels, unread, snippet: parsed.snippet };
       const { threadId, keys } = await joinThread(trx, input, addition, dialect.supportsRowLocks);
       const messageId = input.id ?? newId('msg');
       const attachmentRows = attachmentRowsOf(input, messageId);
@@ -262,7 +271,7 @@ export function createCopyStore({ clock, dialect }: { clock: Clock; dialect: Dia
       await insertRows(trx, 'attachments', attachmentRows);
       await insertLabels(trx, input.workspaceId, messageId, labels);
       await insertRows(trx, 'thread_refs', keys.map((message_key) => ({ workspace_id: input.workspaceId, mailbox_id: input.mailboxId, message_key, thread_id: threadId })), { ignoreConflicts: true });
-      await bumpFolder(trx, input.workspaceId, input.mailboxId, input.folder, 1, unread);
+      await bumpFolder(trx, input.workspaceId, input.mailboxId, input.folder, 1, unread, row.size);
       return { ...row, mailbox_address: input.mailboxAddress };
     },
   };

@@ -11,7 +11,11 @@ import { createCopyStore } from './copy.store.js';
 import { createMailboxStore } from './mailbox.store.js';
 import { createMessageStore } from './message.store.js';
 import { createOrganizeStore } from './organize.store.js';
+import { createPurgeStore } from './purge.store.js';
 import { createSearchStore } from './search.store.js';
+import { createTransferStore } from './transfer.store.js';
+import { createUsageStore } from './usage.store.js';
+import { createRetentionStore } from './retention.store.js';
 import { createMailLookups, type MailLookups } from './lookups.store.js';
 import { createSendingMailStore, type SendingMailStore, type SendingMailStoreDeps } from './sending-mail.store.js';
 
@@ -29,6 +33,10 @@ export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
     ...createMailboxStore(),
     ...createSearchStore(deps),
     ...createBounceStore(),
+    ...createPurgeStore(),
+    ...createTransferStore(),
+    ...createUsageStore(),
+    ...createRetentionStore(deps),
   };
 }
 
@@ -48,3 +56,5 @@ export type { StoreInput } from './copy.store.js';
 export type { MailboxRow } from './mailbox.store.js';
 export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, ThreadRow, VersionedPage } from './message.store.js';
 export type { SearchPageRow } from './search.store.js';
+export type { WorkspaceMailUsage } from './purge.store.js';
+export type { ImportProbe, TransferCursor, TransferRow } from './transfer.store.js';

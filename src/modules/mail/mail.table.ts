@@ -13,6 +13,7 @@ import type {
 import type { OutboundTable } from './outbound.table.js';
 import type { DraftAttachmentTable, DraftTable } from './draft.table.js';
 import type { SuppressionTable } from './suppression.table.js';
+import type { MailRetentionTable } from './retention.table.js';
 
 /**
  * The mail store's tables: mailboxes and everything in them (messages, their threads, contents, attachments, labels,
@@ -34,4 +35,5 @@ export interface MailTables {
   drafts: DraftTable;
   draft_attachments: DraftAttachmentTable;
   suppressions: SuppressionTable;
+  mail_retention: MailRetentionTable;
 }

@@ -67,7 +67,7 @@ export type ThreadRow = ThreadTable & { mailbox_address: string };
 /** A subquery of thread ids (`SELECT messages.thread_id …`). */
 export type ThreadIdQuery = SelectQueryBuilder<MailTables, keyof MailTables, { thread_id: string }>;
 /** What a message's organising operations need of its row. */
-export type MessageRef = Pick<MessageRow, 'id' | 'thread_id' | 'mailbox_id' | 'folder' | 'read'>;
+export type MessageRef = Pick<MessageRow, 'id' | 'thread_id' | 'mailbox_id' | 'folder' | 'read' | 'size'>;
 
 export interface MessageFilter {
   mailboxId?: string | undefined;
@@ -233,15 +233,16 @@ const findContentQuery = preparedQuery<{ workspaceId: string; messageId: string;
     .where('message_id', '=', p<string>('messageId')),
 );
 
-const bumpFolderQuery = preparedWrite<{ workspaceId: string; mailboxId: string; folder: string; total: number; unread: number }, MailTables>((db, p) =>
+const bumpFolderQuery = preparedWrite<{ workspaceId: string; mailboxId: string; folder: string; total: number; unread: number; bytes: number }, MailTables>((db, p) =>
   db
     .insertInto('folder_counts')
-    .values({ workspace_id: p('workspaceId'), mailbox_id: p('mailboxId'), folder: p('folder'), total: p('total'), unread: p('unread'), modseq: 1 })
+    .values({ workspace_id: p('workspaceId'), mailbox_id: p('mailboxId'), folder: p('folder'), total: p('total'), unread: p('unread'), modseq: 1, bytes: p('bytes') })
     .onConflict((oc) =>
       oc.columns(['mailbox_id', 'folder']).doUpdateSet({
         total: sql<number>`${sql.ref('folder_counts.total')} + ${p<number>('total')}`,
         unread: sql<number>`${sql.ref('folder_counts.unread')} + ${p<number>('unread')}`,
         modseq: sql<number>`${sql.ref('folder_counts.modseq')} + 1`,
+        bytes: sql<number>`${sql.ref('folder_counts.bytes')} + ${p<number>('bytes')}`,
       }),
     ),
 );
@@ -252,9 +253,12 @@ const bumpFolderQuery = preparedWrite<{ workspaceId: string; mailboxId: string; 
  * moves it in or out, flips its read flag, changes its labels, its date or a final delivery state) calls this
  * for that folder, with 0, 0 when the counts stay, so that a page's version (`pageAndVersion`) changes with it.
  * Called last in the transaction (lock order: thread, then folder counters in folder-name order).
+ * `bytes`: the raw size of the messages stored (negative: deleted, moved out); the workspace's stored bytes, which
+ * its `stored_bytes` quota is checked against, are the sum of these (`mailUsage`), so every operation that adds,
+ * deletes or moves a message passes its size here.
  */
-export function bumpFolder(db: MailDb, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number): Promise<void> {
-  return bumpFolderQuery(db, { workspaceId, mailboxId, folder, total, unread });
+export function bumpFolder(db: MailDb, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number, bytes: number): Promise<void> {
+  return bumpFolderQuery(db, { workspaceId, mailboxId, folder, total, unread, bytes });
 }
 
 const readThreadQuery = preparedQuery<{ workspaceId: string; threadId: string }, ThreadTable, MailTables>((db, p) =>
@@ -397,7 +401,7 @@ export function createMessageStore() {
     },
 
     /** Raise a folder's counters and modseq (see `bumpFolder`): for the mail store's own operations and its tests. */
-    bumpFolder: (work: Work, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number) => bumpFolder(mailDb(work), workspaceId, mailboxId, folder, total, unread),
+    bumpFolder: (work: Work, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number, bytes = 0) => bumpFolder(mailDb(work), workspaceId, mailboxId, folder, total, unread, bytes),
 
     /** The workspace's mail in numbers: its mailboxes, its counters summed per folder, its threads. */
     async mailStats(work: Work, workspaceId: string): Promise<{ mailboxes: number; folders: Array<{ folder: string; total: number | string; unread: number | string }>; threads: number }> {

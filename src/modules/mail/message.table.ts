@@ -91,6 +91,8 @@ export interface FolderCountTable {
   unread: number;
   /** Raised with every change to a message of the folder (PostgreSQL returns a bigint as a string). */
   modseq: ColumnType<number | string, number | undefined, number>;
+  /** The raw size of the folder's messages summed (a workspace's stored bytes are the sum over its rows). */
+  bytes: ColumnType<number | string, number | undefined, number>;
 }
 
 /** SQLite: the contentless FTS5 index (columns as `SearchDocument`'s fields). Only `rowid` can be read back. */

@@ -1,16 +1,16 @@
 /**
  * Organising stored mail: read flags, folders, labels and deletes. Each operation runs in the caller's transaction
  * and keeps the thread's and folders' counters true, raising the modseq of every folder whose messages it changes
- * (the rule pages' versions stand on, see `bumpFolder`). Lock order everywhere: thread, then folder counters in
- * folder-name order.
+ * (the rule pages' versions stand on, see `bumpFolder`). Lock order everywhere: the message rows changed, then
+ * threads (in id order), then folder counters in folder-name order.
  */
-import { sql } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
 import type { DialectInfo } from '../../db/dialect.js';
 import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
-import type { ThreadTable } from './message.table.js';
-import { bumpFolder, insertLabels, lockThread, mailDb, threadMessageRows, type MailDb, type MessageRef } from './message.store.js';
-
+import type { MailTables } from './mail.table.js';
+import type { MessageTable, ThreadTable } from './message.table.js';
+import { bumpFolder, insertLabels, mailDb, threadMessageRows, type MailDb, type MessageRef } from './message.store.js';
 
 /** The union of the labels of a thread's messages. */
 async function threadLabels(db: MailDb, workspaceId: string, threadId: string): Promise<string[]> {
@@ -26,33 +26,90 @@ async function threadLabels(db: MailDb, workspaceId: string, threadId: string): 
   return rows.map((r) => r.label);
 }
 
+/** The thread's labels from its messages' (after a change of them, or a message left it). */
+async function refreshThreadLabels(db: MailDb, clock: Clock, workspaceId: string, threadId: string): Promise<string[]> {
+  const labels = await threadLabels(db, workspaceId, threadId);
+  await db.updateTable('threads').set({ labels: JSON.stringify(labels), updated_at: clock.now() }).where('workspace_id', '=', workspaceId).where('id', '=', threadId).execute();
+  return labels;
+}
+
+/** After messages left their thread: the thread's counts, latest message and labels from the messages left. */
+async function recountThread(db: MailDb, clock: Clock, workspaceId: string, thread: ThreadTable): Promise<void> {
+  const remaining = await threadMessageRows(db, workspaceId, thread.id);
+  const last = remaining[remaining.length - 1];
+  await db
+    .updateTable('threads')
+    .set({
+      message_count: remaining.length,
+      unread_count: remaining.filter((m) => m.read === 0).length,
+      last_message_at: last ? last.created_at : thread.last_message_at,
+      snippet: last ? last.snippet : thread.snippet,
+      updated_at: clock.now(),
+    })
+    .where('workspace_id', '=', workspaceId)
+    .where('id', '=', thread.id)
+    .execute();
+  await refreshThreadLabels(db, clock, workspaceId, thread.id);
+}
+
+/** What a delete returns of each message it removed: what its thread, its folder's counters (and a usage count) need. */
+export type RemovedMessage = Pick<MessageTable, 'id' | 'thread_id' | 'mailbox_id' | 'folder' | 'read' | 'size'>;
+
+/** A further condition on the messages a delete may remove (checked on each row as the delete reaches it). */
+export type RemoveGuard = (eb: ExpressionBuilder<MailTables, 'messages'>) => Expression<SqlBool>;
+
+/**
+ * Each thread that lost messages, locked in one statement in id order (PostgreSQL), then deleted when none is left
+ * (one statement for all of them) or counted again.
+ */
+async function settleThreads(db: MailDb, deps: { clock: Clock; dialect: DialectInfo }, workspaceId: string, removed: readonly RemovedMessage[]): Promise<void> {
+  const perThread = new Map<string, number>();
+  for (const row of removed) perThread.set(row.thread_id, (perThread.get(row.thread_id) ?? 0) + 1);
+  if (perThread.size === 0) return;
+  let query = db.selectFrom('threads').selectAll().where('workspace_id', '=', workspaceId).where('id', 'in', [...perThread.keys()]).orderBy('id');
+  if (deps.dialect.supportsRowLocks) query = query.forUpdate();
+  const threads = await query.execute();
+  const emptied = new Set(threads.filter((t) => t.message_count <= perThread.get(t.id)!).map((t) => t.id));
+  if (emptied.size > 0) await db.deleteFrom('threads').where('workspace_id', '=', workspaceId).where('id', 'in', [...emptied]).execute();
+  for (const thread of threads) if (!emptied.has(thread.id)) await recountThread(db, deps.clock, workspaceId, thread);
+}
+
+/** Each folder that lost messages: its counters (bytes too, which the `stored_bytes` quota sums) lowered and its modseq raised, in folder-name order. */
+async function settleFolders(db: MailDb, workspaceId: string, removed: readonly RemovedMessage[]): Promise<void> {
+  const perFolder = new Map<string, { mailboxId: string; folder: string; total: number; unread: number; bytes: number }>();
+  for (const row of removed) {
+    const key = `${row.mailbox_id}\u0000${row.folder}`;
+    const counts = perFolder.get(key) ?? { mailboxId: row.mailbox_id, folder: row.folder, total: 0, unread: 0, bytes: 0 };
+    counts.total -= 1;
+    counts.bytes -= row.size;
+    if (row.read !== 1) counts.unread -= 1;
+    perFolder.set(key, counts);
+  }
+  for (const key of [...perFolder.keys()].sort()) {
+    const c = perFolder.get(key)!;
+    await bumpFolder(db, workspaceId, c.mailboxId, c.folder, c.total, c.unread, c.bytes);
+  }
+}
+
+/**
+ * THE delete path of messages: a user's `DELETE /messages/{id}` and the retention sweep both come here, in the
+ * caller's transaction. One DELETE removes the messages (their contents, attachments, labels and search-index rows go
+ * with them: foreign keys, and on SQLite the index key's trigger) and returns each as it was when removed, so the
+ * counters follow the rows really removed, not an earlier read. Then their threads, then their folders' counters and
+ * modseq (lock order: message rows, threads, counters), stored bytes included.
+ */
+export async function removeMessages(db: MailDb, deps: { clock: Clock; dialect: DialectInfo }, workspaceId: string, ids: readonly string[], guard?: RemoveGuard): Promise<RemovedMessage[]> {
+  if (ids.length === 0) return [];
+  let query = db.deleteFrom('messages').where('messages.workspace_id', '=', workspaceId).where('messages.id', 'in', ids);
+  if (guard) query = query.where(guard);
+  const removed = await query.returning(['id', 'thread_id', 'mailbox_id', 'folder', 'read', 'size']).execute();
+  await settleThreads(db, deps, workspaceId, removed);
+  await settleFolders(db, workspaceId, removed);
+  return removed;
+}
+
 /** Organising operations (see the top of this file). */
 export function createOrganizeStore({ clock, dialect }: { clock: Clock; dialect: DialectInfo }) {
-  async function refreshThreadLabels(db: MailDb, workspaceId: string, threadId: string): Promise<string[]> {
-    const labels = await threadLabels(db, workspaceId, threadId);
-    await db.updateTable('threads').set({ labels: JSON.stringify(labels), updated_at: clock.now() }).where('workspace_id', '=', workspaceId).where('id', '=', threadId).execute();
-    return labels;
-  }
-
-  /** After a message left its thread: the thread's counts, latest message and labels from the messages left. */
-  async function recountThread(db: MailDb, workspaceId: string, thread: ThreadTable): Promise<void> {
-    const remaining = await threadMessageRows(db, workspaceId, thread.id);
-    const last = remaining[remaining.length - 1];
-    await db
-      .updateTable('threads')
-      .set({
-        message_count: remaining.length,
-        unread_count: remaining.filter((m) => m.read === 0).length,
-        last_message_at: last ? last.created_at : thread.last_message_at,
-        snippet: last ? last.snippet : thread.snippet,
-        updated_at: clock.now(),
-      })
-      .where('workspace_id', '=', workspaceId)
-      .where('id', '=', thread.id)
-      .execute();
-    await refreshThreadLabels(db, workspaceId, thread.id);
-  }
-
   return {
     /** Flip a message's read flag and keep folder and thread counters true; false when nothing changed. */
     async markRead(work: Work, workspaceId: string, row: MessageRef, read: boolean): Promise<boolean> {
@@ -72,7 +129,7 @@ export function createOrganizeStore({ clock, dialect }: { clock: Clock; dialect:
         .where('workspace_id', '=', workspaceId)
         .where('id', '=', row.thread_id)
         .execute();
-      await bumpFolder(db, workspaceId, row.mailbox_id, row.folder, 0, delta);
+      await bumpFolder(db, workspaceId, row.mailbox_id, row.folder, 0, delta, 0);
       return true;
     },
 
@@ -94,22 +151,12 @@ export function createOrganizeStore({ clock, dialect }: { clock: Clock; dialect:
         [folder, 1],
       ];
       changes.sort(([a], [b]) => a.localeCompare(b));
-      for (const [name, sign] of changes) await bumpFolder(db, workspaceId, row.mailbox_id, name, sign, sign * unread);
+      for (const [name, sign] of changes) await bumpFolder(db, workspaceId, row.mailbox_id, name, sign, sign * unread, sign * row.size);
     },
 
-    /** Delete a message; its thread goes with its last message, else is counted again. */
+    /** Delete a message; its thread goes with its last message, else is counted again (see `removeMessages`). */
     async deleteMessage(work: Work, workspaceId: string, row: MessageRef): Promise<void> {
-      const db = mailDb(work);
-      const thread = await lockThread(db, workspaceId, row.thread_id, dialect.supportsRowLocks);
-      await db.deleteFrom('messages').where('workspace_id', '=', workspaceId).where('id', '=', row.id).execute();
-      const unread = row.read === 1 ? 0 : 1;
-      await bumpFolder(db, workspaceId, row.mailbox_id, row.folder, -1, -unread);
-      if (!thread) return;
-      if (thread.message_count <= 1) {
-        await db.deleteFrom('threads').where('workspace_id', '=', workspaceId).where('id', '=', thread.id).execute();
-        return;
-      }
-      await recountThread(db, workspaceId, thread);
+      await removeMessages(mailDb(work), { clock, dialect }, workspaceId, [row.id]);
     },
 
     /**
@@ -134,11 +181,11 @@ export function createOrganizeStore({ clock, dialect }: { clock: Clock; dialect:
      */
     async labelsChanged(work: Work, workspaceId: string, threadId: string, messages: ReadonlyArray<Pick<MessageRef, 'mailbox_id' | 'folder'>>): Promise<string[]> {
       const db = mailDb(work);
-      const labels = await refreshThreadLabels(db, workspaceId, threadId);
+      const labels = await refreshThreadLabels(db, clock, workspaceId, threadId);
       const folders = new Map(messages.map((r) => [`${r.mailbox_id}\u0000${r.folder}`, r]));
       for (const key of [...folders.keys()].sort()) {
         const row = folders.get(key)!;
-        await bumpFolder(db, workspaceId, row.mailbox_id, row.folder, 0, 0);
+        await bumpFolder(db, workspaceId, row.mailbox_id, row.folder, 0, 0, 0);
       }
       return labels;
     },

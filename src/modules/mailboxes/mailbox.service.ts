@@ -45,9 +45,11 @@ export interface MailboxDeps {
   store: Pick<ReceivedMailStore, 'createMailbox' | 'listMailboxes' | 'findMailbox' | 'deleteMailbox'>;
   /** Whether a workspace exists (the operator names it by id). */
   workspaceExists: (workspaceId: string) => Promise<boolean>;
+  /** The workspace's quota of mailboxes (`QuotaService.checkMailboxes`), checked in the creating transaction. */
+  quota: { checkMailboxes(trx: Work, workspaceId: string): Promise<void> };
 }
 
-export function createMailboxService({ work, clock, domains, store, workspaceExists }: MailboxDeps): MailboxService {
+export function createMailboxService({ work, clock, domains, store, workspaceExists, quota }: MailboxDeps): MailboxService {
   async function find(tenant: TenantContext, addressInput: string): Promise<MailboxRow> {
     const address = normalizeEmail(addressInput);
     const row = address ? await store.findMailbox(work, tenant.workspaceId, address) : undefined;
@@ -77,6 +79,8 @@ export function createMailboxService({ work, clock, domains, store, workspaceExi
         if (!(await domains.isAllowedDomain(workspaceId, domain, trx, true))) {
           throw invalid('domain_not_allowed', `${domain} is neither a hosted domain nor a verified sending domain of this workspace`);
         }
+        // The operator, who sets the quotas, may create past them (a reserved address, a migration).
+        if (!operator) await quota.checkMailboxes(trx, workspaceId);
         await store.createMailbox(trx, row);
       });
     } catch (err) {

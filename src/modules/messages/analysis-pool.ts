@@ -62,5 +62,6 @@ export function createThreadedAnalyzer(options: { threads: number; dnsServers: r
   return {
     analyze: (raw, context) => pool.run({ raw, context }),
     close: () => pool.close(),
+    threadStats: () => pool.stats(),
   };
 }

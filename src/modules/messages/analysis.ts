@@ -13,6 +13,8 @@ export interface MessageAnalyzer {
   analyze(raw: Buffer, context: AuthContext): Promise<Analysis>;
   /** Stop any threads; further calls analyze in the calling thread. */
   close(): Promise<void>;
+  /** Threaded: tasks waiting for a thread, and threads replaced since start (metrics). */
+  threadStats?(): { queued: number; restarts: number };
 }
 
 /** Header lines as `{name, value}` pairs, unfolded (RFC 5322 section 2.2.3). */

@@ -15,6 +15,8 @@ import { parseDsn, parseFeedbackReport, type DsnRecipient, type FeedbackReport }
 import { isPermanentStatus } from '../suppressions/suppression.service.js';
 import type { Clock } from '../../lib/clock.js';
 import type { ReturnPaths } from '../../lib/verp.js';
+import type { QuotaService } from '../quotas/quota.service.js';
+import { quotaExceeded } from '../quotas/quota.types.js';
 
 /** The SMTP envelope and connection facts of one transaction. */
 export interface Envelope {
@@ -34,11 +36,16 @@ export interface Recipient {
    * null for the whole-message return address of a message sent before return paths named their recipient.
    */
   reportRecipient?: string | null | undefined;
+  /**
+   * The recipient's workspace has a `stored_bytes` quota: its mail may be refused at the end of DATA, so the SMTP
+   * transport keeps it out of a transaction with another workspace's recipients (which that refusal would delay).
+   */
+  storageLimited?: boolean | undefined;
 }
 
 export type RecipientVerdict =
   | { ok: true; recipient: Recipient }
-  | { ok: false; reason: 'no_mailbox' | 'refused'; detail: string };
+  | { ok: false; reason: 'no_mailbox' | 'refused' | 'mailbox_full'; detail: string };
 
 /** One SMTP transaction's message once it is parsed and authenticated: what storing it needs. */
 interface AnalyzedDelivery {
@@ -87,6 +94,10 @@ export interface InboundDeps {
   commits: GroupCommit;
   /** Sandbox mode: the catch-all mailbox of an address that has none of its own (modules/sandbox). */
   catchAll?: ((address: string) => Promise<MailboxAddress | undefined>) | undefined;
+  /** Whether a workspace is being deleted: its addresses are unknown from then on (a suspended one still receives). */
+  workspaceGone?: ((workspaceId: string) => Promise<boolean>) | undefined;
+  /** The recipients' workspaces' `stored_bytes` quotas (modules/quotas). */
+  storage: Pick<QuotaService, 'storageRefusal' | 'limitsOf'>;
 }
 
 type MailboxAddress = { id: string; workspace_id: string; address: string };
@@ -114,7 +125,19 @@ function reportRecipientOf(outbound: { mail_from: string; recipients_json: strin
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ work, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, commits, catchAll }: InboundDeps): InboundService {
+export function createInboundService({ work, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, commits, catchAll, workspaceGone, storage }: InboundDeps): InboundService {
+  /**
+   * Each recipient's workspace judged on its own: would this message take it past its stored bytes? Refused whole
+   * (452 4.2.2 at the end of DATA) when one would, before any parsing; nothing is stored, so nothing is lost.
+   */
+  async function checkStorage(recipients: readonly Recipient[], size: number): Promise<void> {
+    const workspaces = new Set(recipients.filter((r) => !r.reportFor).map((r) => r.workspaceId));
+    for (const workspaceId of workspaces) {
+      const refusal = await storage.storageRefusal(workspaceId, size);
+      if (refusal) throw quotaExceeded('stored_bytes', `mailbox full (workspace ${workspaceId}): ${refusal}`);
+    }
+  }
+  const gone = async (workspaceId: string): Promise<boolean> => (workspaceGone ? workspaceGone(workspaceId) : false);
 
   /**
    * A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the
@@ -230,12 +253,12 @@ export function createInboundService({ work, clock, events, store, lists, analyz
         const reportFor = returnPath.messageId;
         const outbound = await store.bounceTarget(work, reportFor);
         const reportRecipient = outbound ? reportRecipientOf(outbound, returnPath, returnPaths) : undefined;
-        if (!outbound || reportRecipient === undefined) return { ok: false, reason: 'no_mailbox', detail: `no message behind ${rawAddress}` };
+        if (!outbound || reportRecipient === undefined || (await gone(outbound.workspace_id))) return { ok: false, reason: 'no_mailbox', detail: `no message behind ${rawAddress}` };
         return { ok: true, recipient: { workspaceId: outbound.workspace_id, mailboxId: '', address: rawAddress.toLowerCase(), reportFor, reportRecipient } };
       }
       const address = normalizeEmail(rawAddress);
       const mailbox = address ? ((await store.mailboxForRecipient(work, address)) ?? (await catchAll?.(address))) : undefined;
-      if (!mailbox) return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
+      if (!mailbox || (await gone(mailbox.workspace_id))) return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
       const sender = normalizeEmail(envelope.mailFrom);
       const verdict = await lists.evaluate(work, mailbox.workspace_id, 'inbound', { address: sender, ip: envelope.remoteIp });
       if (verdict.decision === 'refuse') {
@@ -249,10 +272,17 @@ export function createInboundService({ work, clock, events, store, lists, analyz
         logger.info({ recipient: mailbox.address, from: envelope.mailFrom, ip: envelope.remoteIp, reason: verdict.reason }, 'inbound mail refused by lists');
         return { ok: false, reason: 'refused', detail: verdict.reason };
       }
-      return { ok: true, recipient: { workspaceId: mailbox.workspace_id, mailboxId: mailbox.id, address: mailbox.address } };
+      const full = await storage.storageRefusal(mailbox.workspace_id, 0);
+      if (full) {
+        logger.info({ recipient: mailbox.address, workspace: mailbox.workspace_id, detail: full }, 'inbound mail deferred: the workspace is at its storage quota');
+        return { ok: false, reason: 'mailbox_full', detail: full };
+      }
+      const storageLimited = (await storage.limitsOf(mailbox.workspace_id)).stored_bytes !== null;
+      return { ok: true, recipient: { workspaceId: mailbox.workspace_id, mailboxId: mailbox.id, address: mailbox.address, ...(storageLimited ? { storageLimited } : {}) } };
     },
 
     async deliver(raw, envelope, recipients) {
+      await checkStorage(recipients, raw.length);
       const context = { ip: envelope.remoteIp, helo: envelope.helo, sender: envelope.mailFrom };
       // The workspace that asked for this mail at RCPT; the sender's address should no recipient name one.
       const owner = recipients[0]?.workspaceId ?? `sender:${envelope.mailFrom.toLowerCase()}`;

@@ -1,3 +1,4 @@
+import { deleteWorkspaceBatch } from '../../db/purge.js';
 import { tablesOf, type Work } from '../../db/tables.js';
 import type { SandboxCatchAllTable, SandboxDnsRecordTable, SandboxMessageTable, SandboxTables } from './sandbox.table.js';
 
@@ -75,6 +76,15 @@ export function createSandboxStore() {
     async deleteCatchAll(work: Work, workspaceId: string, domain: string): Promise<boolean> {
       const result = await of(work).deleteFrom('sandbox_catch_alls').where('workspace_id', '=', workspaceId).where('domain', '=', domain).executeTakeFirst();
       return Number(result.numDeletedRows) > 0;
+    },
+
+    /** One batch of a deleted workspace's rows, captured mail, DNS records, catch-alls (at most `limit` each); 0 once none is left. */
+    async purgeWorkspaceBatch(work: Work, workspaceId: string, limit: number): Promise<number> {
+      return (
+        (await deleteWorkspaceBatch(of(work), 'sandbox_messages', 'id', workspaceId, limit)) ||
+        (await deleteWorkspaceBatch(of(work), 'sandbox_dns_records', 'id', workspaceId, limit)) ||
+        deleteWorkspaceBatch(of(work), 'sandbox_catch_alls', 'domain', workspaceId, limit)
+      );
     },
   };
 }

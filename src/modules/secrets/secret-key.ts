@@ -4,7 +4,8 @@ import { ConfigError, type Config } from '../../config/config.js';
 import type { Work } from '../../db/tables.js';
 import type { SecretKeyStore } from './secret-key.store.js';
 import type { Clock } from '../../lib/clock.js';
-import { newSecretKey, parseSecretKey, SecretBoxError, type SecretBox } from '../../lib/secret-box.js';
+import { conflict } from '../../lib/errors.js';
+import { createSecretBox, newSecretKey, parseSecretKey, SecretBoxError, type SecretBox } from '../../lib/secret-box.js';
 
 /** The key file made beside a SQLite database when MAILROOM_SECRET_KEY is unset. */
 export const KEY_FILE_NAME = 'secret.key';
@@ -79,4 +80,61 @@ export async function checkSecretKey(work: Work, store: Pick<SecretKeyStore, 'se
     'MAILROOM_SECRET_KEY: the secrets stored in this database were encrypted with another key; start with the key they were stored with' +
       ` (unset, the key is the ${KEY_FILE_NAME} file beside the SQLite database)`,
   ]);
+}
+
+/** Where the key of a configuration comes from: the environment, or the key file beside the SQLite database. */
+export type SecretKeySource = { kind: 'environment' } | { kind: 'file'; path: string } | { kind: 'none' };
+
+/** Where `loadSecretKey` takes the key from for this configuration (without reading or making anything). */
+export function secretKeySource(config: Pick<Config, 'secretKey' | 'databaseUrl'>): SecretKeySource {
+  if (config.secretKey !== null) return { kind: 'environment' };
+  if (!config.databaseUrl.startsWith('sqlite:') || config.databaseUrl === 'sqlite::memory:') return { kind: 'none' };
+  return { kind: 'file', path: join(dirname(config.databaseUrl.slice('sqlite:'.length)), KEY_FILE_NAME) };
+}
+
+/** The key a process would use for this configuration if it exists already (no key file is made); null if none. */
+export function existingSecretKey(config: Pick<Config, 'secretKey' | 'databaseUrl'>): Buffer | null {
+  const source = secretKeySource(config);
+  if (source.kind === 'environment') return parseSecretKey(config.secretKey!);
+  if (source.kind === 'file') {
+    try {
+      return readKeyFile(source.path);
+    } catch (err) {
+      if (isErrno(err, 'ENOENT')) return null;
+      throw err;
+    }
+  }
+  return null;
+}
+
+/**
+ * Whether the key opens a database's stored secrets, read only: `opens`, `other_key`, or `unchecked` for a
+ * database that has never been started (no check value yet, so no secret sealed either).
+ */
+export async function secretKeyOpens(work: Work, store: Pick<SecretKeyStore, 'sealedCheck'>, box: SecretBox): Promise<'opens' | 'other_key' | 'unchecked'> {
+  const sealed = await store.sealedCheck(work, CHECK_NAME);
+  if (sealed === undefined) return 'unchecked';
+  try {
+    return box.open(sealed, CHECK_CONTEXT) === CHECK_TEXT ? 'opens' : 'other_key';
+  } catch (err) {
+    if (err instanceof SecretBoxError) return 'other_key';
+    throw err;
+  }
+}
+
+/**
+ * Before a restore puts a database in place: the key the service will start with there must open its secrets (else
+ * it would refuse to start, exit 78). A database never started has sealed nothing yet, and any key will do.
+ */
+export async function checkKeyForRestore(config: Pick<Config, 'secretKey' | 'databaseUrl'>, work: Work, store: Pick<SecretKeyStore, 'sealedCheck'>): Promise<void> {
+  if ((await store.sealedCheck(work, CHECK_NAME)) === undefined) return;
+  const source = secretKeySource(config);
+  const place = source.kind === 'file' ? `the key file ${source.path}` : 'MAILROOM_SECRET_KEY';
+  const key = existingSecretKey(config);
+  if (!key) {
+    throw conflict('secret_key_missing', `the backup's secrets are sealed with a secret key and there is none at ${place}: put the key kept with the backup there (or set MAILROOM_SECRET_KEY to it), then restore again`);
+  }
+  if ((await secretKeyOpens(work, store, createSecretBox(key))) !== 'opens') {
+    throw conflict('secret_key_mismatch', `${place} holds another key than the one the backup's secrets were sealed with: put the key kept with the backup there, then restore again`);
+  }
 }

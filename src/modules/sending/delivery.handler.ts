@@ -1,6 +1,7 @@
 import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../lib/logger.js';
+import type { Metrics } from '../../lib/metrics.js';
 import { backoffDelay, type BackoffPolicy } from '../../jobs/backoff.js';
 import type { JobHandler, JobOutcome } from '../../jobs/worker.js';
 import type { DomainService } from '../domains/domain.service.js';
@@ -39,6 +40,8 @@ export interface DeliveryDeps {
   /** A message not accepted after this long fails (RFC 5321 section 4.5.4.1). */
   maxAgeMs: number;
   concurrency?: number;
+  /** Counts the recipients of each recorded run by where it left them. */
+  metrics?: Pick<Metrics, 'delivery'>;
   /** Delivery jobs of one workspace running at once in every process together (MAILROOM_QUEUE_WORKSPACE_CONCURRENCY); unset = no cap. */
   workspaceConcurrency?: number;
 }
@@ -56,6 +59,8 @@ interface Run {
   job: DeliveryJob;
   start: RunStart;
   recipients: RecipientState[];
+  /** The recipients that were pending when the run started (the same objects, which the run updates). */
+  started: RecipientState[];
   attempts: Attempt[];
   emit: Emitted[];
   suppress: Suppressed[];
@@ -177,8 +182,16 @@ type Context = DeliveryDeps & { backoff: BackoffPolicy };
 
 const isoNow = (clock: Clock) => new Date(clock.now()).toISOString();
 
+/** The run's recipients by where it left them, once it is recorded. */
+function countOutcomes(ctx: Context, run: Run): void {
+  if (!ctx.metrics) return;
+  const counts = { accepted: 0, deferred: 0, failed: 0, unknown: 0 };
+  for (const r of run.started) counts[r.status === 'pending' ? 'deferred' : r.status] += 1;
+  for (const [outcome, n] of Object.entries(counts) as Array<[keyof typeof counts, number]>) ctx.metrics.delivery(outcome, n);
+}
+
 /** Record the run's outcome with its events; false when the run lost its lease and nothing was written. */
-function settle(ctx: Context, run: Run, status: DeliveryStatus, lastError: string | null, outcome: Exclude<JobOutcome, { type: 'settled' }>): Promise<boolean> {
+async function settle(ctx: Context, run: Run, status: DeliveryStatus, lastError: string | null, outcome: Exclude<JobOutcome, { type: 'settled' }>): Promise<boolean> {
   let emitted: EmitInput[] = [];
   if (run.emit.length > 0) {
     const view = toMessageListView(run.start.message);
@@ -190,7 +203,9 @@ function settle(ctx: Context, run: Run, status: DeliveryStatus, lastError: strin
   const { workspace_id, message_id } = run.start.delivery;
   const now = ctx.clock.now();
   const suppressions = run.suppress.map((x): SuppressionTable => ({ workspace_id, address: x.address, reason: 'hard_bounce', detail: x.detail, status_code: x.status, message_id, created_at: now }));
-  return ctx.mail.settleDeliveryRun(run.job, { status, recipients, attempts, lastError, smtpResponse, events: emitted, suppressions, outcome, backoff: ctx.backoff });
+  const recorded = await ctx.mail.settleDeliveryRun(run.job, { status, recipients, attempts, lastError, smtpResponse, events: emitted, suppressions, outcome, backoff: ctx.backoff });
+  if (recorded) countOutcomes(ctx, run);
+  return recorded;
 }
 
 /** A worker died (or its lease ran out) after DATA began: the peer may have the message. Never resend. */
@@ -296,7 +311,8 @@ async function handle(ctx: Context, job: DeliveryJob): Promise<JobOutcome> {
   if (!start) return DONE;
   const { delivery } = start;
   if (delivery.status === 'accepted' || delivery.status === 'failed' || delivery.status === 'unknown' || delivery.status === 'cancelled') return DONE;
-  const run: Run = { job, start, recipients: delivery.recipients, attempts: delivery.attempts, emit: [], suppress: [], lastResponse: delivery.smtp_response, lastError: null };
+  const started = delivery.recipients.filter((r) => r.status === 'pending');
+  const run: Run = { job, start, recipients: delivery.recipients, started, attempts: delivery.attempts, emit: [], suppress: [], lastResponse: delivery.smtp_response, lastError: null };
   const now = ctx.clock.now();
   if (delivery.data_started_at !== null) return settleInterrupted(ctx, run, now);
   // A scheduled message ages from its send_at: waiting 30 days for it is not failing to deliver it.

@@ -113,6 +113,14 @@ export interface SendingDeps {
   maxAttempts?: number;
   /** Builds the message (compose-pool.ts: large ones on a thread); composeMessage in this thread by default. */
   compose?: Composer;
+  /** The workspace's hourly and daily send quotas (modules/quotas): checked before a send, counted in its transaction. */
+  quota: SendQuota;
+}
+
+/** What a send asks of the quotas (`QuotaService.checkSend` and `countSend`). */
+export interface SendQuota {
+  checkSend(conn: Work, workspaceId: string, count: number): Promise<void>;
+  countSend(trx: Work, workspaceId: string, count: number): Promise<void>;
 }
 
 type Checked = { mailbox: { id: string; address: string }; fromDomain: string; to: string[]; cc: string[]; all: string[]; suppressed: string[]; subject: string; replyTo: string | undefined; fromName: string };
@@ -121,7 +129,7 @@ type Composed = { messageId: string; now: number; raw: Buffer; parsed: ParsedMes
 type Prepared = { checked: Checked; composed: Composed; sendAt: number | null };
 
 export function createSendingService(deps: SendingDeps): SendingService {
-  const { work, clock, events, mail, queue, domains, returnPaths, commits } = deps;
+  const { work, clock, events, mail, queue, domains, returnPaths, commits, quota } = deps;
   const composer = deps.compose ?? composeMessage;
 
   /**
@@ -264,6 +272,8 @@ export function createSendingService(deps: SendingDeps): SendingService {
   async function prepare(tenant: TenantContext, input: SendInput, conn: Work, record: boolean): Promise<Prepared> {
     const sendAt = scheduledTime(input.send_at, clock.now());
     const checked = await check(tenant, input, conn, record);
+    // Before composing: a workspace over its quota costs no work (the count in `write` is the one that holds).
+    await quota.checkSend(conn, tenant.workspaceId, 1);
     return { checked, composed: await compose(input, checked, sendAt), sendAt };
   }
 
@@ -294,6 +304,8 @@ export function createSendingService(deps: SendingDeps): SendingService {
       ...(sendAt === null ? {} : { runAt: sendAt }),
     });
     await mail.recordOutbound(trx, { workspaceId: tenant.workspaceId, messageId, status, mailFrom, recipients: all, sendAt, jobId, now });
+    // Counted where it is written (a scheduled message when it is accepted): past a quota the whole send rolls back.
+    await quota.countSend(trx, tenant.workspaceId, 1);
     const schedule = sendAt === null ? {} : { send_at: iso(sendAt) };
     await events.emit(asWork(trx), { workspaceId: tenant.workspaceId, type: 'message.sent', data: { ...toMessageListView(row), status, ...schedule } });
     return { message_id: messageId, status, ...schedule };
@@ -325,6 +337,8 @@ export function createSendingService(deps: SendingDeps): SendingService {
 
     async enqueueBatch(tenant, inputs) {
       if (inputs.length > MAX_BATCH_MESSAGES) throw invalid('invalid_request', `at most ${MAX_BATCH_MESSAGES} messages in a batch`);
+      // A batch fits the send quotas whole or is refused whole (429), before any message is checked or composed.
+      await quota.checkSend(work, tenant.workspaceId, inputs.length);
       // Checked and composed before the transaction, as a single send is; a refusal is recorded there (check's own
       // transaction) and answered in its place. Anything but a refusal is a failure of the whole batch.
       const prepared = await Promise.all(

@@ -2,7 +2,9 @@ import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { DomainError, invalid, notFound, withFields } from '../../lib/errors.js';
-import type { TenantContext } from '../tenancy/tenancy.types.js';
+import { actorOf, type TenantContext } from '../tenancy/tenancy.types.js';
+import { AUDIT_ACTIONS } from '../audit/audit.actions.js';
+import type { AuditLog } from '../audit/audit.service.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import type { SendingMailStore } from '../mail/sending-mail.store.js';
 import { SUPPRESSION_REASONS, type SuppressionReason, type SuppressionTable } from '../mail/suppression.table.js';
@@ -71,9 +73,14 @@ export interface SuppressionDeps {
   work: Work;
   clock: Clock;
   mail: Pick<SendingMailStore, 'suppressOne' | 'listSuppressions' | 'countSuppressions' | 'findSuppression' | 'unsuppress'>;
+  /** Entries added and lifted by a person, in the audit log (bounces and complaints are the events' to tell). */
+  audit: Pick<AuditLog, 'record'>;
 }
 
-export function createSuppressionService({ work, clock, mail }: SuppressionDeps): SuppressionService {
+export function createSuppressionService({ work, clock, mail, audit }: SuppressionDeps): SuppressionService {
+  const record = (trx: Work, tenant: TenantContext, action: (typeof AUDIT_ACTIONS)['suppressionAdded' | 'suppressionRemoved'], row: SuppressionTable) =>
+    audit.record(trx, { workspaceId: tenant.workspaceId, action, actor: actorOf(tenant), target: { kind: 'suppression', id: row.address }, details: { reason: row.reason, detail: row.detail } });
+
   async function findOrThrow(tenant: TenantContext, rawAddress: string): Promise<SuppressionTable> {
     const address = normalizeEmail(rawAddress);
     const row = address ? await mail.findSuppression(work, tenant.workspaceId, address) : undefined;
@@ -96,7 +103,12 @@ export function createSuppressionService({ work, clock, mail }: SuppressionDeps)
       const detail = input.detail?.trim() || null;
       if (detail && detail.length > MAX_DETAIL_LENGTH) throw invalid('invalid_request', `detail must be at most ${MAX_DETAIL_LENGTH} characters`);
       const row: SuppressionTable = { workspace_id: tenant.workspaceId, address, reason: 'manual', detail, status_code: null, message_id: null, created_at: clock.now() };
-      const created = await mail.suppressOne(work, row);
+      const created = await work.transaction().execute(async (trx) => {
+        // An address suppressed already changes nothing, and records nothing.
+        if (!(await mail.suppressOne(trx, row))) return false;
+        await record(trx, tenant, AUDIT_ACTIONS.suppressionAdded, row);
+        return true;
+      });
       // An address suppressed already keeps its row: a manual add does not hide the bounce or complaint that came first.
       const stored = created ? row : await mail.findSuppression(work, tenant.workspaceId, address);
       if (!stored) throw new Error('suppression vanished after a conflicting insert');
@@ -105,7 +117,10 @@ export function createSuppressionService({ work, clock, mail }: SuppressionDeps)
 
     async remove(tenant, address) {
       const row = await findOrThrow(tenant, address);
-      await mail.unsuppress(work, tenant.workspaceId, row.address);
+      await work.transaction().execute(async (trx) => {
+        await mail.unsuppress(trx, tenant.workspaceId, row.address);
+        await record(trx, tenant, AUDIT_ACTIONS.suppressionRemoved, row);
+      });
       return toView(row);
     },
   };

@@ -6,6 +6,9 @@ import { newId } from '../../lib/ids.js';
 import { hashPassword } from '../../lib/secrets.js';
 import { insertApiKey as createApiKeyRow, insertUser as createUserRow } from './credentials.js';
 import type { Role } from './tenancy.table.js';
+import { AUDIT_ACTIONS, type AuditAction } from '../audit/audit.actions.js';
+import type { AuditLog } from '../audit/audit.service.js';
+import { OPERATOR } from './tenancy.types.js';
 import type { TenancyStore } from './tenancy.store.js';
 import { MAX_WORKSPACE_NAME_LENGTH, checkEmail, checkPassword, checkRole } from './validation.js';
 
@@ -31,9 +34,15 @@ function checkWorkspaceName(name: string): string {
 /** The tenancy operations the operator commands use. */
 export type AdminStore = Pick<TenancyStore, 'findUserByEmail' | 'findWorkspace' | 'insertMembership' | 'insertWorkspace' | 'insertUser' | 'insertApiKey'>;
 
-export function createAdminService({ work, store, clock }: { work: Work; store: AdminStore; clock: Clock }): AdminService {
+export function createAdminService({ work, store, clock, audit }: { work: Work; store: AdminStore; clock: Clock; audit: Pick<AuditLog, 'record'> }): AdminService {
+  /** The operator's changes to a workspace, recorded with actor `operator` (no address: the command line). */
+  const record = (trx: Work, workspaceId: string, action: AuditAction, target: { kind: string; id: string } | null, details?: Record<string, unknown>) =>
+    audit.record(trx, { workspaceId, action, actor: OPERATOR, target, details });
+
   async function insertApiKey(trx: Work, workspaceId: string | null) {
     const { token, row } = await createApiKeyRow(store, trx, clock, workspaceId);
+    // A platform key belongs to no workspace, so no workspace's log holds it.
+    if (workspaceId !== null) await record(trx, workspaceId, AUDIT_ACTIONS.apiKeyCreated, { kind: 'api_key', id: row.id }, { name: row.name });
     return { api_key: token, key_id: row.id, workspace_id: workspaceId };
   }
 
@@ -47,8 +56,10 @@ export function createAdminService({ work, store, clock }: { work: Work; store: 
         const now = clock.now();
         const workspaceId = newId('ws');
         await store.insertWorkspace(trx, { id: workspaceId, name, created_at: now });
+        await record(trx, workspaceId, AUDIT_ACTIONS.workspaceCreated, { kind: 'workspace', id: workspaceId }, { name });
         const userId = await createUserRow(store, trx, clock, email, passwordHash);
         await store.insertMembership(trx, { workspace_id: workspaceId, user_id: userId, role: 'owner', created_at: now });
+        await record(trx, workspaceId, AUDIT_ACTIONS.memberAdded, { kind: 'user', id: userId }, { email, role: 'owner', user_created: true });
         const { api_key } = await insertApiKey(trx, workspaceId);
         return { workspace_id: workspaceId, user_id: userId, api_key };
       });
@@ -64,7 +75,10 @@ export function createAdminService({ work, store, clock }: { work: Work; store: 
     async createWorkspace(input) {
       const name = checkWorkspaceName(input.name);
       const id = newId('ws');
-      await store.insertWorkspace(work, { id, name, created_at: clock.now() });
+      await work.transaction().execute(async (trx) => {
+        await store.insertWorkspace(trx, { id, name, created_at: clock.now() });
+        await record(trx, id, AUDIT_ACTIONS.workspaceCreated, { kind: 'workspace', id }, { name });
+      });
       return { workspace_id: id, name };
     },
 
@@ -72,11 +86,15 @@ export function createAdminService({ work, store, clock }: { work: Work; store: 
       const role = checkRole(input.role);
       const email = checkEmail(input.email);
       const workspace = await store.findWorkspace(work, input.workspace);
-      if (!workspace) throw notFound('workspace_not_found', `no workspace ${input.workspace}`);
+      // A workspace being deleted is gone: nothing new is added to it.
+      if (!workspace || workspace.state === 'deleting') throw notFound('workspace_not_found', `no workspace ${input.workspace}`);
       const user = await store.findUserByEmail(work, email);
       if (!user) throw notFound('user_not_found', `no user with email ${email}`);
       try {
-        await store.insertMembership(work, { workspace_id: workspace.id, user_id: user.id, role, created_at: clock.now() });
+        await work.transaction().execute(async (trx) => {
+          await store.insertMembership(trx, { workspace_id: workspace.id, user_id: user.id, role, created_at: clock.now() });
+          await record(trx, workspace.id, AUDIT_ACTIONS.memberAdded, { kind: 'user', id: user.id }, { email, role, user_created: false });
+        });
       } catch (err) {
         if (isUniqueViolation(err)) throw conflict('already_member', `${email} is already a member of ${workspace.id}`);
         throw err;
@@ -89,8 +107,9 @@ export function createAdminService({ work, store, clock }: { work: Work; store: 
       if (input.platform) return insertApiKey(work, null);
       if (!input.workspace) throw invalid('invalid_request', 'a workspace id (or --platform) is required');
       const workspace = await store.findWorkspace(work, input.workspace);
-      if (!workspace) throw notFound('workspace_not_found', `no workspace ${input.workspace}`);
-      return insertApiKey(work, workspace.id);
+      // A workspace being deleted is gone: nothing new is added to it.
+      if (!workspace || workspace.state === 'deleting') throw notFound('workspace_not_found', `no workspace ${input.workspace}`);
+      return work.transaction().execute((trx) => insertApiKey(trx, workspace.id));
     },
   };
 }

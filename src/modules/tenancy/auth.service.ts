@@ -5,9 +5,12 @@ import { iso } from '../../lib/clock.js';
 import { forbidden, invalid, notFound, rateLimited, unauthorized } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { DUMMY_PASSWORD_HASH, hashPassword, hashToken, newToken, verifyPassword } from '../../lib/secrets.js';
+import { AUDIT_ACTIONS } from '../audit/audit.actions.js';
+import type { AuditLog } from '../audit/audit.service.js';
 import type { TenancyStore } from './tenancy.store.js';
-import type { ApiKeyContext, LoginView, PasswordChangeView, SessionContext, SessionView, TenantContext } from './tenancy.types.js';
+import type { Actor, ApiKeyContext, LoginView, PasswordChangeView, SessionContext, SessionView, TenantContext } from './tenancy.types.js';
 import { checkPassword, normalizeEmail } from './validation.js';
+import { credentialVerdict, workspaceSuspended } from './workspace-state.js';
 
 const MINUTE_MS = 60_000;
 const DAY_MS = 86_400_000;
@@ -80,6 +83,8 @@ export interface SessionGrant {
   role: string;
 }
 
+const keyActor = (keyId: string): Actor => ({ kind: 'api_key', id: keyId, email: null, ip: null });
+
 /** Sessions per query of `checkGrants`: well under either database's limit on bound parameters. */
 const GRANT_CHECK_CHUNK = 500;
 
@@ -118,17 +123,21 @@ export function createAuthService({
   work,
   store,
   clock,
+  audit,
   credentialsChanged,
   loginLimits = { perAddress: LOGIN_FAILURE_LIMIT, perAccount: LOGIN_ACCOUNT_FAILURE_LIMIT },
 }: {
   work: Work;
   store: AuthStore;
   clock: Clock;
+  audit: Pick<AuditLog, 'record'>;
   credentialsChanged?: CredentialsChanged;
   loginLimits?: LoginLimits;
 }): AuthService {
+  const userActor = (session: Pick<SessionContext, 'userId' | 'email' | 'ip'>, ip = session.ip ?? null): Actor => ({ kind: 'user', id: session.userId, email: session.email, ip });
+
   async function view(session: { userId: string; email: string; activeWorkspaceId: string | null; expiresAt: number }): Promise<SessionView> {
-    const workspaces = await store.listMembershipsOfUser(work, session.userId);
+    const workspaces = (await store.listMembershipsOfUser(work, session.userId)).filter((w) => w.state !== 'deleting');
     return {
       ok: true,
       expires_at: iso(session.expiresAt),
@@ -164,7 +173,10 @@ export function createAuthService({
     async authenticateApiKey(token, tenantHeader) {
       if (!token.startsWith('mrk_')) throw unauthorized('invalid_credential', 'the API key is not valid');
       const key = await store.findApiKeyByHash(work, hashToken(token));
-      if (!key) throw unauthorized('invalid_credential', 'the API key is not valid');
+      const verdict = credentialVerdict(key?.workspace_state ?? null);
+      // A workspace being deleted is gone: its keys are unknown from the moment it was marked.
+      if (!key || verdict === 'gone') throw unauthorized('invalid_credential', 'the API key is not valid');
+      if (verdict === 'suspended') throw workspaceSuspended(key.workspace_id!, key.state_reason);
       const now = clock.now();
       if (key.last_used_at === null || now - key.last_used_at > TOUCH_INTERVAL_MS) await store.touchApiKey(work, key.id, now);
       const tenant = tenantHeader?.trim() || undefined;
@@ -172,12 +184,14 @@ export function createAuthService({
         if (tenant !== undefined && tenant !== key.workspace_id) {
           throw forbidden('tenant_mismatch', 'X-Tenant-ID names a workspace this API key does not belong to');
         }
-        return { workspaceId: key.workspace_id, role: 'api_key', userId: null, apiKeyId: key.id };
+        return { workspaceId: key.workspace_id, role: 'api_key', userId: null, apiKeyId: key.id, actor: keyActor(key.id) };
       }
       if (tenant === undefined) throw invalid('tenant_required', 'a platform API key needs an X-Tenant-ID header naming the workspace');
       const workspace = await store.findWorkspace(work, tenant);
-      if (!workspace) throw notFound('tenant_not_found', `no workspace ${tenant}`);
-      return { workspaceId: workspace.id, role: 'api_key', userId: null, apiKeyId: key.id };
+      const state = credentialVerdict(workspace?.state ?? null);
+      if (!workspace || state === 'gone') throw notFound('tenant_not_found', `no workspace ${tenant}`);
+      if (state === 'suspended') throw workspaceSuspended(workspace.id, workspace.state_reason);
+      return { workspaceId: workspace.id, role: 'api_key', userId: null, apiKeyId: key.id, actor: keyActor(key.id) };
     },
 
     async authenticateSession(token) {
@@ -189,13 +203,15 @@ export function createAuthService({
         throw unauthorized('session_expired', 'the session has expired; log in again');
       }
       if (now - row.last_seen_at > TOUCH_INTERVAL_MS) await store.touchSession(work, row.id, now);
+      // A workspace the user has left, or one being deleted, no longer counts as active.
+      const active = row.role && credentialVerdict(row.workspace_state) !== 'gone';
       return {
         sessionId: row.id,
         userId: row.user_id,
         email: row.email,
-        // A workspace the user has left no longer counts as active.
-        activeWorkspaceId: row.role ? row.active_workspace_id : null,
-        role: row.role ?? null,
+        activeWorkspaceId: active ? row.active_workspace_id : null,
+        role: active ? row.role : null,
+        suspension: active && row.workspace_state === 'suspended' ? { reason: row.state_reason } : null,
         expiresAt: Math.min(row.expires_at, Math.max(row.last_seen_at, now) + SESSION_IDLE_MS),
       };
     },
@@ -211,10 +227,14 @@ export function createAuthService({
       // A wrong password keeps its attempt as a failure; the right one clears them all.
       if (!user || !ok) throw unauthorized('invalid_credentials', 'email or password is wrong');
       await store.clearLoginFailures(work, email, client, clock.now());
-      const memberships = await store.listMembershipsOfUser(work, user.id);
+      const memberships = (await store.listMembershipsOfUser(work, user.id)).filter((m) => m.state !== 'deleting');
+      // The first workspace the user may act in; a user whose every workspace is suspended is refused.
+      const usable = memberships.find((m) => m.state === 'active');
+      const suspended = memberships.find((m) => m.state === 'suspended');
+      if (!usable && suspended) throw workspaceSuspended(suspended.workspace_id, suspended.state_reason);
       const token = newToken('mrs');
       const expiresAt = now + SESSION_ABSOLUTE_MS;
-      const activeWorkspaceId = memberships[0]?.workspace_id ?? null;
+      const activeWorkspaceId = usable?.workspace_id ?? null;
       await store.insertSession(work, {
         id: newId('ses'),
         user_id: user.id,
@@ -230,7 +250,12 @@ export function createAuthService({
     },
 
     async logout(session) {
-      await store.revokeSession(work, session.sessionId, clock.now());
+      await work.transaction().execute(async (trx) => {
+        await store.revokeSession(trx, session.sessionId, clock.now());
+        // In the workspace the session acted in: a user in none has no log to write to.
+        if (session.activeWorkspaceId === null) return;
+        await audit.record(trx, { workspaceId: session.activeWorkspaceId, action: AUDIT_ACTIONS.sessionRevoked, actor: userActor(session), target: { kind: 'session', id: session.sessionId } });
+      });
       credentialsChanged?.(session.userId);
     },
 
@@ -238,7 +263,10 @@ export function createAuthService({
 
     async selectWorkspace(session, workspaceId) {
       const membership = await store.findMembership(work, workspaceId, session.userId);
-      if (!membership) throw notFound('workspace_not_found', `no workspace ${workspaceId}`);
+      const workspace = membership ? await store.findWorkspace(work, workspaceId) : undefined;
+      const state = credentialVerdict(workspace?.state ?? null);
+      if (!workspace || state === 'gone') throw notFound('workspace_not_found', `no workspace ${workspaceId}`);
+      if (state === 'suspended') throw workspaceSuspended(workspace.id, workspace.state_reason);
       await store.setActiveWorkspace(work, session.sessionId, workspaceId);
       return view({ ...session, activeWorkspaceId: workspaceId });
     },
@@ -256,7 +284,12 @@ export function createAuthService({
       const passwordHash = await hashPassword(input.new_password);
       const ended = await work.transaction().execute(async (trx) => {
         await store.setPasswordHash(trx, user.id, passwordHash);
-        return store.revokeOtherSessions(trx, user.id, session.sessionId, now, now - SESSION_IDLE_MS);
+        const count = await store.revokeOtherSessions(trx, user.id, session.sessionId, now, now - SESSION_IDLE_MS);
+        // Each workspace of the user sees it: their admins answer for what the user's credentials reach.
+        for (const m of await store.listMembershipsOfUser(trx, user.id)) {
+          await audit.record(trx, { workspaceId: m.workspace_id, action: AUDIT_ACTIONS.passwordChanged, actor: userActor(session, clientIp), target: { kind: 'user', id: user.id }, details: { email: user.email, sessions_ended: count } });
+        }
+        return count;
       });
       if (ended > 0) credentialsChanged?.(user.id);
       return { ok: true as const, sessions_ended: ended };
@@ -285,7 +318,8 @@ export function createAuthService({
       if (!session.activeWorkspaceId || !session.role) {
         throw forbidden('no_active_workspace', 'select a workspace first (POST /app/api/workspaces/select)');
       }
-      return { workspaceId: session.activeWorkspaceId, role: session.role, userId: session.userId };
+      if (session.suspension) throw workspaceSuspended(session.activeWorkspaceId, session.suspension.reason);
+      return { workspaceId: session.activeWorkspaceId, role: session.role, userId: session.userId, actor: userActor(session) };
     },
   };
 }

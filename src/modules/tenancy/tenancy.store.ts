@@ -1,12 +1,19 @@
-import type { Kysely } from 'kysely';
+import type { Expression, Insertable, Kysely } from 'kysely';
 import type { DialectInfo } from '../../db/dialect.js';
 import { preparedQuery } from '../../db/prepared.js';
+import { deleteWorkspaceBatch } from '../../db/purge.js';
 import { tablesOf, type Work } from '../../db/tables.js';
-import type { ApiKeyTable, MembershipTable, Role, SessionTable, TenancyTables, UserTable, WorkspaceTable } from './tenancy.table.js';
+import type { ApiKeyTable, MembershipTable, Role, SessionTable, TenancyTables, UserTable, WorkspaceState, WorkspaceTable } from './tenancy.table.js';
 
-// Asked by every authenticated request: compiled once (db/prepared.ts).
-const apiKeyByHashQuery = preparedQuery<{ tokenHash: string }, Pick<ApiKeyTable, 'id' | 'workspace_id' | 'last_used_at'>, TenancyTables>((db, p) =>
-  db.selectFrom('api_keys').select(['id', 'workspace_id', 'last_used_at']).where('token_hash', '=', p<string>('tokenHash')).where('revoked_at', 'is', null),
+// Asked by every authenticated request: compiled once (db/prepared.ts). The key's workspace state comes in the same
+// read (a platform key has none), so a suspended workspace costs no extra query.
+const apiKeyByHashQuery = preparedQuery((db: Kysely<TenancyTables>, p) =>
+  db
+    .selectFrom('api_keys')
+    .leftJoin('workspaces', 'workspaces.id', 'api_keys.workspace_id')
+    .select(['api_keys.id as id', 'api_keys.workspace_id as workspace_id', 'api_keys.last_used_at as last_used_at', 'workspaces.state as workspace_state', 'workspaces.state_reason as state_reason'])
+    .where('api_keys.token_hash', '=', p<string>('tokenHash'))
+    .where('api_keys.revoked_at', 'is', null),
 );
 const sessionByHashQuery = preparedQuery((db: Kysely<TenancyTables>, p) =>
   db
@@ -17,7 +24,10 @@ const sessionByHashQuery = preparedQuery((db: Kysely<TenancyTables>, p) =>
         .onRef('memberships.workspace_id', '=', 'sessions.active_workspace_id')
         .onRef('memberships.user_id', '=', 'sessions.user_id'),
     )
+    .leftJoin('workspaces', 'workspaces.id', 'memberships.workspace_id')
     .select([
+      'workspaces.state as workspace_state',
+      'workspaces.state_reason as state_reason',
       'sessions.id as id',
       'sessions.user_id as user_id',
       'users.email as email',
@@ -34,7 +44,7 @@ const sessionByHashQuery = preparedQuery((db: Kysely<TenancyTables>, p) =>
 export function createTenancyStore({ dialect }: { dialect: Pick<DialectInfo, 'supportsRowLocks'> }) {
   const of = (work: Work) => tablesOf<TenancyTables>(work);
   return {
-    insertWorkspace: (work: Work, row: WorkspaceTable) => of(work).insertInto('workspaces').values(row).execute(),
+    insertWorkspace: (work: Work, row: Insertable<WorkspaceTable>) => of(work).insertInto('workspaces').values(row).execute(),
     findWorkspace: (work: Work, id: string) => of(work).selectFrom('workspaces').selectAll().where('id', '=', id).executeTakeFirst(),
 
     /**
@@ -97,7 +107,7 @@ export function createTenancyStore({ dialect }: { dialect: Pick<DialectInfo, 'su
       of(work)
         .selectFrom('memberships')
         .innerJoin('workspaces', 'workspaces.id', 'memberships.workspace_id')
-        .select(['workspaces.id as workspace_id', 'workspaces.name as name', 'memberships.role as role'])
+        .select(['workspaces.id as workspace_id', 'workspaces.name as name', 'memberships.role as role', 'workspaces.state as state', 'workspaces.state_reason as state_reason'])
         .where('memberships.user_id', '=', userId)
         .orderBy('memberships.created_at')
         .orderBy('workspaces.id')
@@ -148,6 +158,8 @@ export function createTenancyStore({ dialect }: { dialect: Pick<DialectInfo, 'su
       of(work)
         .selectFrom('sessions')
         .innerJoin('memberships', 'memberships.user_id', 'sessions.user_id')
+        // A suspended workspace's open streams end as its other requests are refused.
+        .innerJoin('workspaces', (join) => join.onRef('workspaces.id', '=', 'memberships.workspace_id').on('workspaces.state', '=', 'active'))
         .select(['sessions.id as session_id', 'memberships.workspace_id as workspace_id', 'memberships.role as role'])
         .where('sessions.id', 'in', sessionIds)
         .where('memberships.workspace_id', 'in', workspaceIds)
@@ -225,7 +237,52 @@ export function createTenancyStore({ dialect }: { dialect: Pick<DialectInfo, 'su
     deleteLoginFailuresBefore: async (work: Work, before: number): Promise<number> =>
       Number((await of(work).deleteFrom('login_failures').where('failed_at', '<', before).executeTakeFirst()).numDeletedRows),
     deleteRequestCountsBefore: (work: Work, windowStart: number) => of(work).deleteFrom('request_counts').where('window_start', '<', windowStart).executeTakeFirst(),
+
+    /**
+     * Move a workspace to `state` from one of `from` (with the reason shown to its callers, or null); false when it
+     * is in none of them (or does not exist).
+     */
+    setWorkspaceState: async (work: Work, id: string, change: { state: WorkspaceState; from: readonly WorkspaceState[]; reason: string | null; at: number }): Promise<boolean> => {
+      const result = await of(work)
+        .updateTable('workspaces')
+        .set({ state: change.state, state_reason: change.reason, state_changed_at: change.at })
+        .where('id', '=', id)
+        .where('state', 'in', change.from)
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+    /** Workspaces in id order after `after`, `limit` at a time (the operator's listing). */
+    listWorkspacesPage: (work: Work, after: string, limit: number) =>
+      of(work).selectFrom('workspaces').selectAll().where('id', '>', after).orderBy('id').limit(limit).execute(),
+    /** Ids of the workspaces being deleted (few: the partial index holds only workspaces that are not active). */
+    deletingWorkspaceIds: async (work: Work): Promise<string[]> =>
+      (await of(work).selectFrom('workspaces').select('id').where('state', '<>', 'active').where('state', '=', 'deleting').execute()).map((r) => r.id),
+    /**
+     * One batch of a deleted workspace's tenancy rows, API keys then memberships (each statement at most `limit`
+     * rows); how many went, 0 once none is left. The workspace row itself goes last, with `deleteWorkspaceRow`.
+     */
+    purgeTenancyBatch: async (work: Work, workspaceId: string, limit: number): Promise<number> =>
+      (await deleteWorkspaceBatch(of(work), 'api_keys', 'id', workspaceId, limit)) || deleteWorkspaceBatch(of(work), 'memberships', 'user_id', workspaceId, limit),
+    /** The workspace row, once nothing else of it is left (sessions that had it active lose it: a foreign key). */
+    deleteWorkspaceRow: async (work: Work, id: string): Promise<boolean> =>
+      (await of(work).deleteFrom('workspaces').where('id', '=', id).where('state', '=', 'deleting').executeTakeFirst()).numDeletedRows > 0n,
   };
+}
+
+/**
+ * The ids of the workspaces that are not active, as a part of another owner's statement (a job claim leaves their
+ * jobs where they are). It takes any handle and names only `workspaces`; the partial index serves it.
+ */
+export function heldWorkspacesSelect(handle: Parameters<typeof tablesOf>[0]) {
+  return tablesOf<TenancyTables>(handle).selectFrom('workspaces').select('workspaces.id').where('workspaces.state', '<>', 'active');
+}
+
+/**
+ * The state of the workspace whose id is `workspaceId` (a column of the caller's row), as a part of another owner's
+ * statement: a credential lookup reads its workspace's state in the same read.
+ */
+export function workspaceStateSelect(handle: Parameters<typeof tablesOf>[0], workspaceId: Expression<string>) {
+  return tablesOf<TenancyTables>(handle).selectFrom('workspaces').select('workspaces.state').where('workspaces.id', '=', workspaceId).$asScalar();
 }
 
 export type TenancyStore = ReturnType<typeof createTenancyStore>;

@@ -1,11 +1,25 @@
+import type { ColumnType } from 'kysely';
+
 /** Row types of the tenancy tables. Times are epoch milliseconds. */
 export const ROLES = ['owner', 'admin', 'member'] as const;
 export type Role = (typeof ROLES)[number];
+
+/**
+ * `active`; `suspended` by the operator (credentials answer 403 workspace_suspended, queued work is held);
+ * `deleting`: behaves as gone while its rows are deleted (mailroom admin delete-workspace).
+ */
+export const WORKSPACE_STATES = ['active', 'suspended', 'deleting'] as const;
+export type WorkspaceState = (typeof WORKSPACE_STATES)[number];
 
 export interface WorkspaceTable {
   id: string;
   name: string;
   created_at: number;
+  state: ColumnType<WorkspaceState, WorkspaceState | undefined, WorkspaceState>;
+  /** The operator's reason for the last suspension (null when none was given, or once resumed). */
+  state_reason: ColumnType<string | null, string | null | undefined, string | null>;
+  /** When the state last changed; null while it never has. */
+  state_changed_at: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface UserTable {

@@ -4,11 +4,13 @@ import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { conflict, forbidden, invalid, notFound } from '../../lib/errors.js';
 import { hashPassword } from '../../lib/secrets.js';
+import { AUDIT_ACTIONS } from '../audit/audit.actions.js';
+import type { AuditLog } from '../audit/audit.service.js';
 import { insertApiKey, insertUser } from './credentials.js';
 import type { ApiKeyTable, Role } from './tenancy.table.js';
 import type { CredentialsChanged } from './auth.service.js';
 import type { TenancyStore } from './tenancy.store.js';
-import { isAdmin, type ApiKeyView, type ApiKeyWithSecret, type MemberView, type TenantContext } from './tenancy.types.js';
+import { actorOf, isAdmin, type ApiKeyView, type ApiKeyWithSecret, type MemberView, type TenantContext } from './tenancy.types.js';
 import { MAX_API_KEY_NAME_LENGTH, checkEmail, checkPassword, checkRole } from './validation.js';
 
 /** Live (unrevoked) API keys one workspace may hold: enough for every deployment, a bound on a runaway script. */
@@ -83,13 +85,19 @@ export function createWorkspaceAdminService({
   work,
   store,
   clock,
+  audit,
   credentialsChanged,
 }: {
   work: Work;
   store: WorkspaceAdminStore;
   clock: Clock;
+  audit: Pick<AuditLog, 'record'>;
   credentialsChanged?: CredentialsChanged;
 }): WorkspaceAdminService {
+  /** A change to a member, in the transaction that makes it. */
+  const recordMember = (trx: Work, tenant: TenantContext, action: (typeof AUDIT_ACTIONS)['memberAdded' | 'memberRoleChanged' | 'memberRemoved'], userId: string, details: Record<string, unknown>) =>
+    audit.record(trx, { workspaceId: tenant.workspaceId, action, actor: actorOf(tenant), target: { kind: 'user', id: userId }, details });
+
   /** Run a membership change with the workspace locked, so the owner count it reads stays true until it commits. */
   function changeMembers<T>(tenant: TenantContext, change: (trx: Work) => Promise<T>): Promise<T> {
     return work.transaction().execute(async (trx) => {
@@ -125,13 +133,22 @@ export function createWorkspaceAdminService({
       if ((await store.countLiveApiKeys(work, tenant.workspaceId)) >= MAX_LIVE_API_KEYS) {
         throw conflict('too_many_api_keys', `the workspace already has ${MAX_LIVE_API_KEYS} API keys; revoke one first`);
       }
-      const { token, row } = await insertApiKey(store, work, clock, tenant.workspaceId, name);
+      const { token, row } = await work.transaction().execute(async (trx) => {
+        const made = await insertApiKey(store, trx, clock, tenant.workspaceId, name);
+        await audit.record(trx, { workspaceId: tenant.workspaceId, action: AUDIT_ACTIONS.apiKeyCreated, actor: actorOf(tenant), target: { kind: 'api_key', id: made.row.id }, details: { name } });
+        return made;
+      });
       return { ...keyView(row), api_key: token };
     },
 
     async revokeApiKey(tenant, keyId) {
       requireAdmin(tenant, 'API keys');
-      await store.revokeApiKey(work, tenant.workspaceId, keyId, clock.now());
+      await work.transaction().execute(async (trx) => {
+        const [result] = await store.revokeApiKey(trx, tenant.workspaceId, keyId, clock.now());
+        // Revoking a revoked key changes nothing, and records nothing.
+        if (Number(result?.numUpdatedRows ?? 0) === 0) return;
+        await audit.record(trx, { workspaceId: tenant.workspaceId, action: AUDIT_ACTIONS.apiKeyRevoked, actor: actorOf(tenant), target: { kind: 'api_key', id: keyId } });
+      });
       const row = await store.findApiKey(work, tenant.workspaceId, keyId);
       if (!row) throw notFound('api_key_not_found', `no API key ${keyId} in this workspace`);
       return keyView(row);
@@ -165,6 +182,7 @@ export function createWorkspaceAdminService({
           if (isUniqueViolation(err)) throw conflict('already_member', `${email} is already a member of this workspace`);
           throw err;
         }
+        await recordMember(trx, tenant, AUDIT_ACTIONS.memberAdded, userId, { email, role, user_created: passwordHash !== null });
         return { ...memberView({ ...row, email }), user_created: passwordHash !== null };
       });
     },
@@ -179,6 +197,7 @@ export function createWorkspaceAdminService({
         if (member.role === role) return memberView(member);
         if (member.role === 'owner') await keepAnOwner(trx, tenant);
         await store.setRole(trx, tenant.workspaceId, userId, role);
+        await recordMember(trx, tenant, AUDIT_ACTIONS.memberRoleChanged, userId, { email: member.email, before: { role: member.role }, after: { role } });
         changed = true;
         return memberView({ ...member, role });
       });
@@ -193,6 +212,7 @@ export function createWorkspaceAdminService({
         requireOwnerFor(tenant, member.role === 'owner');
         if (member.role === 'owner') await keepAnOwner(trx, tenant);
         await store.deleteMembership(trx, tenant.workspaceId, userId);
+        await recordMember(trx, tenant, AUDIT_ACTIONS.memberRemoved, userId, { email: member.email, role: member.role });
       });
       credentialsChanged?.(userId);
     },

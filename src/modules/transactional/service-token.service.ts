@@ -7,8 +7,11 @@ import { hashToken, newToken } from '../../lib/secrets.js';
 import type { DomainStore } from '../domains/domain.store.js';
 import type { MailStore } from '../mail/mail.store.js';
 import { TOUCH_INTERVAL_MS } from '../tenancy/auth.service.js';
-import { isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
+import { actorOf, isAdmin, type TenantContext } from '../tenancy/tenancy.types.js';
+import { AUDIT_ACTIONS, type AuditAction } from '../audit/audit.actions.js';
+import type { AuditLog } from '../audit/audit.service.js';
 import { normalizeEmail } from '../tenancy/validation.js';
+import { credentialVerdict, workspaceSuspended } from '../tenancy/workspace-state.js';
 import type { ServiceTokenStore } from './service-token.store.js';
 import { SERVICE_TOKEN_SCOPES, type ServiceTokenScope, type ServiceTokenTable } from './transactional.table.js';
 
@@ -84,9 +87,16 @@ export interface ServiceTokenDeps {
   /** A token points at a mailbox by id: its address is the mail store's. */
   mailboxes: Pick<MailStore, 'mailboxIdByAddress' | 'mailboxAddresses'>;
   clock: Clock;
+  /** The operator's reason for a workspace's suspension, read only to word a refusal. */
+  suspensionReason?: (workspaceId: string) => Promise<string | null>;
+  /** Tokens created, rotated and revoked, in the audit log (never the token). */
+  audit: Pick<AuditLog, 'record'>;
 }
 
-export function createServiceTokenService({ work, store, domains, mailboxes, clock }: ServiceTokenDeps): ServiceTokenService {
+export function createServiceTokenService({ work, store, domains, mailboxes, clock, suspensionReason, audit }: ServiceTokenDeps): ServiceTokenService {
+  const record = (trx: Work, tenant: TenantContext, action: AuditAction, tokenId: string, details?: Record<string, unknown>) =>
+    audit.record(trx, { workspaceId: tenant.workspaceId, action, actor: actorOf(tenant), target: { kind: 'service_token', id: tokenId }, details });
+
   /** The rows with their mailbox's address; a token whose mailbox is gone is left out (it goes with its mailbox). */
   async function withMailbox(rows: readonly ServiceTokenTable[]): Promise<ServiceTokenRow[]> {
     const addresses = await mailboxes.mailboxAddresses(work, rows);
@@ -145,7 +155,10 @@ export function createServiceTokenService({ work, store, domains, mailboxes, clo
         rotated_at: null,
         last_used_at: null,
       };
-      await store.insert(work, row);
+      await work.transaction().execute(async (trx) => {
+        await store.insert(trx, row);
+        await record(trx, tenant, AUDIT_ACTIONS.serviceTokenCreated, row.id, { name, scope: row.scope, domain: domain.domain, mailbox: address });
+      });
       return { ...toView({ ...row, mailbox: address }), token };
     },
 
@@ -153,20 +166,30 @@ export function createServiceTokenService({ work, store, domains, mailboxes, clo
       requireAdmin(tenant);
       const row = await find(tenant, tokenId);
       const token = newToken('mst');
-      if (!(await store.rotate(work, tenant.workspaceId, tokenId, hashToken(token), clock.now()))) {
-        throw notFound('service_token_not_found', `no service token ${tokenId}`);
-      }
+      await work.transaction().execute(async (trx) => {
+        if (!(await store.rotate(trx, tenant.workspaceId, tokenId, hashToken(token), clock.now()))) {
+          throw notFound('service_token_not_found', `no service token ${tokenId}`);
+        }
+        await record(trx, tenant, AUDIT_ACTIONS.serviceTokenRotated, tokenId, { name: row.name, mailbox: row.mailbox });
+      });
       return { ...toView(row), token };
     },
 
     async delete(tenant, tokenId) {
       requireAdmin(tenant);
-      if (!(await store.delete(work, tenant.workspaceId, tokenId))) throw notFound('service_token_not_found', `no service token ${tokenId}`);
+      await work.transaction().execute(async (trx) => {
+        if (!(await store.delete(trx, tenant.workspaceId, tokenId))) throw notFound('service_token_not_found', `no service token ${tokenId}`);
+        await record(trx, tenant, AUDIT_ACTIONS.serviceTokenRevoked, tokenId);
+      });
     },
 
     async authenticate(credential) {
       if (!credential.startsWith('mst_')) throw unauthorized('invalid_credential', 'the transactional API takes a service token (mst_…)');
-      const row = await one(await store.findByHash(work, hashToken(credential)));
+      const found = await store.findByHash(work, hashToken(credential));
+      const verdict = credentialVerdict(found?.workspace_state ?? null);
+      if (verdict === 'suspended') throw workspaceSuspended(found!.workspace_id, (await suspensionReason?.(found!.workspace_id)) ?? null);
+      // A workspace being deleted is gone: its tokens are unknown from the moment it was marked.
+      const row = verdict === 'gone' ? undefined : await one(found);
       if (!row) throw unauthorized('invalid_credential', 'the service token is not valid, or has been rotated or revoked');
       const now = clock.now();
       if (row.last_used_at === null || now - row.last_used_at > TOUCH_INTERVAL_MS) await store.touch(work, row.workspace_id, row.id, now);

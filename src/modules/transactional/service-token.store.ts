@@ -1,3 +1,5 @@
+import type { AliasableExpression, Expression } from 'kysely';
+import { deleteWorkspaceBatch } from '../../db/purge.js';
 import { tablesOf, type Work } from '../../db/tables.js';
 import type { IdempotencyKeyTable, ServiceTokenTable, TransactionalTables } from './transactional.table.js';
 
@@ -8,7 +10,16 @@ export type IdempotencyClaim = Pick<IdempotencyKeyTable, 'request_hash' | 'respo
  * The transactional surface's tables: service tokens (every query filters by workspace except the lookup by credential
  * hash) and the idempotency keys of the sends made with them.
  */
-export function createServiceTokenStore() {
+/**
+ * The tenancy store's part: the state of the workspace whose id the expression is (null when it has none), read in
+ * the credential lookup's own statement.
+ */
+export type WorkspaceStatePart = (handle: Parameters<typeof tablesOf>[0], workspaceId: Expression<string>) => AliasableExpression<string | null>;
+
+/** A token as authentication reads it: with its workspace's state (`active` when no part was given). */
+export type AuthenticatedTokenRow = ServiceTokenTable & { workspace_state: string | null };
+
+export function createServiceTokenStore(parts: { workspaceState?: WorkspaceStatePart } = {}) {
   const of = (work: Work) => tablesOf<TransactionalTables>(work);
   return {
     insert: (work: Work, row: ServiceTokenTable) => of(work).insertInto('service_tokens').values(row).execute(),
@@ -18,8 +29,15 @@ export function createServiceTokenStore() {
     find: (work: Work, workspaceId: string, id: string): Promise<ServiceTokenTable | undefined> =>
       of(work).selectFrom('service_tokens').selectAll().where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst(),
     /** Authentication: the credential's hash is the only key a caller has. */
-    findByHash: (work: Work, hash: string): Promise<ServiceTokenTable | undefined> =>
-      of(work).selectFrom('service_tokens').selectAll().where('token_hash', '=', hash).executeTakeFirst(),
+    findByHash: async (work: Work, hash: string): Promise<AuthenticatedTokenRow | undefined> => {
+      const { workspaceState } = parts;
+      const query = of(work).selectFrom('service_tokens').selectAll('service_tokens').where('service_tokens.token_hash', '=', hash);
+      if (!workspaceState) {
+        const row = await query.executeTakeFirst();
+        return row && { ...row, workspace_state: null };
+      }
+      return query.select((eb) => workspaceState(work, eb.ref('service_tokens.workspace_id')).as('workspace_state')).executeTakeFirst();
+    },
     rotate: async (work: Work, workspaceId: string, id: string, hash: string, at: number): Promise<boolean> =>
       (
         await of(work)
@@ -64,9 +82,27 @@ export function createServiceTokenStore() {
         .executeTakeFirst();
       return (inserted.numInsertedOrUpdatedRows ?? 0n) > 0n;
     },
+    /**
+     * Retention: delete the keys claimed before `cutoff` among the `limit` oldest (by their message's id, which sorts
+     * by time and is indexed). The number deleted; fewer than `limit` means the walk is done.
+     */
+    deleteClaimsOlderThan: async (work: Work, cutoff: number, limit: number): Promise<number> => {
+      const db = of(work);
+      const oldest = db.selectFrom('idempotency_keys').select('message_id').orderBy('message_id').limit(limit);
+      const due = db.selectFrom('idempotency_keys').select('message_id').where('message_id', 'in', oldest).where('created_at', '<', cutoff);
+      return Number((await db.deleteFrom('idempotency_keys').where('message_id', 'in', due).executeTakeFirst()).numDeletedRows);
+    },
     /** The answer a claimed key gives from now on. */
     settleClaim: (work: Work, tokenId: string, key: string, responseJson: string) =>
       of(work).updateTable('idempotency_keys').set({ response_json: responseJson }).where('token_id', '=', tokenId).where('idempotency_key', '=', key).execute(),
+
+    /** One batch of a deleted workspace's rows, idempotency keys then tokens (at most `limit` each); 0 once none is left. */
+    purgeWorkspaceBatch: async (work: Work, workspaceId: string, limit: number): Promise<number> =>
+      // Keys are chosen by token: their primary key is led by token_id.
+      (await deleteWorkspaceBatch(of(work), 'idempotency_keys', 'idempotency_key', workspaceId, limit, {
+        column: 'token_id',
+        ids: of(work).selectFrom('service_tokens').select('service_tokens.id').where('service_tokens.workspace_id', '=', workspaceId),
+      })) || deleteWorkspaceBatch(of(work), 'service_tokens', 'id', workspaceId, limit),
   };
 }
 

@@ -45,9 +45,10 @@ export interface AttemptLogDeps {
   store: Pick<WebhookStore, 'present' | 'recordAttempts'> & OutcomeDeps['store'];
   /** Emits `webhook.disabled` for an endpoint the batch disabled. */
   events: Pick<EventsService, 'emit'>;
+  audit: OutcomeDeps['audit'];
 }
 
-export function createAttemptLog({ work, clock, queue, store, events }: AttemptLogDeps): AttemptLog {
+export function createAttemptLog({ work, clock, queue, store, events, audit }: AttemptLogDeps): AttemptLog {
   const waiting: Settlement[] = [];
   let draining = false;
 
@@ -72,7 +73,7 @@ export function createAttemptLog({ work, clock, queue, store, events }: AttemptL
     }
     const recorded = new Set(rows);
     const gone = batch.filter((s) => s.next.type === 'deactivate' && recorded.has(s.attempt)).map((s) => s.attempt);
-    await recordOutcomes(trx, rows.filter((a) => !gone.includes(a)), gone, { clock, queue, events, store });
+    await recordOutcomes(trx, rows.filter((a) => !gone.includes(a)), gone, { clock, queue, events, audit, store });
   }
 
   async function drain(): Promise<void> {

@@ -3,6 +3,9 @@ import type { Queue } from '../../jobs/queue.js';
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import type { EventsService } from '../events/events.service.js';
+import { AUDIT_ACTIONS } from '../audit/audit.actions.js';
+import type { AuditLog } from '../audit/audit.service.js';
+import { SYSTEM } from '../tenancy/tenancy.types.js';
 import type { WebhookDeliveryTable, WebhookTable } from './webhook.table.js';
 import type { WebhookStore } from './webhook.store.js';
 import { toWebhookView } from './webhook.service.js';
@@ -12,6 +15,8 @@ export interface OutcomeDeps {
   clock: Clock;
   queue: Pick<Queue, 'cancelGroup'>;
   events: Pick<EventsService, 'emit'>;
+  /** An endpoint disabled here is recorded with actor `system`. */
+  audit: Pick<AuditLog, 'record'>;
   store: Pick<WebhookStore, 'deactivate' | 'clearFailing' | 'markFailing' | 'disableFailing' | 'setDisabledReason'>;
 }
 
@@ -51,7 +56,7 @@ export const disabledReason = (since: number, lastError: string | null) =>
  * Endpoints are changed first and events emitted after, so that the fan-out of those events (which reads the active
  * endpoints once per transaction) sees every endpoint this batch disabled as inactive.
  */
-export async function recordOutcomes(trx: Work, attempts: readonly WebhookDeliveryTable[], gone: readonly WebhookDeliveryTable[], { clock, queue, events, store: repo }: OutcomeDeps): Promise<void> {
+export async function recordOutcomes(trx: Work, attempts: readonly WebhookDeliveryTable[], gone: readonly WebhookDeliveryTable[], { clock, queue, events, audit, store: repo }: OutcomeDeps): Promise<void> {
   const outcomes = outcomesOf(attempts);
   const now = clock.now();
   const disabled: WebhookTable[] = [];
@@ -72,5 +77,8 @@ export async function recordOutcomes(trx: Work, attempts: readonly WebhookDelive
     await queue.cancelGroup(trx, WEBHOOK_QUEUE, o.webhookId);
     disabled.push({ ...row, disabled_reason: reason });
   }
-  for (const row of disabled) await events.emit(trx, { workspaceId: row.workspace_id, type: 'webhook.disabled', data: { ...toWebhookView(row) } });
+  for (const row of disabled) {
+    await audit.record(trx, { workspaceId: row.workspace_id, action: AUDIT_ACTIONS.webhookDisabled, actor: SYSTEM, target: { kind: 'webhook', id: row.id }, details: { reason: row.disabled_reason } });
+    await events.emit(trx, { workspaceId: row.workspace_id, type: 'webhook.disabled', data: { ...toWebhookView(row) } });
+  }
 }

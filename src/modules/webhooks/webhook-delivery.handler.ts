@@ -5,6 +5,7 @@ import type { JobHandler, JobOutcome } from '../../jobs/worker.js';
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
 import type { Logger } from '../../lib/logger.js';
+import type { Metrics, WebhookOutcome } from '../../lib/metrics.js';
 import type { SecretBox } from '../../lib/secret-box.js';
 import type { EventStore } from '../events/event.store.js';
 import type { EventsService } from '../events/events.service.js';
@@ -67,7 +68,14 @@ export interface WebhookDeliveryDeps {
   box: SecretBox;
   /** Emits `webhook.disabled` when an attempt disables its endpoint. */
   events: Pick<EventsService, 'emit'>;
+  /** Endpoints disabled for failing are recorded in the audit log (actor `system`). */
+  audit: AttemptLogDeps['audit'];
+  /** Counts each recorded attempt by what it led to. */
+  metrics?: Pick<Metrics, 'webhookAttempt'>;
 }
+
+/** An attempt's next step, as metrics name it. */
+const OUTCOMES: Record<NextStep['type'], WebhookOutcome> = { complete: 'delivered', retry: 'retry', bury: 'given_up', deactivate: 'gone' };
 
 const USER_AGENT = 'Mailroom-Webhooks/0.1';
 /** Past the time-out, how long an attempt may take to notice it before it is abandoned anyway. */
@@ -150,7 +158,7 @@ export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHand
   const { work, clock, logger, queue, rules, sender, timeoutMs, box } = deps;
   const backoff: BackoffPolicy = { baseMs: deps.backoffBaseMs, factor: BACKOFF_FACTOR, capMs: BACKOFF_CAP_MS, jitter: BACKOFF_JITTER };
   // Attempts that finish together are recorded in one transaction: one commit (and flush) for many deliveries.
-  const attempts = createAttemptLog({ work, clock, queue, store: deps.store, events: deps.events });
+  const attempts = createAttemptLog({ work, clock, queue, store: deps.store, events: deps.events, audit: deps.audit });
   const loadTarget = targetLoader(deps);
 
   /** Why an attempt was cut short: the job's own signal (lease lost, shutdown) or the time-out. */
@@ -237,6 +245,7 @@ export function createWebhookDeliveryHandler(deps: WebhookDeliveryDeps): JobHand
       job,
       next,
     );
+    deps.metrics?.webhookAttempt(OUTCOMES[next.type]);
     if (gone) logger.info({ webhookId, eventId }, 'webhook endpoint answered 410 Gone; set inactive');
     else if (!result.success && last) logger.warn({ webhookId, eventId, attempt: job.attempt, error: result.error }, 'webhook delivery given up');
     // Settled above, in the attempt's transaction.

@@ -9,7 +9,9 @@ import { isSealed, type SecretBox } from '../../lib/secret-box.js';
 import { newId } from '../../lib/ids.js';
 import { EVENT_TYPES, type EventType, type FeedCursor, type StoredEvent } from '../events/event.types.js';
 import type { EventsService } from '../events/events.service.js';
-import type { TenantContext } from '../tenancy/tenancy.types.js';
+import { actorOf, type TenantContext } from '../tenancy/tenancy.types.js';
+import { AUDIT_ACTIONS, type AuditAction } from '../audit/audit.actions.js';
+import type { AuditLog } from '../audit/audit.service.js';
 import { WebhookUrlRefused, type AddressRules } from './address-rules.js';
 import { generateSecret, secretProblem } from './signing.js';
 import type { PreviousSecret, WebhookDeliveryTable, WebhookTable } from './webhook.table.js';
@@ -88,6 +90,8 @@ export interface WebhookDeps {
   box: SecretBox;
   /** The rate and pending caps of replay, recover and test. */
   limits: ReplayLimits;
+  /** Endpoints created, changed, deleted, and replays and recoveries asked for, in the audit log. */
+  audit: Pick<AuditLog, 'record'>;
 }
 
 /** What `since` takes: an RFC 3339 date-time (Date.parse alone would also take "2026" or "Nov 30"). */
@@ -132,6 +136,30 @@ function toDeliveryView(row: WebhookDeliveryTable): DeliveryView {
     duration_ms: row.duration_ms,
     delivered_at: iso(row.delivered_at),
   };
+}
+
+/**
+ * The audit entries of an update: one per kind of change it made (the URL or filter, the secret, the state), each
+ * only when the value really changed. Never the secret itself.
+ */
+export function updateEntries(current: WebhookTable, values: Partial<WebhookTable>): Array<{ action: AuditAction; details?: Record<string, unknown> }> {
+  const entries: Array<{ action: AuditAction; details?: Record<string, unknown> }> = [];
+  const before: Record<string, unknown> = {};
+  const after: Record<string, unknown> = {};
+  if (values.url !== undefined && values.url !== current.url) {
+    before.url = current.url;
+    after.url = values.url;
+  }
+  if (values.event_types !== undefined && values.event_types !== current.event_types) {
+    before.event_types = JSON.parse(current.event_types) as unknown;
+    after.event_types = JSON.parse(values.event_types) as unknown;
+  }
+  if (Object.keys(after).length > 0) entries.push({ action: AUDIT_ACTIONS.webhookUpdated, details: { before, after } });
+  if (values.secret !== undefined) entries.push({ action: AUDIT_ACTIONS.webhookSecretRotated });
+  if (values.active !== undefined && values.active !== current.active) {
+    entries.push({ action: values.active === 1 ? AUDIT_ACTIONS.webhookEnabled : AUDIT_ACTIONS.webhookDisabled, details: values.active === 1 ? {} : { reason: 'turned off by hand' } });
+  }
+  return entries;
 }
 
 /** Whether an endpoint's filter (JSON array; empty = every event) takes an event type. */
@@ -204,8 +232,10 @@ function activeEndpoints(repo: Pick<WebhookStore, 'active'>, trx: Work, workspac
 }
 
 /** Webhook endpoints (session surface, every role) and the fan-out of events to them. */
-export function createWebhookService({ work, store: repo, feed, clock, queue, events, rules, wake, box, limits }: WebhookDeps): WebhookService {
+export function createWebhookService({ work, store: repo, feed, clock, queue, events, rules, wake, box, limits, audit }: WebhookDeps): WebhookService {
   const recovery: RecoveryDeps = { feed, store: repo, queue };
+  const record = (trx: Work, tenant: TenantContext, webhookId: string, action: AuditAction, details?: Record<string, unknown>) =>
+    audit.record(trx, { workspaceId: tenant.workspaceId, action, actor: actorOf(tenant), target: { kind: 'webhook', id: webhookId }, details });
   async function find(tenant: TenantContext, webhookId: string): Promise<WebhookTable> {
     const row = await repo.find(work, tenant.workspaceId, webhookId);
     if (!row) throw webhookNotFound(webhookId);
@@ -272,6 +302,7 @@ export function createWebhookService({ work, store: repo, feed, clock, queue, ev
           throw conflict('too_many_webhooks', `a workspace may have at most ${MAX_WEBHOOKS_PER_WORKSPACE} webhooks`);
         }
         await repo.insert(trx, row);
+        await record(trx, tenant, id, AUDIT_ACTIONS.webhookCreated, { url, event_types: eventTypes, active: row.active === 1, secret_generated: generated !== null });
       });
       return { ...toWebhookView(row), ...(generated ? { secret: generated } : {}) };
     },
@@ -299,6 +330,7 @@ export function createWebhookService({ work, store: repo, feed, clock, queue, ev
         values.updated_at = now;
         await work.transaction().execute(async (trx) => {
           if ((await repo.update(trx, tenant.workspaceId, webhookId, values)) === 0) throw webhookNotFound(webhookId);
+          for (const entry of updateEntries(current, values)) await record(trx, tenant, webhookId, entry.action, entry.details);
           // An inactive endpoint gets no further attempts, pending retries included.
           if (values.active === 0) await queue.cancelGroup(trx, WEBHOOK_QUEUE, webhookId);
         });
@@ -308,8 +340,10 @@ export function createWebhookService({ work, store: repo, feed, clock, queue, ev
 
     async remove(tenant, webhookId) {
       await work.transaction().execute(async (trx) => {
-        if ((await repo.delete(trx, tenant.workspaceId, webhookId)) === 0) throw webhookNotFound(webhookId);
+        const row = await repo.find(trx, tenant.workspaceId, webhookId);
+        if (!row || (await repo.delete(trx, tenant.workspaceId, webhookId)) === 0) throw webhookNotFound(webhookId);
         await queue.cancelGroup(trx, WEBHOOK_QUEUE, webhookId);
+        await record(trx, tenant, webhookId, AUDIT_ACTIONS.webhookDeleted, { url: row.url });
       });
       return { ok: true, webhook_id: webhookId };
     },
@@ -336,6 +370,7 @@ export function createWebhookService({ work, store: repo, feed, clock, queue, ev
         await limits.checkBacklog(work, tenant.workspaceId, webhookId, scan.missed.length);
         queued = await work.transaction().execute(async (trx) => {
           const added = await queue.enqueueNew(trx, scan.missed.map((eventId) => job(tenant.workspaceId, webhookId, eventId)));
+          await record(trx, tenant, webhookId, AUDIT_ACTIONS.webhookRecovered, { since: new Date(since).toISOString(), queued: added.length });
           await afterCommit(trx, () => wake(WEBHOOK_QUEUE));
           return added.length;
         });
@@ -357,6 +392,7 @@ export function createWebhookService({ work, store: repo, feed, clock, queue, ev
         const ids = await queue.enqueueNew(trx, [replay]);
         // Already waiting (a retry after a failure): asking again means now, not after its back-off.
         if (ids.length === 0) await queue.hurry(trx, WEBHOOK_QUEUE, replay.dedupKey);
+        await record(trx, tenant, webhookId, AUDIT_ACTIONS.webhookReplayed, { event_id: eventId, queued: ids.length > 0 });
         await afterCommit(trx, () => wake(WEBHOOK_QUEUE));
         return ids.length;
       });

@@ -1,5 +1,6 @@
 import type { DialectInfo } from '../../db/dialect.js';
 import { preparedQuery } from '../../db/prepared.js';
+import { deleteWorkspaceBatch } from '../../db/purge.js';
 import { tablesOf, type Work } from '../../db/tables.js';
 import { SEALED_PREFIX } from '../../lib/secret-box.js';
 import type { WebhookDeliveryTable, WebhookTable, WebhookTables } from './webhook.table.js';
@@ -20,7 +21,7 @@ const activeQuery = preparedQuery<{ workspaceId: string }, Pick<WebhookTable, 'i
 
 /** Webhook endpoint and delivery queries; every one filters by workspace. */
 /** Webhook endpoints and their delivery attempts; every query but the start-up sealing filters by workspace. */
-export function createWebhookStore({ dialect }: { dialect: Pick<DialectInfo, 'supportsRowLocks'> }) {
+export function createWebhookStore({ dialect }: { dialect: Pick<DialectInfo, 'supportsRowLocks' | 'supportsSkipLocked'> }) {
   const of = (work: Work) => tablesOf<WebhookTables>(work);
   return {
     insert: (work: Work, row: WebhookTable) => of(work).insertInto('webhooks').values(row).execute(),
@@ -146,6 +147,17 @@ export function createWebhookStore({ dialect }: { dialect: Pick<DialectInfo, 'su
             .executeTakeFirst()
         ).numUpdatedRows,
       ),
+    /**
+     * Retention: delete the attempts made before `cutoff` among the `limit` oldest (by id, which sorts by time). The
+     * number deleted; fewer than `limit` means the walk is done.
+     */
+    deleteAttemptsOlderThan: async (work: Work, cutoff: number, limit: number): Promise<number> => {
+      const db = of(work);
+      const oldest = db.selectFrom('webhook_deliveries').select('id').orderBy('id').limit(limit);
+      let due = db.selectFrom('webhook_deliveries').select('id').where('id', 'in', oldest).where('delivered_at', '<', cutoff);
+      if (dialect.supportsSkipLocked) due = due.forUpdate().skipLocked();
+      return Number((await db.deleteFrom('webhook_deliveries').where('id', 'in', due).executeTakeFirst()).numDeletedRows);
+    },
     /** Newest first (then id, so attempts of one millisecond keep their order). */
     deliveries: (work: Work, workspaceId: string, webhookId: string, limit: number) =>
       of(work)
@@ -157,6 +169,13 @@ export function createWebhookStore({ dialect }: { dialect: Pick<DialectInfo, 'su
         .orderBy('id', 'desc')
         .limit(limit)
         .execute(),
+    /** One batch of a deleted workspace's rows, delivery attempts then endpoints (at most `limit` each); 0 once none is left. */
+    purgeWorkspaceBatch: async (work: Work, workspaceId: string, limit: number): Promise<number> =>
+      // Deliveries are chosen by endpoint: their index is led by webhook_id.
+      (await deleteWorkspaceBatch(of(work), 'webhook_deliveries', 'id', workspaceId, limit, {
+        column: 'webhook_id',
+        ids: of(work).selectFrom('webhooks').select('webhooks.id').where('webhooks.workspace_id', '=', workspaceId),
+      })) || deleteWorkspaceBatch(of(work), 'webhooks', 'id', workspaceId, limit),
   };
 }
 

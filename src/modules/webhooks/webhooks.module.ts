@@ -4,9 +4,11 @@ import type { JobHandler } from '../../jobs/worker.js';
 import type { Clock } from '../../lib/clock.js';
 import type { DnsResolve } from '../../lib/dns.js';
 import type { Logger } from '../../lib/logger.js';
+import type { Metrics } from '../../lib/metrics.js';
 import type { SecretBox } from '../../lib/secret-box.js';
 import type { EventStore } from '../events/event.store.js';
 import type { EventsService } from '../events/events.service.js';
+import type { AuditLog } from '../audit/audit.service.js';
 import { createAddressRules } from './address-rules.js';
 import { createWebhookDeliveryHandler } from './webhook-delivery.handler.js';
 import { createWebhookService, type WebhookService } from './webhook.service.js';
@@ -45,13 +47,17 @@ export interface WebhooksDeps {
   wake: (queue: string) => void;
   /** Seals endpoint secrets at rest (MAILROOM_SECRET_KEY). */
   box: SecretBox;
+  /** Changes to endpoints, by people and by the auto-disable. */
+  audit: Pick<AuditLog, 'record'>;
+  /** Counts webhook attempts by outcome. */
+  metrics?: Pick<Metrics, 'webhookAttempt'>;
 }
 
 /** Webhooks: endpoint management, the outbox subscriber that fans events out, and the delivery handler. */
 export function createWebhooksModule(deps: WebhooksDeps): WebhooksModule {
   const rules = createAddressRules({ resolve: deps.resolve, allowCidrs: deps.allowCidrs });
   const limits = createReplayLimits(deps.caps, deps.clock, deps.queue);
-  const service = createWebhookService({ work: deps.work, store: deps.store, feed: deps.feed, clock: deps.clock, queue: deps.queue, events: deps.events, rules, wake: deps.wake, box: deps.box, limits });
+  const service = createWebhookService({ work: deps.work, store: deps.store, feed: deps.feed, clock: deps.clock, queue: deps.queue, events: deps.events, rules, wake: deps.wake, box: deps.box, limits, audit: deps.audit });
   deps.events.subscribe((trx, event) => service.fanOut(trx, event));
   const handler = createWebhookDeliveryHandler({
     work: deps.work,
@@ -68,6 +74,8 @@ export function createWebhooksModule(deps: WebhooksDeps): WebhooksModule {
     workspaceConcurrency: deps.caps.webhookWorkspaceConcurrency,
     box: deps.box,
     events: deps.events,
+    audit: deps.audit,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
   });
   return { service, handler, close: () => deps.sender.close() };
 }

@@ -1,7 +1,9 @@
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type onResponseHookHandler } from 'fastify';
 import type { Logger } from '../../lib/logger.js';
+import type { Metrics } from '../../lib/metrics.js';
 import { newId } from '../../lib/ids.js';
+import type { AuditLog } from '../../modules/audit/audit.service.js';
 import type { DomainService } from '../../modules/domains/domain.service.js';
 import type { ListService } from '../../modules/lists/list.service.js';
 import type { SuppressionService } from '../../modules/suppressions/suppression.service.js';
@@ -18,11 +20,16 @@ import { apiKeyAuth, serviceTokenAuth, sessionAuth, sessionOf, tenantOf } from '
 import type { WebhookService } from '../../modules/webhooks/webhook.service.js';
 import { answerClientError, answerFrameworkError, registerErrorHandling } from './plugins/errors.js';
 import { registerRequestLimits } from './plugins/rate-limit.js';
+import { memoryCounter, workspaceRequestQuota } from './plugins/workspace-quota.js';
+import type { QuotaService } from '../../modules/quotas/quota.service.js';
+import type { Clock } from '../../lib/clock.js';
+import { usageRoutes } from './routes/usage.routes.js';
 import { createAdmission, type AdmissionLimits } from './plugins/admission.js';
 import { registerJsonBodies } from './plugins/json-body.js';
 import { createValidatorCompiler } from './plugins/validation.js';
 import { healthRoutes, type HealthCheck } from './routes/health.routes.js';
 import { eventRoutes } from './routes/events.routes.js';
+import { auditRoutes } from './routes/audit.routes.js';
 import { domainRoutes } from './routes/domains.routes.js';
 import { draftRoutes } from './routes/drafts.routes.js';
 import { listRoutes } from './routes/lists.routes.js';
@@ -34,6 +41,8 @@ import { serviceTokenRoutes } from './routes/service-tokens.routes.js';
 import { transactionalRoutes } from './routes/transactional.routes.js';
 import { loginRoute, sessionRoutes } from './routes/session.routes.js';
 import { webhookRoutes } from './routes/webhooks.routes.js';
+import { retentionRoutes } from './routes/retention.routes.js';
+import type { RetentionService } from '../../modules/retention/retention.service.js';
 import { SANDBOX_HEADER, sandboxAdminRoutes, sandboxOutboxRoutes } from './routes/sandbox.routes.js';
 import type { SandboxModule } from '../../modules/sandbox/sandbox.module.js';
 import { apiKeyRoutes, memberRoutes } from './routes/workspace-admin.routes.js';
@@ -66,8 +75,12 @@ export interface AppDeps {
   serviceTokens: ServiceTokenService;
   transactional: TransactionalService;
   webhooks: WebhookService;
+  /** The audit log's reading (GET /app/api/audit-log). */
+  audit: Pick<AuditLog, 'list'>;
   /** The event stream (GET /app/api/events/stream). */
   events: EventStreamService;
+  /** The workspace's retention periods (GET/PATCH /app/api/retention). */
+  retention: RetentionService;
   /** Bytes of answered message pages this process keeps (page-cache.ts); 0 keeps none. */
   pageCacheBytes: number;
   /** Requests under way and large bodies in memory, per workspace and in all (plugins/admission.ts). */
@@ -84,6 +97,33 @@ export interface AppDeps {
   timeouts: { requestMs: number; headersMs: number; keepAliveMs: number };
   /** Sandbox mode (--sandbox): its routes, and a header on every answer; null = no such routes (404) and no header. */
   sandbox: { module: SandboxModule; dnsServer: string } | null;
+  /** Quotas per workspace: usage routes and the `api_requests_per_minute` quota. */
+  quotas: Pick<QuotaService, 'usageOf' | 'limitsOf'>;
+  /** The service's clock: the windows of the per-workspace request quota when counted in this process. */
+  clock: Pick<Clock, 'now'>;
+  /** Counts each answer by route pattern, method and status, with its time (no hook at all when disabled). */
+  metrics?: Pick<Metrics, 'enabled' | 'httpRequest'>;
+}
+
+/**
+ * Count every answer by its route's pattern (never the URL): each route gets a hook that knows its pattern, so an
+ * answer costs a lookup and an increment, nothing read from the request but its method; requests that match no route
+ * count as `unmatched`. Added before any route.
+ */
+function countAnswers(app: FastifyInstance, metrics: Pick<Metrics, 'httpRequest'>): void {
+  app.addHook('onRoute', (route) => {
+    const pattern = route.url;
+    const record: onResponseHookHandler = (request, reply, done) => {
+      metrics.httpRequest(pattern, request.method, reply.statusCode, reply.elapsedTime / 1000);
+      done();
+    };
+    const given = route.onResponse;
+    route.onResponse = given === undefined ? [record] : [...(Array.isArray(given) ? given : [given]), record];
+  });
+  app.addHook('onResponse', (request, reply, done) => {
+    if (request.is404) metrics.httpRequest('unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
 }
 
 /**
@@ -116,6 +156,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clientErrorHandler: answerClientError,
     frameworkErrors: answerFrameworkError,
   });
+  if (deps.metrics?.enabled) countAnswers(app, deps.metrics);
   app.decorateRequest('tenantContext', null);
   app.decorateRequest('sessionContext', null);
   app.decorateRequest('serviceTokenContext', null);
@@ -138,6 +179,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     perMinute: deps.rateLimitPerMinute,
     count: deps.rateLimitCounts === 'database' ? (bucket, windowMs) => deps.auth.countRequest(bucket, windowMs) : undefined,
   });
+  // Each workspace's API requests per minute, counted where the per-credential limit counts (the database or here).
+  const requestQuota = workspaceRequestQuota({
+    limitOf: async (workspaceId) => (await deps.quotas.limitsOf(workspaceId)).api_requests_per_minute,
+    count: deps.rateLimitCounts === 'database' ? (bucket, windowMs) => deps.auth.countRequest(bucket, windowMs) : memoryCounter(() => deps.clock.now()),
+  });
   // The app's pages answer requests that match no route, so every API route keeps its own answer.
   const page = await registerWebApp(app, deps.webRoot);
   registerErrorHandling(app, limits.address, page);
@@ -158,8 +204,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // API-key surface.
   await app.register(async (scope) => {
     scope.addHook('preParsing', apiKeyAuth(deps.auth, limits.credential));
+    scope.addHook('preParsing', requestQuota);
     scope.addHook('preParsing', admit);
     documentSecurity(scope, [{ apiKey: [] }]);
+    await scope.register(usageRoutes({ quotas: deps.quotas, tenant: tenantOf, surface: 'api-key' }));
     await scope.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant: tenantOf, surface: 'api-key', withItemRoutes: true }));
     await scope.register(messageRoutes({ messages: deps.messages, tenant: tenantOf, surface: 'api-key', pages }));
     await scope.register(sendingRoutes({ sending: deps.sending, tenant: tenantOf, surface: 'api-key' }));
@@ -176,6 +224,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       });
       await scope.register(async (authed) => {
         authed.addHook('preParsing', sessionAuth(deps.auth, limits.credential));
+        authed.addHook('preParsing', requestQuota);
         authed.addHook('preParsing', admit);
         documentSecurity(authed, [{ session: [] }]);
         await authed.register(sessionRoutes(deps.auth));
@@ -191,6 +240,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(apiKeyRoutes({ workspace: deps.workspaceAdmin, tenant }));
         await authed.register(memberRoutes({ workspace: deps.workspaceAdmin, tenant }));
         await authed.register(webhookRoutes({ webhooks: deps.webhooks, tenant }));
+        await authed.register(usageRoutes({ quotas: deps.quotas, tenant, surface: 'session' }));
+        await authed.register(auditRoutes({ audit: deps.audit, tenant }));
+        await authed.register(retentionRoutes({ retention: deps.retention, tenant }));
         const grant = (request: FastifyRequest) => {
           const { workspaceId, role } = tenant(request);
           const { sessionId, userId } = sessionOf(request);
@@ -210,6 +262,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(
     async (scope) => {
       scope.addHook('preParsing', serviceTokenAuth(deps.serviceTokens, limits.credential));
+      scope.addHook('preParsing', requestQuota);
       scope.addHook('preParsing', admit);
       documentSecurity(scope, [{ serviceToken: [] }]);
       await scope.register(transactionalRoutes({ transactional: deps.transactional }));

@@ -22,13 +22,16 @@ const ERROR_SCHEMA_REF = '#/components/schemas/Error';
 const ERROR_ANSWERS: Record<string, { name: string; description: string; retryAfter?: true }> = {
   '400': { name: 'BadRequest', description: 'Invalid input: a missing, unknown or wrongly typed field or query value (the detail names it), malformed JSON or a malformed URL' },
   '401': { name: 'Unauthorized', description: 'The credential is missing, malformed, expired or revoked, or is not one this surface takes' },
-  '403': { name: 'Forbidden', description: "Authenticated but not allowed: the member's role, the token's scope, or an X-Tenant-ID other than the key's workspace" },
+  '403': {
+    name: 'Forbidden',
+    description: "Authenticated but not allowed: the member's role, the token's scope, an X-Tenant-ID other than the key's workspace, or a workspace the operator suspended (workspace_suspended)",
+  },
   '404': { name: 'NotFound', description: 'No such resource, or one of another workspace (the two are never told apart)' },
   '409': { name: 'Conflict', description: 'A conflict with the current state: a name or address taken, an entry already there, an idempotency key reused with other content' },
   '413': { name: 'PayloadTooLarge', description: 'The body is larger than the route takes (1 MiB; 40 MiB where attachments come as base64), or the attachments of one message or draft total more than 25 MiB decoded' },
   '415': { name: 'UnsupportedMediaType', description: 'The body is not JSON (send Content-Type: application/json), or, where a route takes file uploads, not multipart/form-data' },
   '422': { name: 'Unprocessable', description: 'Refused by policy: a recipient is on an outbound block list (or not on its allow list), or every recipient is suppressed (recipient_suppressed)' },
-  '429': { name: 'TooManyRequests', description: 'Rate limited: Retry-After says how many seconds to wait', retryAfter: true },
+  '429': { name: 'TooManyRequests', description: 'Rate limited, or over a quota of the workspace (quota_exceeded, naming it in `quota`): Retry-After says how many seconds to wait, where waiting helps', retryAfter: true },
   '503': { name: 'ServiceUnavailable', description: 'Not now: a search past its time budget (search_timeout) or whose thread failed (search_unavailable); Retry-After says how many seconds to wait', retryAfter: true },
   default: { name: 'UnexpectedError', description: 'Any other failure: 500 internal_error (with the request id, never internals), or 503 shutting_down while the server stops' },
 };
@@ -94,7 +97,8 @@ export function documentSecurity(scope: FastifyInstance, security: Security): vo
 /** The errors every route may answer, from what it takes: its credential, its rate limit, its input. */
 function sharedErrors(schema: Json, route: RouteOptions): string[] {
   const statuses = ['400', 'default'];
-  if (Array.isArray(schema.security) && schema.security.length > 0) statuses.push('401');
+  // A credential of a suspended workspace is refused with 403 workspace_suspended on every route that takes one.
+  if (Array.isArray(schema.security) && schema.security.length > 0) statuses.push('401', '403');
   if ((route.config as { rateLimit?: unknown } | undefined)?.rateLimit !== false) statuses.push('429');
   if (schema.body !== undefined) statuses.push('413', '415');
   return statuses;

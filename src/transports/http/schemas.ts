@@ -23,6 +23,7 @@ export const ErrorResponse = Type.Object(
       ),
     ),
     suppressed: Type.Optional(Type.Array(Type.String(), { description: 'recipient_suppressed only: the suppressed recipients (every recipient of the send)' })),
+    quota: Type.Optional(Type.String({ description: 'quota_exceeded only: the quota (mailboxes, stored_bytes, sent_per_hour, sent_per_day, api_requests_per_minute)' })),
   },
   { $id: 'Error' },
 );

@@ -28,9 +28,10 @@ const ASSET_CACHE_CONTROL = 'public, max-age=31536000, immutable';
 
 /**
  * Paths the API owns: an unknown path under one of them stays a JSON 404, never the app's index.html,
- * so a client of the API-key surface at the root never gets HTML for a typo.
+ * so a client of the API-key surface at the root never gets HTML for a typo. `/metrics` is served only on the metrics
+ * listener: here it is a 404, for a browser too.
  */
-const API_PREFIXES = ['/app/api', '/v1', '/inbox', '/messages', '/mailboxes', '/threads', '/stats', '/send', '/health', '/openapi.json', '/assets'];
+const API_PREFIXES = ['/app/api', '/v1', '/inbox', '/messages', '/mailboxes', '/threads', '/stats', '/send', '/health', '/openapi.json', '/assets', '/metrics'];
 
 const NOT_BUILT = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Mailroom</title></head>

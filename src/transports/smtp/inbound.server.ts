@@ -3,14 +3,16 @@ import { tmpdir } from 'node:os';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import { createByteBudget } from '../../lib/byte-budget.js';
 import type { Logger } from '../../lib/logger.js';
+import { noMetrics, type Metrics } from '../../lib/metrics.js';
 import type { InboundService, Recipient } from '../../modules/messages/inbound.service.js';
+import { isQuotaExceeded } from '../../modules/quotas/quota.types.js';
 import { createSessionSlots, DEFAULT_IDLE_MS, DEFAULT_MAX_COMMANDS, DEFAULT_MAX_SESSION_MS } from './session-slots.js';
 import { MessageSpool } from './spool.js';
 
 /** RFC 5321 section 4.5.3.1.8: a server must accept at least 100 recipients per transaction. */
 export const MAX_RECIPIENTS = 100;
-/** Time a closing server gives open sessions before it answers them 421 and hangs up. */
-const CLOSE_TIMEOUT_MS = 5000;
+/** Time a closing server gives open sessions before it answers them 421 and hangs up (by default). */
+export const SMTP_CLOSE_TIMEOUT_MS = 5000;
 /** Defaults: concurrent sessions of one process, in all and per client address group (/24, /64). */
 export const DEFAULT_MAX_CLIENTS = 200;
 export const DEFAULT_MAX_CLIENTS_PER_IP = 20;
@@ -47,11 +49,26 @@ export interface InboundSmtpOptions {
   /** Bytes of a message kept in memory while it arrives (default SPOOL_MEMORY_BYTES), and where the rest goes (os.tmpdir()). */
   spoolMemoryBytes?: number;
   spoolDir?: string;
+  /** Sessions, replies by code and ingest time. */
+  metrics?: Pick<Metrics, 'smtpSession' | 'smtpSessionClosed' | 'smtpReply' | 'smtpIngest'>;
 }
 
 export interface InboundSmtpServer {
   listen(host: string, port: number): Promise<number>;
   close(): Promise<void>;
+  /** Listening now (readiness). */
+  listening(): boolean;
+}
+
+/**
+ * Whether `recipient` must wait for a transaction of its own: a workspace with a storage quota may refuse the
+ * message at the end of DATA (452 4.2.2), which refuses it for every recipient of the transaction; so such a
+ * workspace's recipients never share one with another workspace's, and one tenant's full mailbox delays no other's mail.
+ */
+function needsOwnTransaction(recipient: Recipient, accepted: readonly Recipient[]): boolean {
+  if (recipient.reportFor) return false;
+  const others = accepted.filter((r) => !r.reportFor && r.workspaceId !== recipient.workspaceId);
+  return others.length > 0 && (recipient.storageLimited === true || others.some((r) => r.storageLimited === true));
 }
 
 /** An SMTP reply error: smtp-server sends `responseCode` and the message as the reply text. */
@@ -71,6 +88,9 @@ function reply(code: number, text: string): Error & { responseCode: number } {
  */
 export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmtpServer {
   const { inbound, logger, maxSize } = options;
+  const metrics = options.metrics ?? noMetrics;
+  /** Sessions admitted and not yet closed (onClose comes for refused connections too). */
+  const admitted = new Set<string>();
   const recipients = new WeakMap<SMTPServerSession, Recipient[]>();
   const idleMs = options.idleMs ?? DEFAULT_IDLE_MS;
   const slots = createSessionSlots({
@@ -111,7 +131,7 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
     disabledCommands: options.tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
     ...(options.tls ? { key: options.tls.key, cert: options.tls.cert } : {}),
     disableReverseLookup: true,
-    closeTimeout: options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS,
+    closeTimeout: options.closeTimeoutMs ?? SMTP_CLOSE_TIMEOUT_MS,
     // A client silent this long is closed by smtp-server itself (421 4.4.2); any byte resets this clock, NOOP too.
     socketTimeout: idleMs,
     logger: false,
@@ -121,11 +141,14 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
       // Not found cannot happen (smtp-server adds a connection before it calls onConnect); refused, not trusted.
       const refusal = connection ? slots.admit(connection) : '4.3.0 Temporary failure, please try again later';
       if (refusal) logger.warn({ ip: session.remoteAddress, refusal }, 'smtp session refused');
+      else admitted.add(session.id);
+      metrics.smtpSession(!refusal);
       callback(refusal ? reply(421, refusal) : null);
     },
 
     onClose(session: SMTPServerSession) {
       slots.release(session.id);
+      if (admitted.delete(session.id)) metrics.smtpSessionClosed();
     },
 
     onMailFrom(_address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
@@ -133,7 +156,11 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
       callback();
     },
 
-    onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: (err?: Error | null) => void) {
+    onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, answered: (err?: Error | null) => void) {
+      const callback = (err?: Error & { responseCode: number }) => {
+        metrics.smtpReply('rcpt', err ? err.responseCode : 250);
+        answered(err);
+      };
       const accepted = recipients.get(session) ?? [];
       if (accepted.length >= MAX_RECIPIENTS) {
         callback(reply(452, `4.5.3 Too many recipients (at most ${MAX_RECIPIENTS} per message)`));
@@ -141,12 +168,19 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
       }
       inbound.checkRecipient(address.address, envelopeOf(session)).then(
         (verdict) => {
-          if (verdict.ok) {
+          if (verdict.ok && needsOwnTransaction(verdict.recipient, accepted)) {
+            // RFC 5321 4.5.3.1.10: the client sends the recipients refused so in another transaction.
+            callback(reply(452, `4.5.3 <${address.address}>: too many recipients; send to this one in another transaction`));
+          } else if (verdict.ok) {
             // One copy per mailbox; return addresses (bounces) are distinct by the message and recipient they name.
             const key = (r: Recipient) => (r.reportFor ? `${r.reportFor} ${r.reportRecipient ?? ''}` : r.mailboxId);
             if (!accepted.some((r) => key(r) === key(verdict.recipient))) accepted.push(verdict.recipient);
             recipients.set(session, accepted);
             callback();
+          } else if (verdict.reason === 'mailbox_full') {
+            // RFC 3463 4.2.2: mailbox full; a temporary failure, so the sender tries again (after a delete or a higher quota).
+            // The sender learns no figures of the workspace's (they are logged by the inbound service).
+            callback(reply(452, `4.2.2 <${address.address}>: mailbox full, try again later`));
           } else if (verdict.reason === 'no_mailbox') {
             callback(reply(550, `5.1.1 <${address.address}>: no such mailbox here`));
           } else {
@@ -178,12 +212,20 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
       });
       stream.on('end', () => {
         slots.dataReceived(session.id);
-        const answer = (result: Error | null, message?: string) =>
+        const ended = performance.now();
+        const answer = (result: (Error & { responseCode: number }) | null, message?: string) => {
+          metrics.smtpReply('data', result ? result.responseCode : 250);
+          metrics.smtpIngest((performance.now() - ended) / 1000);
           void spool.discard().finally(() => slots.answered(session.id, () => callback(result, message)));
+        };
         if (stream.sizeExceeded) return answer(reply(552, `5.3.4 Message too big (at most ${maxSize} bytes)`));
         store(spool, session).then(
           (ids) => answer(null, `2.0.0 Stored as ${ids.join(', ')}`),
           (err: unknown) => {
+            if (isQuotaExceeded(err)) {
+              logger.info({ detail: err.detail }, 'inbound mail deferred: a recipient workspace would pass its storage quota');
+              return answer(reply(452, '4.2.2 Mailbox full, try again later'));
+            }
             logger.error({ err }, 'storing inbound mail failed');
             answer(reply(451, '4.3.0 Could not store the message, please try again later'));
           },
@@ -211,5 +253,6 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
     close() {
       return new Promise((resolve) => server.close(() => resolve()));
     },
+    listening: () => server.server.listening,
   };
 }

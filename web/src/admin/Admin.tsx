@@ -3,14 +3,17 @@ import { client as api } from '../api';
 import { navigate } from '../router';
 import type { SessionInfo } from '../types';
 import { ApiKeys } from './ApiKeys';
+import { AuditLog } from './AuditLog';
 import { isManager, roleOf } from './common';
 import { Domains } from './Domains';
 import { Lists } from './Lists';
 import { Mailboxes } from './Mailboxes';
 import { Members } from './Members';
 import { Password } from './Password';
+import { Retention } from './Retention';
 import { ServiceTokens } from './ServiceTokens';
 import { Suppressions } from './Suppressions';
+import { Usage } from './Usage';
 import { Webhooks } from './Webhooks';
 import type { Role } from './types';
 import './admin.css';
@@ -31,7 +34,10 @@ const SECTIONS: AdminSection[] = [
   { id: 'webhooks', title: 'Webhooks', managers: false, render: () => <Webhooks /> },
   { id: 'lists', title: 'Allow and block lists', managers: false, render: () => <Lists /> },
   { id: 'suppressions', title: 'Suppressions', managers: false, render: () => <Suppressions /> },
+  { id: 'usage', title: 'Usage', managers: false, render: () => <Usage /> },
   { id: 'members', title: 'Members and roles', managers: false, render: ({ role, session }) => <Members viewer={role} me={session.user.user_id} /> },
+  { id: 'audit-log', title: 'Audit log', managers: true, render: () => <AuditLog /> },
+  { id: 'retention', title: 'Retention', managers: false, render: ({ role }) => <Retention role={role} /> },
   { id: 'password', title: 'Your password', managers: false, render: () => <Password /> },
 ];
 

@@ -23,6 +23,9 @@ export type WebhookDelivery = Schema<'WebhookDelivery'>;
 export type ListEntry = Schema<'ListEntry'>;
 export type Suppression = Schema<'Suppression'>;
 export type Member = Schema<'Member'>;
+export type AuditEntry = Schema<'AuditEntry'>;
+/** A workspace's retention periods (days; null = never). */
+export type Retention = Schema<'Retention'>;
 
 /** An event name of the API (docs/api.md, Events). */
 export type EventType = Schema<'Webhook'>['event_types'][number];

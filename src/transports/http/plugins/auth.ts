@@ -61,7 +61,8 @@ export function apiKeyAuth(auth: AuthService, limit: CredentialLimit) {
       const hint = misplacedHint(token, 'mrk');
       if (hint) throw unauthorized('invalid_credential', hint);
       const { apiKeyId, ...tenant } = await auth.authenticateApiKey(token, headerValue(request, 'x-tenant-id'));
-      request.tenantContext = tenant;
+      // The client's address joins the actor, for the audit log.
+      request.tenantContext = { ...tenant, actor: { kind: 'api_key', id: apiKeyId, email: null, ip: request.ip } };
       return `key:${apiKeyId}`;
     });
     return payload;
@@ -85,7 +86,8 @@ export function sessionAuth(auth: AuthService, limit: CredentialLimit) {
       if (!token) throw unauthorized('missing_credential', missingSessionDetail(request));
       const hint = misplacedHint(token, 'mrs');
       if (hint) throw unauthorized('invalid_session', hint);
-      request.sessionContext = await auth.authenticateSession(token);
+      // The client's address goes with the session, for the audit log (sessionTenant puts it in the actor).
+      request.sessionContext = { ...(await auth.authenticateSession(token)), ip: request.ip };
       return `ses:${request.sessionContext.sessionId}`;
     });
     return payload;

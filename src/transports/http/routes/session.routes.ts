@@ -40,7 +40,7 @@ export function loginRoute(auth: AuthService): FastifyPluginAsyncTypebox {
           tags,
           security: [],
           body: LoginBody,
-          response: { 200: answer('Logged in: the session token (shown only here), the user and their workspaces', LoginResponse), ...errors(400, 401, 413, 415, 429) },
+          response: { 200: answer('Logged in: the session token (shown only here), the user and their workspaces', LoginResponse), ...errors(400, 401, 403, 413, 415, 429) },
         },
       },
       async (request) => {
