@@ -7,6 +7,7 @@ import { insertRows, preparedQuery, type Param } from '../db/prepared.js';
 import { deleteWorkspaceBatch } from '../db/purge.js';
 import { tablesOf, type Work } from '../db/tables.js';
 import type { Clock } from '../lib/clock.js';
+import type { QueueReading } from '../lib/metrics.js';
 import { newId } from '../lib/ids.js';
 import type { JobState, JobTable, QueueTables } from './job.table.js';
 
@@ -166,19 +167,7 @@ export interface Queue {
 }
 
 /** Where one queue stands (metrics): the counts stop at STATS_CAP, so a read is bounded however long the queue. */
-export interface QueueStats {
-  queue: string;
-  /** Jobs not done: scheduled, due and leased. */
-  pending: number;
-  /** Pending jobs whose time has come, an expired lease included. */
-  due: number;
-  /** Seconds the oldest due job has waited past its time; 0 when none is due. */
-  oldestDueSeconds: number;
-  /** Leased jobs whose lease ran out, not yet taken over. */
-  expiredLeases: number;
-  /** Jobs given up. */
-  dead: number;
-}
+export type QueueStats = QueueReading;
 
 /** Rows a `stats` count reads at most, per queue and state. */
 export const STATS_CAP = 10_000;

@@ -1,3 +1,4 @@
+import type { RetentionConfig } from '../../config/config.js';
 import type { Work } from '../../db/tables.js';
 import { forbidden, invalid } from '../../lib/errors.js';
 import type { MailStore } from '../mail/mail.store.js';
@@ -9,15 +10,8 @@ import type { AuditLog } from '../audit/audit.service.js';
 /** The longest period a workspace may choose (ten years); 0 or null: never. */
 export const MAX_RETENTION_DAYS = 3650;
 
-/** The operator's periods in days (MAILROOM_RETENTION_*); 0 = never. */
-export interface RetentionPolicy {
-  trashDays: number;
-  spamDays: number;
-  eventsDays: number;
-  webhookAttemptsDays: number;
-  deadJobsDays: number;
-  idempotencyDays: number;
-}
+/** The operator's periods in days (MAILROOM_RETENTION_*, read by config.ts); 0 = never. */
+export type RetentionPolicy = Omit<RetentionConfig, 'intervalMs' | 'batch'>;
 
 /** Days, or null for never (0 in settings and configuration). */
 type Days = number | null;
