@@ -110,6 +110,19 @@ describe(`quotas per workspace (${TEST_DIALECT})`, () => {
     expect((await usage(acme)).usage.sent_last_hour).toBe(10);
   });
 
+  it('lets no burst past the daily quota: the count in the send counts the earlier hours of the day too', async () => {
+    const acme = await world.tenant('Daily burst', ['dayburst@mailroom.localhost']);
+    await setQuota(acme, 'sent_per_day', '5');
+    const from = 'dayburst@mailroom.localhost';
+    for (const n of [1, 2, 3]) expect((await send(acme, from, n)).statusCode).toBe(202);
+    h().clock.advance(HOUR_MS);
+    // All of them pass the check before composing (3 of 5 sent); the count in each send's transaction holds.
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, n) => send(acme, from, `day-burst-${n}`)));
+    expect(answers.filter((a) => a.statusCode === 202)).toHaveLength(2);
+    expect(answers.filter((a) => a.statusCode !== 202).map(quotaOf)).toEqual(Array.from({ length: 10 }, () => 'sent_per_day'));
+    expect(await world.sentCount(acme)).toBe(5);
+  });
+
   it.runIf(TEST_DIALECT === 'postgres')('counts sends of two service instances sharing the database together', async () => {
     const acme = await world.tenant('Two processes', ['twice@mailroom.localhost']);
     await setQuota(acme, 'sent_per_hour', '12');

@@ -183,11 +183,14 @@ export function createQuotaService(deps: QuotaDeps): QuotaService {
       const now = clock.now();
       const windowStart = hourStartOf(now);
       if (limits.sent_per_hour === null && limits.sent_per_day === null) return store.countSends(trx, workspaceId, windowStart, count);
-      // The hour's row is written first: on PostgreSQL its lock makes concurrent sends of the workspace count in turn.
-      const hour = await store.countSendsReturning(trx, workspaceId, windowStart, count);
-      const windows = limits.sent_per_day === null ? [{ windowStart, sent: hour }] : await dayWindows(trx, workspaceId, now);
-      const refusal = sendRefusal(limits, windows, now, 0);
-      if (refusal) throw refusal;
+      // One statement: the hour's count and the day's earlier hours. On PostgreSQL the hour row's lock makes
+      // concurrent sends of the workspace count in turn.
+      const dayStart = windowStart - (DAY_WINDOWS - 1) * HOUR_MS;
+      const { hour, earlier } = await store.countSendsReturning(trx, workspaceId, windowStart, count, dayStart);
+      const fits = (limits.sent_per_hour === null || hour <= limits.sent_per_hour) && (limits.sent_per_day === null || earlier + hour <= limits.sent_per_day);
+      if (fits) return;
+      // Past a quota (rare): the windows themselves, for the moment it frees up.
+      throw sendRefusal(limits, await dayWindows(trx, workspaceId, now), now, 0) ?? quotaExceeded('sent_per_hour', 'the send quota was reached');
     },
 
     async storageRefusal(workspaceId, bytes) {

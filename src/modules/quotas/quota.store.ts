@@ -17,13 +17,26 @@ const countSendsQuery = preparedWrite<{ workspaceId: string; windowStart: number
     .onConflict((oc) => oc.columns(['workspace_id', 'window_start']).doUpdateSet({ sent: sql<number>`${sql.ref('quota_send_counts.sent')} + ${p<number>('sent')}` })),
 );
 
-/** The same, reading the hour's count back (a send quota applies). Prepared: it runs in every such send. */
-const countSendsReturningQuery = preparedQuery<{ workspaceId: string; windowStart: number; sent: number }, { sent: number }, QuotaTables>((db, p) =>
+/**
+ * The same, reading back the hour's count and the sum of the earlier hours of the day (a send quota applies): one
+ * statement, as it runs in every such send. The earlier windows are other rows, closed, so which snapshot the
+ * subquery reads does not matter.
+ */
+const countSendsReturningQuery = preparedQuery<{ workspaceId: string; windowStart: number; sent: number; since: number }, { sent: number; earlier: number | string | null }, QuotaTables>((db, p) =>
   db
     .insertInto('quota_send_counts')
     .values({ workspace_id: p('workspaceId'), window_start: p('windowStart'), sent: p('sent') })
     .onConflict((oc) => oc.columns(['workspace_id', 'window_start']).doUpdateSet({ sent: sql<number>`${sql.ref('quota_send_counts.sent')} + ${p<number>('sent')}` }))
-    .returning('sent'),
+    .returning((eb) => [
+      'sent',
+      eb
+        .selectFrom('quota_send_counts as day')
+        .select((e) => e.fn.sum<number | string | null>('day.sent').as('total'))
+        .where('day.workspace_id', '=', p<string>('workspaceId'))
+        .where('day.window_start', '>=', p<number>('since'))
+        .where('day.window_start', '<', p<number>('windowStart'))
+        .as('earlier'),
+    ]),
 );
 
 const sendWindowsQuery = preparedQuery<{ workspaceId: string; since: number }, { window_start: number | string; sent: number }, QuotaTables>((db, p) =>
@@ -56,12 +69,13 @@ export function createQuotaStore() {
     countSends: (work: Work, workspaceId: string, windowStart: number, sent: number): Promise<void> => countSendsQuery(of(work), { workspaceId, windowStart, sent }),
 
     /**
-     * Add `sent` to the hour's count in one statement and return the count now: on PostgreSQL the row stays locked
-     * until the caller's transaction ends, so concurrent sends of the workspace count one after another.
+     * Add `sent` to the hour's count in one statement and return the count now, with the sum of the windows from
+     * `since` up to this hour: on PostgreSQL the hour's row stays locked until the caller's transaction ends, so
+     * concurrent sends of the workspace count one after another.
      */
-    async countSendsReturning(work: Work, workspaceId: string, windowStart: number, sent: number): Promise<number> {
-      const rows = await countSendsReturningQuery(of(work), { workspaceId, windowStart, sent });
-      return Number(rows[0]!.sent);
+    async countSendsReturning(work: Work, workspaceId: string, windowStart: number, sent: number, since: number): Promise<{ hour: number; earlier: number }> {
+      const rows = await countSendsReturningQuery(of(work), { workspaceId, windowStart, sent, since });
+      return { hour: Number(rows[0]!.sent), earlier: Number(rows[0]!.earlier ?? 0) };
     },
 
     /** The hour windows of the workspace from `since` on, oldest first. */

@@ -268,12 +268,15 @@ export function createSendingService(deps: SendingDeps): SendingService {
   /** The answer names the recipients a send left out because they are suppressed. */
   const withSuppressed = (queued: Queued, checked: Checked): Queued => (checked.suppressed.length > 0 ? { ...queued, suppressed: checked.suppressed } : queued);
 
-  /** Everything before the write, outside any transaction: the time to send, the checks, the composed message. */
-  async function prepare(tenant: TenantContext, input: SendInput, conn: Work, record: boolean): Promise<Prepared> {
+  /**
+   * Everything before the write, outside any transaction: the time to send, the checks, the composed message.
+   * `inBatch`: the batch has checked the send quotas for all its messages already.
+   */
+  async function prepare(tenant: TenantContext, input: SendInput, conn: Work, record: boolean, inBatch = false): Promise<Prepared> {
     const sendAt = scheduledTime(input.send_at, clock.now());
     const checked = await check(tenant, input, conn, record);
     // Before composing: a workspace over its quota costs no work (the count in `write` is the one that holds).
-    await quota.checkSend(conn, tenant.workspaceId, 1);
+    if (!inBatch) await quota.checkSend(conn, tenant.workspaceId, 1);
     return { checked, composed: await compose(input, checked, sendAt), sendAt };
   }
 
@@ -344,7 +347,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       const prepared = await Promise.all(
         inputs.map(async (input): Promise<Prepared | { error: DomainError }> => {
           try {
-            return await prepare(tenant, input, work, true);
+            return await prepare(tenant, input, work, true, true);
           } catch (error) {
             if (isDomainError(error)) return { error };
             throw error;
