@@ -198,7 +198,7 @@ function parseSection(text: string, fields: string[] | undefined): Section | Par
   if (!known || wantsFields !== (fields !== undefined) || (spec === 'MIME' && part.length === 0)) {
     return { bad: 'Invalid FETCH section.' };
   }
-  section.text = spec as SectionText;
+  section.text = spec;
   if (fields) section.fields = fields;
   return section;
 }

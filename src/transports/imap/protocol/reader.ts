@@ -5,8 +5,9 @@
  * change what it expects between two events (AUTHENTICATE's and IDLE's raw lines through `readLine()`), and it
  * stops reading the socket while a command runs, which is the backpressure that bounds the queue.
  *
- * Linear time: each byte is scanned for the line end once; a line piece is copied once, when its line end arrives
- * (one `Buffer.concat`), and a literal at most once (none at all when it lies in one chunk: it is a view of it).
+ * Linear time: each byte is scanned for the line end once; a line is joined once, when its line end arrives (one
+ * `Buffer.concat`), and a literal's large pieces are copied once (none at all when it lies in one chunk: it is a
+ * view of it); small pieces are staged first (class Gather) so that memory follows bytes, not packets.
  * Memory: the unparsed queue the caller let in, plus at most `maxLineLength` of line and one literal within its bound.
  *
  * Errors never throw: a malformed command is a `bad` event and the reader resynchronises at the next line end.
@@ -85,10 +86,9 @@ export class CommandReader {
   private off = 0;
   private queued = 0;
   private mode: 'line' | 'literal' | 'skip' | 'skipLiteral' | 'dead' = 'line';
-  private parts: Buffer[] = [];
-  private partLen = 0;
+  private line = new Gather();
   private cmd: CommandState | null = null;
-  private lit = { need: 0, got: 0, binary: false, parts: [] as Buffer[] };
+  private lit = { need: 0, binary: false, data: new Gather() };
   private skipTail = '';
   private skipLeft = 0;
   private skipName = '';
@@ -198,7 +198,7 @@ export class CommandReader {
       return { kind: 'bad', tag: cmd.tag, text: 'Literal too large.', code: 'TOOBIG', fatal: true };
     }
     this.mode = 'literal';
-    this.lit = { need: l.size, got: 0, binary: l.binary, parts: [] };
+    this.lit = { need: l.size, binary: l.binary, data: new Gather() };
     return l.sync ? { kind: 'continue', tag: cmd.tag, name: cmd.name, size: l.size } : undefined;
   }
 
@@ -219,8 +219,8 @@ export class CommandReader {
     this.head = 0;
     this.off = 0;
     this.queued = 0;
-    this.parts = [];
-    this.lit.parts = [];
+    this.line = new Gather();
+    this.lit.data = new Gather();
   }
 
   /**
@@ -233,33 +233,26 @@ export class CommandReader {
       const lf = c.indexOf(LF, this.off);
       if (lf < 0) {
         const piece = this.off === 0 ? c : c.subarray(this.off);
-        this.parts.push(piece);
-        this.partLen += piece.length;
+        this.line.add(piece);
         this.advance(piece.length);
-        if (this.partLen > limit + 1) {
-          this.pendingTag = this.cmd === null ? tagOf(startOf(this.parts, EMPTY)) : null;
-          this.parts = [];
-          this.partLen = 0;
-          return TOO_LONG;
-        }
+        if (this.line.length > limit + 1) return this.tooLong(EMPTY);
         continue;
       }
       const len = lf + 1 - this.off;
-      if (this.partLen + len > limit + 2) {
-        // Left in place: skip mode consumes it up to the line end and looks at its tail there.
-        this.pendingTag = this.cmd === null ? tagOf(startOf(this.parts, c.subarray(this.off, lf))) : null;
-        this.parts = [];
-        this.partLen = 0;
-        return TOO_LONG;
-      }
+      // Left in place when too long: skip mode consumes it up to the line end and looks at its tail there.
+      if (this.line.length + len > limit + 2) return this.tooLong(c.subarray(this.off, lf));
       const piece = c.subarray(this.off, lf + 1);
       this.advance(len);
-      const seg = this.parts.length === 0 ? piece : Buffer.concat([...this.parts, piece], this.partLen + len);
-      this.parts = [];
-      this.partLen = 0;
-      return seg;
+      return this.line.take(piece);
     }
     return null;
+  }
+
+  /** Drops the line held so far, keeping only its tag for the refusal. */
+  private tooLong(rest: Buffer): typeof TOO_LONG {
+    const held = this.line.take(EMPTY);
+    this.pendingTag = this.cmd === null ? tagOf(Buffer.concat([held.subarray(0, 256), rest.subarray(0, 256)])) : null;
+    return TOO_LONG;
   }
 
   private advance(n: number): void {
@@ -279,16 +272,14 @@ export class CommandReader {
 
   private readLiteral(): boolean {
     const lit = this.lit;
-    while (lit.got < lit.need && this.head < this.chunks.length) {
+    while (lit.data.length < lit.need && this.head < this.chunks.length) {
       const c = this.chunks[this.head]!;
-      const take = Math.min(c.length - this.off, lit.need - lit.got);
-      lit.parts.push(c.subarray(this.off, this.off + take));
-      lit.got += take;
+      const take = Math.min(c.length - this.off, lit.need - lit.data.length);
+      lit.data.add(c.subarray(this.off, this.off + take));
       this.advance(take);
     }
-    if (lit.got < lit.need) return false;
-    const value = lit.parts.length === 1 ? lit.parts[0]! : Buffer.concat(lit.parts, lit.need);
-    lit.parts = [];
+    if (lit.data.length < lit.need) return false;
+    const value = lit.data.take(EMPTY);
     const stack = this.cmd!.stack;
     stack[stack.length - 1]!.push({ type: 'literal', value, binary: lit.binary });
     this.mode = 'line';
@@ -437,24 +428,59 @@ export class CommandReader {
 
 const EMPTY = Buffer.alloc(0);
 
+/** Pieces below this size are copied into a staging buffer rather than kept as views. */
+const SMALL_PIECE = 4096;
+const STAGE_SIZE = 16 * 1024;
+
+/**
+ * Bytes arriving in pieces, joined once at the end. Large pieces are kept as views (copied once, by the join);
+ * small ones are copied into a staging buffer first, so a client dribbling one byte per packet costs a byte per
+ * byte, not a Buffer object per byte.
+ */
+class Gather {
+  length = 0;
+  private parts: Buffer[] = [];
+  private stage: Buffer | null = null;
+  private staged = 0;
+
+  add(piece: Buffer): void {
+    if (piece.length === 0) return;
+    this.length += piece.length;
+    if (piece.length >= SMALL_PIECE) {
+      this.unstage();
+      this.parts.push(piece);
+      return;
+    }
+    if (this.stage && this.staged + piece.length > this.stage.length) this.unstage();
+    this.stage ??= Buffer.allocUnsafe(STAGE_SIZE);
+    piece.copy(this.stage, this.staged);
+    this.staged += piece.length;
+  }
+
+  /** Everything gathered followed by `last`, as one Buffer (a view when there is one piece); then empty. */
+  take(last: Buffer): Buffer {
+    this.unstage();
+    if (last.length > 0) this.parts.push(last);
+    const total = this.length + last.length;
+    const out = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, total);
+    this.parts = [];
+    this.length = 0;
+    return out;
+  }
+
+  private unstage(): void {
+    if (this.stage && this.staged > 0) this.parts.push(this.stage.subarray(0, this.staged));
+    this.stage = null;
+    this.staged = 0;
+  }
+}
+
 /** Where a segment's content ends: before its LF, and before a CR right before it (bare LF is tolerated). */
 function lineEnd(seg: Buffer): number {
   let end = seg.length;
   if (end > 0 && seg[end - 1] === LF) end--;
   if (end > 0 && seg[end - 1] === CR) end--;
   return end;
-}
-
-/** The first bytes of a line held in pieces (enough for its tag). */
-function startOf(parts: Buffer[], last: Buffer): Buffer {
-  const head: Buffer[] = [];
-  let n = 0;
-  for (const p of [...parts, last]) {
-    if (n >= 256) break;
-    head.push(p.subarray(0, 256 - n));
-    n += head[head.length - 1]!.length;
-  }
-  return Buffer.concat(head);
 }
 
 /** The tag a line starts with, if it starts with one followed by a space. */
