@@ -94,6 +94,11 @@ describe('command reader: RFC examples', () => {
     expect(commands(events)[0]!.args).toEqual([lit('fred\x00'), lit('b\nc', true), atom('d'), lit('')]);
   });
 
+  it('reads the RFC 7888 LITERAL+ example without a continuation', () => {
+    const events = feed(['A001 LOGIN {11+}\r\nFRED FOOBAR {7+}\r\nfat man\r\n']);
+    expect(events).toEqual([{ kind: 'command', command: { tag: 'A001', name: 'LOGIN', args: [lit('FRED FOOBAR'), lit('fat man')] } }]);
+  });
+
   it('joins UID with its command, tolerates bare LF and ignores empty lines', () => {
     expect(one('\r\n\nA1 uid fetch 1:* (FLAGS)\n')).toEqual({ tag: 'A1', name: 'UID FETCH', args: [atom('1:*'), { type: 'list', items: [atom('FLAGS')] }] });
   });
