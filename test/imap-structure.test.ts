@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  binarySection,
   bodyStructure,
   envelope,
   fetchSection,
@@ -241,8 +242,11 @@ function ours(raw: Buffer) {
     BODY: bodyStructure(raw, tree, false),
     'RFC822.SIZE': raw.length,
     section: (spec: SectionSpec) => fetchSection(raw, tree, spec),
+    binary: (path: number[]) => binarySection(raw, tree, path),
   };
 }
+
+const describeBinary = (value: unknown) => (Buffer.isBuffer(value) ? `bytes ${value.toString('latin1')}` : String(value));
 
 describe.skipIf(!hasDovecot())('FETCH answers against Dovecot', () => {
   const all = samples();
@@ -259,6 +263,24 @@ describe.skipIf(!hasDovecot())('FETCH answers against Dovecot', () => {
     const sections = fetchItems(await client.command(`FETCH 1:* (${SECTIONS.map(([n, s]) => request(n, s)).join(' ')})`));
     for (const [seq, map] of sections) for (const [k, v] of map) items.get(seq)?.set(k, v);
   }, 60_000);
+
+  /** BINARY items are asked one per command: Dovecot fails a whole FETCH with NO [PARSE] when one part is broken. */
+  const BINARY_PATHS = [[1], [2], [1, 1], [2, 1], [3]];
+  const binary = new Map<string, Buffer | number | 'PARSE' | 'UNKNOWN-CTE'>();
+
+  beforeAll(async () => {
+    for (let seq = 1; seq <= all.length; seq++) {
+      for (const path of BINARY_PATHS) {
+        for (const item of ['BINARY.PEEK', 'BINARY.SIZE']) {
+          const answer = await client.command(`FETCH ${seq} (${item}[${path.join('.')}])`);
+          const tagged = /^t\d+ (OK|NO|BAD) (\[[A-Z-]+\])?/m.exec(answer.toString('latin1'));
+          const key = `${seq} ${item.replace('.PEEK', '')}[${path.join('.')}]`;
+          if (tagged?.[1] === 'OK') binary.set(key, fetchItems(answer).get(seq)?.get(key.slice(key.indexOf(' ') + 1)) as Buffer | number);
+          else binary.set(key, (tagged?.[2] ?? '').replace(/[[\]]/g, '') as 'PARSE');
+        }
+      }
+    }
+  }, 120_000);
 
   afterAll(async () => {
     await client?.close();
@@ -280,6 +302,14 @@ describe.skipIf(!hasDovecot())('FETCH answers against Dovecot', () => {
       const want = theirs?.get(key);
       expect(want, `${name} ${key} missing from Dovecot's answer`).toBeInstanceOf(Buffer);
       expect(mine.section(spec).toString('latin1'), `${name} ${key}`).toBe((want as Buffer).toString('latin1'));
+    }
+    for (const path of BINARY_PATHS) {
+      const result = mine.binary(path);
+      const got = 'error' in result ? result.error : result.bytes;
+      const label = path.join('.');
+      expect(describeBinary(got), `${name} BINARY[${label}]`).toBe(describeBinary(binary.get(`${seq} BINARY[${label}]`)));
+      const size = 'error' in result ? result.error : result.bytes.length;
+      expect(size, `${name} BINARY.SIZE[${label}]`).toBe(binary.get(`${seq} BINARY.SIZE[${label}]`));
     }
   });
 });

@@ -26,7 +26,8 @@ export function parseValue(data: Buffer, pos: number): [ParsedValue, number] {
     }
     return [Buffer.from(bytes), pos + 1];
   }
-  if (c === 0x7b) {
+  if (c === 0x7e && data[pos + 1] === 0x7b) pos++; // literal8 (RFC 3516): ~{n}
+  if (data[pos] === 0x7b) {
     const close = data.indexOf('}', pos);
     const length = Number(data.toString('latin1', pos + 1, close).replace('+', ''));
     const start = close + 3;

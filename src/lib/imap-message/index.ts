@@ -4,5 +4,6 @@ export type { ImapValue, SectionSpec } from './types.js';
 export { parseMime, MAX_NESTING, MAX_PARTS, type MimePart, type PartKind } from './mime-parser.js';
 export { envelope } from './envelope.js';
 export { bodyStructure } from './body-structure.js';
-export { fetchSection, findPart, partialRange, sectionBody } from './section.js';
+export { fetchSection, findPart, literalSafe, partialRange, sectionBody } from './section.js';
+export { binarySection, type BinaryResult } from './binary.js';
 export { serializeImapValue } from './serialize.js';
