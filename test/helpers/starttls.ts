@@ -27,6 +27,8 @@ export interface SeenCertificate {
   serialNumber: string;
   fingerprint256: string;
   validTo: string;
+  /** `DNS:a, DNS:b` */
+  subjectAltName: string;
 }
 
 const cn = (part: PeerCertificate['subject']) => String((part as unknown as Record<string, string | undefined>).CN ?? '');
@@ -52,7 +54,7 @@ export async function startTlsCertificate(port: number, servername = 'localhost'
     });
     const cert = secure.getPeerCertificate();
     secure.destroy();
-    return { subjectCn: cn(cert.subject), issuerCn: cn(cert.issuer), serialNumber: cert.serialNumber, fingerprint256: cert.fingerprint256, validTo: cert.valid_to };
+    return { subjectCn: cn(cert.subject), issuerCn: cn(cert.issuer), serialNumber: cert.serialNumber, fingerprint256: cert.fingerprint256, validTo: cert.valid_to, subjectAltName: cert.subjectaltname ?? '' };
   } finally {
     socket.destroy();
   }

@@ -1,5 +1,6 @@
 import acme from 'acme-client';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPair, randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { Agent } from 'node:https';
 import { rootCertificates } from 'node:tls';
@@ -22,6 +23,19 @@ const CHALLENGE_MAX_AGE_MS = 24 * 60 * 60_000;
 /** An ACME token is base64url (RFC 8555 section 8.1); anything else is answered 404 without a lookup. */
 const TOKEN = /^[A-Za-z0-9_-]{1,256}$/;
 const DAY_MS = 86_400_000;
+
+/** RSA: acme-client's node-forge CSR takes no other key type. */
+const CERTIFICATE_KEY_BITS = 2048;
+
+/** A new certificate key, PKCS#1 PEM (what node-forge reads), made off the main thread. */
+async function certificateKey(): Promise<string> {
+  const { privateKey } = await promisify(generateKeyPair)('rsa', {
+    modulusLength: CERTIFICATE_KEY_BITS,
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
+  });
+  return privateKey;
+}
 
 const keyContext = (name: string) => `tls_certificates:${name}`;
 const accountContext = (directoryUrl: string) => `acme_accounts:${directoryUrl}`;
@@ -89,35 +103,49 @@ export function createAcmeService(deps: AcmeServiceDeps): AcmeService {
     return deps.box.open(stored, accountContext(config.directoryUrl));
   }
 
-  /** Order a certificate for the configured names; the lease is held. */
+  /** Answer one name's HTTP-01 challenge through the database, and wait until the CA has checked it. */
+  async function authorize(client: acme.Client, authz: acme.Authorization): Promise<void> {
+    if (authz.status === 'valid') return; // the CA still trusts an earlier validation of this name
+    const challenge = authz.challenges.find((c) => c.type === 'http-01');
+    if (!challenge) throw new Error(`the CA offers no http-01 challenge for ${authz.identifier.value}`);
+    const keyAuthorization = await client.getChallengeKeyAuthorization(challenge);
+    await store.putChallenge(work, challenge.token, keyAuthorization, clock.now());
+    try {
+      await client.completeChallenge(challenge);
+      await client.waitForValidStatus(challenge);
+    } finally {
+      await store.removeChallenge(work, challenge.token);
+    }
+  }
+
+  /**
+   * Order a certificate for the configured names; the lease is held. The steps of acme-client's `auto` without
+   * its CSR parsing, and with the CSR made by its node-forge half: its `crypto.createCsr` and `readCsrDomains`
+   * fail with the @peculiar/asn1-schema versions installed beside mailauth's.
+   */
   async function order(): Promise<void> {
     logger.info({ domains: config.domains, directory: config.directoryUrl }, 'ordering a TLS certificate with ACME');
     const client = new acme.Client({ directoryUrl: config.directoryUrl, accountKey: await accountKey() });
-    const [key, csr] = await acme.crypto.createCsr({ commonName: config.domains[0], altNames: [...config.domains] }, await acme.crypto.createPrivateEcdsaKey());
-    const cert = await client.auto({
-      csr,
-      ...(config.email ? { email: config.email } : {}),
-      termsOfServiceAgreed: true,
-      challengePriority: ['http-01'],
-      // The CA's own validation is the check; a self-check would need this host to resolve its public name.
-      skipChallengeVerification: true,
-      challengeCreateFn: async (_authz, challenge, keyAuthorization) => {
-        await store.putChallenge(work, challenge.token, keyAuthorization, clock.now());
-      },
-      challengeRemoveFn: async (_authz, challenge) => {
-        await store.removeChallenge(work, challenge.token);
-      },
-    });
-    const pem = { key: key.toString(), cert };
-    const loaded = parseCertificatePair(pem, 'acme');
+    await client.createAccount({ termsOfServiceAgreed: true, ...(config.email ? { contact: [`mailto:${config.email}`] } : {}) });
+    const placed = await client.createOrder({ identifiers: config.domains.map((value) => ({ type: 'dns', value })) });
+    // One name at a time: a failure stops the order before more challenges are asked for.
+    for (const authz of await client.getAuthorizations(placed)) await authorize(client, authz);
+    const key = await certificateKey();
+    const [, csr] = await acme.forge.createCsr({ commonName: config.domains[0], altNames: [...config.domains] }, key);
+    const cert = await client.getCertificate(await client.finalizeOrder(placed, csr));
+    const loaded = parseCertificatePair({ key, cert }, 'acme');
     const saved = await store.saveCertificate(
       work,
       CERTIFICATE,
       holder,
-      { domains, certPem: cert, keySealed: deps.box.seal(pem.key, keyContext(CERTIFICATE)), notAfter: loaded.notAfter.getTime() },
+      { domains, certPem: cert, keySealed: deps.box.seal(key, keyContext(CERTIFICATE)), notAfter: loaded.notAfter.getTime() },
       clock.now(),
     );
     if (!saved) logger.warn('the ACME lease ran out during the order; the certificate obtained is not stored');
+    const lifetimeDays = (loaded.notAfter.getTime() - loaded.notBefore.getTime()) / DAY_MS;
+    if (lifetimeDays <= config.renewBeforeDays) {
+      logger.warn({ lifetime_days: Math.floor(lifetimeDays) }, 'MAILROOM_ACME_RENEW_DAYS is longer than the certificates this CA issues: every check orders a new one');
+    }
   }
 
   async function look(): Promise<void> {
