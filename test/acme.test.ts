@@ -137,7 +137,8 @@ describe.skipIf(!HAVE_PEBBLE)(`ACME certificates from Pebble (${TEST_DIALECT})`,
     expect(first?.issuerCn).toBe(/CN=([^\n]+)/.exec(intermediate.subject)?.[1]);
     expect(first?.issuerCn).toMatch(/^Pebble Intermediate CA/);
 
-    const { db, destroy } = createDb(database.url);
+    const handle = createDb(database.url);
+    const { db } = handle;
     try {
       const row = await db.selectFrom('tls_certificates').selectAll().where('name', '=', 'acme').executeTakeFirstOrThrow();
       expect(row.key_sealed).toMatch(/^v1:/);
@@ -147,7 +148,7 @@ describe.skipIf(!HAVE_PEBBLE)(`ACME certificates from Pebble (${TEST_DIALECT})`,
       // The order's challenges are gone once it is done.
       expect(await db.selectFrom('acme_challenges').selectAll().execute()).toEqual([]);
     } finally {
-      await destroy();
+      await handle.destroy();
     }
   }, 90_000);
 
