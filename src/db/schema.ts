@@ -1,5 +1,6 @@
 import type { QueueTables } from '../jobs/job.table.js';
 import type { AuditTables } from '../modules/audit/audit.table.js';
+import type { CertificateTables } from '../modules/certificates/certificate.table.js';
 import type { DomainTables } from '../modules/domains/domain.table.js';
 import type { EventTables } from '../modules/events/event.table.js';
 import type { ListTables } from '../modules/lists/list.table.js';
@@ -27,4 +28,5 @@ export interface Database
     SecretTables,
     SandboxTables,
     QuotaTables,
-    AuditTables {}
+    AuditTables,
+    CertificateTables {}
