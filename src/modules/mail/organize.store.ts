@@ -214,8 +214,7 @@ async function moveChunk(db: MailDb, deps: { clock: Clock; dialect: DialectInfo 
   await db
     .updateTable('messages')
     .set((eb) => {
-      let rank = eb.case('id');
-      let ranked = rank.when(rows[0]!.id).then(0);
+      let ranked = eb.case('id').when(rows[0]!.id).then(0);
       for (let i = 1; i < n; i++) ranked = ranked.when(rows[i]!.id).then(i);
       return {
         folder,
