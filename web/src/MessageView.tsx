@@ -30,6 +30,7 @@ function Toolbar({ message, onBack }: { message: FullMessage; onBack: () => void
       ) : (
         <button type="button" onClick={() => run({ kind: 'move', folder: 'trash' })}>Delete</button>
       )}
+      <button type="button" aria-pressed={message.flagged} onClick={() => run({ kind: 'flag', flagged: !message.flagged }, false)}>{message.flagged ? '★ Starred' : '☆ Star'}</button>
       <button type="button" onClick={() => run({ kind: 'read', read: false })}>Mark unread</button>
       <label htmlFor="move-to" className="visually-hidden">Move to folder</label>
       <select id="move-to" value="" onChange={(e) => e.target.value && run({ kind: 'move', folder: folderOf(e.target.value) })}>
