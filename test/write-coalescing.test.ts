@@ -297,7 +297,8 @@ describe.runIf(TEST_DIALECT === 'postgres')('write coalescing: a statement carri
     );
     expect(result).toEqual([{ name: 'Carrying' }]);
     expect(sent).toEqual(['begin', expect.stringMatching(/^with "mr_w0" as \(insert into "folder_counts" .*\), "mr_w1" as \(update "jobs" .*\), "mine" as \(select /), 'commit']);
-    expect(values[1]).toEqual([workspaceId, mailboxId, 'order', 3, 2, 1, 0, 3, 2, 0, ...parts[0]!.parameters, ...parts[1]!.parameters]);
+    // The bump's values: the new row's (its modseq 1, bytes, UIDs taken, UIDVALIDITY), then the update's.
+    expect(values[1]).toEqual([workspaceId, mailboxId, 'order', 3, 2, 1, 0, 0, expect.any(Number), 3, 2, 0, 0, ...parts[0]!.parameters, ...parts[1]!.parameters]);
     const counts = await db().selectFrom('folder_counts').select(['total', 'unread']).where('mailbox_id', '=', mailboxId).where('folder', '=', 'order').executeTakeFirst();
     expect(counts).toEqual({ total: 3, unread: 2 });
     const saved = await db().selectFrom('jobs').select(['payload', 'run_at']).where('id', '=', jobId).executeTakeFirstOrThrow();

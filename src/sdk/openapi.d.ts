@@ -160,6 +160,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/messages/{message_id}/flags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set the flagged (starred) and answered flags (those given; the others stay) */
+        post: operations["setMessageFlags"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/messages/{message_id}/move": {
         parameters: {
             query?: never;
@@ -667,6 +684,23 @@ export interface paths {
         put?: never;
         /** Set the read flag (read defaults to true) */
         post: operations["appSetMessageRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/api/messages/{message_id}/flags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set the flagged (starred) and answered flags (those given; the others stay) */
+        post: operations["appSetMessageFlags"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1720,6 +1754,10 @@ export interface components {
             /** @enum {string} */
             folder: "inbox" | "archive" | "sent" | "spam" | "trash";
             read: boolean;
+            /** @description starred (IMAP \Flagged) */
+            flagged: boolean;
+            /** @description replied to (IMAP \Answered) */
+            answered: boolean;
             labels: string[];
             thread_id: string;
             from: components["schemas"]["Address"] | null;
@@ -1754,6 +1792,10 @@ export interface components {
             /** @enum {string} */
             folder: "inbox" | "archive" | "sent" | "spam" | "trash";
             read: boolean;
+            /** @description starred (IMAP \Flagged) */
+            flagged: boolean;
+            /** @description replied to (IMAP \Answered) */
+            answered: boolean;
             labels: string[];
             thread_id: string;
             from: components["schemas"]["Address"] | null;
@@ -1794,6 +1836,10 @@ export interface components {
             /** @enum {string} */
             folder: "inbox" | "archive" | "sent" | "spam" | "trash";
             read: boolean;
+            /** @description starred (IMAP \Flagged) */
+            flagged: boolean;
+            /** @description replied to (IMAP \Answered) */
+            answered: boolean;
             labels: string[];
             thread_id: string;
             from: components["schemas"]["Address"] | null;
@@ -1961,6 +2007,21 @@ export interface components {
             read?: boolean;
             /** @enum {string} */
             folder?: "inbox" | "archive" | "sent" | "spam" | "trash";
+        };
+        /** FlagsInput */
+        FlagsInput: {
+            /** @description starred (IMAP \Flagged) */
+            flagged?: boolean;
+            /** @description replied to (IMAP \Answered) */
+            answered?: boolean;
+        };
+        /** MessageFlags */
+        MessageFlags: {
+            /** @enum {boolean} */
+            ok: true;
+            message_id: string;
+            flagged: boolean;
+            answered: boolean;
         };
         /** LabelChange */
         LabelChange: {
@@ -3242,6 +3303,40 @@ export interface operations {
             default: components["responses"]["UnexpectedError"];
         };
     };
+    setMessageFlags: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FlagsInput"];
+            };
+        };
+        responses: {
+            /** @description The message's flags now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageFlags"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
     moveMessage: {
         parameters: {
             query?: {
@@ -4254,6 +4349,40 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MessageAction"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appSetMessageFlags: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FlagsInput"];
+            };
+        };
+        responses: {
+            /** @description The message's flags now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageFlags"];
                 };
             };
             400: components["responses"]["BadRequest"];

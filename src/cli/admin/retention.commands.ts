@@ -20,6 +20,7 @@ export function registerRetentionCommands(admin: Command): void {
           `webhook attempts  ${report.webhookAttempts}`,
           `dead jobs         ${report.deadJobs}`,
           `idempotency keys  ${report.idempotencyKeys}`,
+          `expunged uids     ${report.expunged}`,
           `pages given back  ${report.pagesFreed}`,
           `batches           ${report.batches} (longest ${report.longestBatchMs.toFixed(0)} ms; of messages ${report.longestMessageBatchMs.toFixed(0)} ms)`,
         ]);

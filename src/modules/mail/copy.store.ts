@@ -13,8 +13,8 @@ import { newId } from '../../lib/ids.js';
 import type { AttachmentView, AuthSummary, Folder } from '../messages/message.types.js';
 import type { ParsedMessage } from '../messages/mime.js';
 import type { MailTables } from './mail.table.js';
-import type { AttachmentTable, MessageTable, ThreadTable } from './message.table.js';
-import { bumpFolder, insertLabels, lockThread, mailDb, type MailDb, type MessageRow } from './message.store.js';
+import type { AttachmentTable, ThreadTable } from './message.table.js';
+import { bumpFolder, insertLabels, insertMessage, lockThread, mailDb, type MailDb, type NewMessageRow, type StoredMessageRow } from './message.store.js';
 import { indexFts } from './search.store.js';
 import { normalizeSubject, shareParticipant, SUBJECT_THREAD_WINDOW_MS } from './threading.js';
 
@@ -203,7 +203,7 @@ function attachmentRowsOf(input: StoreInput, messageId: string): AttachmentTable
 }
 
 /** The message row, with its attachments' list view (`attachments_json`) beside the bodies kept elsewhere. */
-function messageRowOf(input: StoreInput, ids: { messageId: string; threadId: string }, labels: string[], attachments: AttachmentTable[], now: number): MessageTable {
+function messageRowOf(input: StoreInput, ids: { messageId: string; threadId: string }, labels: string[], attachments: AttachmentTable[], now: number): NewMessageRow {
   const at = input.receivedAt ?? now;
   const { parsed } = input;
   const attachmentViews: AttachmentView[] = attachments.map((a) => ({
@@ -236,6 +236,9 @@ function messageRowOf(input: StoreInput, ids: { messageId: string; threadId: str
     envelope_json: JSON.stringify(input.envelope),
     created_at: at,
     updated_at: now,
+    flagged: 0,
+    answered: 0,
+    deleted: 0,
   };
 }
 
@@ -243,7 +246,7 @@ function messageRowOf(input: StoreInput, ids: { messageId: string; threadId: str
 export function createCopyStore({ clock, dialect }: { clock: Clock; dialect: DialectInfo }) {
   return {
     /** Store one copy of a message in one mailbox, in the caller's transaction; returns the stored row (list-view columns). */
-    async storeCopy(work: Work, input: StoreInput): Promise<MessageRow> {
+    async storeCopy(work: Work, input: StoreInput): Promise<StoredMessageRow> {
       const trx = mailDb(work);
       const now = clock.now();
       const { parsed } = input;
@@ -251,11 +254,15 @@ export function createCopyStore({ clock, dialect }: { clock: Clock; dialect: Dia
       const unread = input.read ? 0 : 1;
       // The snippet is computed with the parse (mime.ts), outside this transaction, which other writers wait for.
       const addition: ThreadAddition = { now, at: input.receivedAt ?? now, participants: participantsOf(parsed), labels, unread, snippet: parsed.snippet };
+      // The folder's counter first: it takes the message's UID (`uids` 1) and the new modseq, which the message
+      // INSERT reads back. On PostgreSQL it is a deferred write that the thread lookup's statement carries, so it
+      // costs no round trip of its own (decision 518); its row lock, held to the end, keeps UIDs in commit order.
+      await bumpFolder(trx, input.workspaceId, input.mailboxId, input.folder, 1, unread, input.raw.length, 1);
       const { threadId, keys } = await joinThread(trx, input, addition, dialect.supportsRowLocks);
       const messageId = input.id ?? newId('msg');
       const attachmentRows = attachmentRowsOf(input, messageId);
       const row = messageRowOf(input, { messageId, threadId }, labels, attachmentRows, now);
-      await insertRows(trx, 'messages', [row]);
+      await insertMessage(trx, row);
       await insertRows(trx, 'message_contents', [
         {
           message_id: messageId,
@@ -271,7 +278,6 @@ export function createCopyStore({ clock, dialect }: { clock: Clock; dialect: Dia
       await insertRows(trx, 'attachments', attachmentRows);
       await insertLabels(trx, input.workspaceId, messageId, labels);
       await insertRows(trx, 'thread_refs', keys.map((message_key) => ({ workspace_id: input.workspaceId, mailbox_id: input.mailboxId, message_key, thread_id: threadId })), { ignoreConflicts: true });
-      await bumpFolder(trx, input.workspaceId, input.mailboxId, input.folder, 1, unread, row.size);
       return { ...row, mailbox_address: input.mailboxAddress };
     },
   };

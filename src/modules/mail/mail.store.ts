@@ -16,6 +16,7 @@ import { createSearchStore } from './search.store.js';
 import { createTransferStore } from './transfer.store.js';
 import { createUsageStore } from './usage.store.js';
 import { createRetentionStore } from './retention.store.js';
+import { createSyncStore } from './sync.store.js';
 import { createMailLookups, type MailLookups } from './lookups.store.js';
 import { createSendingMailStore, type SendingMailStore, type SendingMailStoreDeps } from './sending-mail.store.js';
 
@@ -37,6 +38,7 @@ export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
     ...createTransferStore(),
     ...createUsageStore(),
     ...createRetentionStore(deps),
+    ...createSyncStore(deps),
   };
 }
 
@@ -54,7 +56,9 @@ export function createMailStore(deps: ReceivedMailStoreDeps & SendingMailStoreDe
 }
 export type { StoreInput } from './copy.store.js';
 export type { MailboxRow } from './mailbox.store.js';
-export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, ThreadRow, VersionedPage } from './message.store.js';
+export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, StoredMessageRow, ThreadRow, VersionedPage } from './message.store.js';
 export type { SearchPageRow } from './search.store.js';
+export type { FetchEntry, FlagStore, FlagStoreResult, FolderStatus, IndexEntry, UidRanges } from './sync.store.js';
+export type { FlagChange } from './organize.store.js';
 export type { WorkspaceMailUsage } from './purge.store.js';
 export type { ImportProbe, TransferCursor, TransferRow } from './transfer.store.js';

@@ -2,6 +2,7 @@ import type { MailboxTable } from './mailbox.table.js';
 import type {
   AttachmentTable,
   FolderCountTable,
+  MailExpungedTable,
   MessageContentTable,
   MessageFtsKeyTable,
   MessageFtsTable,
@@ -36,4 +37,5 @@ export interface MailTables {
   draft_attachments: DraftAttachmentTable;
   suppressions: SuppressionTable;
   mail_retention: MailRetentionTable;
+  mail_expunged: MailExpungedTable;
 }

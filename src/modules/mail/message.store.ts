@@ -5,6 +5,7 @@
  */
 import { sql, type ExpressionBuilder, type Kysely, type QueryCreator, type SelectQueryBuilder } from 'kysely';
 import { insertRows, preparedQuery, preparedWrite, type Param } from '../../db/prepared.js';
+import { deferrableWrite } from '../../db/write-coalescing.js';
 import { tablesOf, type Work } from '../../db/tables.js';
 import type { DeliveryStatus } from './outbound.table.js';
 import type { MailTables } from './mail.table.js';
@@ -33,6 +34,8 @@ const MESSAGE_COLUMNS = [
   'messages.auth_json',
   'messages.attachments_json',
   'messages.created_at',
+  'messages.flagged',
+  'messages.answered',
 ] as const;
 /** What a page of messages reads: the list view's columns, with the mailbox's address. */
 export const PAGE_COLUMNS = [...MESSAGE_COLUMNS, 'mailboxes.address as mailbox_address'] as const;
@@ -55,19 +58,21 @@ export const DELIVERY_DETAIL_COLUMNS = ['delivery.recipients_json as out_recipie
 export type DeliveryDetailColumns = DeliveryColumns & { out_recipients: string | null; out_last_error: string | null };
 
 /** A whole message row (single lookups, which also need its mailbox, envelope and bookkeeping). */
-const LIST_COLUMNS = [...PAGE_COLUMNS, 'messages.workspace_id', 'messages.mailbox_id', 'messages.envelope_json', 'messages.updated_at'] as const;
+const LIST_COLUMNS = [...PAGE_COLUMNS, 'messages.workspace_id', 'messages.mailbox_id', 'messages.envelope_json', 'messages.updated_at', 'messages.uid', 'messages.modseq', 'messages.deleted'] as const;
 
 export type MessageRow = MessageTable & { mailbox_address: string };
+/** A message row as `storeCopy` returns it: its UID and modseq are the database's (PostgreSQL writes the row later in the transaction). */
+export type StoredMessageRow = Omit<MessageRow, 'uid' | 'modseq'>;
 /** A message row as the views read it (single lookups, thread views): with its delivery state. */
 export type MessageViewRow = MessageRow & DeliveryColumns;
 /** A single lookup's row: with its delivery state recipient by recipient. */
 export type MessageDetailRow = MessageViewRow & DeliveryDetailColumns;
-export type MessagePageRow = Pick<MessageRow, 'id' | 'thread_id' | 'direction' | 'folder' | 'read' | 'labels' | 'from_json' | 'to_json' | 'cc_json' | 'subject' | 'snippet' | 'size' | 'date' | 'internet_message_id' | 'auth_json' | 'attachments_json' | 'created_at' | 'mailbox_address'>;
+export type MessagePageRow = Pick<MessageRow, 'id' | 'thread_id' | 'direction' | 'folder' | 'read' | 'labels' | 'from_json' | 'to_json' | 'cc_json' | 'subject' | 'snippet' | 'size' | 'date' | 'internet_message_id' | 'auth_json' | 'attachments_json' | 'created_at' | 'flagged' | 'answered' | 'mailbox_address'>;
 export type ThreadRow = ThreadTable & { mailbox_address: string };
 /** A subquery of thread ids (`SELECT messages.thread_id …`). */
 export type ThreadIdQuery = SelectQueryBuilder<MailTables, keyof MailTables, { thread_id: string }>;
 /** What a message's organising operations need of its row. */
-export type MessageRef = Pick<MessageRow, 'id' | 'thread_id' | 'mailbox_id' | 'folder' | 'read' | 'size'>;
+export type MessageRef = Pick<MessageRow, 'id' | 'thread_id' | 'mailbox_id' | 'folder' | 'read' | 'size' | 'uid'>;
 
 export interface MessageFilter {
   mailboxId?: string | undefined;
@@ -233,16 +238,27 @@ const findContentQuery = preparedQuery<{ workspaceId: string; messageId: string;
     .where('message_id', '=', p<string>('messageId')),
 );
 
-const bumpFolderQuery = preparedWrite<{ workspaceId: string; mailboxId: string; folder: string; total: number; unread: number; bytes: number }, MailTables>((db, p) =>
+const bumpFolderQuery = preparedWrite<{ workspaceId: string; mailboxId: string; folder: string; total: number; unread: number; bytes: number; uids: number; uidvalidity: number }, MailTables>((db, p) =>
   db
     .insertInto('folder_counts')
-    .values({ workspace_id: p('workspaceId'), mailbox_id: p('mailboxId'), folder: p('folder'), total: p('total'), unread: p('unread'), modseq: 1, bytes: p('bytes') })
+    .values({
+      workspace_id: p('workspaceId'),
+      mailbox_id: p('mailboxId'),
+      folder: p('folder'),
+      total: p('total'),
+      unread: p('unread'),
+      modseq: 1,
+      bytes: p('bytes'),
+      uidnext: sql<number>`1 + ${p<number>('uids')}`,
+      uidvalidity: p('uidvalidity'),
+    })
     .onConflict((oc) =>
       oc.columns(['mailbox_id', 'folder']).doUpdateSet({
         total: sql<number>`${sql.ref('folder_counts.total')} + ${p<number>('total')}`,
         unread: sql<number>`${sql.ref('folder_counts.unread')} + ${p<number>('unread')}`,
         modseq: sql<number>`${sql.ref('folder_counts.modseq')} + 1`,
         bytes: sql<number>`${sql.ref('folder_counts.bytes')} + ${p<number>('bytes')}`,
+        uidnext: sql<number>`${sql.ref('folder_counts.uidnext')} + ${p<number>('uids')}`,
       }),
     ),
 );
@@ -250,15 +266,80 @@ const bumpFolderQuery = preparedWrite<{ workspaceId: string; mailboxId: string; 
 /**
  * Add to a folder's counters (negative to take away), creating the row on first use, and raise its modseq.
  * The rule the page cache stands on: every transaction that changes a message of a folder (stores, deletes,
- * moves it in or out, flips its read flag, changes its labels, its date or a final delivery state) calls this
- * for that folder, with 0, 0 when the counts stay, so that a page's version (`pageAndVersion`) changes with it.
- * Called last in the transaction (lock order: thread, then folder counters in folder-name order).
+ * moves it in or out, flips its read flag, changes its labels, its flags, its date or a final delivery state) calls
+ * this for that folder, with 0, 0 when the counts stay, so that a page's version (`pageAndVersion`) changes with it.
+ * The same counter is the folder's HIGHESTMODSEQ for mail clients, and the changed messages take its new value
+ * (`stampModseq`, or the message INSERT's own subquery), which is why this runs before they are stamped: the row
+ * lock it takes holds the value until the transaction ends (lock order: thread, then folder counters in
+ * folder-name order; storing a message takes its folder's counter first, see copy.store.ts).
  * `bytes`: the raw size of the messages stored (negative: deleted, moved out); the workspace's stored bytes, which
  * its `stored_bytes` quota is checked against, are the sum of these (`mailUsage`), so every operation that adds,
- * deletes or moves a message passes its size here.
+ * deletes or moves a message passes its size here. `uids`: how many UIDs the caller takes from the folder's
+ * `uidnext` (messages stored or moved in); they are `uidnext - uids` … `uidnext - 1` after this.
  */
-export function bumpFolder(db: MailDb, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number, bytes: number): Promise<void> {
-  return bumpFolderQuery(db, { workspaceId, mailboxId, folder, total, unread, bytes });
+export function bumpFolder(db: MailDb, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number, bytes: number, uids = 0): Promise<void> {
+  // UIDVALIDITY only has to differ from any earlier row of the same mailbox and folder name; the wall clock's
+  // seconds do that (a mailbox deleted and made again within the same second is the only way to repeat it).
+  return bumpFolderQuery(db, { workspaceId, mailboxId, folder, total, unread, bytes, uids, uidvalidity: Math.floor(Date.now() / 1000) });
+}
+
+/** The folder counter's row of a message's folder, as a scalar subquery reading `column`. */
+function folderCounter(eb: ExpressionBuilder<MailTables, 'messages'>, column: 'uidnext' | 'modseq') {
+  return eb
+    .selectFrom('folder_counts')
+    .select(`folder_counts.${column}`)
+    .whereRef('folder_counts.mailbox_id', '=', 'messages.mailbox_id')
+    .whereRef('folder_counts.folder', '=', 'messages.folder')
+    .$asScalar()
+    .$castTo<number>();
+}
+
+/**
+ * Give the messages `ids` (of one workspace) their folders' current modseq: after `bumpFolder` raised it in this
+ * transaction, whose row lock keeps it ours until commit. One statement for any number of messages.
+ */
+export async function stampModseq(db: MailDb, workspaceId: string, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  const query = db
+    .updateTable('messages')
+    .set((eb) => ({ modseq: folderCounter(eb, 'modseq') }))
+    .where('messages.workspace_id', '=', workspaceId)
+    .where('messages.id', 'in', ids);
+  // Nobody reads its result: on PostgreSQL it waits for the transaction's next statement (after the bump it reads).
+  await db.executeQuery(deferrableWrite(query.compile()));
+}
+
+/** The columns of a new message row the caller gives (`uid` and `modseq` come from its folder's counter). */
+export type NewMessageRow = Omit<MessageTable, 'uid' | 'modseq'>;
+const NEW_MESSAGE_COLUMNS = [
+  'id', 'workspace_id', 'mailbox_id', 'thread_id', 'direction', 'folder', 'read', 'labels', 'from_json', 'to_json', 'cc_json', 'subject', 'snippet', 'size',
+  'date', 'internet_message_id', 'auth_json', 'attachments_json', 'envelope_json', 'created_at', 'updated_at', 'flagged', 'answered', 'deleted',
+] as const satisfies ReadonlyArray<keyof NewMessageRow>;
+
+/**
+ * INSERT a message with its folder's new UID (`uidnext - 1`) and modseq read from the folder's counter in the same
+ * statement: `bumpFolder` (with `uids` 1) must have run before it in the transaction. On PostgreSQL both are
+ * deferred writes (db/write-coalescing.ts): this one names `folder_counts`, so it is never sent in one statement with
+ * a waiting write of that table (it would read the counter as it was before), and an earlier bump of the same
+ * transaction is always sent first. Later units of a group commit may bump the counter in the statement that carries
+ * this INSERT: sub-statements share one snapshot, so it still reads the value its own bump left.
+ */
+const insertMessageQuery = preparedWrite<NewMessageRow, MailTables>((db, p) => {
+  const counter = (column: 'uidnext' | 'modseq') =>
+    db
+      .selectFrom('folder_counts')
+      .select(column === 'uidnext' ? sql<number>`${sql.ref('folder_counts.uidnext')} - 1`.as('v') : sql<number>`${sql.ref('folder_counts.modseq')}`.as('v'))
+      .where('folder_counts.workspace_id', '=', p<string>('workspace_id'))
+      .where('folder_counts.mailbox_id', '=', p<string>('mailbox_id'))
+      .where('folder_counts.folder', '=', p<string>('folder'))
+      .$asScalar();
+  const values = Object.fromEntries(NEW_MESSAGE_COLUMNS.map((column) => [column, p(column)])) as unknown as NewMessageRow;
+  return db.insertInto('messages').values({ ...values, uid: counter('uidnext'), modseq: counter('modseq') });
+});
+
+/** Store a new message row (see `insertMessageQuery`); its folder's counter was bumped with `uids` 1 just before. */
+export function insertMessage(db: MailDb, row: NewMessageRow): Promise<void> {
+  return insertMessageQuery(db, row);
 }
 
 const readThreadQuery = preparedQuery<{ workspaceId: string; threadId: string }, ThreadTable, MailTables>((db, p) =>

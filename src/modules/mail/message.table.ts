@@ -45,6 +45,14 @@ export interface MessageTable {
   envelope_json: string;
   created_at: number;
   updated_at: number;
+  /** The message's UID in its folder: from the folder's `uidnext`, new on every move, never reused (IMAP). */
+  uid: number;
+  /** The folder's modseq at the message's last change (CONDSTORE's MODSEQ). */
+  modseq: number;
+  /** IMAP's \Flagged, \Answered and \Deleted (marked for EXPUNGE): 0 or 1. */
+  flagged: number;
+  answered: number;
+  deleted: number;
 }
 
 export interface MessageContentTable {
@@ -93,6 +101,21 @@ export interface FolderCountTable {
   modseq: ColumnType<number | string, number | undefined, number>;
   /** The raw size of the folder's messages summed (a workspace's stored bytes are the sum over its rows). */
   bytes: ColumnType<number | string, number | undefined, number>;
+  /** The UID the folder's next message gets; raised by every message stored or moved in. */
+  uidnext: ColumnType<number, number | undefined, number>;
+  /** The folder's UIDVALIDITY: seconds since the epoch when the row was made; never changed (rows live as long as their mailbox). */
+  uidvalidity: ColumnType<number, number | undefined, never>;
+}
+
+/** A UID removed from a folder (deleted, moved out, expired), kept a while for clients' QRESYNC (VANISHED). */
+export interface MailExpungedTable {
+  workspace_id: string;
+  mailbox_id: string;
+  folder: string;
+  uid: number;
+  /** The folder's modseq after the removal. */
+  modseq: number;
+  expunged_at: number;
 }
 
 /** SQLite: the contentless FTS5 index (columns as `SearchDocument`'s fields). Only `rowid` can be read back. */

@@ -55,6 +55,8 @@ export interface MessageService {
   get(tenant: TenantContext, messageId: string, options: { markRead: boolean }): Promise<MessageView>;
   setRead(tenant: TenantContext, messageId: string, read: boolean): Promise<{ ok: true; message_id: string; read: boolean }>;
   move(tenant: TenantContext, messageId: string, folder: string): Promise<{ ok: true; message_id: string; folder: Folder }>;
+  /** Set the flags given (starred, answered); returns both as they are now. */
+  setFlags(tenant: TenantContext, messageId: string, flags: { flagged?: boolean | undefined; answered?: boolean | undefined }): Promise<{ ok: true; message_id: string; flagged: boolean; answered: boolean }>;
   remove(tenant: TenantContext, messageId: string): Promise<{ ok: true; message_id: string }>;
   setLabels(tenant: TenantContext, messageId: string, change: { add?: string[] | undefined; remove?: string[] | undefined }): Promise<{ labels: string[] }>;
   threadOf(tenant: TenantContext, messageId: string): Promise<ThreadDetailView>;
@@ -104,6 +106,7 @@ export type MessageServiceStore = Pick<
   | 'mailStats'
   | 'markRead'
   | 'moveMessage'
+  | 'setFlags'
   | 'deleteMessage'
   | 'changeLabels'
   | 'labelsChanged'
@@ -202,6 +205,16 @@ export function createMessageService({ work, store, searches }: { work: Work; st
       const folder = parseFolder(folderName);
       await work.transaction().execute(async (trx) => store.moveMessage(trx, tenant.workspaceId, await findMessage(trx, tenant, messageId), folder));
       return { ok: true, message_id: messageId, folder };
+    },
+
+    async setFlags(tenant, messageId, flags) {
+      const row = await work.transaction().execute(async (trx) => {
+        const found = await findMessage(trx, tenant, messageId);
+        await store.setFlags(trx, tenant.workspaceId, found, { flagged: flags.flagged, answered: flags.answered });
+        return found;
+      });
+      const now = (given: boolean | undefined, was: number) => given ?? was === 1;
+      return { ok: true, message_id: messageId, flagged: now(flags.flagged, row.flagged), answered: now(flags.answered, row.answered) };
     },
 
     async remove(tenant, messageId) {

@@ -43,6 +43,10 @@ export interface MessageListView {
   direction: 'inbound' | 'outbound';
   folder: string;
   read: boolean;
+  /** Starred by the user (IMAP's \Flagged). */
+  flagged: boolean;
+  /** Replied to (IMAP's \Answered). */
+  answered: boolean;
   labels: string[];
   thread_id: string;
   from: AddressView | null;

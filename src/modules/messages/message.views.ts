@@ -20,6 +20,8 @@ export function toMessageListView(row: MessagePageRow & Partial<DeliveryColumns>
     direction: row.direction,
     folder: row.folder,
     read: row.read === 1,
+    flagged: row.flagged === 1,
+    answered: row.answered === 1,
     labels: parse<string[]>(row.labels),
     thread_id: row.thread_id,
     from: parse<AddressView | null>(row.from_json),

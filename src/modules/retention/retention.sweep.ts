@@ -15,6 +15,11 @@ const DAY_MS = 86_400_000;
 const FOLDERS: readonly RetentionFolder[] = ['trash', 'spam'];
 /** SQLite: free pages given back to the file system per transaction (2 MiB of 4 KiB pages, well under 100 ms). */
 const PAGES_PER_GIVE_BACK = 512;
+/**
+ * Days the mail store's expunge log keeps a removed UID for mail clients' QRESYNC (VANISHED). A client that was
+ * away longer learns of older removals from the UIDs it knows and no longer sees (VANISHED (EARLIER) by gaps).
+ */
+export const EXPUNGE_LOG_DAYS = 30;
 
 /** What one sweep removed, and how long its longest transaction was. */
 export interface SweepReport {
@@ -23,6 +28,8 @@ export interface SweepReport {
   webhookAttempts: number;
   deadJobs: number;
   idempotencyKeys: number;
+  /** Expunge-log rows (removed UIDs) past EXPUNGE_LOG_DAYS. */
+  expunged: number;
   /** Transactions (each at most one batch) the sweep ran. */
   batches: number;
   /** The longest time one batch held its transaction, in milliseconds (messages, records or free pages). */
@@ -56,7 +63,7 @@ export interface RetentionSweepDeps {
   /** Rows per batch: messages per transaction, records per DELETE. */
   batch: number;
   intervalMs: number;
-  mail: Pick<MailStore, 'retentionPeriods' | 'expiredMessages' | 'sweepMessages'>;
+  mail: Pick<MailStore, 'retentionPeriods' | 'expiredMessages' | 'sweepMessages' | 'trimExpunged'>;
   events: Pick<EventStore, 'deleteOlderThan'>;
   webhooks: Pick<WebhookStore, 'deleteAttemptsOlderThan'>;
   queue: Pick<Queue, 'deleteDeadOlderThan'>;
@@ -77,7 +84,7 @@ function byWorkspace(rows: readonly ExpiredMessage[]): Map<string, string[]> {
   return groups;
 }
 
-const emptyReport = (): SweepReport => ({ messages: 0, events: 0, webhookAttempts: 0, deadJobs: 0, idempotencyKeys: 0, batches: 0, longestBatchMs: 0, longestMessageBatchMs: 0, pagesFreed: 0 });
+const emptyReport = (): SweepReport => ({ messages: 0, events: 0, webhookAttempts: 0, deadJobs: 0, idempotencyKeys: 0, expunged: 0, batches: 0, longestBatchMs: 0, longestMessageBatchMs: 0, pagesFreed: 0 });
 
 /**
  * The retention sweep, run by the worker role (several workers may run it at once: every delete takes rows no other
@@ -166,6 +173,7 @@ export function createRetentionSweep(deps: RetentionSweepDeps): RetentionSweep {
     report.webhookAttempts = await drain(report, policy.webhookAttemptsDays, now, (cutoff) => deps.webhooks.deleteAttemptsOlderThan(work, cutoff, batch));
     report.deadJobs = await drain(report, policy.deadJobsDays, now, (cutoff) => deps.queue.deleteDeadOlderThan(work, deps.queues(), cutoff, batch));
     report.idempotencyKeys = await drain(report, policy.idempotencyDays, now, (cutoff) => deps.tokens.deleteClaimsOlderThan(work, cutoff, batch));
+    report.expunged = await drain(report, EXPUNGE_LOG_DAYS, now, (cutoff) => deps.mail.trimExpunged(work, cutoff, batch));
     await giveBack(report);
     return report;
   }
@@ -185,7 +193,7 @@ export function createRetentionSweep(deps: RetentionSweepDeps): RetentionSweep {
       timer = setInterval(() => {
         sweep().then(
           (report) => {
-            const removed = report.messages + report.events + report.webhookAttempts + report.deadJobs + report.idempotencyKeys;
+            const removed = report.messages + report.events + report.webhookAttempts + report.deadJobs + report.idempotencyKeys + report.expunged;
             if (removed > 0 || report.pagesFreed > 0) logger.info(report, 'retention sweep');
           },
           (err: unknown) => logger.warn({ err }, 'retention sweep failed; it runs again at the next interval'),

@@ -217,6 +217,8 @@ export const messageListProperties = {
   direction: LiteralUnion(everyOf<MessageListView['direction']>()(['inbound', 'outbound'])),
   folder: folderName(),
   read: Type.Boolean(),
+  flagged: Type.Boolean({ description: 'starred (IMAP \\Flagged)' }),
+  answered: Type.Boolean({ description: 'replied to (IMAP \\Answered)' }),
   labels: Type.Array(Type.String()),
   thread_id: Type.String(),
   from: Type.Union([AddressSchema, Type.Null()]),

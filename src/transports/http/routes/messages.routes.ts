@@ -16,6 +16,14 @@ const ThreadParams = Type.Object({ thread_id: ResourceId }, { additionalProperti
 const NoQuery = Type.Object({}, { additionalProperties: false });
 const GetQuery = Type.Object({ mark_read: Type.Optional(Type.Boolean({ default: false })) }, { additionalProperties: false });
 const ReadInput = Type.Object({ read: Type.Optional(Type.Boolean({ description: 'default true' })) }, { additionalProperties: false });
+const FlagsInput = Type.Object(
+  {
+    flagged: Type.Optional(Type.Boolean({ description: 'starred (IMAP \\Flagged)' })),
+    answered: Type.Optional(Type.Boolean({ description: 'replied to (IMAP \\Answered)' })),
+  },
+  { additionalProperties: false, title: 'FlagsInput' },
+);
+const FlagsResponse = Type.Object({ ok: Type.Literal(true), message_id: Type.String(), flagged: Type.Boolean(), answered: Type.Boolean() }, { title: 'MessageFlags' });
 const MoveInput = Type.Object({ folder: Type.Optional(folderName(Type.String({ minLength: 1, maxLength: 32 }))) }, { additionalProperties: false });
 const InboxQuery = Type.Object(
   {
@@ -167,6 +175,23 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
         },
       },
       async (request) => messages.setRead(tenant(request), request.params.message_id, merged(request.query, request.body).read ?? true),
+    );
+
+    app.post(
+      '/messages/:message_id/flags',
+      {
+        schema: {
+          operationId: op('setMessageFlags'),
+          summary: 'Set the flagged (starred) and answered flags (those given; the others stay)',
+          tags,
+          security,
+          params: MessageParams,
+          querystring: NoQuery,
+          body: FlagsInput,
+          response: { 200: answer("The message's flags now", FlagsResponse), ...errors(400, 401, 403, 404, 413, 415, 429) },
+        },
+      },
+      async (request) => messages.setFlags(tenant(request), request.params.message_id, request.body),
     );
 
     app.post(
