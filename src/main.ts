@@ -47,6 +47,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     sending: services.sending,
     drafts: services.drafts,
     serviceTokens: services.serviceTokens,
+    appPasswords: services.appPasswords.service,
     transactional: services.transactional,
     webhooks: services.webhooks.service,
     audit: services.audit,

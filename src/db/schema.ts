@@ -1,4 +1,5 @@
 import type { QueueTables } from '../jobs/job.table.js';
+import type { AppPasswordTables } from '../modules/app-passwords/app-password.table.js';
 import type { AuditTables } from '../modules/audit/audit.table.js';
 import type { DomainTables } from '../modules/domains/domain.table.js';
 import type { EventTables } from '../modules/events/event.table.js';
@@ -27,4 +28,5 @@ export interface Database
     SecretTables,
     SandboxTables,
     QuotaTables,
-    AuditTables {}
+    AuditTables,
+    AppPasswordTables {}
