@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Config } from './config/config.js';
+import { ConfigError, type Config } from './config/config.js';
 import type { ProcessRole } from './config/roles.js';
 import { ping } from './db/database.js';
 import { pendingMigrations } from './db/migrator.js';
@@ -20,6 +19,7 @@ import { createServices, type Services } from './services.js';
 import { buildApp } from './transports/http/app.js';
 import { createMetricsServer, type MetricsServer } from './transports/http/metrics.server.js';
 import { createInboundSmtpServer, SMTP_CLOSE_TIMEOUT_MS } from './transports/smtp/inbound.server.js';
+import { createFileCertificates, type CertificateSource } from './lib/tls-certificates.js';
 
 // The role list lives in a module of its own so the CLI can name it without loading the service.
 export { ROLES, type ProcessRole } from './config/roles.js';
@@ -67,6 +67,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     rateLimitCounts: services.database.dialect.sharedByProcesses ? 'database' : 'memory',
     webRoot: WEB_ROOT,
     timeouts: { requestMs: config.httpRequestTimeoutMs, headersMs: config.httpHeadersTimeoutMs, keepAliveMs: config.httpKeepAliveTimeoutMs },
+    acmeChallenges: services.acme?.service ?? null,
     sandbox: services.sandbox && services.sandboxDns ? { module: services.sandbox, dnsServer: services.sandboxDns.address } : null,
     quotas: services.quotas,
     clock: services.clock,
@@ -122,6 +123,53 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
+/** The listeners that speak TLS; each may have a key and certificate of its own. */
+export type TlsListener = 'smtp' | 'imap' | 'submission';
+
+/**
+ * The certificates of this process's TLS listeners. A listener's own pair (today only inbound SMTP's
+ * MAILROOM_SMTP_TLS_KEY/CERT) comes first; then the general MAILROOM_TLS_KEY/CERT; then ACME
+ * (MAILROOM_ACME_DIRECTORY_URL, which the configuration refuses beside the general files). Null: no TLS.
+ * File pairs are read at start (a bad pair stops the start) and followed as they change.
+ */
+export interface ListenerCertificates {
+  forListener(listener: TlsListener): CertificateSource | null;
+  /** Stop watching files (the listeners keep what they serve). */
+  close(): void;
+}
+
+export function createListenerCertificates(config: Readonly<Config>, acme: CertificateSource | null, logger: Logger): ListenerCertificates {
+  const opened: CertificateSource[] = [];
+  const files = (keyFile: string, certFile: string, variables: string): CertificateSource => {
+    let source: CertificateSource;
+    try {
+      source = createFileCertificates({ keyFile, certFile }, logger, config.tlsCheckMs);
+    } catch (err) {
+      throw new ConfigError([`${variables}: ${(err as Error).message}`]);
+    }
+    opened.push(source);
+    return source;
+  };
+  let general: CertificateSource | null | undefined;
+  const generalSource = (): CertificateSource | null => {
+    general ??= config.tlsKeyFile && config.tlsCertFile ? files(config.tlsKeyFile, config.tlsCertFile, 'MAILROOM_TLS_KEY/MAILROOM_TLS_CERT') : acme;
+    return general;
+  };
+  let smtpOwn: CertificateSource | undefined;
+  return {
+    forListener(listener) {
+      if (listener === 'smtp' && config.smtpTlsKeyFile && config.smtpTlsCertFile) {
+        smtpOwn ??= files(config.smtpTlsKeyFile, config.smtpTlsCertFile, 'MAILROOM_SMTP_TLS_KEY/MAILROOM_SMTP_TLS_CERT');
+        return smtpOwn;
+      }
+      return generalSource();
+    },
+    close() {
+      for (const source of opened) source.close();
+    },
+  };
+}
+
 /** Start the given roles in this process. */
 export async function startService(config: Readonly<Config>, roles: readonly ProcessRole[], logger: Logger): Promise<RunningService> {
   const services = await createServices(config, { logger });
@@ -138,6 +186,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
   let metricsUrl: string | null = null;
   let httpUrl: string | null = null;
   let smtpPort: number | null = null;
+  const certificates = createListenerCertificates(config, services.acme?.certificates ?? null, logger);
   const stopRoles = () =>
     Promise.all(
       roleStops.map((stop) =>
@@ -152,12 +201,19 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       metricsServer = createMetricsServer({ metrics: services.metrics, ready: () => readiness.report(), logger });
       ({ metricsUrl } = await startMetricsListener(config, metricsServer, logger));
     }
+    // Every role's process keeps the ACME certificate current (and may renew it); the listeners start with the stored one.
+    if (services.acme) {
+      const acme = services.acme.service;
+      roleStops.push(async () => acme.stop());
+      await acme.start();
+    }
     if (roles.includes('worker')) roleStops.push(startWorkerRole(config, services, logger));
-    if (roles.includes('smtp')) smtpPort = await startSmtpRole(config, services, logger, listeners, roleStops);
+    if (roles.includes('smtp')) smtpPort = await startSmtpRole(config, services, logger, listeners, roleStops, certificates.forListener('smtp'));
     if (roles.includes('api')) httpUrl = await startApiRole(config, services, logger, readiness, listeners, roleStops);
   } catch (err) {
     readiness.stopping();
     await stopRoles();
+    certificates.close();
     await services.database.destroy();
     await metricsServer?.close();
     throw err;
@@ -170,6 +226,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
     async stop() {
       readiness.stopping();
       await stopRoles();
+      certificates.close();
       await services.database.destroy();
       await metricsServer?.close();
     },
@@ -232,7 +289,14 @@ function startWorkerRole(config: Readonly<Config>, services: Services, logger: L
   };
 }
 
-async function startSmtpRole(config: Readonly<Config>, services: Services, logger: Logger, listeners: Map<string, () => boolean>, roleStops: Array<() => Promise<void>>): Promise<number> {
+async function startSmtpRole(
+  config: Readonly<Config>,
+  services: Services,
+  logger: Logger,
+  listeners: Map<string, () => boolean>,
+  roleStops: Array<() => Promise<void>>,
+  certificates: CertificateSource | null,
+): Promise<number> {
   const smtp = createInboundSmtpServer({
     inbound: services.inbound,
     logger,
@@ -246,10 +310,7 @@ async function startSmtpRole(config: Readonly<Config>, services: Services, logge
     // Open sessions get at most half the shutdown time-out before their 421.
     closeTimeoutMs: Math.min(SMTP_CLOSE_TIMEOUT_MS, Math.floor(config.shutdownTimeoutMs / 2)),
     metrics: services.metrics,
-    tls:
-      config.smtpTlsKeyFile && config.smtpTlsCertFile
-        ? { key: readFileSync(config.smtpTlsKeyFile), cert: readFileSync(config.smtpTlsCertFile) }
-        : undefined,
+    tls: certificates ?? undefined,
   });
   listeners.set('smtp', () => smtp.listening());
   // Stop taking mail first (open sessions get 421 once the close time-out passes), then stop the analysis threads.

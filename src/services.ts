@@ -74,6 +74,9 @@ import { createQuotaService, type QuotaService } from './modules/quotas/quota.se
 import { createQuotaStore } from './modules/quotas/quota.store.js';
 import { createRetentionService, type RetentionService } from './modules/retention/retention.service.js';
 import { createRetentionSweep, type RetentionSweep } from './modules/retention/retention.sweep.js';
+import { createAcmeService, type AcmeService } from './modules/certificates/acme.service.js';
+import { createCertificateStore } from './modules/certificates/certificate.store.js';
+import { createCertificateHolder, type CertificateSource } from './lib/tls-certificates.js';
 
 /** The feature services: what the transports and the CLI call (the rules of the product). */
 export interface FeatureServices {
@@ -111,6 +114,11 @@ export interface FeatureServices {
 
 /** The plumbing the features run on: the database, commits, queue, wake-ups and threads that main.ts starts and stops. */
 export interface Plumbing {
+  /**
+   * ACME (MAILROOM_ACME_DIRECTORY_URL): the certificate source it keeps current and the service that does it
+   * (main.ts starts it and hands the source to the TLS listeners); null when ACME is off.
+   */
+  acme: { service: AcmeService; certificates: CertificateSource } | null;
   database: DbHandle;
   clock: Clock;
   queue: Queue;
@@ -467,6 +475,7 @@ export async function createServices(
     inbound,
     sandbox,
     sandboxDns,
+    acme: acmeModule(config, { work, box, clock, logger }),
     workspaceLifecycle: createWorkspaceLifecycle({
       work,
       audit,
@@ -540,4 +549,12 @@ function operatorDkimKey(config: Readonly<Config>): { selector: string; privateK
   const privateKey = readFileSync(config.dkimKeyFile, 'utf8');
   const publicKey = createPublicKey(privateKey).export({ type: 'spki', format: 'der' }).toString('base64');
   return { selector: config.dkimSelector, privateKey, publicKey };
+}
+
+/** The ACME service and the certificate source it offers what it obtains to; null when ACME is off. */
+function acmeModule(config: Readonly<Config>, deps: { work: Work; box: SecretBox; clock: Clock; logger: Logger }): Plumbing['acme'] {
+  if (!config.acme) return null;
+  const certificates = createCertificateHolder(deps.logger);
+  const service = createAcmeService({ ...deps, store: createCertificateStore(), config: config.acme, holder: certificates, checkMs: config.tlsCheckMs });
+  return { service, certificates };
 }

@@ -39,6 +39,13 @@ export interface Config {
   /** PEM files for STARTTLS on the inbound listener; both or neither. */
   smtpTlsKeyFile: string | null;
   smtpTlsCertFile: string | null;
+  /** PEM files every TLS listener without a pair of its own uses (lib/tls-certificates.ts); both or neither. */
+  tlsKeyFile: string | null;
+  tlsCertFile: string | null;
+  /** How often certificate files, and the database's ACME certificate, are looked at again (a file watch also reports changes). */
+  tlsCheckMs: number;
+  /** ACME (modules/certificates): the certificate of the listeners obtained and renewed from this CA; null = off. */
+  acme: AcmeConfig | null;
   /** Worker threads that parse and authenticate inbound mail; 0 does it on the main thread. */
   smtpParserThreads: number;
   /** Worker threads that DKIM-sign outbound mail; 0 signs on the main thread. */
@@ -149,6 +156,19 @@ export interface Config {
   shutdownTimeoutMs: number;
   // Retention: days things are kept (0 = never deleted), and how the worker's sweep runs.
   retention: RetentionConfig;
+}
+
+/** MAILROOM_ACME_*: where certificates are ordered, for which names, and when they are renewed. */
+export interface AcmeConfig {
+  directoryUrl: string;
+  /** The account's contact address; null = none. */
+  email: string | null;
+  /** Names the certificate is for (MAILROOM_ACME_DOMAINS, else MAILROOM_SMTP_HOSTNAME). */
+  domains: readonly string[];
+  /** A certificate expiring within this many days is renewed. */
+  renewBeforeDays: number;
+  /** PEM certificates trusted for the directory's HTTPS besides the system's (a test CA); null = the system's only. */
+  caFile: string | null;
 }
 
 /** The default of each quota per workspace (modules/quotas), named as the quotas are; null = unlimited. */
@@ -299,6 +319,29 @@ export function environmentWithDotenv(env: Env = process.env, dotenvPath = '.env
   return merged;
 }
 
+function parseHttpsUrl(raw: string): string {
+  const url = new URL(raw);
+  if (url.protocol !== 'https:') throw new Error('must be an https:// URL');
+  return raw;
+}
+
+function parseEmail(raw: string): string {
+  if (!/^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/.test(raw)) throw new Error('not an email address');
+  return raw;
+}
+
+type Read = <T>(spec: Spec<T>) => T;
+
+/** ACME is on when its directory is set; its names default to the SMTP host name (the name senders connect to). */
+function readAcme(read: Read, smtpHostname: string): AcmeConfig | null {
+  const directoryUrl = read<string | null>({ name: 'ACME_DIRECTORY_URL', fallback: null, parse: parseHttpsUrl, expect: 'the https:// URL of an ACME directory' });
+  const email = read<string | null>({ name: 'ACME_EMAIL', fallback: null, parse: parseEmail, expect: 'an email address' });
+  const domains = read<string[]>({ name: 'ACME_DOMAINS', fallback: [smtpHostname], parse: parseDomains, expect: 'a comma list of host names' });
+  const renewBeforeDays = read({ name: 'ACME_RENEW_DAYS', fallback: 30, parse: intIn(1, 36_500), expect: 'a whole number of days 1..36500' });
+  const caFile = read<string | null>({ name: 'ACME_CA_FILE', fallback: null, parse: readableFile, expect: 'the path of PEM CA certificates' });
+  return directoryUrl === null ? null : { directoryUrl, email, domains, renewBeforeDays, caFile };
+}
+
 /** Parse and validate the configuration; throws ConfigError listing every bad variable. */
 export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config> {
   const problems: string[] = [];
@@ -332,6 +375,10 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     smtpMaxSize: read({ name: 'SMTP_MAX_SIZE', fallback: 25 * 1024 * 1024, parse: intIn(1024, 1024 * 1024 * 1024), expect: 'bytes, 1024 or more' }),
     smtpTlsKeyFile: read<string | null>({ name: 'SMTP_TLS_KEY', fallback: null, parse: readableFile, expect: 'the path of a PEM private key' }),
     smtpTlsCertFile: read<string | null>({ name: 'SMTP_TLS_CERT', fallback: null, parse: readableFile, expect: 'the path of a PEM certificate chain' }),
+    tlsKeyFile: read<string | null>({ name: 'TLS_KEY', fallback: null, parse: readableFile, expect: 'the path of a PEM private key' }),
+    tlsCertFile: read<string | null>({ name: 'TLS_CERT', fallback: null, parse: readableFile, expect: 'the path of a PEM certificate chain' }),
+    tlsCheckMs: ms('TLS_CHECK_MS', 30_000, 100),
+    acme: null,
     smtpParserThreads: read({ name: 'SMTP_PARSER_THREADS', fallback: defaultWorkerThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
     dkimThreads: read({ name: 'DKIM_THREADS', fallback: defaultWorkerThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
     hostedDomains: read({ name: 'HOSTED_DOMAINS', fallback: ['mailroom.localhost'], parse: parseDomains, expect: 'a comma list of domains' }),
@@ -461,7 +508,14 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
   if ((config.smtpTlsKeyFile === null) !== (config.smtpTlsCertFile === null)) {
     problems.push('MAILROOM_SMTP_TLS_KEY and MAILROOM_SMTP_TLS_CERT must be set together');
   }
-  const tls = config.smtpTlsKeyFile !== null;
+  if ((config.tlsKeyFile === null) !== (config.tlsCertFile === null)) {
+    problems.push('MAILROOM_TLS_KEY and MAILROOM_TLS_CERT must be set together');
+  }
+  config.acme = readAcme(read, config.smtpHostname);
+  if (config.acme && config.tlsKeyFile !== null) {
+    problems.push('MAILROOM_ACME_DIRECTORY_URL and MAILROOM_TLS_KEY/MAILROOM_TLS_CERT name two sources of the same certificate; set one');
+  }
+  const tls = config.smtpTlsKeyFile !== null || config.tlsKeyFile !== null || config.acme !== null;
   // Implicit TLS needs a certificate; STARTTLS too, unless logins without TLS are allowed on loopback (the sandbox).
   for (const [name, value, needsTls] of [
     ['SUBMISSIONS_PORT', config.submissionsPort, true],
@@ -469,7 +523,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     ['SUBMISSION_PORT', config.submissionPort, config.allowPlaintextAuth === 'never'],
     ['IMAP_PORT', config.imapPort, config.allowPlaintextAuth === 'never'],
   ] as const) {
-    if (value !== null && needsTls && !tls) problems.push(`MAILROOM_${name} needs MAILROOM_SMTP_TLS_KEY and MAILROOM_SMTP_TLS_CERT (mail clients log in only over TLS)`);
+    if (value !== null && needsTls && !tls) problems.push(`MAILROOM_${name} needs a certificate (MAILROOM_TLS_KEY/CERT, MAILROOM_SMTP_TLS_KEY/CERT or ACME): mail clients log in only over TLS`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

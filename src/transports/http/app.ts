@@ -29,6 +29,7 @@ import { createAdmission, type AdmissionLimits } from './plugins/admission.js';
 import { registerJsonBodies } from './plugins/json-body.js';
 import { createValidatorCompiler } from './plugins/validation.js';
 import { healthRoutes, type HealthCheck } from './routes/health.routes.js';
+import { acmeChallengeRoutes, type AcmeChallenges } from './routes/acme-challenge.routes.js';
 import { eventRoutes } from './routes/events.routes.js';
 import { auditRoutes } from './routes/audit.routes.js';
 import { domainRoutes } from './routes/domains.routes.js';
@@ -99,6 +100,8 @@ export interface AppDeps {
   webRoot: string | null;
   /** Slow clients: whole request, headers alone, idle keep-alive connection (milliseconds). */
   timeouts: { requestMs: number; headersMs: number; keepAliveMs: number };
+  /** ACME HTTP-01 answers (modules/certificates); null or absent = ACME off, every token a 404. */
+  acmeChallenges?: AcmeChallenges | null;
   /** Sandbox mode (--sandbox): its routes, and a header on every answer; null = no such routes (404) and no header. */
   sandbox: { module: SandboxModule; dnsServer: string } | null;
   /** Quotas per workspace: usage routes and the `api_requests_per_minute` quota. */
@@ -198,6 +201,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (open) => {
     documentSecurity(open, []);
     await open.register(healthRoutes(deps.health));
+    await open.register(acmeChallengeRoutes(deps.acmeChallenges ?? null));
   });
 
   // Credentials are checked, and requests counted against the rate limit (plugins/rate-limit.ts), in

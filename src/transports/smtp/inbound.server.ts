@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import { createByteBudget } from '../../lib/byte-budget.js';
 import type { Logger } from '../../lib/logger.js';
+import type { CertificatePem, CertificateSource } from '../../lib/tls-certificates.js';
 import { noMetrics, type Metrics } from '../../lib/metrics.js';
 import type { InboundService, Recipient } from '../../modules/messages/inbound.service.js';
 import { isQuotaExceeded } from '../../modules/quotas/quota.types.js';
@@ -29,8 +30,11 @@ export interface InboundSmtpOptions {
   hostname: string;
   /** Largest message accepted (advertised with SIZE, enforced with 552). */
   maxSize: number;
-  /** PEM key and certificate for STARTTLS; without them STARTTLS is not offered. */
-  tls?: { key: Buffer | string; cert: Buffer | string } | undefined;
+  /**
+   * STARTTLS: a fixed PEM key and certificate, or a source the listener follows as its certificate is replaced
+   * (lib/tls-certificates.ts); without either STARTTLS is not offered, nor while a source has no certificate yet.
+   */
+  tls?: { key: Buffer | string; cert: Buffer | string } | CertificateSource | undefined;
   /** How long close() lets open sessions finish before answering them 421 (default 5 s). */
   closeTimeoutMs?: number;
   /**
@@ -123,13 +127,16 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
     helo: session.hostNameAppearsAs || session.clientHostname || session.remoteAddress,
   });
 
+  const certificates = options.tls && 'follow' in options.tls ? options.tls : null;
+  const fixedPem = options.tls && !('follow' in options.tls) ? options.tls : null;
+  const initialPem: CertificatePem | { key: Buffer | string; cert: Buffer | string } | null = certificates ? certificates.pem() : fixedPem;
   const server = new SMTPServer({
     name: options.hostname,
     banner: 'Mailroom',
     size: maxSize,
     authOptional: true,
     disabledCommands: options.tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
-    ...(options.tls ? { key: options.tls.key, cert: options.tls.cert } : {}),
+    ...(initialPem ? { key: initialPem.key, cert: initialPem.cert } : {}),
     disableReverseLookup: true,
     closeTimeout: options.closeTimeoutMs ?? SMTP_CLOSE_TIMEOUT_MS,
     // A client silent this long is closed by smtp-server itself (421 4.4.2); any byte resets this clock, NOOP too.
@@ -142,6 +149,8 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
       const refusal = connection ? slots.admit(connection) : '4.3.0 Temporary failure, please try again later';
       if (refusal) logger.warn({ ip: session.remoteAddress, refusal }, 'smtp session refused');
       else admitted.add(session.id);
+      // A source with no certificate yet (ACME has not obtained one): no STARTTLS rather than smtp-server's public test key.
+      if (certificates && !certificates.current()) session.disabledCommands = ['AUTH', 'STARTTLS'];
       metrics.smtpSession(!refusal);
       callback(refusal ? reply(421, refusal) : null);
     },
@@ -239,6 +248,9 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
     if (listening) logger.error({ err }, 'smtp server error');
   });
 
+  // A replaced certificate rebuilds smtp-server's default context, which every later STARTTLS handshake takes.
+  const unfollow = certificates ? certificates.follow((pem) => server.updateSecureContext({ key: pem.key, cert: pem.cert })) : () => undefined;
+
   return {
     listen(host, port) {
       return new Promise((resolve, reject) => {
@@ -251,6 +263,7 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
       });
     },
     close() {
+      unfollow();
       return new Promise((resolve) => server.close(() => resolve()));
     },
     listening: () => server.server.listening,
