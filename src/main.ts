@@ -20,6 +20,7 @@ import { buildApp } from './transports/http/app.js';
 import { createMetricsServer, type MetricsServer } from './transports/http/metrics.server.js';
 import { createInboundSmtpServer, SMTP_CLOSE_TIMEOUT_MS } from './transports/smtp/inbound.server.js';
 import { createFileCertificates, type CertificateSource } from './lib/tls-certificates.js';
+import { createImapServer } from './transports/imap/server.js';
 
 // The role list lives in a module of its own so the CLI can name it without loading the service.
 export { ROLES, type ProcessRole } from './config/roles.js';
@@ -114,6 +115,9 @@ export interface RunningService {
   smtpPort: number | null;
   /** The metrics listener's address (`http://host:port`) when MAILROOM_METRICS_PORT is set. */
   metricsUrl: string | null;
+  /** The IMAP (STARTTLS) and IMAPS ports when the imap role runs with them on. */
+  imapPort: number | null;
+  imapsPort: number | null;
   /** Sandbox mode: `ip:port` of this process's sandbox DNS server; null without --sandbox. */
   sandboxDns: string | null;
   /**
@@ -186,6 +190,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
   let metricsUrl: string | null = null;
   let httpUrl: string | null = null;
   let smtpPort: number | null = null;
+  let imap: { imapPort: number | null; imapsPort: number | null } = { imapPort: null, imapsPort: null };
   const certificates = createListenerCertificates(config, services.acme?.certificates ?? null, logger);
   const stopRoles = () =>
     Promise.all(
@@ -209,6 +214,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
     }
     if (roles.includes('worker')) roleStops.push(startWorkerRole(config, services, logger));
     if (roles.includes('smtp')) smtpPort = await startSmtpRole(config, services, logger, listeners, roleStops, certificates.forListener('smtp'));
+    if (roles.includes('imap')) imap = await startImapRole(config, services, logger, listeners, roleStops, certificates.forListener('imap'));
     if (roles.includes('api')) httpUrl = await startApiRole(config, services, logger, readiness, listeners, roleStops);
   } catch (err) {
     readiness.stopping();
@@ -222,6 +228,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
     httpUrl,
     smtpPort,
     metricsUrl,
+    ...imap,
     sandboxDns: services.sandboxDns?.address ?? null,
     async stop() {
       readiness.stopping();
@@ -322,6 +329,47 @@ async function startSmtpRole(
   const port = await listenOrExplain(smtpListener, () => smtp.listen(config.smtpHost, config.smtpPort));
   logger.info({ host: config.smtpHost, port }, 'smtp listening');
   return port;
+}
+
+/** The sandbox's IMAP port on loopback when MAILROOM_IMAP_PORT is not set. */
+export const SANDBOX_IMAP_PORT = 1143;
+
+/**
+ * The IMAP listeners (each off unless its port is set; the sandbox turns the plain one on at 1143 on loopback, where
+ * LOGIN without TLS is allowed as with MAILROOM_ALLOW_PLAINTEXT_AUTH=loopback, since the sandbox has no certificate).
+ */
+async function startImapRole(
+  config: Readonly<Config>,
+  services: Services,
+  logger: Logger,
+  listeners: Map<string, () => boolean>,
+  roleStops: Array<() => Promise<void>>,
+  certificates: CertificateSource | null,
+): Promise<{ imapPort: number | null; imapsPort: number | null }> {
+  const sandboxed = config.sandbox && config.imapPort === null;
+  const plain = config.imapPort ?? (config.sandbox ? SANDBOX_IMAP_PORT : null);
+  const host = sandboxed ? '127.0.0.1' : config.smtpHost;
+  const common = {
+    access: services.imapAccess,
+    logger,
+    appendLimit: config.smtpMaxSize,
+    maxClients: config.imapMaxClients,
+    maxClientsPerIp: config.imapMaxClientsPerIp,
+    allowPlaintextAuth: sandboxed ? ('loopback' as const) : config.allowPlaintextAuth,
+    tls: certificates,
+  };
+  const started: { imapPort: number | null; imapsPort: number | null } = { imapPort: null, imapsPort: null };
+  for (const [name, port, secure] of [['imap', plain, false], ['imaps', config.imapsPort, true]] as const) {
+    if (port === null) continue;
+    const server = createImapServer({ ...common, secure });
+    listeners.set(name, () => server.listening());
+    roleStops.push(() => server.close());
+    const variable = secure ? 'MAILROOM_IMAPS_PORT' : 'MAILROOM_IMAP_PORT';
+    const bound = await listenOrExplain({ service: name.toUpperCase(), host, port, hostVariable: 'MAILROOM_SMTP_HOST', portVariable: variable }, () => server.listen(host, port));
+    logger.info({ host, port: bound }, `${name} listening`);
+    started[secure ? 'imapsPort' : 'imapPort'] = bound;
+  }
+  return started;
 }
 
 async function startApiRole(config: Readonly<Config>, services: Services, logger: Logger, readiness: Readiness, listeners: Map<string, () => boolean>, roleStops: Array<() => Promise<void>>): Promise<string> {

@@ -43,6 +43,7 @@ import { createMailauthAuthenticator, type MessageAuthenticator } from './module
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
 import { createMailStore } from './modules/mail/mail.store.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
+import { createImapAccessService, type ImapAccessService } from './modules/imap-access/imap-access.service.js';
 import { createMailboxTransferService, type MailboxTransferService } from './modules/messages/mailbox-transfer.service.js';
 import { createSearchRunner } from './modules/messages/search-runner.js';
 import { createDeliveryHandler } from './modules/sending/delivery.handler.js';
@@ -110,6 +111,8 @@ export interface FeatureServices {
   retention: { service: RetentionService; sweep: RetentionSweep };
   /** Mail clients' credentials (one per mailbox and client), their logins and the sessions opened with them. */
   appPasswords: AppPasswordsModule;
+  /** What IMAP sessions do with their mailbox (folders, flags, keywords) over the mail store. */
+  imapAccess: ImapAccessService;
 }
 
 /** The plumbing the features run on: the database, commits, queue, wake-ups and threads that main.ts starts and stops. */
@@ -499,6 +502,7 @@ export async function createServices(
     }),
     retention,
     appPasswords,
+    imapAccess: createImapAccessService({ work, store: mail, appPasswords: appPasswords.service, sessions: appPasswords.sessions }),
     analyzer,
     analysisGate,
     signer,

@@ -79,6 +79,9 @@ export interface Config {
   submissionsPort: number | null;
   /** `never`: IMAP LOGIN and submission AUTH need TLS; `loopback`: also allowed without TLS from 127.0.0.0/8 and ::1. */
   allowPlaintextAuth: 'never' | 'loopback';
+  /** Concurrent IMAP sessions of this process, in all and per client address, as inbound SMTP's caps. */
+  imapMaxClients: number;
+  imapMaxClientsPerIp: number;
   webhookBackoffBaseMs: number;
   webhookTimeoutMs: number;
   deliveryRetryBaseMs: number;
@@ -404,6 +407,8 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     submissionPort: optionalPort('SUBMISSION_PORT'),
     submissionsPort: optionalPort('SUBMISSIONS_PORT'),
     allowPlaintextAuth: read<'never' | 'loopback'>({ name: 'ALLOW_PLAINTEXT_AUTH', fallback: 'never', parse: parsePlaintextAuth, expect: 'never or loopback' }),
+    imapMaxClients: read({ name: 'IMAP_MAX_CLIENTS', fallback: 1000, parse: intIn(1, 1_000_000), expect: 'a whole number of sessions, 1 or more' }),
+    imapMaxClientsPerIp: read({ name: 'IMAP_MAX_CLIENTS_PER_IP', fallback: 50, parse: intIn(1, 1_000_000), expect: 'a whole number of sessions, 1 or more' }),
     webhookBackoffBaseMs: ms('WEBHOOK_BACKOFF_BASE_MS', 5000),
     webhookTimeoutMs: ms('WEBHOOK_TIMEOUT_MS', 10_000),
     deliveryRetryBaseMs: ms('DELIVERY_RETRY_BASE_MS', 60_000),
