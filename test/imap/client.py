@@ -1,0 +1,71 @@
+# An imaplib session for the IMAP server's tests: reads a list of steps (JSON on stdin), runs them in order on one
+# connection, prints one JSON answer per step. Bytes are latin-1 strings so they cross JSON unchanged.
+import imaplib, json, sys, time, base64
+
+def text(v):
+    if isinstance(v, bytes):
+        return v.decode('latin-1')
+    if isinstance(v, tuple):
+        return [text(x) for x in v]
+    if isinstance(v, list):
+        return [text(x) for x in v]
+    return v
+
+def main():
+    spec = json.load(sys.stdin)
+    out = []
+    try:
+        m = imaplib.IMAP4(spec['host'], spec['port'], timeout=15)
+    except Exception as e:
+        print(json.dumps([{'error': str(e)}]))
+        return
+    out.append({'welcome': text(m.welcome), 'capabilities': list(m.capabilities)})
+    for step in spec['steps']:
+        op = step[0]
+        args = step[1:]
+        try:
+            if op == 'login':
+                typ, data = m.login(*args)
+            elif op == 'plain':
+                user, pw = args
+                typ, data = m.authenticate('PLAIN', lambda _: ('\0' + user + '\0' + pw).encode())
+            elif op == 'wait_bye':
+                # NOOP until the server ends the session (or the time runs out).
+                deadline = time.time() + float(args[0])
+                typ, data = 'ALIVE', []
+                while time.time() < deadline:
+                    try:
+                        m.noop()
+                    except (imaplib.IMAP4.abort, OSError, EOFError) as e:
+                        typ, data = 'BYE', [str(e)]
+                        break
+                    time.sleep(0.2)
+            elif op == 'raw':
+                # One raw command; its tagged status and the untagged responses by name.
+                tag = m._new_tag().decode()
+                m.send((tag + ' ' + args[0] + '\r\n').encode())
+                lines = []
+                while True:
+                    line = m._get_line().decode('latin-1')
+                    lines.append(line)
+                    if line.startswith(tag + ' '):
+                        break
+                typ, data = lines[-1][len(tag) + 1:], lines[:-1]
+            else:
+                typ, data = getattr(m, op)(*args)
+            out.append({'typ': text(typ), 'data': text(data)})
+        except imaplib.IMAP4.abort as e:
+            out.append({'abort': str(e)})
+            break
+        except imaplib.IMAP4.error as e:
+            out.append({'error': str(e)})
+        except Exception as e:
+            out.append({'exception': repr(e)})
+            break
+    try:
+        m.shutdown()
+    except Exception:
+        pass
+    print(json.dumps(out))
+
+main()
