@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { ImapFlow } from 'imapflow';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/lib/logger.js';
 import { createImapServer, type ImapServer } from '../src/transports/imap/server.js';
@@ -214,5 +215,29 @@ describe(`IMAP server (${TEST_DIALECT})`, () => {
     expect(res.statusCode).toBeLessThan(300);
     const answers = await run;
     expect(answers.slice(1)).toMatchObject([{ typ: 'OK' }, { typ: 'OK' }, { typ: 'BYE' }]);
+  });
+
+  it('works with imapflow: list, open, fetch the source, add a flag', async () => {
+    const id = await deliver(MAILBOX, 'Through imapflow');
+    const raw = (await world.h.app.inject({ method: 'GET', url: `/messages/${id}/raw`, headers: bearer(acme.apiKey) })).rawPayload;
+    const client = new ImapFlow({ host: '127.0.0.1', port, secure: false, auth: { user: MAILBOX, pass: password }, logger: false });
+    await client.connect();
+    try {
+      const folders = await client.list();
+      expect(folders.map((f) => f.path)).toEqual(['INBOX', 'Archive', 'Drafts', 'Sent', 'Spam', 'Trash']);
+      expect(folders.find((f) => f.path === 'Spam')?.specialUse).toBe('\\Junk');
+      const box = await client.mailboxOpen('INBOX');
+      expect(box.exists).toBeGreaterThan(0);
+      const found = await client.search({ subject: 'Through imapflow' }, { uid: true });
+      expect(found).toHaveLength(1);
+      const uid = (found as number[])[0]!;
+      const message = await client.fetchOne(String(uid), { source: true, envelope: true, flags: true, bodyStructure: true }, { uid: true });
+      expect(message && Buffer.from(message.source!).equals(raw)).toBe(true);
+      expect(message && message.envelope?.subject).toBe('Through imapflow');
+      await client.messageFlagsAdd(String(uid), ['\\Flagged', 'imapflow'], { uid: true });
+      expect(await api(acme, id)).toMatchObject({ flagged: true, labels: ['imapflow'] });
+    } finally {
+      await client.logout();
+    }
   });
 });

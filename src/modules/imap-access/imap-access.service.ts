@@ -8,6 +8,8 @@ import type { FetchEntry, FlagStore, FlagStoreResult, FolderStatus, IndexEntry, 
 import type { AppPasswordLogin, AppPasswordService } from '../app-passwords/app-password.service.js';
 import type { AppPasswordSessions, SessionCredential } from '../app-passwords/app-password-sessions.js';
 
+export type { FetchEntry, FolderStatus, IndexEntry } from '../mail/mail.store.js';
+
 /** One IMAP mailbox: its name, the folder it shows (null: Drafts, kept by the drafts API, shown empty), its RFC 6154 flag. */
 export interface ImapFolder {
   name: string;

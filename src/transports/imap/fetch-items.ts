@@ -3,7 +3,7 @@
  * functions of lib/imap-message (Dovecot's answers are their reference), flags from the folder's index.
  */
 import { bodyStructure, envelope, fetchSection, parseMime, serializeImapValue, binarySection, type MimePart, type SectionSpec } from '../../lib/imap-message/index.js';
-import type { FetchEntry, IndexEntry } from '../../modules/mail/mail.store.js';
+import type { FetchEntry, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
 import { fetchItemName, formatDateTime, type FetchItem } from './protocol/index.js';
 
 /** The FETCH items that need the raw message. */

@@ -4,7 +4,7 @@
  * substring, as RFC 9051 asks), read in batches so memory follows the batch, not the folder.
  */
 import { parseMime } from '../../lib/imap-message/index.js';
-import type { FetchEntry, IndexEntry } from '../../modules/mail/mail.store.js';
+import type { FetchEntry, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
 import { inRanges, resolveSequenceSet, type Ranges, type SearchKey } from './protocol/index.js';
 
 /** What a key needs beyond the index: the stored row (size, date), or the raw bytes too. */

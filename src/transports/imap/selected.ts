@@ -2,8 +2,7 @@
  * The selected state: the session's view of one folder (message numbers are positions in its UID-ordered index),
  * kept current at NOOP, CHECK and IDLE, and the commands that work on its messages.
  */
-import type { ImapFolder } from '../../modules/imap-access/imap-access.service.js';
-import type { FetchEntry, IndexEntry } from '../../modules/mail/mail.store.js';
+import type { FetchEntry, ImapFolder, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
 import { fetchData, flagsOf, needsRaw, setsSeen, UnknownCteError } from './fetch-items.js';
 import { formatRanges, parseFetchCommand, parseSequenceSet, parseSearchCommand, parseStoreCommand, resolveSequenceSet, inRanges, type Command, type FetchItem, type QresyncParams, type Ranges, type SequenceSet } from './protocol/index.js';
 import { matches, searchNeeds } from './search-eval.js';

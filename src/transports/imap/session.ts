@@ -8,7 +8,7 @@ import { TLSSocket, type SecureContext } from 'node:tls';
 import type { ImapAccessService, ImapAccount } from '../../modules/imap-access/imap-access.service.js';
 import type { Logger } from '../../lib/logger.js';
 import { CommandReader, ResponseWriter, astringText, atomText, type Command, type ReaderEvent, type ResponseCode } from './protocol/index.js';
-import { SelectedCommands } from './selected.js';
+import type { SelectedCommands } from './selected.js';
 import { authenticatedCommand } from './mailboxes.js';
 
 export interface SessionOptions {
