@@ -138,6 +138,13 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: webmail in Chromium (${TEST_DIALECT})`,
     await page.getByRole('button', { name: 'Add', exact: true }).click();
     await page.getByRole('button', { name: 'Remove label billing' }).waitFor();
     expect((await apiMessage(id)).labels).toEqual(['billing']);
+    // Starring stays on the message; the list shows the star.
+    await page.getByRole('button', { name: '☆ Star' }).click();
+    await page.getByRole('button', { name: '★ Starred' }).waitFor();
+    expect((await apiMessage(id)).flagged).toBe(true);
+    await page.getByRole('button', { name: '← Back' }).click();
+    await row('Invoice 77').locator('.star').waitFor();
+    await row('Invoice 77').click();
     await page.getByRole('button', { name: 'Spam', exact: true }).click();
     await page.getByRole('heading', { name: 'Inbox' }).waitFor();
     await expect.poll(async () => (await apiMessage(id)).folder).toBe('spam');

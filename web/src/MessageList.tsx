@@ -64,6 +64,7 @@ export function MessageList(props: {
               <span className="from">{m.direction === 'outbound' ? `To: ${m.to.map((t) => t.address).join(', ')}` : person(m.from)}</span>
               <span className="subject">
                 {!m.read && <span className="visually-hidden">Unread: </span>}
+                {m.flagged && <span className="star" aria-label="Starred">★ </span>}
                 {m.subject || '(no subject)'}
                 {m.labels.map((l) => <span key={l} className="label">{l}</span>)}
                 {m.attachments.length > 0 && <span className="clip">· attachment</span>}

@@ -30,6 +30,7 @@ function Toolbar({ message, onBack }: { message: FullMessage; onBack: () => void
       ) : (
         <button type="button" onClick={() => run({ kind: 'move', folder: 'trash' })}>Delete</button>
       )}
+      <Star message={message} />
       <button type="button" onClick={() => run({ kind: 'read', read: false })}>Mark unread</button>
       <label htmlFor="move-to" className="visually-hidden">Move to folder</label>
       <select id="move-to" value="" onChange={(e) => e.target.value && run({ kind: 'move', folder: folderOf(e.target.value) })}>
@@ -37,6 +38,21 @@ function Toolbar({ message, onBack }: { message: FullMessage; onBack: () => void
         {FOLDERS.filter((f) => f !== message.folder).map((f) => <option key={f} value={f}>{f}</option>)}
       </select>
     </div>
+  );
+}
+
+/** The star (flagged): the answer's flag goes into the open message, which mail events do not refetch. */
+function Star({ message }: { message: FullMessage }) {
+  const client = useQueryClient();
+  const action = useMessageAction();
+  async function toggle() {
+    const answer = (await action.mutateAsync({ id: message.message_id, action: { kind: 'flag', flagged: !message.flagged } })) as { flagged: boolean };
+    client.setQueryData<FullMessage>(['message', message.message_id], (m) => (m ? { ...m, flagged: answer.flagged } : m));
+  }
+  return (
+    <button type="button" aria-pressed={message.flagged} onClick={() => void toggle().catch(() => undefined)}>
+      {message.flagged ? '★ Starred' : '☆ Star'}
+    </button>
   );
 }
 

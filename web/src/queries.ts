@@ -154,6 +154,7 @@ export type MessageAction =
   | { kind: 'not-spam' }
   | { kind: 'read'; read: boolean }
   | { kind: 'labels'; add?: string[]; remove?: string[] }
+  | { kind: 'flag'; flagged: boolean }
   | { kind: 'delete' };
 
 function run(id: string, action: MessageAction): Promise<unknown> {
@@ -169,6 +170,8 @@ function run(id: string, action: MessageAction): Promise<unknown> {
       return answerOf(client.POST('/app/api/messages/{message_id}/read', { params, body: { read: action.read } }));
     case 'labels':
       return answerOf(client.POST('/app/api/messages/{message_id}/labels', { params, body: { add: action.add ?? [], remove: action.remove ?? [] } }));
+    case 'flag':
+      return answerOf(client.POST('/app/api/messages/{message_id}/flags', { params, body: { flagged: action.flagged } }));
     case 'delete':
       return answerOf(client.DELETE('/app/api/messages/{message_id}', { params }));
   }

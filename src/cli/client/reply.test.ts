@@ -13,6 +13,8 @@ function message(fields: Partial<MessageDetail>): MessageDetail {
     direction: 'inbound',
     folder: 'inbox',
     read: true,
+    flagged: false,
+    answered: false,
     labels: [],
     thread_id: 'thr_1',
     from: { name: 'Alice Example', address: 'alice@sender.test' },
