@@ -314,6 +314,26 @@ describe.skipIf(!hasDovecot())('FETCH answers against Dovecot', () => {
   });
 });
 
+describe.skipIf(!hasDovecot())('the Dovecot peer', () => {
+  it('stores flags, INTERNALDATE and other folders, and stops without leaving processes', async () => {
+    const peer = await startDovecot();
+    try {
+      const internalDate = new Date('2024-03-01T12:34:56Z');
+      await peer.addMessages('Archive', [{ raw: crlf('Subject: kept\n\nx\n'), flags: ['\\Seen', '\\Flagged'], internalDate }]);
+      const imap = await peer.connect();
+      expect((await imap.command('EXAMINE Archive')).toString()).toContain('* 1 EXISTS');
+      const fetched = (await imap.command('FETCH 1 (FLAGS INTERNALDATE RFC822.SIZE)')).toString();
+      expect(fetched).toMatch(/FLAGS \(\\Flagged \\Seen( \\Recent)?\)/);
+      expect(fetched).toContain('INTERNALDATE "01-Mar-2024 12:34:56 +0000"');
+      expect(fetched).toContain('RFC822.SIZE 20');
+      await imap.close();
+    } finally {
+      await peer.stop();
+    }
+    await expect(peer.connect()).rejects.toThrow();
+  });
+});
+
 describe('a message stored with bare LFs is served and measured as stored', () => {
   it('sizes and BODY[] are the stored bytes (Dovecot would add a CR to each line)', () => {
     const raw = readFileSync(new URL(BARE_LF, FIXTURES));

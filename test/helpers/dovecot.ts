@@ -118,7 +118,11 @@ export async function startDovecot(): Promise<DovecotPeer> {
   for (const sub of ['run', 'state', 'mail', 'home']) await mkdir(join(dir, sub));
   const port = await freePort();
   await writeFile(join(dir, 'dovecot.conf'), config(dir, port, who));
-  const master = spawn(DOVECOT_BINARY, ['-F', '-c', join(dir, 'dovecot.conf')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // TZ=UTC: INTERNALDATE and the log read the same on every machine (Dovecot passes TZ on to its processes).
+  const master = spawn(DOVECOT_BINARY, ['-F', '-c', join(dir, 'dovecot.conf')], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, TZ: 'UTC' },
+  });
   let stderr = '';
   master.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<void>((resolve) => master.once('exit', () => resolve()));
@@ -199,22 +203,21 @@ function lineEnds(buffer: Buffer, from: number): { ends: number[]; rest: number 
   }
 }
 
-async function connectClient(port: number, user: string, password: string): Promise<ImapRawClient> {
-  const socket: Socket = tcpConnect(port, '127.0.0.1');
+/** Collects a socket's bytes and hands out everything up to the first complete line that `done` accepts. */
+function responseReader(socket: Socket): (done: (line: Buffer) => boolean) => Promise<Buffer> {
   let buffer = Buffer.alloc(0);
   let scanned = 0;
   let waiter: { done: (line: Buffer) => boolean; resolve: (bytes: Buffer) => void; reject: (e: Error) => void } | null = null;
   let failure: Error | null = null;
-  let taken = 0;
   const pump = () => {
     if (!waiter) return;
     const { ends, rest } = lineEnds(buffer, scanned);
     let start = scanned;
     for (const end of ends) {
       if (waiter.done(buffer.subarray(start, end))) {
-        const bytes = Buffer.from(buffer.subarray(taken, end));
+        const bytes = Buffer.from(buffer.subarray(0, end));
         buffer = buffer.subarray(end);
-        taken = scanned = 0;
+        scanned = 0;
         const w = waiter;
         waiter = null;
         w.resolve(bytes);
@@ -224,23 +227,28 @@ async function connectClient(port: number, user: string, password: string): Prom
     }
     scanned = rest;
   };
-  socket.on('data', (chunk: Buffer) => {
-    buffer = Buffer.concat([buffer, chunk]);
-    pump();
-  });
   const fail = (error: Error) => {
     failure = error;
     waiter?.reject(error);
     waiter = null;
   };
+  socket.on('data', (chunk: Buffer) => {
+    buffer = Buffer.concat([buffer, chunk]);
+    pump();
+  });
   socket.on('error', fail);
   socket.on('close', () => fail(new Error('connection closed')));
-  const until = (done: (line: Buffer) => boolean) =>
+  return (done) =>
     new Promise<Buffer>((resolve, reject) => {
       if (failure) return reject(failure);
       waiter = { done, resolve, reject };
       pump();
     });
+}
+
+async function connectClient(port: number, user: string, password: string): Promise<ImapRawClient> {
+  const socket: Socket = tcpConnect(port, '127.0.0.1');
+  const until = responseReader(socket);
   // Dovecot may say "* OK Waiting for authentication process" before its real greeting.
   const greeting = await until((line) => /^\* OK \[CAPABILITY/.test(line.toString('latin1')));
   let tagCounter = 0;

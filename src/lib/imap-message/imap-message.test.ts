@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bodyStructure, envelope, fetchSection, findPart, MAX_NESTING, MAX_PARTS, parseMime, serializeImapValue } from './index.js';
+import { binarySection, bodyStructure, envelope, fetchSection, findPart, MAX_NESTING, MAX_PARTS, parseMime, serializeImapValue } from './index.js';
 import type { MimePart } from './mime-parser.js';
 
 const crlf = (text: string) => Buffer.from(text.replace(/\r?\n/g, '\r\n'), 'utf8');
@@ -157,5 +157,27 @@ describe('ENVELOPE from the header alone', () => {
     const raw = Buffer.from('Subject: =?utf-8?q?caf=C3=A9?= and caf\xc3\xa9\r\nFrom: =?utf-8?q?Ren=C3=A9?= <r@example.com>\r\n\r\nSubject: not this\r\n', 'latin1');
     const value = serializeImapValue(envelope(raw)).toString('latin1');
     expect(value).toBe('(NIL {31}\r\n=?utf-8?q?caf=C3=A9?= and caf\xc3\xa9 (("=?utf-8?q?Ren=C3=A9?=" NIL "r" "example.com")) (("=?utf-8?q?Ren=C3=A9?=" NIL "r" "example.com")) (("=?utf-8?q?Ren=C3=A9?=" NIL "r" "example.com")) NIL NIL NIL NIL NIL)');
+  });
+});
+
+describe('BINARY undoes the transfer encoding', () => {
+  const part = (cte: string, body: string) => crlf(`MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: application/octet-stream\nContent-Transfer-Encoding: ${cte}\n\n${body}\n--b--\n`);
+  const binary = (raw: Buffer) => binarySection(raw, parseMime(raw), [1]);
+
+  it.each([
+    ['base64', 'aGVs\nbG8=', 'hello'],
+    ['BASE64', 'aGVsbG8gd29ybGQ=', 'hello world'],
+    ['quoted-printable', 'caf=C3=A9 =\nsoft  \nend=20', 'café soft\r\nend '],
+    ['7bit', 'as is', 'as is'],
+    ['8bit', 'as is', 'as is'],
+  ])('%s', (cte, body, want) => {
+    const result = binary(part(cte, body));
+    expect('bytes' in result && result.bytes.toString('utf8')).toBe(want);
+  });
+
+  it('an unknown encoding is UNKNOWN-CTE; undecodable data is PARSE', () => {
+    expect(binary(part('x-uuencode', 'begin 644 x'))).toEqual({ error: 'UNKNOWN-CTE' });
+    expect(binary(part('base64', 'not base64!'))).toEqual({ error: 'PARSE' });
+    expect(binary(part('quoted-printable', 'bad =ZZ escape'))).toEqual({ error: 'PARSE' });
   });
 });

@@ -106,50 +106,14 @@ class MimeScanner {
 
   /** Reads the header of `part` from `pos`, then decides how its body is read. */
   private readHeader(part: MimePart): 'header' | 'body' {
-    const raw = this.raw;
     const start = this.pos;
-    let prevNewline = 0;
-    let pushed = false;
-    let endedByBoundary: Boundary | null = null;
-    for (;;) {
-      if (this.pos >= raw.length) {
-        part.bodyStart = raw.length;
-        this.bodyLineStart.set(part, this.lines);
-        break;
-      }
-      const c = raw[this.pos];
-      if (c === LF || (c === CR && raw[this.pos + 1] === LF)) {
-        this.pos += c === LF ? 1 : 2;
-        this.lines++;
-        part.bodyStart = this.pos;
-        this.bodyLineStart.set(part, this.lines);
-        pushed = true;
-        break;
-      }
-      const found = this.boundaryAt(this.pos);
-      if (found) {
-        // The line break before a boundary belongs to the boundary: the header ends before it.
-        part.bodyStart = this.pos - prevNewline;
-        this.bodyLineStart.set(part, prevNewline > 0 ? this.lines - 1 : this.lines);
-        endedByBoundary = found;
-        break;
-      }
-      const lf = raw.indexOf(LF, this.pos);
-      if (lf < 0) {
-        this.pos = raw.length;
-        prevNewline = 0;
-      } else {
-        prevNewline = lf > this.pos && raw[lf - 1] === CR ? 2 : 1;
-        this.pos = lf + 1;
-        this.lines++;
-      }
-    }
-    const info = headerInfo(raw, start, part.bodyStart, part);
+    const ended = this.scanHeaderLines(part);
+    const info = headerInfo(this.raw, start, part.bodyStart, part);
     part.kind = info.kind;
     part.digest = info.digest;
     part.isMime = info.isMime;
-    // The boundary is known only once the whole header is read: push it at the empty line.
-    if (pushed && info.boundary && part.kind === 'multipart') {
+    // The boundary is known only once the whole header is read: it becomes active at the empty line.
+    if (ended === 'empty-line' && info.boundary && part.kind === 'multipart') {
       if (part.depth + 1 >= MAX_NESTING) {
         part.truncated = true;
         part.kind = 'other';
@@ -157,9 +121,9 @@ class MimeScanner {
         this.pushBoundary(part, info.boundary);
       }
     }
-    if (endedByBoundary) {
+    if (typeof ended === 'object') {
       // The part's body is empty: the boundary closes it right away.
-      this.atBoundary(endedByBoundary, part.bodyStart);
+      this.atBoundary(ended, part.bodyStart);
       return this.pendingMode;
     }
     if (part.kind === 'message') {
@@ -175,6 +139,43 @@ class MimeScanner {
     }
     this.firstLine = true;
     return 'body';
+  }
+
+  /** Moves past the header lines of `part`, setting where its body starts; says what ended the header. */
+  private scanHeaderLines(part: MimePart): 'empty-line' | 'end' | Boundary {
+    const raw = this.raw;
+    let prevNewline = 0;
+    for (;;) {
+      if (this.pos >= raw.length) {
+        part.bodyStart = raw.length;
+        this.bodyLineStart.set(part, this.lines);
+        return 'end';
+      }
+      const c = raw[this.pos];
+      if (c === LF || (c === CR && raw[this.pos + 1] === LF)) {
+        this.pos += c === LF ? 1 : 2;
+        this.lines++;
+        part.bodyStart = this.pos;
+        this.bodyLineStart.set(part, this.lines);
+        return 'empty-line';
+      }
+      const found = this.boundaryAt(this.pos);
+      if (found) {
+        // The line break before a boundary belongs to the boundary: the header ends before it.
+        part.bodyStart = this.pos - prevNewline;
+        this.bodyLineStart.set(part, prevNewline > 0 ? this.lines - 1 : this.lines);
+        return found;
+      }
+      const lf = raw.indexOf(LF, this.pos);
+      if (lf < 0) {
+        this.pos = raw.length;
+        prevNewline = 0;
+      } else {
+        prevNewline = lf > this.pos && raw[lf - 1] === CR ? 2 : 1;
+        this.pos = lf + 1;
+        this.lines++;
+      }
+    }
   }
 
   private firstLine = true;
