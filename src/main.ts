@@ -20,6 +20,7 @@ import { createServices, type Services } from './services.js';
 import { buildApp } from './transports/http/app.js';
 import { createMetricsServer, type MetricsServer } from './transports/http/metrics.server.js';
 import { createInboundSmtpServer, SMTP_CLOSE_TIMEOUT_MS } from './transports/smtp/inbound.server.js';
+import { createSubmissionServer, createSubmissionSlots } from './transports/smtp/submission.server.js';
 
 // The role list lives in a module of its own so the CLI can name it without loading the service.
 export { ROLES, type ProcessRole } from './config/roles.js';
@@ -106,11 +107,19 @@ export function defaultReadiness(services: Pick<Services, 'database'>): Readines
   return readiness;
 }
 
+/** The submission listeners' ports (port 0 resolved), null for a listener that is off. */
+export interface SubmissionPorts {
+  submission: number | null;
+  submissions: number | null;
+}
+
 export interface RunningService {
   /** The HTTP address when the api role runs (port 0 resolves to the picked port). */
   httpUrl: string | null;
   /** The inbound SMTP port when the smtp role runs. */
   smtpPort: number | null;
+  /** The submission listeners' ports when the smtp role runs them (null: off). */
+  submissionPorts: SubmissionPorts;
   /** The metrics listener's address (`http://host:port`) when MAILROOM_METRICS_PORT is set. */
   metricsUrl: string | null;
   /** Sandbox mode: `ip:port` of this process's sandbox DNS server; null without --sandbox. */
@@ -138,6 +147,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
   let metricsUrl: string | null = null;
   let httpUrl: string | null = null;
   let smtpPort: number | null = null;
+  let submissionPorts: SubmissionPorts = { submission: null, submissions: null };
   const stopRoles = () =>
     Promise.all(
       roleStops.map((stop) =>
@@ -153,7 +163,10 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       ({ metricsUrl } = await startMetricsListener(config, metricsServer, logger));
     }
     if (roles.includes('worker')) roleStops.push(startWorkerRole(config, services, logger));
-    if (roles.includes('smtp')) smtpPort = await startSmtpRole(config, services, logger, listeners, roleStops);
+    if (roles.includes('smtp')) {
+      smtpPort = await startSmtpRole(config, services, logger, listeners, roleStops);
+      submissionPorts = await startSubmissionListeners(config, services, logger, listeners, roleStops);
+    }
     if (roles.includes('api')) httpUrl = await startApiRole(config, services, logger, readiness, listeners, roleStops);
   } catch (err) {
     readiness.stopping();
@@ -165,6 +178,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
   return {
     httpUrl,
     smtpPort,
+    submissionPorts,
     metricsUrl,
     sandboxDns: services.sandboxDns?.address ?? null,
     async stop() {
@@ -246,10 +260,7 @@ async function startSmtpRole(config: Readonly<Config>, services: Services, logge
     // Open sessions get at most half the shutdown time-out before their 421.
     closeTimeoutMs: Math.min(SMTP_CLOSE_TIMEOUT_MS, Math.floor(config.shutdownTimeoutMs / 2)),
     metrics: services.metrics,
-    tls:
-      config.smtpTlsKeyFile && config.smtpTlsCertFile
-        ? { key: readFileSync(config.smtpTlsKeyFile), cert: readFileSync(config.smtpTlsCertFile) }
-        : undefined,
+    tls: smtpTls(config),
   });
   listeners.set('smtp', () => smtp.listening());
   // Stop taking mail first (open sessions get 421 once the close time-out passes), then stop the analysis threads.
@@ -261,6 +272,55 @@ async function startSmtpRole(config: Readonly<Config>, services: Services, logge
   const port = await listenOrExplain(smtpListener, () => smtp.listen(config.smtpHost, config.smtpPort));
   logger.info({ host: config.smtpHost, port }, 'smtp listening');
   return port;
+}
+
+/**
+ * The TLS key and certificate every SMTP listener uses (inbound STARTTLS, submission), read in this one place so a
+ * source of reloadable certificates can take its place; undefined without MAILROOM_SMTP_TLS_KEY/CERT.
+ */
+function smtpTls(config: Readonly<Config>): { key: Buffer; cert: Buffer } | undefined {
+  return config.smtpTlsKeyFile && config.smtpTlsCertFile ? { key: readFileSync(config.smtpTlsKeyFile), cert: readFileSync(config.smtpTlsCertFile) } : undefined;
+}
+
+/**
+ * SMTP submission for mail clients, with the smtp role: MAILROOM_SUBMISSION_PORT (STARTTLS) and
+ * MAILROOM_SUBMISSIONS_PORT (implicit TLS) on MAILROOM_SMTP_HOST, each off while unset. Both share one set of
+ * session caps (the inbound settings, counted apart from inbound sessions). The picked ports, null when off.
+ */
+async function startSubmissionListeners(config: Readonly<Config>, services: Services, logger: Logger, listeners: Map<string, () => boolean>, roleStops: Array<() => Promise<void>>): Promise<SubmissionPorts> {
+  const ports: SubmissionPorts = { submission: null, submissions: null };
+  const wanted = [
+    { key: 'submission', port: config.submissionPort, implicitTls: false, variable: 'MAILROOM_SUBMISSION_PORT' },
+    { key: 'submissions', port: config.submissionsPort, implicitTls: true, variable: 'MAILROOM_SUBMISSIONS_PORT' },
+  ] as const;
+  if (wanted.every((w) => w.port === null)) return ports;
+  const slots = createSubmissionSlots({ maxClients: config.smtpMaxClients, maxClientsPerIp: config.smtpMaxClientsPerIp, maxSessionMs: config.smtpMaxSessionMs, maxCommands: config.smtpMaxCommands, idleMs: config.smtpIdleMs, logger });
+  const tls = smtpTls(config);
+  for (const w of wanted) {
+    const wantedPort = w.port;
+    if (wantedPort === null) continue;
+    const server = createSubmissionServer({
+      appPasswords: services.appPasswords.service,
+      sessions: services.appPasswords.sessions,
+      sending: services.sending,
+      logger,
+      hostname: config.smtpHostname,
+      maxSize: config.smtpMaxSize,
+      implicitTls: w.implicitTls,
+      tls,
+      plaintextAuth: config.allowPlaintextAuth,
+      slots,
+      closeTimeoutMs: Math.min(SMTP_CLOSE_TIMEOUT_MS, Math.floor(config.shutdownTimeoutMs / 2)),
+      idleMs: config.smtpIdleMs,
+    });
+    listeners.set(w.key, () => server.listening());
+    roleStops.push(() => server.close());
+    const settings = { service: `SMTP ${w.key}`, host: config.smtpHost, port: wantedPort, hostVariable: 'MAILROOM_SMTP_HOST', portVariable: w.variable };
+    const port = await listenOrExplain(settings, () => server.listen(config.smtpHost, wantedPort));
+    logger.info({ host: config.smtpHost, port, tls: w.implicitTls ? 'implicit' : tls ? 'starttls' : 'none' }, `${w.key} listening`);
+    ports[w.key] = port;
+  }
+  return ports;
 }
 
 async function startApiRole(config: Readonly<Config>, services: Services, logger: Logger, readiness: Readiness, listeners: Map<string, () => boolean>, roleStops: Array<() => Promise<void>>): Promise<string> {
