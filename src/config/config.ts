@@ -345,6 +345,21 @@ function readAcme(read: Read, smtpHostname: string): AcmeConfig | null {
   return directoryUrl === null ? null : { directoryUrl, email, domains, renewBeforeDays, caFile };
 }
 
+/**
+ * What `mailroom serve --sandbox` turns on unless the variables are set: SMTP submission on port 1587, IMAP on
+ * port 1143, and logins without TLS from loopback (the sandbox has no certificate; MAILROOM_SMTP_HOST keeps it on 127.0.0.1 by default).
+ */
+export const SANDBOX_DEFAULTS: Readonly<Record<string, string>> = Object.freeze({ MAILROOM_SUBMISSION_PORT: '1587', MAILROOM_IMAP_PORT: '1143', MAILROOM_ALLOW_PLAINTEXT_AUTH: 'loopback' });
+
+/** The environment with the sandbox's defaults where a variable is unset or empty. */
+export function withSandboxDefaults(env: Env): Env {
+  const merged: Env = { ...env };
+  for (const [key, value] of Object.entries(SANDBOX_DEFAULTS)) {
+    if (merged[key] === undefined || merged[key]?.trim() === '') merged[key] = value;
+  }
+  return merged;
+}
+
 /** Parse and validate the configuration; throws ConfigError listing every bad variable. */
 export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config> {
   const problems: string[] = [];
