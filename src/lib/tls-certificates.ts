@@ -23,8 +23,13 @@ import { createSecureContext, type SecureContext } from 'node:tls';
  *   secureContext: source.secureContext() })` at the moment of the upgrade.
  * `follow` returns the function that stops following; call it when the listener closes.
  *
+ * A source may have no certificate yet (ACME before its first order: `current()` is null). A STARTTLS listener then
+ * withholds STARTTLS (inbound SMTP sets `session.disabledCommands` per session); an implicit-TLS listener (IMAPS,
+ * port 465) fails the handshake (`SNICallback` answers an error) rather than present smtp-server's built-in key.
+ *
  * Which source a listener gets (its own files, the general files, or ACME) is decided where the service is
- * composed (`certificatesFor` in main.ts); this file knows no configuration.
+ * composed: main.ts `createListenerCertificates(config, acme, logger).forListener('smtp' | 'imap' | 'submission')`,
+ * one instance per process in `startService`; this file knows no configuration.
  */
 
 /** A private key and the certificate chain that goes with it, PEM text. */

@@ -32,6 +32,7 @@ function alsoKeep(config: Readonly<Config>, key: SecretKeySource): string[] {
   if (key.kind === 'environment') lines.push("the value of MAILROOM_SECRET_KEY (the database's secrets open only with it)");
   if (config.dkimKeyFile) lines.push(`the DKIM key file ${config.dkimKeyFile} (MAILROOM_DKIM_KEY)`);
   if (config.smtpTlsKeyFile && config.smtpTlsCertFile) lines.push(`the SMTP TLS key and certificate ${config.smtpTlsKeyFile}, ${config.smtpTlsCertFile} (or issue new ones)`);
+  if (config.tlsKeyFile && config.tlsCertFile) lines.push(`the TLS key and certificate ${config.tlsKeyFile}, ${config.tlsCertFile} (or issue new ones)`);
   return lines;
 }
 
