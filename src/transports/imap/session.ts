@@ -79,9 +79,13 @@ export class ImapSession {
     return this.tls || this.options.plaintextAllowed;
   }
 
-  /** Ends the session at its next command (its credential no longer holds). */
+  /**
+   * Its credential no longer holds: a session waiting for a command (or in IDLE) is ended now; one running a command
+   * is ended before its next, so a BYE never lands inside a command's responses.
+   */
   credentialEnded(): void {
     this.revoked = true;
+    if (!this.busy || this.lineWaiter) this.bye('The app password was revoked.', { name: 'UNAVAILABLE' });
   }
 
   send(w: ResponseWriter): boolean {
