@@ -224,7 +224,7 @@ describe(`IMAP server (${TEST_DIALECT})`, () => {
     await client.connect();
     try {
       const folders = await client.list();
-      expect(folders.map((f) => f.path)).toEqual(['INBOX', 'Archive', 'Drafts', 'Sent', 'Spam', 'Trash']);
+      expect(folders.map((f) => f.path).sort()).toEqual(['Archive', 'Drafts', 'INBOX', 'Sent', 'Spam', 'Trash']);
       expect(folders.find((f) => f.path === 'Spam')?.specialUse).toBe('\\Junk');
       const box = await client.mailboxOpen('INBOX');
       expect(box.exists).toBeGreaterThan(0);
