@@ -240,4 +240,19 @@ describe(`IMAP server (${TEST_DIALECT})`, () => {
       await client.logout();
     }
   });
+
+  it('IDLE reports a message arriving and a flag set through the API within a second or two', async () => {
+    const [, , , found] = await imaplib(port, [['login', MAILBOX, password], ['select', 'INBOX'], ['search', null, 'ALL']]);
+    const listed = String((found!.data as string[])[0]).trim();
+    const count = listed === '' ? 0 : listed.split(' ').length;
+    const run = imaplib(port, [['login', MAILBOX, password], ['select', 'INBOX'], ['idle', 10, 'EXISTS'], ['idle', 10, 'FLAGS']]);
+    await new Promise((r) => setTimeout(r, 2500));
+    const id = await deliver(MAILBOX, 'Arrives while idling');
+    await new Promise((r) => setTimeout(r, 2500));
+    expect((await world.h.app.inject({ method: 'POST', url: `/messages/${id}/read`, headers: bearer(acme.apiKey), payload: { read: true } })).statusCode).toBe(200);
+    const answers = await run;
+    expect(answers[3]!.typ).toMatch(/^OK/);
+    expect(answers[3]!.data).toContain(`* ${count + 1} EXISTS`);
+    expect((answers[4]!.data as string[]).join('\n')).toMatch(new RegExp(`^\\* ${count + 1} FETCH \\(FLAGS \\(\\\\Seen\\)\\)$`, 'm'));
+  });
 });

@@ -50,6 +50,29 @@ def main():
                         typ, data = 'BYE', [str(e)]
                         break
                     time.sleep(0.2)
+            elif op == 'idle':
+                # IDLE until an untagged line containing args[1] arrives (or args[0] seconds pass), then DONE.
+                tag = m._new_tag().decode()
+                m.send((tag + ' IDLE\r\n').encode())
+                first = m._get_line().decode('latin-1')
+                m.sock.settimeout(float(args[0]))
+                lines = [first]
+                try:
+                    while True:
+                        line = m._get_line().decode('latin-1')
+                        lines.append(line)
+                        if args[1] in line:
+                            break
+                except (OSError, imaplib.IMAP4.abort):
+                    lines.append('(timeout)')
+                m.sock.settimeout(15)
+                m.send(b'DONE\r\n')
+                while True:
+                    line = m._get_line().decode('latin-1')
+                    if line.startswith(tag + ' '):
+                        break
+                    lines.append(line)
+                typ, data = line[len(tag) + 1:], lines
             elif op == 'raw':
                 # One raw command; its tagged status and the untagged responses by name.
                 tag = m._new_tag().decode()
