@@ -47,8 +47,8 @@ export function matches(key: SearchKey, entry: IndexEntry & Partial<FetchEntry>,
     case 'flag': return hasFlag(entry, key.flag) === key.set;
     case 'new': case 'recent': return false;
     case 'old': return true;
-    case 'seq': return inSet(key.set, ctx.count, ctx.seq, false, ctx.saved);
-    case 'uid': return inSet(key.set, ctx.maxUid, entry.uid, true, ctx.saved);
+    case 'seq': return inSet(key.set, ctx.count, ctx.seq, ctx.saved);
+    case 'uid': return inSet(key.set, ctx.maxUid, entry.uid, ctx.saved);
     case 'modseq': return entry.modseq >= Number(key.modseq);
     case 'size': return key.op === 'larger' ? (entry.size ?? 0) > key.size : (entry.size ?? 0) < key.size;
     case 'age': {
@@ -64,9 +64,9 @@ export function matches(key: SearchKey, entry: IndexEntry & Partial<FetchEntry>,
   }
 }
 
-function inSet(set: Parameters<typeof resolveSequenceSet>[0], max: number, n: number, uid: boolean, saved?: Ranges): boolean {
+/** Resolved as UIDs are (a number past the end is simply not there): a SEARCH key is never an error for that. */
+function inSet(set: Parameters<typeof resolveSequenceSet>[0], max: number, n: number, saved?: Ranges): boolean {
   const ranges = resolveSequenceSet(set, max, { uid: true, ...(saved ? { saved } : {}) });
-  void uid;
   return !('bad' in ranges) && inRanges(ranges, n);
 }
 
