@@ -20,6 +20,7 @@ interface ApiMessage {
   folder: string;
   labels: string[];
   read: boolean;
+  flagged: boolean;
 }
 
 /** axe-core's serious and critical violations on the page as it is (the sender's HTML in its frame excluded). */
