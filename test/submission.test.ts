@@ -33,7 +33,10 @@ job = json.load(sys.stdin)
 out = {}
 def text(b): return b.decode() if isinstance(b, bytes) else str(b)
 try:
-    s = smtplib.SMTP('127.0.0.1', job['port'], timeout=20)
+    if job.get('implicit'):
+        s = smtplib.SMTP_SSL('127.0.0.1', job['port'], timeout=20, context=ssl.create_default_context(cadata=job['ca']))
+    else:
+        s = smtplib.SMTP('127.0.0.1', job['port'], timeout=20)
     s.ehlo('client.test')
     out['auth_before_tls'] = s.has_extn('auth')
     if job.get('starttls'):
@@ -126,6 +129,7 @@ describe.skipIf(python === null)(`SMTP submission with app passwords (${TEST_DIA
   let ca: string;
   let starttlsPort: number;
   let plainPort: number;
+  let implicitPort: number;
   const records: Record<string, string> = {};
 
   const client = (job: Record<string, unknown>) => runPython<ClientResult>(CLIENT, { ca, ...job });
@@ -158,7 +162,7 @@ describe.skipIf(python === null)(`SMTP submission with app passwords (${TEST_DIA
     ca = pems.cert;
     const logger = createLogger('silent');
     const slots = createSubmissionSlots({ maxClients: 20, maxClientsPerIp: 20, logger });
-    const start = async (tls: boolean): Promise<number> => {
+    const start = async (tls: boolean, implicitTls = false): Promise<number> => {
       const server: SubmissionServer = createSubmissionServer({
         appPasswords: h.services.appPasswords.service,
         sessions: h.services.appPasswords.sessions,
@@ -166,7 +170,7 @@ describe.skipIf(python === null)(`SMTP submission with app passwords (${TEST_DIA
         logger,
         hostname: 'submit.mailroom.test',
         maxSize: h.config.smtpMaxSize,
-        implicitTls: false,
+        implicitTls,
         tls: tls ? { key: pems.private, cert: pems.cert } : undefined,
         plaintextAuth: tls ? 'never' : 'loopback',
         slots,
@@ -176,6 +180,7 @@ describe.skipIf(python === null)(`SMTP submission with app passwords (${TEST_DIA
     };
     starttlsPort = await start(true);
     plainPort = await start(false);
+    implicitPort = await start(true, true);
     const suppressed = await h.app.inject({ method: 'POST', url: '/app/api/suppressions', headers: session(owner), payload: { address: 'gone@peer.test' } });
     expect(suppressed.statusCode, suppressed.body).toBe(201);
   });
@@ -217,6 +222,13 @@ describe.skipIf(python === null)(`SMTP submission with app passwords (${TEST_DIA
     expect(raw).not.toMatch(/^Bcc:/im);
     const sent = await h.app.inject({ method: 'GET', url: `/app/api/sent?mailbox=${MAILBOX}`, headers: session(owner) });
     expect(sent.json<{ messages: Array<{ message_id: string }> }>().messages.map((m) => m.message_id)).toContain(id);
+  });
+
+  it('over implicit TLS (port 465 style): AUTH offered at once, the message queued', async () => {
+    const { password } = await makePassword('Implicit TLS');
+    const result = await client({ port: implicitPort, implicit: true, method: 'PLAIN', user: MAILBOX, password, from: MAILBOX, to: ['tls@peer.test'], message: message('') });
+    expect(result).toMatchObject({ auth_before_tls: true, auth: [235, expect.any(String)], data: [250, expect.stringMatching(/^2\.0\.0 Queued as msg_/)] });
+    await captured('tls@peer.test');
   });
 
   it('refuses a MAIL FROM other than the logged-in mailbox, and a wrong password', async () => {
