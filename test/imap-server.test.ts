@@ -209,8 +209,12 @@ describe(`IMAP server (${TEST_DIALECT})`, () => {
   it('ends a session whose app password is revoked, at its next command', async () => {
     const made = await appPassword(acme, MAILBOX);
     const token = await login(world.h, acme.ownerEmail, acme.password);
-    const run = imaplib(port, [['login', MAILBOX, made.password], ['select', 'INBOX'], ['wait_bye', 10]]);
-    await new Promise((r) => setTimeout(r, 1500));
+    const sessions = world.h.services.appPasswords.sessions;
+    const before = sessions.open();
+    const run = imaplib(port, [['login', MAILBOX, made.password], ['select', 'INBOX'], ['wait_bye', 20]]);
+    // Revoke once the session is logged in (followed by the credential watch), however slow the client starts.
+    for (let i = 0; i < 300 && sessions.open() <= before; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(sessions.open()).toBeGreaterThan(before);
     const res = await world.h.app.inject({ method: 'DELETE', url: `/app/api/app-passwords/${made.id}`, headers: session(token) });
     expect(res.statusCode).toBeLessThan(300);
     const answers = await run;
@@ -245,8 +249,12 @@ describe(`IMAP server (${TEST_DIALECT})`, () => {
     const [, , , found] = await imaplib(port, [['login', MAILBOX, password], ['select', 'INBOX'], ['search', null, 'ALL']]);
     const listed = String((found!.data as string[])[0]).trim();
     const count = listed === '' ? 0 : listed.split(' ').length;
-    const run = imaplib(port, [['login', MAILBOX, password], ['select', 'INBOX'], ['idle', 10, 'EXISTS'], ['idle', 10, 'FLAGS']]);
-    await new Promise((r) => setTimeout(r, 2500));
+    const sessions = world.h.services.appPasswords.sessions;
+    const before = sessions.open();
+    const run = imaplib(port, [['login', MAILBOX, password], ['select', 'INBOX'], ['idle', 15, 'EXISTS'], ['idle', 15, 'FLAGS']]);
+    // Once logged in, SELECT and IDLE follow at once; the arrival comes after them.
+    for (let i = 0; i < 300 && sessions.open() <= before; i++) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 1500));
     const id = await deliver(MAILBOX, 'Arrives while idling');
     await new Promise((r) => setTimeout(r, 2500));
     expect((await world.h.app.inject({ method: 'POST', url: `/messages/${id}/read`, headers: bearer(acme.apiKey), payload: { read: true } })).statusCode).toBe(200);
