@@ -19,6 +19,9 @@ import { createLogger } from './lib/logger.js';
 import { createMetrics, noMetrics, type Metrics } from './lib/metrics.js';
 import { createPublicKey } from 'node:crypto';
 import { createAuditLog, type AuditLog } from './modules/audit/audit.service.js';
+import { createAppPasswordsModule, type AppPasswordsModule } from './modules/app-passwords/app-passwords.module.js';
+import { createAppPasswordStore } from './modules/app-passwords/app-password.store.js';
+import { createLoginThrottle } from './modules/tenancy/auth.service.js';
 import { createAuditStore } from './modules/audit/audit.store.js';
 import { createDomainService, type DomainService } from './modules/domains/domain.service.js';
 import { createDomainStore, verifiedDomainsSelect } from './modules/domains/domain.store.js';
@@ -40,6 +43,7 @@ import { createMailauthAuthenticator, type MessageAuthenticator } from './module
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
 import { createMailStore } from './modules/mail/mail.store.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
+import { createImapAccessService, type ImapAccessService } from './modules/imap-access/imap-access.service.js';
 import { createMailboxTransferService, type MailboxTransferService } from './modules/messages/mailbox-transfer.service.js';
 import { createSearchRunner } from './modules/messages/search-runner.js';
 import { createDeliveryHandler } from './modules/sending/delivery.handler.js';
@@ -56,7 +60,7 @@ import { createSecretBox, type SecretBox } from './lib/secret-box.js';
 import { createSmtpDeliverer } from './transports/smtp/outbound.client.js';
 import { createMailboxService, type MailboxService } from './modules/mailboxes/mailbox.service.js';
 import { createTenancyModule, type TenancyModule } from './modules/tenancy/tenancy.module.js';
-import { createTenancyStore, heldWorkspacesSelect, workspaceStateSelect } from './modules/tenancy/tenancy.store.js';
+import { createTenancyStore, heldWorkspacesSelect, membershipRoleSelect, workspaceStateSelect } from './modules/tenancy/tenancy.store.js';
 import { createWorkspaceLifecycle, type WorkspaceLifecycle } from './modules/tenancy/workspace-lifecycle.service.js';
 import { createGoneWorkspaces } from './modules/tenancy/workspace-state.js';
 import { createServiceTokenService, type ServiceTokenService } from './modules/transactional/service-token.service.js';
@@ -105,6 +109,10 @@ export interface FeatureServices {
   quotas: QuotaService;
   /** Retention: each workspace's periods (`service`) and the sweep the worker role runs. */
   retention: { service: RetentionService; sweep: RetentionSweep };
+  /** Mail clients' credentials (one per mailbox and client), their logins and the sessions opened with them. */
+  appPasswords: AppPasswordsModule;
+  /** What IMAP sessions do with their mailbox (folders, flags, keywords) over the mail store. */
+  imapAccess: ImapAccessService;
 }
 
 /** The plumbing the features run on: the database, commits, queue, wake-ups and threads that main.ts starts and stops. */
@@ -226,11 +234,15 @@ export async function createServices(
         onTopic: (topic) => {
           if (topic.startsWith('events:')) eventSignal.notify(topic.slice('events:'.length));
           else if (topic.startsWith('queue:')) wakeups.notify(topic.slice('queue:'.length));
-          else if (topic.startsWith('credentials:')) eventStream.credentialsChanged(topic.slice('credentials:'.length));
+          else if (topic.startsWith('credentials:')) {
+            eventStream.credentialsChanged(topic.slice('credentials:'.length));
+            appPasswords.sessions.userChanged(topic.slice('credentials:'.length));
+          } else if (topic.startsWith('app-passwords:')) appPasswords.sessions.workspaceChanged(topic.slice('app-passwords:'.length));
         },
         onReconnect: () => {
           eventSignal.notifyAll();
           eventStream.recheckAll();
+          appPasswords.sessions.recheckAll();
           for (const handler of handlers) wakeups.notify(handler.queue);
         },
       })
@@ -252,8 +264,26 @@ export async function createServices(
     loginLimits: { perAddress: config.loginFailuresPerAddress, perAccount: config.loginFailuresPerAccount },
     credentialsChanged: (userId) => {
       eventStream.credentialsChanged(userId);
+      appPasswords.sessions.userChanged(userId);
       notifications?.publishSoon(`credentials:${userId}`);
     },
+  });
+  // Mail clients' open sessions end with their credential: here at once, in the other processes by NOTIFY.
+  const appPasswordsChanged = (workspaceId: string): void => {
+    appPasswords.sessions.workspaceChanged(workspaceId);
+    notifications?.publishSoon(`app-passwords:${workspaceId}`);
+  };
+  const appPasswordStore = createAppPasswordStore({ workspaceState: workspaceStateSelect, membershipRole: membershipRoleSelect });
+  const appPasswords: AppPasswordsModule = createAppPasswordsModule({
+    work,
+    store: appPasswordStore,
+    mailboxes: { mailboxIdByAddress: (...a) => mail.mailboxIdByAddress(...a), mailboxAddresses: (...a) => mail.mailboxAddresses(...a), mailboxForRecipient: (...a) => mail.mailboxForRecipient(...a) },
+    clock,
+    audit,
+    throttle: createLoginThrottle({ work, store: tenancyStore, clock, limits: { perAddress: config.loginFailuresPerAddress, perAccount: config.loginFailuresPerAccount } }),
+    servers: { host: config.smtpHostname, imap_port: config.imapPort, imaps_port: config.imapsPort, submission_port: config.submissionPort, submissions_port: config.submissionsPort },
+    ended: appPasswordsChanged,
+    onError: (err) => logger.error({ err }, 'app password session check failed'),
   });
   const commits = createGroupCommit(db);
   // PostgreSQL runs transactions side by side; the two groups share no row (sends insert outbound and
@@ -436,6 +466,7 @@ export async function createServices(
       store: mail,
       workspaceExists,
       quota: quotas,
+      removed: appPasswordsChanged,
     }),
     domains,
     lists,
@@ -461,13 +492,17 @@ export async function createServices(
         { name: 'events', batch: (w, id, n) => eventStore.purgeWorkspaceBatch(w, id, n) },
         { name: 'transactional', batch: (w, id, n) => serviceTokenStore.purgeWorkspaceBatch(w, id, n) },
         { name: 'sandbox', batch: (w, id, n) => sandboxStore.purgeWorkspaceBatch(w, id, n) },
+        { name: 'app-passwords', batch: (w, id, n) => appPasswordStore.purgeWorkspaceBatch(w, id, n) },
         { name: 'mail', batch: (w, id, n) => mail.purgeMailBatch(w, id, n) },
         { name: 'lists', batch: (w, id, n) => listStore.purgeWorkspaceBatch(w, id, n) },
         { name: 'domains', batch: (w, id, n) => domainStore.purgeWorkspaceBatch(w, id, n) },
       ],
       gone,
+      stateChanged: appPasswordsChanged,
     }),
     retention,
+    appPasswords,
+    imapAccess: createImapAccessService({ work, store: mail, appPasswords: appPasswords.service, sessions: appPasswords.sessions }),
     analyzer,
     analysisGate,
     signer,

@@ -32,6 +32,10 @@ describe(`mailroom serve --sandbox and mailroom sandbox … (${TEST_DIALECT})`, 
       MAILROOM_DNS_SERVERS: upstream.address,
       MAILROOM_HTTP_PORT: '0',
       MAILROOM_SMTP_PORT: String(await freePort()),
+      // The sandbox's submission listener on a free port, not its 1587: other sandboxes may run beside this one.
+      MAILROOM_SUBMISSION_PORT: '0',
+      MAILROOM_IMAP_PORT: '0',
+      MAILROOM_ALLOW_PLAINTEXT_AUTH: 'loopback',
       MAILROOM_LOG_LEVEL: 'info',
     };
     const boot = await runCli(['admin', 'bootstrap', '--email', 'owner@example.com', '--password', 'owner-password', '--workspace', 'Acme', '--json'], env);

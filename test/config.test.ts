@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, environmentWithDotenv, loadConfig } from '../src/config/config.js';
+import { ConfigError, environmentWithDotenv, loadConfig, withSandboxDefaults } from '../src/config/config.js';
 
 describe('configuration', () => {
   it('has the documented defaults', () => {
@@ -166,5 +166,14 @@ describe('configuration', () => {
     writeFileSync(path, 'MAILROOM_HTTP_PORT=9999\nMAILROOM_SMTP_PORT=2626\nMAILROOM_MX_PORT=2727\n');
     const env = environmentWithDotenv({ MAILROOM_HTTP_PORT: '1234', MAILROOM_SMTP_PORT: '' }, path);
     expect(loadConfig(env)).toMatchObject({ httpPort: 1234, smtpPort: 2626, mxPort: 2727 });
+  });
+
+  it('mail-client listeners: off by default, TLS required unless plaintext logins are allowed on loopback; the sandbox turns submission on', () => {
+    expect(loadConfig({})).toMatchObject({ imapPort: null, imapsPort: null, submissionPort: null, submissionsPort: null, allowPlaintextAuth: 'never' });
+    expect(() => loadConfig({ MAILROOM_SUBMISSION_PORT: '587' })).toThrow(/MAILROOM_SUBMISSION_PORT needs MAILROOM_SMTP_TLS_KEY/);
+    expect(() => loadConfig({ MAILROOM_SUBMISSIONS_PORT: '465', MAILROOM_ALLOW_PLAINTEXT_AUTH: 'loopback' })).toThrow(/MAILROOM_SUBMISSIONS_PORT needs/);
+    expect(() => loadConfig({ MAILROOM_ALLOW_PLAINTEXT_AUTH: 'always' })).toThrow(/MAILROOM_ALLOW_PLAINTEXT_AUTH="always": unknown value; expected never or loopback/);
+    expect(loadConfig(withSandboxDefaults({}))).toMatchObject({ submissionPort: 1587, allowPlaintextAuth: 'loopback' });
+    expect(loadConfig(withSandboxDefaults({ MAILROOM_SUBMISSION_PORT: '2587', MAILROOM_ALLOW_PLAINTEXT_AUTH: '' }))).toMatchObject({ submissionPort: 2587, allowPlaintextAuth: 'loopback' });
   });
 });

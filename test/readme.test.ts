@@ -44,6 +44,9 @@ describe.skipIf(TEST_DIALECT === 'postgres')('README walkthrough', () => {
     MAILROOM_DATABASE_URL: `sqlite:${join(dir, 'mailroom.db')}`,
     MAILROOM_HTTP_PORT: String(ports.http),
     MAILROOM_SMTP_PORT: String(ports.smtp),
+    // The sandbox's submission listener on a free port, not its 1587: other sandboxes may run beside this one.
+    MAILROOM_SUBMISSION_PORT: '0',
+    MAILROOM_ALLOW_PLAINTEXT_AUTH: 'loopback',
   });
 
   beforeAll(async () => {

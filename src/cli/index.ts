@@ -18,7 +18,8 @@ function parseRoles(value: string, previous: ProcessRole[] = []): ProcessRole[] 
 async function serve(roles: ProcessRole[], sandbox: boolean): Promise<void> {
   let config;
   try {
-    const loaded = (await import('../config/config.js')).loadConfig();
+    const { environmentWithDotenv, loadConfig, withSandboxDefaults } = await import('../config/config.js');
+    const loaded = loadConfig(sandbox ? withSandboxDefaults(environmentWithDotenv()) : environmentWithDotenv());
     config = sandbox ? Object.freeze({ ...loaded, sandbox: true }) : loaded;
   } catch (err) {
     failWith(err);

@@ -69,6 +69,19 @@ export interface Config {
   smtpMaxSessionMs: number;
   smtpMaxCommands: number;
   smtpIdleMs: number;
+  /**
+   * Mail clients' listeners (null = off): IMAP (STARTTLS) and IMAPS (implicit TLS), SMTP submission (STARTTLS) and
+   * submissions (implicit TLS), on MAILROOM_SMTP_HOST. TLS uses MAILROOM_SMTP_TLS_KEY/CERT.
+   */
+  imapPort: number | null;
+  imapsPort: number | null;
+  submissionPort: number | null;
+  submissionsPort: number | null;
+  /** `never`: IMAP LOGIN and submission AUTH need TLS; `loopback`: also allowed without TLS from 127.0.0.0/8 and ::1. */
+  allowPlaintextAuth: 'never' | 'loopback';
+  /** Concurrent IMAP sessions of this process, in all and per client address, as inbound SMTP's caps. */
+  imapMaxClients: number;
+  imapMaxClientsPerIp: number;
   webhookBackoffBaseMs: number;
   webhookTimeoutMs: number;
   deliveryRetryBaseMs: number;
@@ -239,6 +252,12 @@ function parseDatabaseUrl(raw: string): string {
   throw new Error('must start with sqlite: or postgres://');
 }
 
+function parsePlaintextAuth(raw: string): 'never' | 'loopback' {
+  const value = raw.toLowerCase();
+  if (value !== 'never' && value !== 'loopback') throw new Error('unknown value');
+  return value;
+}
+
 function parseSmtpRelay(raw: string): string {
   const url = new URL(raw);
   if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new Error('must be smtp://… or smtps://…');
@@ -326,6 +345,21 @@ function readAcme(read: Read, smtpHostname: string): AcmeConfig | null {
   return directoryUrl === null ? null : { directoryUrl, email, domains, renewBeforeDays, caFile };
 }
 
+/**
+ * What `mailroom serve --sandbox` turns on unless the variables are set: SMTP submission on port 1587, IMAP on
+ * port 1143, and logins without TLS from loopback (the sandbox has no certificate; MAILROOM_SMTP_HOST keeps it on 127.0.0.1 by default).
+ */
+export const SANDBOX_DEFAULTS: Readonly<Record<string, string>> = Object.freeze({ MAILROOM_SUBMISSION_PORT: '1587', MAILROOM_IMAP_PORT: '1143', MAILROOM_ALLOW_PLAINTEXT_AUTH: 'loopback' });
+
+/** The environment with the sandbox's defaults where a variable is unset or empty. */
+export function withSandboxDefaults(env: Env): Env {
+  const merged: Env = { ...env };
+  for (const [key, value] of Object.entries(SANDBOX_DEFAULTS)) {
+    if (merged[key] === undefined || merged[key]?.trim() === '') merged[key] = value;
+  }
+  return merged;
+}
+
 /** Parse and validate the configuration; throws ConfigError listing every bad variable. */
 export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config> {
   const problems: string[] = [];
@@ -341,6 +375,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
   }
   const port = (name: string, fallback: number) =>
     read({ name, fallback, parse: intIn(0, 65535), expect: 'a port 0..65535 (0 picks a free port)' });
+  const optionalPort = (name: string) => read<number | null>({ name, fallback: null, parse: intIn(0, 65535), expect: 'a port 0..65535 (0 picks a free port; unset = off)' });
   const days = (name: string, fallback: number) => read({ name, fallback, parse: intIn(0, 36_500), expect: 'a whole number of days 0..36500 (0 = never delete)' });
   const count = (name: string, fallback: number) => read({ name, fallback, parse: intIn(1, 1_000_000), expect: 'a whole number 1..1000000' });
   const quota = (name: string) => read<number | null>({ name, fallback: null, parse: parseQuota, expect: 'a whole number (0 allows nothing) or unlimited' });
@@ -382,6 +417,13 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     smtpMaxSessionMs: ms('SMTP_MAX_SESSION_MS', 10 * 60_000, 100),
     smtpMaxCommands: read({ name: 'SMTP_MAX_COMMANDS', fallback: 1000, parse: intIn(10, 1_000_000_000), expect: 'a whole number of commands, 10 or more' }),
     smtpIdleMs: ms('SMTP_IDLE_MS', 60_000, 100),
+    imapPort: optionalPort('IMAP_PORT'),
+    imapsPort: optionalPort('IMAPS_PORT'),
+    submissionPort: optionalPort('SUBMISSION_PORT'),
+    submissionsPort: optionalPort('SUBMISSIONS_PORT'),
+    allowPlaintextAuth: read<'never' | 'loopback'>({ name: 'ALLOW_PLAINTEXT_AUTH', fallback: 'never', parse: parsePlaintextAuth, expect: 'never or loopback' }),
+    imapMaxClients: read({ name: 'IMAP_MAX_CLIENTS', fallback: 1000, parse: intIn(1, 1_000_000), expect: 'a whole number of sessions, 1 or more' }),
+    imapMaxClientsPerIp: read({ name: 'IMAP_MAX_CLIENTS_PER_IP', fallback: 50, parse: intIn(1, 1_000_000), expect: 'a whole number of sessions, 1 or more' }),
     webhookBackoffBaseMs: ms('WEBHOOK_BACKOFF_BASE_MS', 5000),
     webhookTimeoutMs: ms('WEBHOOK_TIMEOUT_MS', 10_000),
     deliveryRetryBaseMs: ms('DELIVERY_RETRY_BASE_MS', 60_000),
@@ -492,6 +534,16 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
   config.acme = readAcme(read, config.smtpHostname);
   if (config.acme && config.tlsKeyFile !== null) {
     problems.push('MAILROOM_ACME_DIRECTORY_URL and MAILROOM_TLS_KEY/MAILROOM_TLS_CERT name two sources of the same certificate; set one');
+  }
+  const tls = config.smtpTlsKeyFile !== null || config.tlsKeyFile !== null || config.acme !== null;
+  // Implicit TLS needs a certificate; STARTTLS too, unless logins without TLS are allowed on loopback (the sandbox).
+  for (const [name, value, needsTls] of [
+    ['SUBMISSIONS_PORT', config.submissionsPort, true],
+    ['IMAPS_PORT', config.imapsPort, true],
+    ['SUBMISSION_PORT', config.submissionPort, config.allowPlaintextAuth === 'never'],
+    ['IMAP_PORT', config.imapPort, config.allowPlaintextAuth === 'never'],
+  ] as const) {
+    if (value !== null && needsTls && !tls) problems.push(`MAILROOM_${name} needs a certificate (MAILROOM_TLS_KEY/CERT, MAILROOM_SMTP_TLS_KEY/CERT or ACME): mail clients log in only over TLS`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -29,6 +29,7 @@ import * as m20261201003400 from './migrations/20261201003400_fair_queue.js';
 import * as m20261202000200 from './migrations/20261202000200_workspace_state.js';
 import * as m20261202000100 from './migrations/20261202000100_quotas.js';
 import * as m20261202000400 from './migrations/20261202000400_audit_log.js';
+import * as m20261210000200 from './migrations/20261210000200_app_passwords.js';
 import * as m20261202000300 from './migrations/20261202000300_retention.js';
 import * as m20261210000100 from './migrations/20261210000100_mail_uids.js';
 import * as m20261210000300 from './migrations/20261210000300_tls_certificates.js';
@@ -68,6 +69,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202000200_workspace_state': m20261202000200,
   '20261202000100_quotas': m20261202000100,
   '20261202000400_audit_log': m20261202000400,
+  '20261210000200_app_passwords': m20261210000200,
   '20261202000300_retention': m20261202000300,
   '20261210000100_mail_uids': m20261210000100,
   '20261210000300_tls_certificates': m20261210000300,

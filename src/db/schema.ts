@@ -1,4 +1,5 @@
 import type { QueueTables } from '../jobs/job.table.js';
+import type { AppPasswordTables } from '../modules/app-passwords/app-password.table.js';
 import type { AuditTables } from '../modules/audit/audit.table.js';
 import type { CertificateTables } from '../modules/certificates/certificate.table.js';
 import type { DomainTables } from '../modules/domains/domain.table.js';
@@ -29,4 +30,5 @@ export interface Database
     SandboxTables,
     QuotaTables,
     AuditTables,
+    AppPasswordTables,
     CertificateTables {}

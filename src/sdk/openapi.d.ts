@@ -1315,6 +1315,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/app/api/app-passwords": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** App passwords (yours; an owner's or admin's: the workspace's), never the passwords, and the servers mail clients use */
+        get: operations["appListAppPasswords"];
+        put?: never;
+        /** Create an app password for a mailbox of the workspace; the password is shown only in this answer */
+        post: operations["appCreateAppPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/api/app-passwords/{app_password_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke an app password at once; mail clients logged in with it are disconnected */
+        delete: operations["appRevokeAppPassword"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/app/api/members": {
         parameters: {
             query?: never;
@@ -2512,6 +2547,42 @@ export interface components {
             /** @description the credential (mrk_…), shown only in this answer */
             api_key: string;
         };
+        /** AppPassword */
+        AppPassword: {
+            app_password_id: string;
+            name: string;
+            /** @description the mailbox it opens; also the user name a mail client logs in with */
+            mailbox: string;
+            /** Format: date-time */
+            created_at: string;
+            /** @description the last login with it (updated at most once a minute) */
+            last_used_at: string | null;
+        };
+        /**
+         * MailClientServers
+         * @description where mail clients connect; a null port is a listener that is off
+         */
+        MailClientServers: {
+            /** @description the server name mail clients connect to */
+            host: string;
+            imap_port: number | null;
+            imaps_port: number | null;
+            submission_port: number | null;
+            submissions_port: number | null;
+        };
+        /** AppPasswordWithSecret */
+        AppPasswordWithSecret: {
+            app_password_id: string;
+            name: string;
+            /** @description the mailbox it opens; also the user name a mail client logs in with */
+            mailbox: string;
+            /** Format: date-time */
+            created_at: string;
+            /** @description the last login with it (updated at most once a minute) */
+            last_used_at: string | null;
+            /** @description the password (four groups of four characters), shown only in this answer */
+            password: string;
+        };
         /** Member */
         Member: {
             user_id: string;
@@ -2652,7 +2723,7 @@ export interface components {
              * @description what changed: see docs/operations.md, Audit log
              * @enum {string}
              */
-            action: "workspace.created" | "workspace.suspended" | "workspace.resumed" | "workspace.deleted" | "quota.set" | "retention.set" | "member.added" | "member.role_changed" | "member.removed" | "api_key.created" | "api_key.revoked" | "session.revoked" | "user.password_changed" | "service_token.created" | "service_token.rotated" | "service_token.revoked" | "domain.created" | "domain.verified" | "domain.records_rotated" | "domain.deleted" | "webhook.created" | "webhook.updated" | "webhook.secret_rotated" | "webhook.disabled" | "webhook.enabled" | "webhook.deleted" | "webhook.replayed" | "webhook.recovered" | "list.entry_added" | "list.entry_removed" | "suppression.added" | "suppression.removed";
+            action: "workspace.created" | "workspace.suspended" | "workspace.resumed" | "workspace.deleted" | "quota.set" | "retention.set" | "member.added" | "member.role_changed" | "member.removed" | "api_key.created" | "api_key.revoked" | "session.revoked" | "user.password_changed" | "app_password.created" | "app_password.revoked" | "service_token.created" | "service_token.rotated" | "service_token.revoked" | "domain.created" | "domain.verified" | "domain.records_rotated" | "domain.deleted" | "webhook.created" | "webhook.updated" | "webhook.secret_rotated" | "webhook.disabled" | "webhook.enabled" | "webhook.deleted" | "webhook.replayed" | "webhook.recovered" | "list.entry_added" | "list.entry_removed" | "suppression.added" | "suppression.removed";
             actor: components["schemas"]["AuditActor"];
             /** @description the client's address of the request; null for the command line and the service */
             ip: string | null;
@@ -5881,6 +5952,99 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appListAppPasswords: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The app passwords, newest first, and the servers */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        app_passwords: components["schemas"]["AppPassword"][];
+                        servers: components["schemas"]["MailClientServers"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appCreateAppPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description what it is for ("Phone") */
+                    name: string;
+                    /** @description an email address */
+                    mailbox: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The app password, with the password (only here) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppPasswordWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appRevokeAppPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                app_password_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The app password is revoked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ok"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -183,6 +183,25 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: workspace settings in Chromium (${TEST_
     expect(await seriousViolations(page)).toEqual([]);
   });
 
+  it('shows an app password once; a mail client logs in with it until it is revoked', async () => {
+    await settings(page, 'app-passwords', 'App passwords');
+    await page.getByText('No mail-client server is turned on in this service yet.').waitFor();
+    await page.getByLabel('Name').fill('Phone');
+    await page.getByLabel('Mailbox').selectOption(SUPPORT);
+    await page.getByRole('button', { name: 'Create app password' }).click();
+    const password = await page.getByRole('textbox', { name: `App password Phone for ${SUPPORT}`, exact: true }).inputValue();
+    expect(password).toMatch(/^[a-z2-9]{4}(-[a-z2-9]{4}){3}$/);
+    expect(await h.services.appPasswords.service.verify(SUPPORT, password, '127.0.0.1')).toMatchObject({ ok: true });
+    await page.reload();
+    await page.getByRole('cell', { name: 'Phone', exact: true }).waitFor();
+    expect(await page.content()).not.toContain(password);
+    await page.getByRole('button', { name: 'Revoke Phone' }).click();
+    await page.getByRole('button', { name: 'Really revoke Phone' }).click();
+    await page.getByText('No app passwords yet.').waitFor();
+    expect(await h.services.appPasswords.service.verify(SUPPORT, password, '127.0.0.1')).toMatchObject({ ok: false, reason: 'invalid' });
+    expect(await seriousViolations(page)).toEqual([]);
+  });
+
   it('creates a webhook, sends a test event, and shows it in the delivery log', async () => {
     await settings(page, 'webhooks', 'Webhooks');
     await page.getByLabel('Endpoint URL').fill(`${receiver.url}/hook`);
@@ -319,7 +338,7 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: workspace settings in Chromium (${TEST_
     await logIn(tab, base, member.email, 'correct horse battery');
     await settings(tab, 'mailboxes', 'Mailboxes');
     const nav = tab.getByRole('navigation', { name: 'Settings' });
-    expect(await nav.getByRole('link').allTextContents()).toEqual(['Mailboxes', 'Webhooks', 'Allow and block lists', 'Suppressions', 'Usage', 'Members and roles', 'Retention', 'Your password']);
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Mailboxes', 'App passwords', 'Webhooks', 'Allow and block lists', 'Suppressions', 'Usage', 'Members and roles', 'Retention', 'Your password']);
     expect(await tab.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
     // Reached by its address, a page the role may not use shows the API's refusal in place.
     await settings(tab, 'domains', 'Sending domains');

@@ -100,6 +100,7 @@ export const sentItemQuery = (message: Message) => queryOptions({ queryKey: ['se
 export const sendingDomainsQuery = () => queryOptions({ queryKey: ['sending-domains'], queryFn: () => answerOf(client.GET('/app/api/sending-domains')) });
 export const serviceTokensQuery = () => queryOptions({ queryKey: ['service-tokens'], queryFn: () => answerOf(client.GET('/app/api/service-tokens')) });
 export const apiKeysQuery = () => queryOptions({ queryKey: ['api-keys'], queryFn: () => answerOf(client.GET('/app/api/api-keys')) });
+export const appPasswordsQuery = () => queryOptions({ queryKey: ['app-passwords'], queryFn: () => answerOf(client.GET('/app/api/app-passwords')) });
 export const membersQuery = () => queryOptions({ queryKey: ['members'], queryFn: () => answerOf(client.GET('/app/api/members')) });
 export const retentionQuery = () => queryOptions({ queryKey: ['retention'], queryFn: () => answerOf(client.GET('/app/api/retention')) });
 export const webhooksQuery = () => queryOptions({ queryKey: ['webhooks'], queryFn: () => answerOf(client.GET('/app/api/webhooks')) });

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerAppPasswordCommands } from './app-passwords.commands.js';
 import { registerAuditCommands } from './audit.commands.js';
 import { registerEventCommands } from './events.commands.js';
 import { registerDomainCommands } from './domains.commands.js';
@@ -31,6 +32,7 @@ export function registerClientCommands(program: Command): void {
   registerTokenCommands(program);
   registerWebhookCommands(program);
   registerKeyCommands(program);
+  registerAppPasswordCommands(program);
   registerMemberCommands(program);
   registerAuditCommands(program);
   registerEventCommands(program);

@@ -21,6 +21,9 @@ export const AUDIT_ACTIONS = {
   sessionRevoked: 'session.revoked',
   /** A member changed their password; their other sessions ended with it (`details.sessions_ended`). */
   passwordChanged: 'user.password_changed',
+  /** An app password (a mail client's credential for one mailbox) made or revoked; never the password. */
+  appPasswordCreated: 'app_password.created',
+  appPasswordRevoked: 'app_password.revoked',
   serviceTokenCreated: 'service_token.created',
   serviceTokenRotated: 'service_token.rotated',
   serviceTokenRevoked: 'service_token.revoked',

@@ -47,9 +47,11 @@ export interface MailboxDeps {
   workspaceExists: (workspaceId: string) => Promise<boolean>;
   /** The workspace's quota of mailboxes (`QuotaService.checkMailboxes`), checked in the creating transaction. */
   quota: { checkMailboxes(trx: Work, workspaceId: string): Promise<void> };
+  /** Called after a mailbox is deleted (its app passwords went with it): the workspace's mail-client sessions are checked. */
+  removed?: (workspaceId: string) => void;
 }
 
-export function createMailboxService({ work, clock, domains, store, workspaceExists, quota }: MailboxDeps): MailboxService {
+export function createMailboxService({ work, clock, domains, store, workspaceExists, quota, removed }: MailboxDeps): MailboxService {
   async function find(tenant: TenantContext, addressInput: string): Promise<MailboxRow> {
     const address = normalizeEmail(addressInput);
     const row = address ? await store.findMailbox(work, tenant.workspaceId, address) : undefined;
@@ -109,6 +111,7 @@ export function createMailboxService({ work, clock, domains, store, workspaceExi
     async remove(tenant, address) {
       const row = await find(tenant, address);
       await store.deleteMailbox(work, tenant.workspaceId, row.id);
+      removed?.(tenant.workspaceId);
     },
   };
 }

@@ -7,7 +7,7 @@ import type { Queue } from '../../jobs/queue.js';
 import { candidatesOf } from '../lists/candidates.js';
 import { addressVerdicts } from '../lists/list.service.js';
 import { notChecked } from '../messages/authentication.js';
-import { MAX_SUBJECT_LENGTH, snippetOf, type ParsedMessage } from '../messages/mime.js';
+import { MAX_SUBJECT_LENGTH, parseMessage, snippetOf, type ParsedMessage } from '../messages/mime.js';
 import { searchEntryOf } from '../../lib/mail-text.js';
 import type { SentMessageView } from '../messages/message.types.js';
 import { toMessageListView, toSentMessageView } from '../messages/message.views.js';
@@ -20,6 +20,7 @@ import { composeMessage } from './compose.js';
 import type { Composer } from './compose-pool.js';
 import { MAX_RECIPIENTS, parseRecipients } from './recipients.js';
 import { scheduledTime } from './schedule.js';
+import { prepareSubmitted } from './submitted.js';
 import { createScheduling, type Scheduling } from './schedule.service.js';
 import type { EventOutbox, SendingDomains } from './sending.deps.js';
 import type { MailStore } from '../mail/mail.store.js';
@@ -90,6 +91,17 @@ export interface SendingService {
    * The outcomes are in the order of `inputs`.
    */
   enqueueBatch(tenant: TenantContext, inputs: readonly SendInput[]): Promise<BatchOutcome[]>;
+  /**
+   * A message a mail client submitted, on enqueue's path (lists, suppressions, quotas, the sent copy, the delivery
+   * job, `message.sent`; DKIM at delivery): kept as written but for its Bcc fields (removed) and a missing
+   * Message-ID or Date (added). Suppressed recipients are left out and listed, as a send's.
+   */
+  enqueueRaw(tenant: TenantContext, input: RawSendInput): Promise<Queued>;
+  /**
+   * One recipient of a submission, judged as a send would judge it, before the message comes: refused by the
+   * outbound lists (422 recipient_blocked, recorded as message.rejected) or suppressed (422 recipient_suppressed).
+   */
+  checkRecipient(tenant: TenantContext, mailbox: string, recipient: string): Promise<void>;
   /** Cancel or reschedule a message waiting for its send_at (schedule.service.ts). */
   cancel: Scheduling['cancel'];
   reschedule: Scheduling['reschedule'];
@@ -115,6 +127,8 @@ export interface SendingDeps {
   compose?: Composer;
   /** The workspace's hourly and daily send quotas (modules/quotas): checked before a send, counted in its transaction. */
   quota: SendQuota;
+  /** Parses a submitted message for its sent copy (parseMessage in this thread by default). */
+  parse?: (raw: Buffer) => Promise<ParsedMessage>;
 }
 
 /** What a send asks of the quotas (`QuotaService.checkSend` and `countSend`). */
@@ -123,6 +137,14 @@ export interface SendQuota {
   countSend(trx: Work, workspaceId: string, count: number): Promise<void>;
 }
 
+/** A message as a mail client wrote it (SMTP submission), its envelope's sender mailbox and recipients. */
+export interface RawSendInput {
+  mailbox: string;
+  raw: Buffer;
+  recipients: readonly string[];
+}
+
+type Sender = { mailbox: { id: string; address: string }; fromDomain: string; judged: ReturnType<ReturnType<typeof addressVerdicts>['judge']> };
 type Checked = { mailbox: { id: string; address: string }; fromDomain: string; to: string[]; cc: string[]; all: string[]; suppressed: string[]; subject: string; replyTo: string | undefined; fromName: string };
 type Composed = { messageId: string; now: number; raw: Buffer; parsed: ParsedMessage; mailFrom: string };
 /** A send ready to be written: `sendAt` null sends at once. */
@@ -131,6 +153,7 @@ type Prepared = { checked: Checked; composed: Composed; sendAt: number | null };
 export function createSendingService(deps: SendingDeps): SendingService {
   const { work, clock, events, mail, queue, domains, returnPaths, commits, quota } = deps;
   const composer = deps.compose ?? composeMessage;
+  const parseRaw = deps.parse ?? parseMessage;
 
   /**
    * Everything that can refuse a send, read-only: runs before any write so a refusal leaves nothing behind.
@@ -153,15 +176,8 @@ export function createSendingService(deps: SendingDeps): SendingService {
       recipients = { error };
     }
     const all = 'all' in recipients && recipients.all.length <= MAX_RECIPIENTS ? recipients.all : [];
-    const verdicts = addressVerdicts('outbound', all);
-    const rows = await mail.readSender(conn, { workspaceId: tenant.workspaceId, address: fromAddress, keys: verdicts.keys });
-    const found = rows[0];
-    if (found?.mailbox_id == null || found.mailbox_address == null) throw noMailbox();
-    const mailbox = { id: found.mailbox_id, address: found.mailbox_address };
-    const fromDomain = mailbox.address.slice(mailbox.address.lastIndexOf('@') + 1);
-    if (!(await domains.isAllowedDomain(tenant.workspaceId, fromDomain, asWork(conn)))) {
-      throw invalid('domain_not_verified', `${fromDomain} is neither a hosted domain nor a verified sending domain`);
-    }
+    const sender = await readSender(tenant, fromAddress, all, conn, noMailbox);
+    const { mailbox, fromDomain } = sender;
     if ('error' in recipients) throw recipients.error;
     const { to, cc } = recipients;
     if (recipients.all.length > MAX_RECIPIENTS) throw invalid('too_many_recipients', `at most ${MAX_RECIPIENTS} recipients in all`);
@@ -175,28 +191,71 @@ export function createSendingService(deps: SendingDeps): SendingService {
     const fromName = (input.from_name ?? '').replace(/[\r\n]+/g, ' ').trim();
     if (fromName.length > MAX_NAME_LENGTH) throw invalid('invalid_request', `from_name must be at most ${MAX_NAME_LENGTH} characters`);
 
-    const refused: Array<{ recipient: string; reason: string }> = [];
-    const judged = verdicts.judge(candidatesOf(rows));
-    all.forEach((recipient, i) => {
-      const verdict = judged[i]!;
-      if (verdict.decision === 'refuse') refused.push({ recipient, reason: verdict.reason });
-    });
-    if (refused.length > 0) {
-      const error = new DomainError('unprocessable', 'recipient_blocked', `refused by the outbound lists: ${refused.map((r) => r.recipient).join(', ')}`);
-      // The refusal is recorded even though the request fails: its own transaction, committed. Inside a
-      // caller's transaction it is not: the caller ran `check` (which recorded it) just before, so only a
-      // list changed in that instant goes unrecorded.
-      if (record) {
-        await work.transaction().execute(async (own) => {
-          for (const r of refused) {
-            await events.emit(asWork(own), { workspaceId: tenant.workspaceId, type: 'message.rejected', data: { mailbox: mailbox.address, from: mailbox.address, recipient: r.recipient, reason: r.reason, direction: 'outbound' } });
-          }
-        });
-      }
-      throw error;
-    }
+    await refuseListed(tenant, sender, all, record);
     const deliverable = await withoutSuppressed(conn, tenant, all);
     return { mailbox, fromDomain, to, cc, ...deliverable, subject, replyTo, fromName };
+  }
+
+  /**
+   * The sending mailbox, with the outbound list entries that could match the recipients read in the same statement;
+   * refused when the mailbox is not the workspace's or its domain is neither hosted nor verified.
+   */
+  async function readSender(tenant: TenantContext, fromAddress: string, all: string[], conn: Work, noMailbox: () => DomainError): Promise<Sender> {
+    const verdicts = addressVerdicts('outbound', all);
+    const rows = await mail.readSender(conn, { workspaceId: tenant.workspaceId, address: fromAddress, keys: verdicts.keys });
+    const found = rows[0];
+    if (found?.mailbox_id == null || found.mailbox_address == null) throw noMailbox();
+    const mailbox = { id: found.mailbox_id, address: found.mailbox_address };
+    const fromDomain = mailbox.address.slice(mailbox.address.lastIndexOf('@') + 1);
+    if (!(await domains.isAllowedDomain(tenant.workspaceId, fromDomain, asWork(conn)))) {
+      throw invalid('domain_not_verified', `${fromDomain} is neither a hosted domain nor a verified sending domain`);
+    }
+    return { mailbox, fromDomain, judged: verdicts.judge(candidatesOf(rows)) };
+  }
+
+  /** 422 recipient_blocked when the outbound lists refuse a recipient; `record`: commit the refusals as events first. */
+  async function refuseListed(tenant: TenantContext, sender: Sender, all: readonly string[], record: boolean): Promise<void> {
+    const refused: Array<{ recipient: string; reason: string }> = [];
+    all.forEach((recipient, i) => {
+      const verdict = sender.judged[i]!;
+      if (verdict.decision === 'refuse') refused.push({ recipient, reason: verdict.reason });
+    });
+    if (refused.length === 0) return;
+    const error = new DomainError('unprocessable', 'recipient_blocked', `refused by the outbound lists: ${refused.map((r) => r.recipient).join(', ')}`);
+    // The refusal is recorded even though the request fails: its own transaction, committed. Inside a
+    // caller's transaction it is not: the caller ran `check` (which recorded it) just before, so only a
+    // list changed in that instant goes unrecorded.
+    if (record) {
+      const { address } = sender.mailbox;
+      await work.transaction().execute(async (own) => {
+        for (const r of refused) {
+          await events.emit(asWork(own), { workspaceId: tenant.workspaceId, type: 'message.rejected', data: { mailbox: address, from: address, recipient: r.recipient, reason: r.reason, direction: 'outbound' } });
+        }
+      });
+    }
+    throw error;
+  }
+
+  /** A mail client's submission: the envelope's checks (as a send's), the message kept as written (submitted.ts). */
+  async function prepareRaw(tenant: TenantContext, input: RawSendInput): Promise<Prepared> {
+    const all = [...new Set(input.recipients.map((r) => normalizeEmail(r) ?? r))];
+    const bad = all.find((r) => normalizeEmail(r) === null);
+    if (bad !== undefined) throw invalid('invalid_recipient', `'${bad}' is not a valid email address`);
+    if (all.length === 0) throw invalid('invalid_request', 'a message needs at least one recipient');
+    if (all.length > MAX_RECIPIENTS) throw invalid('too_many_recipients', `at most ${MAX_RECIPIENTS} recipients in all`);
+    const noMailbox = () => notFound('mailbox_not_found', `no mailbox ${input.mailbox} in this workspace`);
+    const fromAddress = normalizeEmail(input.mailbox);
+    if (!fromAddress) throw noMailbox();
+    const sender = await readSender(tenant, fromAddress, all, work, noMailbox);
+    await refuseListed(tenant, sender, all, true);
+    const deliverable = await withoutSuppressed(work, tenant, all);
+    await quota.checkSend(work, tenant.workspaceId, 1);
+    const messageId = newId('msg');
+    const now = clock.now();
+    const prepared = prepareSubmitted(input.raw, { messageId: `${messageId}@${sender.fromDomain}`, date: now });
+    const parsed = await parseRaw(prepared.raw);
+    const checked: Checked = { mailbox: sender.mailbox, fromDomain: sender.fromDomain, to: [], cc: [], ...deliverable, subject: parsed.subject, replyTo: undefined, fromName: '' };
+    return { checked, composed: { messageId, now, raw: prepared.raw, parsed, mailFrom: returnPaths.address(messageId, 0) }, sendAt: null };
   }
 
   /**
@@ -336,6 +395,21 @@ export function createSendingService(deps: SendingDeps): SendingService {
 
     async check(tenant, input) {
       await check(tenant, input, work, true);
+    },
+
+    async enqueueRaw(tenant, input) {
+      const { checked, composed } = await prepareRaw(tenant, input);
+      const queued = await commits.run((own) => write(tenant, checked, composed, asWork(own), null), tenant.workspaceId);
+      return withSuppressed(queued, checked);
+    },
+
+    async checkRecipient(tenant, mailbox, recipient) {
+      const address = normalizeEmail(recipient);
+      if (!address) throw invalid('invalid_recipient', `'${recipient}' is not a valid email address`);
+      const noMailbox = () => notFound('mailbox_not_found', `no mailbox ${mailbox} in this workspace`);
+      const sender = await readSender(tenant, normalizeEmail(mailbox) ?? mailbox, [address], work, noMailbox);
+      await refuseListed(tenant, sender, [address], true);
+      await withoutSuppressed(work, tenant, [address]);
     },
 
     async enqueueBatch(tenant, inputs) {

@@ -47,6 +47,60 @@ export function loginClientKey(ip: string): string {
     return bare;
   }
 }
+/**
+ * The login throttle: failed attempts per account name and client address, counted in the database every process
+ * shares. HTTP logins count under the user's email; mail clients' logins under `mailbox:<address>` (app-passwords),
+ * so a guesser at a mailbox does not lock its owner out of the web app, nor the other way round.
+ */
+export interface LoginThrottle {
+  /**
+   * Count an attempt as a failure before its password is checked; throws 429 too_many_login_attempts (with the
+   * seconds to wait) when `account` is over its limit from `client` (a loginClientKey).
+   */
+  count(account: string, client: string, now?: number): Promise<void>;
+  /** The password was right: forget this account's failures from this client (and the account-wide ones). */
+  clear(account: string, client: string): Promise<void>;
+}
+
+export function createLoginThrottle({
+  work,
+  store,
+  clock,
+  limits,
+}: {
+  work: Work;
+  store: Pick<TenancyStore, 'insertLoginFailure' | 'loginFailuresSince' | 'deleteLoginFailure' | 'clearLoginFailures'>;
+  clock: Clock;
+  limits: LoginLimits;
+}): LoginThrottle {
+  return {
+    /**
+     * Record a login attempt as a failure before its password is checked, then count; refuse it (and take it back)
+     * when the email is over its limit from this client address, or, once the email is over its account-wide limit,
+     * when this address has failed before in the window. Each statement commits on its own, so the k-th attempt of
+     * an address to commit counts at least k rows of it, whatever the isolation level or the interleaving: however many
+     * attempts run at once, at most `perAddress` of an address reach the password check (one, past `perAccount`).
+     * Stale rows are left to the maintenance sweep; the count only looks inside the window.
+     */
+    async count(email, client, now = clock.now()) {
+      const id = newId('lst');
+      await store.insertLoginFailure(work, id, email, client, now);
+      const failures = await store.loginFailuresSince(work, email, client, now - LOGIN_FAILURE_WINDOW_MS);
+      const fromClient = Number(failures.clientCount ?? 0);
+      const accountWide = Number(failures.count) > limits.perAccount;
+      if (fromClient <= (accountWide ? 1 : limits.perAddress)) return;
+      await store.deleteLoginFailure(work, id);
+      const oldest = Number(failures.clientOldest ?? now);
+      const retryAfter = Math.max(1, Math.ceil((oldest + LOGIN_FAILURE_WINDOW_MS - now) / 1000));
+      const why = accountWide ? 'too many failed logins for this email from many addresses, and from this one' : 'too many failed logins for this email from this address';
+      throw rateLimited('too_many_login_attempts', `${why}; try again in ${retryAfter} s`, retryAfter);
+    },
+    async clear(email, client) {
+      await store.clearLoginFailures(work, email, client, clock.now());
+    },
+  };
+}
+
 /** last_used_at / last_seen_at are written at most this often, so reads do not become writes. */
 export const TOUCH_INTERVAL_MS = MINUTE_MS;
 
@@ -147,27 +201,8 @@ export function createAuthService({
     };
   }
 
-  /**
-   * Record a login attempt as a failure before its password is checked, then count; refuse it (and take it back)
-   * when the email is over its limit from this client address, or, once the email is over its account-wide limit,
-   * when this address has failed before in the window. Each statement commits on its own, so the k-th attempt of
-   * an address to commit counts at least k rows of it, whatever the isolation level or the interleaving: however many
-   * attempts run at once, at most `perAddress` of an address reach the password check (one, past `perAccount`).
-   * Stale rows are left to the maintenance sweep; the count only looks inside the window.
-   */
-  async function countAttempt(email: string, client: string, now: number): Promise<void> {
-    const id = newId('lst');
-    await store.insertLoginFailure(work, id, email, client, now);
-    const failures = await store.loginFailuresSince(work, email, client, now - LOGIN_FAILURE_WINDOW_MS);
-    const fromClient = Number(failures.clientCount ?? 0);
-    const accountWide = Number(failures.count) > loginLimits.perAccount;
-    if (fromClient <= (accountWide ? 1 : loginLimits.perAddress)) return;
-    await store.deleteLoginFailure(work, id);
-    const oldest = Number(failures.clientOldest ?? now);
-    const retryAfter = Math.max(1, Math.ceil((oldest + LOGIN_FAILURE_WINDOW_MS - now) / 1000));
-    const why = accountWide ? 'too many failed logins for this email from many addresses, and from this one' : 'too many failed logins for this email from this address';
-    throw rateLimited('too_many_login_attempts', `${why}; try again in ${retryAfter} s`, retryAfter);
-  }
+  const throttle = createLoginThrottle({ work, store, clock, limits: loginLimits });
+  const countAttempt = (email: string, client: string, now: number) => throttle.count(email, client, now);
 
   return {
     async authenticateApiKey(token, tenantHeader) {
@@ -226,7 +261,7 @@ export function createAuthService({
       const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
       // A wrong password keeps its attempt as a failure; the right one clears them all.
       if (!user || !ok) throw unauthorized('invalid_credentials', 'email or password is wrong');
-      await store.clearLoginFailures(work, email, client, clock.now());
+      await throttle.clear(email, client);
       const memberships = (await store.listMembershipsOfUser(work, user.id)).filter((m) => m.state !== 'deleting');
       // The first workspace the user may act in; a user whose every workspace is suspended is refused.
       const usable = memberships.find((m) => m.state === 'active');
@@ -280,7 +315,7 @@ export function createAuthService({
       const user = await store.findUserById(work, session.userId);
       const ok = await verifyPassword(input.current_password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
       if (!user || !ok) throw forbidden('wrong_password', 'the current password is wrong');
-      await store.clearLoginFailures(work, session.email, client, clock.now());
+      await throttle.clear(session.email, client);
       const passwordHash = await hashPassword(input.new_password);
       const ended = await work.transaction().execute(async (trx) => {
         await store.setPasswordHash(trx, user.id, passwordHash);

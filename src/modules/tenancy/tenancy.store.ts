@@ -285,4 +285,17 @@ export function workspaceStateSelect(handle: Parameters<typeof tablesOf>[0], wor
   return tablesOf<TenancyTables>(handle).selectFrom('workspaces').select('workspaces.state').where('workspaces.id', '=', workspaceId).$asScalar();
 }
 
+/**
+ * The role of the user `userId` in the workspace `workspaceId` (columns of the caller's row; null when not a member),
+ * as a part of another owner's statement: a credential a member made ends when they leave.
+ */
+export function membershipRoleSelect(handle: Parameters<typeof tablesOf>[0], workspaceId: Expression<string>, userId: Expression<string>) {
+  return tablesOf<TenancyTables>(handle)
+    .selectFrom('memberships')
+    .select('memberships.role')
+    .where('memberships.workspace_id', '=', workspaceId)
+    .where('memberships.user_id', '=', userId)
+    .$asScalar();
+}
+
 export type TenancyStore = ReturnType<typeof createTenancyStore>;

@@ -95,6 +95,8 @@ export interface LifecycleDeps {
   gone?: GoneWorkspaces | undefined;
   /** Suspensions, resumptions and deletions, in the workspace's audit log (kept after the workspace is gone). */
   audit: Pick<AuditLog, 'record'>;
+  /** Called after a state change commits: the workspace's open mail-client sessions are checked. */
+  stateChanged?: (workspaceId: string) => void;
 }
 
 function checkReason(reason: string | undefined): string | null {
@@ -121,12 +123,14 @@ export function createWorkspaceLifecycle(deps: LifecycleDeps): WorkspaceLifecycl
 
   /** Mark the workspace `deleting` unless it is already (a run that was interrupted); 404 when there is none. */
   /** Change the state and record it in one transaction; false when the workspace was in none of `from`. */
-  function changeState(workspaceId: string, change: { state: WorkspaceState; from: readonly WorkspaceState[]; reason: string | null }, action: AuditAction, details?: Record<string, unknown>) {
-    return work.transaction().execute(async (trx) => {
-      const changed = await store.setWorkspaceState(trx, workspaceId, { ...change, at: clock.now() });
-      if (changed) await deps.audit.record(trx, { workspaceId, action, actor: OPERATOR, target: { kind: 'workspace', id: workspaceId }, details });
-      return changed;
+  async function changeState(workspaceId: string, change: { state: WorkspaceState; from: readonly WorkspaceState[]; reason: string | null }, action: AuditAction, details?: Record<string, unknown>) {
+    const changed = await work.transaction().execute(async (trx) => {
+      const done = await store.setWorkspaceState(trx, workspaceId, { ...change, at: clock.now() });
+      if (done) await deps.audit.record(trx, { workspaceId, action, actor: OPERATOR, target: { kind: 'workspace', id: workspaceId }, details });
+      return done;
     });
+    if (changed) deps.stateChanged?.(workspaceId);
+    return changed;
   }
 
   async function markDeleting(workspaceId: string): Promise<void> {

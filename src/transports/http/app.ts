@@ -14,6 +14,7 @@ import type { MailboxService } from '../../modules/mailboxes/mailbox.service.js'
 import type { MessageService } from '../../modules/messages/message.service.js';
 import type { AuthService } from '../../modules/tenancy/auth.service.js';
 import type { WorkspaceAdminService } from '../../modules/tenancy/workspace-admin.service.js';
+import type { AppPasswordService } from '../../modules/app-passwords/app-password.service.js';
 import type { ServiceTokenService } from '../../modules/transactional/service-token.service.js';
 import type { TransactionalService } from '../../modules/transactional/transactional.service.js';
 import { apiKeyAuth, serviceTokenAuth, sessionAuth, sessionOf, tenantOf } from './plugins/auth.js';
@@ -39,6 +40,7 @@ import { mailboxRoutes } from './routes/mailboxes.routes.js';
 import { messageRoutes } from './routes/messages.routes.js';
 import { sendingRoutes } from './routes/sending.routes.js';
 import { serviceTokenRoutes } from './routes/service-tokens.routes.js';
+import { appPasswordRoutes } from './routes/app-passwords.routes.js';
 import { transactionalRoutes } from './routes/transactional.routes.js';
 import { loginRoute, sessionRoutes } from './routes/session.routes.js';
 import { webhookRoutes } from './routes/webhooks.routes.js';
@@ -74,6 +76,8 @@ export interface AppDeps {
   sending: SendingService;
   drafts: DraftService;
   serviceTokens: ServiceTokenService;
+  /** Mail clients' app passwords (session surface). */
+  appPasswords: AppPasswordService;
   transactional: TransactionalService;
   webhooks: WebhookService;
   /** The audit log's reading (GET /app/api/audit-log). */
@@ -242,6 +246,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(draftRoutes({ drafts: deps.drafts, tenant }));
         await authed.register(serviceTokenRoutes({ tokens: deps.serviceTokens, tenant }));
         await authed.register(apiKeyRoutes({ workspace: deps.workspaceAdmin, tenant }));
+        await authed.register(appPasswordRoutes({ appPasswords: deps.appPasswords, tenant }));
         await authed.register(memberRoutes({ workspace: deps.workspaceAdmin, tenant }));
         await authed.register(webhookRoutes({ webhooks: deps.webhooks, tenant }));
         await authed.register(usageRoutes({ quotas: deps.quotas, tenant, surface: 'session' }));

@@ -3,6 +3,7 @@ import { client as api } from '../api';
 import { navigate } from '../router';
 import type { SessionInfo } from '../types';
 import { ApiKeys } from './ApiKeys';
+import { AppPasswords } from './AppPasswords';
 import { AuditLog } from './AuditLog';
 import { isManager, roleOf } from './common';
 import { Domains } from './Domains';
@@ -31,6 +32,7 @@ const SECTIONS: AdminSection[] = [
   { id: 'domains', title: 'Sending domains', managers: true, render: () => <Domains /> },
   { id: 'service-tokens', title: 'Service tokens', managers: true, render: () => <ServiceTokens /> },
   { id: 'api-keys', title: 'API keys', managers: true, render: () => <ApiKeys /> },
+  { id: 'app-passwords', title: 'App passwords', managers: false, render: () => <AppPasswords /> },
   { id: 'webhooks', title: 'Webhooks', managers: false, render: () => <Webhooks /> },
   { id: 'lists', title: 'Allow and block lists', managers: false, render: () => <Lists /> },
   { id: 'suppressions', title: 'Suppressions', managers: false, render: () => <Suppressions /> },

@@ -17,6 +17,9 @@ export type CheckedDomain = Schema<'CheckedSendingDomain'>;
 export type ServiceToken = Schema<'ServiceToken'> & Partial<Pick<Schema<'ServiceTokenWithSecret'>, 'token'>>;
 /** An API key; `api_key` only in the answer of create. */
 export type ApiKey = Schema<'ApiKey'> & Partial<Pick<Schema<'ApiKeyWithSecret'>, 'api_key'>>;
+/** An app password; `password` only in the answer of create. */
+export type AppPassword = Schema<'AppPassword'> & Partial<Pick<Schema<'AppPasswordWithSecret'>, 'password'>>;
+export type MailClientServers = Schema<'MailClientServers'>;
 /** A webhook endpoint; `secret` only in the answer of a create without a secret of the caller's. */
 export type Webhook = Schema<'CreatedWebhook'>;
 export type WebhookDelivery = Schema<'WebhookDelivery'>;

@@ -1,0 +1,152 @@
+/**
+ * Commands of the authenticated state (and the selected one, which includes it): ENABLE, NAMESPACE, LIST/LSUB,
+ * STATUS, SELECT/EXAMINE, and the mailbox-management commands a fixed set of folders refuses.
+ */
+import { IMAP_FOLDERS, type ImapFolder } from '../../modules/imap-access/imap-access.service.js';
+import { astringText, atomText, encodeMailboxName, isAtom, parseMailboxName, parseSelectCommand, type Command, type Token, type Value } from './protocol/index.js';
+import { SelectedCommands } from './selected.js';
+import type { ImapSession } from './session.js';
+
+const DELIMITER = '/';
+
+/** A mailbox name as Dovecot writes it: an atom when it can be one, else a string. */
+function nameValue(s: ImapSession, name: string): Value {
+  const encoded = encodeMailboxName(name, { utf8: s.enabled.has('UTF8=ACCEPT') });
+  return isAtom(encoded) ? { atom: encoded } : encoded;
+}
+const STATUS_ITEMS = new Set(['MESSAGES', 'UIDNEXT', 'UIDVALIDITY', 'UNSEEN', 'HIGHESTMODSEQ', 'SIZE', 'RECENT', 'DELETED']);
+
+/** True when the command was one of this state's (answered); false to let the caller say BAD. */
+export async function authenticatedCommand(s: ImapSession, cmd: Command): Promise<boolean> {
+  switch (cmd.name) {
+    case 'ENABLE': enable(s, cmd); return true;
+    case 'NAMESPACE':
+      s.send(s.writer.untagged({ atom: 'NAMESPACE' }, [['', DELIMITER]], null, null));
+      s.tagged(cmd.tag, 'OK', 'Namespace completed.');
+      return true;
+    case 'LIST': list(s, cmd, 'LIST'); return true;
+    case 'LSUB': list(s, cmd, 'LSUB'); return true;
+    case 'STATUS': await status(s, cmd); return true;
+    case 'SELECT':
+    case 'EXAMINE': await select(s, cmd); return true;
+    case 'SUBSCRIBE':
+    case 'UNSUBSCRIBE': {
+      const f = folderArg(s, cmd.args[0]);
+      if (f) s.tagged(cmd.tag, 'OK', `${cmd.name} completed.`);
+      else s.tagged(cmd.tag, 'NO', 'Mailbox does not exist.', { name: 'NONEXISTENT' });
+      return true;
+    }
+    case 'CREATE':
+    case 'DELETE':
+    case 'RENAME':
+      s.tagged(cmd.tag, 'NO', 'The folders of a Mailroom mailbox are fixed; use labels (keywords) instead.', { name: 'CANNOT' });
+      return true;
+    default:
+      return false;
+  }
+}
+
+function enable(s: ImapSession, cmd: Command): void {
+  const now: string[] = [];
+  for (const t of cmd.args) {
+    const name = atomText(t)?.toUpperCase();
+    if (name === undefined) return s.tagged(cmd.tag, 'BAD', 'Invalid arguments.');
+    if (['CONDSTORE', 'QRESYNC', 'UTF8=ACCEPT'].includes(name) && !s.enabled.has(name)) {
+      s.enabled.add(name);
+      now.push(name);
+      // QRESYNC implies CONDSTORE (RFC 7162).
+      if (name === 'QRESYNC' && !s.enabled.has('CONDSTORE')) s.enabled.add('CONDSTORE');
+    }
+  }
+  if (s.enabled.has('UTF8=ACCEPT')) s.writer.utf8 = true;
+  s.send(s.writer.untagged({ atom: 'ENABLED' }, ...now.map((atom) => ({ atom }))));
+  s.tagged(cmd.tag, 'OK', 'Enabled.');
+}
+
+function folderArg(s: ImapSession, t: Token | undefined): ImapFolder | null {
+  const name = parseMailboxName(t, { utf8: s.enabled.has('UTF8=ACCEPT') });
+  return typeof name === 'string' ? s.access.folder(name) : null;
+}
+
+/** `*` and `%` as RFC 9051 wildcards (the hierarchy is flat, so both match any name); INBOX in any case. */
+function patternMatcher(reference: string, pattern: string): (name: string) => boolean {
+  const full = reference + pattern;
+  const re = new RegExp(`^${full.split('').map((c) => (c === '*' || c === '%' ? '.*' : c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('')}$`);
+  const inbox = new RegExp(re.source, 'i');
+  return (name) => re.test(name) || (name === 'INBOX' && inbox.test(name));
+}
+
+function list(s: ImapSession, cmd: Command, kind: 'LIST' | 'LSUB'): void {
+  let i = 0;
+  let specialOnly = false;
+  let returnSpecial = true;
+  const first = cmd.args[0];
+  if (kind === 'LIST' && first?.type === 'list') {
+    for (const o of first.items) if (atomText(o)?.toUpperCase() === 'SPECIAL-USE') specialOnly = true;
+    i = 1;
+  }
+  const reference = astringText(cmd.args[i]);
+  const patternToken = cmd.args[i + 1];
+  const patterns = patternToken?.type === 'list' ? patternToken.items.map(astringText) : [astringText(patternToken)];
+  const ret = cmd.args[i + 2];
+  if (ret !== undefined) {
+    const items = cmd.args[i + 3];
+    if (atomText(ret)?.toUpperCase() !== 'RETURN' || items?.type !== 'list') return s.tagged(cmd.tag, 'BAD', 'Invalid LIST arguments.');
+    returnSpecial = true;
+  }
+  if (reference === null || patterns.length === 0 || patterns.some((p) => p === null)) return s.tagged(cmd.tag, 'BAD', 'Invalid arguments.');
+  // `LIST "" ""`: the hierarchy delimiter and root.
+  if (patterns.length === 1 && patterns[0] === '') {
+    s.send(s.writer.untagged({ atom: kind }, [{ atom: '\\Noselect' }], DELIMITER, ''));
+    return s.tagged(cmd.tag, 'OK', `${kind} completed.`);
+  }
+  const matchers = patterns.map((p) => patternMatcher(reference, p!));
+  for (const f of IMAP_FOLDERS) {
+    if (specialOnly && !f.specialUse) continue;
+    if (!matchers.some((m) => m(f.name))) continue;
+    const flags = [{ atom: '\\HasNoChildren' }];
+    if (returnSpecial && f.specialUse && kind === 'LIST') flags.push({ atom: f.specialUse });
+    s.send(s.writer.untagged({ atom: kind }, flags, DELIMITER, nameValue(s, f.name)));
+  }
+  s.tagged(cmd.tag, 'OK', `${kind} completed.`);
+}
+
+async function status(s: ImapSession, cmd: Command): Promise<void> {
+  const f = folderArg(s, cmd.args[0]);
+  const items = cmd.args[1];
+  if (items?.type !== 'list' || cmd.args.length !== 2) return s.tagged(cmd.tag, 'BAD', 'Invalid STATUS arguments.');
+  const names = items.items.map((t) => atomText(t)?.toUpperCase());
+  if (names.length === 0 || names.some((n) => n === undefined || !STATUS_ITEMS.has(n))) return s.tagged(cmd.tag, 'BAD', 'Invalid STATUS items.');
+  if (!f) return s.tagged(cmd.tag, 'NO', 'Mailbox does not exist.', { name: 'NONEXISTENT' });
+  const st = await s.access.status(s.account!, f);
+  const needRows = names.includes('SIZE') || names.includes('DELETED');
+  const rows = needRows ? await s.access.messages(s.account!, f, [[1, Number.MAX_SAFE_INTEGER]], false) : [];
+  const values: Record<string, number> = {
+    MESSAGES: st.total, UIDNEXT: st.uidnext, UIDVALIDITY: st.uidvalidity, UNSEEN: st.unseen, HIGHESTMODSEQ: st.highestmodseq, RECENT: 0,
+    SIZE: rows.reduce((sum, r) => sum + r.size, 0), DELETED: rows.filter((r) => r.deleted).length,
+  };
+  const out: Array<{ atom: string } | number> = [];
+  for (const n of new Set(names as string[])) out.push({ atom: n }, values[n]!);
+  s.send(s.writer.untagged({ atom: 'STATUS' }, nameValue(s, f.name), out));
+  s.tagged(cmd.tag, 'OK', 'Status completed.');
+}
+
+async function select(s: ImapSession, cmd: Command): Promise<void> {
+  const parsed = parseSelectCommand(cmd.args, { utf8: s.enabled.has('UTF8=ACCEPT') });
+  // A SELECT that fails leaves no mailbox selected (RFC 9051), even before its arguments are checked.
+  const previous = s.selected;
+  s.selected = null;
+  s.state = 'authenticated';
+  if (previous) s.send(s.writer.status('OK', 'Previous mailbox closed.', { name: 'CLOSED' }));
+  if ('bad' in parsed) return s.tagged(cmd.tag, 'BAD', parsed.bad);
+  if (parsed.qresync && !s.enabled.has('QRESYNC')) return s.tagged(cmd.tag, 'BAD', 'QRESYNC is not enabled.');
+  const f = s.access.folder(parsed.mailbox);
+  if (!f) return s.tagged(cmd.tag, 'NO', 'Mailbox does not exist.', { name: 'NONEXISTENT' });
+  if (parsed.condstore) s.enabled.add('CONDSTORE');
+  const readOnly = cmd.name === 'EXAMINE' || f.folder === null;
+  const view = new SelectedCommands(s, f, readOnly);
+  await view.open(parsed.qresync);
+  s.selected = view;
+  s.state = 'selected';
+  s.tagged(cmd.tag, 'OK', `${cmd.name === 'EXAMINE' ? 'Examine' : 'Select'} completed.`, { name: readOnly ? 'READ-ONLY' : 'READ-WRITE' });
+}
