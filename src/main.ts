@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, type Config } from './config/config.js';
@@ -172,7 +171,8 @@ export function createListenerCertificates(config: Readonly<Config>, acme: Certi
   let smtpOwn: CertificateSource | undefined;
   return {
     forListener(listener) {
-      if (listener === 'smtp' && config.smtpTlsKeyFile && config.smtpTlsCertFile) {
+      // Submission is SMTP too: the SMTP pair serves it unless the general pair or ACME is all there is.
+      if ((listener === 'smtp' || listener === 'submission') && config.smtpTlsKeyFile && config.smtpTlsCertFile) {
         smtpOwn ??= files(config.smtpTlsKeyFile, config.smtpTlsCertFile, 'MAILROOM_SMTP_TLS_KEY/MAILROOM_SMTP_TLS_CERT');
         return smtpOwn;
       }
@@ -226,7 +226,7 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
     if (roles.includes('worker')) roleStops.push(startWorkerRole(config, services, logger));
     if (roles.includes('smtp')) {
       smtpPort = await startSmtpRole(config, services, logger, listeners, roleStops, certificates.forListener('smtp'));
-      submissionPorts = await startSubmissionListeners(config, services, logger, listeners, roleStops);
+      submissionPorts = await startSubmissionListeners(config, services, logger, listeners, roleStops, certificates.forListener('submission'));
     }
     if (roles.includes('imap')) imap = await startImapRole(config, services, logger, listeners, roleStops, certificates.forListener('imap'));
     if (roles.includes('api')) httpUrl = await startApiRole(config, services, logger, readiness, listeners, roleStops);
@@ -380,19 +380,18 @@ async function startImapRole(
 }
 
 /**
- * The TLS key and certificate every SMTP listener uses (inbound STARTTLS, submission), read in this one place so a
- * source of reloadable certificates can take its place; undefined without MAILROOM_SMTP_TLS_KEY/CERT.
- */
-function smtpTls(config: Readonly<Config>): { key: Buffer; cert: Buffer } | undefined {
-  return config.smtpTlsKeyFile && config.smtpTlsCertFile ? { key: readFileSync(config.smtpTlsKeyFile), cert: readFileSync(config.smtpTlsCertFile) } : undefined;
-}
-
-/**
  * SMTP submission for mail clients, with the smtp role: MAILROOM_SUBMISSION_PORT (STARTTLS) and
  * MAILROOM_SUBMISSIONS_PORT (implicit TLS) on MAILROOM_SMTP_HOST, each off while unset. Both share one set of
  * session caps (the inbound settings, counted apart from inbound sessions). The picked ports, null when off.
  */
-async function startSubmissionListeners(config: Readonly<Config>, services: Services, logger: Logger, listeners: Map<string, () => boolean>, roleStops: Array<() => Promise<void>>): Promise<SubmissionPorts> {
+async function startSubmissionListeners(
+  config: Readonly<Config>,
+  services: Services,
+  logger: Logger,
+  listeners: Map<string, () => boolean>,
+  roleStops: Array<() => Promise<void>>,
+  tls: CertificateSource | null,
+): Promise<SubmissionPorts> {
   const ports: SubmissionPorts = { submission: null, submissions: null };
   const wanted = [
     { key: 'submission', port: config.submissionPort, implicitTls: false, variable: 'MAILROOM_SUBMISSION_PORT' },
@@ -400,7 +399,6 @@ async function startSubmissionListeners(config: Readonly<Config>, services: Serv
   ] as const;
   if (wanted.every((w) => w.port === null)) return ports;
   const slots = createSubmissionSlots({ maxClients: config.smtpMaxClients, maxClientsPerIp: config.smtpMaxClientsPerIp, maxSessionMs: config.smtpMaxSessionMs, maxCommands: config.smtpMaxCommands, idleMs: config.smtpIdleMs, logger });
-  const tls = smtpTls(config);
   for (const w of wanted) {
     const wantedPort = w.port;
     if (wantedPort === null) continue;
@@ -412,7 +410,7 @@ async function startSubmissionListeners(config: Readonly<Config>, services: Serv
       hostname: config.smtpHostname,
       maxSize: config.smtpMaxSize,
       implicitTls: w.implicitTls,
-      tls,
+      tls: tls ?? undefined,
       plaintextAuth: config.allowPlaintextAuth,
       slots,
       closeTimeoutMs: Math.min(SMTP_CLOSE_TIMEOUT_MS, Math.floor(config.shutdownTimeoutMs / 2)),

@@ -170,10 +170,10 @@ describe('configuration', () => {
 
   it('mail-client listeners: off by default, TLS required unless plaintext logins are allowed on loopback; the sandbox turns submission on', () => {
     expect(loadConfig({})).toMatchObject({ imapPort: null, imapsPort: null, submissionPort: null, submissionsPort: null, allowPlaintextAuth: 'never' });
-    expect(() => loadConfig({ MAILROOM_SUBMISSION_PORT: '587' })).toThrow(/MAILROOM_SUBMISSION_PORT needs MAILROOM_SMTP_TLS_KEY/);
+    expect(() => loadConfig({ MAILROOM_SUBMISSION_PORT: '587' })).toThrow(/MAILROOM_SUBMISSION_PORT needs a certificate/);
     expect(() => loadConfig({ MAILROOM_SUBMISSIONS_PORT: '465', MAILROOM_ALLOW_PLAINTEXT_AUTH: 'loopback' })).toThrow(/MAILROOM_SUBMISSIONS_PORT needs/);
     expect(() => loadConfig({ MAILROOM_ALLOW_PLAINTEXT_AUTH: 'always' })).toThrow(/MAILROOM_ALLOW_PLAINTEXT_AUTH="always": unknown value; expected never or loopback/);
-    expect(loadConfig(withSandboxDefaults({}))).toMatchObject({ submissionPort: 1587, allowPlaintextAuth: 'loopback' });
+    expect(loadConfig(withSandboxDefaults({}))).toMatchObject({ submissionPort: 1587, imapPort: 1143, allowPlaintextAuth: "loopback" });
     expect(loadConfig(withSandboxDefaults({ MAILROOM_SUBMISSION_PORT: '2587', MAILROOM_ALLOW_PLAINTEXT_AUTH: '' }))).toMatchObject({ submissionPort: 2587, allowPlaintextAuth: 'loopback' });
   });
 });

@@ -41,17 +41,21 @@ function growSqliteCorpus(h: MailHarness, g: Tenant, templateId: string, message
       .prepare('select name from pragma_table_info(?)')
       .pluck()
       .all('messages')
-      .filter((c) => c !== 'id' && c !== 'internet_message_id') as string[];
+      .filter((c) => c !== 'id' && c !== 'internet_message_id' && c !== 'uid') as string[];
     const list = columns.join(', ');
     const vocabulary = words(40_000, 7);
     let seed = 11;
     const pickWord = () => vocabulary[(seed = (seed * 48271) % 2147483647) % vocabulary.length]!;
     const tag = workspaceTag(g.workspaceId);
     db.transaction(() => {
+      // Each copy takes the folder's next UID, as a stored message does (UIDs are unique per folder).
       db.prepare(
         `with recursive n(i) as (select 1 union all select i + 1 from n where i < ?)
-         insert into messages (id, ${list}) select 'bulk' || printf('%08d', i), ${list} from messages, n where messages.id = ?`,
+         insert into messages (id, uid, ${list})
+         select 'bulk' || printf('%08d', i), f.uidnext + i - 1, ${list.replace(/(^|, )/g, '$1messages.')}
+         from messages join folder_counts f on f.mailbox_id = messages.mailbox_id and f.folder = messages.folder, n where messages.id = ?`,
       ).run(messages, templateId);
+      db.prepare(`update folder_counts set uidnext = uidnext + ? where (mailbox_id, folder) = (select mailbox_id, folder from messages where id = ?)`).run(messages, templateId);
       const keys = db.prepare(`insert into message_fts_keys (message_id, workspace_id) select id, workspace_id from messages where id like 'bulk%' returning id`).all() as Array<{ id: number }>;
       const index = db.prepare('insert into message_fts (rowid, subject, "from", "to", cc, filename, body) values (?, ?, ?, ?, ?, ?, ?)');
       for (const { id } of keys) {

@@ -2,12 +2,20 @@ import { execFile, execFileSync } from 'node:child_process';
 import selfsigned from 'selfsigned';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/lib/logger.js';
+import { createCertificateHolder, type CertificateSource } from '../src/lib/tls-certificates.js';
 import { createSubmissionServer, createSubmissionSlots, type SubmissionServer } from '../src/transports/smtp/submission.server.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { session, type Tenant } from './helpers/harness.js';
 import type { MailHarness } from './helpers/mail.js';
 import type { ReceivedMail, SmtpPeer } from './helpers/smtp-peer.js';
 import { mailWorld } from './helpers/world.js';
+
+/** A certificate source holding one pair, as the service's listeners get theirs. */
+function certificateOf(key: string, cert: string): CertificateSource {
+  const source = createCertificateHolder(createLogger('silent'));
+  if (!source.offer({ key, cert }, 'test')) throw new Error('the test certificate was refused');
+  return source;
+}
 
 /** A Python 3 with Debian's dkimpy (python3-dkim); smtplib and ssl are in every Python. */
 function dkimpyPython(): string | null {
@@ -171,7 +179,7 @@ describe.skipIf(python === null)(`SMTP submission with app passwords (${TEST_DIA
         hostname: 'submit.mailroom.test',
         maxSize: h.config.smtpMaxSize,
         implicitTls,
-        tls: tls ? { key: pems.private, cert: pems.cert } : undefined,
+        tls: tls ? certificateOf(pems.private, pems.cert) : undefined,
         plaintextAuth: tls ? 'never' : 'loopback',
         slots,
       });

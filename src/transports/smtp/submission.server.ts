@@ -5,6 +5,7 @@ import { SMTPServer, type SMTPServerAddress, type SMTPServerAuthentication, type
 import { createByteBudget } from '../../lib/byte-budget.js';
 import { isDomainError } from '../../lib/errors.js';
 import type { Logger } from '../../lib/logger.js';
+import type { CertificateSource } from '../../lib/tls-certificates.js';
 import type { AppPasswordLogin, AppPasswordService } from '../../modules/app-passwords/app-password.service.js';
 import type { AppPasswordSessions } from '../../modules/app-passwords/app-password-sessions.js';
 import type { SendingService } from '../../modules/sending/sending.service.js';
@@ -31,8 +32,11 @@ export interface SubmissionOptions {
   maxSize: number;
   /** `true`: TLS from the first byte (port 465, RFC 8314); `false`: STARTTLS (port 587, RFC 6409). */
   implicitTls: boolean;
-  /** PEM key and certificate; without them only loopback clients may log in (and only when plaintext is allowed). */
-  tls?: { key: Buffer | string; cert: Buffer | string } | undefined;
+  /**
+   * The certificate the listener follows as it is replaced (lib/tls-certificates.ts); without one (or while it has
+   * none yet) STARTTLS is not offered and only loopback clients may log in (and only when plaintext is allowed).
+   */
+  tls?: CertificateSource | undefined;
   plaintextAuth: PlaintextAuth;
   /** Session caps, shared by the two listeners of a process (createSessionSlots). */
   slots: SessionSlots;
@@ -149,14 +153,18 @@ export function createSubmissionServer(options: SubmissionOptions): SubmissionSe
     return { user: result.mailbox };
   }
 
+  const certificates = options.tls ?? null;
+  const initialPem = certificates?.pem() ?? null;
   const server = new SMTPServer({
     name: options.hostname,
     banner: 'Mailroom submission',
     size: maxSize,
     secure: options.implicitTls,
-    ...(options.tls ? { key: options.tls.key, cert: options.tls.cert } : {}),
+    ...(initialPem ? { key: initialPem.key, cert: initialPem.cert } : {}),
+    // Implicit TLS before the source has a certificate fails the handshake rather than present smtp-server's own key.
+    ...(certificates && options.implicitTls ? { SNICallback: certificates.SNICallback.bind(certificates) } : {}),
     // Without a certificate STARTTLS cannot be offered; only loopback logins (when allowed) remain.
-    disabledCommands: options.tls ? [] : ['STARTTLS'],
+    disabledCommands: initialPem ? [] : ['STARTTLS'],
     authMethods: ['PLAIN', 'LOGIN'],
     authOptional: false,
     authRequiredMessage: '5.7.0 Authentication required',
@@ -171,8 +179,9 @@ export function createSubmissionServer(options: SubmissionOptions): SubmissionSe
       const connection = connectionOf(session.id);
       const refusal = connection ? slots.admit(connection) : '4.3.0 Temporary failure, please try again later';
       if (refusal) logger.warn({ ip: session.remoteAddress, refusal }, 'submission session refused');
-      // AUTH is not offered where it may not be used (RFC 3207 section 4: no credentials before TLS).
-      else if (!authAllowed(session)) disable(session, ['AUTH']);
+      // AUTH is not offered where it may not be used (RFC 3207 section 4: no credentials before TLS), nor STARTTLS
+      // while the source has no certificate (never smtp-server's built-in test key).
+      else if (!authAllowed(session)) disable(session, certificates?.current() ? ['AUTH'] : ['AUTH', 'STARTTLS']);
       callback(refusal ? reply(421, refusal) : null);
     },
 
@@ -278,6 +287,9 @@ export function createSubmissionServer(options: SubmissionOptions): SubmissionSe
     if (listening) logger.error({ err }, 'submission server error');
   });
 
+  // A replaced certificate rebuilds smtp-server's default context, which every later handshake takes.
+  const unfollow = certificates ? certificates.follow((pem) => server.updateSecureContext({ key: pem.key, cert: pem.cert })) : () => undefined;
+
   return {
     listen(host, port) {
       return new Promise((resolve, reject) => {
@@ -290,6 +302,7 @@ export function createSubmissionServer(options: SubmissionOptions): SubmissionSe
       });
     },
     close() {
+      unfollow();
       for (const id of [...logins.keys()]) endLogin(id);
       return new Promise((resolve) => server.close(() => resolve()));
     },
