@@ -25,6 +25,9 @@ import { createServices } from '../../src/main.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DAY = 86_400_000;
+/** UIDs each SQL copy of the filled messages is moved up by (more than any fill), and those of spam when all go to trash. */
+const COPY_UID_RANGE = 10_000_000_000;
+const SPAM_UID_OFFSET = 1_000 * COPY_UID_RANGE;
 const url = process.env.BENCH_RETENTION_DATABASE_URL?.trim() || `sqlite:${join(ROOT, 'data', `retention-bench-${Date.now()}.db`)}`;
 const count = Number(process.env.BENCH_RETENTION_COUNT?.trim() || 100_000);
 const batch = process.env.BENCH_RETENTION_BATCH?.trim() || '500';
@@ -57,12 +60,14 @@ async function columns(db: AnyDb, dialect: string, table: string): Promise<strin
  * BENCH_RETENTION_COPIES: every filled message once more per copy, by SQL (composing and parsing is the fill's slow
  * part): its thread, contents, attachments, labels and search-index row, each id with `suffix`. The counters follow.
  */
-async function copyAll(db: AnyDb, dialect: string, suffix: string): Promise<void> {
+async function copyAll(db: AnyDb, dialect: string, copy: number): Promise<void> {
+  const suffix = `_c${copy}`;
   const renamed: Record<string, string[]> = { threads: ['id'], messages: ['id', 'thread_id'], message_contents: ['message_id'], attachments: ['id', 'message_id'], message_labels: ['message_id'] };
   for (const [table, keys] of Object.entries(renamed)) {
     const cols = await columns(db, dialect, table);
     const list = cols.map((c) => `"${c}"`).join(', ');
-    const select = cols.map((c) => (keys.includes(c) ? `"${c}" || '${suffix}'` : `"${c}"`)).join(', ');
+    // UIDs are unique per folder: each copy's are the filled ones moved up by a range of their own.
+    const select = cols.map((c) => (keys.includes(c) ? `"${c}" || '${suffix}'` : table === 'messages' && c === 'uid' ? `"uid" + ${copy * COPY_UID_RANGE}` : `"${c}"`)).join(', ');
     // The filled rows only (ids of 30 characters: a prefix and a ULID), not earlier copies.
     const source = `where length("${keys[keys.length - 1]}") = 30`;
     await sql.raw(`insert into ${table} (${list}) select ${select} from ${table} ${source}`).execute(db);
@@ -98,8 +103,9 @@ const clock = manualClock(Date.now() + 30 * DAY);
 const services = await createServices(loadConfig(env), { clock });
 const db = services.database.db;
 const copies = Number(process.env.BENCH_RETENTION_COPIES?.trim() || 1);
-for (let k = 1; k < copies; k++) await copyAll(db, services.database.dialect.name, `_c${k}`);
-await sql`update ${sql.table('messages')} set folder = 'trash', updated_at = ${Date.now() - 60 * DAY}`.execute(db);
+for (let k = 1; k < copies; k++) await copyAll(db, services.database.dialect.name, k);
+// Inbox and spam UIDs overlap: the spam ones move past every copy's range, so all are unique in trash.
+await sql`update ${sql.table('messages')} set folder = 'trash', uid = ${sql.ref('uid')} + (case when ${sql.ref('folder')} = 'spam' then ${SPAM_UID_OFFSET} else 0 end), updated_at = ${Date.now() - 60 * DAY}`.execute(db);
 await sql`update ${sql.table('folder_counts')} set folder = 'trash'`.execute(db);
 if (services.database.dialect.name === 'postgres') await sql`vacuum analyze`.execute(db);
 const before = sqliteBytes();
