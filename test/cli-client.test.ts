@@ -285,7 +285,7 @@ describe(`mailroom CLI client: login, session and failures (${TEST_DIALECT})`, (
     const program = buildProgram();
     const all = (command: Command): Command[] => [command, ...command.commands.flatMap(all)];
     const clientGroup = program.commands.filter((c) => c.helpGroup().startsWith('Client commands'));
-    expect(clientGroup.map((c) => c.name())).toEqual(['login', 'logout', 'password', 'whoami', 'workspaces', 'mailboxes', 'messages', 'threads', 'drafts', 'send', 'send-batch', 'sent', 'lists', 'suppressions', 'domains', 'tokens', 'webhooks', 'keys', 'members', 'audit-log', 'watch', 'sandbox']);
+    expect(clientGroup.map((c) => c.name())).toEqual(['login', 'logout', 'password', 'whoami', 'workspaces', 'mailboxes', 'messages', 'threads', 'drafts', 'send', 'send-batch', 'sent', 'lists', 'suppressions', 'domains', 'tokens', 'webhooks', 'keys', 'app-passwords', 'members', 'audit-log', 'watch', 'sandbox']);
     for (const command of all(program)) {
       let help = '';
       command.configureOutput({ writeOut: (text) => (help += text), writeErr: (text) => (help += text) });
