@@ -13,7 +13,7 @@ import type { MessageTable, ThreadTable } from './message.table.js';
 import { bumpFolder, insertLabels, mailDb, stampModseq, threadMessageRows, type MailDb, type MessageRef } from './message.store.js';
 
 /** The union of the labels of a thread's messages. */
-async function threadLabels(db: MailDb, workspaceId: string, threadId: string): Promise<string[]> {
+export async function threadLabels(db: MailDb, workspaceId: string, threadId: string): Promise<string[]> {
   const rows = await db
     .selectFrom('message_labels')
     .innerJoin('messages', 'messages.id', 'message_labels.message_id')

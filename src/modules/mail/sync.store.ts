@@ -12,7 +12,7 @@ import type { Clock } from '../../lib/clock.js';
 import type { MailTables } from './mail.table.js';
 import { bumpFolder, insertLabels, mailDb, stampModseq, type MailDb } from './message.store.js';
 import type { MessageTable } from './message.table.js';
-import { removeMessages, type RemovedMessage } from './organize.store.js';
+import { removeMessages, threadLabels, type RemovedMessage } from './organize.store.js';
 
 /** A folder as a client selects it. */
 export interface FolderStatus {
@@ -324,16 +324,7 @@ async function settleThread(db: MailDb, now: number, workspaceId: string, thread
   const set: Record<string, unknown> = { updated_at: now };
   if (delta !== 0) set.unread_count = sql<number>`${sql.ref('unread_count')} + ${delta}`;
   if (relabel) {
-    const rows = await db
-      .selectFrom('message_labels')
-      .innerJoin('messages', 'messages.id', 'message_labels.message_id')
-      .select('message_labels.label')
-      .distinct()
-      .where('message_labels.workspace_id', '=', workspaceId)
-      .where('messages.thread_id', '=', threadId)
-      .orderBy('message_labels.label')
-      .execute();
-    set.labels = JSON.stringify(rows.map((r) => r.label));
+    set.labels = JSON.stringify(await threadLabels(db, workspaceId, threadId));
   }
   await db.updateTable('threads').set(set).where('workspace_id', '=', workspaceId).where('id', '=', threadId).execute();
 }
