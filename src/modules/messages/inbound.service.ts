@@ -128,7 +128,7 @@ function reportRecipientOf(outbound: { mail_from: string; recipients_json: strin
 export function createInboundService({ work, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, commits, catchAll, workspaceGone, storage }: InboundDeps): InboundService {
   /**
    * Each recipient's workspace judged on its own: would this message take it past its stored bytes? Refused whole
-   * (452 4.2.2 at the end of DATA) when one would, before any parsing; nothing is stored, so nothing is lost.
+   * (452 4.2.2 at the end of DATA) when one would, checked beside the parse; nothing is stored, so nothing is lost.
    */
   async function checkStorage(recipients: readonly Recipient[], size: number): Promise<void> {
     const workspaces = new Set(recipients.filter((r) => !r.reportFor).map((r) => r.workspaceId));
@@ -282,7 +282,6 @@ export function createInboundService({ work, clock, events, store, lists, analyz
     },
 
     async deliver(raw, envelope, recipients) {
-      await checkStorage(recipients, raw.length);
       const context = { ip: envelope.remoteIp, helo: envelope.helo, sender: envelope.mailFrom };
       // The workspace that asked for this mail at RCPT; the sender's address should no recipient name one.
       const owner = recipients[0]?.workspaceId ?? `sender:${envelope.mailFrom.toLowerCase()}`;
@@ -298,7 +297,11 @@ export function createInboundService({ work, clock, events, store, lists, analyz
       const arrived = commits.announce();
       let committed: Promise<string[]>;
       try {
-        committed = storeAnalyzed({ raw, envelope, recipients, analysis: await analyze() });
+        // The storage check beside the parse, not before it: on SQLite its read waits for the commit in progress,
+        // which would split the commit groups. A workspace already full was refused at RCPT, so only the message
+        // that would take it over is parsed in vain.
+        const [analysis] = await Promise.all([analyze(), checkStorage(recipients, raw.length)]);
+        committed = storeAnalyzed({ raw, envelope, recipients, analysis });
       } finally {
         arrived();
       }

@@ -10,6 +10,7 @@ import type { AuditLog } from '../audit/audit.service.js';
 import type { TenancyStore } from './tenancy.store.js';
 import type { Actor, ApiKeyContext, LoginView, PasswordChangeView, SessionContext, SessionView, TenantContext } from './tenancy.types.js';
 import { checkPassword, normalizeEmail } from './validation.js';
+import { createRequestCounter } from './request-counter.js';
 import { credentialVerdict, workspaceSuspended } from './workspace-state.js';
 
 const MINUTE_MS = 60_000;
@@ -152,7 +153,7 @@ export type CredentialsChanged = (userId: string) => void;
 export type AuthStore = Pick<
   TenancyStore,
   | 'clearLoginFailures'
-  | 'countRequest'
+  | 'addRequestCounts'
   | 'deleteLoginFailure'
   | 'findApiKeyByHash'
   | 'findMembership'
@@ -189,6 +190,7 @@ export function createAuthService({
   loginLimits?: LoginLimits;
 }): AuthService {
   const userActor = (session: Pick<SessionContext, 'userId' | 'email' | 'ip'>, ip = session.ip ?? null): Actor => ({ kind: 'user', id: session.userId, email: session.email, ip });
+  const countRequest = createRequestCounter({ work, store, clock });
 
   async function view(session: { userId: string; email: string; activeWorkspaceId: string | null; expiresAt: number }): Promise<SessionView> {
     const workspaces = (await store.listMembershipsOfUser(work, session.userId)).filter((w) => w.state !== 'deleting');
@@ -343,11 +345,7 @@ export function createAuthService({
       return grants.map((g) => holding.has(key(g.sessionId, g.workspaceId, g.role)));
     },
 
-    async countRequest(bucket, windowMs) {
-      const now = clock.now();
-      const windowStart = now - (now % windowMs);
-      return { hits: await store.countRequest(work, bucket, windowStart), resetInMs: windowStart + windowMs - now };
-    },
+    countRequest,
 
     sessionTenant(session) {
       if (!session.activeWorkspaceId || !session.role) {

@@ -213,15 +213,21 @@ export function createTenancyStore({ dialect }: { dialect: Pick<DialectInfo, 'su
     clearLoginFailures: (work: Work, email: string, client: string, upTo: number) =>
       of(work).deleteFrom('login_failures').where('email', '=', email).where('client', 'in', [client, '']).where('failed_at', '<=', upTo).execute(),
 
-    /** Count one request in a bucket's window, in one statement (so concurrent counts never lose one); the count so far. */
-    countRequest: async (work: Work, bucket: string, windowStart: number): Promise<number> => {
-      const row = await of(work)
+    /**
+     * Add requests to buckets' windows in one statement (so concurrent counts never lose one); each row's count so far.
+     * The rows are distinct buckets or windows, in a fixed order, so two processes' statements lock them in one order.
+     */
+    addRequestCounts: async (work: Work, rows: ReadonlyArray<{ bucket: string; windowStart: number; hits: number }>): Promise<Array<{ bucket: string; windowStart: number; hits: number }>> => {
+      const values = [...rows]
+        .sort((a, b) => (a.bucket < b.bucket ? -1 : a.bucket > b.bucket ? 1 : a.windowStart - b.windowStart))
+        .map((r) => ({ bucket: r.bucket, window_start: r.windowStart, hits: r.hits }));
+      const out = await of(work)
         .insertInto('request_counts')
-        .values({ bucket, window_start: windowStart, hits: 1 })
-        .onConflict((oc) => oc.columns(['bucket', 'window_start']).doUpdateSet((eb) => ({ hits: eb('request_counts.hits', '+', 1) })))
-        .returning('hits')
-        .executeTakeFirstOrThrow();
-      return Number(row.hits);
+        .values(values)
+        .onConflict((oc) => oc.columns(['bucket', 'window_start']).doUpdateSet((eb) => ({ hits: eb('request_counts.hits', '+', eb.ref('excluded.hits')) })))
+        .returning(['bucket', 'window_start', 'hits'])
+        .execute();
+      return out.map((r) => ({ bucket: r.bucket, windowStart: Number(r.window_start), hits: Number(r.hits) }));
     },
     /**
      * Delete the sessions that ended (expired, idle or revoked) before `cutoff`: kept until then, so a late request
