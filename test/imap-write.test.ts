@@ -198,17 +198,17 @@ describe(`IMAP COPY, MOVE and APPEND (${TEST_DIALECT})`, () => {
   it('APPEND stores the message with its flags, keywords and internal date; APPENDUID names it; the API shows it', async () => {
     const raw = message('Appended here', 'appended-1@client.test', 'Line one.\r\nCaf\u00e9.\r\n');
     const inbox = await status(MAILBOX, 'INBOX');
-    const answers = await imaplib(port, [login(MAILBOX), ['append', 'INBOX', '(\\Seen \\Flagged Work $Forwarded \\Draft)', '"01-Nov-2026 09:30:00 +0000"', raw]]);
+    const answers = await imaplib(port, [login(MAILBOX), ['append', 'INBOX', '(\\Seen \\Flagged Work $Forwarded \\Draft)', '"12-Nov-2026 09:30:00 +0000"', raw]]);
     expect(answers[2]).toMatchObject({ typ: 'OK' });
     expect(textOf(answers[2])).toBe(`[APPENDUID ${inbox.UIDVALIDITY} ${inbox.UIDNEXT}] Append completed.`);
     const fetched = await imaplib(port, [login(MAILBOX), ['select', 'INBOX'], ['uid', 'FETCH', String(inbox.UIDNEXT), '(FLAGS INTERNALDATE BODY.PEEK[])']]);
     const [head, body] = (fetched[3]!.data as Array<[string, string]>)[0]!;
     expect(latin1(body).equals(latin1(raw))).toBe(true);
-    expect(head).toContain('INTERNALDATE "01-Nov-2026 09:30:00 +0000"');
+    expect(head).toContain('INTERNALDATE "12-Nov-2026 09:30:00 +0000"');
     expect(head).toMatch(/FLAGS \(\\Flagged \\Seen work\)/);
     const listed = (await folderList(MAILBOX, 'inbox')).find((m) => m.subject === 'Appended here')!;
     expect(listed).toBeDefined();
-    expect(await world.message(acme, listed.message_id)).toMatchObject({ folder: 'inbox', read: true, flagged: true, answered: false, labels: ['work'], created_at: '2026-11-01T09:30:00.000Z' });
+    expect(await world.message(acme, listed.message_id)).toMatchObject({ folder: 'inbox', read: true, flagged: true, answered: false, labels: ['work'], created_at: '2026-11-12T09:30:00.000Z' });
     expect((await rawOf(acme, listed.message_id)).equals(latin1(raw))).toBe(true);
   });
 
@@ -266,12 +266,13 @@ describe(`IMAP COPY, MOVE and APPEND (${TEST_DIALECT})`, () => {
     await client.connect();
     try {
       const appended = await client.append('INBOX', message('Through imapflow', 'imapflow-1@client.test'), ['\\Flagged'], new Date('2026-11-02T08:00:00Z'));
-      expect(appended && appended.uid).toBeGreaterThan(0);
+      const uid = appended ? appended.uid : undefined;
+      if (!uid) throw new Error(`APPEND gave no UID: ${JSON.stringify(appended)}`);
       await client.mailboxOpen('INBOX');
-      const copied = await client.messageCopy(String(appended && appended.uid), 'Archive', { uid: true });
+      const copied = await client.messageCopy(String(uid), 'Archive', { uid: true });
       expect(copied && copied.uidMap?.size).toBe(1);
-      const moved = await client.messageMove(String(appended && appended.uid), 'Trash', { uid: true });
-      expect(moved && moved.uidMap?.get(appended && appended.uid ? appended.uid : 0)).toBeGreaterThan(0);
+      const moved = await client.messageMove(String(uid), 'Trash', { uid: true });
+      expect(moved && moved.uidMap?.get(uid)).toBeGreaterThan(0);
     } finally {
       await client.logout();
     }

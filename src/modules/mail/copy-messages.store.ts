@@ -98,7 +98,7 @@ export function createCopyMessagesStore({ clock, dialect }: { clock: Clock; dial
           .select((eb) => [
             mapped(eb.ref('message_contents.message_id'), ids).as('message_id'),
             'workspace_id', 'text_body', 'html_body', 'headers_json', 'raw',
-            ...(pg ? [eb.ref('search_document')] : []),
+            ...(pg ? (['search_document'] as const) : []),
           ])
           .where('workspace_id', '=', workspaceId)
           .where('message_id', 'in', originals),

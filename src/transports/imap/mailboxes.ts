@@ -167,6 +167,7 @@ async function append(s: ImapSession, cmd: Command): Promise<void> {
   const result = await s.access.append(s.account!, f, { raw: parsed.message, flags: parsed.flags, date: parsed.date?.date.getTime() });
   if (!result.ok) return s.tagged(cmd.tag, 'NO', 'The workspace is at its storage quota.', { name: 'OVERQUOTA' });
   // The selected folder's new message is announced now (EXISTS), as Dovecot does.
-  if (s.selected?.folder === f) await s.selected.sync(false);
+  const view = s.selected;
+  if (view && view.folder === f) await view.sync(false);
   s.tagged(cmd.tag, 'OK', 'Append completed.', { name: 'APPENDUID', args: [result.uidvalidity, result.uid] });
 }
