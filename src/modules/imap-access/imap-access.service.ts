@@ -5,7 +5,7 @@
  */
 import type { Work } from '../../db/tables.js';
 import { headerBlock, headerValue } from '../../lib/mbox.js';
-import { COPY_CHUNK, type FetchEntry, type FlagStore, type FlagStoreResult, type FolderStatus, type IndexEntry, type MailStore, type UidRanges } from '../mail/mail.store.js';
+import type { FetchEntry, FlagStore, FlagStoreResult, FolderStatus, IndexEntry, MailStore, UidRanges } from '../mail/mail.store.js';
 import type { AppPasswordLogin, AppPasswordService } from '../app-passwords/app-password.service.js';
 import type { AppPasswordSessions, SessionCredential } from '../app-passwords/app-password-sessions.js';
 import { notChecked } from '../messages/authentication.js';
@@ -87,6 +87,8 @@ export interface Appended {
 
 /** Most messages one MOVE transaction takes (the store renumbers them 500 a statement). */
 const MOVE_BATCH = 1_000;
+/** Most messages one COPY transaction takes (the store's `copyMessages` takes at most 500). */
+const COPY_BATCH = 500;
 
 /** Ascending UIDs as ranges, in batches of at most `size` UIDs. */
 function batchesOf(uids: readonly number[], size: number): Array<Array<[number, number]>> {
@@ -162,7 +164,7 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
     const dst = to.folder;
     const outcome: CopyOutcome = { uidvalidity: 0, source: [], target: [] };
     if (src === null || dst === null) return { ok: true, ...outcome };
-    const batches = batchesOf(uids, COPY_CHUNK);
+    const batches = batchesOf(uids, COPY_BATCH);
     let bytes = 0;
     for (const ranges of batches) bytes += (await store.messagesByUid(work, scope(account, src), ranges, false)).reduce((n, r) => n + r.size, 0);
     const refusal = bytes > 0 ? await storage.storageRefusal(account.workspaceId, bytes) : null;

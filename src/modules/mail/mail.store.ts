@@ -58,7 +58,6 @@ export function createMailStore(deps: ReceivedMailStoreDeps & SendingMailStoreDe
 }
 export type { StoreInput } from './copy.store.js';
 export type { CopiedMessage, CopySource } from './copy-messages.store.js';
-export { COPY_CHUNK } from './copy-messages.store.js';
 export type { MailboxRow } from './mailbox.store.js';
 export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, StoredMessageRow, ThreadRow, VersionedPage } from './message.store.js';
 export type { SearchPageRow } from './search.store.js';
