@@ -137,12 +137,13 @@ describe.skipIf(VERSION === null)(`mbsync against the IMAP server (${TEST_DIALEC
   });
 
   it('pulls every folder into a Maildir and pushes a local message (APPEND); a second run changes nothing', async () => {
-    // Mail in several folders: two received (one read, one archived) and one sent through the API.
+    // Mail in several folders: received, one read, one archived, one filed in Sent (through the API).
     const read = await deliver('Read on the server');
     await post(`/messages/${read}/read`, { read: true });
     const archived = await deliver('Archived on the server');
     await post(`/messages/${archived}/move`, { folder: 'archive' });
-    await post('/send', { from_mailbox: MAILBOX, to: 'friend@peer.test', subject: 'Sent from the API', body: 'Hello from the API.' });
+    const filed = await deliver('Filed in Sent');
+    await post(`/messages/${filed}/move`, { folder: 'sent' });
     // A message written locally before the first run: mbsync finds it new and appends it.
     const inbox = join(dir, 'mail', 'INBOX');
     for (const sub of ['cur', 'new', 'tmp']) await mkdir(join(inbox, sub), { recursive: true });

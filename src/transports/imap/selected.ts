@@ -299,6 +299,7 @@ export class SelectedCommands {
     if (to.folder === null) return this.s.tagged(cmd.tag, 'NO', 'Drafts are kept by the drafts API.', { name: 'CANNOT' });
     if (move && this.readOnly) return this.s.tagged(cmd.tag, 'NO', 'Mailbox is read-only.', { name: 'READ-ONLY' });
     const uids = targets.map((t) => t.entry.uid);
+    if (uids.length === 0) return this.s.tagged(cmd.tag, 'OK', 'No messages found.');
     if (!move) {
       const copied = await this.s.access.copy(this.account, this.folder, to, uids);
       if (!copied.ok) return this.s.tagged(cmd.tag, 'NO', 'The workspace is at its storage quota.', { name: 'OVERQUOTA' });
