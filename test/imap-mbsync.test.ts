@@ -44,7 +44,7 @@ async function maildirFiles(dir: string): Promise<string[]> {
   return files;
 }
 
-describe.skipIf(VERSION === null)(`mbsync against the IMAP server (${TEST_DIALECT})`, () => {
+describe.skipIf(VERSION === null)(`mbsync against the IMAP server (${TEST_DIALECT})`, { timeout: 240_000 }, () => {
   const world = mailWorld({ peer: false, env: { MAILROOM_ALLOW_PLAINTEXT_AUTH: 'loopback' } });
   let acme: WorldTenant;
   let dir: string;

@@ -36,7 +36,8 @@ function message(subject: string, messageId: string, body = 'Written by a mail c
   return `From: Writer <${MAILBOX}>\r\nTo: <friend@peer.test>\r\nSubject: ${subject}\r\nMessage-ID: <${messageId}>\r\nDate: Sun, 01 Nov 2026 09:30:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${body}`;
 }
 
-describe(`IMAP COPY, MOVE and APPEND (${TEST_DIALECT})`, () => {
+// Each test runs several imaplib sessions (a Python start and an app-password scrypt each): slow on a busy machine.
+describe(`IMAP COPY, MOVE and APPEND (${TEST_DIALECT})`, { timeout: 240_000 }, () => {
   const world = mailWorld({ peer: false, env: { MAILROOM_ALLOW_PLAINTEXT_AUTH: 'loopback' } });
   let acme: WorldTenant;
   let other: WorldTenant;
@@ -74,11 +75,11 @@ describe(`IMAP COPY, MOVE and APPEND (${TEST_DIALECT})`, () => {
     return Number(uids[0]);
   };
   /** STATUS items of an IMAP folder, by name. */
-  const status = async (address: string, folder: string): Promise<Record<string, number>> => {
+  const status = async (address: string, folder: string): Promise<Record<'MESSAGES' | 'UIDNEXT' | 'UIDVALIDITY' | 'HIGHESTMODSEQ', number>> => {
     const answers = await imaplib(port, [login(address), ['raw', `STATUS ${folder} (MESSAGES UIDNEXT UIDVALIDITY HIGHESTMODSEQ)`]]);
     const line = (answers[2]!.data as string[])[0]!;
     const items = line.slice(line.indexOf('(') + 1, -1).split(' ');
-    const out: Record<string, number> = {};
+    const out: Record<string, number> & Record<'MESSAGES' | 'UIDNEXT' | 'UIDVALIDITY' | 'HIGHESTMODSEQ', number> = { MESSAGES: 0, UIDNEXT: 0, UIDVALIDITY: 0, HIGHESTMODSEQ: 0 };
     for (let i = 0; i < items.length; i += 2) out[items[i]!] = Number(items[i + 1]);
     return out;
   };
