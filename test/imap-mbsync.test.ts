@@ -26,13 +26,19 @@ const VERSION = mbsyncVersion();
 const MAILBOX = 'mbsync-user@mailroom.localhost';
 const FOLDERS = ['INBOX', 'Archive', 'Drafts', 'Sent', 'Spam', 'Trash'];
 
-/** Every file under `dir` (relative path → SHA-256 of its bytes): the Maildir and mbsync's state files. */
+/**
+ * Every file under `dir` (relative path → SHA-256 of its bytes): the Maildir and mbsync's state. Of a state file only
+ * its message pairs count (far UID, near UID, flags): its header holds mbsync's own bookkeeping (the highest UID seen
+ * on each side), which the run after a push moves past the pushed message's UID without changing any message.
+ */
 async function snapshot(dir: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
     if (!entry.isFile()) continue;
     const path = join(entry.parentPath, entry.name);
-    out[relative(dir, path)] = createHash('sha256').update(await readFile(path)).digest('hex');
+    let bytes = await readFile(path);
+    if (entry.name === '.mbsyncstate') bytes = Buffer.from(bytes.toString('utf8').split('\n\n').slice(1).join('\n\n'));
+    out[relative(dir, path)] = createHash('sha256').update(bytes).digest('hex');
   }
   return out;
 }
@@ -172,7 +178,9 @@ describe.skipIf(VERSION === null)(`mbsync against the IMAP server (${TEST_DIALEC
 
     const before = await snapshot(dir);
     const messages = await serverState();
-    await mbsync();
+    const second = await mbsync();
+    // Its summary, when it prints one, counts nothing propagated either way.
+    for (const m of `${second.stdout}\n${second.stderr}`.matchAll(/(?:Far|Near): ([^\n]*)/g)) expect(m[1]).toMatch(/^\+0\/0 +\*0\/0 +#0\/0 +-0\/0/);
     expect(await snapshot(dir)).toEqual(before);
     expect(await serverState()).toEqual(messages);
     expect((await list('inbox')).filter((m) => m.subject === 'Written locally')).toHaveLength(1);
