@@ -30,7 +30,7 @@ const FULL = 'imap-full@mailroom.localhost';
 const APPEND_LIMIT = 1024 * 1024;
 const latin1 = (s: unknown) => Buffer.from(String(s), 'latin1');
 /** The text of an answer's data (imaplib's list of lines or of its tagged text). */
-const textOf = (a: Answer | undefined) => (Array.isArray(a?.data) ? (a!.data as unknown[]).map((d) => (Array.isArray(d) ? d.join(' ') : String(d))).join('\n') : String(a?.data));
+const textOf = (a: Answer | undefined) => (Array.isArray(a?.data) ? (a.data as unknown[]).map((d) => (Array.isArray(d) ? d.join(' ') : String(d))).join('\n') : String(a?.data));
 
 function message(subject: string, messageId: string, body = 'Written by a mail client.\r\n'): string {
   return `From: Writer <${MAILBOX}>\r\nTo: <friend@peer.test>\r\nSubject: ${subject}\r\nMessage-ID: <${messageId}>\r\nDate: Sun, 01 Nov 2026 09:30:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${body}`;
