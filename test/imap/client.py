@@ -73,6 +73,10 @@ def main():
                         break
                     lines.append(line)
                 typ, data = line[len(tag) + 1:], lines
+            elif op == 'append':
+                # APPEND mailbox flags date message (the message as a latin-1 string: its bytes unchanged).
+                mailbox, flags, date, message = args
+                typ, data = m.append(mailbox, flags, date, message.encode('latin-1'))
             elif op == 'raw':
                 # One raw command; its tagged status and the untagged responses by name.
                 tag = m._new_tag().decode()

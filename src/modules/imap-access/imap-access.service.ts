@@ -4,9 +4,14 @@
  * only to this service; it knows no tables and no syntax.
  */
 import type { Work } from '../../db/tables.js';
+import { headerBlock, headerValue } from '../../lib/mbox.js';
 import type { FetchEntry, FlagStore, FlagStoreResult, FolderStatus, IndexEntry, MailStore, UidRanges } from '../mail/mail.store.js';
 import type { AppPasswordLogin, AppPasswordService } from '../app-passwords/app-password.service.js';
 import type { AppPasswordSessions, SessionCredential } from '../app-passwords/app-password-sessions.js';
+import { notChecked } from '../messages/authentication.js';
+import { MAX_LABELS_PER_MESSAGE, type Folder } from '../messages/message.types.js';
+import { messageIds, parseMessage } from '../messages/mime.js';
+import type { QuotaService } from '../quotas/quota.service.js';
 
 export type { FetchEntry, FolderStatus, IndexEntry } from '../mail/mail.store.js';
 
@@ -46,7 +51,67 @@ export function keywordToLabel(keyword: string): string | null {
 /** The empty status of a folder the mail store does not hold (Drafts). */
 const EMPTY_STATUS: FolderStatus = { uidvalidity: 1, uidnext: 1, highestmodseq: 1, total: 0, unseen: 0, firstUnseenUid: null };
 
-export type ImapAccessStore = Pick<MailStore, 'folderStatus' | 'folderIndex' | 'messagesByUid' | 'changedSince' | 'expungedSince' | 'storeFlags' | 'expungeDeleted'>;
+export type ImapAccessStore = Pick<
+  MailStore,
+  'folderStatus' | 'folderIndex' | 'messagesByUid' | 'changedSince' | 'expungedSince' | 'storeFlags' | 'expungeDeleted' | 'moveMessages' | 'copySources' | 'copyMessages' | 'messageUid' | 'findByMessageId' | 'storeCopy'
+>;
+
+/** What a COPY or MOVE did: the target's UIDVALIDITY, and each message's UID in the source and in the target (same order). */
+export interface CopyOutcome {
+  uidvalidity: number;
+  source: number[];
+  target: number[];
+}
+
+/** A refusal by the workspace's `stored_bytes` quota. */
+export interface OverQuota {
+  ok: false;
+  reason: 'overquota';
+  detail: string;
+}
+
+/** An APPEND: the message, its flags and keywords as the client gave them, its internal date (epoch ms). */
+export interface AppendMessage {
+  raw: Buffer;
+  flags: readonly string[];
+  date?: number | undefined;
+}
+
+/** An appended message (or, in Sent, the copy already stored with its Message-ID: `existing`). */
+export interface Appended {
+  ok: true;
+  uidvalidity: number;
+  uid: number;
+  existing: boolean;
+}
+
+/** Most messages one MOVE transaction takes (the store renumbers them 500 a statement). */
+const MOVE_BATCH = 1_000;
+/** Most messages one COPY transaction takes (the store's `copyMessages` takes at most 500). */
+const COPY_BATCH = 500;
+
+/** Ascending UIDs as ranges, in batches of at most `size` UIDs. */
+function batchesOf(uids: readonly number[], size: number): Array<Array<[number, number]>> {
+  const sorted = [...new Set(uids)].sort((a, b) => a - b);
+  const out: Array<Array<[number, number]>> = [];
+  for (let i = 0; i < sorted.length; i += size) {
+    const ranges: Array<[number, number]> = [];
+    for (const uid of sorted.slice(i, i + size)) {
+      const last = ranges[ranges.length - 1];
+      if (last && uid === last[1] + 1) last[1] = uid;
+      else ranges.push([uid, uid]);
+    }
+    out.push(ranges);
+  }
+  return out;
+}
+
+/** An APPEND's flags as the store keeps them: \Seen is `read`, keywords are labels, other system flags are dropped. */
+function appendFlags(flags: readonly string[]) {
+  const lower = new Set(flags.map((f) => f.toLowerCase()));
+  const labels = [...new Set(flags.filter((f) => !f.startsWith('\\')).map(keywordToLabel).filter((l): l is string => l !== null))].slice(0, MAX_LABELS_PER_MESSAGE);
+  return { read: lower.has('\\seen'), flags: { flagged: lower.has('\\flagged'), answered: lower.has('\\answered'), deleted: lower.has('\\deleted') }, labels };
+}
 
 export interface ImapAccessService {
   login(address: string, password: string, remoteAddress: string): Promise<{ ok: true; account: ImapAccount } | Extract<AppPasswordLogin, { ok: false }>>;
@@ -63,6 +128,15 @@ export interface ImapAccessService {
   store(account: ImapAccount, folder: ImapFolder, ranges: UidRanges, change: Omit<FlagStore, 'keywords'> & { keywords: readonly string[] }): Promise<FlagStoreResult>;
   /** EXPUNGE: the folder's \Deleted messages (within `ranges`) removed as the API's delete removes them; their UIDs. */
   expunge(account: ImapAccount, folder: ImapFolder, ranges?: UidRanges): Promise<number[]>;
+  /**
+   * COPY: new messages in `to` with the same bytes, flags, labels and thread, in transactions of at most 500; the
+   * stored-bytes quota is checked once, for the whole copy, before any of it is made.
+   */
+  copy(account: ImapAccount, from: ImapFolder, to: ImapFolder, uids: readonly number[]): Promise<({ ok: true } & CopyOutcome) | OverQuota>;
+  /** MOVE: the API's move (a new UID in `to`, the old one expunged), at most 1,000 messages a transaction. */
+  move(account: ImapAccount, from: ImapFolder, to: ImapFolder, uids: readonly number[]): Promise<CopyOutcome>;
+  /** APPEND into a folder the store holds (not Drafts); parsed before its transaction, as an import is. */
+  append(account: ImapAccount, to: ImapFolder, message: AppendMessage): Promise<Appended | OverQuota>;
 }
 
 export interface ImapAccessDeps {
@@ -70,10 +144,96 @@ export interface ImapAccessDeps {
   store: ImapAccessStore;
   appPasswords: Pick<AppPasswordService, 'verify'>;
   sessions: Pick<AppPasswordSessions, 'watch'>;
+  /** The workspace's `stored_bytes` quota (modules/quotas), which COPY and APPEND count against. */
+  storage: Pick<QuotaService, 'storageRefusal'>;
 }
 
-export function createImapAccessService({ work, store, appPasswords, sessions }: ImapAccessDeps): ImapAccessService {
+export function createImapAccessService({ work, store, appPasswords, sessions, storage }: ImapAccessDeps): ImapAccessService {
   const scope = (account: ImapAccount, folder: string) => ({ workspaceId: account.workspaceId, mailboxId: account.mailboxId, folder });
+  const uidvalidity = async (account: ImapAccount, folder: string) => (await store.folderStatus(work, scope(account, folder))).uidvalidity;
+
+  /** The copy of a message with this Message-ID already in Sent (stored by the send path or an earlier APPEND). */
+  async function inSent(w: Work, account: ImapAccount, messageId: string | null): Promise<number | null> {
+    if (messageId === null) return null;
+    const found = await store.findByMessageId(w, { workspaceId: account.workspaceId, mailboxId: account.mailboxId }, messageId);
+    return found.find((m) => m.folder === 'sent')?.uid ?? null;
+  }
+
+  async function copy(account: ImapAccount, from: ImapFolder, to: ImapFolder, uids: readonly number[]): Promise<({ ok: true } & CopyOutcome) | OverQuota> {
+    const src = from.folder;
+    const dst = to.folder;
+    const outcome: CopyOutcome = { uidvalidity: 0, source: [], target: [] };
+    if (src === null || dst === null) return { ok: true, ...outcome };
+    const batches = batchesOf(uids, COPY_BATCH);
+    let bytes = 0;
+    for (const ranges of batches) bytes += (await store.messagesByUid(work, scope(account, src), ranges, false)).reduce((n, r) => n + r.size, 0);
+    const refusal = bytes > 0 ? await storage.storageRefusal(account.workspaceId, bytes) : null;
+    if (refusal) return { ok: false, reason: 'overquota', detail: refusal };
+    for (const ranges of batches) {
+      // Read (and on SQLite indexed) before the transaction; what was deleted meanwhile is left out by the copy.
+      const sources = await store.copySources(work, scope(account, src), ranges);
+      const copied = await work.transaction().execute((trx) => store.copyMessages(trx, scope(account, src), sources, dst));
+      for (const c of copied) {
+        outcome.source.push(c.sourceUid);
+        outcome.target.push(c.uid);
+      }
+    }
+    outcome.uidvalidity = await uidvalidity(account, dst);
+    return { ok: true, ...outcome };
+  }
+
+  async function move(account: ImapAccount, from: ImapFolder, to: ImapFolder, uids: readonly number[]): Promise<CopyOutcome> {
+    const src = from.folder;
+    const dst = to.folder;
+    const outcome: CopyOutcome = { uidvalidity: 0, source: [], target: [] };
+    if (src === null || dst === null) return outcome;
+    for (const ranges of batchesOf(uids, MOVE_BATCH)) {
+      const rows = await store.messagesByUid(work, scope(account, src), ranges, false);
+      if (rows.length === 0) continue;
+      const before = new Map(rows.map((r) => [r.id, r.uid]));
+      const moved = await work.transaction().execute((trx) => store.moveMessages(trx, account.workspaceId, account.mailboxId, rows.map((r) => r.id), dst, src === dst));
+      const pairs = moved.filter((m) => before.has(m.id)).map((m) => [before.get(m.id)!, m.uid] as const).sort((a, b) => a[0] - b[0]);
+      for (const [old, uid] of pairs) {
+        outcome.source.push(old);
+        outcome.target.push(uid);
+      }
+    }
+    outcome.uidvalidity = await uidvalidity(account, dst);
+    return outcome;
+  }
+
+  async function append(account: ImapAccount, to: ImapFolder, message: AppendMessage): Promise<Appended | OverQuota> {
+    const folder = to.folder as Folder;
+    const messageId = folder === 'sent' ? (messageIds(headerValue(headerBlock(message.raw), 'message-id'))[0] ?? null) : null;
+    const existing = await inSent(work, account, messageId);
+    if (existing !== null) return { ok: true, uidvalidity: await uidvalidity(account, folder), uid: existing, existing: true };
+    const refusal = await storage.storageRefusal(account.workspaceId, message.raw.length);
+    if (refusal) return { ok: false, reason: 'overquota', detail: refusal };
+    const parsed = await parseMessage(message.raw);
+    const { read, flags, labels } = appendFlags(message.flags);
+    const stored = await work.transaction().execute(async (trx) => {
+      const again = await inSent(trx, account, messageId);
+      if (again !== null) return { uid: again, existing: true };
+      const row = await store.storeCopy(trx, {
+        workspaceId: account.workspaceId,
+        mailboxId: account.mailboxId,
+        mailboxAddress: account.address,
+        direction: folder === 'sent' ? 'outbound' : 'inbound',
+        folder,
+        read,
+        labels,
+        flags,
+        raw: message.raw,
+        parsed,
+        auth: notChecked,
+        envelope: { mail_from: '', rcpt_to: account.address, appended: true },
+        ...(message.date === undefined ? {} : { receivedAt: message.date }),
+      });
+      return { uid: (await store.messageUid(trx, account.workspaceId, row.id))!, existing: false };
+    });
+    return { ok: true, uidvalidity: await uidvalidity(account, folder), ...stored };
+  }
+
   return {
     async login(address, password, remoteAddress) {
       const verdict = await appPasswords.verify(address, password, remoteAddress);
@@ -103,5 +263,8 @@ export function createImapAccessService({ work, store, appPasswords, sessions }:
       const removed = await work.transaction().execute((trx) => store.expungeDeleted(trx, scope(account, folder), ranges));
       return removed.map((r) => Number(r.uid)).sort((a, b) => a - b);
     },
+    copy,
+    move,
+    append,
   };
 }

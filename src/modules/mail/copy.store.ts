@@ -100,6 +100,8 @@ export interface StoreInput {
    * and the thread's latest activity); subject threading then looks at threads active around that time.
    */
   receivedAt?: number;
+  /** IMAP's \Flagged, \Answered and \Deleted of an appended message (none by default). */
+  flags?: { flagged?: boolean; answered?: boolean; deleted?: boolean };
 }
 
 /** Largest participants list kept on a thread. */
@@ -236,9 +238,9 @@ function messageRowOf(input: StoreInput, ids: { messageId: string; threadId: str
     envelope_json: JSON.stringify(input.envelope),
     created_at: at,
     updated_at: now,
-    flagged: 0,
-    answered: 0,
-    deleted: 0,
+    flagged: input.flags?.flagged ? 1 : 0,
+    answered: input.flags?.answered ? 1 : 0,
+    deleted: input.flags?.deleted ? 1 : 0,
   };
 }
 

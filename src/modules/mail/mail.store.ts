@@ -8,6 +8,7 @@ import type { DialectInfo } from '../../db/dialect.js';
 import type { Clock } from '../../lib/clock.js';
 import { createBounceStore } from './bounces.store.js';
 import { createCopyStore } from './copy.store.js';
+import { createCopyMessagesStore } from './copy-messages.store.js';
 import { createMailboxStore } from './mailbox.store.js';
 import { createMessageStore } from './message.store.js';
 import { createOrganizeStore } from './organize.store.js';
@@ -29,6 +30,7 @@ export interface ReceivedMailStoreDeps {
 export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
   return {
     ...createCopyStore(deps),
+    ...createCopyMessagesStore(deps),
     ...createMessageStore(),
     ...createOrganizeStore(deps),
     ...createMailboxStore(),
@@ -55,6 +57,7 @@ export function createMailStore(deps: ReceivedMailStoreDeps & SendingMailStoreDe
   return { ...createReceivedMailStore(deps), ...createSendingMailStore(deps), ...createMailLookups() };
 }
 export type { StoreInput } from './copy.store.js';
+export type { CopiedMessage, CopySource } from './copy-messages.store.js';
 export type { MailboxRow } from './mailbox.store.js';
 export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, StoredMessageRow, ThreadRow, VersionedPage } from './message.store.js';
 export type { SearchPageRow } from './search.store.js';

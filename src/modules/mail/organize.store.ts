@@ -171,22 +171,23 @@ const MOVE_CHUNK = 500;
  * its folder, its new UID (`uidnext` before the bump + its rank) and the target's modseq, and the old UIDs go to
  * the expunge log with their old folders' new modseq.
  */
-export async function moveMessages(db: MailDb, deps: { clock: Clock; dialect: DialectInfo }, workspaceId: string, mailboxId: string, ids: readonly string[], folder: string): Promise<Array<{ id: string; uid: number }>> {
+export async function moveMessages(db: MailDb, deps: { clock: Clock; dialect: DialectInfo }, workspaceId: string, mailboxId: string, ids: readonly string[], folder: string, renumber = false): Promise<Array<{ id: string; uid: number }>> {
   const moved: Array<{ id: string; uid: number }> = [];
-  for (let start = 0; start < ids.length; start += MOVE_CHUNK) moved.push(...(await moveChunk(db, deps, workspaceId, mailboxId, ids.slice(start, start + MOVE_CHUNK), folder)));
+  for (let start = 0; start < ids.length; start += MOVE_CHUNK) moved.push(...(await moveChunk(db, deps, workspaceId, mailboxId, ids.slice(start, start + MOVE_CHUNK), folder, renumber)));
   return moved;
 }
 
-async function moveChunk(db: MailDb, deps: { clock: Clock; dialect: DialectInfo }, workspaceId: string, mailboxId: string, ids: readonly string[], folder: string): Promise<Array<{ id: string; uid: number }>> {
+async function moveChunk(db: MailDb, deps: { clock: Clock; dialect: DialectInfo }, workspaceId: string, mailboxId: string, ids: readonly string[], folder: string, renumber: boolean): Promise<Array<{ id: string; uid: number }>> {
   let query = db
     .selectFrom('messages')
     .select(['id', 'mailbox_id', 'folder', 'uid', 'read', 'size'])
     .where('workspace_id', '=', workspaceId)
     .where('mailbox_id', '=', mailboxId)
     .where('id', 'in', ids)
-    .where('folder', '<>', folder)
     .orderBy('folder')
     .orderBy('uid');
+  // A message already in the target stays as it is, unless renumbered (IMAP MOVE into its own folder).
+  if (!renumber) query = query.where('folder', '<>', folder);
   if (deps.dialect.supportsRowLocks) query = query.forUpdate();
   const rows = await query.execute();
   if (rows.length === 0) return [];
@@ -266,8 +267,10 @@ export function createOrganizeStore({ clock, dialect }: { clock: Clock; dialect:
     /**
      * Move messages of one mailbox to `folder`: each gets the next UID there, in the order of its old folder and UID
      * (IMAP MOVE), and leaves its old UID in the expunge log. Returns the moved messages' new UIDs, old UID order.
+     * `renumber`: messages already in `folder` are moved too (a new UID there, the old one expunged), as IMAP MOVE
+     * into the selected folder does; otherwise they are left alone.
      */
-    moveMessages: (work: Work, workspaceId: string, mailboxId: string, ids: readonly string[], folder: string) => moveMessages(mailDb(work), { clock, dialect }, workspaceId, mailboxId, ids, folder),
+    moveMessages: (work: Work, workspaceId: string, mailboxId: string, ids: readonly string[], folder: string, renumber = false) => moveMessages(mailDb(work), { clock, dialect }, workspaceId, mailboxId, ids, folder, renumber),
 
     /** Delete a message; its thread goes with its last message, else is counted again (see `removeMessages`). */
     async deleteMessage(work: Work, workspaceId: string, row: MessageRef): Promise<void> {

@@ -1,9 +1,9 @@
 /**
  * Commands of the authenticated state (and the selected one, which includes it): ENABLE, NAMESPACE, LIST/LSUB,
- * STATUS, SELECT/EXAMINE, and the mailbox-management commands a fixed set of folders refuses.
+ * STATUS, SELECT/EXAMINE, APPEND, and the mailbox-management commands a fixed set of folders refuses.
  */
 import { IMAP_FOLDERS, type ImapFolder } from '../../modules/imap-access/imap-access.service.js';
-import { astringText, atomText, encodeMailboxName, isAtom, parseMailboxName, parseSelectCommand, type Command, type Token, type Value } from './protocol/index.js';
+import { astringText, atomText, encodeMailboxName, isAtom, parseAppendCommand, parseMailboxName, parseSelectCommand, type Command, type Token, type Value } from './protocol/index.js';
 import { SelectedCommands } from './selected.js';
 import type { ImapSession } from './session.js';
 
@@ -29,6 +29,7 @@ export async function authenticatedCommand(s: ImapSession, cmd: Command): Promis
     case 'STATUS': await status(s, cmd); return true;
     case 'SELECT':
     case 'EXAMINE': await select(s, cmd); return true;
+    case 'APPEND': await append(s, cmd); return true;
     case 'SUBSCRIBE':
     case 'UNSUBSCRIBE': {
       const f = folderArg(s, cmd.args[0]);
@@ -149,4 +150,24 @@ async function select(s: ImapSession, cmd: Command): Promise<void> {
   s.selected = view;
   s.state = 'selected';
   s.tagged(cmd.tag, 'OK', `${cmd.name === 'EXAMINE' ? 'Examine' : 'Select'} completed.`, { name: readOnly ? 'READ-ONLY' : 'READ-WRITE' });
+}
+
+/**
+ * APPEND (RFC 9051) answered with APPENDUID (RFC 4315). Drafts refuse (the drafts API keeps them); a folder that is
+ * not one of the six is TRYCREATE, which no CREATE can satisfy. A message already in Sent by its Message-ID is
+ * answered with the copy stored there.
+ */
+async function append(s: ImapSession, cmd: Command): Promise<void> {
+  const parsed = parseAppendCommand(cmd.args, { utf8: s.enabled.has('UTF8=ACCEPT') });
+  if ('bad' in parsed) return s.tagged(cmd.tag, 'BAD', parsed.bad);
+  const f = s.access.folder(parsed.mailbox);
+  if (!f) return s.tagged(cmd.tag, 'NO', 'Mailbox does not exist.', { name: 'TRYCREATE' });
+  if (f.folder === null) return s.tagged(cmd.tag, 'NO', 'Drafts are kept by the drafts API.', { name: 'CANNOT' });
+  if (parsed.message.length === 0) return s.tagged(cmd.tag, 'NO', 'Cannot store an empty message.');
+  const result = await s.access.append(s.account!, f, { raw: parsed.message, flags: parsed.flags, date: parsed.date?.date.getTime() });
+  if (!result.ok) return s.tagged(cmd.tag, 'NO', 'The workspace is at its storage quota.', { name: 'OVERQUOTA' });
+  // The selected folder's new message is announced now (EXISTS), as Dovecot does.
+  const view = s.selected;
+  if (view && view.folder === f) await view.sync(false);
+  s.tagged(cmd.tag, 'OK', 'Append completed.', { name: 'APPENDUID', args: [result.uidvalidity, result.uid] });
 }

@@ -2,9 +2,9 @@
  * The selected state: the session's view of one folder (message numbers are positions in its UID-ordered index),
  * kept current at NOOP, CHECK and IDLE, and the commands that work on its messages.
  */
-import type { FetchEntry, ImapFolder, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
+import type { CopyOutcome, FetchEntry, ImapFolder, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
 import { fetchData, flagsOf, needsRaw, setsSeen, UnknownCteError } from './fetch-items.js';
-import { formatRanges, parseFetchCommand, parseSequenceSet, parseSearchCommand, parseStoreCommand, resolveSequenceSet, inRanges, type Command, type FetchItem, type QresyncParams, type Ranges, type SequenceSet } from './protocol/index.js';
+import { formatRanges, parseFetchCommand, parseMailboxName, parseSequenceSet, parseSearchCommand, parseStoreCommand, resolveSequenceSet, inRanges, type Command, type FetchItem, type QresyncParams, type Ranges, type ResponseCode, type SequenceSet } from './protocol/index.js';
 import { matches, searchNeeds } from './search-eval.js';
 import type { ImapSession } from './session.js';
 
@@ -27,6 +27,12 @@ function toRanges(uids: readonly number[]): Array<[number, number]> {
     else out.push([uid, uid]);
   }
   return out;
+}
+
+/** UIDPLUS's `COPYUID uidvalidity source-uids target-uids` (RFC 4315); none when nothing was copied. */
+function copyUid(outcome: CopyOutcome): ResponseCode | undefined {
+  if (outcome.source.length === 0) return undefined;
+  return { name: 'COPYUID', args: [outcome.uidvalidity, { atom: formatRanges(toRanges(outcome.source)) }, { atom: formatRanges(toRanges(outcome.target)) }] };
 }
 
 export class SelectedCommands {
@@ -133,9 +139,8 @@ export class SelectedCommands {
         this.s.tagged(cmd.tag, 'OK', `${cmd.name === 'CLOSE' ? 'Close' : 'Unselect'} completed.`);
         return true;
       case 'IDLE': await this.idle(cmd); return true;
-      case 'COPY': case 'UID COPY': case 'MOVE': case 'UID MOVE':
-        this.s.tagged(cmd.tag, 'NO', 'Not supported yet.', { name: 'CANNOT' });
-        return true;
+      case 'COPY': case 'UID COPY': await this.copy(cmd, uid, false); return true;
+      case 'MOVE': case 'UID MOVE': await this.copy(cmd, uid, true); return true;
       default:
         return false;
     }
@@ -276,6 +281,35 @@ export class SelectedCommands {
     await this.s.access.expunge(this.account, this.folder, ranges);
     await this.sync(true);
     this.s.tagged(cmd.tag, 'OK', 'Expunge completed.');
+  }
+
+  /**
+   * COPY and MOVE (RFC 9051, RFC 6851) answered with COPYUID (RFC 4315). A MOVE sends its COPYUID untagged, then the
+   * moved messages' EXPUNGE (VANISHED with QRESYNC) through a sync, which also shows the new ones of a MOVE into the
+   * selected folder itself (they take new UIDs there, as in Dovecot).
+   */
+  private async copy(cmd: Command, uid: boolean, move: boolean): Promise<void> {
+    const set = parseSequenceSet(cmd.args[0]);
+    const name = parseMailboxName(cmd.args[1], { utf8: this.s.enabled.has('UTF8=ACCEPT') });
+    if ('bad' in set || typeof name !== 'string' || cmd.args.length !== 2) return this.s.tagged(cmd.tag, 'BAD', `Invalid ${cmd.name} arguments.`);
+    const targets = this.targets(set, uid);
+    if (typeof targets === 'string') return this.s.tagged(cmd.tag, 'BAD', targets);
+    const to = this.s.access.folder(name);
+    if (!to) return this.s.tagged(cmd.tag, 'NO', 'Mailbox does not exist.', { name: 'TRYCREATE' });
+    if (to.folder === null) return this.s.tagged(cmd.tag, 'NO', 'Drafts are kept by the drafts API.', { name: 'CANNOT' });
+    if (move && this.readOnly) return this.s.tagged(cmd.tag, 'NO', 'Mailbox is read-only.', { name: 'READ-ONLY' });
+    const uids = targets.map((t) => t.entry.uid);
+    if (uids.length === 0) return this.s.tagged(cmd.tag, 'OK', 'No messages found.');
+    if (!move) {
+      const copied = await this.s.access.copy(this.account, this.folder, to, uids);
+      if (!copied.ok) return this.s.tagged(cmd.tag, 'NO', 'The workspace is at its storage quota.', { name: 'OVERQUOTA' });
+      return this.s.tagged(cmd.tag, 'OK', 'Copy completed.', copyUid(copied));
+    }
+    const moved = await this.s.access.move(this.account, this.folder, to, uids);
+    const code = copyUid(moved);
+    if (code) this.s.send(this.s.writer.status('OK', 'Moved UIDs.', code));
+    await this.sync(true);
+    this.s.tagged(cmd.tag, 'OK', 'Move completed.');
   }
 
   /** IDLE: changes are looked for every IDLE_POLL_MS until the client's DONE. */
