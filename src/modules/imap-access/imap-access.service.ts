@@ -3,12 +3,24 @@
  * folders (names and special-use flags fixed here), \Seen is `read`, keywords are labels. The IMAP transport speaks
  * only to this service; it knows no tables and no syntax.
  */
+import { decodeWords } from 'postal-mime';
 import type { Work } from '../../db/tables.js';
-import type { FetchEntry, FlagStore, FlagStoreResult, FolderStatus, IndexEntry, MailStore, UidRanges } from '../mail/mail.store.js';
+import { DomainError } from '../../lib/errors.js';
+import type { FetchEntry, FlagStore, FlagStoreResult, FolderStatus, FolderTextField, IndexEntry, MailStore, UidRanges } from '../mail/mail.store.js';
+import type { SearchRunner } from '../messages/search-runner.js';
 import type { AppPasswordLogin, AppPasswordService } from '../app-passwords/app-password.service.js';
 import type { AppPasswordSessions, SessionCredential } from '../app-passwords/app-password-sessions.js';
 
-export type { FetchEntry, FolderStatus, IndexEntry } from '../mail/mail.store.js';
+export type { FetchEntry, FolderStatus, FolderTextField, IndexEntry } from '../mail/mail.store.js';
+
+/** A header field as SEARCH reads it: unfolded, MIME encoded-words decoded. */
+export interface HeaderField {
+  name: string;
+  value: string;
+}
+
+/** A SEARCH text key's answer: the UIDs that match (null: every message), or why the index cannot answer now. */
+export type TextSearchResult = { ok: true; uids: number[] | null } | { ok: false; text: string };
 
 /** One IMAP mailbox: its name, the folder it shows (null: Drafts, kept by the drafts API, shown empty), its RFC 6154 flag. */
 export interface ImapFolder {
@@ -46,7 +58,7 @@ export function keywordToLabel(keyword: string): string | null {
 /** The empty status of a folder the mail store does not hold (Drafts). */
 const EMPTY_STATUS: FolderStatus = { uidvalidity: 1, uidnext: 1, highestmodseq: 1, total: 0, unseen: 0, firstUnseenUid: null };
 
-export type ImapAccessStore = Pick<MailStore, 'folderStatus' | 'folderIndex' | 'messagesByUid' | 'changedSince' | 'expungedSince' | 'storeFlags' | 'expungeDeleted'>;
+export type ImapAccessStore = Pick<MailStore, 'folderStatus' | 'folderIndex' | 'messagesByUid' | 'changedSince' | 'expungedSince' | 'storeFlags' | 'expungeDeleted' | 'headersByUid'>;
 
 export interface ImapAccessService {
   login(address: string, password: string, remoteAddress: string): Promise<{ ok: true; account: ImapAccount } | Extract<AppPasswordLogin, { ok: false }>>;
@@ -61,6 +73,13 @@ export interface ImapAccessService {
   expungedSince(account: ImapAccount, folder: ImapFolder, modseq: number): Promise<number[]>;
   /** STORE: flags and keywords (keywords no label can hold are left out). */
   store(account: ImapAccount, folder: ImapFolder, ranges: UidRanges, change: Omit<FlagStore, 'keywords'> & { keywords: readonly string[] }): Promise<FlagStoreResult>;
+  /**
+   * SEARCH text keys through the full-text index (the search API's threads, slots and time limit): the folder's UIDs
+   * whose `field` holds the words of `value` in a row, the last as a prefix.
+   */
+  searchText(account: ImapAccount, folder: ImapFolder, field: FolderTextField, value: string): Promise<TextSearchResult>;
+  /** SEARCH HEADER, BCC and SENT* dates: the top-level header fields of the messages of UID ranges, in UID order. */
+  headers(account: ImapAccount, folder: ImapFolder, ranges: UidRanges): Promise<Array<{ uid: number; headers: HeaderField[] }>>;
   /** EXPUNGE: the folder's \Deleted messages (within `ranges`) removed as the API's delete removes them; their UIDs. */
   expunge(account: ImapAccount, folder: ImapFolder, ranges?: UidRanges): Promise<number[]>;
 }
@@ -70,9 +89,19 @@ export interface ImapAccessDeps {
   store: ImapAccessStore;
   appPasswords: Pick<AppPasswordService, 'verify'>;
   sessions: Pick<AppPasswordSessions, 'watch'>;
+  search: Pick<SearchRunner, 'run'>;
 }
 
-export function createImapAccessService({ work, store, appPasswords, sessions }: ImapAccessDeps): ImapAccessService {
+/** A stored value with its encoded-words decoded; one that does not decode is searched as it came. */
+function decoded(value: string): string {
+  try {
+    return decodeWords(value);
+  } catch {
+    return value;
+  }
+}
+
+export function createImapAccessService({ work, store, appPasswords, sessions, search }: ImapAccessDeps): ImapAccessService {
   const scope = (account: ImapAccount, folder: string) => ({ workspaceId: account.workspaceId, mailboxId: account.mailboxId, folder });
   return {
     async login(address, password, remoteAddress) {
@@ -91,6 +120,22 @@ export function createImapAccessService({ work, store, appPasswords, sessions }:
     messages: async (account, f, ranges, withRaw) => (f.folder === null ? [] : store.messagesByUid(work, scope(account, f.folder), ranges, withRaw)),
     changedSince: async (account, f, modseq) => (f.folder === null ? [] : store.changedSince(work, scope(account, f.folder), modseq)),
     expungedSince: async (account, f, modseq) => (f.folder === null ? [] : store.expungedSince(work, scope(account, f.folder), modseq)),
+    async searchText(account, f, field, value) {
+      if (f.folder === null) return { ok: true, uids: [] };
+      try {
+        const answer = await search.run({ kind: 'folder-text', workspaceId: account.workspaceId, scope: scope(account, f.folder), field, value });
+        return { ok: true, uids: answer.kind === 'uids' ? answer.uids : [] };
+      } catch (err) {
+        // Busy, past its time, or no reader thread: the client may try again.
+        if (err instanceof DomainError) return { ok: false, text: err.message };
+        throw err;
+      }
+    },
+    async headers(account, f, ranges) {
+      if (f.folder === null) return [];
+      const rows = await store.headersByUid(work, scope(account, f.folder), ranges);
+      return rows.map((r) => ({ uid: r.uid, headers: r.headers.map((h) => ({ name: h.name, value: decoded(h.value) })) }));
+    },
     async store(account, f, ranges, change) {
       const folder = f.folder;
       if (folder === null) return { modified: [], failed: [] };

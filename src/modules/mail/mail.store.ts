@@ -57,7 +57,7 @@ export function createMailStore(deps: ReceivedMailStoreDeps & SendingMailStoreDe
 export type { StoreInput } from './copy.store.js';
 export type { MailboxRow } from './mailbox.store.js';
 export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, StoredMessageRow, ThreadRow, VersionedPage } from './message.store.js';
-export type { SearchPageRow } from './search.store.js';
+export type { FolderScope, FolderTextField, SearchPageRow } from './search.store.js';
 export type { FetchEntry, FlagStore, FlagStoreResult, FolderStatus, IndexEntry, UidRanges } from './sync.store.js';
 export type { FlagChange } from './organize.store.js';
 export type { WorkspaceMailUsage } from './purge.store.js';
