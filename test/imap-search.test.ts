@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { holdsPhrase } from '../src/lib/mail-text.js';
 import { createLogger } from '../src/lib/logger.js';
 import { createImapServer } from '../src/transports/imap/server.js';
 import { TEST_DIALECT } from './helpers/database.js';
@@ -133,6 +135,20 @@ function fetchedBody(reply: Buffer): Buffer {
   const start = m.index + m[0].length;
   return reply.subarray(start, start + Number(m[1]));
 }
+
+describe('holdsPhrase (PostgreSQL BODY confirms its candidates with it)', () => {
+  /** The obvious quadratic rule it must agree with. */
+  const naive = (hay: string[], words: string[]) =>
+    hay.some((_, i) => i + words.length <= hay.length && words.every((w, j) => (j === words.length - 1 ? hay[i + j]!.startsWith(w) : hay[i + j] === w)));
+
+  it('finds the words in a row, the last as a prefix, as the quadratic rule does', () => {
+    const word = fc.constantFrom('a', 'ab', 'b', 'abc', 'c');
+    fc.assert(fc.property(fc.array(word, { maxLength: 30 }), fc.array(word, { minLength: 1, maxLength: 5 }), (hay, words) => holdsPhrase(hay, words) === naive(hay, words)));
+    expect(holdsPhrase(['a', 'a', 'b', 'a', 'a', 'a', 'c'], ['a', 'a', 'a', 'c'])).toBe(true);
+    expect(holdsPhrase(['zebra', 'cluster'], ['zeb'])).toBe(true);
+    expect(holdsPhrase(['the', 'zebra'], ['ebra'])).toBe(false);
+  });
+});
 
 const MAILBOX = 'search-user@mailroom.localhost';
 const SECOND = 'search-second@mailroom.localhost';

@@ -261,7 +261,8 @@ export class SelectedCommands {
     if (keys.length > MAX_TEXT_KEYS) return fail('NO', `At most ${MAX_TEXT_KEYS} different text keys in one SEARCH.`, { name: 'LIMIT' });
     if (keys.some((k) => k.value.length > MAX_TEXT_LENGTH)) return fail('NO', `A search string is at most ${MAX_TEXT_LENGTH} characters.`, { name: 'LIMIT' });
     const text: TextAnswers = new Map();
-    for (const k of keys) {
+    // An empty folder needs no index statement.
+    for (const k of this.entries.length === 0 ? [] : keys) {
       const answer = await this.s.access.searchText(this.account, this.folder, k.field, k.value);
       if (!answer.ok) return fail('NO', `Search failed: ${answer.text}`, { name: 'UNAVAILABLE' });
       text.set(textKey(k.field, k.value), answer.uids === null ? null : new Set(answer.uids));
