@@ -502,7 +502,7 @@ export async function createServices(
     }),
     retention,
     appPasswords,
-    imapAccess: createImapAccessService({ work, store: mail, appPasswords: appPasswords.service, sessions: appPasswords.sessions, storage: quotas }),
+    imapAccess: createImapAccessService({ work, store: mail, appPasswords: appPasswords.service, sessions: appPasswords.sessions, storage: quotas, search: searches }),
     analyzer,
     analysisGate,
     signer,

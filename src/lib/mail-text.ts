@@ -101,6 +101,33 @@ export function searchTokens(text: string): string[] {
 
 const wordsOf = (text: string): string => searchTokens(text).join(' ');
 
+/**
+ * Whether `haystack` (a text's words) holds `words` in a row, the last as a prefix of its word: the index's phrase
+ * with a prefix, checked on words. Knuth–Morris–Pratt over the exact words, so linear in both however they repeat.
+ */
+export function holdsPhrase(haystack: readonly string[], words: readonly string[]): boolean {
+  if (words.length === 0) return true;
+  const exact = words.slice(0, -1);
+  const last = words[words.length - 1]!;
+  const fail = new Array<number>(exact.length).fill(0);
+  for (let i = 1, k = 0; i < exact.length; i++) {
+    while (k > 0 && exact[i] !== exact[k]) k = fail[k - 1]!;
+    if (exact[i] === exact[k]) k++;
+    fail[i] = k;
+  }
+  for (let i = 0, k = 0; i < haystack.length; i++) {
+    // `k` exact words matched before `i`: the last word may follow them here.
+    if (k === exact.length) {
+      if (haystack[i]!.startsWith(last)) return true;
+      if (k === 0) continue;
+      k = fail[k - 1]!;
+    }
+    while (k > 0 && haystack[i] !== exact[k]) k = fail[k - 1]!;
+    if (haystack[i] === exact[k]) k++;
+  }
+  return false;
+}
+
 interface Addressed {
   name: string;
   address: string;
@@ -109,7 +136,7 @@ interface Addressed {
 const addressWords = (list: readonly Addressed[]): string => wordsOf(list.map((a) => `${a.name} ${a.address}`).join(' '));
 
 /** The body text the index reads: the text part, or the text of the HTML part, at most INDEXED_BODY_CHARS. */
-function bodySource(text: string | null, html: string | null): string {
+export function bodySource(text: string | null, html: string | null): string {
   if (text !== null) return text.slice(0, INDEXED_BODY_CHARS);
   return html === null ? '' : htmlToText(html.slice(0, HTML_SOURCE_CHARS)).slice(0, INDEXED_BODY_CHARS);
 }

@@ -246,7 +246,7 @@ function responseReader(socket: Socket): (done: (line: Buffer) => boolean) => Pr
     });
 }
 
-async function connectClient(port: number, user: string, password: string): Promise<ImapRawClient> {
+export async function connectClient(port: number, user: string, password: string): Promise<ImapRawClient> {
   const socket: Socket = tcpConnect(port, '127.0.0.1');
   const until = responseReader(socket);
   // Dovecot may say "* OK Waiting for authentication process" before its real greeting.

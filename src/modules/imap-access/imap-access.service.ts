@@ -3,9 +3,12 @@
  * folders (names and special-use flags fixed here), \Seen is `read`, keywords are labels. The IMAP transport speaks
  * only to this service; it knows no tables and no syntax.
  */
+import { decodeWords } from 'postal-mime';
 import type { Work } from '../../db/tables.js';
 import { headerBlock, headerValue } from '../../lib/mbox.js';
-import type { FetchEntry, FlagStore, FlagStoreResult, FolderStatus, IndexEntry, MailStore, UidRanges } from '../mail/mail.store.js';
+import { DomainError } from '../../lib/errors.js';
+import type { FetchEntry, FlagStore, FlagStoreResult, FolderStatus, FolderTextField, IndexEntry, MailStore, UidRanges } from '../mail/mail.store.js';
+import type { SearchRunner } from '../messages/search-runner.js';
 import type { AppPasswordLogin, AppPasswordService } from '../app-passwords/app-password.service.js';
 import type { AppPasswordSessions, SessionCredential } from '../app-passwords/app-password-sessions.js';
 import { notChecked } from '../messages/authentication.js';
@@ -13,7 +16,16 @@ import { MAX_LABELS_PER_MESSAGE, type Folder } from '../messages/message.types.j
 import { messageIds, parseMessage } from '../messages/mime.js';
 import type { QuotaService } from '../quotas/quota.service.js';
 
-export type { FetchEntry, FolderStatus, IndexEntry } from '../mail/mail.store.js';
+export type { FetchEntry, FolderStatus, FolderTextField, IndexEntry } from '../mail/mail.store.js';
+
+/** A header field as SEARCH reads it: unfolded, MIME encoded-words decoded. */
+export interface HeaderField {
+  name: string;
+  value: string;
+}
+
+/** A SEARCH text key's answer: the UIDs that match (null: every message), or why the index cannot answer now. */
+export type TextSearchResult = { ok: true; uids: number[] | null } | { ok: false; text: string };
 
 /** One IMAP mailbox: its name, the folder it shows (null: Drafts, kept by the drafts API, shown empty), its RFC 6154 flag. */
 export interface ImapFolder {
@@ -53,7 +65,7 @@ const EMPTY_STATUS: FolderStatus = { uidvalidity: 1, uidnext: 1, highestmodseq: 
 
 export type ImapAccessStore = Pick<
   MailStore,
-  'folderStatus' | 'folderIndex' | 'messagesByUid' | 'changedSince' | 'expungedSince' | 'storeFlags' | 'expungeDeleted' | 'moveMessages' | 'copySources' | 'copyMessages' | 'messageUid' | 'findByMessageId' | 'storeCopy'
+  'folderStatus' | 'folderIndex' | 'messagesByUid' | 'changedSince' | 'expungedSince' | 'storeFlags' | 'expungeDeleted' | 'moveMessages' | 'copySources' | 'copyMessages' | 'messageUid' | 'findByMessageId' | 'storeCopy' | 'headersByUid'
 >;
 
 /** What a COPY or MOVE did: the target's UIDVALIDITY, and each message's UID in the source and in the target (same order). */
@@ -126,6 +138,13 @@ export interface ImapAccessService {
   expungedSince(account: ImapAccount, folder: ImapFolder, modseq: number): Promise<number[]>;
   /** STORE: flags and keywords (keywords no label can hold are left out). */
   store(account: ImapAccount, folder: ImapFolder, ranges: UidRanges, change: Omit<FlagStore, 'keywords'> & { keywords: readonly string[] }): Promise<FlagStoreResult>;
+  /**
+   * SEARCH text keys through the full-text index (the search API's threads, slots and time limit): the folder's UIDs
+   * whose `field` holds the words of `value` in a row, the last as a prefix.
+   */
+  searchText(account: ImapAccount, folder: ImapFolder, field: FolderTextField, value: string): Promise<TextSearchResult>;
+  /** SEARCH HEADER, BCC and SENT* dates: the top-level header fields of the messages of UID ranges, in UID order. */
+  headers(account: ImapAccount, folder: ImapFolder, ranges: UidRanges): Promise<Array<{ uid: number; headers: HeaderField[] }>>;
   /** EXPUNGE: the folder's \Deleted messages (within `ranges`) removed as the API's delete removes them; their UIDs. */
   expunge(account: ImapAccount, folder: ImapFolder, ranges?: UidRanges): Promise<number[]>;
   /**
@@ -146,9 +165,19 @@ export interface ImapAccessDeps {
   sessions: Pick<AppPasswordSessions, 'watch'>;
   /** The workspace's `stored_bytes` quota (modules/quotas), which COPY and APPEND count against. */
   storage: Pick<QuotaService, 'storageRefusal'>;
+  search: Pick<SearchRunner, 'run'>;
 }
 
-export function createImapAccessService({ work, store, appPasswords, sessions, storage }: ImapAccessDeps): ImapAccessService {
+/** A stored value with its encoded-words decoded; one that does not decode is searched as it came. */
+function decoded(value: string): string {
+  try {
+    return decodeWords(value);
+  } catch {
+    return value;
+  }
+}
+
+export function createImapAccessService({ work, store, appPasswords, sessions, storage, search }: ImapAccessDeps): ImapAccessService {
   const scope = (account: ImapAccount, folder: string) => ({ workspaceId: account.workspaceId, mailboxId: account.mailboxId, folder });
   const uidvalidity = async (account: ImapAccount, folder: string) => (await store.folderStatus(work, scope(account, folder))).uidvalidity;
 
@@ -251,6 +280,22 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
     messages: async (account, f, ranges, withRaw) => (f.folder === null ? [] : store.messagesByUid(work, scope(account, f.folder), ranges, withRaw)),
     changedSince: async (account, f, modseq) => (f.folder === null ? [] : store.changedSince(work, scope(account, f.folder), modseq)),
     expungedSince: async (account, f, modseq) => (f.folder === null ? [] : store.expungedSince(work, scope(account, f.folder), modseq)),
+    async searchText(account, f, field, value) {
+      if (f.folder === null) return { ok: true, uids: [] };
+      try {
+        const answer = await search.run({ kind: 'folder-text', workspaceId: account.workspaceId, scope: scope(account, f.folder), field, value });
+        return { ok: true, uids: answer.kind === 'uids' ? answer.uids : [] };
+      } catch (err) {
+        // Busy, past its time, or no reader thread: the client may try again.
+        if (err instanceof DomainError) return { ok: false, text: err.message };
+        throw err;
+      }
+    },
+    async headers(account, f, ranges) {
+      if (f.folder === null) return [];
+      const rows = await store.headersByUid(work, scope(account, f.folder), ranges);
+      return rows.map((r) => ({ uid: r.uid, headers: r.headers.map((h) => ({ name: h.name, value: decoded(h.value) })) }));
+    },
     async store(account, f, ranges, change) {
       const folder = f.folder;
       if (folder === null) return { modified: [], failed: [] };

@@ -60,7 +60,7 @@ export type { StoreInput } from './copy.store.js';
 export type { CopiedMessage, CopySource } from './copy-messages.store.js';
 export type { MailboxRow } from './mailbox.store.js';
 export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, StoredMessageRow, ThreadRow, VersionedPage } from './message.store.js';
-export type { SearchPageRow } from './search.store.js';
+export type { FolderScope, FolderTextField, SearchPageRow } from './search.store.js';
 export type { FetchEntry, FlagStore, FlagStoreResult, FolderStatus, IndexEntry, UidRanges } from './sync.store.js';
 export type { FlagChange } from './organize.store.js';
 export type { WorkspaceMailUsage } from './purge.store.js';

@@ -6,7 +6,7 @@
 import { sql, type Expression, type ExpressionBuilder, type SelectQueryBuilder, type SqlBool } from 'kysely';
 import type { DialectInfo } from '../../db/dialect.js';
 import type { Work } from '../../db/tables.js';
-import { taggedDocument, workspaceTag, type SearchDocument } from '../../lib/mail-text.js';
+import { bodySource, FIELD_PREFIX, holdsPhrase, searchTokens, taggedDocument, workspaceTag, type SearchDocument } from '../../lib/mail-text.js';
 import { SEARCH_TOTAL_CAP } from '../messages/message.types.js';
 import { containsText, type FilterNode, type SearchNode } from '../messages/search-query.js';
 import { bound, DELIVERY_COLUMNS, filtered, mailDb, PAGE_COLUMNS, threadRows, type BoundFilter, type DeliveryColumns, type MailDb, type MessageFilter, type MessagePageRow, type ThreadIdQuery, type ThreadRow } from './message.store.js';
@@ -175,6 +175,67 @@ function plan(db: MailDb, dialect: DialectInfo, workspaceId: string, filter: Bou
 
 export type SearchPageRow = MessagePageRow & DeliveryColumns;
 
+/** Where a folder's text search looks: every indexed field and the body, the body alone, or one field. */
+export type FolderTextField = 'text' | 'body' | 'subject' | 'from' | 'to' | 'cc';
+
+/** A folder of one mailbox (IMAP's selected mailbox). */
+export interface FolderScope {
+  workspaceId: string;
+  mailboxId: string;
+  folder: string;
+}
+
+/** Candidates whose body text PostgreSQL confirms per statement (BODY). */
+const CONFIRM_BATCH = 100;
+
+function folderMessages(db: MailDb, scope: FolderScope) {
+  return db
+    .selectFrom('messages')
+    .select('messages.uid')
+    .where('messages.workspace_id', '=', scope.workspaceId)
+    .where('messages.mailbox_id', '=', scope.mailboxId)
+    .where('messages.folder', '=', scope.folder);
+}
+
+/** SQLite: the folder's UIDs whose FTS5 row matches (the matches of the workspace's tagged words, once). */
+async function folderFtsUids(db: MailDb, scope: FolderScope, field: FolderTextField, words: readonly string[]): Promise<number[]> {
+  const tag = workspaceTag(scope.workspaceId);
+  const phrase = `"${words.map((w) => tag + w).join(' ')}" *`;
+  const expr = field === 'text' ? phrase : `{${field}} : ${phrase}`;
+  const rows = await folderMessages(db, scope)
+    .where('messages.id', 'in', (eb) =>
+      eb
+        .selectFrom('message_fts_keys')
+        .select('message_fts_keys.message_id')
+        .where('message_fts_keys.workspace_id', '=', scope.workspaceId)
+        .where('message_fts_keys.id', 'in', eb.selectFrom('message_fts').select('message_fts.rowid').where(sql.table('message_fts'), 'match', expr)),
+    )
+    .orderBy('messages.uid')
+    .execute();
+  return rows.map((r) => Number(r.uid));
+}
+
+/**
+ * PostgreSQL: the folder's UIDs whose tsvector matches. Its bare words are the fields' and the body's together, so
+ * BODY's candidates are confirmed on the body text the index read (keyset batches: memory follows the batch).
+ */
+async function folderTsUids(db: MailDb, scope: FolderScope, field: FolderTextField, words: readonly string[]): Promise<number[]> {
+  const prefix = field === 'text' || field === 'body' ? '' : FIELD_PREFIX[field];
+  const expr = words.map((w, i) => `'${prefix}${w}'${i === words.length - 1 ? ':*' : ''}`).join(' <-> ');
+  const matching = folderMessages(db, scope)
+    .innerJoin('message_contents', (join) => join.onRef('message_contents.message_id', '=', 'messages.id').onRef('message_contents.workspace_id', '=', 'messages.workspace_id'))
+    .where(sql<SqlBool>`${sql.ref('message_contents.search_document')} @@ cast(${expr} as tsquery)`)
+    .orderBy('messages.uid');
+  if (field !== 'body') return (await matching.execute()).map((r) => Number(r.uid));
+  const out: number[] = [];
+  for (let after = 0; ; ) {
+    const rows = await matching.select(['message_contents.text_body', 'message_contents.html_body']).where('messages.uid', '>', after).limit(CONFIRM_BATCH).execute();
+    for (const r of rows) if (holdsPhrase(searchTokens(bodySource(r.text_body, r.html_body)), words)) out.push(Number(r.uid));
+    if (rows.length < CONFIRM_BATCH) return out;
+    after = Number(rows[rows.length - 1]!.uid);
+  }
+}
+
 /**
  * SQLite: the message's FTS5 row, keyed by a new key, its words behind the workspace's tag (so that a query's
  * prefixes walk only this workspace's words). PostgreSQL keeps its tsvector in `message_contents`.
@@ -202,6 +263,19 @@ export function createSearchStore({ dialect }: { dialect: DialectInfo }) {
           .executeTakeFirstOrThrow(),
       ]);
       return { rows, total: Number(counted.n) };
+    },
+
+    /**
+     * IMAP SEARCH's text keys: the UIDs of a folder's messages whose indexed words in `field` hold the words of
+     * `value` in a row, the last as a prefix (`inv` finds `invoice`, `in 2024` finds `in 2024-11`), ascending; one
+     * statement over the folder's rows and the index's matches. Null when `value` has no letter or digit: such a
+     * string matches every message, as in the search API.
+     */
+    async folderTextUids(work: Work, scope: FolderScope, field: FolderTextField, value: string): Promise<number[] | null> {
+      const words = searchTokens(value);
+      if (words.length === 0) return null;
+      const db = mailDb(work);
+      return dialect.fullText === 'fts5' ? folderFtsUids(db, scope, field, words) : folderTsUids(db, scope, field, words);
     },
 
     /** A page of the threads with a message that matches, newest first, and their count. */

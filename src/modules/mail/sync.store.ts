@@ -155,6 +155,19 @@ export function createSyncStore({ clock, dialect }: { clock: Clock; dialect: Dia
       return rows.map((r) => ({ ...toEntry(r), id: r.id, size: r.size, created_at: r.created_at, raw: Buffer.from(r.raw) }));
     },
 
+    /** The stored header fields (name, value as received) of the messages of UID ranges, in UID order (SEARCH HEADER). */
+    async headersByUid(work: Work, scope: Scope, ranges: UidRanges): Promise<Array<{ uid: number; headers: Array<{ name: string; value: string }> }>> {
+      checkRanges(ranges);
+      if (ranges.length === 0) return [];
+      const rows = await inFolder(mailDb(work), scope)
+        .where(inRanges(ranges))
+        .innerJoin('message_contents', (join) => join.onRef('message_contents.message_id', '=', 'messages.id').onRef('message_contents.workspace_id', '=', 'messages.workspace_id'))
+        .select(['messages.uid', 'message_contents.headers_json'])
+        .orderBy('messages.uid')
+        .execute();
+      return rows.map((r) => ({ uid: Number(r.uid), headers: JSON.parse(r.headers_json) as Array<{ name: string; value: string }> }));
+    },
+
     /** The folder's messages changed after `modseq` (CHANGEDSINCE), in UID order; optionally only within UID ranges. */
     async changedSince(work: Work, scope: Scope, modseq: number, ranges?: UidRanges): Promise<IndexEntry[]> {
       let query = inFolder(mailDb(work), scope).select(INDEX_COLUMNS).where('messages.modseq', '>', modseq);

@@ -4,12 +4,18 @@
  */
 import type { CopyOutcome, FetchEntry, ImapFolder, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
 import { fetchData, flagsOf, needsRaw, setsSeen, UnknownCteError } from './fetch-items.js';
-import { formatRanges, parseFetchCommand, parseMailboxName, parseSequenceSet, parseSearchCommand, parseStoreCommand, resolveSequenceSet, inRanges, type Command, type FetchItem, type QresyncParams, type Ranges, type ResponseCode, type SequenceSet } from './protocol/index.js';
-import { matches, searchNeeds } from './search-eval.js';
+import { atomText, formatRanges, parseFetchCommand, parseMailboxName, parseSequenceSet, parseSearchCommand, parseStoreCommand, resolveSequenceSet, inRanges, type Command, type FetchItem, type QresyncParams, type Ranges, type ResponseCode, type ReturnOption, type SearchKey, type SequenceSet } from './protocol/index.js';
+import { matches, searchNeeds, textKey, textKeys, type SearchContext, type SearchEntry, type TextAnswers } from './search-eval.js';
 import type { ImapSession } from './session.js';
 
 /** Messages read per statement while fetching or searching (memory follows the batch, not the folder). */
 const BATCH = 100;
+/** UID ranges per store call (the store's bound). */
+const MAX_UID_RANGES = 1000;
+/** Distinct text keys in one SEARCH (each is one full-text statement). */
+export const MAX_TEXT_KEYS = 16;
+/** Characters of a text key's string (the search API's query is at most 1,000 too). */
+export const MAX_TEXT_LENGTH = 1000;
 /** How often an IDLE looks for changes. */
 export const IDLE_POLL_MS = 1000;
 
@@ -39,6 +45,11 @@ export class SelectedCommands {
   private entries: IndexEntry[] = [];
   private highestModseq = 0;
   private idling = false;
+  /**
+   * SEARCHRES's `$`: the UIDs a SEARCH RETURN (SAVE) saved, as ranges. UIDs, so an expunged message drops out of it
+   * by itself; it lives as long as this selection (a new SELECT, UNSELECT or CLOSE ends it, RFC 5182).
+   */
+  private saved: Ranges = [];
 
   constructor(
     private readonly s: ImapSession,
@@ -148,6 +159,11 @@ export class SelectedCommands {
 
   /** The messages a set names, in message-number order; a ParseError text for a message number past the end. */
   private targets(set: SequenceSet, uid: boolean): Target[] | string {
+    if (set.saved) {
+      const out: Target[] = [];
+      this.entries.forEach((entry, i) => inRanges(this.saved, entry.uid) && out.push({ seq: i + 1, entry }));
+      return out;
+    }
     const maxUid = this.entries.length > 0 ? this.entries[this.entries.length - 1]!.uid : 0;
     const ranges = resolveSequenceSet(set, uid ? maxUid : this.entries.length, { uid });
     if ('bad' in ranges) return ranges.bad;
@@ -239,33 +255,79 @@ export class SelectedCommands {
 
   private async search(cmd: Command, uid: boolean): Promise<void> {
     const parsed = parseSearchCommand(cmd.args);
-    if ('bad' in parsed) return this.s.tagged(cmd.tag, parsed.no ? 'NO' : 'BAD', parsed.bad, parsed.code ? { name: parsed.code.split(' ')[0]!, args: parsed.code.includes('(') ? [parsed.code.slice(parsed.code.indexOf('(') + 1, -1).split(' ').map((atom) => ({ atom }))] : [] } : undefined);
-    const needs = searchNeeds(parsed.key);
-    const found: number[] = [];
+    // A SEARCH that would have saved and fails leaves `$` empty (RFC 5182 2.1).
+    const saves = atomText(cmd.args[0])?.toUpperCase() === 'RETURN' && cmd.args[1]?.type === 'list' && cmd.args[1].items.some((t) => atomText(t)?.toUpperCase() === 'SAVE');
+    const fail = (status: 'NO' | 'BAD', text: string, code?: ResponseCode) => {
+      if (saves) this.saved = [];
+      this.s.tagged(cmd.tag, status, text, code);
+    };
+    if ('bad' in parsed) return fail(parsed.no ? 'NO' : 'BAD', parsed.bad, parsed.code ? { name: parsed.code.split(' ')[0]!, args: parsed.code.includes('(') ? [parsed.code.slice(parsed.code.indexOf('(') + 1, -1).split(' ').map((atom) => ({ atom }))] : [] } : undefined);
+    const keys = [...textKeys(parsed.key).values()];
+    if (keys.length > MAX_TEXT_KEYS) return fail('NO', `At most ${MAX_TEXT_KEYS} different text keys in one SEARCH.`, { name: 'LIMIT' });
+    if (keys.some((k) => k.value.length > MAX_TEXT_LENGTH)) return fail('NO', `A search string is at most ${MAX_TEXT_LENGTH} characters.`, { name: 'LIMIT' });
+    const text: TextAnswers = new Map();
+    // An empty folder needs no index statement.
+    for (const k of this.entries.length === 0 ? [] : keys) {
+      const answer = await this.s.access.searchText(this.account, this.folder, k.field, k.value);
+      if (!answer.ok) return fail('NO', `Search failed: ${answer.text}`, { name: 'UNAVAILABLE' });
+      text.set(textKey(k.field, k.value), answer.uids === null ? null : new Set(answer.uids));
+    }
+    const found = await this.evaluate(parsed.key, text);
+    this.answer(cmd.tag, uid, parsed.return, found);
+    this.s.tagged(cmd.tag, 'OK', parsed.return?.includes('SAVE') ? 'Search completed, result saved.' : 'Search completed.');
+  }
+
+  /** The matching messages, as (message number, UID), in order: the index alone, or the rows read 100 at a time. */
+  private async evaluate(key: SearchKey, text: TextAnswers): Promise<Array<[number, number]>> {
+    const needs = searchNeeds(key);
+    const found: Array<[number, number]> = [];
     const maxUid = this.entries.length > 0 ? this.entries[this.entries.length - 1]!.uid : 0;
-    const ctx = { count: this.entries.length, maxUid, now: Date.now() };
+    const ctx: Omit<SearchContext, 'seq'> = { count: this.entries.length, maxUid, now: Date.now(), saved: this.saved, text };
     for (let i = 0; i < this.entries.length; i += BATCH) {
       const batch = this.entries.slice(i, i + BATCH);
-      const rows = needs === 'index' ? new Map<number, FetchEntry>() : new Map((await this.s.access.messages(this.account, this.folder, toRanges(batch.map((e) => e.uid)), needs === 'raw')).map((r) => [r.uid, r]));
+      const ranges = toRanges(batch.map((e) => e.uid));
+      const rows = new Map<number, SearchEntry>();
+      if (needs !== 'index') for (const r of await this.s.access.messages(this.account, this.folder, ranges, false)) rows.set(r.uid, r);
+      if (needs === 'headers') {
+        for (const h of await this.s.access.headers(this.account, this.folder, ranges)) {
+          const row = rows.get(h.uid);
+          if (row) row.headers = h.headers;
+        }
+      }
       batch.forEach((e, j) => {
         const row = rows.get(e.uid);
+        // A message expunged since the view was made is not searched (its number stays until the next sync).
         if (needs !== 'index' && !row) return;
-        if (matches(parsed.key, { ...e, ...row }, { ...ctx, seq: i + j + 1 })) found.push(uid ? e.uid : i + j + 1);
+        if (matches(key, { ...e, ...row }, { ...ctx, seq: i + j + 1 })) found.push([i + j + 1, e.uid]);
       });
     }
-    if (parsed.return === undefined) {
-      this.s.send(this.s.writer.untagged({ atom: 'SEARCH' }, ...found));
-    } else {
-      const opts = parsed.return.length === 0 ? ['ALL'] : parsed.return;
-      const out: unknown[] = [[{ atom: 'TAG' }, cmd.tag]];
-      if (uid) out.push({ atom: 'UID' });
-      if (found.length > 0 && opts.includes('MIN')) out.push({ atom: 'MIN' }, Math.min(...found));
-      if (found.length > 0 && opts.includes('MAX')) out.push({ atom: 'MAX' }, Math.max(...found));
-      if (opts.includes('COUNT')) out.push({ atom: 'COUNT' }, found.length);
-      if (found.length > 0 && opts.includes('ALL')) out.push({ atom: 'ALL' }, { atom: formatRanges(toRanges(found)) });
-      this.s.send(this.s.writer.untagged({ atom: 'ESEARCH' }, ...(out as never[])));
+    return found;
+  }
+
+  /** SEARCH or ESEARCH as RETURN asks, and SAVE's `$` (MIN/MAX alone save only what they name, RFC 5182 2.4). */
+  private answer(tag: string, uid: boolean, options: ReturnOption[] | undefined, found: Array<[number, number]>): void {
+    const numbers = found.map(([seq, u]) => (uid ? u : seq));
+    if (options === undefined) {
+      this.s.send(this.s.writer.untagged({ atom: 'SEARCH' }, ...numbers));
+      return;
     }
-    this.s.tagged(cmd.tag, 'OK', 'Search completed.');
+    const opts = options.length === 0 ? ['ALL'] : options;
+    const first = found[0];
+    const last = found[found.length - 1];
+    if (opts.includes('SAVE')) {
+      const minMaxOnly = !opts.includes('ALL') && !opts.includes('COUNT') && (opts.includes('MIN') || opts.includes('MAX'));
+      const kept = !minMaxOnly ? found : [...(opts.includes('MIN') && first ? [first] : []), ...(opts.includes('MAX') && last ? [last] : [])];
+      this.saved = toRanges(kept.map(([, u]) => u));
+      // SAVE alone answers nothing but the tagged OK.
+      if (opts.length === 1) return;
+    }
+    const out: unknown[] = [[{ atom: 'TAG' }, tag]];
+    if (uid) out.push({ atom: 'UID' });
+    if (first && opts.includes('MIN')) out.push({ atom: 'MIN' }, numbers[0]);
+    if (last && opts.includes('MAX')) out.push({ atom: 'MAX' }, numbers[numbers.length - 1]);
+    if (opts.includes('COUNT')) out.push({ atom: 'COUNT' }, found.length);
+    if (found.length > 0 && opts.includes('ALL')) out.push({ atom: 'ALL' }, { atom: formatRanges(toRanges(numbers)) });
+    this.s.send(this.s.writer.untagged({ atom: 'ESEARCH' }, ...(out as never[])));
   }
 
   private async expunge(cmd: Command, uid: boolean): Promise<void> {
@@ -273,12 +335,14 @@ export class SelectedCommands {
     if (uid) {
       const parsed = parseSequenceSet(cmd.args[0]);
       if ('bad' in parsed || cmd.args.length !== 1) return this.s.tagged(cmd.tag, 'BAD', 'Invalid UID EXPUNGE arguments.');
-      const resolved = resolveSequenceSet(parsed, Number.MAX_SAFE_INTEGER, { uid: true });
+      const resolved = resolveSequenceSet(parsed, Number.MAX_SAFE_INTEGER, { uid: true, saved: this.saved });
       if ('bad' in resolved) return this.s.tagged(cmd.tag, 'BAD', resolved.bad);
       ranges = resolved;
     } else if (cmd.args.length > 0) return this.s.tagged(cmd.tag, 'BAD', 'EXPUNGE takes no arguments.');
     if (this.readOnly) return this.s.tagged(cmd.tag, 'NO', 'Mailbox is read-only.', { name: 'READ-ONLY' });
-    await this.s.access.expunge(this.account, this.folder, ranges);
+    if (ranges === undefined) await this.s.access.expunge(this.account, this.folder);
+    // A set (or a saved result) of many ranges is expunged a bounded number of ranges per statement.
+    else for (let i = 0; i < ranges.length; i += MAX_UID_RANGES) await this.s.access.expunge(this.account, this.folder, ranges.slice(i, i + MAX_UID_RANGES));
     await this.sync(true);
     this.s.tagged(cmd.tag, 'OK', 'Expunge completed.');
   }

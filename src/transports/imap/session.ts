@@ -66,7 +66,7 @@ export class ImapSession {
   }
 
   capabilities(): string[] {
-    const caps = ['IMAP4rev1', 'LITERAL+', 'SASL-IR', 'ID', 'ENABLE', 'IDLE', 'NAMESPACE', 'UNSELECT', 'CHILDREN', 'SPECIAL-USE', 'LIST-EXTENDED', 'CONDSTORE', 'QRESYNC', 'ESEARCH', 'BINARY', 'UTF8=ACCEPT', 'STATUS=SIZE', 'UIDPLUS', 'MOVE', `APPENDLIMIT=${this.options.appendLimit}`];
+    const caps = ['IMAP4rev1', 'LITERAL+', 'SASL-IR', 'ID', 'ENABLE', 'IDLE', 'NAMESPACE', 'UNSELECT', 'CHILDREN', 'SPECIAL-USE', 'LIST-EXTENDED', 'CONDSTORE', 'QRESYNC', 'ESEARCH', 'SEARCHRES', 'BINARY', 'UTF8=ACCEPT', 'STATUS=SIZE', 'UIDPLUS', 'MOVE', `APPENDLIMIT=${this.options.appendLimit}`];
     if (this.state === 'not-authenticated') {
       if (!this.tls && this.options.startTls?.()) caps.push('STARTTLS');
       if (this.loginAllowed()) caps.push('AUTH=PLAIN');

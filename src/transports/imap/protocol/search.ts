@@ -43,8 +43,9 @@ export interface SearchCommand {
 
 /** Nesting allowed for NOT, OR and parentheses together. */
 export const MAX_SEARCH_DEPTH = 64;
-const CHARSETS = new Map([['US-ASCII', 'ascii'], ['UTF-8', 'utf8'], ['ISO-8859-1', 'latin1']] as const);
-const BADCHARSET: ParseError = { bad: 'Unsupported charset.', no: true, code: 'BADCHARSET (US-ASCII UTF-8 ISO-8859-1)' };
+/** UTF-8 and its subset US-ASCII only: what RFC 9051 requires, and the full-text index's words are Unicode. */
+const CHARSETS = new Map([['US-ASCII', 'ascii'], ['UTF-8', 'utf8']] as const);
+const BADCHARSET: ParseError = { bad: 'Unsupported charset.', no: true, code: 'BADCHARSET (UTF-8 US-ASCII)' };
 
 const FLAG_KEYS: Record<string, [string, boolean]> = {
   ANSWERED: ['\\Answered', true], DELETED: ['\\Deleted', true], DRAFT: ['\\Draft', true], FLAGGED: ['\\Flagged', true], SEEN: ['\\Seen', true],
