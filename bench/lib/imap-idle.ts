@@ -9,9 +9,9 @@ import type { Dialect } from './databases.js';
 import { waitForImap, type BenchDovecot } from './dovecot.js';
 import { ImapConnection } from './imap-client.js';
 import type { BenchMaildir } from './imap-mailbox.js';
-import { createAppPassword, imapEnv, importMaildir, residentKiB, startMailroomImap } from './imap-mailroom.js';
+import { createAppPassword, imapEnv, importMaildir, residentKiB, startMailroomApi, startMailroomImap } from './imap-mailroom.js';
 import type { Measurement } from './load.js';
-import { apiRequest, BENCH_DOMAIN, bootstrapTenant, createMailbox, loginOwner, ROOT, startMailroom } from './mailroom.js';
+import { apiRequest, BENCH_DOMAIN, bootstrapTenant, createMailbox, loginOwner, ROOT } from './mailroom.js';
 import { processCpuMs } from './cpu.js';
 import { freeLoopbackPort, waitForOutput } from './processes.js';
 import { seededRandom } from './mail-content.js';
@@ -29,6 +29,9 @@ const CLIENTS_TOOL = join(ROOT, 'bench', 'tools', 'imap-idle-clients.ts');
 /** After the sessions are open, how long the server idles before its resident set is read. */
 const SETTLE_MS = 5000;
 const WARMUP_SESSIONS = 100;
+/** How long the sessions may take to open: every open session polls meanwhile, so the last ones open slowest. */
+const OPEN_TIMEOUT_MS = 120_000;
+const OPEN_MS_PER_SESSION = 250;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -120,7 +123,7 @@ export async function idleLatencyCase(context: SuiteContext, dialect: Dialect, d
     const tenant = await bootstrapTenant(context, database.url);
     const split = dialect === 'postgres';
     const oneProcessPort = await freeLoopbackPort();
-    const api = await startMailroom(context, scope, database.url, split ? ['api'] : ['api', 'imap'], { env: split ? {} : imapEnv(oneProcessPort, 100), profileName: `mailroom-imap-idle-${dialect}` });
+    const api = await startMailroomApi(context, scope, database.url, split ? ['api'] : ['api', 'imap'], split ? {} : imapEnv(oneProcessPort, 100), `mailroom-imap-idle-${dialect}`);
     await createMailbox(api.url, tenant.apiKey, IDLE_MAILBOX, 'IMAP IDLE bench mailbox', signal);
     const password = await createAppPassword(api.url, await loginOwner(api.url, signal), IDLE_MAILBOX, signal);
     await importMaildir(context, database, IDLE_MAILBOX, maildir.smallDir, maildir.smallCount);
@@ -168,7 +171,7 @@ async function openSessions(context: SuiteContext, port: number, password: strin
     env: { ...process.env, BENCH_IMAP_PORT: String(port), BENCH_IMAP_USER: IDLE_MAILBOX, BENCH_IMAP_PASSWORD: password, BENCH_IMAP_SESSIONS: String(sessions) },
   });
   try {
-    const match = await waitForOutput(proc, /^(ready|failed) (.*)$/m, 60_000 + sessions * 20, context.signal);
+    const match = await waitForOutput(proc, /^(ready|failed) (.*)$/m, OPEN_TIMEOUT_MS + sessions * OPEN_MS_PER_SESSION, context.signal);
     if (match[1] === 'failed') throw new Error(`the idle sessions failed: ${match[2]!}`);
     return { stop: () => proc.stop(), ms: (JSON.parse(match[2]!) as { ms: number }).ms };
   } catch (error) {
@@ -191,7 +194,7 @@ export async function sessionsCase(context: SuiteContext, maildir: BenchMaildir,
     const database = await freshDatabase(context, scope, dialect, 'imap-sessions');
     const tenant = await bootstrapTenant(context, database.url);
     const port = await freeLoopbackPort();
-    const service = await startMailroom(context, scope, database.url, ['api', 'imap'], { env: imapEnv(port, sessions + 200), profileName: `mailroom-imap-sessions-${dialect}` });
+    const service = await startMailroomApi(context, scope, database.url, ['api', 'imap'], imapEnv(port, sessions + 200), `mailroom-imap-sessions-${dialect}`);
     await createMailbox(service.url, tenant.apiKey, IDLE_MAILBOX, 'IMAP IDLE bench mailbox', signal);
     const password = await createAppPassword(service.url, await loginOwner(service.url, signal), IDLE_MAILBOX, signal);
     await importMaildir(context, database, IDLE_MAILBOX, maildir.smallDir, maildir.smallCount);

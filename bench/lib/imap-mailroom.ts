@@ -8,12 +8,13 @@ import type { BenchDatabase } from './databases.js';
 import { waitForImap } from './dovecot.js';
 import type { Measurement } from './load.js';
 import { apiRequest, MAILROOM_BIN, mailroomEnv } from './mailroom.js';
-import { freeLoopbackPort, type ManagedProcess } from './processes.js';
+import { freeLoopbackPort, waitForHttp, type ManagedProcess } from './processes.js';
 import type { Scope } from './scope.js';
 import { latencyStats } from './smtp-load.js';
 import { profileFlags, type SuiteContext } from './suite.js';
 
 const READY_TIMEOUT_MS = 30_000;
+const API_READY_TIMEOUT_MS = 120_000;
 const IMPORT_TIMEOUT_MS = 3600_000;
 
 /** A server the cases talk to: where, as whom, and the CPU it has used so far (ms; null off Linux). */
@@ -54,8 +55,32 @@ export async function startMailroomImap(
     env: mailroomEnv({ MAILROOM_DATABASE_URL: databaseUrl, ...imapEnv(port, 1000) }),
   });
   scope.defer(proc.name, () => proc.stop());
-  await waitForImap(port, proc, login.user, login.password, READY_TIMEOUT_MS, context.signal);
+  await waitForImap(port, proc, login.user, login.password, API_READY_TIMEOUT_MS, context.signal);
   return { port, process: proc };
+}
+
+/**
+ * `mailroom serve` with the api role (and the given others) on free loopback ports, as `startMailroom` starts it but
+ * with more time to be ready: with the imap role it loads more, and the IMAP cases run on busy machines too.
+ */
+export async function startMailroomApi(
+  context: SuiteContext,
+  scope: Scope,
+  databaseUrl: string,
+  roles: readonly string[],
+  env: Record<string, string>,
+  profileName: string,
+): Promise<{ url: string; process: ManagedProcess }> {
+  const port = await freeLoopbackPort();
+  const proc = context.processes.start(`mailroom serve --role ${roles.join(',')}`, {
+    args: [...profileFlags(context.settings, profileName), MAILROOM_BIN, 'serve', ...roles.flatMap((r) => ['--role', r])],
+    cwd: context.workDir,
+    env: mailroomEnv({ MAILROOM_DATABASE_URL: databaseUrl, MAILROOM_HTTP_HOST: '127.0.0.1', MAILROOM_HTTP_PORT: String(port), ...env }),
+  });
+  scope.defer(proc.name, () => proc.stop());
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${url}/health`, proc, API_READY_TIMEOUT_MS, context.signal);
+  return { url, process: proc };
 }
 
 /** POST /app/api/app-passwords as the owner's session: the password a mail client logs in to `mailbox` with. */

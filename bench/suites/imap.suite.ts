@@ -8,8 +8,8 @@ import { DOVECOT_BINARY, startBenchDovecot, waitForImap, type BenchDovecot } fro
 import { ImapConnection } from '../lib/imap-client.js';
 import { idleCase, idleLatencyCase, SESSIONS_CASE, sessionsCase } from '../lib/imap-idle.js';
 import { writeBenchMaildir, type BenchMaildir } from '../lib/imap-mailbox.js';
-import { createAppPassword, imapEnv, importMaildir, mailroomTarget, runsMeasurement, timed, type ImapTarget, type Runs } from '../lib/imap-mailroom.js';
-import { BENCH_DOMAIN, bootstrapTenant, createMailbox, loginOwner, startMailroom } from '../lib/mailroom.js';
+import { createAppPassword, imapEnv, importMaildir, mailroomTarget, runsMeasurement, startMailroomApi, timed, type ImapTarget, type Runs } from '../lib/imap-mailroom.js';
+import { BENCH_DOMAIN, bootstrapTenant, createMailbox, loginOwner } from '../lib/mailroom.js';
 import { freeLoopbackPort } from '../lib/processes.js';
 import { withScope } from '../lib/scope.js';
 import { settleAfterBulkLoad } from '../lib/store.js';
@@ -157,7 +157,7 @@ async function mailboxCases(context: SuiteContext, dialect: Dialect, dovecot: Be
     const database = await freshDatabase(context, scope, dialect, 'imap');
     const tenant = await bootstrapTenant(context, database.url);
     const port = await freeLoopbackPort();
-    const service = await startMailroom(context, scope, database.url, ['api', 'imap'], { env: imapEnv(port, 100), profileName: `mailroom-imap-${dialect}` });
+    const service = await startMailroomApi(context, scope, database.url, ['api', 'imap'], imapEnv(port, 100), `mailroom-imap-${dialect}`);
     await createMailbox(service.url, tenant.apiKey, MAILBOX, 'IMAP bench mailbox', signal);
     const password = await createAppPassword(service.url, await loginOwner(service.url, signal), MAILBOX, signal);
     context.log(`  [${dialect}] importing ${maildir.messages} messages (mailroom admin import-mailbox)…`);
