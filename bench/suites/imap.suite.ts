@@ -133,7 +133,8 @@ async function mbsyncCase(context: SuiteContext, dialect: Dialect, targets: read
   let pulls = 0;
   const [base, subject] = await alternate(context, targets, runs, async (target, _i, into) => {
     const dir = join(context.workDir, `mbsync-${dialect}-${target.name}-${++pulls}`);
-    await mkdir(dir);
+    // mbsync creates the INBOX folder, not the store's own directory.
+    await mkdir(join(dir, 'mail'), { recursive: true });
     const rc = join(dir, 'mbsyncrc');
     await writeFile(rc, mbsyncConfig(target, join(dir, 'mail')));
     try {
