@@ -13,7 +13,6 @@ import type { Scope } from './scope.js';
 import { latencyStats } from './smtp-load.js';
 import { profileFlags, type SuiteContext } from './suite.js';
 
-const READY_TIMEOUT_MS = 30_000;
 const API_READY_TIMEOUT_MS = 120_000;
 const IMPORT_TIMEOUT_MS = 3600_000;
 
