@@ -278,7 +278,7 @@ export const imapSuite: Suite = {
     const s = imapSettings();
     // Generous: the writing, an import per database, the runs (mbsync the longest), the IDLE changes and sessions.
     const perDatabase = 120 + s.messages / 50 + s.runs * 2 * (30 + s.messages / 200) + s.changes * 2 * 1.5;
-    return 120 + s.messages / 100 + DIALECTS.length * perDatabase + 120 + s.sessions / 20;
+    return 120 + s.messages / 100 + DIALECTS.length * perDatabase + 240 + s.sessions * 0.3;
   },
   run: runSuite,
 };
