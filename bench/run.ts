@@ -4,7 +4,8 @@
  *
  * Environment: BENCH_DURATION_S (10), BENCH_WARMUP_S (2), BENCH_CONNECTIONS (50),
  * BENCH_CPU_PROFILE (1: server children write .cpuprofile files to bench/results/profiles/),
- * BENCH_INBOX_MESSAGES (100000: messages in the inbox suite's mailbox), BENCH_SEARCH_MESSAGES (1000000: in the search suite's), BENCH_CLI_RUNS (21: timed runs of each command
+ * BENCH_INBOX_MESSAGES (100000: messages in the inbox suite's mailbox), BENCH_SEARCH_MESSAGES (1000000: in the search suite's),
+ * BENCH_IMAP_MESSAGES (10000: the imap suite's mailbox; see bench/README.md for its other settings), BENCH_CLI_RUNS (21: timed runs of each command
  * in the cli suite), BENCH_REPEAT (1: runs of each suite; the
  * report gives each case's run with the median ratio),
  * MAILROOM_BENCH_PG_URL (postgres://postgres@127.0.0.1:5432/postgres), MAILROOM_BENCH_BIN (another
@@ -26,6 +27,7 @@ import { cliSuite } from './suites/cli.suite.js';
 import { firstMailSuite } from './suites/first-mail.suite.js';
 import { hostileSuite } from './suites/hostile.suite.js';
 import { httpSuite } from './suites/http.suite.js';
+import { imapSuite } from './suites/imap.suite.js';
 import { inboxSuite } from './suites/inbox.suite.js';
 import { outboundSuite } from './suites/outbound.suite.js';
 import { searchSuite } from './suites/search.suite.js';
@@ -36,7 +38,7 @@ import { webhooksSuite } from './suites/webhooks.suite.js';
 import { webSuite } from './suites/web.suite.js';
 
 /** Every suite, in the order a bare `npm run bench` runs them. Add new suites here. */
-const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, batchSuite, webhooksSuite, hostileSuite, cliSuite, streamSuite, searchSuite, webSuite, firstMailSuite, attachmentSuite];
+const SUITES: readonly Suite[] = [httpSuite, smtpSuite, inboxSuite, outboundSuite, transactionalSuite, batchSuite, webhooksSuite, hostileSuite, cliSuite, streamSuite, searchSuite, webSuite, firstMailSuite, attachmentSuite, imapSuite];
 
 const RESULTS_FILE = join(ROOT, 'bench', 'results', 'latest.json');
 const PROFILE_DIR = join(ROOT, 'bench', 'results', 'profiles');
@@ -86,6 +88,8 @@ function usage(): string {
     '             BENCH_INBOX_MESSAGES (100000: messages in the inbox suite\'s mailbox),',
     '             BENCH_SEARCH_MESSAGES (1000000: messages in the search suite\'s workspace),',
     '             BENCH_CLI_RUNS (21: timed runs of each command in the cli suite),',
+    '             BENCH_IMAP_MESSAGES (10000), BENCH_IMAP_RUNS (5), BENCH_IMAP_IDLE_CHANGES (100), BENCH_IMAP_IDLE_SESSIONS (10000),',
+    '             BENCH_IMAP_CASES (all: mbsync,fetch,search,idle,sessions): the imap suite,',
     '             BENCH_SERVICE_ENV (\'MAILROOM_X=v …\': settings for every Mailroom child, to try a tuning),',
     '             BENCH_REPEAT (1: runs of each suite; each case reported from its run with the median ratio)',
   ].join('\n');
@@ -221,6 +225,9 @@ async function main(): Promise<number> {
         : []),
       ...(results.some((r) => r.suite === 'outbound')
         ? ['outbound: msg/s from the first send to the last acceptance; CPU/op is the sender\'s (the bench process for nodemailer);', 'the service\'s p50/p99 are POST /send answer times (queued), not delivery times.']
+        : []),
+      ...(results.some((r) => r.suite === 'imap')
+        ? ['imap: msg/s = messages ÷ the median run (mbsync, FETCH); searches/s = 1 ÷ the median search; notif/s = 1000 ÷ the mean', 'IDLE latency (p50/p99: the latencies); CPU/op: Mailroom\'s process, or Dovecot\'s master and all its children.']
         : []),
       ...(results.some((r) => r.suite === 'stream')
         ? ['stream: p50/p99 are arrival at the SSE reader − the event\'s created_at (set inside the writing transaction, so they', 'include the commit); events/s is the fixed send rate; CPU/op is all the service\'s processes per event (ingest included).']
