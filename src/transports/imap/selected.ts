@@ -157,17 +157,22 @@ export class SelectedCommands {
     if ('bad' in parsed) return this.s.tagged(cmd.tag, 'BAD', parsed.bad);
     let targets = this.targets(parsed.set, uid);
     if (typeof targets === 'string') return this.s.tagged(cmd.tag, 'BAD', targets);
+    if (parsed.changedSince !== undefined || parsed.items.some((i) => i.kind === 'MODSEQ')) await this.s.enableCondstore();
     if (parsed.changedSince !== undefined) {
-      this.s.enabled.add('CONDSTORE');
       const since = Number(parsed.changedSince);
       targets = targets.filter((t) => t.entry.modseq > since);
     }
     const markSeen = setsSeen(parsed.items) && !this.readOnly;
     let items: FetchItem[] = parsed.items;
+    // FLAGS nobody asked for goes only with the messages this FETCH marked \Seen, as Dovecot sends it.
+    let newlySeen = new Set<number>();
     if (markSeen) {
       const unread = targets.filter((t) => !t.entry.read).map((t) => t.entry.uid);
       if (unread.length > 0) await this.s.access.store(this.account, this.folder, toRanges(unread), { mode: 'add', flags: { read: true }, keywords: [] });
-      if (unread.length > 0 && !items.some((i) => i.kind === 'FLAGS')) items = [...items, { kind: 'FLAGS' }];
+      if (unread.length > 0 && !items.some((i) => i.kind === 'FLAGS')) {
+        items = [...items, { kind: 'FLAGS' }];
+        newlySeen = new Set(unread);
+      }
     }
     const modseq = this.condstore && (parsed.changedSince !== undefined || items.some((i) => i.kind === 'MODSEQ'));
     const withRaw = needsRaw(items);
@@ -179,11 +184,12 @@ export class SelectedCommands {
           const row = rows.get(t.entry.uid);
           if (!row) continue;
           this.entries[t.seq - 1] = indexOf(row);
-          await this.s.sendBytes(Buffer.concat([Buffer.from(`* ${t.seq} FETCH `), fetchData(row, items, { uid, modseq }), Buffer.from('\r\n')]));
+          const rowItems = newlySeen.size > 0 && !newlySeen.has(row.uid) ? parsed.items : items;
+          await this.s.sendBytes(Buffer.concat([Buffer.from(`* ${t.seq} FETCH `), fetchData(row, rowItems, { uid, modseq }), Buffer.from('\r\n')]));
         }
       }
     } catch (err) {
-      if (err instanceof UnknownCteError) return this.s.tagged(cmd.tag, 'NO', 'Unknown Content-Transfer-Encoding.', { name: 'UNKNOWN-CTE' });
+      if (err instanceof UnknownCteError) return this.s.tagged(cmd.tag, 'NO', err.code === 'PARSE' ? 'The message part does not decode.' : 'Unknown Content-Transfer-Encoding.', { name: err.code });
       throw err;
     }
     this.s.tagged(cmd.tag, 'OK', 'Fetch completed.');
@@ -192,10 +198,12 @@ export class SelectedCommands {
   private async store(cmd: Command, uid: boolean): Promise<void> {
     const parsed = parseStoreCommand(cmd.args);
     if ('bad' in parsed) return this.s.tagged(cmd.tag, 'BAD', parsed.bad);
-    if (this.readOnly) return this.s.tagged(cmd.tag, 'NO', 'Mailbox is read-only.', { name: 'READ-ONLY' });
     const targets = this.targets(parsed.set, uid);
     if (typeof targets === 'string') return this.s.tagged(cmd.tag, 'BAD', targets);
-    if (parsed.unchangedSince !== undefined) this.s.enabled.add('CONDSTORE');
+    if (parsed.unchangedSince !== undefined) await this.s.enableCondstore();
+    // As Dovecot answers: a STORE on an EXAMINEd folder is ignored, a conditional one fails.
+    if (this.readOnly && parsed.unchangedSince !== undefined) return this.s.tagged(cmd.tag, 'NO', 'CONDSTORE failed: Mailbox is read-only.');
+    if (this.readOnly) return this.s.tagged(cmd.tag, 'OK', 'Store ignored with read-only mailbox.');
     const flags: { read?: boolean; flagged?: boolean; answered?: boolean; deleted?: boolean } = {};
     const keywords: string[] = [];
     for (const f of parsed.flags) {
@@ -272,8 +280,8 @@ export class SelectedCommands {
       if ('bad' in resolved) return this.s.tagged(cmd.tag, 'BAD', resolved.bad);
       ranges = resolved;
     } else if (cmd.args.length > 0) return this.s.tagged(cmd.tag, 'BAD', 'EXPUNGE takes no arguments.');
-    if (this.readOnly) return this.s.tagged(cmd.tag, 'NO', 'Mailbox is read-only.', { name: 'READ-ONLY' });
-    await this.s.access.expunge(this.account, this.folder, ranges);
+    // An EXAMINEd folder expunges nothing and says OK, as Dovecot does.
+    if (!this.readOnly) await this.s.access.expunge(this.account, this.folder, ranges);
     await this.sync(true);
     this.s.tagged(cmd.tag, 'OK', 'Expunge completed.');
   }
