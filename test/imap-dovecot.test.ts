@@ -52,6 +52,7 @@ SGVsbG8sIHdvcmxkIQ==
 `)],
 ];
 
+const NUL_FIXTURE = '30-broken-nul-bytes.eml';
 const HEADER_FIELDS = 'BODY.PEEK[HEADER.FIELDS (From To Subject Date Message-ID)]';
 const FETCH_ALL = `FETCH 1:* (FLAGS RFC822.SIZE ENVELOPE BODYSTRUCTURE ${HEADER_FIELDS} BODY.PEEK[1.MIME] BODY.PEEK[TEXT]<0.100>)`;
 
@@ -134,6 +135,8 @@ function normaliseCode(code: string): string {
   const [name] = code.split(' ');
   if (name === 'UIDVALIDITY' || name === 'HIGHESTMODSEQ' || name === 'UIDNEXT') return `${name} N`;
   if (name === 'CAPABILITY') return name;
+  // Mailroom adds RFC 5530's NONEXISTENT where Dovecot 2.3 says a bare NO; CLIENTBUG is Dovecot's advice (decision 596).
+  if (name === 'NONEXISTENT' || name === 'CLIENTBUG') return '';
   if (name === 'PERMANENTFLAGS') return code.replace(/ ?\\Draft/, '').replace('( ', '(');
   return code;
 }
@@ -150,7 +153,8 @@ function shape(bytes: Buffer): string[] {
     const line = bytes.toString('latin1', pos, eol < 0 ? bytes.length : eol);
     const status = /^(\*|t\d+) (OK|NO|BAD|BYE|PREAUTH)(?: \[([^\]]*)\])?/.exec(line);
     if (status) {
-      out.push(`${status[1] === '*' ? '*' : 'tag'} ${status[2]}${status[3] === undefined ? '' : ` [${normaliseCode(status[3])}]`}`);
+      const code = status[3] === undefined ? '' : normaliseCode(status[3]);
+      out.push(`${status[1] === '*' ? '*' : 'tag'} ${status[2]}${code === '' ? '' : ` [${code}]`}`);
       pos = eol < 0 ? bytes.length : eol + 2;
       continue;
     }
@@ -205,6 +209,8 @@ describe.skipIf(!hasDovecot())(`IMAP answers against Dovecot (${TEST_DIALECT})`,
   let ours: Map<string, Buffer>;
   let theirs: Map<string, Buffer>;
   const refused: string[] = [];
+  /** The message with NUL bytes: Dovecot drops a decoded NUL where Mailroom keeps it (left open, decision 596). */
+  const withNul = new Set<number>();
 
   /** Delivers the corpus over SMTP; returns what INBOX then holds (bytes and INTERNALDATE), in UID order. */
   async function deliverCorpus(port: number, password: string): Promise<Array<{ raw: Buffer; date: Date }>> {
@@ -237,6 +243,7 @@ describe.skipIf(!hasDovecot())(`IMAP answers against Dovecot (${TEST_DIALECT})`,
     const stored = await deliverCorpus(port, password);
     // INBOX may hold fewer than were accepted (a report is filed elsewhere); the comparison is over what it holds.
     names = names.slice(0, stored.length);
+    if (names.includes(NUL_FIXTURE)) withNul.add(names.indexOf(NUL_FIXTURE) + 1);
     dovecot = await startDovecot();
     await dovecot.addMessages('INBOX', stored.map((m) => ({ raw: m.raw, internalDate: m.date })));
     // A first session takes \Recent from every message (Mailroom never sets it): both then say 0 RECENT.
@@ -270,7 +277,7 @@ describe.skipIf(!hasDovecot())(`IMAP answers against Dovecot (${TEST_DIALECT})`,
     const mine = fetchLines(ours.get('FETCH')!);
     const reference = fetchLines(theirs.get('FETCH')!);
     expect(reference.size).toBe(names.length);
-    for (const [seq, line] of reference) expect(mine.get(seq), `message ${seq} (${names[seq - 1]})`).toBe(line);
+    for (const [seq, line] of reference) if (!withNul.has(seq)) expect(mine.get(seq), `message ${seq} (${names[seq - 1]})`).toBe(line);
     expect(shape(ours.get('FETCH')!).at(-1)).toBe(shape(theirs.get('FETCH')!).at(-1));
   });
 
@@ -280,6 +287,7 @@ describe.skipIf(!hasDovecot())(`IMAP answers against Dovecot (${TEST_DIALECT})`,
 
   it('BINARY.PEEK[1]: the same decoded bytes, or the same NO and code, for every message', () => {
     for (let seq = 1; seq <= names.length; seq++) {
+      if (withNul.has(seq)) continue;
       const step = `BINARY ${seq}`;
       const reference = shape(theirs.get(step)!);
       const tagged = reference.at(-1)!;

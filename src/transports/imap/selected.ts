@@ -64,7 +64,8 @@ export class SelectedCommands {
     if (firstUnseen >= 0) w.status('OK', `First unseen.`, { name: 'UNSEEN', args: [firstUnseen + 1] });
     w.status('OK', 'UIDs valid.', { name: 'UIDVALIDITY', args: [status.uidvalidity] });
     w.status('OK', 'Predicted next UID.', { name: 'UIDNEXT', args: [status.uidnext] });
-    w.status('OK', 'Highest.', { name: 'HIGHESTMODSEQ', args: [status.highestmodseq] });
+    // Only once CONDSTORE is enabled (RFC 7162 3.1.2.1), as Dovecot answers; ENABLE later announces it then.
+    if (this.condstore) w.status('OK', 'Highest.', { name: 'HIGHESTMODSEQ', args: [status.highestmodseq] });
     if (qresync && qresync.uidValidity === status.uidvalidity) {
       const since = Number(qresync.modseq);
       const gone = await this.s.access.expungedSince(this.account, this.folder, since);
@@ -110,9 +111,10 @@ export class SelectedCommands {
 
   private flagsResponse(seq: number, e: IndexEntry, uid: boolean): void {
     const items: unknown[] = [];
+    // UID, MODSEQ, FLAGS: Dovecot's order for flag changes.
     if (uid || this.s.enabled.has('QRESYNC')) items.push({ atom: 'UID' }, e.uid);
-    items.push({ atom: 'FLAGS' }, flagsOf(e).map((atom) => ({ atom })));
     if (this.condstore) items.push({ atom: 'MODSEQ' }, [e.modseq]);
+    items.push({ atom: 'FLAGS' }, flagsOf(e).map((atom) => ({ atom })));
     this.s.writer.untagged(seq, { atom: 'FETCH' }, items as never);
   }
 
