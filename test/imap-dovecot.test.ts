@@ -11,7 +11,8 @@ import { mailWorld } from './helpers/world.js';
 // The whole server against Dovecot 2.3 (the reference): the same messages in a Mailroom INBOX (delivered over SMTP)
 // and in a private Dovecot's INBOX (the bytes Mailroom stored, with its INTERNALDATE), the same commands on both over
 // real sockets, and the answers compared as a client reads them. Normalised, and only these: response texts (and the
-// tag), UIDVALIDITY and MODSEQ values, UIDs, and PERMANENTFLAGS' \Draft (Mailroom cannot store it: a decision).
+// tag), UIDVALIDITY and MODSEQ values, UIDs, and the differences kept by decision 596 (PERMANENTFLAGS' \Draft,
+// NONEXISTENT, the NUL-byte message) and Dovecot's CLIENTBUG advice.
 
 const FIXTURES = new URL('./fixtures/eml/', import.meta.url);
 const MAILBOX = 'interop@mailroom.localhost';
