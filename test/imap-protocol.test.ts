@@ -452,7 +452,7 @@ describe('FETCH', () => {
 
   it('names items in responses as RFC 9051 shows them', () => {
     const r = parseFetchCommand(args('1 (BODY.PEEK[1.HEADER.FIELDS (From To)]<0.100> BINARY.PEEK[1]<4.1> RFC822.SIZE)'), { uid: false });
-    expect('items' in r && r.items.map(fetchItemName)).toEqual(['BODY[1.HEADER.FIELDS (From To)]<0>', 'BINARY[1]<4>', 'RFC822.SIZE']);
+    expect('items' in r && r.items.map(fetchItemName)).toEqual(['BODY[1.HEADER.FIELDS (FROM TO)]<0>', 'BINARY[1]<4>', 'RFC822.SIZE']);
   });
 
   const part = fc.array(fc.integer({ min: 1, max: 99 }), { maxLength: 3 });

@@ -82,6 +82,11 @@ default_internal_user = ${who.internalUser}
 default_internal_group = ${who.internalGroup}
 first_valid_uid = 1
 mail_location = maildir:${dir}/mail/%u
+# Mailroom's hierarchy delimiter, so NAMESPACE and LIST answers compare as they are.
+namespace inbox {
+  inbox = yes
+  separator = /
+}
 passdb {
   driver = static
   args = password=pass
@@ -246,6 +251,7 @@ function responseReader(socket: Socket): (done: (line: Buffer) => boolean) => Pr
     });
 }
 
+/** A raw-socket client of any IMAP server that greets with its capabilities, logged in with LOGIN. */
 export async function connectClient(port: number, user: string, password: string): Promise<ImapRawClient> {
   const socket: Socket = tcpConnect(port, '127.0.0.1');
   const until = responseReader(socket);

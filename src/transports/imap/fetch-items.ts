@@ -26,10 +26,18 @@ export function flagsOf(e: IndexEntry): string[] {
   return flags.concat(e.labels);
 }
 
+/** The items Dovecot writes ahead of the others in a FETCH response. */
+const SHORT_ITEMS = new Set<FetchItem['kind']>(['UID', 'FLAGS', 'INTERNALDATE', 'RFC822.SIZE', 'MODSEQ']);
+
 const text = (s: string) => Buffer.from(s, 'latin1');
 const literal = (b: Buffer) => Buffer.concat([text(`{${b.length}}\r\n`), b]);
 
-export class UnknownCteError extends Error {}
+/** A BINARY item whose part does not decode: the FETCH fails with NO and this code, as Dovecot's does. */
+export class UnknownCteError extends Error {
+  constructor(readonly code: 'UNKNOWN-CTE' | 'PARSE') {
+    super(code);
+  }
+}
 
 /** The bytes of `(item value item value …)` for one message; throws UnknownCteError for a BINARY it cannot decode. */
 export function fetchData(entry: FetchEntry, items: readonly FetchItem[], extra: { uid: boolean; modseq: boolean }): Buffer {
@@ -42,6 +50,8 @@ export function fetchData(entry: FetchEntry, items: readonly FetchItem[], extra:
   const once = (name: string) => !names.has(name) && (names.add(name), true);
   if (extra.uid && !items.some((i) => i.kind === 'UID')) items = [{ kind: 'UID' }, ...items];
   if (extra.modseq && !items.some((i) => i.kind === 'MODSEQ')) items = [...items, { kind: 'MODSEQ' }];
+  // Dovecot's order: the short items first, then the others, each group as asked (clients read UID before a body).
+  items = [...items.filter((i) => SHORT_ITEMS.has(i.kind)), ...items.filter((i) => !SHORT_ITEMS.has(i.kind))];
   for (const item of items) {
     const name = fetchItemName(item);
     if (!once(name)) continue;

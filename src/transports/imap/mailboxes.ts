@@ -14,12 +14,13 @@ function nameValue(s: ImapSession, name: string): Value {
   const encoded = encodeMailboxName(name, { utf8: s.enabled.has('UTF8=ACCEPT') });
   return isAtom(encoded) ? { atom: encoded } : encoded;
 }
-const STATUS_ITEMS = new Set(['MESSAGES', 'UIDNEXT', 'UIDVALIDITY', 'UNSEEN', 'HIGHESTMODSEQ', 'SIZE', 'RECENT', 'DELETED']);
+/** STATUS items in the order Dovecot writes them, whatever order they were asked in. */
+const STATUS_ITEMS = ['MESSAGES', 'RECENT', 'UIDNEXT', 'UIDVALIDITY', 'UNSEEN', 'HIGHESTMODSEQ', 'SIZE', 'DELETED'];
 
 /** True when the command was one of this state's (answered); false to let the caller say BAD. */
 export async function authenticatedCommand(s: ImapSession, cmd: Command): Promise<boolean> {
   switch (cmd.name) {
-    case 'ENABLE': enable(s, cmd); return true;
+    case 'ENABLE': await enable(s, cmd); return true;
     case 'NAMESPACE':
       s.send(s.writer.untagged({ atom: 'NAMESPACE' }, [['', DELIMITER]], null, null));
       s.tagged(cmd.tag, 'OK', 'Namespace completed.');
@@ -47,16 +48,16 @@ export async function authenticatedCommand(s: ImapSession, cmd: Command): Promis
   }
 }
 
-function enable(s: ImapSession, cmd: Command): void {
+async function enable(s: ImapSession, cmd: Command): Promise<void> {
   const now: string[] = [];
   for (const t of cmd.args) {
     const name = atomText(t)?.toUpperCase();
     if (name === undefined) return s.tagged(cmd.tag, 'BAD', 'Invalid arguments.');
     if (['CONDSTORE', 'QRESYNC', 'UTF8=ACCEPT'].includes(name) && !s.enabled.has(name)) {
+      // QRESYNC implies CONDSTORE (RFC 7162).
+      if (name === 'CONDSTORE' || name === 'QRESYNC') await s.enableCondstore();
       s.enabled.add(name);
       now.push(name);
-      // QRESYNC implies CONDSTORE (RFC 7162).
-      if (name === 'QRESYNC' && !s.enabled.has('CONDSTORE')) s.enabled.add('CONDSTORE');
     }
   }
   if (s.enabled.has('UTF8=ACCEPT')) s.writer.utf8 = true;
@@ -77,37 +78,79 @@ function patternMatcher(reference: string, pattern: string): (name: string) => b
   return (name) => re.test(name) || (name === 'INBOX' && inbox.test(name));
 }
 
-function list(s: ImapSession, cmd: Command, kind: 'LIST' | 'LSUB'): void {
-  let i = 0;
-  let specialOnly = false;
-  let returnSpecial = true;
-  const first = cmd.args[0];
-  if (kind === 'LIST' && first?.type === 'list') {
-    for (const o of first.items) if (atomText(o)?.toUpperCase() === 'SPECIAL-USE') specialOnly = true;
-    i = 1;
+/** What a LIST answer carries per folder: non-extended LIST says children and special use, LSUB special use only. */
+interface ListReturn {
+  children: boolean;
+  special: boolean;
+  subscribed: boolean;
+}
+
+/** LIST-EXTENDED selection options (RFC 5258); a BAD text when one is unknown. */
+function selectionOptions(first: Token | undefined): { special: boolean; subscribed: boolean } | string {
+  const out = { special: false, subscribed: false };
+  let recursive = false;
+  if (first?.type !== 'list') return out;
+  for (const o of first.items) {
+    const name = atomText(o)?.toUpperCase();
+    if (name === 'SPECIAL-USE') out.special = true;
+    else if (name === 'SUBSCRIBED') out.subscribed = true;
+    else if (name === 'RECURSIVEMATCH') recursive = true;
+    else if (name !== 'REMOTE') return 'Unknown select options.';
   }
+  if (recursive && !out.special && !out.subscribed) return 'RECURSIVEMATCH must not be the only selection.';
+  return out;
+}
+
+/** RETURN options add to what the selection options return; a BAD text when one is unknown. */
+function returnOptions(items: Token, ret: ListReturn): string | null {
+  if (items.type !== 'list') return 'Invalid LIST arguments.';
+  for (const o of items.items) {
+    const name = atomText(o)?.toUpperCase();
+    if (name === 'CHILDREN') ret.children = true;
+    else if (name === 'SPECIAL-USE') ret.special = true;
+    else if (name === 'SUBSCRIBED') ret.subscribed = true;
+    else return 'Unknown return options.';
+  }
+  return null;
+}
+
+/** Every folder of a mailbox is subscribed (SUBSCRIBE and UNSUBSCRIBE change nothing). */
+function folderFlags(f: ImapFolder, ret: ListReturn): Array<{ atom: string }> {
+  const flags: Array<{ atom: string }> = [];
+  if (ret.subscribed) flags.push({ atom: '\\Subscribed' });
+  if (ret.children) flags.push({ atom: '\\HasNoChildren' });
+  if (ret.special && f.specialUse) flags.push({ atom: f.specialUse });
+  return flags;
+}
+
+function list(s: ImapSession, cmd: Command, kind: 'LIST' | 'LSUB'): void {
+  const first = cmd.args[0];
+  const selection = kind === 'LIST' ? selectionOptions(first) : { special: false, subscribed: false };
+  if (typeof selection === 'string') return s.tagged(cmd.tag, 'BAD', selection);
+  const i = kind === 'LIST' && first?.type === 'list' ? 1 : 0;
   const reference = astringText(cmd.args[i]);
   const patternToken = cmd.args[i + 1];
   const patterns = patternToken?.type === 'list' ? patternToken.items.map(astringText) : [astringText(patternToken)];
-  const ret = cmd.args[i + 2];
-  if (ret !== undefined) {
+  // As Dovecot answers: any LIST-EXTENDED syntax returns only what was asked for; LSUB returns special use only.
+  const extended = i === 1 || patternToken?.type === 'list' || cmd.args.length > i + 2;
+  const ret: ListReturn = kind === 'LSUB' ? { children: false, special: true, subscribed: false } : { children: !extended, special: !extended || selection.special, subscribed: selection.subscribed };
+  if (cmd.args.length > i + 2) {
     const items = cmd.args[i + 3];
-    if (atomText(ret)?.toUpperCase() !== 'RETURN' || items?.type !== 'list') return s.tagged(cmd.tag, 'BAD', 'Invalid LIST arguments.');
-    returnSpecial = true;
+    if (kind !== 'LIST' || atomText(cmd.args[i + 2])?.toUpperCase() !== 'RETURN' || !items || cmd.args.length !== i + 4) return s.tagged(cmd.tag, 'BAD', 'Invalid LIST arguments.');
+    const bad = returnOptions(items, ret);
+    if (bad) return s.tagged(cmd.tag, 'BAD', bad);
   }
   if (reference === null || patterns.length === 0 || patterns.some((p) => p === null)) return s.tagged(cmd.tag, 'BAD', 'Invalid arguments.');
   // `LIST "" ""`: the hierarchy delimiter and root.
-  if (patterns.length === 1 && patterns[0] === '') {
+  if (kind === 'LIST' && !extended && patterns[0] === '') {
     s.send(s.writer.untagged({ atom: kind }, [{ atom: '\\Noselect' }], DELIMITER, ''));
     return s.tagged(cmd.tag, 'OK', `${kind} completed.`);
   }
   const matchers = patterns.map((p) => patternMatcher(reference, p!));
   for (const f of IMAP_FOLDERS) {
-    if (specialOnly && !f.specialUse) continue;
+    if (selection.special && !f.specialUse) continue;
     if (!matchers.some((m) => m(f.name))) continue;
-    const flags = [{ atom: '\\HasNoChildren' }];
-    if (returnSpecial && f.specialUse && kind === 'LIST') flags.push({ atom: f.specialUse });
-    s.send(s.writer.untagged({ atom: kind }, flags, DELIMITER, nameValue(s, f.name)));
+    s.send(s.writer.untagged({ atom: kind }, folderFlags(f, ret), DELIMITER, nameValue(s, f.name)));
   }
   s.tagged(cmd.tag, 'OK', `${kind} completed.`);
 }
@@ -117,8 +160,10 @@ async function status(s: ImapSession, cmd: Command): Promise<void> {
   const items = cmd.args[1];
   if (items?.type !== 'list' || cmd.args.length !== 2) return s.tagged(cmd.tag, 'BAD', 'Invalid STATUS arguments.');
   const names = items.items.map((t) => atomText(t)?.toUpperCase());
-  if (names.length === 0 || names.some((n) => n === undefined || !STATUS_ITEMS.has(n))) return s.tagged(cmd.tag, 'BAD', 'Invalid STATUS items.');
+  if (names.length === 0 || names.some((n) => n === undefined || !STATUS_ITEMS.includes(n))) return s.tagged(cmd.tag, 'BAD', 'Invalid STATUS items.');
   if (!f) return s.tagged(cmd.tag, 'NO', 'Mailbox does not exist.', { name: 'NONEXISTENT' });
+  // Asking for HIGHESTMODSEQ enables CONDSTORE (RFC 7162 3.1).
+  if (names.includes('HIGHESTMODSEQ')) await s.enableCondstore();
   const st = await s.access.status(s.account!, f);
   const needRows = names.includes('SIZE') || names.includes('DELETED');
   const rows = needRows ? await s.access.messages(s.account!, f, [[1, Number.MAX_SAFE_INTEGER]], false) : [];
@@ -127,7 +172,7 @@ async function status(s: ImapSession, cmd: Command): Promise<void> {
     SIZE: rows.reduce((sum, r) => sum + r.size, 0), DELETED: rows.filter((r) => r.deleted).length,
   };
   const out: Array<{ atom: string } | number> = [];
-  for (const n of new Set(names as string[])) out.push({ atom: n }, values[n]!);
+  for (const n of STATUS_ITEMS) if (names.includes(n)) out.push({ atom: n }, values[n]!);
   s.send(s.writer.untagged({ atom: 'STATUS' }, nameValue(s, f.name), out));
   s.tagged(cmd.tag, 'OK', 'Status completed.');
 }

@@ -81,7 +81,8 @@ export class SelectedCommands {
     if (firstUnseen >= 0) w.status('OK', `First unseen.`, { name: 'UNSEEN', args: [firstUnseen + 1] });
     w.status('OK', 'UIDs valid.', { name: 'UIDVALIDITY', args: [status.uidvalidity] });
     w.status('OK', 'Predicted next UID.', { name: 'UIDNEXT', args: [status.uidnext] });
-    w.status('OK', 'Highest.', { name: 'HIGHESTMODSEQ', args: [status.highestmodseq] });
+    // Only once CONDSTORE is enabled (RFC 7162 3.1.2.1), as Dovecot answers; ENABLE later announces it then.
+    if (this.condstore) w.status('OK', 'Highest.', { name: 'HIGHESTMODSEQ', args: [status.highestmodseq] });
     if (qresync && qresync.uidValidity === status.uidvalidity) {
       const since = Number(qresync.modseq);
       const gone = await this.s.access.expungedSince(this.account, this.folder, since);
@@ -127,9 +128,10 @@ export class SelectedCommands {
 
   private flagsResponse(seq: number, e: IndexEntry, uid: boolean): void {
     const items: unknown[] = [];
+    // UID, MODSEQ, FLAGS: Dovecot's order for flag changes.
     if (uid || this.s.enabled.has('QRESYNC')) items.push({ atom: 'UID' }, e.uid);
-    items.push({ atom: 'FLAGS' }, flagsOf(e).map((atom) => ({ atom })));
     if (this.condstore) items.push({ atom: 'MODSEQ' }, [e.modseq]);
+    items.push({ atom: 'FLAGS' }, flagsOf(e).map((atom) => ({ atom })));
     this.s.writer.untagged(seq, { atom: 'FETCH' }, items as never);
   }
 
@@ -178,17 +180,22 @@ export class SelectedCommands {
     if ('bad' in parsed) return this.s.tagged(cmd.tag, 'BAD', parsed.bad);
     let targets = this.targets(parsed.set, uid);
     if (typeof targets === 'string') return this.s.tagged(cmd.tag, 'BAD', targets);
+    if (parsed.changedSince !== undefined || parsed.items.some((i) => i.kind === 'MODSEQ')) await this.s.enableCondstore();
     if (parsed.changedSince !== undefined) {
-      this.s.enabled.add('CONDSTORE');
       const since = Number(parsed.changedSince);
       targets = targets.filter((t) => t.entry.modseq > since);
     }
     const markSeen = setsSeen(parsed.items) && !this.readOnly;
     let items: FetchItem[] = parsed.items;
+    // FLAGS nobody asked for goes only with the messages this FETCH marked \Seen, as Dovecot sends it.
+    let newlySeen = new Set<number>();
     if (markSeen) {
       const unread = targets.filter((t) => !t.entry.read).map((t) => t.entry.uid);
       if (unread.length > 0) await this.s.access.store(this.account, this.folder, toRanges(unread), { mode: 'add', flags: { read: true }, keywords: [] });
-      if (unread.length > 0 && !items.some((i) => i.kind === 'FLAGS')) items = [...items, { kind: 'FLAGS' }];
+      if (unread.length > 0 && !items.some((i) => i.kind === 'FLAGS')) {
+        items = [...items, { kind: 'FLAGS' }];
+        newlySeen = new Set(unread);
+      }
     }
     const modseq = this.condstore && (parsed.changedSince !== undefined || items.some((i) => i.kind === 'MODSEQ'));
     const withRaw = needsRaw(items);
@@ -200,11 +207,12 @@ export class SelectedCommands {
           const row = rows.get(t.entry.uid);
           if (!row) continue;
           this.entries[t.seq - 1] = indexOf(row);
-          await this.s.sendBytes(Buffer.concat([Buffer.from(`* ${t.seq} FETCH `), fetchData(row, items, { uid, modseq }), Buffer.from('\r\n')]));
+          const rowItems = newlySeen.size > 0 && !newlySeen.has(row.uid) ? parsed.items : items;
+          await this.s.sendBytes(Buffer.concat([Buffer.from(`* ${t.seq} FETCH `), fetchData(row, rowItems, { uid, modseq }), Buffer.from('\r\n')]));
         }
       }
     } catch (err) {
-      if (err instanceof UnknownCteError) return this.s.tagged(cmd.tag, 'NO', 'Unknown Content-Transfer-Encoding.', { name: 'UNKNOWN-CTE' });
+      if (err instanceof UnknownCteError) return this.s.tagged(cmd.tag, 'NO', err.code === 'PARSE' ? 'The message part does not decode.' : 'Unknown Content-Transfer-Encoding.', { name: err.code });
       throw err;
     }
     this.s.tagged(cmd.tag, 'OK', 'Fetch completed.');
@@ -213,10 +221,12 @@ export class SelectedCommands {
   private async store(cmd: Command, uid: boolean): Promise<void> {
     const parsed = parseStoreCommand(cmd.args);
     if ('bad' in parsed) return this.s.tagged(cmd.tag, 'BAD', parsed.bad);
-    if (this.readOnly) return this.s.tagged(cmd.tag, 'NO', 'Mailbox is read-only.', { name: 'READ-ONLY' });
     const targets = this.targets(parsed.set, uid);
     if (typeof targets === 'string') return this.s.tagged(cmd.tag, 'BAD', targets);
-    if (parsed.unchangedSince !== undefined) this.s.enabled.add('CONDSTORE');
+    if (parsed.unchangedSince !== undefined) await this.s.enableCondstore();
+    // As Dovecot answers: a STORE on an EXAMINEd folder is ignored, a conditional one fails.
+    if (this.readOnly && parsed.unchangedSince !== undefined) return this.s.tagged(cmd.tag, 'NO', 'CONDSTORE failed: Mailbox is read-only.');
+    if (this.readOnly) return this.s.tagged(cmd.tag, 'OK', 'Store ignored with read-only mailbox.');
     const flags: { read?: boolean; flagged?: boolean; answered?: boolean; deleted?: boolean } = {};
     const keywords: string[] = [];
     for (const f of parsed.flags) {
@@ -339,8 +349,10 @@ export class SelectedCommands {
       if ('bad' in resolved) return this.s.tagged(cmd.tag, 'BAD', resolved.bad);
       ranges = resolved;
     } else if (cmd.args.length > 0) return this.s.tagged(cmd.tag, 'BAD', 'EXPUNGE takes no arguments.');
-    if (this.readOnly) return this.s.tagged(cmd.tag, 'NO', 'Mailbox is read-only.', { name: 'READ-ONLY' });
-    if (ranges === undefined) await this.s.access.expunge(this.account, this.folder);
+    // An EXAMINEd folder expunges nothing and says OK, as Dovecot does.
+    if (this.readOnly) {
+      // nothing to expunge
+    } else if (ranges === undefined) await this.s.access.expunge(this.account, this.folder);
     // A set (or a saved result) of many ranges is expunged a bounded number of ranges per statement.
     else for (let i = 0; i < ranges.length; i += MAX_UID_RANGES) await this.s.access.expunge(this.account, this.folder, ranges.slice(i, i + MAX_UID_RANGES));
     await this.sync(true);

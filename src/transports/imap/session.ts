@@ -75,6 +75,18 @@ export class ImapSession {
     return caps;
   }
 
+  /**
+   * A command that enables CONDSTORE (RFC 7162 3.1) does it here: with a folder selected, its HIGHESTMODSEQ is
+   * announced then, as Dovecot does, so the client has a starting point for the MODSEQs it will now be sent.
+   */
+  async enableCondstore(): Promise<void> {
+    if (this.enabled.has('CONDSTORE')) return;
+    this.enabled.add('CONDSTORE');
+    if (!this.selected || !this.account) return;
+    const status = await this.access.status(this.account, this.selected.folder);
+    this.send(this.writer.status('OK', 'Highest', { name: 'HIGHESTMODSEQ', args: [status.highestmodseq] }));
+  }
+
   loginAllowed(): boolean {
     return this.tls || this.options.plaintextAllowed;
   }

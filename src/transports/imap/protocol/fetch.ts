@@ -3,8 +3,8 @@
  *
  * The reader splits `BODY[HEADER.FIELDS (From To)]<0.100>` into the atom `BODY[HEADER.FIELDS`, the list
  * `(From To)` and the atom `]<0.100>` (a list inside an atom is no atom), as Dovecot's reader does; this parser
- * joins them again. Header field names are kept as the client spelled them: matching them is case-insensitive,
- * and the response echoes the request.
+ * joins them again. Header field names are kept as the client spelled them (matching them is case-insensitive);
+ * the response names them upper-cased, as Dovecot does.
  */
 import { number64Of, type ParseError, type Token } from './token.js';
 import { parseSequenceSet, type SequenceSet } from './sequence.js';
@@ -231,11 +231,17 @@ function sectionSpec(s: Section): string {
   return out;
 }
 
-/** The item's name in a FETCH response (`BODY[1.HEADER.FIELDS (From)]<0>`: no PEEK, the origin only). */
+/**
+ * The item's name in a FETCH response (`BODY[1.HEADER.FIELDS (FROM)]<0>`: no PEEK, the origin only). Header field
+ * names are upper-cased, as Dovecot answers: a client matches the name it gets back whatever case it asked in.
+ */
 export function fetchItemName(item: FetchItem): string {
   switch (item.kind) {
-    case 'BODY[]':
-      return `BODY[${sectionSpec(item.section)}]${item.partial ? `<${item.partial.offset}>` : ''}`;
+    case 'BODY[]': {
+      const fields = item.section.fields?.map((f) => f.toUpperCase());
+      const section = fields ? { ...item.section, fields } : item.section;
+      return `BODY[${sectionSpec(section)}]${item.partial ? `<${item.partial.offset}>` : ''}`;
+    }
     case 'BINARY[]':
       return `BINARY[${item.part.join('.')}]${item.partial ? `<${item.partial.offset}>` : ''}`;
     case 'BINARY.SIZE':
