@@ -7,6 +7,7 @@ import type { Work } from '../../db/tables.js';
 import type { FetchEntry, FlagStore, FlagStoreResult, FolderStatus, IndexEntry, MailStore, UidRanges } from '../mail/mail.store.js';
 import type { AppPasswordLogin, AppPasswordService } from '../app-passwords/app-password.service.js';
 import type { AppPasswordSessions, SessionCredential } from '../app-passwords/app-password-sessions.js';
+import type { MailSignal } from '../mail/mail-changes.js';
 
 export type { FetchEntry, FolderStatus, IndexEntry } from '../mail/mail.store.js';
 
@@ -52,6 +53,8 @@ export interface ImapAccessService {
   login(address: string, password: string, remoteAddress: string): Promise<{ ok: true; account: ImapAccount } | Extract<AppPasswordLogin, { ok: false }>>;
   /** Follow the account's credential; `end` is called once when it no longer holds. Returns the function that stops. */
   watch(account: ImapAccount, end: () => void): () => void;
+  /** Hear that the account's mailbox changed (any folder, committed, in any process). Returns the function that stops. */
+  changes(account: ImapAccount, changed: () => void): () => void;
   /** The IMAP mailbox of a client's name (INBOX in any case), or null. */
   folder(name: string): ImapFolder | null;
   status(account: ImapAccount, folder: ImapFolder): Promise<FolderStatus>;
@@ -70,9 +73,10 @@ export interface ImapAccessDeps {
   store: ImapAccessStore;
   appPasswords: Pick<AppPasswordService, 'verify'>;
   sessions: Pick<AppPasswordSessions, 'watch'>;
+  changes: Pick<MailSignal, 'subscribe'>;
 }
 
-export function createImapAccessService({ work, store, appPasswords, sessions }: ImapAccessDeps): ImapAccessService {
+export function createImapAccessService({ work, store, appPasswords, sessions, changes }: ImapAccessDeps): ImapAccessService {
   const scope = (account: ImapAccount, folder: string) => ({ workspaceId: account.workspaceId, mailboxId: account.mailboxId, folder });
   return {
     async login(address, password, remoteAddress) {
@@ -82,6 +86,7 @@ export function createImapAccessService({ work, store, appPasswords, sessions }:
       return { ok: true, account: { workspaceId: verdict.workspaceId, mailboxId: verdict.mailboxId, address: verdict.mailbox, credential } };
     },
     watch: (account, end) => sessions.watch(account.credential, end),
+    changes: (account, changed) => changes.subscribe(account.workspaceId, account.mailboxId, changed),
     folder(name) {
       if (name.toUpperCase() === 'INBOX') return IMAP_FOLDERS[0]!;
       return IMAP_FOLDERS.find((f) => f.name === name) ?? null;
