@@ -304,7 +304,7 @@ function imapMetrics(registry: Registry): Pick<Metrics, 'imapSessions' | 'imapLo
   const logins = new Counter({ name: 'mailroom_imap_logins_total', help: 'IMAP logins, by outcome', labelNames: ['outcome'], registers });
   const commands = new Counter({ name: 'mailroom_imap_commands_total', help: 'Tagged IMAP answers, by command and status (OK, NO, BAD)', labelNames: ['command', 'status'], registers });
   const idle = new Gauge({ name: 'mailroom_imap_idle_sessions', help: 'IMAP sessions in IDLE now', registers });
-  const listeners = new Map<string, Gauge.Internal>();
+  const listeners = new Map<string, ReturnType<typeof open.labels>>();
   const login = byLabel(logins);
   const answers = new Map<string, Counter.Internal>();
   return {

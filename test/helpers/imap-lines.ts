@@ -44,9 +44,9 @@ export class ImapLines {
   /** Lines received until one matches `pattern` (that one included), taken off the queue; rejects after `ms`. */
   async waitFor(pattern: RegExp, ms = 20_000): Promise<string[]> {
     const end = Date.now() + ms;
+    let seen = 0;
     for (;;) {
-      const at = this.lines.findIndex((l) => pattern.test(l));
-      if (at >= 0) return this.lines.splice(0, at + 1);
+      for (; seen < this.lines.length; seen++) if (pattern.test(this.lines[seen]!)) return this.lines.splice(0, seen + 1);
       if (this.closed) throw new Error(`connection closed before ${pattern}; saw ${JSON.stringify(this.lines)}`);
       const left = end - Date.now();
       if (left <= 0) throw new Error(`no line matching ${pattern} within ${ms} ms; saw ${JSON.stringify(this.lines)}`);

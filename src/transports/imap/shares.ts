@@ -46,5 +46,5 @@ export function createImapShares(limits: ImapShareLimits): ImapShares {
   };
 }
 
-/** Defaults when a server is made without shares of its own (tests): generous, per the config's defaults. */
-export const DEFAULT_IMAP_SHARES: ImapShareLimits = { sessionsPerWorkspace: 100, commands: 64, commandsPerWorkspace: 8 };
+/** The config's defaults, for a server made without shares of its own (tests). */
+export const DEFAULT_IMAP_SHARES: ImapShareLimits = { sessionsPerWorkspace: 100, commands: 32, commandsPerWorkspace: 4 };
