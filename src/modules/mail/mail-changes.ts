@@ -71,7 +71,7 @@ export function createMailSignal(): MailSignal {
     },
     subscribe(workspaceId, mailboxId, listener) {
       let mailboxes = byWorkspace.get(workspaceId);
-      if (!mailboxes) byWorkspace.set(workspaceId, (mailboxes = new Map()));
+      if (!mailboxes) byWorkspace.set(workspaceId, (mailboxes = new Map<string, Set<() => void>>()));
       let set = mailboxes.get(mailboxId);
       if (!set) mailboxes.set(mailboxId, (set = new Set()));
       set.add(listener);
