@@ -196,7 +196,7 @@ function spawnImap(env: Record<string, string>): Promise<{ child: ChildProcess; 
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, 'serve', '--role', 'imap'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...TEST_SERVICE_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`imap did not start: ${out}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`imap did not start: ${out}`)), 60_000);
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       for (const line of out.split('\n')) {
@@ -242,7 +242,7 @@ describe.skipIf(TEST_DIALECT !== 'postgres')('IMAP IDLE across processes (NOTIFY
     });
     child = started.child;
     port = started.port;
-  });
+  }, 90_000);
   afterAll(async () => {
     const running = child;
     if (!running || running.exitCode !== null) return;
