@@ -21,6 +21,7 @@ import { createMetricsServer, type MetricsServer } from './transports/http/metri
 import { createInboundSmtpServer, SMTP_CLOSE_TIMEOUT_MS } from './transports/smtp/inbound.server.js';
 import { createFileCertificates, type CertificateSource } from './lib/tls-certificates.js';
 import { createImapServer } from './transports/imap/server.js';
+import { createImapShares } from './transports/imap/shares.js';
 import { createSubmissionServer, createSubmissionSlots } from './transports/smtp/submission.server.js';
 
 // The role list lives in a module of its own so the CLI can name it without loading the service.
@@ -364,6 +365,10 @@ async function startImapRole(
     maxClientsPerIp: config.imapMaxClientsPerIp,
     allowPlaintextAuth: config.allowPlaintextAuth,
     tls: certificates,
+    // One set of shares for both listeners: a workspace's sessions and commands count once, whichever port.
+    shares: createImapShares({ sessionsPerWorkspace: config.imapMaxClientsPerWorkspace, commands: config.imapCommands, commandsPerWorkspace: config.imapCommandsPerWorkspace }),
+    idlePollMs: config.imapIdlePollMs,
+    metrics: services.metrics,
   };
   const started: { imapPort: number | null; imapsPort: number | null } = { imapPort: null, imapsPort: null };
   for (const [name, port, secure] of [['imap', config.imapPort, false], ['imaps', config.imapsPort, true]] as const) {

@@ -42,6 +42,7 @@ import { createComposer } from './modules/sending/compose-pool.js';
 import { createMailauthAuthenticator, type MessageAuthenticator } from './modules/messages/authentication.js';
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
 import { createMailStore } from './modules/mail/mail.store.js';
+import { createMailSignal, onMailChanges, type MailSignal } from './modules/mail/mail-changes.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
 import { createImapAccessService, type ImapAccessService } from './modules/imap-access/imap-access.service.js';
 import { createMailboxTransferService, type MailboxTransferService } from './modules/messages/mailbox-transfer.service.js';
@@ -146,6 +147,8 @@ export interface Plumbing {
   wakeups: JobWakeups;
   /** Rung after a transaction with events commits, here or (through `notifications`) in another process. */
   eventSignal: EventSignal;
+  /** Rung after a transaction that changed a mailbox's folders commits, here or in another process (mail clients' IDLE). */
+  mailSignal: MailSignal;
   /** PostgreSQL: LISTEN/NOTIFY between the processes sharing the database (closed by `database.destroy`). */
   notifications: Notifications | null;
   /** Job handlers the worker role runs. */
@@ -213,6 +216,7 @@ export async function createServices(
   const serviceTokenStore = createServiceTokenStore({ workspaceState: workspaceStateSelect });
   const wakeups = createJobWakeups();
   const eventSignal = createEventSignal();
+  const mailSignal = createMailSignal();
   // Its grants are checked by the tenancy module made below (only once a stream is open).
   const eventStream = createEventStreamService({
     work,
@@ -238,9 +242,11 @@ export async function createServices(
             eventStream.credentialsChanged(topic.slice('credentials:'.length));
             appPasswords.sessions.userChanged(topic.slice('credentials:'.length));
           } else if (topic.startsWith('app-passwords:')) appPasswords.sessions.workspaceChanged(topic.slice('app-passwords:'.length));
+          else if (topic.startsWith('mail:')) mailSignal.notifyWorkspace(topic.slice('mail:'.length));
         },
         onReconnect: () => {
           eventSignal.notifyAll();
+          mailSignal.notifyAll();
           eventStream.recheckAll();
           appPasswords.sessions.recheckAll();
           for (const handler of handlers) wakeups.notify(handler.queue);
@@ -248,6 +254,12 @@ export async function createServices(
       })
     : null;
   events.subscribe(signalCommittedEvents(eventSignal, notifications));
+  // Once per mailbox and transaction, after the commit (the mail store rings it where a folder's modseq is raised);
+  // other processes hear the workspace (publishSoon sends each topic once per turn of the event loop).
+  onMailChanges(db, (workspaceId, mailboxId) => {
+    mailSignal.notify(workspaceId, mailboxId);
+    notifications?.publishSoon(`mail:${workspaceId}`);
+  });
   // A job enqueued here wakes this process's worker after commit, and the workers of the others.
   const wake = (name: string): void => {
     wakeups.notify(name);
@@ -455,6 +467,7 @@ export async function createServices(
     deliverer,
     handlers,
     eventSignal,
+    mailSignal,
     notifications,
     eventStream,
     webhooks,
@@ -502,7 +515,7 @@ export async function createServices(
     }),
     retention,
     appPasswords,
-    imapAccess: createImapAccessService({ work, store: mail, appPasswords: appPasswords.service, sessions: appPasswords.sessions, storage: quotas, search: searches }),
+    imapAccess: createImapAccessService({ work, store: mail, appPasswords: appPasswords.service, sessions: appPasswords.sessions, storage: quotas, search: searches, changes: mailSignal }),
     analyzer,
     analysisGate,
     signer,

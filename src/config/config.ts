@@ -82,6 +82,13 @@ export interface Config {
   /** Concurrent IMAP sessions of this process, in all and per client address, as inbound SMTP's caps. */
   imapMaxClients: number;
   imapMaxClientsPerIp: number;
+  /** Logged-in IMAP sessions of one workspace in this process (both listeners); past it LOGIN is refused. */
+  imapMaxClientsPerWorkspace: number;
+  /** IMAP commands running at once in this process, and of one workspace (its share; decision 572). */
+  imapCommands: number;
+  imapCommandsPerWorkspace: number;
+  /** How often an IDLE looks at its folder when no change signal came (a lost notification). */
+  imapIdlePollMs: number;
   webhookBackoffBaseMs: number;
   webhookTimeoutMs: number;
   deliveryRetryBaseMs: number;
@@ -424,6 +431,10 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     allowPlaintextAuth: read<'never' | 'loopback'>({ name: 'ALLOW_PLAINTEXT_AUTH', fallback: 'never', parse: parsePlaintextAuth, expect: 'never or loopback' }),
     imapMaxClients: read({ name: 'IMAP_MAX_CLIENTS', fallback: 1000, parse: intIn(1, 1_000_000), expect: 'a whole number of sessions, 1 or more' }),
     imapMaxClientsPerIp: read({ name: 'IMAP_MAX_CLIENTS_PER_IP', fallback: 50, parse: intIn(1, 1_000_000), expect: 'a whole number of sessions, 1 or more' }),
+    imapMaxClientsPerWorkspace: read({ name: 'IMAP_MAX_CLIENTS_PER_WORKSPACE', fallback: 100, parse: intIn(1, 1_000_000), expect: 'a whole number of sessions, 1 or more' }),
+    imapCommands: read({ name: 'IMAP_COMMANDS', fallback: 32, parse: intIn(1, 100_000), expect: 'a whole number of commands, 1 or more' }),
+    imapCommandsPerWorkspace: read({ name: 'IMAP_COMMANDS_PER_WORKSPACE', fallback: 4, parse: intIn(1, 100_000), expect: 'a whole number of commands, 1 or more' }),
+    imapIdlePollMs: ms('IMAP_IDLE_POLL_MS', 30_000, 100),
     webhookBackoffBaseMs: ms('WEBHOOK_BACKOFF_BASE_MS', 5000),
     webhookTimeoutMs: ms('WEBHOOK_TIMEOUT_MS', 10_000),
     deliveryRetryBaseMs: ms('DELIVERY_RETRY_BASE_MS', 60_000),

@@ -26,6 +26,14 @@ export interface Metrics {
   webhookAttempt(outcome: WebhookOutcome): void;
   /** A worker took over a job whose previous lease ran out (its holder died or stalled). */
   leaseExpired(queue: string): void;
+  /** An IMAP session opened (+1) or closed (-1) on a listener. */
+  imapSessions(listener: ImapListener, delta: 1 | -1): void;
+  /** A LOGIN or AUTHENTICATE answered, by outcome. */
+  imapLogin(outcome: ImapLoginOutcome): void;
+  /** A tagged IMAP answer: the command's name (one the server knows, else `UNKNOWN`) and its status. */
+  imapCommand(name: string, status: 'OK' | 'NO' | 'BAD'): void;
+  /** A session entered (+1) or left (-1) IDLE. */
+  imapIdle(delta: 1 | -1): void;
   /** Parts of the process read at scrape time (merged with those given before). */
   read(readers: ScrapeReaders): void;
   /** The exposition, in the Prometheus text format. */
@@ -37,6 +45,9 @@ export type SmtpStage = 'rcpt' | 'data';
 export type DeliveryOutcome = 'accepted' | 'deferred' | 'failed' | 'unknown';
 /** `retry`: failed, tried again later; `given_up`: failed for the last time; `gone`: 410, the endpoint set inactive. */
 export type WebhookOutcome = 'delivered' | 'retry' | 'given_up' | 'gone';
+export type ImapListener = 'imap' | 'imaps';
+/** `limit`: the workspace held its share of sessions; `refused`: plaintext login without TLS. */
+export type ImapLoginOutcome = 'ok' | 'failed' | 'throttled' | 'suspended' | 'limit' | 'refused';
 
 /** One queue as the database has it, the counts capped (see the queue's `stats`). */
 export interface QueueReading {
@@ -85,6 +96,10 @@ export const noMetrics: Metrics = {
   delivery: () => undefined,
   webhookAttempt: () => undefined,
   leaseExpired: () => undefined,
+  imapSessions: () => undefined,
+  imapLogin: () => undefined,
+  imapCommand: () => undefined,
+  imapIdle: () => undefined,
   read: () => undefined,
   scrape: async () => ({ contentType: 'text/plain; version=0.0.4; charset=utf-8', body: '' }),
 };
@@ -126,6 +141,7 @@ export function createMetrics(options: { onReadError?: (source: string, err: unk
   };
   const http = httpMetrics(registry);
   const smtp = smtpMetrics(registry);
+  const imap = imapMetrics(registry);
   const deliveries = new Counter({ name: 'mailroom_deliveries_total', help: 'Recipients of outbound delivery runs, by where each run left them', labelNames: ['outcome'], registers });
   const webhooks = new Counter({ name: 'mailroom_webhook_attempts_total', help: 'Webhook delivery attempts, by what each led to', labelNames: ['outcome'], registers });
   const leaseExpiries = new Counter({ name: 'mailroom_queue_lease_expiries_total', help: 'Jobs this process took over after their previous lease ran out', labelNames: ['queue'], registers });
@@ -151,6 +167,7 @@ export function createMetrics(options: { onReadError?: (source: string, err: unk
     leaseExpired(queue) {
       lease(queue).inc();
     },
+    ...imap,
     read(given) {
       if (given.queues) readers.queues = cachedRead(given.queues, QUEUE_READ_TTL_MS);
       if (given.analysis) readers.analysis = given.analysis;
@@ -277,6 +294,24 @@ function smtpMetrics(registry: Registry) {
       childOf(children[stage], code, makers[stage]).value += 1;
     },
     ingest: (seconds: number): void => observe(ingest, INGEST_BUCKETS, seconds),
+  };
+}
+
+/** IMAP sessions, logins, answers and IDLEs: every label value is bounded (listener, outcome, command name, status). */
+function imapMetrics(registry: Registry): Pick<Metrics, 'imapSessions' | 'imapLogin' | 'imapCommand' | 'imapIdle'> {
+  const registers = [registry];
+  const open = new Gauge({ name: 'mailroom_imap_sessions_open', help: 'IMAP sessions open now, by listener (imap, imaps)', labelNames: ['listener'], registers });
+  const logins = new Counter({ name: 'mailroom_imap_logins_total', help: 'IMAP logins, by outcome', labelNames: ['outcome'], registers });
+  const commands = new Counter({ name: 'mailroom_imap_commands_total', help: 'Tagged IMAP answers, by command and status (OK, NO, BAD)', labelNames: ['command', 'status'], registers });
+  const idle = new Gauge({ name: 'mailroom_imap_idle_sessions', help: 'IMAP sessions in IDLE now', registers });
+  const listeners = new Map<string, ReturnType<typeof open.labels>>();
+  const login = byLabel(logins);
+  const answers = new Map<string, Counter.Internal>();
+  return {
+    imapSessions: (listener, delta) => void childOf(listeners, listener, (l) => open.labels(l)).inc(delta),
+    imapLogin: (outcome) => void login(outcome).inc(),
+    imapCommand: (name, status) => void childOf(answers, `${name} ${status}`, () => commands.labels(name, status)).inc(),
+    imapIdle: (delta) => void idle.inc(delta),
   };
 }
 

@@ -15,6 +15,7 @@ import { notChecked } from '../messages/authentication.js';
 import { MAX_LABELS_PER_MESSAGE, type Folder } from '../messages/message.types.js';
 import { messageIds, parseMessage } from '../messages/mime.js';
 import type { QuotaService } from '../quotas/quota.service.js';
+import type { MailSignal } from '../mail/mail-changes.js';
 
 export type { FetchEntry, FolderStatus, FolderTextField, IndexEntry } from '../mail/mail.store.js';
 
@@ -129,6 +130,8 @@ export interface ImapAccessService {
   login(address: string, password: string, remoteAddress: string): Promise<{ ok: true; account: ImapAccount } | Extract<AppPasswordLogin, { ok: false }>>;
   /** Follow the account's credential; `end` is called once when it no longer holds. Returns the function that stops. */
   watch(account: ImapAccount, end: () => void): () => void;
+  /** Hear that the account's mailbox changed (any folder, committed, in any process). Returns the function that stops. */
+  changes(account: ImapAccount, changed: () => void): () => void;
   /** The IMAP mailbox of a client's name (INBOX in any case), or null. */
   folder(name: string): ImapFolder | null;
   status(account: ImapAccount, folder: ImapFolder): Promise<FolderStatus>;
@@ -166,6 +169,7 @@ export interface ImapAccessDeps {
   /** The workspace's `stored_bytes` quota (modules/quotas), which COPY and APPEND count against. */
   storage: Pick<QuotaService, 'storageRefusal'>;
   search: Pick<SearchRunner, 'run'>;
+  changes: Pick<MailSignal, 'subscribe'>;
 }
 
 /** A stored value with its encoded-words decoded; one that does not decode is searched as it came. */
@@ -177,7 +181,7 @@ function decoded(value: string): string {
   }
 }
 
-export function createImapAccessService({ work, store, appPasswords, sessions, storage, search }: ImapAccessDeps): ImapAccessService {
+export function createImapAccessService({ work, store, appPasswords, sessions, storage, search, changes }: ImapAccessDeps): ImapAccessService {
   const scope = (account: ImapAccount, folder: string) => ({ workspaceId: account.workspaceId, mailboxId: account.mailboxId, folder });
   const uidvalidity = async (account: ImapAccount, folder: string) => (await store.folderStatus(work, scope(account, folder))).uidvalidity;
 
@@ -271,6 +275,7 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
       return { ok: true, account: { workspaceId: verdict.workspaceId, mailboxId: verdict.mailboxId, address: verdict.mailbox, credential } };
     },
     watch: (account, end) => sessions.watch(account.credential, end),
+    changes: (account, changed) => changes.subscribe(account.workspaceId, account.mailboxId, changed),
     folder(name) {
       if (name.toUpperCase() === 'INBOX') return IMAP_FOLDERS[0]!;
       return IMAP_FOLDERS.find((f) => f.name === name) ?? null;

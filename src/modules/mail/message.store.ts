@@ -8,6 +8,7 @@ import { insertRows, preparedQuery, preparedWrite, type Param } from '../../db/p
 import { deferrableWrite } from '../../db/write-coalescing.js';
 import { tablesOf, type Work } from '../../db/tables.js';
 import type { DeliveryStatus } from './outbound.table.js';
+import { mailChanged } from './mail-changes.js';
 import type { MailTables } from './mail.table.js';
 import type { AttachmentTable, MessageContentTable, MessageTable, ThreadTable } from './message.table.js';
 
@@ -276,8 +277,11 @@ const bumpFolderQuery = preparedWrite<{ workspaceId: string; mailboxId: string; 
  * its `stored_bytes` quota is checked against, are the sum of these (`mailUsage`), so every operation that adds,
  * deletes or moves a message passes its size here. `uids`: how many UIDs the caller takes from the folder's
  * `uidnext` (messages stored or moved in); they are `uidnext - uids` … `uidnext - 1` after this.
+ * Being the one place every change of a folder passes, it also rings "mailbox changed" after the commit
+ * (mail-changes.ts), which mail clients' IDLE waits on.
  */
-export function bumpFolder(db: MailDb, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number, bytes: number, uids = 0): Promise<void> {
+export async function bumpFolder(db: MailDb, workspaceId: string, mailboxId: string, folder: string, total: number, unread: number, bytes: number, uids = 0): Promise<void> {
+  await mailChanged(db, workspaceId, mailboxId);
   // UIDVALIDITY only has to differ from any earlier row of the same mailbox and folder name; the wall clock's
   // seconds do that (a mailbox deleted and made again within the same second is the only way to repeat it).
   return bumpFolderQuery(db, { workspaceId, mailboxId, folder, total, unread, bytes, uids, uidvalidity: Math.floor(Date.now() / 1000) });

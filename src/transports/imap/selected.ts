@@ -1,6 +1,7 @@
 /**
  * The selected state: the session's view of one folder (message numbers are positions in its UID-ordered index),
- * kept current at NOOP, CHECK and IDLE, and the commands that work on its messages.
+ * kept current at NOOP, CHECK and IDLE (woken by the mailbox's change signal), and the commands that work on its
+ * messages.
  */
 import type { CopyOutcome, FetchEntry, ImapFolder, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
 import { fetchData, flagsOf, needsRaw, setsSeen, UnknownCteError } from './fetch-items.js';
@@ -16,8 +17,6 @@ const MAX_UID_RANGES = 1000;
 export const MAX_TEXT_KEYS = 16;
 /** Characters of a text key's string (the search API's query is at most 1,000 too). */
 export const MAX_TEXT_LENGTH = 1000;
-/** How often an IDLE looks for changes. */
-export const IDLE_POLL_MS = 1000;
 
 interface Target {
   seq: number;
@@ -44,7 +43,6 @@ function copyUid(outcome: CopyOutcome): ResponseCode | undefined {
 export class SelectedCommands {
   private entries: IndexEntry[] = [];
   private highestModseq = 0;
-  private idling = false;
   /**
    * SEARCHRES's `$`: the UIDs a SEARCH RETURN (SAVE) saved, as ranges. UIDs, so an expunged message drops out of it
    * by itself; it lives as long as this selection (a new SELECT, UNSELECT or CLOSE ends it, RFC 5182).
@@ -151,7 +149,7 @@ export class SelectedCommands {
         this.s.state = 'authenticated';
         this.s.tagged(cmd.tag, 'OK', `${cmd.name === 'CLOSE' ? 'Close' : 'Unselect'} completed.`);
         return true;
-      case 'IDLE': await this.idle(cmd); return true;
+      case 'IDLE': await this.s.idle(cmd, () => this.watch()); return true;
       case 'COPY': case 'UID COPY': await this.copy(cmd, uid, false); return true;
       case 'MOVE': case 'UID MOVE': await this.copy(cmd, uid, true); return true;
       default:
@@ -388,25 +386,43 @@ export class SelectedCommands {
     this.s.tagged(cmd.tag, 'OK', 'Move completed.');
   }
 
-  /** IDLE: changes are looked for every IDLE_POLL_MS until the client's DONE. */
-  private async idle(cmd: Command): Promise<void> {
-    this.s.send(this.s.writer.continuation('idling'));
-    this.idling = true;
-    let running = false;
-    const timer = setInterval(() => {
-      if (running || !this.idling) return;
-      running = true;
-      this.sync(true).catch(() => undefined).finally(() => (running = false));
-    }, IDLE_POLL_MS);
-    try {
-      const line = await this.s.readLine();
-      if (line === null) return;
-      if (line.toString('latin1').trim().toUpperCase() === 'DONE') this.s.tagged(cmd.tag, 'OK', 'Idle completed.');
-      else this.s.tagged(cmd.tag, 'BAD', 'Expected DONE.');
-    } finally {
-      this.idling = false;
+  /**
+   * While IDLE: look at the folder when the mailbox's change signal rings (committed here or, by NOTIFY, in another
+   * process) and every idlePollMs in case a notification was lost, and once before the continuation (a change
+   * between the client's last command and the IDLE rang nobody). One look at a time; a signal during a look asks for
+   * one more after it. Resolves to the stop, which waits for a look under way (its responses precede the tagged OK).
+   */
+  private async watch(): Promise<() => Promise<void>> {
+    let current: Promise<void> | null = null;
+    let again = false;
+    let stopped = false;
+    const look = (): Promise<void> | null => {
+      if (stopped) return null;
+      if (current) {
+        again = true;
+        return current;
+      }
+      current = this.sync(true)
+        .catch((err: unknown) => this.s.options.logger.warn({ err }, 'imap idle sync failed'))
+        .finally(() => {
+          current = null;
+          if (again) {
+            again = false;
+            void look();
+          }
+        });
+      return current;
+    };
+    const ring = (): void => void look();
+    const unsubscribe = this.s.access.changes(this.account, ring);
+    const timer = setInterval(ring, this.s.options.idlePollMs);
+    await look();
+    return async () => {
+      stopped = true;
+      unsubscribe();
       clearInterval(timer);
-    }
+      await current;
+    };
   }
 }
 

@@ -1,16 +1,21 @@
 /**
  * The IMAP listeners: plain with STARTTLS (MAILROOM_IMAP_PORT) and implicit TLS (MAILROOM_IMAPS_PORT). Sessions are
- * capped in all and per remote address (a connection over a cap gets `* BYE` at once), idle ones end after
- * 30 minutes (RFC 9051's minimum autologout), and close() says BYE to every open session.
+ * capped in all and per remote address (a connection over a cap gets `* BYE` at once) and, once logged in, per workspace (shares.ts,
+ * shared by both listeners); idle ones end after 30 minutes (RFC 9051's minimum autologout), and close() says BYE
+ * to every open session.
  */
 import { createServer as createNetServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import type { CertificateSource } from '../../lib/tls-certificates.js';
 import type { Logger } from '../../lib/logger.js';
+import { noMetrics, type Metrics } from '../../lib/metrics.js';
 import type { ImapAccessService } from '../../modules/imap-access/imap-access.service.js';
 import { ImapSession } from './session.js';
+import { createImapShares, DEFAULT_IMAP_SHARES, type ImapShares } from './shares.js';
 
 export const IMAP_IDLE_MS = 30 * 60_000;
+/** How often an IDLE looks at its folder even without a signal (a lost notification; decision 557). */
+export const IDLE_SAFETY_POLL_MS = 30_000;
 
 export interface ImapServerOptions {
   access: ImapAccessService;
@@ -25,6 +30,11 @@ export interface ImapServerOptions {
   /** Implicit TLS from the first byte (IMAPS). */
   secure?: boolean;
   idleMs?: number;
+  /** Each workspace's share of sessions and commands; one object for all the listeners of the process. */
+  shares?: ImapShares;
+  /** An IDLE's look at its folder without a signal (default IDLE_SAFETY_POLL_MS). */
+  idlePollMs?: number;
+  metrics?: Pick<Metrics, 'imapSessions' | 'imapLogin' | 'imapCommand' | 'imapIdle'>;
 }
 
 export interface ImapServer {
@@ -45,6 +55,9 @@ export function createImapServer(options: ImapServerOptions): ImapServer {
   const perIp = new Map<string, number>();
   const certificates = options.tls;
   let stopFollowing: (() => void) | null = null;
+  const shares = options.shares ?? createImapShares(DEFAULT_IMAP_SHARES);
+  const metrics = options.metrics ?? noMetrics;
+  const listener = options.secure ? 'imaps' : 'imap';
 
   function accept(socket: Socket): void {
     const ip = socket.remoteAddress ?? '';
@@ -63,14 +76,19 @@ export function createImapServer(options: ImapServerOptions): ImapServer {
       secure: options.secure === true,
       idleMs: options.idleMs ?? IMAP_IDLE_MS,
       remoteAddress: ip,
+      shares,
+      idlePollMs: options.idlePollMs ?? IDLE_SAFETY_POLL_MS,
+      metrics,
       onClose: () => {
-        open.delete(session);
+        if (!open.delete(session)) return;
+        metrics.imapSessions(listener, -1);
         const n = (perIp.get(ip) ?? 1) - 1;
         if (n <= 0) perIp.delete(ip);
         else perIp.set(ip, n);
       },
     });
     open.add(session);
+    metrics.imapSessions(listener, 1);
     session.start();
   }
 

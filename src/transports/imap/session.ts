@@ -7,9 +7,12 @@ import type { Socket } from 'node:net';
 import { TLSSocket, type SecureContext } from 'node:tls';
 import type { ImapAccessService, ImapAccount } from '../../modules/imap-access/imap-access.service.js';
 import type { Logger } from '../../lib/logger.js';
+import type { Release } from '../../lib/fair-gate.js';
+import type { Metrics } from '../../lib/metrics.js';
 import { CommandReader, ResponseWriter, astringText, atomText, type Command, type ReaderEvent, type ResponseCode } from './protocol/index.js';
 import type { SelectedCommands } from './selected.js';
 import { authenticatedCommand } from './mailboxes.js';
+import type { ImapShares } from './shares.js';
 
 export interface SessionOptions {
   access: ImapAccessService;
@@ -24,6 +27,11 @@ export interface SessionOptions {
   secure: boolean;
   idleMs: number;
   remoteAddress: string;
+  /** The workspace's share of sessions (checked at login) and of running commands. */
+  shares: ImapShares;
+  /** How often an IDLE looks at its folder without a signal. */
+  idlePollMs: number;
+  metrics: Pick<Metrics, 'imapLogin' | 'imapCommand' | 'imapIdle'>;
   onClose: () => void;
 }
 
@@ -46,6 +54,10 @@ export class ImapSession {
   private tls: boolean;
   private revoked = false;
   private unwatch: (() => void) | null = null;
+  /** The session's place in its workspace's share, held from login to close. */
+  private place: Release | null = null;
+  /** The command being answered, as the metrics name it. */
+  private running: string | null = null;
   private lineWaiter: ((line: Buffer | null) => void) | null = null;
   private closed = false;
 
@@ -112,7 +124,28 @@ export class ImapSession {
   }
 
   tagged(tag: string, status: 'OK' | 'NO' | 'BAD', text: string, code?: ResponseCode): void {
+    this.options.metrics.imapCommand(this.running ?? 'UNKNOWN', status);
     this.send(this.writer.tagged(tag, status, text, code));
+  }
+
+  /**
+   * IDLE (RFC 2177, RFC 9051 6.3.13), in the authenticated or selected state: `watch` starts reporting changes, then
+   * `+ idling`, then wait for DONE; its stop waits for a report under way, so the tagged answer comes last.
+   */
+  async idle(cmd: Command, watch: () => Promise<() => Promise<void>>): Promise<void> {
+    const stop = await watch();
+    this.send(this.writer.continuation('idling'));
+    this.options.metrics.imapIdle(1);
+    try {
+      const line = await this.readLine();
+      await stop();
+      if (line === null) return;
+      if (line.toString('latin1').trim().toUpperCase() === 'DONE') this.tagged(cmd.tag, 'OK', 'Idle completed.');
+      else this.tagged(cmd.tag, 'BAD', 'Expected DONE.');
+    } finally {
+      void stop();
+      this.options.metrics.imapIdle(-1);
+    }
   }
 
   /** A raw line from the client (an AUTHENTICATE response); null when the connection closed. */
@@ -133,9 +166,17 @@ export class ImapSession {
     if (this.closed) return;
     this.closed = true;
     this.state = 'logout';
-    this.unwatch?.();
+    this.leave();
     this.socket.end();
     setTimeout(() => this.socket.destroy(), 2000).unref();
+  }
+
+  /** Give back what a logged-in session holds: its credential's watch and its place in the workspace's share. */
+  private leave(): void {
+    this.unwatch?.();
+    this.unwatch = null;
+    this.place?.();
+    this.place = null;
   }
 
   /** The account is logged in: watch its credential. */
@@ -153,7 +194,7 @@ export class ImapSession {
     socket.on('close', () => {
       if (this.socket !== socket) return;
       this.closed = true;
-      this.unwatch?.();
+      this.leave();
       this.lineWaiter?.(null);
       this.options.onClose();
     });
@@ -206,12 +247,30 @@ export class ImapSession {
     }
   }
 
+  /**
+   * One command, with a turn at the workspace's share of running commands once logged in (IDLE and LOGOUT wait for
+   * the client, not the database: they take none).
+   */
   private async command(cmd: Command): Promise<void> {
+    this.running = KNOWN.has(cmd.name) ? cmd.name : 'UNKNOWN';
+    const workspaceId = this.account?.workspaceId;
+    const turn = workspaceId === undefined || cmd.name === 'IDLE' || cmd.name === 'LOGOUT' ? null : await this.options.shares.commands.acquire(workspaceId);
+    try {
+      // Ended (revoked, shut down) while waiting for its turn: nothing to answer.
+      if (!this.closed) await this.dispatch(cmd);
+    } finally {
+      turn?.();
+      this.running = null;
+    }
+  }
+
+  private async dispatch(cmd: Command): Promise<void> {
     if (this.revoked) return this.bye('The app password was revoked.', { name: 'UNAVAILABLE' });
     const common = await this.anyState(cmd);
     if (common) return;
     if (this.state === 'not-authenticated') return this.notAuthenticated(cmd);
     if (this.selected && (await this.selected.command(cmd))) return;
+    if (cmd.name === 'IDLE' && !this.selected) return this.idle(cmd, async () => async () => undefined);
     if (await authenticatedCommand(this, cmd)) return;
     const known = KNOWN.has(cmd.name);
     this.tagged(cmd.tag, 'BAD', known ? 'Command not allowed in this state.' : 'Unknown command.');
@@ -290,18 +349,35 @@ export class ImapSession {
     }
     if (response === '*') return this.tagged(cmd.tag, 'BAD', 'Authentication aborted.');
     const parts = response === '=' ? [] : Buffer.from(response, 'base64').toString('utf8').split('\0');
-    if (parts.length !== 3 || (parts[0] !== '' && parts[0] !== parts[1])) return this.tagged(cmd.tag, 'NO', 'Invalid base64 or credentials.', { name: 'AUTHENTICATIONFAILED' });
+    if (parts.length !== 3 || (parts[0] !== '' && parts[0] !== parts[1])) {
+      this.options.metrics.imapLogin('failed');
+      return this.tagged(cmd.tag, 'NO', 'Invalid base64 or credentials.', { name: 'AUTHENTICATIONFAILED' });
+    }
     return this.login(cmd.tag, parts[1]!, parts[2]!);
   }
 
   private async login(tag: string, user: string, password: string): Promise<void> {
-    if (!this.loginAllowed()) return this.tagged(tag, 'NO', 'Plaintext authentication disallowed on non-secure connections.', { name: 'PRIVACYREQUIRED' });
+    const metrics = this.options.metrics;
+    if (!this.loginAllowed()) {
+      metrics.imapLogin('refused');
+      return this.tagged(tag, 'NO', 'Plaintext authentication disallowed on non-secure connections.', { name: 'PRIVACYREQUIRED' });
+    }
     const result = await this.access.login(user, password, this.options.remoteAddress);
     if (!result.ok) {
+      metrics.imapLogin(result.reason === 'throttled' || result.reason === 'suspended' ? result.reason : 'failed');
       if (result.reason === 'throttled') return this.tagged(tag, 'NO', 'Too many failed logins; try again later.', { name: 'UNAVAILABLE' });
       if (result.reason === 'suspended') return this.tagged(tag, 'NO', 'The workspace is suspended.', { name: 'UNAVAILABLE' });
       return this.tagged(tag, 'NO', 'Authentication failed.', { name: 'AUTHENTICATIONFAILED' });
     }
+    // Dovecot's answer past mail_max_userip_connections (a temporary refusal, not a wrong password).
+    const place = this.options.shares.admit(result.account.workspaceId);
+    if (!place) {
+      metrics.imapLogin('limit');
+      return this.tagged(tag, 'NO', 'Too many sessions for this workspace; try again later.', { name: 'UNAVAILABLE' });
+    }
+    if (this.closed) return place();
+    this.place = place;
+    metrics.imapLogin('ok');
     this.loggedIn(result.account);
     this.tagged(tag, 'OK', 'Logged in.', { name: 'CAPABILITY', args: this.capabilities().map((atom) => ({ atom })) });
   }
