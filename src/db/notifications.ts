@@ -7,6 +7,8 @@ import type { Db } from './database.js';
 export const WAKEUP_CHANNEL = 'mailroom_wakeups';
 const RECONNECT_FIRST_MS = 100;
 const RECONNECT_MAX_MS = 5000;
+/** Topics one NOTIFY statement carries at most (well under the bound parameters a statement may have). */
+const NOTIFY_BATCH = 100;
 
 export interface NotificationLog {
   warn(details: object, message: string): void;
@@ -87,9 +89,13 @@ export function createNotifications(deps: {
   function flush(): void {
     const topics = [...soon];
     soon.clear();
-    for (const topic of topics) {
-      sql`select pg_notify(${WAKEUP_CHANNEL}, ${`${me} ${topic}`})`.execute(deps.db).catch((err: unknown) => {
-        if (!closing) deps.log.warn({ err, topic }, 'could not publish a wake-up');
+    // One statement for the turn's topics (an arrival rings both its events' and its mailbox's), each still a notice
+    // of its own, so receivers read them as before.
+    for (let i = 0; i < topics.length; i += NOTIFY_BATCH) {
+      const batch = topics.slice(i, i + NOTIFY_BATCH);
+      const notices = sql.join(batch.map((topic) => sql`pg_notify(${WAKEUP_CHANNEL}, ${`${me} ${topic}`})`));
+      sql`select ${notices}`.execute(deps.db).catch((err: unknown) => {
+        if (!closing) deps.log.warn({ err, topics: batch }, 'could not publish a wake-up');
       });
     }
   }
