@@ -4,7 +4,16 @@
  * message (`bumpFolder`), in the same statement as their other counts, so reading them counts no message rows.
  */
 import type { Work } from '../../db/tables.js';
+import { preparedQuery } from '../../db/prepared.js';
 import { mailDb } from './message.store.js';
+import type { MailTables } from './mail.table.js';
+
+const storedBytesQuery = preparedQuery<{ workspaceId: string }, { b: number | string }, MailTables>((db, p) =>
+  db
+    .selectFrom('folder_counts')
+    .select((f) => f.fn.coalesce(f.fn.sum<number | string>('bytes'), f.lit(0)).as('b'))
+    .where('workspace_id', '=', p<string>('workspaceId')),
+);
 
 export interface MailUsage {
   mailboxes: number;
@@ -29,14 +38,10 @@ export function createUsageStore() {
         .executeTakeFirstOrThrow();
       return { mailboxes: Number(row.mailboxes ?? 0), storedBytes: Number(row.stored_bytes ?? 0) };
     },
-    /** The workspace's stored bytes alone (the inbound path's check). */
+    /** The workspace's stored bytes alone (the inbound path's check, per recipient and per message: prepared). */
     async storedBytes(work: Work, workspaceId: string): Promise<number> {
-      const row = await mailDb(work)
-        .selectFrom('folder_counts')
-        .select((f) => f.fn.coalesce(f.fn.sum<number | string>('bytes'), f.lit(0)).as('b'))
-        .where('workspace_id', '=', workspaceId)
-        .executeTakeFirstOrThrow();
-      return Number(row.b);
+      const [row] = await storedBytesQuery(mailDb(work), { workspaceId });
+      return Number(row?.b ?? 0);
     },
     /** The workspace's mailboxes, counted (the check before a mailbox is created). */
     async mailboxCount(work: Work, workspaceId: string): Promise<number> {
