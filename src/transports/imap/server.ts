@@ -67,6 +67,9 @@ export function createImapServer(options: ImapServerOptions): ImapServer {
       return;
     }
     perIp.set(ip, (perIp.get(ip) ?? 0) + 1);
+    // An answer's last line (the tagged status) is often a second small write: with Nagle's algorithm it waits for
+    // the client's delayed ACK of the first (40 ms on Linux), longer than most commands take.
+    socket.setNoDelay(true);
     const session: ImapSession = new ImapSession(socket, {
       access: options.access,
       logger: options.logger,
