@@ -197,19 +197,24 @@ function folderMessages(db: MailDb, scope: FolderScope) {
     .where('messages.folder', '=', scope.folder);
 }
 
-/** SQLite: the folder's UIDs whose FTS5 row matches (the matches of the workspace's tagged words, once). */
+/**
+ * SQLite: the folder's UIDs whose FTS5 row matches. The matches drive (key, then message by id, then the folder's
+ * test): with the folder's rows outside, SQLite walked every message of the folder and looked each up in the matches.
+ */
 async function folderFtsUids(db: MailDb, scope: FolderScope, field: FolderTextField, words: readonly string[]): Promise<number[]> {
   const tag = workspaceTag(scope.workspaceId);
   const phrase = `"${words.map((w) => tag + w).join(' ')}" *`;
   const expr = field === 'text' ? phrase : `{${field}} : ${phrase}`;
-  const rows = await folderMessages(db, scope)
-    .where('messages.id', 'in', (eb) =>
-      eb
-        .selectFrom('message_fts_keys')
-        .select('message_fts_keys.message_id')
-        .where('message_fts_keys.workspace_id', '=', scope.workspaceId)
-        .where('message_fts_keys.id', 'in', eb.selectFrom('message_fts').select('message_fts.rowid').where(sql.table('message_fts'), 'match', expr)),
-    )
+  const rows = await db
+    .selectFrom('message_fts')
+    .innerJoin('message_fts_keys', 'message_fts_keys.id', 'message_fts.rowid')
+    .innerJoin('messages', 'messages.id', 'message_fts_keys.message_id')
+    .select('messages.uid')
+    .where(sql.table('message_fts'), 'match', expr)
+    .where('message_fts_keys.workspace_id', '=', scope.workspaceId)
+    .where('messages.workspace_id', '=', scope.workspaceId)
+    .where('messages.mailbox_id', '=', scope.mailboxId)
+    .where('messages.folder', '=', scope.folder)
     .orderBy('messages.uid')
     .execute();
   return rows.map((r) => Number(r.uid));

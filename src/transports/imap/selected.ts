@@ -290,12 +290,20 @@ export class SelectedCommands {
     const needs = searchNeeds(key);
     const found: Array<[number, number]> = [];
     const maxUid = this.entries.length > 0 ? this.entries[this.entries.length - 1]!.uid : 0;
-    const ctx: Omit<SearchContext, 'seq'> = { count: this.entries.length, maxUid, now: Date.now(), saved: this.saved, text };
+    const ctx: SearchContext = { seq: 0, count: this.entries.length, maxUid, now: Date.now(), saved: this.saved, text };
+    if (needs === 'index') {
+      // Nothing to read: one pass over the index, no per-message copies.
+      this.entries.forEach((e, i) => {
+        ctx.seq = i + 1;
+        if (matches(key, e, ctx)) found.push([i + 1, e.uid]);
+      });
+      return found;
+    }
     for (let i = 0; i < this.entries.length; i += BATCH) {
       const batch = this.entries.slice(i, i + BATCH);
       const ranges = toRanges(batch.map((e) => e.uid));
       const rows = new Map<number, SearchEntry>();
-      if (needs !== 'index') for (const r of await this.s.access.messages(this.account, this.folder, ranges, false)) rows.set(r.uid, r);
+      for (const r of await this.s.access.messages(this.account, this.folder, ranges, false)) rows.set(r.uid, r);
       if (needs === 'headers') {
         for (const h of await this.s.access.headers(this.account, this.folder, ranges)) {
           const row = rows.get(h.uid);
@@ -305,8 +313,9 @@ export class SelectedCommands {
       batch.forEach((e, j) => {
         const row = rows.get(e.uid);
         // A message expunged since the view was made is not searched (its number stays until the next sync).
-        if (needs !== 'index' && !row) return;
-        if (matches(key, { ...e, ...row }, { ...ctx, seq: i + j + 1 })) found.push([i + j + 1, e.uid]);
+        if (!row) return;
+        ctx.seq = i + j + 1;
+        if (matches(key, { ...e, ...row }, ctx)) found.push([i + j + 1, e.uid]);
       });
     }
     return found;

@@ -92,15 +92,19 @@ export function createImapServer(options: ImapServerOptions): ImapServer {
     session.start();
   }
 
+  // An answer's last line (the tagged status) is often a second small write: with Nagle's algorithm it waited for the
+  // client's delayed ACK of the first (40 ms on Linux), longer than most commands take. Set on the TCP socket, it
+  // holds under TLS and after STARTTLS too.
+  const noDelay = true;
   let server: Server;
   if (options.secure) {
     const pem = certificates?.pem();
     if (!certificates || !pem) throw new Error('the IMAPS listener needs a certificate');
-    const tlsServer = createTlsServer({ ...pem }, accept);
+    const tlsServer = createTlsServer({ ...pem, noDelay }, accept);
     stopFollowing = certificates.follow((next) => tlsServer.setSecureContext(next));
     tlsServer.on('tlsClientError', () => undefined);
     server = tlsServer;
-  } else server = createNetServer(accept);
+  } else server = createNetServer({ noDelay }, accept);
   server.on('error', (err) => options.logger.error({ err }, 'imap server error'));
 
   return {
