@@ -62,6 +62,9 @@ async function columns(db: AnyDb, dialect: string, table: string): Promise<strin
  */
 async function copyAll(db: AnyDb, dialect: string, copy: number): Promise<void> {
   const suffix = `_c${copy}`;
+  // A copy an interrupted run already made is kept (BENCH_RETENTION_FILLED=1 then resumes after the copies).
+  const made = await sql.raw<{ n: number }>(`select count(*) as n from (select 1 from messages where substr(id, 31) = '${suffix}' limit 1) t`).execute(db);
+  if (Number(made.rows[0]?.n ?? 0) > 0) return console.error(`kept ${suffix}`);
   const renamed: Record<string, string[]> = { threads: ['id'], messages: ['id', 'thread_id'], message_contents: ['message_id'], attachments: ['id', 'message_id'], message_labels: ['message_id'] };
   for (const [table, keys] of Object.entries(renamed)) {
     const cols = await columns(db, dialect, table);
@@ -104,8 +107,9 @@ const services = await createServices(loadConfig(env), { clock });
 const db = services.database.db;
 const copies = Number(process.env.BENCH_RETENTION_COPIES?.trim() || 1);
 for (let k = 1; k < copies; k++) await copyAll(db, services.database.dialect.name, k);
-// Inbox and spam UIDs overlap: the spam ones move past every copy's range, so all are unique in trash.
-await sql`update ${sql.table('messages')} set folder = 'trash', uid = ${sql.ref('uid')} + (case when ${sql.ref('folder')} = 'spam' then ${SPAM_UID_OFFSET} else 0 end), updated_at = ${Date.now() - 60 * DAY}`.execute(db);
+// Inbox and spam UIDs overlap: the spam ones move past every copy's range, so all are unique in trash. The offset is
+// a literal: as a parameter PostgreSQL would type it integer (from the 0 beside it), and it is past 32 bits.
+await sql`update ${sql.table('messages')} set folder = 'trash', uid = ${sql.ref('uid')} + (case when ${sql.ref('folder')} = 'spam' then ${sql.lit(SPAM_UID_OFFSET)} else 0 end), updated_at = ${Date.now() - 60 * DAY}`.execute(db);
 await sql`update ${sql.table('folder_counts')} set folder = 'trash'`.execute(db);
 if (services.database.dialect.name === 'postgres') await sql`vacuum analyze`.execute(db);
 const before = sqliteBytes();
