@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/lib/logger.js';
 import { createImapServer, type ImapServer } from '../src/transports/imap/server.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { imaplib, latin1, type Answer, type Step } from './helpers/imaplib.js';
+import { imaplib, latin1 } from './helpers/imaplib.js';
 import { bearer, login, session } from './helpers/harness.js';
 import { mailWorld, type WorldTenant } from './helpers/world.js';
 

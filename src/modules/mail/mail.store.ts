@@ -64,7 +64,7 @@ export type { MailboxRow } from './mailbox.store.js';
 export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, StoredMessageRow, ThreadRow, VersionedPage } from './message.store.js';
 export type { FolderScope, FolderTextField, SearchPageRow } from './search.store.js';
 export type { FetchEntry, FlagStore, FlagStoreResult, FolderStatus, IndexEntry, UidRanges } from './sync.store.js';
-export { MAX_IMAP_UID, type Renumbered } from './uid-renumber.store.js';
+export type { Renumbered } from './uid-renumber.store.js';
 export type { FlagChange } from './organize.store.js';
 export type { WorkspaceMailUsage } from './purge.store.js';
 export type { ImportProbe, TransferCursor, TransferRow } from './transfer.store.js';
