@@ -4,7 +4,6 @@ import { createLogger } from '../src/lib/logger.js';
 import { createImapServer } from '../src/transports/imap/server.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { connectClient, DOVECOT_MISSING, hasDovecot, startDovecot, type DovecotPeer, type ImapRawClient } from './helpers/dovecot.js';
-import { session } from './helpers/harness.js';
 import { fetchItems, parseValue, type ParsedValue } from './helpers/imap-response.js';
 import { mailWorld } from './helpers/world.js';
 
@@ -12,7 +11,8 @@ import { mailWorld } from './helpers/world.js';
 // and in a private Dovecot's INBOX (the bytes Mailroom stored, with its INTERNALDATE), the same commands on both over
 // real sockets, and the answers compared as a client reads them. Normalised, and only these: response texts (and the
 // tag), UIDVALIDITY and MODSEQ values, UIDs, and the differences kept by decision 596 (PERMANENTFLAGS' \Draft,
-// NONEXISTENT, the NUL-byte message) and Dovecot's CLIENTBUG advice.
+// NONEXISTENT) and Dovecot's CLIENTBUG advice. Messages with NUL bytes are also compared byte for byte (decision 613),
+// and the edges of decisions 610-611: an empty mailbox, numbers past 32 bits.
 
 const FIXTURES = new URL('./fixtures/eml/', import.meta.url);
 const MAILBOX = 'interop@mailroom.localhost';
@@ -53,12 +53,83 @@ SGVsbG8sIHdvcmxkIQ==
 `)],
 ];
 
+/** Messages with NUL bytes and 8-bit text: in a header, in an 8bit body, in a base64 part (BINARY decodes it). */
+const WITH_NUL: Array<[string, Buffer]> = [
+  ['nul-header', crlf(`From: "Nul\0Name" <nul@sender.test>
+To: interop@mailroom.localhost
+Subject: caf\u00e9 with a \0 NUL
+Date: Sun, 22 Nov 2026 10:00:00 +0000
+Message-ID: <nul-1@sender.test>
+In-Reply-To: <nul\0x@sender.test>
+
+Plain body.
+`)],
+  ['nul-body', crlf(`From: nul@sender.test
+To: interop@mailroom.localhost
+Subject: NUL in an 8bit body
+MIME-Version: 1.0
+Content-Type: text/plain; charset=utf-8
+Content-Transfer-Encoding: 8bit
+
+before\0after caf\u00e9
+`)],
+  ['nul-base64', crlf(`From: nul@sender.test
+To: interop@mailroom.localhost
+Subject: NUL in a base64 part
+MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="b"
+
+--b
+Content-Type: application/octet-stream
+Content-Transfer-Encoding: base64
+
+${Buffer.from('a\0b\xff\r\nc\0', 'latin1').toString('base64')}
+--b
+Content-Type: text/plain
+
+second
+--b--
+`)],
+];
+
 const NUL_FIXTURE = '30-broken-nul-bytes.eml';
 const HEADER_FIELDS = 'BODY.PEEK[HEADER.FIELDS (From To Subject Date Message-ID)]';
 const FETCH_ALL = `FETCH 1:* (FLAGS RFC822.SIZE ENVELOPE BODYSTRUCTURE ${HEADER_FIELDS} BODY.PEEK[1.MIME] BODY.PEEK[TEXT]<0.100>)`;
 
+/** The FETCHes compared byte for byte for a message with NUL bytes (its number `seq`), by step name. */
+function nulSteps(name: string, seq: number): Array<[string, string]> {
+  return [
+    [`ENVELOPE of ${name}`, `FETCH ${seq} (ENVELOPE)`],
+    [`BODY[] of ${name}`, `FETCH ${seq} (BODY.PEEK[])`],
+    [`BODY[TEXT] of ${name}`, `FETCH ${seq} (BODY.PEEK[TEXT])`],
+    [`BINARY[1] of ${name}`, `FETCH ${seq} (BINARY.PEEK[1])`],
+    [`BINARY.SIZE[1] of ${name}`, `FETCH ${seq} (BINARY.SIZE[1])`],
+  ];
+}
+
+/** The steps after the script's: 32-bit limits in INBOX, then an empty mailbox (Archive holds nothing on either). */
+const EDGES: Array<[string, string]> = [
+  ['FETCH past 32 bits', 'FETCH 4294967296 (FLAGS)'],
+  ['UID FETCH past 32 bits', 'UID FETCH 1:4294967296 (FLAGS)'],
+  ['UID FETCH of the largest UID', 'UID FETCH 4294967295 (FLAGS)'],
+  ['UID SEARCH past 32 bits', 'UID SEARCH UID 4294967296'],
+  ['UID STORE past 32 bits', 'UID STORE 4294967296 +FLAGS (\\Seen)'],
+  ['SELECT an empty mailbox', 'SELECT Archive'],
+  ['FETCH 1:* of an empty mailbox', 'FETCH 1:* (FLAGS)'],
+  ['FETCH * of an empty mailbox', 'FETCH * (FLAGS)'],
+  ['FETCH 1 of an empty mailbox', 'FETCH 1 (FLAGS)'],
+  ['UID FETCH 1:* of an empty mailbox', 'UID FETCH 1:* (FLAGS)'],
+  ['SEARCH 1:* of an empty mailbox', 'SEARCH 1:*'],
+  ['SEARCH ALL of an empty mailbox', 'SEARCH ALL'],
+  ['UID SEARCH 1:* of an empty mailbox', 'UID SEARCH 1:*'],
+  ['STORE 1:* of an empty mailbox', 'STORE 1:* +FLAGS (\\Seen)'],
+  ['UID STORE 1:* of an empty mailbox', 'UID STORE 1:* +FLAGS (\\Seen)'],
+  ['COPY 1:* of an empty mailbox', 'COPY 1:* INBOX'],
+  ['UID COPY 1:* of an empty mailbox', 'UID COPY 1:* INBOX'],
+];
+
 /** The session both servers get, in order: name and command. `n` is the number of messages in INBOX. */
-function script(n: number): Array<[string, string]> {
+function script(n: number, nul: Array<[string, number]> = []): Array<[string, string]> {
   const steps: Array<[string, string]> = [
     ['NAMESPACE', 'NAMESPACE'],
     ['LIST root', 'LIST "" ""'],
@@ -99,6 +170,8 @@ function script(n: number): Array<[string, string]> {
     ['EXAMINE again', 'EXAMINE INBOX'],
     ['conditional STORE on an EXAMINEd mailbox', 'STORE 1 (UNCHANGEDSINCE 1) +FLAGS (\\Flagged)'],
   );
+  for (const [name, seq] of nul) steps.push(...nulSteps(name, seq));
+  steps.push(...EDGES);
   return steps;
 }
 
@@ -210,13 +283,12 @@ describe.skipIf(!hasDovecot())(`IMAP answers against Dovecot (${TEST_DIALECT})`,
   let ours: Map<string, Buffer>;
   let theirs: Map<string, Buffer>;
   const refused: string[] = [];
-  /** The message with NUL bytes: Dovecot drops a decoded NUL where Mailroom keeps it (left open, decision 596). */
-  const withNul = new Set<number>();
+  let nulMessages: string[] = [];
 
   /** Delivers the corpus over SMTP; returns what INBOX then holds (bytes and INTERNALDATE), in UID order. */
   async function deliverCorpus(port: number, password: string): Promise<Array<{ raw: Buffer; date: Date }>> {
     const corpus: Array<[string, Buffer]> = readdirSync(FIXTURES).filter((f) => f.endsWith('.eml')).sort().map((f) => [f, readFileSync(new URL(f, FIXTURES))]);
-    for (const [name, raw] of [...corpus, ...PLAIN]) {
+    for (const [name, raw] of [...corpus, ...PLAIN, ...WITH_NUL]) {
       try {
         await world.h.sendRaw(raw, { from: 'corpus@sender.test', to: [MAILBOX] });
         names.push(name);
@@ -236,22 +308,22 @@ describe.skipIf(!hasDovecot())(`IMAP answers against Dovecot (${TEST_DIALECT})`,
 
   beforeAll(async () => {
     const tenant = await world.tenant('Interop', [MAILBOX]);
-    const made = await world.h.app.inject({ method: 'POST', url: '/app/api/app-passwords', headers: session(await world.ownerSession(tenant)), payload: { name: 'interop', mailbox: MAILBOX } });
-    expect(made.statusCode).toBe(201);
-    const password = made.json<{ password: string }>().password;
+    const { password } = await world.appPassword(tenant, MAILBOX, 'interop');
     const server = world.own(createImapServer({ access: world.h.services.imapAccess, logger: createLogger('silent'), appendLimit: 1024 * 1024, maxClients: 20, maxClientsPerIp: 10, allowPlaintextAuth: 'loopback', tls: null }));
     const port = await server.listen('127.0.0.1', 0);
     const stored = await deliverCorpus(port, password);
     // INBOX may hold fewer than were accepted (a report is filed elsewhere); the comparison is over what it holds.
     names = names.slice(0, stored.length);
-    if (names.includes(NUL_FIXTURE)) withNul.add(names.indexOf(NUL_FIXTURE) + 1);
     dovecot = await startDovecot();
     await dovecot.addMessages('INBOX', stored.map((m) => ({ raw: m.raw, internalDate: m.date })));
+    await dovecot.addMessages('Archive', []);
     // A first session takes \Recent from every message (Mailroom never sets it): both then say 0 RECENT.
     const first = await dovecot.connect();
     await first.command('SELECT INBOX');
     await first.close();
-    const steps = script(stored.length);
+    const nul = [NUL_FIXTURE, ...WITH_NUL.map(([name]) => name)].filter((name) => names.includes(name));
+    nulMessages = nul;
+    const steps = script(stored.length, nul.map((name) => [name, names.indexOf(name) + 1]));
     ours = await run(await connectClient(port, MAILBOX, `"${password}"`), steps);
     theirs = await run(await dovecot.connect(), steps);
   }, 180_000);
@@ -278,7 +350,7 @@ describe.skipIf(!hasDovecot())(`IMAP answers against Dovecot (${TEST_DIALECT})`,
     const mine = fetchLines(ours.get('FETCH')!);
     const reference = fetchLines(theirs.get('FETCH')!);
     expect(reference.size).toBe(names.length);
-    for (const [seq, line] of reference) if (!withNul.has(seq)) expect(mine.get(seq), `message ${seq} (${names[seq - 1]})`).toBe(line);
+    for (const [seq, line] of reference) expect(mine.get(seq), `message ${seq} (${names[seq - 1]})`).toBe(line);
     expect(shape(ours.get('FETCH')!).at(-1)).toBe(shape(theirs.get('FETCH')!).at(-1));
   });
 
@@ -288,7 +360,6 @@ describe.skipIf(!hasDovecot())(`IMAP answers against Dovecot (${TEST_DIALECT})`,
 
   it('BINARY.PEEK[1]: the same decoded bytes, or the same NO and code, for every message', () => {
     for (let seq = 1; seq <= names.length; seq++) {
-      if (withNul.has(seq)) continue;
       const step = `BINARY ${seq}`;
       const reference = shape(theirs.get(step)!);
       const tagged = reference.at(-1)!;
@@ -300,6 +371,24 @@ describe.skipIf(!hasDovecot())(`IMAP answers against Dovecot (${TEST_DIALECT})`,
   });
 
   it.each(each('FETCH past the end', 'conditional STORE on an EXAMINEd mailbox'))('%s: the same responses', (step) => {
+    expect(shape(ours.get(step)!), step).toEqual(shape(theirs.get(step)!));
+  });
+
+  it('messages with NUL bytes and 8-bit text: ENVELOPE, BODY[] and BINARY byte for byte', () => {
+    expect(nulMessages).toHaveLength(WITH_NUL.length + 1);
+    // Everything up to the tagged line to the byte; the tagged line by its status.
+    const answer = (b: Buffer) => `${b.subarray(0, b.lastIndexOf('\r\nt') + 2).toString('latin1')}${shape(b).at(-1)}`;
+    const differ: Array<[string, string, string]> = [];
+    for (const name of nulMessages) {
+      for (const [step] of nulSteps(name, 0)) {
+        const [mine, reference] = [answer(ours.get(step)!), answer(theirs.get(step)!)];
+        if (mine !== reference) differ.push([step, JSON.stringify(mine), JSON.stringify(reference)]);
+      }
+    }
+    expect(differ).toEqual([]);
+  });
+
+  it.each(EDGES.map(([name]) => name).filter((name) => name !== 'SELECT an empty mailbox'))('%s: the same responses', (step) => {
     expect(shape(ours.get(step)!), step).toEqual(shape(theirs.get(step)!));
   });
 });

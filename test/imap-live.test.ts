@@ -6,7 +6,7 @@ import type { FairGate } from '../src/lib/fair-gate.js';
 import { createImapShares, type ImapShares } from '../src/transports/imap/shares.js';
 import { BIN, ROOT } from './helpers/cli.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, session } from './helpers/harness.js';
+import { bearer } from './helpers/harness.js';
 import { ImapLines } from './helpers/imap-lines.js';
 import { TEST_SERVICE_ENV } from './helpers/service-env.js';
 import { mailWorld, type WorldTenant } from './helpers/world.js';
@@ -55,11 +55,7 @@ describe(`IMAP live changes and shares (${TEST_DIALECT})`, () => {
   let peak = 0;
   const clients: ImapLines[] = [];
 
-  const appPassword = async (tenant: WorldTenant, mailbox: string): Promise<string> => {
-    const res = await world.h.app.inject({ method: 'POST', url: '/app/api/app-passwords', headers: session(await world.ownerSession(tenant)), payload: { name: 'live', mailbox } });
-    expect(res.statusCode).toBe(201);
-    return res.json<{ password: string }>().password;
-  };
+  const appPassword = async (tenant: WorldTenant, mailbox: string): Promise<string> => (await world.appPassword(tenant, mailbox, 'live')).password;
   const deliver = async (tenant: WorldTenant, to: string, subject: string, body = 'Hello.\r\n'): Promise<string> => {
     const raw = `From: Alice <alice@sender.test>\r\nTo: <${to}>\r\nSubject: ${subject}\r\nMessage-ID: <${subject.replace(/\W/g, '')}.${Date.now()}@sender.test>\r\nDate: Fri, 20 Nov 2026 10:00:00 +0000\r\n\r\n${body}`;
     await world.h.sendRaw(raw, { from: 'alice@sender.test', to: [to] });
@@ -227,8 +223,7 @@ describe.skipIf(TEST_DIALECT !== 'postgres')('IMAP IDLE across processes (NOTIFY
 
   beforeAll(async () => {
     acme = await world.tenant('Acme', [MAILBOX]);
-    const res = await world.h.app.inject({ method: 'POST', url: '/app/api/app-passwords', headers: session(await world.ownerSession(acme)), payload: { name: 'live', mailbox: MAILBOX } });
-    password = res.json<{ password: string }>().password;
+    password = (await world.appPassword(acme, MAILBOX, 'live')).password;
     const started = await spawnImap({
       MAILROOM_DATABASE_URL: world.h.database.url,
       ...world.h.database.secretEnv,

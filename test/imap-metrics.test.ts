@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config/config.js';
-import { createLogger } from '../src/lib/logger.js';
-import { createServices, startService, type RunningService } from '../src/main.js';
-import { createTestDatabase, TEST_DIALECT, type TestDatabase } from './helpers/database.js';
+import type { RunningService } from '../src/main.js';
+import { TEST_DIALECT } from './helpers/database.js';
 import { ImapLines } from './helpers/imap-lines.js';
-import { TEST_SERVICE_ENV } from './helpers/service-env.js';
+import { startImapService, type RunningImapService } from './helpers/imap-service.js';
 
 // GET /metrics of a process running the imap role, after real IMAP sessions: sessions open by listener, logins by
 // outcome, tagged answers by command and status, sessions in IDLE; no workspace or address in any label.
@@ -18,7 +16,7 @@ function sample(text: string, name: string, labels = ''): number | undefined {
 const scrape = async (running: RunningService): Promise<string> => (await fetch(`${running.metricsUrl!}/metrics`)).text();
 
 describe(`IMAP metrics (${TEST_DIALECT})`, () => {
-  let database: TestDatabase;
+  let service: RunningImapService;
   let running: RunningService;
   let workspaceId: string;
   let password: string;
@@ -26,40 +24,14 @@ describe(`IMAP metrics (${TEST_DIALECT})`, () => {
   const clients: ImapLines[] = [];
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    const config = loadConfig({
-      ...TEST_SERVICE_ENV,
-      MAILROOM_DATABASE_URL: database.url,
-      ...database.secretEnv,
-      MAILROOM_LOG_LEVEL: 'silent',
-      MAILROOM_HTTP_PORT: '0',
-      MAILROOM_SMTP_HOST: '127.0.0.1',
-      MAILROOM_IMAP_PORT: '0',
-      MAILROOM_METRICS_PORT: '0',
-      MAILROOM_ALLOW_PLAINTEXT_AUTH: 'loopback',
-      MAILROOM_IMAP_MAX_CLIENTS_PER_WORKSPACE: '1',
-      MAILROOM_RATE_LIMIT_PER_MINUTE: '0',
-    });
-    // A workspace, its mailbox and an app password, made before the service starts.
-    const setup = await createServices(config);
-    const email = 'owner-metered@example.com';
-    const made = await setup.tenancy.admin.bootstrap({ email, password: 'correct horse battery', workspace: 'Metered' });
-    workspaceId = made.workspace_id;
-    await setup.database.destroy();
-    running = await startService(config, ['api', 'imap'], createLogger('silent'));
-    const api = (path: string, headers: Record<string, string>, body: unknown) => fetch(`${running.httpUrl!}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-    expect((await api('/mailboxes', { authorization: `Bearer ${made.api_key}` }, { address })).status).toBe(201);
-    const login = await api('/app/api/login', {}, { email, password: 'correct horse battery' });
-    const { session_token: token } = (await login.json()) as { session_token: string };
-    const created = await api('/app/api/app-passwords', { 'x-service-session': token }, { name: 'metered', mailbox: address });
-    expect(created.status).toBe(201);
-    password = ((await created.json()) as { password: string }).password;
+    service = await startImapService({ MAILROOM_METRICS_PORT: '0', MAILROOM_IMAP_MAX_CLIENTS_PER_WORKSPACE: '1' }, [address]);
+    running = service.running;
+    ({ workspaceId, password } = service.accounts.get(address)!);
   });
 
   afterAll(async () => {
     for (const c of clients) c.close();
-    await running?.stop();
-    await database?.drop();
+    await service?.stop();
   });
 
   const open = async (): Promise<ImapLines> => {

@@ -1,32 +1,15 @@
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { ImapFlow } from 'imapflow';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/lib/logger.js';
 import { createImapServer, type ImapServer } from '../src/transports/imap/server.js';
 import { TEST_DIALECT } from './helpers/database.js';
+import { imaplib, latin1 } from './helpers/imaplib.js';
 import { bearer, login, session } from './helpers/harness.js';
 import { mailWorld, type WorldTenant } from './helpers/world.js';
 
-type Step = [string, ...unknown[]];
-type Answer = { typ?: string; data?: unknown; error?: string; abort?: string; exception?: string; welcome?: string; capabilities?: string[] };
-
-const CLIENT = join(import.meta.dirname, 'imap', 'client.py');
-
-/** Run imaplib steps on one connection (test/imap/client.py); one answer per step, after the greeting's. */
-function imaplib(port: number, steps: Step[]): Promise<Answer[]> {
-  return new Promise((resolve, reject) => {
-    const child = execFile('python3', [CLIENT], { timeout: 30_000, maxBuffer: 32 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${err.message}\n${stderr}`));
-      else resolve(JSON.parse(stdout) as Answer[]);
-    });
-    child.stdin!.end(JSON.stringify({ host: '127.0.0.1', port, steps }));
-  });
-}
 
 const MAILBOX = 'imap-user@mailroom.localhost';
 const OTHER = 'imap-other@mailroom.localhost';
-const latin1 = (s: unknown) => Buffer.from(String(s), 'latin1');
 
 describe(`IMAP server (${TEST_DIALECT})`, () => {
   const world = mailWorld({ peer: false, env: { MAILROOM_ALLOW_PLAINTEXT_AUTH: 'loopback', MAILROOM_LOGIN_FAILURES_PER_ADDRESS: '3' } });
@@ -37,13 +20,7 @@ describe(`IMAP server (${TEST_DIALECT})`, () => {
   let port: number;
   let strictPort: number;
 
-  const appPassword = async (tenant: WorldTenant, mailbox: string): Promise<{ id: string; password: string }> => {
-    const token = await world.ownerSession(tenant);
-    const res = await world.h.app.inject({ method: 'POST', url: '/app/api/app-passwords', headers: session(token), payload: { name: 'imaplib', mailbox } });
-    expect(res.statusCode).toBe(201);
-    const body = res.json<{ app_password_id: string; password: string }>();
-    return { id: body.app_password_id, password: body.password };
-  };
+  const appPassword = (tenant: WorldTenant, mailbox: string) => world.appPassword(tenant, mailbox, 'imaplib');
   const server = async (allowPlaintextAuth: 'never' | 'loopback'): Promise<number> => {
     const s: ImapServer = createImapServer({ access: world.h.services.imapAccess, logger: createLogger('silent'), appendLimit: 1024 * 1024, maxClients: 20, maxClientsPerIp: 10, allowPlaintextAuth, tls: null });
     world.own(s);

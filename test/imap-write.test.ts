@@ -1,34 +1,17 @@
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { ImapFlow } from 'imapflow';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/lib/logger.js';
 import { createImapServer, type ImapServer } from '../src/transports/imap/server.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { bearer, session } from './helpers/harness.js';
+import { imaplib, latin1, type Answer, type Step } from './helpers/imaplib.js';
+import { bearer } from './helpers/harness.js';
 import { mailWorld, type MessageView, type WorldTenant } from './helpers/world.js';
 
-type Step = [string, ...unknown[]];
-type Answer = { typ?: string; data?: unknown; error?: string; abort?: string; exception?: string; welcome?: string; capabilities?: string[] };
-
-const CLIENT = join(import.meta.dirname, 'imap', 'client.py');
-
-/** Run imaplib steps on one connection (test/imap/client.py); one answer per step, after the greeting's. */
-function imaplib(port: number, steps: Step[]): Promise<Answer[]> {
-  return new Promise((resolve, reject) => {
-    const child = execFile('python3', [CLIENT], { timeout: 30_000, maxBuffer: 32 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${err.message}\n${stderr}`));
-      else resolve(JSON.parse(stdout) as Answer[]);
-    });
-    child.stdin!.end(JSON.stringify({ host: '127.0.0.1', port, steps }));
-  });
-}
 
 const MAILBOX = 'imap-writer@mailroom.localhost';
 const OTHER = 'imap-bystander@mailroom.localhost';
 const FULL = 'imap-full@mailroom.localhost';
 const APPEND_LIMIT = 1024 * 1024;
-const latin1 = (s: unknown) => Buffer.from(String(s), 'latin1');
 /** The text of an answer's data (imaplib's list of lines or of its tagged text). */
 const textOf = (a: Answer | undefined) => (Array.isArray(a?.data) ? (a.data as unknown[]).map((d) => (Array.isArray(d) ? d.join(' ') : String(d))).join('\n') : String(a?.data));
 
@@ -45,12 +28,7 @@ describe(`IMAP COPY, MOVE and APPEND (${TEST_DIALECT})`, { timeout: 240_000 }, (
   const passwords = new Map<string, string>();
   let port: number;
 
-  const appPassword = async (tenant: WorldTenant, mailbox: string): Promise<string> => {
-    const token = await world.ownerSession(tenant);
-    const res = await world.h.app.inject({ method: 'POST', url: '/app/api/app-passwords', headers: session(token), payload: { name: 'imap-write', mailbox } });
-    expect(res.statusCode).toBe(201);
-    return res.json<{ password: string }>().password;
-  };
+  const appPassword = async (tenant: WorldTenant, mailbox: string): Promise<string> => (await world.appPassword(tenant, mailbox, 'imap-write')).password;
   const tenantOf = (address: string) => (address === OTHER ? other : address === FULL ? full : acme);
   const deliver = async (to: string, subject: string): Promise<string> => {
     const raw = `From: Alice <alice@sender.test>\r\nTo: <${to}>\r\nSubject: ${subject}\r\nMessage-ID: <${subject.replace(/\W/g, '')}@sender.test>\r\nDate: Fri, 20 Nov 2026 10:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHello from SMTP.\r\n`;

@@ -8,12 +8,13 @@ import { existsSync } from 'node:fs';
 import { chmod, cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { DOVECOT_BINARY, dovecotConfig, dovecotIdentities } from '../../test/helpers/dovecot-config.js';
 import { ImapConnection } from './imap-client.js';
 import { freeLoopbackPort, type ManagedProcess } from './processes.js';
 import type { Scope } from './scope.js';
 import type { SuiteContext } from './suite.js';
 
-export const DOVECOT_BINARY = '/usr/sbin/dovecot';
+export { DOVECOT_BINARY };
 const READY_TIMEOUT_MS = 20_000;
 
 export interface BenchDovecot {
@@ -24,75 +25,13 @@ export interface BenchDovecot {
   process: ManagedProcess;
 }
 
-interface Identities {
-  loginUser: string;
-  internalUser: string;
-  internalGroup: string;
-  uid: number;
-  gid: number;
-}
-
-/** As root, Dovecot refuses to run login and mail processes as root: its own users take them. */
-function identities(): Identities {
-  const me = userInfo();
-  if (me.uid !== 0) {
-    const group = execFileSync('id', ['-gn'], { encoding: 'utf8' }).trim();
-    return { loginUser: me.username, internalUser: me.username, internalGroup: group, uid: me.uid, gid: me.gid };
-  }
-  const id = (flag: string) => Number(execFileSync('id', [flag, 'dovecot'], { encoding: 'utf8' }).trim());
-  return { loginUser: 'dovenull', internalUser: 'dovecot', internalGroup: 'dovecot', uid: id('-u'), gid: id('-g') };
-}
-
-function config(dir: string, port: number, who: Identities): string {
-  return `# written by the mailroom bench for one run; no system configuration is read
-base_dir = ${dir}/run
-state_dir = ${dir}/state
-log_path = ${dir}/dovecot.log
-protocols = imap
-listen = 127.0.0.1
-ssl = no
-disable_plaintext_auth = no
-auth_mechanisms = plain
-default_login_user = ${who.loginUser}
-default_internal_user = ${who.internalUser}
-default_internal_group = ${who.internalGroup}
-first_valid_uid = 1
-mail_location = maildir:${dir}/mail/%u
-mail_max_userip_connections = 100
-passdb {
-  driver = static
-  args = password=bench
-}
-userdb {
-  driver = static
-  args = uid=${who.uid} gid=${who.gid} home=${dir}/home/%u
-}
-service imap-login {
-  chroot =
-  inet_listener imap {
-    address = 127.0.0.1
-    port = ${port}
-  }
-  inet_listener imaps {
-    port = 0
-  }
-}
-service anvil {
-  chroot =
-}
-service stats {
-  chroot =
-}
-`;
-}
-
 /**
  * Starts Dovecot with `maildir` (cur/new/tmp) copied in as the INBOX of its one user; stopped and removed when `scope`
  * closes. Its directory is under $TMPDIR with mode 755, since its mail processes run as the dovecot user.
  */
 export async function startBenchDovecot(context: SuiteContext, scope: Scope, maildir: string): Promise<BenchDovecot> {
   if (!existsSync(DOVECOT_BINARY)) throw new Error(`Dovecot is not installed (${DOVECOT_BINARY}): apt-get install -y dovecot-imapd`);
-  const who = identities();
+  const who = dovecotIdentities();
   const dir = await mkdtemp(join(tmpdir(), 'mailroom-bench-dovecot-'));
   scope.defer(`rm ${dir}`, () => rm(dir, { recursive: true, force: true }));
   await chmod(dir, 0o755);
@@ -101,7 +40,7 @@ export async function startBenchDovecot(context: SuiteContext, scope: Scope, mai
   await cp(maildir, join(dir, 'mail', user), { recursive: true, preserveTimestamps: true });
   if (userInfo().uid === 0) execFileSync('chown', ['-R', `${who.uid}:${who.gid}`, join(dir, 'mail'), join(dir, 'home')]);
   const port = await freeLoopbackPort();
-  await writeFile(join(dir, 'dovecot.conf'), config(dir, port, who));
+  await writeFile(join(dir, 'dovecot.conf'), dovecotConfig({ dir, port, who, password: 'bench', comment: 'written by the mailroom bench for one run', extra: 'mail_max_userip_connections = 100\n' }));
   // TZ=UTC: INTERNALDATE reads the same as Mailroom's.
   const proc = context.processes.start('dovecot', { command: DOVECOT_BINARY, args: ['-F', '-c', join(dir, 'dovecot.conf')], cwd: dir, env: { ...process.env, TZ: 'UTC' } });
   scope.defer('dovecot', () => proc.stop());

@@ -14,9 +14,11 @@ import { chmod, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/
 import { connect as tcpConnect, type Socket } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { DOVECOT_BINARY, dovecotConfig, dovecotIdentities } from './dovecot-config.js';
 import { freePort } from './ports.js';
 
-export const DOVECOT_BINARY = '/usr/sbin/dovecot';
+export { DOVECOT_BINARY };
+
 export const DOVECOT_MISSING = `Dovecot is not installed (${DOVECOT_BINARY}): apt-get install -y dovecot-imapd`;
 
 /** Whether the reference server can run here. */
@@ -56,73 +58,22 @@ export interface DovecotPeer {
 
 const MAILDIR_FLAGS: Record<string, string> = { '\\Draft': 'D', '\\Flagged': 'F', '\\Answered': 'R', '\\Seen': 'S', '\\Deleted': 'T' };
 
-/** Who runs what: as root, login and mail processes must not be root (Dovecot refuses), so Dovecot's own users take them. */
-function identities(): { loginUser: string; internalUser: string; internalGroup: string; uid: number; gid: number } {
-  const me = userInfo();
-  if (me.uid !== 0) {
-    const group = execFileSync('id', ['-gn'], { encoding: 'utf8' }).trim();
-    return { loginUser: me.username, internalUser: me.username, internalGroup: group, uid: me.uid, gid: me.gid };
-  }
-  const id = (flag: string) => Number(execFileSync('id', [flag, 'dovecot'], { encoding: 'utf8' }).trim());
-  return { loginUser: 'dovenull', internalUser: 'dovecot', internalGroup: 'dovecot', uid: id('-u'), gid: id('-g') };
-}
-
-function config(dir: string, port: number, who: ReturnType<typeof identities>): string {
-  return `# generated for one test run; no system configuration is read
-base_dir = ${dir}/run
-state_dir = ${dir}/state
-log_path = ${dir}/dovecot.log
-protocols = imap
-listen = 127.0.0.1
-ssl = no
-disable_plaintext_auth = no
-auth_mechanisms = plain
-default_login_user = ${who.loginUser}
-default_internal_user = ${who.internalUser}
-default_internal_group = ${who.internalGroup}
-first_valid_uid = 1
-mail_location = maildir:${dir}/mail/%u
-# Mailroom's hierarchy delimiter, so NAMESPACE and LIST answers compare as they are.
-namespace inbox {
+/** Mailroom's hierarchy delimiter, so NAMESPACE and LIST answers compare as they are. */
+const NAMESPACE = `namespace inbox {
   inbox = yes
   separator = /
 }
-passdb {
-  driver = static
-  args = password=pass
-}
-userdb {
-  driver = static
-  args = uid=${who.uid} gid=${who.gid} home=${dir}/home/%u
-}
-service imap-login {
-  chroot =
-  inet_listener imap {
-    address = 127.0.0.1
-    port = ${port}
-  }
-  inet_listener imaps {
-    port = 0
-  }
-}
-service anvil {
-  chroot =
-}
-service stats {
-  chroot =
-}
 `;
-}
 
 /** Starts a private Dovecot on a free loopback port; resolves once it answers a login. */
 export async function startDovecot(): Promise<DovecotPeer> {
-  const who = identities();
+  const who = dovecotIdentities();
   const dir = await mkdtemp(join(tmpdir(), 'dovecot-'));
   // The mail processes run as `who.uid`: they must reach the maildir through the temp directory.
   await chmod(dir, 0o755);
   for (const sub of ['run', 'state', 'mail', 'home']) await mkdir(join(dir, sub));
   const port = await freePort();
-  await writeFile(join(dir, 'dovecot.conf'), config(dir, port, who));
+  await writeFile(join(dir, 'dovecot.conf'), dovecotConfig({ dir, port, who, password: 'pass', comment: 'generated for one test run', extra: NAMESPACE }));
   // TZ=UTC: INTERNALDATE and the log read the same on every machine (Dovecot passes TZ on to its processes).
   const master = spawn(DOVECOT_BINARY, ['-F', '-c', join(dir, 'dovecot.conf')], {
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -73,6 +73,23 @@ export class ImapLines {
     return `t${++this.tags}`;
   }
 
+  /**
+   * Stop reading (the server's writes then back up until its socket's buffers are full: a command answering with
+   * more than they hold waits for `resume`).
+   */
+  pause(): void {
+    this.socket.pause();
+  }
+
+  resume(): void {
+    this.socket.resume();
+  }
+
+  /** Whether a line received and not yet taken by `waitFor` matches `pattern`. */
+  holds(pattern: RegExp): boolean {
+    return this.lines.some((line) => pattern.test(line));
+  }
+
   close(): void {
     this.socket.destroy();
   }

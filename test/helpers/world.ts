@@ -120,6 +120,8 @@ export interface MailWorld {
   suppressed(tenant: WorldTenant, address: string): Promise<boolean>;
   /** A session of the tenant's owner (logged in once). */
   ownerSession(tenant: WorldTenant): Promise<string>;
+  /** A new app password of the owner's for one of the tenant's mailboxes (POST /app/api/app-passwords). */
+  appPassword(tenant: WorldTenant, mailbox: string, name?: string): Promise<{ id: string; password: string }>;
 }
 
 /** Close `thing` when the current test finishes, passed or failed. Call it inside a test. */
@@ -232,6 +234,12 @@ export function mailWorld(options: WorldOptions = {}): MailWorld {
         sessions.set(tenant.workspaceId, token);
       }
       return token;
+    },
+    async appPassword(tenant, mailbox, name = 'mail client') {
+      const res = await world.h.app.inject({ method: 'POST', url: '/app/api/app-passwords', headers: session(await world.ownerSession(tenant)), payload: { name, mailbox } });
+      if (res.statusCode !== 201) throw new Error(`app password for ${mailbox}: ${res.statusCode} ${res.body}`);
+      const body = res.json<{ app_password_id: string; password: string }>();
+      return { id: body.app_password_id, password: body.password };
     },
   };
 

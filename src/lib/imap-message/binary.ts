@@ -6,7 +6,7 @@
 import { readHeaderFields } from './header-fields.js';
 import type { MimePart } from './mime-parser.js';
 import { Rfc822Reader } from './rfc822-tokens.js';
-import { findPart } from './section.js';
+import { findPart, literalSafe } from './section.js';
 
 export type BinaryResult = { bytes: Buffer } | { error: 'UNKNOWN-CTE' | 'PARSE' };
 
@@ -40,7 +40,8 @@ function binaryBody(raw: Buffer, part: MimePart, out: Buffer[]): 'UNKNOWN-CTE' |
   if (part.kind !== 'multipart' && part.kind !== 'message') {
     const body = raw.subarray(part.bodyStart, part.bodyEnd);
     const encoding = encodingOf(raw, part);
-    if (IDENTITY.has(encoding)) out.push(body);
+    // Sent as it is, a NUL is 0x80 as in BODY[] (Dovecot 2.3); only a NUL that decoding made goes in a literal8.
+    if (IDENTITY.has(encoding)) out.push(literalSafe(body));
     else if (encoding === 'base64' || encoding === 'quoted-printable') {
       const decoded = encoding === 'base64' ? decodeBase64(body) : decodeQuotedPrintable(body);
       if ('error' in decoded) return decoded.error;

@@ -1,7 +1,7 @@
 // ENVELOPE (RFC 3501 section 7.4.2) from a header block alone, so it can be computed (or cached) without the body.
 import { parseAddressList, type EnvelopeAddress } from './address.js';
 import { readHeaderFields, type HeaderField } from './header-fields.js';
-import { bytes, forHumans, oneLine, withoutNul } from './imap-strings.js';
+import { bytes, nulAs80, forHumans, oneLine } from './imap-strings.js';
 import type { ImapValue } from './types.js';
 
 const ADDRESS_FIELDS = ['from', 'sender', 'reply-to', 'to', 'cc', 'bcc'] as const;
@@ -33,21 +33,22 @@ export function envelopeData(fields: readonly HeaderField[]): EnvelopeData {
     const name = field.name.toLowerCase();
     switch (name) {
       case 'date':
-        data.date = withoutNul(field.value);
+        data.date = nulAs80(field.value);
         break;
       case 'subject':
-        data.subject = withoutNul(field.value);
+        // forHumans makes its NULs 0x80.
+        data.subject = field.value;
         break;
       case 'message-id':
-        data.messageId = withoutNul(field.value);
+        data.messageId = nulAs80(field.value);
         break;
       case 'in-reply-to':
-        data.inReplyTo = withoutNul(field.value);
+        data.inReplyTo = nulAs80(field.value);
         break;
       default:
         if ((ADDRESS_FIELDS as readonly string[]).includes(name)) {
           const key = name as AddressField;
-          const merged = [...(data.addresses[key] ?? []), ...parseAddressList(field.value)];
+          const merged = [...(data.addresses[key] ?? []), ...parseAddressList(nulAs80(field.value))];
           data.addresses[key] = merged.length > 0 ? merged : null;
         }
     }

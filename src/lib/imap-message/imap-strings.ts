@@ -6,6 +6,11 @@ export function withoutNul(value: string): string {
   return value.includes('\0') ? value.replaceAll('\0', NUL_REPLACEMENT) : value;
 }
 
+/** A header value with each NUL as byte 0x80, as Dovecot 2.3 writes every ENVELOPE field (then a literal). */
+export function nulAs80(value: string): string {
+  return value.includes('\0') ? value.replaceAll('\0', '\x80') : value;
+}
+
 /**
  * Line breaks removed (an unfolded header value), a space put in only where the next line does not start with
  * whitespace; for Date, Message-ID, In-Reply-To, Content-ID, Content-Description, Content-MD5, Content-Location.

@@ -8,6 +8,7 @@ import type { Work } from '../../db/tables.js';
 import { headerBlock, headerValue } from '../../lib/mbox.js';
 import { DomainError } from '../../lib/errors.js';
 import type { FetchEntry, FlagStore, FlagStoreResult, FolderStatus, FolderTextField, IndexEntry, MailStore, UidRanges } from '../mail/mail.store.js';
+import type { Logger } from '../../lib/logger.js';
 import type { SearchRunner } from '../messages/search-runner.js';
 import type { AppPasswordLogin, AppPasswordService } from '../app-passwords/app-password.service.js';
 import type { AppPasswordSessions, SessionCredential } from '../app-passwords/app-password-sessions.js';
@@ -61,12 +62,15 @@ export function keywordToLabel(keyword: string): string | null {
   return LABEL.test(label) ? label : null;
 }
 
+/** The largest UID (and UIDNEXT) a client may be shown: RFC 9051's nz-number is 32-bit. */
+const MAX_IMAP_UID = 0xffff_ffff;
+
 /** The empty status of a folder the mail store does not hold (Drafts). */
 const EMPTY_STATUS: FolderStatus = { uidvalidity: 1, uidnext: 1, highestmodseq: 1, total: 0, unseen: 0, firstUnseenUid: null };
 
 export type ImapAccessStore = Pick<
   MailStore,
-  'folderStatus' | 'folderIndex' | 'messagesByUid' | 'changedSince' | 'expungedSince' | 'storeFlags' | 'expungeDeleted' | 'moveMessages' | 'copySources' | 'copyMessages' | 'messageUid' | 'findByMessageId' | 'storeCopy' | 'headersByUid'
+  'folderStatus' | 'folderIndex' | 'renumberFolder' | 'messagesByUid' | 'changedSince' | 'expungedSince' | 'storeFlags' | 'expungeDeleted' | 'moveMessages' | 'copySources' | 'copyMessages' | 'messageUid' | 'findByMessageId' | 'storeCopy' | 'headersByUid'
 >;
 
 /** What a COPY or MOVE did: the target's UIDVALIDITY, and each message's UID in the source and in the target (same order). */
@@ -170,6 +174,8 @@ export interface ImapAccessDeps {
   storage: Pick<QuotaService, 'storageRefusal'>;
   search: Pick<SearchRunner, 'run'>;
   changes: Pick<MailSignal, 'subscribe'>;
+  /** Where a folder's renumbering (its UIDs past 32 bits) is told. */
+  logger?: Pick<Logger, 'warn'>;
 }
 
 /** A stored value with its encoded-words decoded; one that does not decode is searched as it came. */
@@ -181,9 +187,31 @@ function decoded(value: string): string {
   }
 }
 
-export function createImapAccessService({ work, store, appPasswords, sessions, storage, search, changes }: ImapAccessDeps): ImapAccessService {
+export function createImapAccessService({ work, store, appPasswords, sessions, storage, search, changes, logger }: ImapAccessDeps): ImapAccessService {
   const scope = (account: ImapAccount, folder: string) => ({ workspaceId: account.workspaceId, mailboxId: account.mailboxId, folder });
-  const uidvalidity = async (account: ImapAccount, folder: string) => (await store.folderStatus(work, scope(account, folder))).uidvalidity;
+
+  /**
+   * The folder's status once its UIDs fit in 32 bits: a folder whose counter ran past them is renumbered first
+   * (new UIDVALIDITY, every message kept), so no client is shown a UID or UIDNEXT IMAP cannot carry. `renumbered`:
+   * this call did it (UIDs the caller read before are stale).
+   */
+  async function fitted(account: ImapAccount, folder: string): Promise<{ status: FolderStatus; renumbered: boolean }> {
+    const status = await store.folderStatus(work, scope(account, folder));
+    if (status.uidnext <= MAX_IMAP_UID) return { status, renumbered: false };
+    const done = await work.transaction().execute((trx) => store.renumberFolder(trx, scope(account, folder)));
+    if (done) logger?.warn({ workspaceId: account.workspaceId, mailboxId: account.mailboxId, folder, ...done }, 'imap folder UIDs renumbered: its UID counter passed 32 bits');
+    return { status: await store.folderStatus(work, scope(account, folder)), renumbered: true };
+  }
+  const uidvalidity = async (account: ImapAccount, folder: string) => (await fitted(account, folder)).status.uidvalidity;
+
+  /** The UIDs in `folder` of messages (by id) after their store: read again when it had to be renumbered. */
+  async function targetUids(account: ImapAccount, folder: string, stored: Array<{ id: string; uid: number }>): Promise<{ uidvalidity: number; uids: number[] }> {
+    const { status, renumbered } = await fitted(account, folder);
+    if (!renumbered) return { uidvalidity: status.uidvalidity, uids: stored.map((m) => m.uid) };
+    const uids: number[] = [];
+    for (const m of stored) uids.push((await store.messageUid(work, account.workspaceId, m.id)) ?? 0);
+    return { uidvalidity: status.uidvalidity, uids };
+  }
 
   /** The copy of a message with this Message-ID already in Sent (stored by the send path or an earlier APPEND). */
   async function inSent(w: Work, account: ImapAccount, messageId: string | null): Promise<number | null> {
@@ -202,17 +230,18 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
     for (const ranges of batches) bytes += (await store.messagesByUid(work, scope(account, src), ranges, false)).reduce((n, r) => n + r.size, 0);
     const refusal = bytes > 0 ? await storage.storageRefusal(account.workspaceId, bytes) : null;
     if (refusal) return { ok: false, reason: 'overquota', detail: refusal };
+    const stored: Array<{ id: string; uid: number }> = [];
     for (const ranges of batches) {
       // Read (and on SQLite indexed) before the transaction; what was deleted meanwhile is left out by the copy.
       const sources = await store.copySources(work, scope(account, src), ranges);
       const copied = await work.transaction().execute((trx) => store.copyMessages(trx, scope(account, src), sources, dst));
       for (const c of copied) {
         outcome.source.push(c.sourceUid);
-        outcome.target.push(c.uid);
+        stored.push(c);
       }
     }
-    outcome.uidvalidity = await uidvalidity(account, dst);
-    return { ok: true, ...outcome };
+    const target = await targetUids(account, dst, stored);
+    return { ok: true, ...outcome, uidvalidity: target.uidvalidity, target: target.uids };
   }
 
   async function move(account: ImapAccount, from: ImapFolder, to: ImapFolder, uids: readonly number[]): Promise<CopyOutcome> {
@@ -220,19 +249,20 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
     const dst = to.folder;
     const outcome: CopyOutcome = { uidvalidity: 0, source: [], target: [] };
     if (src === null || dst === null) return outcome;
+    const stored: Array<{ id: string; uid: number }> = [];
     for (const ranges of batchesOf(uids, MOVE_BATCH)) {
       const rows = await store.messagesByUid(work, scope(account, src), ranges, false);
       if (rows.length === 0) continue;
       const before = new Map(rows.map((r) => [r.id, r.uid]));
       const moved = await work.transaction().execute((trx) => store.moveMessages(trx, account.workspaceId, account.mailboxId, rows.map((r) => r.id), dst, src === dst));
-      const pairs = moved.filter((m) => before.has(m.id)).map((m) => [before.get(m.id)!, m.uid] as const).sort((a, b) => a[0] - b[0]);
-      for (const [old, uid] of pairs) {
+      const pairs = moved.filter((m) => before.has(m.id)).map((m) => [before.get(m.id)!, m] as const).sort((a, b) => a[0] - b[0]);
+      for (const [old, m] of pairs) {
         outcome.source.push(old);
-        outcome.target.push(uid);
+        stored.push(m);
       }
     }
-    outcome.uidvalidity = await uidvalidity(account, dst);
-    return outcome;
+    const target = await targetUids(account, dst, stored);
+    return { ...outcome, uidvalidity: target.uidvalidity, target: target.uids };
   }
 
   async function append(account: ImapAccount, to: ImapFolder, message: AppendMessage): Promise<Appended | OverQuota> {
@@ -262,9 +292,10 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
         envelope: { mail_from: '', rcpt_to: account.address, appended: true },
         ...(message.date === undefined ? {} : { receivedAt: message.date }),
       });
-      return { uid: (await store.messageUid(trx, account.workspaceId, row.id))!, existing: false };
+      return { id: row.id, uid: (await store.messageUid(trx, account.workspaceId, row.id))!, existing: false };
     });
-    return { ok: true, uidvalidity: await uidvalidity(account, folder), ...stored };
+    const target = await targetUids(account, folder, stored.id === undefined ? [] : [{ id: stored.id, uid: stored.uid }]);
+    return { ok: true, uidvalidity: target.uidvalidity, uid: target.uids[0] ?? stored.uid, existing: stored.existing };
   }
 
   return {
@@ -280,8 +311,15 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
       if (name.toUpperCase() === 'INBOX') return IMAP_FOLDERS[0]!;
       return IMAP_FOLDERS.find((f) => f.name === name) ?? null;
     },
-    status: async (account, f) => (f.folder === null ? EMPTY_STATUS : store.folderStatus(work, scope(account, f.folder))),
-    index: async (account, f) => (f.folder === null ? [] : store.folderIndex(work, scope(account, f.folder))),
+    status: async (account, f) => (f.folder === null ? EMPTY_STATUS : (await fitted(account, f.folder)).status),
+    async index(account, f) {
+      if (f.folder === null) return [];
+      const entries = await store.folderIndex(work, scope(account, f.folder));
+      // Past 32 bits only before a renumbering (uidnext is above the last UID): read again after it.
+      if ((entries.at(-1)?.uid ?? 0) <= MAX_IMAP_UID) return entries;
+      await fitted(account, f.folder);
+      return store.folderIndex(work, scope(account, f.folder));
+    },
     messages: async (account, f, ranges, withRaw) => (f.folder === null ? [] : store.messagesByUid(work, scope(account, f.folder), ranges, withRaw)),
     changedSince: async (account, f, modseq) => (f.folder === null ? [] : store.changedSince(work, scope(account, f.folder), modseq)),
     expungedSince: async (account, f, modseq) => (f.folder === null ? [] : store.expungedSince(work, scope(account, f.folder), modseq)),

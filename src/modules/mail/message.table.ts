@@ -103,8 +103,11 @@ export interface FolderCountTable {
   bytes: ColumnType<number | string, number | undefined, number>;
   /** The UID the folder's next message gets; raised by every message stored or moved in. */
   uidnext: ColumnType<number, number | undefined, number>;
-  /** The folder's UIDVALIDITY: seconds since the epoch when the row was made; never changed (rows live as long as their mailbox). */
-  uidvalidity: ColumnType<number, number | undefined, never>;
+  /**
+   * The folder's UIDVALIDITY: seconds since the epoch when the row was made (rows live as long as their mailbox);
+   * raised only when the folder's UIDs are renumbered because `uidnext` passed IMAP's 32 bits (uid-renumber.store.ts).
+   */
+  uidvalidity: ColumnType<number, number | undefined, number>;
 }
 
 /** A UID removed from a folder (deleted, moved out, expired), kept a while for clients' QRESYNC (VANISHED). */

@@ -43,6 +43,8 @@ function copyUid(outcome: CopyOutcome): ResponseCode | undefined {
 export class SelectedCommands {
   private entries: IndexEntry[] = [];
   private highestModseq = 0;
+  /** The folder's UIDVALIDITY when selected: a renumbering (UIDs past 32 bits) changes it under the session. */
+  private uidValidity = 0;
   /**
    * SEARCHRES's `$`: the UIDs a SEARCH RETURN (SAVE) saved, as ranges. UIDs, so an expunged message drops out of it
    * by itself; it lives as long as this selection (a new SELECT, UNSELECT or CLOSE ends it, RFC 5182).
@@ -65,9 +67,12 @@ export class SelectedCommands {
 
   /** SELECT's untagged responses (and QRESYNC's changes since the client's modseq). */
   async open(qresync?: QresyncParams): Promise<void> {
-    const [status, entries] = await Promise.all([this.s.access.status(this.account, this.folder), this.s.access.index(this.account, this.folder)]);
+    // Status first: it renumbers a folder whose UIDs ran past 32 bits, and the index must be read after that.
+    const status = await this.s.access.status(this.account, this.folder);
+    const entries = await this.s.access.index(this.account, this.folder);
     this.entries = entries;
     this.highestModseq = status.highestmodseq;
+    this.uidValidity = status.uidvalidity;
     const w = this.s.writer;
     const keywords = [...new Set(entries.flatMap((e) => e.labels))].sort();
     w.untagged({ atom: 'FLAGS' }, ['\\Answered', '\\Flagged', '\\Deleted', '\\Seen', '\\Draft', ...keywords].map((atom) => ({ atom })));
@@ -95,6 +100,7 @@ export class SelectedCommands {
   /** Report what changed since the view was last current: new messages, flag changes, and (when allowed) expunges. */
   async sync(expunges: boolean): Promise<void> {
     const fresh = await this.s.access.index(this.account, this.folder);
+    if (await this.renumbered(fresh)) return this.s.bye('Mailbox UIDVALIDITY changed');
     const w = this.s.writer;
     const byUid = new Map(fresh.map((e) => [e.uid, e]));
     if (expunges) {
@@ -122,6 +128,19 @@ export class SelectedCommands {
     }
     this.highestModseq = Math.max(this.highestModseq, ...fresh.map((e) => e.modseq));
     this.s.send(w);
+  }
+
+  /**
+   * Whether the folder was renumbered since it was selected. UIDs only grow, so a UID this view does not hold below
+   * its highest, or one it holds gone, is the sign to look at UIDVALIDITY (a read only then). Dovecot, too, ends a
+   * session whose mailbox changed UIDVALIDITY: clients would take the new UIDs for the old messages.
+   */
+  private async renumbered(fresh: IndexEntry[]): Promise<boolean> {
+    const known = new Set(this.entries.map((e) => e.uid));
+    const maxUid = this.entries.at(-1)?.uid ?? 0;
+    const suspect = fresh.some((e) => e.uid < maxUid && !known.has(e.uid)) || fresh.filter((e) => known.has(e.uid)).length < known.size;
+    if (!suspect) return false;
+    return (await this.s.access.status(this.account, this.folder)).uidvalidity !== this.uidValidity;
   }
 
   private flagsResponse(seq: number, e: IndexEntry, uid: boolean): void {

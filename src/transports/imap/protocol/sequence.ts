@@ -47,20 +47,20 @@ function seqNumber(s: string): SeqNumber | null {
 
 /**
  * The set as ranges of the mailbox whose largest number is `max` (0 when empty). For message numbers (`uid`
- * false) a number past the last message is an error, as RFC 9051 says; for UIDs it is simply not there. `$` must
- * be replaced by the caller first (`saved` ranges).
+ * false) a number past the last message is an error, as RFC 9051 says, and in an empty mailbox every set is one,
+ * `1:*` too (Dovecot 2.3's answer: there is no message for `*` to name); for UIDs a number not there is simply not
+ * there. `$` must be replaced by the caller first (`saved` ranges).
  */
 export function resolveSequenceSet(set: SequenceSet, max: number, options: { uid: boolean; saved?: Ranges }): Ranges | ParseError {
   if (set.saved) return options.saved ?? [];
+  if (!options.uid && max === 0) return { bad: 'Invalid messageset.' };
   const out: Ranges = [];
   for (const r of set.ranges) {
     const a = r.from === '*' ? max : r.from;
     const b = r.to === '*' ? max : r.to;
     let lo = Math.min(a, b);
     const hi = Math.min(Math.max(a, b), max);
-    // `1:*` in an empty mailbox is nothing rather than an error: clients send it before knowing the count.
-    const starInEmpty = max === 0 && (r.from === '*' || r.to === '*');
-    if (!options.uid && Math.max(a, b) > max && !starInEmpty) return { bad: 'Invalid messageset.' };
+    if (!options.uid && Math.max(a, b) > max) return { bad: 'Invalid messageset.' };
     if (lo === 0) lo = 1;
     if (lo <= hi) out.push([lo, hi]);
   }
