@@ -515,7 +515,7 @@ export async function createServices(
     }),
     retention,
     appPasswords,
-    imapAccess: createImapAccessService({ work, store: mail, appPasswords: appPasswords.service, sessions: appPasswords.sessions, storage: quotas, search: searches, changes: mailSignal }),
+    imapAccess: createImapAccessService({ work, store: mail, appPasswords: appPasswords.service, sessions: appPasswords.sessions, storage: quotas, search: searches, changes: mailSignal, logger }),
     analyzer,
     analysisGate,
     signer,
