@@ -194,6 +194,9 @@ export class ImapSession {
 
   private attach(socket: Socket): void {
     socket.setTimeout(this.options.idleMs);
+    // Each response or FETCH batch is one write: sent at once, not held back by Nagle until the client's (delayed)
+    // ACK of the previous segment, which cost up to 40 ms a batch.
+    socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('timeout', () => this.bye('Disconnected for inactivity.'));
     socket.on('error', () => socket.destroy());
