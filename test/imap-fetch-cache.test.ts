@@ -154,7 +154,7 @@ describe(`IMAP FETCH through kept structures (${TEST_DIALECT})`, { timeout: 120_
     const copiedRows = await kept(copyIds.map((r) => r.id));
     expect(copiedRows.map((r) => r.workspace_id)).toEqual([acme.workspaceId, acme.workspaceId]);
     const originals = await kept([nestedId, plainId]);
-    expect(copiedRows.map((r) => Buffer.from(r.body_structure)).sort(Buffer.compare)).toEqual(originals.map((r) => Buffer.from(r.body_structure)).sort(Buffer.compare));
+    expect(copiedRows.map((r) => Buffer.from(r.body_structure)).sort((a, b) => Buffer.compare(a, b))).toEqual(originals.map((r) => Buffer.from(r.body_structure)).sort((a, b) => Buffer.compare(a, b)));
 
     // A copy of a message never fetched has no row; its first FETCH computes it.
     const fresh = await deliver(acme, MAILBOX, plain(MAILBOX, 'Never fetched'), 'Never fetched');
