@@ -279,7 +279,7 @@ describe(`mail store: UIDs, modseq, flags, expunge log (${TEST_DIALECT})`, () =>
       expect(plan.rows.map((r) => r.detail).join('; ')).not.toMatch(/TEMP B-TREE/);
     }
     // These rows have no stored source, so a FETCH of bytes finds none of them; without bytes, each range is read.
-    const ranged = await store().messagesByUid(work(), { workspaceId: ws, mailboxId: big, folder: 'archive' }, [[5, 7], [9_999, Number.MAX_SAFE_INTEGER]], true);
+    const ranged = await store().messagesByUid(work(), { workspaceId: ws, mailboxId: big, folder: 'archive' }, [[5, 7], [9_999, Number.MAX_SAFE_INTEGER]], 'raw');
     expect(ranged.map((r) => r.uid)).toEqual([]);
     const plain = await store().messagesByUid(work(), { workspaceId: ws, mailboxId: big, folder: 'archive' }, [[5, 7], [9_999, Number.MAX_SAFE_INTEGER]]);
     expect(plain.map((r) => [r.uid, r.id])).toEqual([[5, 'msg_big_9995'], [6, 'msg_big_9994'], [7, 'msg_big_9993'], [9_999, 'msg_big_1'], [10_000, 'msg_big_0']]);

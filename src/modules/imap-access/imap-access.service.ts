@@ -7,8 +7,9 @@ import { decodeWords } from 'postal-mime';
 import type { Work } from '../../db/tables.js';
 import { headerBlock, headerValue } from '../../lib/mbox.js';
 import { DomainError } from '../../lib/errors.js';
-import type { FetchEntry, FlagStore, FlagStoreResult, FolderStatus, FolderTextField, IndexEntry, MailStore, UidRanges } from '../mail/mail.store.js';
+import type { FetchEntry, FetchRead, FlagStore, FlagStoreResult, FolderStatus, FolderTextField, IndexEntry, MailStore, UidRanges } from '../mail/mail.store.js';
 import type { Logger } from '../../lib/logger.js';
+import { withStructures } from './fetch-structures.js';
 import type { SearchRunner } from '../messages/search-runner.js';
 import type { AppPasswordLogin, AppPasswordService } from '../app-passwords/app-password.service.js';
 import type { AppPasswordSessions, SessionCredential } from '../app-passwords/app-password-sessions.js';
@@ -18,7 +19,7 @@ import { messageIds, parseMessage } from '../messages/mime.js';
 import type { QuotaService } from '../quotas/quota.service.js';
 import type { MailSignal } from '../mail/mail-changes.js';
 
-export type { FetchEntry, FolderStatus, FolderTextField, IndexEntry } from '../mail/mail.store.js';
+export type { FetchEntry, FetchRead, FolderStatus, FolderTextField, IndexEntry } from '../mail/mail.store.js';
 
 /** A header field as SEARCH reads it: unfolded, MIME encoded-words decoded. */
 export interface HeaderField {
@@ -70,7 +71,23 @@ const EMPTY_STATUS: FolderStatus = { uidvalidity: 1, uidnext: 1, highestmodseq: 
 
 export type ImapAccessStore = Pick<
   MailStore,
-  'folderStatus' | 'folderIndex' | 'renumberFolder' | 'messagesByUid' | 'changedSince' | 'expungedSince' | 'storeFlags' | 'expungeDeleted' | 'moveMessages' | 'copySources' | 'copyMessages' | 'messageUid' | 'findByMessageId' | 'storeCopy' | 'headersByUid'
+  | 'folderStatus'
+  | 'folderIndex'
+  | 'renumberFolder'
+  | 'messagesByUid'
+  | 'changedSince'
+  | 'expungedSince'
+  | 'storeFlags'
+  | 'expungeDeleted'
+  | 'moveMessages'
+  | 'copySources'
+  | 'copyMessages'
+  | 'messageUid'
+  | 'findByMessageId'
+  | 'storeCopy'
+  | 'headersByUid'
+  | 'structureSources'
+  | 'saveStructures'
 >;
 
 /** What a COPY or MOVE did: the target's UIDVALIDITY, and each message's UID in the source and in the target (same order). */
@@ -140,7 +157,11 @@ export interface ImapAccessService {
   folder(name: string): ImapFolder | null;
   status(account: ImapAccount, folder: ImapFolder): Promise<FolderStatus>;
   index(account: ImapAccount, folder: ImapFolder): Promise<IndexEntry[]>;
-  messages(account: ImapAccount, folder: ImapFolder, ranges: UidRanges, withRaw: boolean): Promise<FetchEntry[]>;
+  /**
+   * The messages of UID ranges as FETCH reads them: `raw` with their raw source; `structure` with their ENVELOPE,
+   * BODYSTRUCTURE and BODY bytes (kept ones, else computed from the raw source and kept: fetch-structures.ts).
+   */
+  messages(account: ImapAccount, folder: ImapFolder, ranges: UidRanges, read: FetchRead): Promise<FetchEntry[]>;
   changedSince(account: ImapAccount, folder: ImapFolder, modseq: number): Promise<IndexEntry[]>;
   expungedSince(account: ImapAccount, folder: ImapFolder, modseq: number): Promise<number[]>;
   /** STORE: flags and keywords (keywords no label can hold are left out). */
@@ -174,8 +195,8 @@ export interface ImapAccessDeps {
   storage: Pick<QuotaService, 'storageRefusal'>;
   search: Pick<SearchRunner, 'run'>;
   changes: Pick<MailSignal, 'subscribe'>;
-  /** Where a folder's renumbering (its UIDs past 32 bits) is told. */
-  logger?: Pick<Logger, 'warn'>;
+  /** Where a folder's renumbering (its UIDs past 32 bits) and a failed write of FETCH structures (the FETCH goes on) are told. */
+  logger: Pick<Logger, 'warn'>;
 }
 
 /** A stored value with its encoded-words decoded; one that does not decode is searched as it came. */
@@ -199,7 +220,7 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
     const status = await store.folderStatus(work, scope(account, folder));
     if (status.uidnext <= MAX_IMAP_UID) return { status, renumbered: false };
     const done = await work.transaction().execute((trx) => store.renumberFolder(trx, scope(account, folder)));
-    if (done) logger?.warn({ workspaceId: account.workspaceId, mailboxId: account.mailboxId, folder, ...done }, 'imap folder UIDs renumbered: its UID counter passed 32 bits');
+    if (done) logger.warn({ workspaceId: account.workspaceId, mailboxId: account.mailboxId, folder, ...done }, 'imap folder UIDs renumbered: its UID counter passed 32 bits');
     return { status: await store.folderStatus(work, scope(account, folder)), renumbered: true };
   }
   const uidvalidity = async (account: ImapAccount, folder: string) => (await fitted(account, folder)).status.uidvalidity;
@@ -227,7 +248,7 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
     if (src === null || dst === null) return { ok: true, ...outcome };
     const batches = batchesOf(uids, COPY_BATCH);
     let bytes = 0;
-    for (const ranges of batches) bytes += (await store.messagesByUid(work, scope(account, src), ranges, false)).reduce((n, r) => n + r.size, 0);
+    for (const ranges of batches) bytes += (await store.messagesByUid(work, scope(account, src), ranges)).reduce((n, r) => n + r.size, 0);
     const refusal = bytes > 0 ? await storage.storageRefusal(account.workspaceId, bytes) : null;
     if (refusal) return { ok: false, reason: 'overquota', detail: refusal };
     const stored: Array<{ id: string; uid: number }> = [];
@@ -251,7 +272,7 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
     if (src === null || dst === null) return outcome;
     const stored: Array<{ id: string; uid: number }> = [];
     for (const ranges of batchesOf(uids, MOVE_BATCH)) {
-      const rows = await store.messagesByUid(work, scope(account, src), ranges, false);
+      const rows = await store.messagesByUid(work, scope(account, src), ranges);
       if (rows.length === 0) continue;
       const before = new Map(rows.map((r) => [r.id, r.uid]));
       const moved = await work.transaction().execute((trx) => store.moveMessages(trx, account.workspaceId, account.mailboxId, rows.map((r) => r.id), dst, src === dst));
@@ -320,7 +341,11 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
       await fitted(account, f.folder);
       return store.folderIndex(work, scope(account, f.folder));
     },
-    messages: async (account, f, ranges, withRaw) => (f.folder === null ? [] : store.messagesByUid(work, scope(account, f.folder), ranges, withRaw)),
+    async messages(account, f, ranges, read) {
+      if (f.folder === null) return [];
+      const rows = await store.messagesByUid(work, scope(account, f.folder), ranges, read);
+      return read === 'structure' ? withStructures(work, store, logger, account.workspaceId, rows) : rows;
+    },
     changedSince: async (account, f, modseq) => (f.folder === null ? [] : store.changedSince(work, scope(account, f.folder), modseq)),
     expungedSince: async (account, f, modseq) => (f.folder === null ? [] : store.expungedSince(work, scope(account, f.folder), modseq)),
     async searchText(account, f, field, value) {

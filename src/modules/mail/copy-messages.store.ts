@@ -1,9 +1,9 @@
 /**
  * Copying stored messages between folders of one mailbox (IMAP COPY): each copy is a new message (new id, the next
  * UID of the target folder) with the same raw bytes, bodies, attachments, flags, labels and thread, written by
- * INSERT … SELECT from the originals, so nothing is parsed again and no body passes through the process. SQLite's
- * full-text index is contentless (its words cannot be read back), so its rows for the copies are made from the stored
- * fields by `copySources`, which the caller runs before its transaction.
+ * INSERT … SELECT from the originals (their kept FETCH structures too), so nothing is parsed again and no body passes
+ * through the process. SQLite's full-text index is contentless (its words cannot be read back), so its rows for the
+ * copies are made from the stored fields by `copySources`, which the caller runs before its transaction.
  */
 import { sql, type Expression } from 'kysely';
 import type { DialectInfo } from '../../db/dialect.js';
@@ -100,6 +100,18 @@ export function createCopyMessagesStore({ clock, dialect }: { clock: Clock; dial
             'workspace_id', 'text_body', 'html_body', 'headers_json', 'raw',
             ...(pg ? (['search_document'] as const) : []),
           ])
+          .where('workspace_id', '=', workspaceId)
+          .where('message_id', 'in', originals),
+      )
+      .execute();
+    // The kept FETCH structures go with the copies (the raw bytes are the same); any version, as kept.
+    await db
+      .insertInto('message_structures')
+      .columns(['message_id', 'workspace_id', 'version', 'envelope', 'body_structure', 'body'])
+      .expression(
+        db
+          .selectFrom('message_structures')
+          .select((eb) => [mapped(eb.ref('message_structures.message_id'), ids).as('message_id'), 'workspace_id', 'version', 'envelope', 'body_structure', 'body'])
           .where('workspace_id', '=', workspaceId)
           .where('message_id', 'in', originals),
       )

@@ -19,6 +19,7 @@ import { createUsageStore } from './usage.store.js';
 import { createRetentionStore } from './retention.store.js';
 import { createSyncStore } from './sync.store.js';
 import { createUidRenumberStore } from './uid-renumber.store.js';
+import { createStructureStore } from './structure.store.js';
 import { createMailLookups, type MailLookups } from './lookups.store.js';
 import { createSendingMailStore, type SendingMailStore, type SendingMailStoreDeps } from './sending-mail.store.js';
 
@@ -43,6 +44,7 @@ export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
     ...createRetentionStore(deps),
     ...createSyncStore(deps),
     ...createUidRenumberStore(deps),
+    ...createStructureStore(),
   };
 }
 
@@ -63,8 +65,9 @@ export type { CopiedMessage, CopySource } from './copy-messages.store.js';
 export type { MailboxRow } from './mailbox.store.js';
 export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, StoredMessageRow, ThreadRow, VersionedPage } from './message.store.js';
 export type { FolderScope, FolderTextField, SearchPageRow } from './search.store.js';
-export type { FetchEntry, FlagStore, FlagStoreResult, FolderStatus, IndexEntry, UidRanges } from './sync.store.js';
 export type { Renumbered } from './uid-renumber.store.js';
+export type { NewStructure } from './structure.store.js';
+export type { FetchEntry, FetchRead, FlagStore, FlagStoreResult, FolderStatus, IndexEntry, UidRanges } from './sync.store.js';
 export type { FlagChange } from './organize.store.js';
 export type { WorkspaceMailUsage } from './purge.store.js';
 export type { ImportProbe, TransferCursor, TransferRow } from './transfer.store.js';

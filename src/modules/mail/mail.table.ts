@@ -7,6 +7,7 @@ import type {
   MessageFtsKeyTable,
   MessageFtsTable,
   MessageLabelTable,
+  MessageStructureTable,
   MessageTable,
   ThreadRefTable,
   ThreadTable,
@@ -17,15 +18,16 @@ import type { SuppressionTable } from './suppression.table.js';
 import type { MailRetentionTable } from './retention.table.js';
 
 /**
- * The mail store's tables: mailboxes and everything in them (messages, their threads, contents, attachments, labels,
- * folder counts and search index), drafts, and the outbound copies with their delivery state and suppressions.
- * Only the mail store's own files (`src/modules/mail/*.store.ts`) name them.
+ * The mail store's tables: mailboxes and everything in them (messages, their threads, contents, kept FETCH
+ * structures, attachments, labels, folder counts and search index), drafts, and the outbound copies with their
+ * delivery state and suppressions. Only the mail store's own files (`src/modules/mail/*.store.ts`) name them.
  */
 export interface MailTables {
   mailboxes: MailboxTable;
   threads: ThreadTable;
   messages: MessageTable;
   message_contents: MessageContentTable;
+  message_structures: MessageStructureTable;
   message_fts: MessageFtsTable;
   message_fts_keys: MessageFtsKeyTable;
   attachments: AttachmentTable;

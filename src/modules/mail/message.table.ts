@@ -66,6 +66,19 @@ export interface MessageContentTable {
   search_document?: string | null;
 }
 
+/**
+ * A message's ENVELOPE, BODYSTRUCTURE and BODY as IMAP FETCH writes them, computed from `raw` by the first FETCH that
+ * needs them (README-structures.md). `version` is the serializer's; a row of another version is not served.
+ */
+export interface MessageStructureTable {
+  message_id: string;
+  workspace_id: string;
+  version: number;
+  envelope: Buffer;
+  body_structure: Buffer;
+  body: Buffer;
+}
+
 export interface AttachmentTable {
   id: string;
   workspace_id: string;

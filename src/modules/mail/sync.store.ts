@@ -9,10 +9,12 @@ import { sql, type ExpressionBuilder } from 'kysely';
 import type { DialectInfo } from '../../db/dialect.js';
 import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
+import type { StructureBytes } from '../../lib/imap-message/index.js';
 import type { MailTables } from './mail.table.js';
 import { bumpFolder, insertLabels, mailDb, stampModseq, type MailDb } from './message.store.js';
 import type { MessageTable } from './message.table.js';
 import { removeMessages, threadLabels, type RemovedMessage } from './organize.store.js';
+import { structureOf, withStructure } from './structure.store.js';
 
 /** A folder as a client selects it. */
 export interface FolderStatus {
@@ -37,14 +39,19 @@ export interface IndexEntry {
   labels: string[];
 }
 
-/** What a FETCH reads of a message besides its index entry; the raw bytes only when asked. */
+/** What a FETCH reads of a message besides its index entry; the raw bytes or the kept structure only when asked. */
 export interface FetchEntry extends IndexEntry {
   id: string;
   size: number;
   /** INTERNALDATE: when the message was stored (epoch ms). */
   created_at: number;
   raw?: Buffer;
+  /** ENVELOPE, BODYSTRUCTURE and BODY as FETCH writes them, when kept (`message_structures`); null: none kept yet. */
+  structure?: StructureBytes | null;
 }
+
+/** What `messagesByUid` reads beside the index columns: nothing more, the raw source, or the kept structure. */
+export type FetchRead = 'index' | 'raw' | 'structure';
 
 /** Inclusive UID ranges (`[from, to]`); `to` may be `Number.MAX_SAFE_INTEGER` for `*`. */
 export type UidRanges = ReadonlyArray<readonly [number, number]>;
@@ -141,13 +148,17 @@ export function createSyncStore({ clock, dialect }: { clock: Clock; dialect: Dia
       return rows.map(toEntry);
     },
 
-    /** The messages of UID ranges with what FETCH reads (raw bytes with `withRaw`), in UID order. */
-    async messagesByUid(work: Work, scope: Scope, ranges: UidRanges, withRaw = false): Promise<FetchEntry[]> {
+    /**
+     * The messages of UID ranges with what FETCH reads, in UID order: with `raw` their raw source, with `structure`
+     * their kept structure (null where none is kept yet: the caller computes it, `saveStructures`).
+     */
+    async messagesByUid(work: Work, scope: Scope, ranges: UidRanges, read: FetchRead = 'index'): Promise<FetchEntry[]> {
       checkRanges(ranges);
       if (ranges.length === 0) return [];
       const db = mailDb(work);
       const base = inFolder(db, scope).select([...INDEX_COLUMNS, 'messages.id', 'messages.size', 'messages.created_at']).where(inRanges(ranges)).orderBy('messages.uid');
-      if (!withRaw) return (await base.execute()).map((r) => ({ ...toEntry(r), id: r.id, size: r.size, created_at: r.created_at }));
+      if (read === 'index') return (await base.execute()).map((r) => ({ ...toEntry(r), id: r.id, size: r.size, created_at: r.created_at }));
+      if (read === 'structure') return (await withStructure(base).execute()).map((r) => ({ ...toEntry(r), id: r.id, size: r.size, created_at: r.created_at, structure: structureOf(r) }));
       const rows = await base
         .innerJoin('message_contents', (join) => join.onRef('message_contents.message_id', '=', 'messages.id').onRef('message_contents.workspace_id', '=', 'messages.workspace_id'))
         .select('message_contents.raw')

@@ -1,14 +1,22 @@
 /**
- * One message's FETCH data as bytes: the items asked for, computed from the stored raw message with the pure
- * functions of lib/imap-message (Dovecot's answers are their reference), flags from the folder's index.
+ * FETCH data as bytes: the items asked for, computed from the stored raw message with the pure functions of
+ * lib/imap-message (Dovecot's answers are their reference), or, for ENVELOPE, BODYSTRUCTURE and BODY, the same
+ * bytes as the mail store keeps them; flags from the folder's index. A batch of responses is written into one
+ * `ResponseBytes` and sent in one write.
  */
-import { bodyStructure, envelope, fetchSection, parseMime, serializeImapValue, binarySection, type MimePart, type SectionSpec } from '../../lib/imap-message/index.js';
-import type { FetchEntry, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
+import { binarySection, bodyStructureBytes, envelopeBytes, fetchSection, parseMime, type MimePart, type SectionSpec } from '../../lib/imap-message/index.js';
+import type { FetchEntry, FetchRead, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
 import { fetchItemName, formatDateTime, type FetchItem } from './protocol/index.js';
 
-/** The FETCH items that need the raw message. */
-export function needsRaw(items: readonly FetchItem[]): boolean {
-  return items.some((i) => !['FLAGS', 'UID', 'INTERNALDATE', 'RFC822.SIZE', 'MODSEQ'].includes(i.kind));
+/** The items answered from the index row alone. */
+const INDEX_ITEMS = new Set<FetchItem['kind']>(['FLAGS', 'UID', 'INTERNALDATE', 'RFC822.SIZE', 'MODSEQ']);
+/** The items the mail store keeps computed (`message_structures`): the raw message is not read for them. */
+const STRUCTURE_ITEMS = new Set<FetchItem['kind']>(['ENVELOPE', 'BODYSTRUCTURE', 'BODY']);
+
+/** What the store reads for these items: the raw message for any section, else the kept structures, else nothing. */
+export function fetchRead(items: readonly FetchItem[]): FetchRead {
+  if (items.some((i) => !INDEX_ITEMS.has(i.kind) && !STRUCTURE_ITEMS.has(i.kind))) return 'raw';
+  return items.some((i) => STRUCTURE_ITEMS.has(i.kind)) ? 'structure' : 'index';
 }
 
 /** Items that set \Seen when fetched (BODY[…] without PEEK, BINARY[…] without PEEK, RFC822, RFC822.TEXT). */
@@ -29,8 +37,32 @@ export function flagsOf(e: IndexEntry): string[] {
 /** The items Dovecot writes ahead of the others in a FETCH response. */
 const SHORT_ITEMS = new Set<FetchItem['kind']>(['UID', 'FLAGS', 'INTERNALDATE', 'RFC822.SIZE', 'MODSEQ']);
 
-const text = (s: string) => Buffer.from(s, 'latin1');
-const literal = (b: Buffer) => Buffer.concat([text(`{${b.length}}\r\n`), b]);
+/** One item of a FETCH's answer and the text written before its value (`NAME `). */
+export interface PlannedItem {
+  item: FetchItem;
+  label: string;
+}
+
+/**
+ * The items of every message's answer, worked out once per command: UID added for UID FETCH and MODSEQ with
+ * CONDSTORE, the short items first, then the others, each group as asked (clients read UID before a body), and an
+ * item named twice written once.
+ */
+export function fetchPlan(items: readonly FetchItem[], extra: { uid: boolean; modseq: boolean }): PlannedItem[] {
+  let all = items;
+  if (extra.uid && !all.some((i) => i.kind === 'UID')) all = [{ kind: 'UID' }, ...all];
+  if (extra.modseq && !all.some((i) => i.kind === 'MODSEQ')) all = [...all, { kind: 'MODSEQ' }];
+  const ordered = [...all.filter((i) => SHORT_ITEMS.has(i.kind)), ...all.filter((i) => !SHORT_ITEMS.has(i.kind))];
+  const names = new Set<string>();
+  const plan: PlannedItem[] = [];
+  for (const item of ordered) {
+    const name = fetchItemName(item);
+    if (names.has(name)) continue;
+    names.add(name);
+    plan.push({ item, label: `${name} ` });
+  }
+  return plan;
+}
 
 /** A BINARY item whose part does not decode: the FETCH fails with NO and this code, as Dovecot's does. */
 export class UnknownCteError extends Error {
@@ -39,50 +71,140 @@ export class UnknownCteError extends Error {
   }
 }
 
-/** The bytes of `(item value item value …)` for one message; throws UnknownCteError for a BINARY it cannot decode. */
-export function fetchData(entry: FetchEntry, items: readonly FetchItem[], extra: { uid: boolean; modseq: boolean }): Buffer {
-  const out: Buffer[] = [];
+/** Space for text and small values, allocated a block at a time (a batch of cached structures fits a few). */
+const BLOCK = 64 * 1024;
+/** Values at least this long are sent as they are, not copied into a block. */
+const LARGE = 16 * 1024;
+
+/** A place in a `ResponseBytes`, to go back to. */
+export interface BytesMark {
+  parts: number;
+  buf: Buffer;
+  start: number;
+  len: number;
+}
+
+/**
+ * Response bytes collected for one write: text (latin1: IMAP's text here is ASCII) and small values are copied into
+ * a block, large values kept as they are; `take` hands out the pieces, no further copy made.
+ */
+export class ResponseBytes {
+  private parts: Buffer[] = [];
+  private buf: Buffer = Buffer.allocUnsafe(BLOCK);
+  /** The block's bytes from `start` to `len` are written and not yet in `parts`. */
+  private start = 0;
+  private len = 0;
+
+  get size(): number {
+    let n = this.len - this.start;
+    for (const p of this.parts) n += p.length;
+    return n;
+  }
+
+  text(s: string): void {
+    if (this.len + s.length > this.buf.length) this.grow(s.length);
+    this.len += this.buf.write(s, this.len, 'latin1');
+  }
+
+  bytes(b: Buffer): void {
+    if (b.length >= LARGE) {
+      this.cut();
+      this.parts.push(b);
+      return;
+    }
+    if (this.len + b.length > this.buf.length) this.grow(b.length);
+    this.len += b.copy(this.buf, this.len);
+  }
+
+  mark(): BytesMark {
+    return { parts: this.parts.length, buf: this.buf, start: this.start, len: this.len };
+  }
+
+  /** Forget everything written after `m`. */
+  reset(m: BytesMark): void {
+    this.parts.length = m.parts;
+    this.buf = m.buf;
+    this.start = m.start;
+    this.len = m.len;
+  }
+
+  /** The bytes written since the last take, in order; the block's rest is used for what follows. */
+  take(): Buffer[] {
+    this.cut();
+    const out = this.parts;
+    this.parts = [];
+    return out;
+  }
+
+  private cut(): void {
+    if (this.len > this.start) this.parts.push(this.buf.subarray(this.start, this.len));
+    this.start = this.len;
+  }
+
+  private grow(need: number): void {
+    this.cut();
+    this.buf = Buffer.allocUnsafe(Math.max(BLOCK, need));
+    this.start = 0;
+    this.len = 0;
+  }
+}
+
+/**
+ * `* seq FETCH (item value …)\r\n` for one message, into `out`; throws UnknownCteError for a BINARY it cannot decode,
+ * having written nothing of this message.
+ */
+export function writeFetch(out: ResponseBytes, seq: number, entry: FetchEntry, plan: readonly PlannedItem[]): void {
+  const mark = out.mark();
+  out.text(`* ${seq} FETCH (`);
+  try {
+    writeItems(out, entry, plan);
+  } catch (err) {
+    out.reset(mark);
+    throw err;
+  }
+  out.text(')\r\n');
+}
+
+function writeItems(out: ResponseBytes, entry: FetchEntry, plan: readonly PlannedItem[]): void {
   let root: MimePart | undefined;
   const raw = () => entry.raw ?? Buffer.alloc(0);
   const mime = () => (root ??= parseMime(raw()));
-  const add = (name: string, value: Buffer) => out.push(text(`${out.length > 0 ? ' ' : ''}${name} `), value);
-  const names = new Set<string>();
-  const once = (name: string) => !names.has(name) && (names.add(name), true);
-  if (extra.uid && !items.some((i) => i.kind === 'UID')) items = [{ kind: 'UID' }, ...items];
-  if (extra.modseq && !items.some((i) => i.kind === 'MODSEQ')) items = [...items, { kind: 'MODSEQ' }];
-  // Dovecot's order: the short items first, then the others, each group as asked (clients read UID before a body).
-  items = [...items.filter((i) => SHORT_ITEMS.has(i.kind)), ...items.filter((i) => !SHORT_ITEMS.has(i.kind))];
-  for (const item of items) {
-    const name = fetchItemName(item);
-    if (!once(name)) continue;
+  const literal = (b: Buffer) => {
+    out.text(`{${b.length}}\r\n`);
+    out.bytes(b);
+  };
+  const s = entry.structure;
+  for (let n = 0; n < plan.length; n++) {
+    const { item, label } = plan[n]!;
+    out.text(n > 0 ? ` ${label}` : label);
     switch (item.kind) {
-      case 'UID': add(name, text(String(entry.uid))); break;
-      case 'FLAGS': add(name, text(`(${flagsOf(entry).join(' ')})`)); break;
-      case 'INTERNALDATE': add(name, text(`"${formatDateTime(new Date(entry.created_at))}"`)); break;
-      case 'RFC822.SIZE': add(name, text(String(raw().length || entry.size))); break;
-      case 'MODSEQ': add(name, text(`(${entry.modseq})`)); break;
-      case 'ENVELOPE': add(name, serializeImapValue(envelope(raw(), mime().headerStart, mime().bodyStart))); break;
-      case 'BODYSTRUCTURE': add(name, serializeImapValue(bodyStructure(raw(), mime(), true))); break;
-      case 'BODY': add(name, serializeImapValue(bodyStructure(raw(), mime(), false))); break;
-      case 'RFC822': add(name, literal(fetchSection(raw(), mime(), { part: [] }))); break;
-      case 'RFC822.HEADER': add(name, literal(fetchSection(raw(), mime(), { part: [], text: 'HEADER' }))); break;
-      case 'RFC822.TEXT': add(name, literal(fetchSection(raw(), mime(), { part: [], text: 'TEXT' }))); break;
-      case 'BODY[]': add(name, literal(fetchSection(raw(), mime(), sectionSpec(item)))); break;
+      case 'UID': out.text(String(entry.uid)); break;
+      case 'FLAGS': out.text(`(${flagsOf(entry).join(' ')})`); break;
+      case 'INTERNALDATE': out.text(`"${formatDateTime(new Date(entry.created_at))}"`); break;
+      case 'RFC822.SIZE': out.text(String(entry.raw?.length || entry.size)); break;
+      case 'MODSEQ': out.text(`(${entry.modseq})`); break;
+      case 'ENVELOPE': out.bytes(s ? s.envelope : envelopeBytes(raw(), mime())); break;
+      case 'BODYSTRUCTURE': out.bytes(s ? s.bodyStructure : bodyStructureBytes(raw(), mime(), true)); break;
+      case 'BODY': out.bytes(s ? s.body : bodyStructureBytes(raw(), mime(), false)); break;
+      case 'RFC822': literal(fetchSection(raw(), mime(), { part: [] })); break;
+      case 'RFC822.HEADER': literal(fetchSection(raw(), mime(), { part: [], text: 'HEADER' })); break;
+      case 'RFC822.TEXT': literal(fetchSection(raw(), mime(), { part: [], text: 'TEXT' })); break;
+      case 'BODY[]': literal(fetchSection(raw(), mime(), sectionSpec(item))); break;
       case 'BINARY[]':
       case 'BINARY.SIZE': {
         const r = binarySection(raw(), mime(), item.part);
         if ('error' in r) throw new UnknownCteError(r.error);
-        if (item.kind === 'BINARY.SIZE') add(name, text(String(r.bytes.length)));
+        if (item.kind === 'BINARY.SIZE') out.text(String(r.bytes.length));
         else {
           const p = item.partial;
           const bytes = p ? (p.offset >= r.bytes.length ? Buffer.alloc(0) : r.bytes.subarray(p.offset, p.offset + p.length)) : r.bytes;
-          add(name, Buffer.concat([text(`${bytes.includes(0) ? '~' : ''}{${bytes.length}}\r\n`), bytes]));
+          out.text(`${bytes.includes(0) ? '~' : ''}{${bytes.length}}\r\n`);
+          out.bytes(bytes);
         }
         break;
       }
     }
   }
-  return Buffer.concat([text('('), ...out, text(')')]);
 }
 
 function sectionSpec(item: Extract<FetchItem, { kind: 'BODY[]' }>): SectionSpec {

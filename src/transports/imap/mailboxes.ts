@@ -166,7 +166,7 @@ async function status(s: ImapSession, cmd: Command): Promise<void> {
   if (names.includes('HIGHESTMODSEQ')) await s.enableCondstore();
   const st = await s.access.status(s.account!, f);
   const needRows = names.includes('SIZE') || names.includes('DELETED');
-  const rows = needRows ? await s.access.messages(s.account!, f, [[1, Number.MAX_SAFE_INTEGER]], false) : [];
+  const rows = needRows ? await s.access.messages(s.account!, f, [[1, Number.MAX_SAFE_INTEGER]], 'index') : [];
   const values: Record<string, number> = {
     MESSAGES: st.total, UIDNEXT: st.uidnext, UIDVALIDITY: st.uidvalidity, UNSEEN: st.unseen, HIGHESTMODSEQ: st.highestmodseq, RECENT: 0,
     SIZE: rows.reduce((sum, r) => sum + r.size, 0), DELETED: rows.filter((r) => r.deleted).length,

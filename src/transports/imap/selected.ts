@@ -4,7 +4,7 @@
  * messages.
  */
 import type { CopyOutcome, FetchEntry, ImapFolder, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
-import { fetchData, flagsOf, needsRaw, setsSeen, UnknownCteError } from './fetch-items.js';
+import { fetchPlan, fetchRead, flagsOf, ResponseBytes, setsSeen, UnknownCteError, writeFetch } from './fetch-items.js';
 import { atomText, formatRanges, parseFetchCommand, parseMailboxName, parseSequenceSet, parseSearchCommand, parseStoreCommand, resolveSequenceSet, inRanges, type Command, type FetchItem, type QresyncParams, type Ranges, type ResponseCode, type ReturnOption, type SearchKey, type SequenceSet } from './protocol/index.js';
 import { matches, searchNeeds, textKey, textKeys, type SearchContext, type SearchEntry, type TextAnswers } from './search-eval.js';
 import type { ImapSession } from './session.js';
@@ -215,20 +215,34 @@ export class SelectedCommands {
       }
     }
     const modseq = this.condstore && (parsed.changedSince !== undefined || items.some((i) => i.kind === 'MODSEQ'));
-    const withRaw = needsRaw(items);
+    const read = fetchRead(items);
+    const plan = fetchPlan(items, { uid, modseq });
+    const unaskedPlan = newlySeen.size > 0 ? fetchPlan(parsed.items, { uid, modseq }) : plan;
+    // A batch's answers go out in one write. Without raw bytes (small rows), the next batch is read while this one is
+    // written; raw batches are read one at a time (memory follows the batch).
+    const out = new ResponseBytes();
+    const load = (i: number) => (i < targets.length ? this.s.access.messages(this.account, this.folder, toRanges(targets.slice(i, i + BATCH).map((t) => t.entry.uid)), read) : null);
+    let next = load(0);
     try {
       for (let i = 0; i < targets.length; i += BATCH) {
-        const batch = targets.slice(i, i + BATCH);
-        const rows = new Map((await this.s.access.messages(this.account, this.folder, toRanges(batch.map((t) => t.entry.uid)), withRaw)).map((r) => [r.uid, r]));
-        for (const t of batch) {
-          const row = rows.get(t.entry.uid);
+        const rows = (await (next ?? load(i)))!;
+        next = read === 'raw' ? null : load(i + BATCH);
+        const byUid = new Map<number, FetchEntry>();
+        for (const r of rows) byUid.set(r.uid, r);
+        for (let j = i; j < i + BATCH && j < targets.length; j++) {
+          const t = targets[j]!;
+          const row = byUid.get(t.entry.uid);
           if (!row) continue;
           this.entries[t.seq - 1] = indexOf(row);
-          const rowItems = newlySeen.size > 0 && !newlySeen.has(row.uid) ? parsed.items : items;
-          await this.s.sendBytes(Buffer.concat([Buffer.from(`* ${t.seq} FETCH `), fetchData(row, rowItems, { uid, modseq }), Buffer.from('\r\n')]));
+          writeFetch(out, t.seq, row, newlySeen.size > 0 && !newlySeen.has(row.uid) ? unaskedPlan : plan);
         }
+        await this.s.sendBytes(out.take());
       }
     } catch (err) {
+      // A read ahead of a failure is not waited for; its own failure is of no interest then.
+      next?.catch(() => undefined);
+      // The messages answered before the one that failed are sent, as Dovecot sends them.
+      await this.s.sendBytes(out.take());
       if (err instanceof UnknownCteError) return this.s.tagged(cmd.tag, 'NO', err.code === 'PARSE' ? 'The message part does not decode.' : 'Unknown Content-Transfer-Encoding.', { name: err.code });
       throw err;
     }
@@ -263,7 +277,7 @@ export class SelectedCommands {
     }
     const seqOf = new Map(targets.map((t) => [t.entry.uid, t.seq]));
     for (let i = 0; i < targets.length; i += BATCH) {
-      const rows = await this.s.access.messages(this.account, this.folder, toRanges(uids.slice(i, i + BATCH)), false);
+      const rows = await this.s.access.messages(this.account, this.folder, toRanges(uids.slice(i, i + BATCH)), 'index');
       for (const row of rows) {
         const seq = seqOf.get(row.uid)!;
         const changed = this.entries[seq - 1]!.modseq !== row.modseq;
@@ -322,7 +336,7 @@ export class SelectedCommands {
       const batch = this.entries.slice(i, i + BATCH);
       const ranges = toRanges(batch.map((e) => e.uid));
       const rows = new Map<number, SearchEntry>();
-      for (const r of await this.s.access.messages(this.account, this.folder, ranges, false)) rows.set(r.uid, r);
+      for (const r of await this.s.access.messages(this.account, this.folder, ranges, 'index')) rows.set(r.uid, r);
       if (needs === 'headers') {
         for (const h of await this.s.access.headers(this.account, this.folder, ranges)) {
           const row = rows.get(h.uid);

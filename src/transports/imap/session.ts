@@ -117,10 +117,16 @@ export class ImapSession {
     return this.socket.write(w.take());
   }
 
-  /** Write bytes made elsewhere (FETCH data); waits for the socket to drain above its buffer. */
-  async sendBytes(b: Buffer): Promise<void> {
+  /** Write bytes made elsewhere (FETCH data), pieces in one write; waits for the socket to drain above its buffer. */
+  async sendBytes(b: Buffer | readonly Buffer[]): Promise<void> {
     if (this.closed) return;
-    if (!this.socket.write(b)) await new Promise<void>((resolve) => this.socket.once('drain', resolve).once('close', resolve));
+    const pieces = Buffer.isBuffer(b) ? [b] : b;
+    if (pieces.length === 0) return;
+    let room = true;
+    this.socket.cork();
+    for (const piece of pieces) room = this.socket.write(piece);
+    this.socket.uncork();
+    if (!room) await new Promise<void>((resolve) => this.socket.once('drain', resolve).once('close', resolve));
   }
 
   tagged(tag: string, status: 'OK' | 'NO' | 'BAD', text: string, code?: ResponseCode): void {

@@ -1,0 +1,67 @@
+/**
+ * The kept FETCH structures of messages (`message_structures`, README-structures.md): a message's ENVELOPE,
+ * BODYSTRUCTURE and BODY bytes, computed from its raw source by the first FETCH that needs them and read instead of
+ * the raw source afterwards. Rows of another `STRUCTURE_VERSION` are never read; they are replaced when computed
+ * again. Every statement filters by workspace.
+ */
+import type { SelectQueryBuilder } from 'kysely';
+import type { Work } from '../../db/tables.js';
+import { STRUCTURE_VERSION, type StructureBytes } from '../../lib/imap-message/index.js';
+import type { MailTables } from './mail.table.js';
+import { mailDb } from './message.store.js';
+
+/** A computed structure to keep: the message's id and its three values' bytes. */
+export interface NewStructure extends StructureBytes {
+  messageId: string;
+}
+
+/** The kept structure of a row read with `withStructure`, or null when there is none of this version. */
+export function structureOf(row: { envelope: Buffer | null; body_structure: Buffer | null; body: Buffer | null }): StructureBytes | null {
+  if (row.envelope === null || row.body_structure === null || row.body === null) return null;
+  // Both drivers return a Buffer for a bytes column: used as it is, not copied.
+  return { envelope: row.envelope, bodyStructure: row.body_structure, body: row.body };
+}
+
+/** A select over `messages` with the message's kept structure of this version beside it (null columns when none). */
+export function withStructure<O>(query: SelectQueryBuilder<MailTables, 'messages', O>) {
+  return query
+    .leftJoin('message_structures', (join) =>
+      join
+        .onRef('message_structures.message_id', '=', 'messages.id')
+        .onRef('message_structures.workspace_id', '=', 'messages.workspace_id')
+        .on('message_structures.version', '=', STRUCTURE_VERSION),
+    )
+    .select(['message_structures.envelope', 'message_structures.body_structure', 'message_structures.body']);
+}
+
+export function createStructureStore() {
+  return {
+    /** The raw sources of the workspace's messages `ids`, to compute their structures from; a message gone is left out. */
+    async structureSources(work: Work, workspaceId: string, ids: readonly string[]): Promise<Map<string, Buffer>> {
+      if (ids.length === 0) return new Map();
+      const rows = await mailDb(work).selectFrom('message_contents').select(['message_id', 'raw']).where('workspace_id', '=', workspaceId).where('message_id', 'in', ids).execute();
+      return new Map(rows.map((r) => [r.message_id, Buffer.from(r.raw)]));
+    },
+
+    /**
+     * Keep computed structures, one statement (on the pool, in no transaction): a row of this version already there
+     * (another session computed it too) is left as it is; one of an older version is replaced. A message deleted
+     * meanwhile fails the foreign key and the statement: the caller treats any failure as "not kept this time".
+     */
+    async saveStructures(work: Work, workspaceId: string, structures: readonly NewStructure[]): Promise<void> {
+      if (structures.length === 0) return;
+      const rows = structures.map((s) => ({ message_id: s.messageId, workspace_id: workspaceId, version: STRUCTURE_VERSION, envelope: s.envelope, body_structure: s.bodyStructure, body: s.body }));
+      await mailDb(work)
+        .insertInto('message_structures')
+        .values(rows)
+        .onConflict((oc) =>
+          oc
+            .column('message_id')
+            .doUpdateSet((eb) => ({ version: eb.ref('excluded.version'), envelope: eb.ref('excluded.envelope'), body_structure: eb.ref('excluded.body_structure'), body: eb.ref('excluded.body') }))
+            .where('message_structures.version', '<', STRUCTURE_VERSION)
+            .where('message_structures.workspace_id', '=', workspaceId),
+        )
+        .execute();
+    },
+  };
+}
