@@ -196,6 +196,9 @@ function samples(): Sample[] {
   return out;
 }
 
+/** The fixture with NUL bytes in a header and in bodies. */
+const NUL_BYTES = '30-broken-nul-bytes.eml';
+
 /** The one fixture stored with bare LFs: Dovecot serves and counts it with CRLF, we serve it as stored. */
 const BARE_LF = '24-broken-bare-lf.eml';
 
@@ -295,6 +298,10 @@ describe.skipIf(!hasDovecot())('FETCH answers against Dovecot', () => {
     const raw = name === BARE_LF ? crlf(sample.raw.toString('utf8')) : sample.raw;
     const mine = ours(raw);
     for (const item of ['ENVELOPE', 'BODYSTRUCTURE', 'BODY', 'RFC822.SIZE'] as const) {
+      // Dovecot writes a header's NUL as 0x80 when it reads the header alone and as U+FFFD when, as here, one FETCH
+      // also asks for the body's structure; ours is the first (decision 613). test/imap-dovecot.test.ts compares that message's
+      // ENVELOPE byte for byte as a client asks for it.
+      if (item === 'ENVELOPE' && name === NUL_BYTES) continue;
       expect(text(mine[item]), `${name} ${item}`).toBe(text(theirs?.get(item) ?? 'missing'));
     }
     for (const [label, spec] of SECTIONS) {
@@ -304,6 +311,8 @@ describe.skipIf(!hasDovecot())('FETCH answers against Dovecot', () => {
       expect(mine.section(spec).toString('latin1'), `${name} ${key}`).toBe((want as Buffer).toString('latin1'));
     }
     for (const path of BINARY_PATHS) {
+      // The same for a part's NUL in BINARY: 0x80 in a plain literal or NUL in a literal8, by what Dovecot parsed before.
+      if (name === NUL_BYTES) continue;
       const result = mine.binary(path);
       const got = 'error' in result ? result.error : result.bytes;
       const label = path.join('.');
