@@ -8,7 +8,7 @@ import { serializeImapValue } from './serialize.js';
 /**
  * The version of the bytes below. Raise it with any change that alters them (parser, envelope, body structure,
  * serializer): a kept copy of another version is never served, and is computed again and replaced on first use.
- * test/imap-structure-cache.test.ts pins the bytes of the fixture corpus to this number.
+ * test/imap-fetch-cache.test.ts pins the bytes of the fixture corpus to this number.
  */
 export const STRUCTURE_VERSION = 1;
 

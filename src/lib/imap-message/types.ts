@@ -16,3 +16,6 @@ export interface SectionSpec {
   /** `<origin.count>`: bytes from origin, at most count of them. */
   partial?: { origin: number; count: number };
 }
+
+/** The largest UID (and UIDNEXT) an IMAP client may be shown: RFC 9051's nz-number is 32-bit. */
+export const MAX_IMAP_UID = 0xffff_ffff;

@@ -8,6 +8,7 @@ import type { Work } from '../../db/tables.js';
 import { headerBlock, headerValue } from '../../lib/mbox.js';
 import { DomainError } from '../../lib/errors.js';
 import type { FetchEntry, FetchRead, FlagStore, FlagStoreResult, FolderStatus, FolderTextField, IndexEntry, MailStore, UidRanges } from '../mail/mail.store.js';
+import { MAX_IMAP_UID } from '../../lib/imap-message/index.js';
 import type { Logger } from '../../lib/logger.js';
 import { withStructures } from './fetch-structures.js';
 import type { SearchRunner } from '../messages/search-runner.js';
@@ -62,9 +63,6 @@ export function keywordToLabel(keyword: string): string | null {
   const label = keyword.toLowerCase();
   return LABEL.test(label) ? label : null;
 }
-
-/** The largest UID (and UIDNEXT) a client may be shown: RFC 9051's nz-number is 32-bit. */
-const MAX_IMAP_UID = 0xffff_ffff;
 
 /** The empty status of a folder the mail store does not hold (Drafts). */
 const EMPTY_STATUS: FolderStatus = { uidvalidity: 1, uidnext: 1, highestmodseq: 1, total: 0, unseen: 0, firstUnseenUid: null };

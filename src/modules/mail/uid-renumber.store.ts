@@ -7,10 +7,8 @@
 import { sql } from 'kysely';
 import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
+import { MAX_IMAP_UID } from '../../lib/imap-message/index.js';
 import { bumpFolder, mailDb } from './message.store.js';
-
-/** The largest UID (and UIDNEXT) an IMAP client may be shown. */
-export const MAX_IMAP_UID = 0xffff_ffff;
 
 type Scope = { workspaceId: string; mailboxId: string; folder: string };
 

@@ -95,12 +95,6 @@ export class ResponseBytes {
   private start = 0;
   private len = 0;
 
-  get size(): number {
-    let n = this.len - this.start;
-    for (const p of this.parts) n += p.length;
-    return n;
-  }
-
   text(s: string): void {
     if (this.len + s.length > this.buf.length) this.grow(s.length);
     this.len += this.buf.write(s, this.len, 'latin1');
