@@ -173,6 +173,9 @@ export function createWorkspaceFeed(deps: FeedDeps & { workspaceId: string; onEm
         if (compareCursors(target, member.cursor) > 0) member.cursor = target;
         if (compareCursors(cursor, member.cursor) <= 0) {
           joined.add(member);
+          // A signal heard while nobody had joined was dropped (and on PostgreSQL nobody asked whether events
+          // were held back): one shared read now takes up what committed since this member's last read.
+          pump();
           return;
         }
       }
