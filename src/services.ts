@@ -242,7 +242,10 @@ export async function createServices(
             eventStream.credentialsChanged(topic.slice('credentials:'.length));
             appPasswords.sessions.userChanged(topic.slice('credentials:'.length));
           } else if (topic.startsWith('app-passwords:')) appPasswords.sessions.workspaceChanged(topic.slice('app-passwords:'.length));
-          else if (topic.startsWith('mail:')) mailSignal.notifyWorkspace(topic.slice('mail:'.length));
+          else if (topic.startsWith('mail:')) {
+            const [workspaceId, mailboxId] = topic.slice('mail:'.length).split(':');
+            if (workspaceId && mailboxId) mailSignal.notify(workspaceId, mailboxId);
+          }
         },
         onReconnect: () => {
           eventSignal.notifyAll();
@@ -255,10 +258,10 @@ export async function createServices(
     : null;
   events.subscribe(signalCommittedEvents(eventSignal, notifications));
   // Once per mailbox and transaction, after the commit (the mail store rings it where a folder's modseq is raised);
-  // other processes hear the workspace (publishSoon sends each topic once per turn of the event loop).
+  // other processes hear the same mailbox (publishSoon sends each topic once per turn of the event loop).
   onMailChanges(db, (workspaceId, mailboxId) => {
     mailSignal.notify(workspaceId, mailboxId);
-    notifications?.publishSoon(`mail:${workspaceId}`);
+    notifications?.publishSoon(`mail:${workspaceId}:${mailboxId}`);
   });
   // A job enqueued here wakes this process's worker after commit, and the workers of the others.
   const wake = (name: string): void => {

@@ -19,6 +19,7 @@ const MAILBOX = 'live@mailroom.localhost';
 const HEAVY = 'heavy@mailroom.localhost';
 const LIGHT = 'light@mailroom.localhost';
 const NO_POLL_MS = 600_000;
+const OTHER = 'other@mailroom.localhost';
 
 /** The gate itself, telling `seen` what one key holds and has waiting each time it asks for or gets a turn. */
 function recording(gate: FairGate, key: () => string, seen: (held: number, waiting: number) => void): FairGate {
@@ -187,21 +188,25 @@ describe(`IMAP live changes and shares (${TEST_DIALECT})`, () => {
   }, 180_000);
 });
 
-/** `mailroom serve --role imap` as a child process, once it logs `imap listening` (with its port). */
-function spawnImap(env: Record<string, string>): Promise<{ child: ChildProcess; port: number }> {
+/** `mailroom serve --role imap` as a child process, once it logs `imap listening` (with its port) and `metrics listening`. */
+function spawnImap(env: Record<string, string>): Promise<{ child: ChildProcess; port: number; metricsUrl: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, 'serve', '--role', 'imap'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...TEST_SERVICE_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
+    let port: number | undefined;
+    let metricsUrl: string | undefined;
     const timer = setTimeout(() => reject(new Error(`imap did not start: ${out}`)), 60_000);
     child.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       for (const line of out.split('\n')) {
         if (!line.startsWith('{')) continue;
         try {
-          const entry = JSON.parse(line) as { msg?: string; port?: number };
-          if (entry.msg === 'imap listening') {
+          const entry = JSON.parse(line) as { msg?: string; port?: number; url?: string };
+          if (entry.msg === 'imap listening') port = entry.port;
+          if (entry.msg === 'metrics listening') metricsUrl = entry.url;
+          if (port !== undefined && metricsUrl !== undefined) {
             clearTimeout(timer);
-            resolve({ child, port: entry.port! });
+            resolve({ child, port, metricsUrl });
           }
         } catch {
           // a partial line
@@ -219,11 +224,14 @@ describe.skipIf(TEST_DIALECT !== 'postgres')('IMAP IDLE across processes (NOTIFY
   let acme: WorldTenant;
   let child: ChildProcess | undefined;
   let port: number;
+  let metricsUrl: string;
   let password: string;
+  let otherPassword: string;
 
   beforeAll(async () => {
-    acme = await world.tenant('Acme', [MAILBOX]);
+    acme = await world.tenant('Acme', [MAILBOX, OTHER]);
     password = (await world.appPassword(acme, MAILBOX, 'live')).password;
+    otherPassword = (await world.appPassword(acme, OTHER, 'other')).password;
     const started = await spawnImap({
       MAILROOM_DATABASE_URL: world.h.database.url,
       ...world.h.database.secretEnv,
@@ -234,9 +242,11 @@ describe.skipIf(TEST_DIALECT !== 'postgres')('IMAP IDLE across processes (NOTIFY
       MAILROOM_ALLOW_PLAINTEXT_AUTH: 'loopback',
       // Only a notification can report a change within the test.
       MAILROOM_IMAP_IDLE_POLL_MS: String(NO_POLL_MS),
+      MAILROOM_METRICS_PORT: '0',
     });
     child = started.child;
     port = started.port;
+    metricsUrl = started.metricsUrl;
   }, 90_000);
   afterAll(async () => {
     const running = child;
@@ -264,6 +274,32 @@ describe.skipIf(TEST_DIALECT !== 'postgres')('IMAP IDLE across processes (NOTIFY
       await client.waitFor(/^\* 1 FETCH \(FLAGS \(\\Flagged\)\)$/);
       expect((await world.h.app.inject({ method: 'DELETE', url: `/messages/${id}`, headers: bearer(acme.apiKey) })).statusCode).toBeLessThan(300);
       await client.waitFor(/^\* 1 EXPUNGE$/);
+      client.send('DONE');
+      expect(await client.waitFor(/^i1 /)).toEqual(['i1 OK Idle completed.']);
+    } finally {
+      client.close();
+    }
+  }, 60_000);
+
+  it("a change wakes only its own mailbox's IDLE sessions in another process, not the workspace's others", async () => {
+    const looks = async (): Promise<number> => {
+      const body = await (await fetch(`${metricsUrl}/metrics`)).text();
+      return Number(/^mailroom_imap_idle_looks_total (\d+)/m.exec(body)?.[1] ?? 0);
+    };
+    const client = await ImapLines.open(port);
+    try {
+      expect((await client.command(`LOGIN ${OTHER} "${otherPassword}"`)).at(-1)).toMatch(/OK/);
+      expect(await client.command('SELECT INBOX')).toContain('* 0 EXISTS');
+      client.send('i1 IDLE');
+      await client.waitFor(/^\+ idling/);
+      const before = await looks();
+      // An arrival for the other mailbox of the workspace, then one for this session's: NOTIFYs arrive in commit
+      // order, so once this session reports its own, the first has been heard too.
+      const raw = (to: string, n: string) => `From: <alice@sender.test>\r\nTo: <${to}>\r\nSubject: Wake ${n}\r\nMessage-ID: <wake-${n}@sender.test>\r\n\r\nHi.\r\n`;
+      await world.h.sendRaw(raw(MAILBOX, 'a'), { from: 'alice@sender.test', to: [MAILBOX] });
+      await world.h.sendRaw(raw(OTHER, 'b'), { from: 'alice@sender.test', to: [OTHER] });
+      await client.waitFor(/^\* 1 EXISTS$/);
+      expect((await looks()) - before).toBe(1);
       client.send('DONE');
       expect(await client.waitFor(/^i1 /)).toEqual(['i1 OK Idle completed.']);
     } finally {

@@ -34,6 +34,8 @@ export interface Metrics {
   imapCommand(name: string, status: 'OK' | 'NO' | 'BAD'): void;
   /** A session entered (+1) or left (-1) IDLE. */
   imapIdle(delta: 1 | -1): void;
+  /** A session in IDLE looked at its folder again (after a change was signalled, or its safety poll). */
+  imapIdleLook(): void;
   /** Parts of the process read at scrape time (merged with those given before). */
   read(readers: ScrapeReaders): void;
   /** The exposition, in the Prometheus text format. */
@@ -100,6 +102,7 @@ export const noMetrics: Metrics = {
   imapLogin: () => undefined,
   imapCommand: () => undefined,
   imapIdle: () => undefined,
+  imapIdleLook: () => undefined,
   read: () => undefined,
   scrape: async () => ({ contentType: 'text/plain; version=0.0.4; charset=utf-8', body: '' }),
 };
@@ -298,12 +301,13 @@ function smtpMetrics(registry: Registry) {
 }
 
 /** IMAP sessions, logins, answers and IDLEs: every label value is bounded (listener, outcome, command name, status). */
-function imapMetrics(registry: Registry): Pick<Metrics, 'imapSessions' | 'imapLogin' | 'imapCommand' | 'imapIdle'> {
+function imapMetrics(registry: Registry): Pick<Metrics, 'imapSessions' | 'imapLogin' | 'imapCommand' | 'imapIdle' | 'imapIdleLook'> {
   const registers = [registry];
   const open = new Gauge({ name: 'mailroom_imap_sessions_open', help: 'IMAP sessions open now, by listener (imap, imaps)', labelNames: ['listener'], registers });
   const logins = new Counter({ name: 'mailroom_imap_logins_total', help: 'IMAP logins, by outcome', labelNames: ['outcome'], registers });
   const commands = new Counter({ name: 'mailroom_imap_commands_total', help: 'Tagged IMAP answers, by command and status (OK, NO, BAD)', labelNames: ['command', 'status'], registers });
   const idle = new Gauge({ name: 'mailroom_imap_idle_sessions', help: 'IMAP sessions in IDLE now', registers });
+  const looks = new Counter({ name: 'mailroom_imap_idle_looks_total', help: 'Looks of IDLE sessions at their folder (after a signalled change, or the safety poll)', registers });
   const listeners = new Map<string, ReturnType<typeof open.labels>>();
   const login = byLabel(logins);
   const answers = new Map<string, Counter.Internal>();
@@ -312,6 +316,7 @@ function imapMetrics(registry: Registry): Pick<Metrics, 'imapSessions' | 'imapLo
     imapLogin: (outcome) => void login(outcome).inc(),
     imapCommand: (name, status) => void childOf(answers, `${name} ${status}`, () => commands.labels(name, status)).inc(),
     imapIdle: (delta) => void idle.inc(delta),
+    imapIdleLook: () => void looks.inc(),
   };
 }
 

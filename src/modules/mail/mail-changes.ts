@@ -39,14 +39,12 @@ export async function mailChanged(db: Handle, workspaceId: string, mailboxId: st
 }
 
 /**
- * The signal mail clients' sessions wait on: rung per mailbox by this process's commits, per workspace by other
- * processes' NOTIFYs (one topic per workspace keeps them few: its sessions on other mailboxes look once for nothing);
+ * The signal mail clients' sessions wait on: rung per mailbox, by this process's commits and by other processes'
+ * NOTIFYs alike (a topic per mailbox: a change wakes only the sessions of its mailbox, wherever they are);
  * `notifyAll` asks every listener to look again (after the notification channel reconnects).
  */
 export interface MailSignal {
   notify(workspaceId: string, mailboxId: string): void;
-  /** Every mailbox of the workspace may have changed. */
-  notifyWorkspace(workspaceId: string): void;
   notifyAll(): void;
   /** Hear one mailbox's changes; returns the function that stops listening. */
   subscribe(workspaceId: string, mailboxId: string, listener: () => void): () => void;
@@ -61,10 +59,6 @@ export function createMailSignal(): MailSignal {
     notify(workspaceId, mailboxId) {
       const set = byWorkspace.get(workspaceId)?.get(mailboxId);
       if (set) call([set]);
-    },
-    notifyWorkspace(workspaceId) {
-      const mailboxes = byWorkspace.get(workspaceId);
-      if (mailboxes) call(mailboxes.values());
     },
     notifyAll() {
       call([...byWorkspace.values()].flatMap((mailboxes) => [...mailboxes.values()]));

@@ -444,6 +444,7 @@ export class SelectedCommands {
         again = true;
         return current;
       }
+      this.s.options.metrics.imapIdleLook();
       current = this.sync(true)
         .catch((err: unknown) => this.s.options.logger.warn({ err }, 'imap idle sync failed'))
         .finally(() => {

@@ -34,7 +34,7 @@ export interface ImapServerOptions {
   shares?: ImapShares;
   /** An IDLE's look at its folder without a signal (default IDLE_SAFETY_POLL_MS). */
   idlePollMs?: number;
-  metrics?: Pick<Metrics, 'imapSessions' | 'imapLogin' | 'imapCommand' | 'imapIdle'>;
+  metrics?: Pick<Metrics, 'imapSessions' | 'imapLogin' | 'imapCommand' | 'imapIdle' | 'imapIdleLook'>;
 }
 
 export interface ImapServer {

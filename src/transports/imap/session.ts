@@ -31,7 +31,7 @@ export interface SessionOptions {
   shares: ImapShares;
   /** How often an IDLE looks at its folder without a signal. */
   idlePollMs: number;
-  metrics: Pick<Metrics, 'imapLogin' | 'imapCommand' | 'imapIdle'>;
+  metrics: Pick<Metrics, 'imapLogin' | 'imapCommand' | 'imapIdle' | 'imapIdleLook'>;
   onClose: () => void;
 }
 
