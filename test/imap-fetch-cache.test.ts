@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { sql, type Kysely } from 'kysely';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { STRUCTURE_VERSION, structureBytes } from '../src/lib/imap-message/index.js';
+import { packStructure, STRUCTURE_VERSION, structureBytes, unpackStructure } from '../src/lib/imap-message/index.js';
 import { createLogger } from '../src/lib/logger.js';
 import { createImapServer } from '../src/transports/imap/server.js';
 import { TEST_DIALECT } from './helpers/database.js';
@@ -78,7 +78,9 @@ describe(`IMAP FETCH through kept structures (${TEST_DIALECT})`, { timeout: 120_
   };
   /** The kept rows of these messages, by message id (sorted here: the databases' collations differ). */
   const kept = async (ids: readonly string[]) =>
-    (await db().selectFrom('message_structures').select(['message_id', 'workspace_id', 'version', 'envelope', 'body_structure', 'body']).where('message_id', 'in', ids).execute()).sort((a, b) => (a.message_id < b.message_id ? -1 : 1));
+    (await db().selectFrom('message_structures').select(['message_id', 'workspace_id', 'version', 'structure']).where('message_id', 'in', ids).execute())
+      .map((r) => ({ ...r, ...unpackStructure(Buffer.from(r.structure))! }))
+      .sort((a, b) => (a.message_id < b.message_id ? -1 : 1));
 
   let nestedId: string;
   let plainId: string;
@@ -105,7 +107,7 @@ describe(`IMAP FETCH through kept structures (${TEST_DIALECT})`, { timeout: 120_
     expect(rows.map((r) => [r.message_id, r.workspace_id, r.version])).toEqual([nestedId, plainId].sort().map((id) => [id, acme.workspaceId, STRUCTURE_VERSION]));
     for (const row of rows) {
       const computed = structureBytes(await rawOf(acme, row.message_id));
-      expect([Buffer.from(row.envelope), Buffer.from(row.body_structure), Buffer.from(row.body)]).toEqual([computed.envelope, computed.bodyStructure, computed.body]);
+      expect([row.envelope, row.bodyStructure, row.body]).toEqual([computed.envelope, computed.bodyStructure, computed.body]);
       expect(first.join('\r\n')).toContain(`ENVELOPE ${computed.envelope.toString('latin1')} BODYSTRUCTURE ${computed.bodyStructure.toString('latin1')} BODY ${computed.body.toString('latin1')})`);
     }
     expect(await answer(client, STRUCTURE)).toEqual(first);
@@ -114,13 +116,15 @@ describe(`IMAP FETCH through kept structures (${TEST_DIALECT})`, { timeout: 120_
     expect(withSection.join('\r\n').replace(/ BODY\[HEADER\.FIELDS \(X-NONE\)\] \{2\}\r\n\r\n\)/g, ')')).toEqual(first.join('\r\n'));
 
     // A planted row is what FETCH sends: the answer comes from the table, not from the raw source.
-    await db().updateTable('message_structures').set({ envelope: Buffer.from('("planted" NIL NIL NIL NIL NIL NIL NIL NIL NIL)', 'latin1') }).where('message_id', '=', plainId).execute();
+    const [plainRow] = await kept([plainId]);
+    const planted = packStructure({ ...plainRow!, envelope: Buffer.from('("planted" NIL NIL NIL NIL NIL NIL NIL NIL NIL)', 'latin1') });
+    await db().updateTable('message_structures').set({ structure: planted }).where('message_id', '=', plainId).execute();
     expect((await answer(client, 'FETCH 2 (ENVELOPE)')).join('\n')).toContain('ENVELOPE ("planted" NIL');
     // A row of another version is not served: computed again, and replaced by this version's.
     await db().updateTable('message_structures').set({ version: STRUCTURE_VERSION - 1 }).where('message_id', '=', plainId).execute();
     expect((await answer(client, 'FETCH 2 (ENVELOPE)')).join('\n')).toContain('ENVELOPE ("Fri, 20 Nov 2026 10:00:00 +0000" "Plain one"');
     const [again] = await kept([plainId]);
-    expect([again!.version, Buffer.from(again!.envelope)]).toEqual([STRUCTURE_VERSION, structureBytes(await rawOf(acme, plainId)).envelope]);
+    expect([again!.version, again!.envelope]).toEqual([STRUCTURE_VERSION, structureBytes(await rawOf(acme, plainId)).envelope]);
   });
 
   it('answers even when keeping the computed bytes fails', async () => {
@@ -154,7 +158,7 @@ describe(`IMAP FETCH through kept structures (${TEST_DIALECT})`, { timeout: 120_
     const copiedRows = await kept(copyIds.map((r) => r.id));
     expect(copiedRows.map((r) => r.workspace_id)).toEqual([acme.workspaceId, acme.workspaceId]);
     const originals = await kept([nestedId, plainId]);
-    expect(copiedRows.map((r) => Buffer.from(r.body_structure)).sort((a, b) => Buffer.compare(a, b))).toEqual(originals.map((r) => Buffer.from(r.body_structure)).sort((a, b) => Buffer.compare(a, b)));
+    expect(copiedRows.map((r) => Buffer.from(r.bodyStructure)).sort((a, b) => Buffer.compare(a, b))).toEqual(originals.map((r) => Buffer.from(r.bodyStructure)).sort((a, b) => Buffer.compare(a, b)));
 
     // A copy of a message never fetched has no row; its first FETCH computes it.
     const fresh = await deliver(acme, MAILBOX, plain(MAILBOX, 'Never fetched'), 'Never fetched');
@@ -186,7 +190,7 @@ describe(`IMAP FETCH through kept structures (${TEST_DIALECT})`, { timeout: 120_
     await db().deleteFrom('message_structures').where('message_id', '=', plainId).execute();
     await db()
       .insertInto('message_structures')
-      .values({ message_id: plainId, workspace_id: other.workspaceId, version: STRUCTURE_VERSION, envelope: Buffer.from('("foreign" NIL NIL NIL NIL NIL NIL NIL NIL NIL)'), body_structure: Buffer.from('NIL'), body: Buffer.from('NIL') })
+      .values({ message_id: plainId, workspace_id: other.workspaceId, version: STRUCTURE_VERSION, structure: packStructure({ envelope: Buffer.from('("foreign" NIL NIL NIL NIL NIL NIL NIL NIL NIL)'), bodyStructure: Buffer.from('NIL'), body: Buffer.from('NIL') }) })
       .execute();
     const client = await open(MAILBOX);
     const lines = (await answer(client, 'FETCH 1:* (ENVELOPE BODYSTRUCTURE)')).join('\n');

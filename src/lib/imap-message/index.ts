@@ -8,4 +8,4 @@ export { bodyStructure } from './body-structure.js';
 export { fetchSection, findPart, literalSafe, partialRange, sectionBody } from './section.js';
 export { binarySection, type BinaryResult } from './binary.js';
 export { serializeImapValue } from './serialize.js';
-export { STRUCTURE_VERSION, bodyStructureBytes, envelopeBytes, structureBytes, type StructureBytes } from './structure.js';
+export { STRUCTURE_VERSION, bodyStructureBytes, envelopeBytes, packStructure, structureBytes, unpackStructure, type StructureBytes } from './structure.js';

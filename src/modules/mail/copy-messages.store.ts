@@ -107,11 +107,11 @@ export function createCopyMessagesStore({ clock, dialect }: { clock: Clock; dial
     // The kept FETCH structures go with the copies (the raw bytes are the same); any version, as kept.
     await db
       .insertInto('message_structures')
-      .columns(['message_id', 'workspace_id', 'version', 'envelope', 'body_structure', 'body'])
+      .columns(['message_id', 'workspace_id', 'version', 'structure'])
       .expression(
         db
           .selectFrom('message_structures')
-          .select((eb) => [mapped(eb.ref('message_structures.message_id'), ids).as('message_id'), 'workspace_id', 'version', 'envelope', 'body_structure', 'body'])
+          .select((eb) => [mapped(eb.ref('message_structures.message_id'), ids).as('message_id'), 'workspace_id', 'version', 'structure'])
           .where('workspace_id', '=', workspaceId)
           .where('message_id', 'in', originals),
       )

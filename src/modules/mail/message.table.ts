@@ -74,9 +74,8 @@ export interface MessageStructureTable {
   message_id: string;
   workspace_id: string;
   version: number;
-  envelope: Buffer;
-  body_structure: Buffer;
-  body: Buffer;
+  /** ENVELOPE, BODYSTRUCTURE and BODY in one value (`packStructure`). */
+  structure: Buffer;
 }
 
 export interface AttachmentTable {

@@ -6,7 +6,7 @@
  */
 import type { SelectQueryBuilder } from 'kysely';
 import type { Work } from '../../db/tables.js';
-import { STRUCTURE_VERSION, type StructureBytes } from '../../lib/imap-message/index.js';
+import { packStructure, STRUCTURE_VERSION, unpackStructure, type StructureBytes } from '../../lib/imap-message/index.js';
 import type { MailTables } from './mail.table.js';
 import { mailDb } from './message.store.js';
 
@@ -16,10 +16,9 @@ export interface NewStructure extends StructureBytes {
 }
 
 /** The kept structure of a row read with `withStructure`, or null when there is none of this version. */
-export function structureOf(row: { envelope: Buffer | null; body_structure: Buffer | null; body: Buffer | null }): StructureBytes | null {
-  if (row.envelope === null || row.body_structure === null || row.body === null) return null;
-  // Both drivers return a Buffer for a bytes column: used as it is, not copied.
-  return { envelope: row.envelope, bodyStructure: row.body_structure, body: row.body };
+export function structureOf(row: { structure: Buffer | null }): StructureBytes | null {
+  // Both drivers return a Buffer for a bytes column: its parts are views of it, not copies.
+  return row.structure === null ? null : unpackStructure(row.structure);
 }
 
 /** A select over `messages` with the message's kept structure of this version beside it (null columns when none). */
@@ -31,7 +30,7 @@ export function withStructure<O>(query: SelectQueryBuilder<MailTables, 'messages
         .onRef('message_structures.workspace_id', '=', 'messages.workspace_id')
         .on('message_structures.version', '=', STRUCTURE_VERSION),
     )
-    .select(['message_structures.envelope', 'message_structures.body_structure', 'message_structures.body']);
+    .select('message_structures.structure');
 }
 
 export function createStructureStore() {
@@ -50,14 +49,14 @@ export function createStructureStore() {
      */
     async saveStructures(work: Work, workspaceId: string, structures: readonly NewStructure[]): Promise<void> {
       if (structures.length === 0) return;
-      const rows = structures.map((s) => ({ message_id: s.messageId, workspace_id: workspaceId, version: STRUCTURE_VERSION, envelope: s.envelope, body_structure: s.bodyStructure, body: s.body }));
+      const rows = structures.map((s) => ({ message_id: s.messageId, workspace_id: workspaceId, version: STRUCTURE_VERSION, structure: packStructure(s) }));
       await mailDb(work)
         .insertInto('message_structures')
         .values(rows)
         .onConflict((oc) =>
           oc
             .column('message_id')
-            .doUpdateSet((eb) => ({ version: eb.ref('excluded.version'), envelope: eb.ref('excluded.envelope'), body_structure: eb.ref('excluded.body_structure'), body: eb.ref('excluded.body') }))
+            .doUpdateSet((eb) => ({ version: eb.ref('excluded.version'), structure: eb.ref('excluded.structure') }))
             .where('message_structures.version', '<', STRUCTURE_VERSION)
             .where('message_structures.workspace_id', '=', workspaceId),
         )
