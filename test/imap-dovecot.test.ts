@@ -187,6 +187,8 @@ function script(n: number, nul: Array<[string, number]> = [], binaryText: Array<
     ['FETCH that sets \\Seen', 'FETCH 1:2 (BODY[HEADER.FIELDS (Subject)])'],
     ['STATUS HIGHESTMODSEQ while selected', 'STATUS INBOX (HIGHESTMODSEQ MESSAGES)'],
     ['STORE once CONDSTORE is on', 'STORE 3 +FLAGS (\\Answered)'],
+    ['COPY to a name that is not mUTF-7', 'COPY 1 "a&b"'],
+    ['SELECT of a name that is not mUTF-7', 'SELECT "a&b"'],
     ['SELECT of a missing mailbox', 'SELECT Nope'],
     ['FETCH with nothing selected', 'FETCH 1 (FLAGS)'],
     ['EXAMINE again', 'EXAMINE INBOX'],

@@ -502,6 +502,9 @@ describe('STORE, SELECT, APPEND', () => {
       set: { saved: false, ranges: [{ from: 7, to: 7 }, { from: 5, to: 5 }, { from: 9, to: 9 }] }, unchangedSince: 320162338n, op: 'remove', silent: true, flags: ['\\Seen', '$Junk'],
     });
     expect(parseStoreCommand(args('1 FLAGS ()'))).toMatchObject({ op: 'set', flags: [] });
+    // NIL where a flag goes is the keyword NIL, as Dovecot takes it.
+    expect(parseStoreCommand(args('1 +FLAGS NIL'))).toMatchObject({ op: 'add', flags: ['NIL'] });
+    expect(parseStoreCommand(args('1 FLAGS (nil \\Seen)'))).toMatchObject({ op: 'set', flags: ['NIL', '\\Seen'] });
     for (const text of ['1 +FLAGS (\\Recent)', '1 +FLAGS (\\Foo)', '1 FLAGS', '1 LABELS (a)', '1 (UNCHANGEDSINCE) FLAGS (a)', '1 +FLAGS ("a")', '1 +FLAGS (a%)']) {
       expect(parseStoreCommand(args(text)), text).toHaveProperty('bad');
     }
@@ -570,7 +573,9 @@ describe('dates and mailbox names', () => {
     expect(parseMailboxName(atom('inBox'), { utf8: false })).toBe('INBOX');
     expect(parseMailboxName(atom('INBOX.sub'), { utf8: false })).toBe('INBOX.sub');
     expect(parseMailboxName(str('&ZeVnLIqe-'), { utf8: false })).toBe('\u65e5\u672c\u8a9e');
-    expect(parseMailboxName(str('\u65e5\u672c'), { utf8: false })).toEqual({ bad: 'Mailbox name is not valid mUTF-7.' });
+    // A name that does not decode is answered NO (the command was well formed), as Dovecot answers.
+    expect(parseMailboxName(str('\u65e5\u672c'), { utf8: false })).toEqual({ bad: 'Mailbox name is not valid mUTF-7.', no: true });
+    expect(parseMailboxName(str('a&b'), { utf8: false })).toEqual({ bad: 'Mailbox name is not valid mUTF-7.', no: true });
     expect(parseMailboxName(str('\u65e5\u672c &x'), { utf8: true })).toBe('\u65e5\u672c &x');
     expect(parseMailboxName({ type: 'string', value: Buffer.from([0xc3, 0x28]) }, { utf8: true })).toHaveProperty('bad');
     expect(parseMailboxName(str('a\x01b'), { utf8: true })).toHaveProperty('bad');

@@ -197,7 +197,7 @@ async function select(s: ImapSession, cmd: Command): Promise<void> {
   s.selected = null;
   s.state = 'authenticated';
   if (previous) s.send(s.writer.status('OK', 'Previous mailbox closed.', { name: 'CLOSED' }));
-  if ('bad' in parsed) return s.tagged(cmd.tag, 'BAD', parsed.bad);
+  if ('bad' in parsed) return s.tagged(cmd.tag, parsed.no ? 'NO' : 'BAD', parsed.bad);
   if (parsed.qresync && !s.enabled.has('QRESYNC')) return s.tagged(cmd.tag, 'BAD', 'QRESYNC is not enabled.');
   const f = s.access.folder(parsed.mailbox);
   if (!f) return s.tagged(cmd.tag, 'NO', 'Mailbox does not exist.', { name: 'NONEXISTENT' });
@@ -217,7 +217,7 @@ async function select(s: ImapSession, cmd: Command): Promise<void> {
  */
 async function append(s: ImapSession, cmd: Command): Promise<void> {
   const parsed = parseAppendCommand(cmd.args, { utf8: s.enabled.has('UTF8=ACCEPT') });
-  if ('bad' in parsed) return s.tagged(cmd.tag, 'BAD', parsed.bad);
+  if ('bad' in parsed) return s.tagged(cmd.tag, parsed.no ? 'NO' : 'BAD', parsed.bad);
   const f = s.access.folder(parsed.mailbox);
   if (!f) return s.tagged(cmd.tag, 'NO', 'Mailbox does not exist.', { name: 'TRYCREATE' });
   if (f.folder === null) return s.tagged(cmd.tag, 'NO', 'Drafts are kept by the drafts API.', { name: 'CANNOT' });

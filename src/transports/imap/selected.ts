@@ -407,7 +407,9 @@ export class SelectedCommands {
   private async copy(cmd: Command, uid: boolean, move: boolean): Promise<void> {
     const set = parseSequenceSet(cmd.args[0]);
     const name = parseMailboxName(cmd.args[1], { utf8: this.s.enabled.has('UTF8=ACCEPT') });
-    if ('bad' in set || typeof name !== 'string' || cmd.args.length !== 2) return this.s.tagged(cmd.tag, 'BAD', `Invalid ${cmd.name} arguments.`);
+    if ('bad' in set || typeof name !== 'string' || cmd.args.length !== 2) {
+      return typeof name !== 'string' && name.no && !('bad' in set) ? this.s.tagged(cmd.tag, 'NO', name.bad) : this.s.tagged(cmd.tag, 'BAD', `Invalid ${cmd.name} arguments.`);
+    }
     const targets = this.targets(set, uid);
     if (typeof targets === 'string') return this.s.tagged(cmd.tag, 'BAD', targets);
     const to = this.s.access.folder(name);
