@@ -108,6 +108,21 @@ function nulSteps(name: string, seq: number): Array<[string, string]> {
   ];
 }
 
+/** Single-part base64 and quoted-printable messages and a multipart one, whose BINARY sections are compared. */
+const BINARY_TEXT = ['plain-base64', 'plain-qp-utf8', '05-mixed-pdf.eml'];
+
+/** BINARY with BODY's sections (TEXT, the whole message, HEADER), compared byte for byte, literal8 or not. */
+function binaryTextSteps(name: string, seq: number): Array<[string, string]> {
+  return [
+    [`BINARY.PEEK[TEXT] of ${name}`, `FETCH ${seq} (BINARY.PEEK[TEXT])`],
+    [`BINARY.SIZE[TEXT] of ${name}`, `FETCH ${seq} (BINARY.SIZE[TEXT])`],
+    [`BINARY[TEXT] of ${name}`, `FETCH ${seq} (BINARY[TEXT])`],
+    [`BINARY.PEEK[TEXT]<2.5> of ${name}`, `FETCH ${seq} (BINARY.PEEK[TEXT]<2.5>)`],
+    [`BINARY.PEEK[] and BINARY.SIZE[] of ${name}`, `FETCH ${seq} (BINARY.PEEK[] BINARY.SIZE[])`],
+    [`BINARY.PEEK[HEADER] and [1.MIME] of ${name}`, `FETCH ${seq} (BINARY.PEEK[HEADER] BINARY.PEEK[1.MIME] BINARY.SIZE[HEADER.FIELDS (Subject)])`],
+  ];
+}
+
 /** The steps after the script's: 32-bit limits in INBOX, then an empty mailbox (Archive holds nothing on either). */
 const EDGES: Array<[string, string]> = [
   ['FETCH past 32 bits', 'FETCH 4294967296 (FLAGS)'],
@@ -130,7 +145,7 @@ const EDGES: Array<[string, string]> = [
 ];
 
 /** The session both servers get, in order: name and command. `n` is the number of messages in INBOX. */
-function script(n: number, nul: Array<[string, number]> = []): Array<[string, string]> {
+function script(n: number, nul: Array<[string, number]> = [], binaryText: Array<[string, number]> = []): Array<[string, string]> {
   const steps: Array<[string, string]> = [
     ['NAMESPACE', 'NAMESPACE'],
     ['LIST root', 'LIST "" ""'],
@@ -143,6 +158,9 @@ function script(n: number, nul: Array<[string, number]> = []): Array<[string, st
     ['LIST pattern list', 'LIST "" (INBOX)'],
     ['STATUS in any order', 'STATUS INBOX (UNSEEN MESSAGES UIDNEXT UIDVALIDITY RECENT)'],
     ['STATUS of a missing mailbox', 'STATUS Nope (MESSAGES)'],
+    ['CREATE of INBOX', 'CREATE inbox'],
+    ['CREATE of an existing folder', 'CREATE Archive'],
+    ['CREATE of an existing folder with the delimiter', 'CREATE Archive/'],
     ['EXAMINE', 'EXAMINE INBOX'],
     ['STORE on an EXAMINEd mailbox', 'STORE 1 +FLAGS (\\Flagged)'],
     ['EXPUNGE on an EXAMINEd mailbox', 'EXPUNGE'],
@@ -169,12 +187,15 @@ function script(n: number, nul: Array<[string, number]> = []): Array<[string, st
     ['FETCH that sets \\Seen', 'FETCH 1:2 (BODY[HEADER.FIELDS (Subject)])'],
     ['STATUS HIGHESTMODSEQ while selected', 'STATUS INBOX (HIGHESTMODSEQ MESSAGES)'],
     ['STORE once CONDSTORE is on', 'STORE 3 +FLAGS (\\Answered)'],
+    ['COPY to a name that is not mUTF-7', 'COPY 1 "a&b"'],
+    ['SELECT of a name that is not mUTF-7', 'SELECT "a&b"'],
     ['SELECT of a missing mailbox', 'SELECT Nope'],
     ['FETCH with nothing selected', 'FETCH 1 (FLAGS)'],
     ['EXAMINE again', 'EXAMINE INBOX'],
     ['conditional STORE on an EXAMINEd mailbox', 'STORE 1 (UNCHANGEDSINCE 1) +FLAGS (\\Flagged)'],
   );
   for (const [name, seq] of nul) steps.push(...nulSteps(name, seq));
+  for (const [name, seq] of binaryText) steps.push(...binaryTextSteps(name, seq));
   steps.push(...EDGES);
   return steps;
 }
@@ -327,7 +348,8 @@ describe.skipIf(!hasDovecot())(`IMAP answers against Dovecot (${TEST_DIALECT})`,
     await first.close();
     const nul = [NUL_FIXTURE, ...WITH_NUL.map(([name]) => name)].filter((name) => names.includes(name));
     nulMessages = nul;
-    const steps = script(stored.length, nul.map((name) => [name, names.indexOf(name) + 1]));
+    const seqOf = (name: string): [string, number] => [name, names.indexOf(name) + 1];
+    const steps = script(stored.length, nul.map(seqOf), BINARY_TEXT.filter((name) => names.includes(name)).map(seqOf));
     ours = await run(await connectClient(port, MAILBOX, `"${password}"`), steps);
     theirs = await run(await dovecot.connect(), steps);
   }, 180_000);
@@ -394,6 +416,12 @@ describe.skipIf(!hasDovecot())(`IMAP answers against Dovecot (${TEST_DIALECT})`,
       }
     }
     expect(differ).toEqual([]);
+  });
+
+  it.each(BINARY_TEXT)('BINARY[TEXT], BINARY[] and BINARY[HEADER] of %s: byte for byte', (name) => {
+    expect(names).toContain(name);
+    const answer = (b: Buffer) => b.toString('latin1').replace(/^t\d+ (OK|NO|BAD) .*\r\n$/m, (_line, status: string) => `tag ${status}`);
+    for (const [step] of binaryTextSteps(name, 0)) expect(answer(ours.get(step)!), step).toBe(answer(theirs.get(step)!));
   });
 
   it.each(EDGES.map(([name]) => name).filter((name) => name !== 'SELECT an empty mailbox'))('%s: the same responses', (step) => {

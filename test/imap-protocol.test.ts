@@ -442,11 +442,20 @@ describe('FETCH', () => {
       vanished: true,
     });
     expect(parseFetchCommand(args('1:* (BINARY.PEEK[1]<0.10> BINARY.SIZE[2.1] BINARY[] MODSEQ UID)'), { uid: false })).toMatchObject({
-      items: [{ kind: 'BINARY[]', peek: true, part: [1] }, { kind: 'BINARY.SIZE', part: [2, 1] }, { kind: 'BINARY[]', peek: false, part: [] }, { kind: 'MODSEQ' }, { kind: 'UID' }],
+      items: [{ kind: 'BINARY[]', peek: true, section: { part: [1] } }, { kind: 'BINARY.SIZE', section: { part: [2, 1] } }, { kind: 'BINARY[]', peek: false, section: { part: [] } }, { kind: 'MODSEQ' }, { kind: 'UID' }],
+    });
+    // As Dovecot: BINARY takes BODY's sections, and BINARY.SIZE reads nothing after its bracket.
+    expect(parseFetchCommand(args('1 (BINARY[TEXT] BINARY.SIZE[2.TEXT]<0.1> BINARY.PEEK[1.MIME] BINARY.PEEK[HEADER.FIELDS (Subject)]<0.5>)'), { uid: false })).toMatchObject({
+      items: [
+        { kind: 'BINARY[]', peek: false, section: { part: [], text: 'TEXT' } },
+        { kind: 'BINARY.SIZE', section: { part: [2], text: 'TEXT' } },
+        { kind: 'BINARY[]', peek: true, section: { part: [1], text: 'MIME' } },
+        { kind: 'BINARY[]', peek: true, section: { part: [], text: 'HEADER.FIELDS', fields: ['Subject'] }, partial: { offset: 0, length: 5 } },
+      ],
     });
     const cases: Array<[string, boolean]> = [
       ['1 (FLAGS ALL)', false], ['1 ()', false], ['1 BODY[MIME]', false], ['1 BODY[HEADER.FIELDS]', false], ['1 BODY[1.0]', false],
-      ['1 BODY[]<0.0>', false], ['1 BODY[]<5>', false], ['1 BINARY[TEXT]', false], ['1 BINARY.SIZE[1]<0.1>', false], ['1 FOO', false],
+      ['1 BODY[]<0.0>', false], ['1 BODY[]<5>', false], ['1 BINARY[MIME]', false], ['1 BINARY[FOO]', false], ['1 BINARY[1]<5>', false], ['1 FOO', false],
       ['1 FLAGS (VANISHED)', true], ['1 FLAGS (CHANGEDSINCE 1 VANISHED)', false], ['1 FLAGS (CHANGEDSINCE x)', false], ['1 BODY[HEADER.FIELDS (a:b)]', false],
       ['1 FLAGS UID', false],
     ];
@@ -454,8 +463,8 @@ describe('FETCH', () => {
   });
 
   it('names items in responses as RFC 9051 shows them', () => {
-    const r = parseFetchCommand(args('1 (BODY.PEEK[1.HEADER.FIELDS (From To)]<0.100> BINARY.PEEK[1]<4.1> RFC822.SIZE)'), { uid: false });
-    expect('items' in r && r.items.map(fetchItemName)).toEqual(['BODY[1.HEADER.FIELDS (FROM TO)]<0>', 'BINARY[1]<4>', 'RFC822.SIZE']);
+    const r = parseFetchCommand(args('1 (BODY.PEEK[1.HEADER.FIELDS (From To)]<0.100> BINARY.PEEK[1]<4.1> BINARY.PEEK[TEXT] BINARY.SIZE[HEADER.FIELDS (Subject)] RFC822.SIZE)'), { uid: false });
+    expect('items' in r && r.items.map(fetchItemName)).toEqual(['BODY[1.HEADER.FIELDS (FROM TO)]<0>', 'BINARY[1]<4>', 'BINARY[TEXT]', 'BINARY.SIZE[HEADER.FIELDS (SUBJECT)]', 'RFC822.SIZE']);
   });
 
   const part = fc.array(fc.integer({ min: 1, max: 99 }), { maxLength: 3 });
@@ -471,8 +480,8 @@ describe('FETCH', () => {
   const itemArb: fc.Arbitrary<FetchItem> = fc.oneof(
     fc.constantFrom('FLAGS', 'UID', 'INTERNALDATE', 'RFC822.SIZE', 'ENVELOPE', 'BODYSTRUCTURE', 'BODY', 'RFC822', 'RFC822.HEADER', 'RFC822.TEXT', 'MODSEQ').map((kind) => ({ kind })),
     fc.record({ kind: fc.constant('BODY[]' as const), peek: fc.boolean(), section, partial }).map(clean),
-    fc.record({ kind: fc.constant('BINARY[]' as const), peek: fc.boolean(), part, partial }).map(clean),
-    fc.record({ kind: fc.constant('BINARY.SIZE' as const), part }),
+    fc.record({ kind: fc.constant('BINARY[]' as const), peek: fc.boolean(), section, partial }).map(clean),
+    fc.record({ kind: fc.constant('BINARY.SIZE' as const), section }),
   );
 
   it('round-trips random attribute lists through the writer and the reader', () => {
@@ -493,6 +502,9 @@ describe('STORE, SELECT, APPEND', () => {
       set: { saved: false, ranges: [{ from: 7, to: 7 }, { from: 5, to: 5 }, { from: 9, to: 9 }] }, unchangedSince: 320162338n, op: 'remove', silent: true, flags: ['\\Seen', '$Junk'],
     });
     expect(parseStoreCommand(args('1 FLAGS ()'))).toMatchObject({ op: 'set', flags: [] });
+    // NIL where a flag goes is the keyword NIL, as Dovecot takes it.
+    expect(parseStoreCommand(args('1 +FLAGS NIL'))).toMatchObject({ op: 'add', flags: ['NIL'] });
+    expect(parseStoreCommand(args('1 FLAGS (nil \\Seen)'))).toMatchObject({ op: 'set', flags: ['NIL', '\\Seen'] });
     for (const text of ['1 +FLAGS (\\Recent)', '1 +FLAGS (\\Foo)', '1 FLAGS', '1 LABELS (a)', '1 (UNCHANGEDSINCE) FLAGS (a)', '1 +FLAGS ("a")', '1 +FLAGS (a%)']) {
       expect(parseStoreCommand(args(text)), text).toHaveProperty('bad');
     }
@@ -561,7 +573,9 @@ describe('dates and mailbox names', () => {
     expect(parseMailboxName(atom('inBox'), { utf8: false })).toBe('INBOX');
     expect(parseMailboxName(atom('INBOX.sub'), { utf8: false })).toBe('INBOX.sub');
     expect(parseMailboxName(str('&ZeVnLIqe-'), { utf8: false })).toBe('\u65e5\u672c\u8a9e');
-    expect(parseMailboxName(str('\u65e5\u672c'), { utf8: false })).toEqual({ bad: 'Mailbox name is not valid mUTF-7.' });
+    // A name that does not decode is answered NO (the command was well formed), as Dovecot answers.
+    expect(parseMailboxName(str('\u65e5\u672c'), { utf8: false })).toEqual({ bad: 'Mailbox name is not valid mUTF-7.', no: true });
+    expect(parseMailboxName(str('a&b'), { utf8: false })).toEqual({ bad: 'Mailbox name is not valid mUTF-7.', no: true });
     expect(parseMailboxName(str('\u65e5\u672c &x'), { utf8: true })).toBe('\u65e5\u672c &x');
     expect(parseMailboxName({ type: 'string', value: Buffer.from([0xc3, 0x28]) }, { utf8: true })).toHaveProperty('bad');
     expect(parseMailboxName(str('a\x01b'), { utf8: true })).toHaveProperty('bad');

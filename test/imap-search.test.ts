@@ -244,6 +244,31 @@ describe(`IMAP SEARCH (${TEST_DIALECT})`, () => {
     expect(tagged(await imap.command('NOOP'))).toMatch(/^OK/);
   });
 
+  it('a MODSEQ key adds the highest MODSEQ of what is returned: of MIN and MAX alone, else of every match', async () => {
+    const imap = await connect(SECOND);
+    await ok(imap, 'SELECT INBOX (CONDSTORE)');
+    const modseqs = new Map<number, number>();
+    // Stored in the order 1, 3, 2, 4, as imaptest's esearch-condstore does: 2 then has a higher MODSEQ than 3.
+    for (const seq of [1, 3, 2, 4]) {
+      const answer = (await ok(imap, `STORE ${seq} +FLAGS (\\Seen)`)).toString();
+      modseqs.set(seq, Number(/MODSEQ \((\d+)\)/.exec(answer)![1]));
+    }
+    const line = async (command: string) => /^\* E?SEARCH.*$/m.exec((await ok(imap, command)).toString())![0].replace(/ \(TAG "t\d+"\)/, '');
+    const m = (seq: number) => modseqs.get(seq);
+    expect(await line('SEARCH 1:3 MODSEQ 1')).toBe(`* SEARCH 1 2 3 (MODSEQ ${m(2)})`);
+    expect(await line('SEARCH MODSEQ 99999999')).toBe('* SEARCH');
+    expect(await line('SEARCH SUBJECT alpha')).toBe('* SEARCH 1 3');
+    expect(await line('SEARCH RETURN (MIN) 1:3 MODSEQ 1')).toBe(`* ESEARCH MIN 1 MODSEQ ${m(1)}`);
+    expect(await line('SEARCH RETURN (MAX) 1:3 MODSEQ 1')).toBe(`* ESEARCH MAX 3 MODSEQ ${m(3)}`);
+    expect(await line('SEARCH RETURN () 1:3 MODSEQ 1')).toBe(`* ESEARCH ALL 1:3 MODSEQ ${m(2)}`);
+    expect(await line('SEARCH RETURN (MIN MAX) 2:3 MODSEQ 1')).toBe(`* ESEARCH MIN 2 MAX 3 MODSEQ ${m(2)}`);
+    expect(await line('SEARCH RETURN (COUNT) 1:4 MODSEQ 1')).toBe(`* ESEARCH COUNT 4 MODSEQ ${m(4)}`);
+    expect(await line(`SEARCH RETURN (ALL) 2:3 MODSEQ ${m(4)! + 1}`)).toBe('* ESEARCH');
+    // Clean up for the tests that follow.
+    await ok(imap, 'STORE 1:4 -FLAGS.SILENT (\\Seen)');
+    await imap.close();
+  });
+
   it('SEARCHRES: RETURN (SAVE) keeps the result for $ in FETCH, STORE, SEARCH and UID EXPUNGE; expunged messages drop out', async () => {
     const imap = await connect(SECOND);
     expect(imap.greeting.toString()).toContain('SEARCHRES');

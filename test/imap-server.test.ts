@@ -164,6 +164,10 @@ describe(`IMAP server (${TEST_DIALECT})`, () => {
     expect(seen).toMatchObject({ read: true, flagged: true, answered: true, labels: ['work'] });
     await imaplib(port, [['login', MAILBOX, password], ['select', 'INBOX'], ['uid', 'STORE', uid, '-FLAGS', '(\\Seen Work)']]);
     expect(await api(acme, id)).toMatchObject({ read: false, labels: [] });
+    // NIL where a flag goes is the keyword NIL (Dovecot's reading), so the label `nil`; not BAD.
+    const nil = await imaplib(port, [['login', MAILBOX, password], ['select', 'INBOX'], ['uid', 'STORE', uid, '+FLAGS', 'NIL']]);
+    expect(nil[2]).toMatchObject({ typ: 'OK' });
+    expect(await api(acme, id)).toMatchObject({ labels: ['nil'] });
   });
 
   it('EXPUNGE removes \\Deleted messages through the delete path; the API then answers 404', async () => {

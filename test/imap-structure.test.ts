@@ -245,7 +245,7 @@ function ours(raw: Buffer) {
     BODY: bodyStructure(raw, tree, false),
     'RFC822.SIZE': raw.length,
     section: (spec: SectionSpec) => fetchSection(raw, tree, spec),
-    binary: (path: number[]) => binarySection(raw, tree, path),
+    binary: (path: number[]) => binarySection(raw, tree, { part: path }),
   };
 }
 

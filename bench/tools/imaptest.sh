@@ -4,11 +4,16 @@
 # each scripted test (`imaptest test=FILE`) on its own and prints one line per test: name, pass/FAIL/skip, and the
 # first thing imaptest said went wrong. CI does not run it; docs/imap-compliance.md keeps the latest results.
 #
+# A mailbox's folders are fixed, so imaptest cannot create its own `imaptest` folder: each test runs in INBOX
+# (`box=INBOX`, for which imaptest itself skips CREATE), emptied first through the HTTP API as a user would, so that
+# every test starts from the messages its script appends.
+#
 #   bench/tools/imaptest.sh IMAPTEST TESTS_DIR [RESULTS_FILE]
 #
 # IMAPTEST is an imaptest binary (built from its own source against dovecot-dev 2.3; this script does not build it),
 # TESTS_DIR its src/tests. dist/ must be built (npx tsc -p tsconfig.build.json). Ports: IMAPTEST_IMAP_PORT (1143),
 # IMAPTEST_HTTP_PORT (18080); SMTP and submission take free ports. Each test gets IMAPTEST_TIMEOUT seconds (60).
+# IMAPTEST_LOGS, a directory, keeps everything imaptest printed for each test (NAME.log).
 set -euo pipefail
 
 imaptest=${1:?usage: bench/tools/imaptest.sh IMAPTEST TESTS_DIR [RESULTS_FILE]}
@@ -17,6 +22,7 @@ results=${3:-/dev/stdout}
 imap_port=${IMAPTEST_IMAP_PORT:-1143}
 http_port=${IMAPTEST_HTTP_PORT:-18080}
 limit=${IMAPTEST_TIMEOUT:-60}
+logs=${IMAPTEST_LOGS:-}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 server_pid=
@@ -52,6 +58,19 @@ session=$(curl -sf -X POST "$api/app/api/login" -H 'Content-Type: application/js
 pass=$(curl -sf -X POST "$api/app/api/app-passwords" -H "X-Service-Session: $session" -H 'Content-Type: application/json' \
   -d "{\"name\":\"imaptest\",\"mailbox\":\"$user\"}" | json password)
 
+# Deletes every message of the mailbox (all folders) through the API, a page at a time.
+empty_mailbox() {
+  local folder ids
+  for folder in inbox archive sent spam trash; do
+    while :; do
+      ids=$(curl -sf "$api/inbox?mailbox=$user&folder=$folder&limit=500" -H "Authorization: Bearer $api_key" |
+        node -e 'let s="";process.stdin.on("data",(c)=>s+=c).on("end",()=>console.log(JSON.parse(s).messages.map((m)=>m.message_id).join(" ")))')
+      [ -n "$ids" ] || break
+      for id in $ids; do curl -sf -X DELETE "$api/messages/$id" -H "Authorization: Bearer $api_key" >/dev/null; done
+    done
+  done
+}
+
 # imaptest counts a test it skips for a missing capability as neither failed nor skipped: read its header instead.
 caps=" $(python3 -c 'import imaplib,sys; m=imaplib.IMAP4("127.0.0.1",int(sys.argv[1])); m.login(sys.argv[2],sys.argv[3]); print(" ".join(m.capabilities)); m.logout()' "$imap_port" "$user" "$pass") "
 missing() {
@@ -69,15 +88,17 @@ passed=0 failed=0 skipped=0
     [ -f "$file" ] || continue
     lacking=$(missing "$file")
     if [ -n "$lacking" ]; then skipped=$((skipped + 1)); echo "$name skip (no $lacking)"; continue; fi
-    out=$(cd "$tests" && timeout "$limit" "$imaptest" host=127.0.0.1 port="$imap_port" user="$user" pass="$pass" test="$file" 2>&1) || true
-    summary=$(printf '%s\n' "$out" | grep -E '^[0-9]+ test groups:' | tail -n1 || true)
+    empty_mailbox
+    out=$(cd "$tests" && timeout "$limit" "$imaptest" host=127.0.0.1 port="$imap_port" user="$user" pass="$pass" box=INBOX test="$file" 2>&1) || true
+    [ -z "$logs" ] || printf '%s\n' "$out" >"$logs/$name.log"
+    summary=$(printf '%s\n' "$out" | grep -aE '^[0-9]+ test groups:' | tail -n1 || true)
     if printf '%s' "$summary" | grep -qE ': 0 failed, 1 skipped'; then
       skipped=$((skipped + 1)); echo "$name skip (missing capability)"
     elif printf '%s' "$summary" | grep -qE ': 0 failed, 0 skipped'; then
       passed=$((passed + 1)); echo "$name pass"
     else
       failed=$((failed + 1))
-      reason=$(printf '%s\n' "$out" | grep -vE '^([0-9]+ test groups:|base protocol:|extensions:)' | grep -m1 -E '\S' | cut -c1-200 || true)
+      reason=$(printf '%s\n' "$out" | grep -avE '^([0-9]+ test groups:|base protocol:|extensions:)' | grep -am1 -E '\S' | cut -c1-200 || true)
       echo "$name FAIL ${reason:-no summary (timed out after ${limit}s)}"
     fi
   done

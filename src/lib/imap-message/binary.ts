@@ -1,25 +1,45 @@
-// BINARY[part] and BINARY.SIZE[part] (RFC 3516): a part's body with its Content-Transfer-Encoding undone.
-// As Dovecot: an encoding we do not know is UNKNOWN-CTE; base64 or quoted-printable that does not decode is a
-// PARSE failure (Dovecot answers NO [PARSE] rather than sending bytes it could not decode); a part that does not
-// exist is empty; a multipart or message/rfc822 part is sent with each part inside decoded, whose header then says
-// `Content-Transfer-Encoding: binary` (in place of the encoding it had).
+// BINARY[section] and BINARY.SIZE[section] (RFC 3516): a part's body with its Content-Transfer-Encoding undone.
+// As Dovecot: the section is the whole message (its header kept, said `binary` if its body was decoded), a part's
+// body, or TEXT (the message's body, or a message/rfc822 part's); an encoding we do not know is UNKNOWN-CTE; base64
+// or quoted-printable that does not decode is a PARSE failure (Dovecot answers NO [PARSE] rather than sending bytes
+// it could not decode); a part that does not exist is empty; a multipart or message/rfc822 part is sent with each
+// part inside decoded, whose header then says `Content-Transfer-Encoding: binary` (in place of the encoding it had).
 import { readHeaderFields } from './header-fields.js';
 import type { MimePart } from './mime-parser.js';
 import { Rfc822Reader } from './rfc822-tokens.js';
 import { findPart, literalSafe } from './section.js';
 
-export type BinaryResult = { bytes: Buffer } | { error: 'UNKNOWN-CTE' | 'PARSE' };
+/**
+ * Decoded bytes; `converted` when some part was base64 or quoted-printable. Dovecot then sends them as a literal8
+ * with any NUL as it is; otherwise as a plain literal, a NUL made 0x80 as in BODY[].
+ */
+export type BinaryResult = { bytes: Buffer; converted: boolean } | { error: 'UNKNOWN-CTE' | 'PARSE' };
+
+/** What BINARY decodes: the part's body, or TEXT (of the message, or of the message a message/rfc822 part holds). */
+export interface BinarySpec {
+  part: readonly number[];
+  text?: 'TEXT';
+}
+
+interface Decoding {
+  out: Buffer[];
+  converted: boolean;
+}
 
 const EMPTY = Buffer.alloc(0);
 const IDENTITY = new Set(['7bit', '8bit', 'binary']);
 
-/** The decoded body of the part `path` names (a non-empty path: the whole message is not decoded here). */
-export function binarySection(raw: Buffer, root: MimePart, path: readonly number[]): BinaryResult {
-  const part = findPart(root, path);
-  if (!part) return { bytes: EMPTY };
-  const pieces: Buffer[] = [];
-  const error = binaryBody(raw, part, pieces);
-  return error ? { error } : { bytes: pieces.length === 1 ? (pieces[0] as Buffer) : Buffer.concat(pieces) };
+/** The decoded bytes `spec` names; the whole message (an empty part, no TEXT) keeps its header. */
+export function binarySection(raw: Buffer, root: MimePart, spec: BinarySpec): BinaryResult {
+  let part = findPart(root, spec.part);
+  if (part && spec.part.length > 0 && spec.text === 'TEXT') part = part.kind === 'message' ? (part.children[0] ?? null) : null;
+  if (!part) return { bytes: EMPTY, converted: false };
+  const state: Decoding = { out: [], converted: false };
+  if (spec.part.length === 0 && spec.text === undefined) state.out.push(partHeader(raw, part, state));
+  const error = binaryBody(raw, part, state);
+  if (error) return { error };
+  const bytes = state.out.length === 1 ? (state.out[0] as Buffer) : Buffer.concat(state.out);
+  return { bytes: state.converted ? bytes : literalSafe(bytes), converted: state.converted };
 }
 
 /** The Content-Transfer-Encoding a part's header names (read even without MIME-Version, as Dovecot does). */
@@ -35,26 +55,34 @@ function encodingOf(raw: Buffer, part: MimePart): string {
   return '7bit';
 }
 
-/** Appends the decoded body of `part` to `out`; returns an error instead when it does not decode. */
-function binaryBody(raw: Buffer, part: MimePart, out: Buffer[]): 'UNKNOWN-CTE' | 'PARSE' | null {
+/** A part's header as BINARY sends it: as it is, or said `binary` when its body gets decoded. */
+function partHeader(raw: Buffer, part: MimePart, state: Decoding): Buffer {
+  const encoding = part.kind === 'multipart' || part.kind === 'message' ? '7bit' : encodingOf(raw, part);
+  if (IDENTITY.has(encoding)) return raw.subarray(part.headerStart, part.bodyStart);
+  if (encoding === 'base64' || encoding === 'quoted-printable') state.converted = true;
+  return binaryHeader(raw, part);
+}
+
+/** Appends the decoded body of `part` to `state.out`; returns an error instead when it does not decode. */
+function binaryBody(raw: Buffer, part: MimePart, state: Decoding): 'UNKNOWN-CTE' | 'PARSE' | null {
+  const out = state.out;
   if (part.kind !== 'multipart' && part.kind !== 'message') {
     const body = raw.subarray(part.bodyStart, part.bodyEnd);
     const encoding = encodingOf(raw, part);
-    // Sent as it is, a NUL is 0x80 as in BODY[] (Dovecot 2.3); only a NUL that decoding made goes in a literal8.
-    if (IDENTITY.has(encoding)) out.push(literalSafe(body));
+    if (IDENTITY.has(encoding)) out.push(body);
     else if (encoding === 'base64' || encoding === 'quoted-printable') {
       const decoded = encoding === 'base64' ? decodeBase64(body) : decodeQuotedPrintable(body);
       if ('error' in decoded) return decoded.error;
       out.push(decoded.bytes);
+      state.converted = true;
     } else return 'UNKNOWN-CTE';
     return null;
   }
   let at = part.bodyStart;
   for (const child of part.children) {
     out.push(raw.subarray(at, child.headerStart));
-    const encoding = child.kind === 'multipart' || child.kind === 'message' ? '7bit' : encodingOf(raw, child);
-    out.push(IDENTITY.has(encoding) ? raw.subarray(child.headerStart, child.bodyStart) : binaryHeader(raw, child));
-    const error = binaryBody(raw, child, out);
+    out.push(partHeader(raw, child, state));
+    const error = binaryBody(raw, child, state);
     if (error) return error;
     at = child.bodyEnd;
   }
@@ -78,7 +106,7 @@ const B64 = new Int16Array(256).fill(-1);
 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'.split('').forEach((c, i) => (B64[c.charCodeAt(0)] = i));
 
 /** Base64 with line breaks and blanks skipped; anything else outside the alphabet fails; data after padding ends it. */
-function decodeBase64(body: Buffer): BinaryResult {
+function decodeBase64(body: Buffer): { bytes: Buffer } | { error: 'PARSE' } {
   for (const c of body) {
     if (c === 0x3d) break;
     if (B64[c] === -1 && c !== 0x0d && c !== 0x0a && c !== 0x20 && c !== 0x09) return { error: 'PARSE' };
@@ -95,7 +123,7 @@ const hex = (c: number | undefined): number => {
 };
 
 /** Quoted-printable (RFC 2045 section 6.7): soft breaks joined, blanks before a line end dropped, =XX decoded. */
-function decodeQuotedPrintable(body: Buffer): BinaryResult {
+function decodeQuotedPrintable(body: Buffer): { bytes: Buffer } | { error: 'PARSE' } {
   const out = Buffer.allocUnsafe(body.length);
   let n = 0;
   // Blanks at a line end are dropped, but not below this (a line's start, or a byte written as =XX).

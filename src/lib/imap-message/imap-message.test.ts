@@ -162,7 +162,7 @@ describe('ENVELOPE from the header alone', () => {
 
 describe('BINARY undoes the transfer encoding', () => {
   const part = (cte: string, body: string) => crlf(`MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: application/octet-stream\nContent-Transfer-Encoding: ${cte}\n\n${body}\n--b--\n`);
-  const binary = (raw: Buffer) => binarySection(raw, parseMime(raw), [1]);
+  const binary = (raw: Buffer) => binarySection(raw, parseMime(raw), { part: [1] });
 
   it.each([
     ['base64', 'aGVs\nbG8=', 'hello'],

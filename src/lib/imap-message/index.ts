@@ -6,6 +6,6 @@ export { parseMime, MAX_NESTING, MAX_PARTS, type MimePart, type PartKind } from 
 export { envelope } from './envelope.js';
 export { bodyStructure } from './body-structure.js';
 export { fetchSection, findPart, literalSafe, partialRange, sectionBody } from './section.js';
-export { binarySection, type BinaryResult } from './binary.js';
+export { binarySection, type BinaryResult, type BinarySpec } from './binary.js';
 export { serializeImapValue } from './serialize.js';
 export { STRUCTURE_VERSION, bodyStructureBytes, envelopeBytes, packStructure, structureBytes, unpackStructure, type StructureBytes } from './structure.js';

@@ -6,7 +6,7 @@
  */
 import { binarySection, bodyStructureBytes, envelopeBytes, fetchSection, parseMime, type MimePart, type SectionSpec } from '../../lib/imap-message/index.js';
 import type { FetchEntry, FetchRead, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
-import { fetchItemName, formatDateTime, type FetchItem } from './protocol/index.js';
+import { fetchItemName, formatDateTime, type FetchItem, type Partial, type Section } from './protocol/index.js';
 
 /** The items answered from the index row alone. */
 const INDEX_ITEMS = new Set<FetchItem['kind']>(['FLAGS', 'UID', 'INTERNALDATE', 'RFC822.SIZE', 'MODSEQ']);
@@ -183,28 +183,42 @@ function writeItems(out: ResponseBytes, entry: FetchEntry, plan: readonly Planne
       case 'RFC822': literal(fetchSection(raw(), mime(), { part: [] })); break;
       case 'RFC822.HEADER': literal(fetchSection(raw(), mime(), { part: [], text: 'HEADER' })); break;
       case 'RFC822.TEXT': literal(fetchSection(raw(), mime(), { part: [], text: 'TEXT' })); break;
-      case 'BODY[]': literal(fetchSection(raw(), mime(), sectionSpec(item))); break;
+      case 'BODY[]': literal(fetchSection(raw(), mime(), sectionSpec(item.section, item.partial))); break;
       case 'BINARY[]':
-      case 'BINARY.SIZE': {
-        const r = binarySection(raw(), mime(), item.part);
-        if ('error' in r) throw new UnknownCteError(r.error);
-        if (item.kind === 'BINARY.SIZE') out.text(String(r.bytes.length));
-        else {
-          const p = item.partial;
-          const bytes = p ? (p.offset >= r.bytes.length ? Buffer.alloc(0) : r.bytes.subarray(p.offset, p.offset + p.length)) : r.bytes;
-          out.text(`${bytes.includes(0) ? '~' : ''}{${bytes.length}}\r\n`);
-          out.bytes(bytes);
-        }
-        break;
-      }
+      case 'BINARY.SIZE': writeBinary(out, item, raw(), mime()); break;
     }
   }
 }
 
-function sectionSpec(item: Extract<FetchItem, { kind: 'BODY[]' }>): SectionSpec {
-  const spec: SectionSpec = { part: item.section.part };
-  if (item.section.text) spec.text = item.section.text;
-  if (item.section.fields) spec.fields = item.section.fields;
-  if (item.partial) spec.partial = { origin: item.partial.offset, count: item.partial.length };
+/**
+ * A BINARY or BINARY.SIZE value. The whole message, a part or a TEXT is decoded (a literal8 when something was);
+ * HEADER, HEADER.FIELDS and MIME are answered as BODY[…] answers them, as Dovecot does.
+ */
+function writeBinary(out: ResponseBytes, item: Extract<FetchItem, { kind: 'BINARY[]' | 'BINARY.SIZE' }>, raw: Buffer, root: MimePart): void {
+  const { part, text } = item.section;
+  let bytes: Buffer;
+  let converted = false;
+  if (text === undefined || text === 'TEXT') {
+    const r = binarySection(raw, root, text ? { part, text } : { part });
+    if ('error' in r) throw new UnknownCteError(r.error);
+    ({ bytes, converted } = r);
+  } else {
+    bytes = fetchSection(raw, root, sectionSpec(item.section));
+  }
+  if (item.kind === 'BINARY.SIZE') {
+    out.text(String(bytes.length));
+    return;
+  }
+  const p = item.partial;
+  if (p) bytes = p.offset >= bytes.length ? Buffer.alloc(0) : bytes.subarray(p.offset, p.offset + p.length);
+  out.text(`${converted ? '~' : ''}{${bytes.length}}\r\n`);
+  out.bytes(bytes);
+}
+
+function sectionSpec(section: Section, partial?: Partial): SectionSpec {
+  const spec: SectionSpec = { part: section.part };
+  if (section.text) spec.text = section.text;
+  if (section.fields) spec.fields = section.fields;
+  if (partial) spec.partial = { origin: partial.offset, count: partial.length };
   return spec;
 }

@@ -39,6 +39,8 @@ export async function authenticatedCommand(s: ImapSession, cmd: Command): Promis
       return true;
     }
     case 'CREATE':
+      create(s, cmd);
+      return true;
     case 'DELETE':
     case 'RENAME':
       s.tagged(cmd.tag, 'NO', 'The folders of a Mailroom mailbox are fixed; use labels (keywords) instead.', { name: 'CANNOT' });
@@ -46,6 +48,17 @@ export async function authenticatedCommand(s: ImapSession, cmd: Command): Promis
     default:
       return false;
   }
+}
+
+/**
+ * A folder that exists is answered as Dovecot answers it (ALREADYEXISTS, a trailing delimiter ignored), so a client
+ * that creates its folder to be sure goes on; any other name is refused, the folders being fixed.
+ */
+function create(s: ImapSession, cmd: Command): void {
+  const name = parseMailboxName(cmd.args[0], { utf8: s.enabled.has('UTF8=ACCEPT') });
+  const existing = typeof name === 'string' && cmd.args.length === 1 ? s.access.folder(name.endsWith(DELIMITER) ? name.slice(0, -1) : name) : null;
+  if (existing) s.tagged(cmd.tag, 'NO', 'Mailbox already exists.', { name: 'ALREADYEXISTS' });
+  else s.tagged(cmd.tag, 'NO', 'The folders of a Mailroom mailbox are fixed; use labels (keywords) instead.', { name: 'CANNOT' });
 }
 
 async function enable(s: ImapSession, cmd: Command): Promise<void> {
@@ -184,7 +197,7 @@ async function select(s: ImapSession, cmd: Command): Promise<void> {
   s.selected = null;
   s.state = 'authenticated';
   if (previous) s.send(s.writer.status('OK', 'Previous mailbox closed.', { name: 'CLOSED' }));
-  if ('bad' in parsed) return s.tagged(cmd.tag, 'BAD', parsed.bad);
+  if ('bad' in parsed) return s.tagged(cmd.tag, parsed.no ? 'NO' : 'BAD', parsed.bad);
   if (parsed.qresync && !s.enabled.has('QRESYNC')) return s.tagged(cmd.tag, 'BAD', 'QRESYNC is not enabled.');
   const f = s.access.folder(parsed.mailbox);
   if (!f) return s.tagged(cmd.tag, 'NO', 'Mailbox does not exist.', { name: 'NONEXISTENT' });
@@ -204,7 +217,7 @@ async function select(s: ImapSession, cmd: Command): Promise<void> {
  */
 async function append(s: ImapSession, cmd: Command): Promise<void> {
   const parsed = parseAppendCommand(cmd.args, { utf8: s.enabled.has('UTF8=ACCEPT') });
-  if ('bad' in parsed) return s.tagged(cmd.tag, 'BAD', parsed.bad);
+  if ('bad' in parsed) return s.tagged(cmd.tag, parsed.no ? 'NO' : 'BAD', parsed.bad);
   const f = s.access.folder(parsed.mailbox);
   if (!f) return s.tagged(cmd.tag, 'NO', 'Mailbox does not exist.', { name: 'TRYCREATE' });
   if (f.folder === null) return s.tagged(cmd.tag, 'NO', 'Drafts are kept by the drafts API.', { name: 'CANNOT' });

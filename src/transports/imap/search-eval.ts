@@ -35,6 +35,22 @@ export function searchNeeds(key: SearchKey): SearchNeed {
   }
 }
 const ORDER = { index: 0, row: 1, headers: 2 } as const;
+
+/** Whether a MODSEQ key is anywhere in the search: its answer then carries a MODSEQ (RFC 7162 3.1.5). */
+export function hasModseqKey(key: SearchKey): boolean {
+  switch (key.type) {
+    case 'modseq':
+      return true;
+    case 'not':
+      return hasModseqKey(key.key);
+    case 'or':
+      return hasModseqKey(key.left) || hasModseqKey(key.right);
+    case 'and':
+      return key.keys.some(hasModseqKey);
+    default:
+      return false;
+  }
+}
 const max = (a: SearchNeed, b: SearchNeed) => (ORDER[a] >= ORDER[b] ? a : b);
 
 /** A text key the index answers. */

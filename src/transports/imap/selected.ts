@@ -6,7 +6,7 @@
 import type { CopyOutcome, FetchEntry, ImapFolder, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
 import { fetchPlan, fetchRead, flagsOf, ResponseBytes, setsSeen, UnknownCteError, writeFetch } from './fetch-items.js';
 import { atomText, formatRanges, parseFetchCommand, parseMailboxName, parseSequenceSet, parseSearchCommand, parseStoreCommand, resolveSequenceSet, inRanges, type Command, type FetchItem, type QresyncParams, type Ranges, type ResponseCode, type ReturnOption, type SearchKey, type SequenceSet } from './protocol/index.js';
-import { matches, searchNeeds, textKey, textKeys, type SearchContext, type SearchEntry, type TextAnswers } from './search-eval.js';
+import { hasModseqKey, matches, searchNeeds, textKey, textKeys, type SearchContext, type SearchEntry, type TextAnswers } from './search-eval.js';
 import type { ImapSession } from './session.js';
 
 /** Messages read per statement while fetching or searching (memory follows the batch, not the folder). */
@@ -314,7 +314,7 @@ export class SelectedCommands {
       text.set(textKey(k.field, k.value), answer.uids === null ? null : new Set(answer.uids));
     }
     const found = await this.evaluate(parsed.key, text);
-    this.answer(cmd.tag, uid, parsed.return, found);
+    this.answer(cmd.tag, uid, parsed.return, found, hasModseqKey(parsed.key));
     this.s.tagged(cmd.tag, 'OK', parsed.return?.includes('SAVE') ? 'Search completed, result saved.' : 'Search completed.');
   }
 
@@ -354,20 +354,26 @@ export class SelectedCommands {
     return found;
   }
 
-  /** SEARCH or ESEARCH as RETURN asks, and SAVE's `$` (MIN/MAX alone save only what they name, RFC 5182 2.4). */
-  private answer(tag: string, uid: boolean, options: ReturnOption[] | undefined, found: Array<[number, number]>): void {
+  /**
+   * SEARCH or ESEARCH as RETURN asks, and SAVE's `$` (MIN/MAX alone save only what they name, RFC 5182 2.4). With a
+   * MODSEQ key the answer ends with the highest MODSEQ of the messages it names (RFC 7162 3.1.5): of the MIN and MAX
+   * messages when they are all it returns, else of every match; none when nothing matched, as Dovecot answers.
+   */
+  private answer(tag: string, uid: boolean, options: ReturnOption[] | undefined, found: Array<[number, number]>, modseq: boolean): void {
     const numbers = found.map(([seq, u]) => (uid ? u : seq));
+    const highest = (list: Array<[number, number]>) => list.reduce((m, [seq]) => Math.max(m, this.entries[seq - 1]?.modseq ?? 0), 0);
     if (options === undefined) {
-      this.s.send(this.s.writer.untagged({ atom: 'SEARCH' }, ...numbers));
+      const tail = modseq && found.length > 0 ? [[{ atom: 'MODSEQ' }, highest(found)]] : [];
+      this.s.send(this.s.writer.untagged({ atom: 'SEARCH' }, ...numbers, ...(tail as never[])));
       return;
     }
     const opts = options.length === 0 ? ['ALL'] : options;
     const first = found[0];
     const last = found[found.length - 1];
+    const minMaxOnly = !opts.includes('ALL') && !opts.includes('COUNT') && (opts.includes('MIN') || opts.includes('MAX'));
+    const named = !minMaxOnly ? found : [...(opts.includes('MIN') && first ? [first] : []), ...(opts.includes('MAX') && last ? [last] : [])];
     if (opts.includes('SAVE')) {
-      const minMaxOnly = !opts.includes('ALL') && !opts.includes('COUNT') && (opts.includes('MIN') || opts.includes('MAX'));
-      const kept = !minMaxOnly ? found : [...(opts.includes('MIN') && first ? [first] : []), ...(opts.includes('MAX') && last ? [last] : [])];
-      this.saved = toRanges(kept.map(([, u]) => u));
+      this.saved = toRanges(named.map(([, u]) => u));
       // SAVE alone answers nothing but the tagged OK.
       if (opts.length === 1) return;
     }
@@ -377,6 +383,7 @@ export class SelectedCommands {
     if (last && opts.includes('MAX')) out.push({ atom: 'MAX' }, numbers[numbers.length - 1]);
     if (opts.includes('COUNT')) out.push({ atom: 'COUNT' }, found.length);
     if (found.length > 0 && opts.includes('ALL')) out.push({ atom: 'ALL' }, { atom: formatRanges(toRanges(numbers)) });
+    if (modseq && named.length > 0) out.push({ atom: 'MODSEQ' }, highest(named));
     this.s.send(this.s.writer.untagged({ atom: 'ESEARCH' }, ...(out as never[])));
   }
 
@@ -407,7 +414,9 @@ export class SelectedCommands {
   private async copy(cmd: Command, uid: boolean, move: boolean): Promise<void> {
     const set = parseSequenceSet(cmd.args[0]);
     const name = parseMailboxName(cmd.args[1], { utf8: this.s.enabled.has('UTF8=ACCEPT') });
-    if ('bad' in set || typeof name !== 'string' || cmd.args.length !== 2) return this.s.tagged(cmd.tag, 'BAD', `Invalid ${cmd.name} arguments.`);
+    if ('bad' in set || typeof name !== 'string' || cmd.args.length !== 2) {
+      return typeof name !== 'string' && name.no && !('bad' in set) ? this.s.tagged(cmd.tag, 'NO', name.bad) : this.s.tagged(cmd.tag, 'BAD', `Invalid ${cmd.name} arguments.`);
+    }
     const targets = this.targets(set, uid);
     if (typeof targets === 'string') return this.s.tagged(cmd.tag, 'BAD', targets);
     const to = this.s.access.folder(name);

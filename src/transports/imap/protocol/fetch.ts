@@ -33,8 +33,8 @@ export type SimpleItem = (typeof SIMPLE_ITEMS)[number];
 export type FetchItem =
   | { kind: SimpleItem }
   | { kind: 'BODY[]'; peek: boolean; section: Section; partial?: Partial }
-  | { kind: 'BINARY[]'; peek: boolean; part: number[]; partial?: Partial }
-  | { kind: 'BINARY.SIZE'; part: number[] };
+  | { kind: 'BINARY[]'; peek: boolean; section: Section; partial?: Partial }
+  | { kind: 'BINARY.SIZE'; section: Section };
 
 export interface FetchCommand {
   set: SequenceSet;
@@ -148,25 +148,24 @@ function parseItem(tokens: readonly Token[], i: number): { item: FetchItem; next
     tail = end.value.slice(1);
     next = i + 3;
   }
-  const partial = parsePartial(tail);
+  // Dovecot reads nothing after BINARY.SIZE[…]'s bracket (a partial there has no meaning).
+  const partial = prefix === 'BINARY.SIZE' ? undefined : parsePartial(tail);
   if (partial === null) return { bad: 'Invalid FETCH partial.' };
   const item = buildSectionItem(prefix, sectionText, fields, partial);
   return 'bad' in item ? item : { item, next };
 }
 
+/**
+ * BODY[…] and BINARY[…] take the same sections, as in Dovecot: BINARY decodes a whole message, a part or a TEXT, and
+ * answers HEADER, HEADER.FIELDS and MIME as BODY does.
+ */
 function buildSectionItem(prefix: string, sectionText: string, fields: string[] | undefined, partial: Partial | undefined): FetchItem | ParseError {
-  if (prefix === 'BODY' || prefix === 'BODY.PEEK') {
-    const section = parseSection(sectionText, fields);
-    if ('bad' in section) return section;
-    const item: FetchItem = { kind: 'BODY[]', peek: prefix === 'BODY.PEEK', section };
-    if (partial) item.partial = partial;
-    return item;
-  }
-  if (prefix !== 'BINARY' && prefix !== 'BINARY.PEEK' && prefix !== 'BINARY.SIZE') return { bad: 'Unknown FETCH attribute.' };
-  const part = sectionText === '' ? [] : parsePart(sectionText.split('.'));
-  if (part === null || fields) return { bad: 'Invalid BINARY section.' };
-  if (prefix === 'BINARY.SIZE') return partial ? { bad: 'Invalid FETCH partial.' } : { kind: 'BINARY.SIZE', part };
-  const item: FetchItem = { kind: 'BINARY[]', peek: prefix === 'BINARY.PEEK', part };
+  const body = prefix === 'BODY' || prefix === 'BODY.PEEK';
+  if (!body && prefix !== 'BINARY' && prefix !== 'BINARY.PEEK' && prefix !== 'BINARY.SIZE') return { bad: 'Unknown FETCH attribute.' };
+  const section = parseSection(sectionText, fields);
+  if ('bad' in section) return body ? section : { bad: 'Invalid BINARY section.' };
+  if (prefix === 'BINARY.SIZE') return { kind: 'BINARY.SIZE', section };
+  const item: FetchItem = body ? { kind: 'BODY[]', peek: prefix === 'BODY.PEEK', section } : { kind: 'BINARY[]', peek: prefix === 'BINARY.PEEK', section };
   if (partial) item.partial = partial;
   return item;
 }
@@ -237,18 +236,20 @@ function sectionSpec(s: Section): string {
  */
 export function fetchItemName(item: FetchItem): string {
   switch (item.kind) {
-    case 'BODY[]': {
-      const fields = item.section.fields?.map((f) => f.toUpperCase());
-      const section = fields ? { ...item.section, fields } : item.section;
-      return `BODY[${sectionSpec(section)}]${item.partial ? `<${item.partial.offset}>` : ''}`;
-    }
+    case 'BODY[]':
     case 'BINARY[]':
-      return `BINARY[${item.part.join('.')}]${item.partial ? `<${item.partial.offset}>` : ''}`;
+      return `${item.kind === 'BODY[]' ? 'BODY' : 'BINARY'}[${responseSpec(item.section)}]${item.partial ? `<${item.partial.offset}>` : ''}`;
     case 'BINARY.SIZE':
-      return `BINARY.SIZE[${item.part.join('.')}]`;
+      return `BINARY.SIZE[${responseSpec(item.section)}]`;
     default:
       return item.kind;
   }
+}
+
+/** A section as a response names it: header field names upper-cased. */
+function responseSpec(section: Section): string {
+  const fields = section.fields?.map((f) => f.toUpperCase());
+  return sectionSpec(fields ? { ...section, fields } : section);
 }
 
 /** The item as a client writes it in a request (for tests and tools). */
@@ -258,7 +259,9 @@ export function formatFetchItem(item: FetchItem): string {
     case 'BODY[]':
       return `BODY${item.peek ? '.PEEK' : ''}[${sectionSpec(item.section)}]${p(item.partial)}`;
     case 'BINARY[]':
-      return `BINARY${item.peek ? '.PEEK' : ''}[${item.part.join('.')}]${p(item.partial)}`;
+      return `BINARY${item.peek ? '.PEEK' : ''}[${sectionSpec(item.section)}]${p(item.partial)}`;
+    case 'BINARY.SIZE':
+      return `BINARY.SIZE[${sectionSpec(item.section)}]`;
     default:
       return fetchItemName(item);
   }

@@ -12,6 +12,8 @@ const BY_UPPER = new Map<string, string>(SYSTEM_FLAGS.map((f) => [f.toUpperCase(
 const KEYWORD = /^[!#$&'+-[^-z|}~]+$/;
 
 export function parseFlag(t: Token | undefined): string | ParseError {
+  // NIL is an atom where a flag goes: the keyword NIL, as Dovecot takes it.
+  if (t?.type === 'nil') return 'NIL';
   if (t?.type !== 'atom') return { bad: 'Invalid flag.' };
   const v = t.value;
   if (v.startsWith('\\')) {

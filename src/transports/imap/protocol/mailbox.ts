@@ -129,10 +129,11 @@ export function parseMailboxName(t: Token | undefined, options: { utf8: boolean 
     if (has8bit && !Buffer.from(name, 'utf8').equals(bytes)) return { bad: 'Mailbox name is not valid UTF-8.' };
     return normalizeMailboxName(name);
   }
-  if (has8bit) return { bad: 'Mailbox name is not valid mUTF-7.' };
+  // A name that does not decode is NO, not BAD, as Dovecot answers: the command was well formed, the name is not one.
+  if (has8bit) return { bad: 'Mailbox name is not valid mUTF-7.', no: true };
   const name = decodeModifiedUtf7(bytes.toString('latin1'));
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused here
-  if (name === null || /[\u0000-\u001f\u007f]/.test(name)) return { bad: 'Mailbox name is not valid mUTF-7.' };
+  if (name === null || /[\u0000-\u001f\u007f]/.test(name)) return { bad: 'Mailbox name is not valid mUTF-7.', no: true };
   return normalizeMailboxName(name);
 }
 
