@@ -7,7 +7,7 @@ import { ping } from './db/database.js';
 import { pendingMigrations } from './db/migrator.js';
 import { createWorker, type Worker } from './jobs/worker.js';
 import { createReadiness, type Readiness } from './lib/health.js';
-import { listenOrExplain } from './lib/listen-error.js';
+import { listenOrExplain, type ListenerSettings } from './lib/listen-error.js';
 import type { Logger } from './lib/logger.js';
 import { cachedRead } from './lib/metrics.js';
 import { relayTlsInsecure } from './modules/sending/routes.resolver.js';
@@ -185,18 +185,26 @@ export function createListenerCertificates(config: Readonly<Config>, acme: Certi
   };
 }
 
+/** What each role starter is given: the process's services, and where it registers its listeners and its stop. */
+interface RoleContext {
+  config: Readonly<Config>;
+  services: Services;
+  logger: Logger;
+  /** Each role's listener, and whether it is up now (readiness). */
+  listeners: Map<string, () => boolean>;
+  /** Each role's stop, run side by side; each closes its listener (or stops claiming) first, then what it used. */
+  roleStops: Array<() => Promise<void>>;
+}
+
 /** Start the given roles in this process. */
 export async function startService(config: Readonly<Config>, roles: readonly ProcessRole[], logger: Logger): Promise<RunningService> {
   const services = await createServices(config, { logger });
   const readiness = defaultReadiness(services);
-  /** Each role's listener, and whether it is up now (readiness). */
-  const listeners = new Map<string, () => boolean>();
+  const role: RoleContext = { config, services, logger, listeners: new Map(), roleStops: [] };
   readiness.add('listeners', () => {
-    const down = [...listeners].filter(([, up]) => !up()).map(([name]) => name);
+    const down = [...role.listeners].filter(([, up]) => !up()).map(([name]) => name);
     return down.length === 0 ? null : `not listening: ${down.join(', ')}`;
   });
-  // Each role's stop, run side by side; each closes its listener (or stops claiming) first, then what it used.
-  const roleStops: Array<() => Promise<void>> = [];
   let metricsServer: MetricsServer | null = null;
   let metricsUrl: string | null = null;
   let httpUrl: string | null = null;
@@ -204,14 +212,20 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
   let imap: { imapPort: number | null; imapsPort: number | null } = { imapPort: null, imapsPort: null };
   const certificates = createListenerCertificates(config, services.acme?.certificates ?? null, logger);
   let submissionPorts: SubmissionPorts = { submission: null, submissions: null };
-  const stopRoles = () =>
-    Promise.all(
-      roleStops.map((stop) =>
-        stop().catch((err: unknown) => {
+  // The same stop after a failed start as after a running one.
+  const stop = async () => {
+    readiness.stopping();
+    await Promise.all(
+      role.roleStops.map((stopRole) =>
+        stopRole().catch((err: unknown) => {
           logger.error({ err }, 'error while stopping');
         }),
       ),
     );
+    certificates.close();
+    await services.database.destroy();
+    await metricsServer?.close();
+  };
   try {
     warnings(config, services, logger);
     if (config.metricsPort !== null) {
@@ -221,39 +235,21 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
     // Every role's process keeps the ACME certificate current (and may renew it); the listeners start with the stored one.
     if (services.acme) {
       const acme = services.acme.service;
-      roleStops.push(async () => acme.stop());
+      role.roleStops.push(async () => acme.stop());
       await acme.start();
     }
-    if (roles.includes('worker')) roleStops.push(startWorkerRole(config, services, logger));
+    if (roles.includes('worker')) startWorkerRole(role);
     if (roles.includes('smtp')) {
-      smtpPort = await startSmtpRole(config, services, logger, listeners, roleStops, certificates.forListener('smtp'));
-      submissionPorts = await startSubmissionListeners(config, services, logger, listeners, roleStops, certificates.forListener('submission'));
+      smtpPort = await startSmtpRole(role, certificates.forListener('smtp'));
+      submissionPorts = await startSubmissionListeners(role, certificates.forListener('submission'));
     }
-    if (roles.includes('imap')) imap = await startImapRole(config, services, logger, listeners, roleStops, certificates.forListener('imap'));
-    if (roles.includes('api')) httpUrl = await startApiRole(config, services, logger, readiness, listeners, roleStops);
+    if (roles.includes('imap')) imap = await startImapRole(role, certificates.forListener('imap'));
+    if (roles.includes('api')) httpUrl = await startApiRole(role, readiness);
   } catch (err) {
-    readiness.stopping();
-    await stopRoles();
-    certificates.close();
-    await services.database.destroy();
-    await metricsServer?.close();
+    await stop();
     throw err;
   }
-  return {
-    httpUrl,
-    smtpPort,
-    submissionPorts,
-    metricsUrl,
-    ...imap,
-    sandboxDns: services.sandboxDns?.address ?? null,
-    async stop() {
-      readiness.stopping();
-      await stopRoles();
-      certificates.close();
-      await services.database.destroy();
-      await metricsServer?.close();
-    },
-  };
+  return { httpUrl, smtpPort, submissionPorts, metricsUrl, ...imap, sandboxDns: services.sandboxDns?.address ?? null, stop };
 }
 
 function warnings(config: Readonly<Config>, services: Services, logger: Logger): void {
@@ -278,13 +274,38 @@ async function startMetricsListener(config: Readonly<Config>, server: MetricsSer
   return { metricsUrl };
 }
 
+/** One listener of a role: its name (for readiness, and the log line `<name> listening`), its stop, and its bind. */
+interface RoleListener<T> {
+  name: string;
+  up: () => boolean;
+  stop: () => Promise<void>;
+  /** Where it binds and the variables that move it (named when the bind fails for a reason a setting fixes). */
+  settings: ListenerSettings;
+  listen: () => Promise<T>;
+  /** The log line's fields once bound (default: the host and the bound port), and its message if not the default. */
+  fields?: (bound: T) => Record<string, unknown>;
+  message?: string;
+}
+
+/** Register a listener for readiness and for the stop before it binds (a failed start closes it too), bind it, say so. */
+async function startListener<T>(role: RoleContext, listener: RoleListener<T>): Promise<T> {
+  role.listeners.set(listener.name, listener.up);
+  role.roleStops.push(listener.stop);
+  const bound = await listenOrExplain(listener.settings, listener.listen);
+  role.logger.info(listener.fields?.(bound) ?? { host: listener.settings.host, port: bound }, listener.message ?? `${listener.name} listening`);
+  return bound;
+}
+
 /**
  * The worker's share of a stop: half the shutdown time-out for running jobs, the rest for the other roles' closing
  * and the database; jobs still running then are handed back to the queue (jobs/worker.ts).
  */
 const workerGraceMs = (config: Readonly<Config>) => Math.floor(config.shutdownTimeoutMs / 2);
 
-function startWorkerRole(config: Readonly<Config>, services: Services, logger: Logger): () => Promise<void> {
+/** Open SMTP sessions (inbound and submission) get at most half the shutdown time-out before their 421. */
+const smtpCloseTimeoutMs = (config: Readonly<Config>) => Math.min(SMTP_CLOSE_TIMEOUT_MS, Math.floor(config.shutdownTimeoutMs / 2));
+
+function startWorkerRole({ config, services, logger, roleStops }: RoleContext): void {
   const worker: Worker = createWorker(services.handlers, { queue: services.queue, logger, leaseMs: config.leaseMs, pollMs: config.workerPollMs, commits: services.workerCommits, metrics: services.metrics });
   const maintenance: Maintenance = createMaintenance({ work: asWork(services.database.db), store: createTenancyStore({ dialect: services.database.dialect }), clock: services.clock, logger });
   const unsubscribe = services.wakeups.subscribe((name) => worker.wake(name));
@@ -299,7 +320,7 @@ function startWorkerRole(config: Readonly<Config>, services: Services, logger: L
   const stopAuditSweeps = startAuditSweeps(services.audit, logger);
   services.retention.sweep.start();
   logger.info('worker role started');
-  return async () => {
+  roleStops.push(async () => {
     clearInterval(quotaSweep);
     stopAuditSweeps();
     await services.retention.sweep.stop();
@@ -309,17 +330,11 @@ function startWorkerRole(config: Readonly<Config>, services: Services, logger: L
     services.deliverer.close?.();
     await services.signer.close();
     await services.webhooks.close();
-  };
+  });
 }
 
-async function startSmtpRole(
-  config: Readonly<Config>,
-  services: Services,
-  logger: Logger,
-  listeners: Map<string, () => boolean>,
-  roleStops: Array<() => Promise<void>>,
-  certificates: CertificateSource | null,
-): Promise<number> {
+async function startSmtpRole(role: RoleContext, certificates: CertificateSource | null): Promise<number> {
+  const { config, services, logger } = role;
   const smtp = createInboundSmtpServer({
     inbound: services.inbound,
     logger,
@@ -330,32 +345,27 @@ async function startSmtpRole(
     maxSessionMs: config.smtpMaxSessionMs,
     maxCommands: config.smtpMaxCommands,
     idleMs: config.smtpIdleMs,
-    // Open sessions get at most half the shutdown time-out before their 421.
-    closeTimeoutMs: Math.min(SMTP_CLOSE_TIMEOUT_MS, Math.floor(config.shutdownTimeoutMs / 2)),
+    closeTimeoutMs: smtpCloseTimeoutMs(config),
     metrics: services.metrics,
     tls: certificates ?? undefined,
   });
-  listeners.set('smtp', () => smtp.listening());
-  // Stop taking mail first (open sessions get 421 once the close time-out passes), then stop the analysis threads.
-  roleStops.push(async () => {
-    await smtp.close();
-    await services.analyzer.close();
+  const { smtpHost: host, smtpPort: port } = config;
+  return startListener(role, {
+    name: 'smtp',
+    up: () => smtp.listening(),
+    // Stop taking mail first (open sessions get 421 once the close time-out passes), then stop the analysis threads.
+    stop: async () => {
+      await smtp.close();
+      await services.analyzer.close();
+    },
+    settings: { service: 'SMTP', host, port, hostVariable: 'MAILROOM_SMTP_HOST', portVariable: 'MAILROOM_SMTP_PORT' },
+    listen: () => smtp.listen(host, port),
   });
-  const smtpListener = { service: 'SMTP', host: config.smtpHost, port: config.smtpPort, hostVariable: 'MAILROOM_SMTP_HOST', portVariable: 'MAILROOM_SMTP_PORT' };
-  const port = await listenOrExplain(smtpListener, () => smtp.listen(config.smtpHost, config.smtpPort));
-  logger.info({ host: config.smtpHost, port }, 'smtp listening');
-  return port;
 }
 
 /** The IMAP listeners, each off unless its port is set (the sandbox sets the plain one: SANDBOX_DEFAULTS). */
-async function startImapRole(
-  config: Readonly<Config>,
-  services: Services,
-  logger: Logger,
-  listeners: Map<string, () => boolean>,
-  roleStops: Array<() => Promise<void>>,
-  certificates: CertificateSource | null,
-): Promise<{ imapPort: number | null; imapsPort: number | null }> {
+async function startImapRole(role: RoleContext, certificates: CertificateSource | null): Promise<{ imapPort: number | null; imapsPort: number | null }> {
+  const { config, services, logger } = role;
   const host = config.smtpHost;
   const common = {
     access: services.imapAccess,
@@ -374,12 +384,13 @@ async function startImapRole(
   for (const [name, port, secure] of [['imap', config.imapPort, false], ['imaps', config.imapsPort, true]] as const) {
     if (port === null) continue;
     const server = createImapServer({ ...common, secure });
-    listeners.set(name, () => server.listening());
-    roleStops.push(() => server.close());
-    const variable = secure ? 'MAILROOM_IMAPS_PORT' : 'MAILROOM_IMAP_PORT';
-    const bound = await listenOrExplain({ service: name.toUpperCase(), host, port, hostVariable: 'MAILROOM_SMTP_HOST', portVariable: variable }, () => server.listen(host, port));
-    logger.info({ host, port: bound }, `${name} listening`);
-    started[secure ? 'imapsPort' : 'imapPort'] = bound;
+    started[secure ? 'imapsPort' : 'imapPort'] = await startListener(role, {
+      name,
+      up: () => server.listening(),
+      stop: () => server.close(),
+      settings: { service: name.toUpperCase(), host, port, hostVariable: 'MAILROOM_SMTP_HOST', portVariable: secure ? 'MAILROOM_IMAPS_PORT' : 'MAILROOM_IMAP_PORT' },
+      listen: () => server.listen(host, port),
+    });
   }
   return started;
 }
@@ -389,14 +400,8 @@ async function startImapRole(
  * MAILROOM_SUBMISSIONS_PORT (implicit TLS) on MAILROOM_SMTP_HOST, each off while unset. Both share one set of
  * session caps (the inbound settings, counted apart from inbound sessions). The picked ports, null when off.
  */
-async function startSubmissionListeners(
-  config: Readonly<Config>,
-  services: Services,
-  logger: Logger,
-  listeners: Map<string, () => boolean>,
-  roleStops: Array<() => Promise<void>>,
-  tls: CertificateSource | null,
-): Promise<SubmissionPorts> {
+async function startSubmissionListeners(role: RoleContext, tls: CertificateSource | null): Promise<SubmissionPorts> {
+  const { config, services, logger } = role;
   const ports: SubmissionPorts = { submission: null, submissions: null };
   const wanted = [
     { key: 'submission', port: config.submissionPort, implicitTls: false, variable: 'MAILROOM_SUBMISSION_PORT' },
@@ -404,9 +409,10 @@ async function startSubmissionListeners(
   ] as const;
   if (wanted.every((w) => w.port === null)) return ports;
   const slots = createSubmissionSlots({ maxClients: config.smtpMaxClients, maxClientsPerIp: config.smtpMaxClientsPerIp, maxSessionMs: config.smtpMaxSessionMs, maxCommands: config.smtpMaxCommands, idleMs: config.smtpIdleMs, logger });
+  const host = config.smtpHost;
   for (const w of wanted) {
-    const wantedPort = w.port;
-    if (wantedPort === null) continue;
+    const port = w.port;
+    if (port === null) continue;
     const server = createSubmissionServer({
       appPasswords: services.appPasswords.service,
       sessions: services.appPasswords.sessions,
@@ -418,31 +424,38 @@ async function startSubmissionListeners(
       tls: tls ?? undefined,
       plaintextAuth: config.allowPlaintextAuth,
       slots,
-      closeTimeoutMs: Math.min(SMTP_CLOSE_TIMEOUT_MS, Math.floor(config.shutdownTimeoutMs / 2)),
+      closeTimeoutMs: smtpCloseTimeoutMs(config),
       idleMs: config.smtpIdleMs,
     });
-    listeners.set(w.key, () => server.listening());
-    roleStops.push(() => server.close());
-    const settings = { service: `SMTP ${w.key}`, host: config.smtpHost, port: wantedPort, hostVariable: 'MAILROOM_SMTP_HOST', portVariable: w.variable };
-    const port = await listenOrExplain(settings, () => server.listen(config.smtpHost, wantedPort));
-    logger.info({ host: config.smtpHost, port, tls: w.implicitTls ? 'implicit' : tls ? 'starttls' : 'none' }, `${w.key} listening`);
-    ports[w.key] = port;
+    ports[w.key] = await startListener(role, {
+      name: w.key,
+      up: () => server.listening(),
+      stop: () => server.close(),
+      settings: { service: `SMTP ${w.key}`, host, port, hostVariable: 'MAILROOM_SMTP_HOST', portVariable: w.variable },
+      listen: () => server.listen(host, port),
+      fields: (bound) => ({ host, port: bound, tls: w.implicitTls ? 'implicit' : tls ? 'starttls' : 'none' }),
+    });
   }
   return ports;
 }
 
-async function startApiRole(config: Readonly<Config>, services: Services, logger: Logger, readiness: Readiness, listeners: Map<string, () => boolean>, roleStops: Array<() => Promise<void>>): Promise<string> {
+async function startApiRole(role: RoleContext, readiness: Readiness): Promise<string> {
+  const { config, services, logger } = role;
   const app = await createHttpApp(config, services, logger, readiness);
-  listeners.set('http', () => app.server.listening);
-  // Close the app first (answers under way finish), then the threads its sends compose on.
-  roleStops.push(async () => {
-    await app.close();
-    await services.composer.close();
+  const { httpHost: host, httpPort: port } = config;
+  return startListener(role, {
+    name: 'http',
+    up: () => app.server.listening,
+    // Close the app first (answers under way finish), then the threads its sends compose on.
+    stop: async () => {
+      await app.close();
+      await services.composer.close();
+    },
+    settings: { service: 'HTTP API', host, port, hostVariable: 'MAILROOM_HTTP_HOST', portVariable: 'MAILROOM_HTTP_PORT' },
+    listen: () => app.listen({ host, port }),
+    fields: (url) => ({ url }),
+    message: 'http api listening',
   });
-  const httpListener = { service: 'HTTP API', host: config.httpHost, port: config.httpPort, hostVariable: 'MAILROOM_HTTP_HOST', portVariable: 'MAILROOM_HTTP_PORT' };
-  const address = await listenOrExplain(httpListener, () => app.listen({ host: config.httpHost, port: config.httpPort }));
-  logger.info({ url: address }, 'http api listening');
-  return address;
 }
 
 /** What sandbox mode changes, said at start (decision 262): a sandbox must never pass for a service that delivers mail. */

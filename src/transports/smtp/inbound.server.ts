@@ -1,4 +1,3 @@
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
 import { createByteBudget } from '../../lib/byte-budget.js';
@@ -8,6 +7,7 @@ import { noMetrics, type Metrics } from '../../lib/metrics.js';
 import type { InboundService, Recipient } from '../../modules/messages/inbound.service.js';
 import { isQuotaExceeded } from '../../modules/quotas/quota.types.js';
 import { createSessionSlots, DEFAULT_IDLE_MS, DEFAULT_MAX_COMMANDS, DEFAULT_MAX_SESSION_MS } from './session-slots.js';
+import { smtpListener, type SmtpListener } from './smtp-listener.js';
 import { MessageSpool } from './spool.js';
 
 /** RFC 5321 section 4.5.3.1.8: a server must accept at least 100 recipients per transaction. */
@@ -57,12 +57,7 @@ export interface InboundSmtpOptions {
   metrics?: Pick<Metrics, 'smtpSession' | 'smtpSessionClosed' | 'smtpReply' | 'smtpIngest'>;
 }
 
-export interface InboundSmtpServer {
-  listen(host: string, port: number): Promise<number>;
-  close(): Promise<void>;
-  /** Listening now (readiness). */
-  listening(): boolean;
-}
+export type InboundSmtpServer = SmtpListener;
 
 /**
  * Whether `recipient` must wait for a transaction of its own: a workspace with a storage quota may refuse the
@@ -242,30 +237,5 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
       });
     },
   });
-  // Until the listener is up, an error is listen()'s to report (a port in use is one clear line, not a logged stack).
-  let listening = false;
-  server.on('error', (err) => {
-    if (listening) logger.error({ err }, 'smtp server error');
-  });
-
-  // A replaced certificate rebuilds smtp-server's default context, which every later STARTTLS handshake takes.
-  const unfollow = certificates ? certificates.follow((pem) => server.updateSecureContext({ key: pem.key, cert: pem.cert })) : () => undefined;
-
-  return {
-    listen(host, port) {
-      return new Promise((resolve, reject) => {
-        server.server.once('error', reject);
-        server.listen(port, host, () => {
-          server.server.off('error', reject);
-          listening = true;
-          resolve((server.server.address() as AddressInfo).port);
-        });
-      });
-    },
-    close() {
-      unfollow();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-    listening: () => server.server.listening,
-  };
+  return smtpListener(server, { logger, errorMessage: 'smtp server error', certificates });
 }

@@ -1,4 +1,3 @@
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import ipaddr from 'ipaddr.js';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerAuthentication, type SMTPServerAuthenticationResponse, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
@@ -13,6 +12,7 @@ import type { TenantContext } from '../../modules/tenancy/tenancy.types.js';
 import { normalizeEmail } from '../../modules/tenancy/validation.js';
 import { MAX_RECIPIENTS, SMTP_CLOSE_TIMEOUT_MS, SPOOL_MEMORY_BYTES } from './inbound.server.js';
 import { createSessionSlots, DEFAULT_IDLE_MS, DEFAULT_MAX_COMMANDS, DEFAULT_MAX_SESSION_MS, type SessionSlots, type SmtpConnection } from './session-slots.js';
+import { smtpListener, type SmtpListener } from './smtp-listener.js';
 import { MessageSpool } from './spool.js';
 
 /** Messages of the largest size that may be queued at once (their bytes are held until the send is written). */
@@ -45,11 +45,7 @@ export interface SubmissionOptions {
   spoolDir?: string;
 }
 
-export interface SubmissionServer {
-  listen(host: string, port: number): Promise<number>;
-  close(): Promise<void>;
-  listening(): boolean;
-}
+export type SubmissionServer = SmtpListener;
 
 /** An SMTP reply error: smtp-server sends `responseCode` and the message as the reply text. */
 function reply(code: number, text: string): Error & { responseCode: number } {
@@ -282,30 +278,12 @@ export function createSubmissionServer(options: SubmissionOptions): SubmissionSe
     }
   }
 
-  let listening = false;
-  server.on('error', (err) => {
-    if (listening) logger.error({ err }, 'submission server error');
-  });
-
-  // A replaced certificate rebuilds smtp-server's default context, which every later handshake takes.
-  const unfollow = certificates ? certificates.follow((pem) => server.updateSecureContext({ key: pem.key, cert: pem.cert })) : () => undefined;
-
-  return {
-    listen(host, port) {
-      return new Promise((resolve, reject) => {
-        server.server.once('error', reject);
-        server.listen(port, host, () => {
-          server.server.off('error', reject);
-          listening = true;
-          resolve((server.server.address() as AddressInfo).port);
-        });
-      });
-    },
-    close() {
-      unfollow();
+  return smtpListener(server, {
+    logger,
+    errorMessage: 'submission server error',
+    certificates,
+    beforeClose: () => {
       for (const id of [...logins.keys()]) endLogin(id);
-      return new Promise((resolve) => server.close(() => resolve()));
     },
-    listening: () => server.server.listening,
-  };
+  });
 }
