@@ -36,6 +36,8 @@ export interface IndexEntry {
   flagged: boolean;
   answered: boolean;
   deleted: boolean;
+  /** \Draft: set on every draft of Drafts (no message carries it). */
+  draft?: boolean;
   labels: string[];
 }
 
@@ -279,7 +281,7 @@ export function createSyncStore({ clock, dialect }: { clock: Clock; dialect: Dia
 
 type StoreRow = IndexRow & { id: string; thread_id: string };
 /** A message's flag columns and labels after a STORE. */
-interface NextState {
+export interface NextState {
   read: number;
   flagged: number;
   answered: number;
@@ -291,7 +293,7 @@ type FlagChangeRow = { row: StoreRow; next: NextState };
 const FLAG_NAMES = ['read', 'flagged', 'answered', 'deleted'] as const;
 
 /** The row's state after the STORE, or null when nothing changes. */
-function applyStore(row: StoreRow, change: FlagStore): NextState | null {
+export function applyStore(row: Omit<IndexRow, 'uid' | 'modseq'>, change: FlagStore): NextState | null {
   const labels = JSON.parse(row.labels) as string[];
   const next: NextState = { read: row.read, flagged: row.flagged, answered: row.answered, deleted: row.deleted, labels };
   for (const name of FLAG_NAMES) {

@@ -186,7 +186,7 @@ export function createDraftService({ work, mail, clock, sending }: DraftDeps): D
   }
 
   /** What `sending.enqueue` gets for a draft: its From, recipients, content and, for a reply, the thread headers. */
-  async function sendInput(conn: Work, tenant: TenantContext, draft: DraftTable, from: string, files: DraftAttachmentTable[] = []): Promise<SendInput> {
+  async function sendInput(conn: Work, tenant: TenantContext, draft: Omit<DraftTable, 'raw'>, from: string, files: DraftAttachmentTable[] = []): Promise<SendInput> {
     const input: SendInput = {
       attachments: files.map((f) => ({ filename: f.filename, content_type: f.content_type, content: f.content, content_id: f.content_id })),
       from_mailbox: from,
