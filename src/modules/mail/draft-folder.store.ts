@@ -22,6 +22,15 @@ export interface DraftScope {
   mailboxId: string;
 }
 
+/** A draft's IMAP flags and keywords as a client gives them. */
+export interface DraftFlagValues {
+  read: boolean;
+  flagged: boolean;
+  answered: boolean;
+  deleted: boolean;
+  labels: readonly string[];
+}
+
 /** A draft as `removeDrafts` needs it. */
 type RemovedDraft = Pick<DraftTable, 'id' | 'mailbox_id' | 'uid' | 'size'>;
 
@@ -82,9 +91,9 @@ export function createDraftFolderStore({ clock, dialect }: { clock: Clock; diale
   return {
     /**
      * Give a draft a new MIME source and so a new UID (its old one, if any, logged as expunged), in the caller's
-     * transaction; flags and keywords stay. Returns the new UID, or null when the draft is gone.
+     * transaction; its flags and keywords stay unless `flags` are given. Returns the new UID, or null when the draft is gone.
      */
-    async setDraftSource(work: Work, workspaceId: string, draftId: string, raw: Buffer): Promise<number | null> {
+    async setDraftSource(work: Work, workspaceId: string, draftId: string, raw: Buffer, flags?: DraftFlagValues): Promise<number | null> {
       const db = mailDb(work);
       let query = db.selectFrom('drafts').select(['mailbox_id', 'uid', 'size']).where('workspace_id', '=', workspaceId).where('id', '=', draftId);
       if (dialect.supportsRowLocks) query = query.forUpdate();
@@ -94,7 +103,8 @@ export function createDraftFolderStore({ clock, dialect }: { clock: Clock; diale
       // The counter row is locked by the bump until commit: the UID and modseq read here are this draft's own.
       const c = (await counter(db, { workspaceId, mailboxId: row.mailbox_id }))!;
       const uid = Number(c.uidnext) - 1;
-      await db.updateTable('drafts').set({ raw, size: raw.length, uid, modseq: Number(c.modseq) }).where('workspace_id', '=', workspaceId).where('id', '=', draftId).execute();
+      const given = flags === undefined ? {} : { read: +flags.read, flagged: +flags.flagged, answered: +flags.answered, deleted: +flags.deleted, labels: JSON.stringify([...new Set(flags.labels)].sort()) };
+      await db.updateTable('drafts').set({ raw, size: raw.length, uid, modseq: Number(c.modseq), ...given }).where('workspace_id', '=', workspaceId).where('id', '=', draftId).execute();
       if (row.uid !== null) await logExpunged(db, workspaceId, [{ mailbox_id: row.mailbox_id, folder: DRAFTS_FOLDER, uid: Number(row.uid) }], clock.now());
       return uid;
     },
