@@ -263,6 +263,16 @@ export function createSyncStore({ clock, dialect }: { clock: Clock; dialect: Dia
       return removeMessages(db, { clock, dialect }, scope.workspaceId, ids, (eb) => eb.and([eb('messages.deleted', '=', 1), eb('messages.folder', '=', scope.folder)]));
     },
 
+    /** Remove the folder's messages of UID ranges through the one delete path (a MOVE into IMAP's Drafts), in the caller's transaction; their UIDs. */
+    async removeByUid(work: Work, scope: Scope, ranges: UidRanges): Promise<number[]> {
+      checkRanges(ranges);
+      if (ranges.length === 0) return [];
+      const db = mailDb(work);
+      const ids = (await inFolder(db, scope).select('messages.id').where(inRanges(ranges)).execute()).map((r) => r.id);
+      const removed = await removeMessages(db, { clock, dialect }, scope.workspaceId, ids, (eb) => eb('messages.folder', '=', scope.folder));
+      return removed.map((r) => Number(r.uid)).sort((a, b) => a - b);
+    },
+
     /** Drop expunge-log rows older than `before` (housekeeping), up to `limit`; the number dropped. */
     async trimExpunged(work: Work, before: number, limit: number): Promise<number> {
       const db = mailDb(work);
