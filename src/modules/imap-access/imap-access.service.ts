@@ -319,43 +319,42 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
     return { id: row.id, uid: (await store.messageUid(trx, account.workspaceId, row.id))! };
   }
 
-  /** The raw sources of the selected folder's messages or drafts of `uids`, in batches, with their flags as an APPEND gives them. */
-  async function sourcesOf(account: ImapAccount, from: ImapFolder, uids: readonly number[]): Promise<Array<{ uid: number; raw: Buffer; flags: string[] }>> {
-    const out: Array<{ uid: number; raw: Buffer; flags: string[] }> = [];
-    for (const ranges of batchesOf(uids, COPY_BATCH)) {
-      for (const r of await view(from).messages(account, ranges, 'raw')) out.push({ uid: r.uid, raw: r.raw!, flags: imapFlags(r) });
-    }
-    return out;
-  }
-
   /**
-   * COPY or MOVE into or out of Drafts: into it, drafts made from the messages' sources; out of it, messages stored
-   * from the drafts' sources as APPEND stores them. A MOVE removes the originals in the same transaction.
+   * COPY or MOVE into or out of Drafts, 500 messages a transaction (their sources read per batch): into Drafts,
+   * drafts made from the messages' sources; out of it, messages stored from the drafts' sources as APPEND stores
+   * them. A MOVE removes each batch's originals in its transaction; a COPY checks the stored-bytes quota once, first.
    */
   async function transfer(account: ImapAccount, from: ImapFolder, to: ImapFolder, uids: readonly number[], move: boolean): Promise<({ ok: true } & CopyOutcome) | OverQuota> {
-    const sources = await sourcesOf(account, from, uids);
-    const outcome: CopyOutcome = { uidvalidity: 0, source: sources.map((m) => m.uid), target: [] };
-    const bytes = sources.reduce((n, m) => n + m.raw.length, 0);
-    const refusal = !move && bytes > 0 ? await storage.storageRefusal(account.workspaceId, bytes) : null;
-    if (refusal) return { ok: false, reason: 'overquota', detail: refusal };
-    const ranges = sources.map((m) => [m.uid, m.uid] as const);
-    const removeSources = async (trx: Work) => {
-      if (!move) return;
-      if (from.drafts) await store.removeDraftsByUid(trx, mailboxScope(account), ranges, false);
-      else await store.removeByUid(trx, scope(account, from.folder), ranges);
-    };
-    if (to.drafts) {
-      const drafted = sources.map((m) => ({ raw: m.raw, flags: draftFlags(m.flags) }));
-      outcome.target = await drafts.importSources(mailboxScope(account), drafted, removeSources);
-      return { ok: true, ...outcome, uidvalidity: (await draftsView.status(account)).uidvalidity };
+    const batches = batchesOf(uids, COPY_BATCH);
+    if (!move) {
+      let bytes = 0;
+      for (const ranges of batches) bytes += (await view(from).messages(account, ranges, 'index')).reduce((n, r) => n + r.size, 0);
+      const refusal = bytes > 0 ? await storage.storageRefusal(account.workspaceId, bytes) : null;
+      if (refusal) return { ok: false, reason: 'overquota', detail: refusal };
     }
-    const parsed = await Promise.all(sources.map((m) => parseMessage(m.raw)));
-    const stored = await work.transaction().execute(async (trx) => {
-      const rows: Array<{ id: string; uid: number }> = [];
-      for (const [i, m] of sources.entries()) rows.push(await storeRaw(trx, account, to.folder as Folder, { raw: m.raw, flags: m.flags, parsed: parsed[i]! }));
-      await removeSources(trx);
-      return rows;
-    });
+    const outcome: CopyOutcome = { uidvalidity: 0, source: [], target: [] };
+    const stored: Array<{ id: string; uid: number }> = [];
+    for (const batch of batches) {
+      const sources = (await view(from).messages(account, batch, 'raw')).map((r) => ({ uid: r.uid, raw: r.raw!, flags: imapFlags(r) }));
+      if (sources.length === 0) continue;
+      const ranges = sources.map((m) => [m.uid, m.uid] as const);
+      const removeSources = async (trx: Work) => {
+        if (!move) return;
+        if (from.drafts) await store.removeDraftsByUid(trx, mailboxScope(account), ranges, false);
+        else await store.removeByUid(trx, scope(account, from.folder), ranges);
+      };
+      outcome.source.push(...sources.map((m) => m.uid));
+      if (to.drafts) {
+        outcome.target.push(...(await drafts.importSources(mailboxScope(account), sources.map((m) => ({ raw: m.raw, flags: draftFlags(m.flags) })), removeSources)));
+        continue;
+      }
+      const parsed = await Promise.all(sources.map((m) => parseMessage(m.raw)));
+      await work.transaction().execute(async (trx) => {
+        for (const [i, m] of sources.entries()) stored.push(await storeRaw(trx, account, to.folder as Folder, { raw: m.raw, flags: m.flags, parsed: parsed[i]! }));
+        await removeSources(trx);
+      });
+    }
+    if (to.drafts) return { ok: true, ...outcome, uidvalidity: (await draftsView.status(account)).uidvalidity };
     const target = await targetUids(account, to.folder, stored);
     return { ok: true, ...outcome, uidvalidity: target.uidvalidity, target: target.uids };
   }

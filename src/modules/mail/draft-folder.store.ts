@@ -178,10 +178,10 @@ export function createDraftFolderStore({ clock, dialect }: { clock: Clock; diale
       if (changed.length === 0) return { modified: [], failed };
       await bumpFolder(db, scope.workspaceId, scope.mailboxId, DRAFTS_FOLDER, 0, 0, 0);
       const modseq = Number((await counter(db, scope))!.modseq);
-      const now = clock.now();
+      // Not `updated_at`: it is the draft's INTERNALDATE, which a flag change leaves as it is.
       for (const { row, next } of changed) {
         const { labels, ...flags } = next!;
-        await db.updateTable('drafts').set({ ...flags, labels: JSON.stringify(labels), modseq, updated_at: now }).where('workspace_id', '=', scope.workspaceId).where('id', '=', row.id).execute();
+        await db.updateTable('drafts').set({ ...flags, labels: JSON.stringify(labels), modseq }).where('workspace_id', '=', scope.workspaceId).where('id', '=', row.id).execute();
       }
       return { modified: changed.map((c) => ({ uid: Number(c.row.uid), modseq })), failed };
     },
