@@ -219,6 +219,21 @@ describe(`IMAP Drafts over the drafts API (${TEST_DIALECT})`, { timeout: 240_000
     expect(stored.equals(latin1(raw))).toBe(true);
   });
 
+  it('COPY from INBOX into Drafts makes a draft of the message (its bytes kept), and the message stays', async () => {
+    const raw = `From: <bob@peer.test>\r\nTo: <${MAILBOX}>\r\nSubject: Copy me into Drafts\r\nMessage-ID: <copy-into-drafts@peer.test>\r\n\r\nReuse me.\r\n`;
+    await world.h.sendRaw(raw, { from: 'bob@peer.test', to: [MAILBOX] });
+    const inbox = await imaplib(port, [login(MAILBOX), ['select', 'INBOX'], ['uid', 'SEARCH', 'SUBJECT', '"Copy me into Drafts"']]);
+    const uid = String((inbox[3]!.data as string[])[0]).trim();
+    const before = await status(MAILBOX);
+    const copied = await imaplib(port, [login(MAILBOX), ['select', 'INBOX'], ['raw', `UID COPY ${uid} Drafts`]]);
+    expect(copied[3]!.typ).toBe(`OK [COPYUID ${before.UIDVALIDITY} ${uid} ${before.UIDNEXT}] Copy completed.`);
+    expect((await drafts()).filter((d) => d.subject === 'Copy me into Drafts')).toHaveLength(1);
+    const fetched = await imaplib(port, [login(MAILBOX), ['select', 'Drafts'], ['uid', 'FETCH', String(before.UIDNEXT), '(BODY.PEEK[])']]);
+    const stored = (await world.h.app.inject({ method: 'GET', url: `/inbox?mailbox=${encodeURIComponent(MAILBOX)}&limit=50`, headers: bearer(acme.apiKey) })).json<{ messages: MessageView[] }>().messages.find((m) => m.subject === 'Copy me into Drafts')!;
+    const original = (await world.h.app.inject({ method: 'GET', url: `/messages/${stored.message_id}/raw`, headers: bearer(acme.apiKey) })).rawPayload;
+    expect(latin1((fetched[3]!.data as Array<[string, string]>)[0]![1]).equals(original)).toBe(true);
+  });
+
   it("another workspace's drafts are never visible, through IMAP or the API", async () => {
     expect((await api('POST', '/drafts', OTHER, { mailbox: OTHER, subject: 'Secret of other', body: 'Theirs.' })).statusCode).toBe(201);
     const appended = await imaplib(port, [login(OTHER), ['append', 'Drafts', null, null, mimeDraft('Secret appended by other')]]);

@@ -1,6 +1,7 @@
 /**
  * What a mail client's session may do with its mailbox, in the mail store's terms: IMAP mailboxes are the mailbox's
- * folders (names and special-use flags fixed here), \Seen is `read`, keywords are labels. The IMAP transport speaks
+ * folders (names and special-use flags fixed here), except Drafts, which shows the mailbox's drafts (drafts-folder.ts);
+ * \Seen is `read`, keywords are labels. The IMAP transport speaks
  * only to this service; it knows no tables and no syntax.
  */
 import { decodeWords } from 'postal-mime';
