@@ -358,6 +358,7 @@ export async function createServices(
   const returnPaths = createReturnPaths(box, returnPathDomain);
   const composer = createComposer({ threads: config.bodyThreads, logger });
   const sending = createSendingService({ work, clock, events, mail, queue, domains, returnPaths, commits, compose: composer.compose, quota: quotas });
+  const drafts = createDraftService({ work, mail, clock, sending });
   // Workspaces being deleted, read at most once a second per process: their mailboxes refuse mail.
   const gone = createGoneWorkspaces(work, (w) => tenancyStore.deletingWorkspaceIds(w));
   const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
@@ -456,7 +457,7 @@ export async function createServices(
     commits,
     workerCommits,
     sending,
-    drafts: createDraftService({ work, mail, clock, sending }),
+    drafts,
     serviceTokens: createServiceTokenService({
       work,
       store: serviceTokenStore,
@@ -518,7 +519,7 @@ export async function createServices(
     }),
     retention,
     appPasswords,
-    imapAccess: createImapAccessService({ work, store: mail, appPasswords: appPasswords.service, sessions: appPasswords.sessions, storage: quotas, search: searches, changes: mailSignal, logger }),
+    imapAccess: createImapAccessService({ work, store: mail, drafts, appPasswords: appPasswords.service, sessions: appPasswords.sessions, storage: quotas, search: searches, changes: mailSignal, logger }),
     analyzer,
     analysisGate,
     signer,

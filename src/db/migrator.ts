@@ -34,6 +34,7 @@ import * as m20261202000300 from './migrations/20261202000300_retention.js';
 import * as m20261210000100 from './migrations/20261210000100_mail_uids.js';
 import * as m20261210000300 from './migrations/20261210000300_tls_certificates.js';
 import * as m20261211000100 from './migrations/20261211000100_message_structures.js';
+import * as m20261211000300 from './migrations/20261211000300_draft_sources.js';
 import * as m20261211000400 from './migrations/20261211000400_message_structures_one_value.js';
 
 /**
@@ -76,6 +77,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261210000100_mail_uids': m20261210000100,
   '20261210000300_tls_certificates': m20261210000300,
   '20261211000100_message_structures': m20261211000100,
+  '20261211000300_draft_sources': m20261211000300,
   '20261211000400_message_structures_one_value': m20261211000400,
 };
 

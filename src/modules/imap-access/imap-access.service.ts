@@ -1,6 +1,7 @@
 /**
  * What a mail client's session may do with its mailbox, in the mail store's terms: IMAP mailboxes are the mailbox's
- * folders (names and special-use flags fixed here), \Seen is `read`, keywords are labels. The IMAP transport speaks
+ * folders (names and special-use flags fixed here), except Drafts, which shows the mailbox's drafts (drafts-folder.ts);
+ * \Seen is `read`, keywords are labels. The IMAP transport speaks
  * only to this service; it knows no tables and no syntax.
  */
 import { decodeWords } from 'postal-mime';
@@ -18,33 +19,32 @@ import { notChecked } from '../messages/authentication.js';
 import { MAX_LABELS_PER_MESSAGE, type Folder } from '../messages/message.types.js';
 import { messageIds, parseMessage } from '../messages/mime.js';
 import type { QuotaService } from '../quotas/quota.service.js';
+import type { DraftFlags, DraftSources } from '../sending/draft.service.js';
+import { createDraftsFolder, type DraftsFolderStore } from './drafts-folder.js';
+import type { FolderView, HeaderField, TextSearchResult, ViewAccount } from './folder-view.js';
 import type { MailSignal } from '../mail/mail-changes.js';
 
 export type { FetchEntry, FetchRead, FolderStatus, FolderTextField, IndexEntry } from '../mail/mail.store.js';
+export type { HeaderField, TextSearchResult } from './folder-view.js';
 
-/** A header field as SEARCH reads it: unfolded, MIME encoded-words decoded. */
-export interface HeaderField {
-  name: string;
-  value: string;
-}
-
-/** A SEARCH text key's answer: the UIDs that match (null: every message), or why the index cannot answer now. */
-export type TextSearchResult = { ok: true; uids: number[] | null } | { ok: false; text: string };
-
-/** One IMAP mailbox: its name, the folder it shows (null: Drafts, kept by the drafts API, shown empty), its RFC 6154 flag. */
+/**
+ * One IMAP mailbox: its name, the folder key it shows (a messages folder; for Drafts the key of its counter), its
+ * RFC 6154 flag, and whether it shows the mailbox's drafts (drafts-folder.ts) rather than messages.
+ */
 export interface ImapFolder {
   name: string;
-  folder: string | null;
+  folder: string;
   specialUse: string | null;
+  drafts: boolean;
 }
 
 export const IMAP_FOLDERS: readonly ImapFolder[] = [
-  { name: 'INBOX', folder: 'inbox', specialUse: null },
-  { name: 'Archive', folder: 'archive', specialUse: '\\Archive' },
-  { name: 'Drafts', folder: null, specialUse: '\\Drafts' },
-  { name: 'Sent', folder: 'sent', specialUse: '\\Sent' },
-  { name: 'Spam', folder: 'spam', specialUse: '\\Junk' },
-  { name: 'Trash', folder: 'trash', specialUse: '\\Trash' },
+  { name: 'INBOX', folder: 'inbox', specialUse: null, drafts: false },
+  { name: 'Archive', folder: 'archive', specialUse: '\\Archive', drafts: false },
+  { name: 'Drafts', folder: 'drafts', specialUse: '\\Drafts', drafts: true },
+  { name: 'Sent', folder: 'sent', specialUse: '\\Sent', drafts: false },
+  { name: 'Spam', folder: 'spam', specialUse: '\\Junk', drafts: false },
+  { name: 'Trash', folder: 'trash', specialUse: '\\Trash', drafts: false },
 ];
 
 /** The mailbox a session logged in to. */
@@ -63,9 +63,6 @@ export function keywordToLabel(keyword: string): string | null {
   const label = keyword.toLowerCase();
   return LABEL.test(label) ? label : null;
 }
-
-/** The empty status of a folder the mail store does not hold (Drafts). */
-const EMPTY_STATUS: FolderStatus = { uidvalidity: 1, uidnext: 1, highestmodseq: 1, total: 0, unseen: 0, firstUnseenUid: null };
 
 export type ImapAccessStore = Pick<
   MailStore,
@@ -86,7 +83,9 @@ export type ImapAccessStore = Pick<
   | 'headersByUid'
   | 'structureSources'
   | 'saveStructures'
->;
+  | 'removeByUid'
+> &
+  DraftsFolderStore;
 
 /** What a COPY or MOVE did: the target's UIDVALIDITY, and each message's UID in the source and in the target (same order). */
 export interface CopyOutcome {
@@ -138,6 +137,22 @@ function batchesOf(uids: readonly number[], size: number): Array<Array<[number, 
   return out;
 }
 
+/** A message's flags and keywords as an APPEND gives them (\Draft is not one: every draft has it, no message does). */
+function imapFlags(e: IndexEntry): string[] {
+  const flags = e.labels.slice();
+  if (e.read) flags.push('\\Seen');
+  if (e.flagged) flags.push('\\Flagged');
+  if (e.answered) flags.push('\\Answered');
+  if (e.deleted) flags.push('\\Deleted');
+  return flags;
+}
+
+/** An APPEND's flags as a draft keeps them. */
+function draftFlags(flags: readonly string[]): DraftFlags {
+  const kept = appendFlags(flags);
+  return { read: kept.read, ...kept.flags, labels: kept.labels };
+}
+
 /** An APPEND's flags as the store keeps them: \Seen is `read`, keywords are labels, other system flags are dropped. */
 function appendFlags(flags: readonly string[]) {
   const lower = new Set(flags.map((f) => f.toLowerCase()));
@@ -178,9 +193,9 @@ export interface ImapAccessService {
    * stored-bytes quota is checked once, for the whole copy, before any of it is made.
    */
   copy(account: ImapAccount, from: ImapFolder, to: ImapFolder, uids: readonly number[]): Promise<({ ok: true } & CopyOutcome) | OverQuota>;
-  /** MOVE: the API's move (a new UID in `to`, the old one expunged), at most 1,000 messages a transaction. */
+  /** MOVE: the API's move (a new UID in `to`, the old one expunged), at most 1,000 messages a transaction; into or out of Drafts, a copy and a removal in one transaction. */
   move(account: ImapAccount, from: ImapFolder, to: ImapFolder, uids: readonly number[]): Promise<CopyOutcome>;
-  /** APPEND into a folder the store holds (not Drafts); parsed before its transaction, as an import is. */
+  /** APPEND: a message of a folder, or (Drafts) a draft made from it; parsed before its transaction, as an import is. */
   append(account: ImapAccount, to: ImapFolder, message: AppendMessage): Promise<Appended | OverQuota>;
 }
 
@@ -193,6 +208,8 @@ export interface ImapAccessDeps {
   storage: Pick<QuotaService, 'storageRefusal'>;
   search: Pick<SearchRunner, 'run'>;
   changes: Pick<MailSignal, 'subscribe'>;
+  /** Drafts made from and rendered into MIME sources (the drafts API's service): IMAP's Drafts mailbox shows them. */
+  drafts: Pick<DraftSources, 'importSources' | 'renderMissing'>;
   /** Where a folder's renumbering (its UIDs past 32 bits) and a failed write of FETCH structures (the FETCH goes on) are told. */
   logger: Pick<Logger, 'warn'>;
 }
@@ -206,15 +223,17 @@ function decoded(value: string): string {
   }
 }
 
-export function createImapAccessService({ work, store, appPasswords, sessions, storage, search, changes, logger }: ImapAccessDeps): ImapAccessService {
-  const scope = (account: ImapAccount, folder: string) => ({ workspaceId: account.workspaceId, mailboxId: account.mailboxId, folder });
+export function createImapAccessService({ work, store, drafts, appPasswords, sessions, storage, search, changes, logger }: ImapAccessDeps): ImapAccessService {
+  const scope = (account: ViewAccount, folder: string) => ({ workspaceId: account.workspaceId, mailboxId: account.mailboxId, folder });
+  const mailboxScope = (account: ImapAccount) => ({ workspaceId: account.workspaceId, mailboxId: account.mailboxId });
+  const draftsView = createDraftsFolder({ work, store, drafts, folder: IMAP_FOLDERS.find((f) => f.drafts)!.folder, decoded });
 
   /**
    * The folder's status once its UIDs fit in 32 bits: a folder whose counter ran past them is renumbered first
    * (new UIDVALIDITY, every message kept), so no client is shown a UID or UIDNEXT IMAP cannot carry. `renumbered`:
    * this call did it (UIDs the caller read before are stale).
    */
-  async function fitted(account: ImapAccount, folder: string): Promise<{ status: FolderStatus; renumbered: boolean }> {
+  async function fitted(account: ViewAccount, folder: string): Promise<{ status: FolderStatus; renumbered: boolean }> {
     const status = await store.folderStatus(work, scope(account, folder));
     if (status.uidnext <= MAX_IMAP_UID) return { status, renumbered: false };
     const done = await work.transaction().execute((trx) => store.renumberFolder(trx, scope(account, folder)));
@@ -232,6 +251,47 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
     return { uidvalidity: status.uidvalidity, uids };
   }
 
+  /** A folder of the mail store's messages as a view. */
+  function messageView(folder: string): FolderView {
+    return {
+      status: async (account) => (await fitted(account, folder)).status,
+      async index(account) {
+        const entries = await store.folderIndex(work, scope(account, folder));
+        // Past 32 bits only before a renumbering (uidnext is above the last UID): read again after it.
+        if ((entries.at(-1)?.uid ?? 0) <= MAX_IMAP_UID) return entries;
+        await fitted(account, folder);
+        return store.folderIndex(work, scope(account, folder));
+      },
+      async messages(account, ranges, read) {
+        const rows = await store.messagesByUid(work, scope(account, folder), ranges, read);
+        return read === 'structure' ? withStructures(work, store, logger, account.workspaceId, rows) : rows;
+      },
+      changedSince: (account, modseq) => store.changedSince(work, scope(account, folder), modseq),
+      expungedSince: (account, modseq) => store.expungedSince(work, scope(account, folder), modseq),
+      async searchText(account, field, value) {
+        try {
+          const answer = await search.run({ kind: 'folder-text', workspaceId: account.workspaceId, scope: scope(account, folder), field, value });
+          return { ok: true, uids: answer.kind === 'uids' ? answer.uids : [] };
+        } catch (err) {
+          // Busy, past its time, or no reader thread: the client may try again.
+          if (err instanceof DomainError) return { ok: false, text: err.message };
+          throw err;
+        }
+      },
+      async headers(account, ranges) {
+        const rows = await store.headersByUid(work, scope(account, folder), ranges);
+        return rows.map((r) => ({ uid: r.uid, headers: r.headers.map((h): HeaderField => ({ name: h.name, value: decoded(h.value) })) }));
+      },
+      store: (account, ranges, change) => work.transaction().execute((trx) => store.storeFlags(trx, scope(account, folder), ranges, change)),
+      async expunge(account, ranges) {
+        const removed = await work.transaction().execute((trx) => store.expungeDeleted(trx, scope(account, folder), ranges));
+        return removed.map((r) => Number(r.uid)).sort((a, b) => a - b);
+      },
+    };
+  }
+  const views = new Map<string, FolderView>(IMAP_FOLDERS.map((f) => [f.folder, f.drafts ? draftsView : messageView(f.folder)]));
+  const view = (f: ImapFolder): FolderView => views.get(f.folder)!;
+
   /** The copy of a message with this Message-ID already in Sent (stored by the send path or an earlier APPEND). */
   async function inSent(w: Work, account: ImapAccount, messageId: string | null): Promise<number | null> {
     if (messageId === null) return null;
@@ -239,11 +299,72 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
     return found.find((m) => m.folder === 'sent')?.uid ?? null;
   }
 
+  /** Store a raw message in a folder as APPEND does (no check for a copy already in Sent), in the caller's transaction. */
+  async function storeRaw(trx: Work, account: ImapAccount, folder: Folder, message: AppendMessage & { parsed: Awaited<ReturnType<typeof parseMessage>> }) {
+    const { read, flags, labels } = appendFlags(message.flags);
+    const row = await store.storeCopy(trx, {
+      workspaceId: account.workspaceId,
+      mailboxId: account.mailboxId,
+      mailboxAddress: account.address,
+      direction: folder === 'sent' ? 'outbound' : 'inbound',
+      folder,
+      read,
+      labels,
+      flags,
+      raw: message.raw,
+      parsed: message.parsed,
+      auth: notChecked,
+      envelope: { mail_from: '', rcpt_to: account.address, appended: true },
+      ...(message.date === undefined ? {} : { receivedAt: message.date }),
+    });
+    return { id: row.id, uid: (await store.messageUid(trx, account.workspaceId, row.id))! };
+  }
+
+  /**
+   * COPY or MOVE into or out of Drafts, 500 messages a transaction (their sources read per batch): into Drafts,
+   * drafts made from the messages' sources; out of it, messages stored from the drafts' sources as APPEND stores
+   * them. A MOVE removes each batch's originals in its transaction; a COPY checks the stored-bytes quota once, first.
+   */
+  async function transfer(account: ImapAccount, from: ImapFolder, to: ImapFolder, uids: readonly number[], move: boolean): Promise<({ ok: true } & CopyOutcome) | OverQuota> {
+    const batches = batchesOf(uids, COPY_BATCH);
+    if (!move) {
+      let bytes = 0;
+      for (const ranges of batches) bytes += (await view(from).messages(account, ranges, 'index')).reduce((n, r) => n + r.size, 0);
+      const refusal = bytes > 0 ? await storage.storageRefusal(account.workspaceId, bytes) : null;
+      if (refusal) return { ok: false, reason: 'overquota', detail: refusal };
+    }
+    const outcome: CopyOutcome = { uidvalidity: 0, source: [], target: [] };
+    const stored: Array<{ id: string; uid: number }> = [];
+    for (const batch of batches) {
+      const sources = (await view(from).messages(account, batch, 'raw')).map((r) => ({ uid: r.uid, raw: r.raw!, flags: imapFlags(r) }));
+      if (sources.length === 0) continue;
+      const ranges = sources.map((m) => [m.uid, m.uid] as const);
+      const removeSources = async (trx: Work) => {
+        if (!move) return;
+        if (from.drafts) await store.removeDraftsByUid(trx, mailboxScope(account), ranges, false);
+        else await store.removeByUid(trx, scope(account, from.folder), ranges);
+      };
+      outcome.source.push(...sources.map((m) => m.uid));
+      if (to.drafts) {
+        outcome.target.push(...(await drafts.importSources(mailboxScope(account), sources.map((m) => ({ raw: m.raw, flags: draftFlags(m.flags) })), removeSources)));
+        continue;
+      }
+      const parsed = await Promise.all(sources.map((m) => parseMessage(m.raw)));
+      await work.transaction().execute(async (trx) => {
+        for (const [i, m] of sources.entries()) stored.push(await storeRaw(trx, account, to.folder as Folder, { raw: m.raw, flags: m.flags, parsed: parsed[i]! }));
+        await removeSources(trx);
+      });
+    }
+    if (to.drafts) return { ok: true, ...outcome, uidvalidity: (await draftsView.status(account)).uidvalidity };
+    const target = await targetUids(account, to.folder, stored);
+    return { ok: true, ...outcome, uidvalidity: target.uidvalidity, target: target.uids };
+  }
+
   async function copy(account: ImapAccount, from: ImapFolder, to: ImapFolder, uids: readonly number[]): Promise<({ ok: true } & CopyOutcome) | OverQuota> {
+    if (from.drafts || to.drafts) return transfer(account, from, to, uids, false);
     const src = from.folder;
     const dst = to.folder;
     const outcome: CopyOutcome = { uidvalidity: 0, source: [], target: [] };
-    if (src === null || dst === null) return { ok: true, ...outcome };
     const batches = batchesOf(uids, COPY_BATCH);
     let bytes = 0;
     for (const ranges of batches) bytes += (await store.messagesByUid(work, scope(account, src), ranges)).reduce((n, r) => n + r.size, 0);
@@ -264,10 +385,13 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
   }
 
   async function move(account: ImapAccount, from: ImapFolder, to: ImapFolder, uids: readonly number[]): Promise<CopyOutcome> {
+    if (from.drafts || to.drafts) {
+      const moved = await transfer(account, from, to, uids, true);
+      return moved.ok ? moved : { uidvalidity: 0, source: [], target: [] };
+    }
     const src = from.folder;
     const dst = to.folder;
     const outcome: CopyOutcome = { uidvalidity: 0, source: [], target: [] };
-    if (src === null || dst === null) return outcome;
     const stored: Array<{ id: string; uid: number }> = [];
     for (const ranges of batchesOf(uids, MOVE_BATCH)) {
       const rows = await store.messagesByUid(work, scope(account, src), ranges);
@@ -285,6 +409,12 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
   }
 
   async function append(account: ImapAccount, to: ImapFolder, message: AppendMessage): Promise<Appended | OverQuota> {
+    if (to.drafts) {
+      const refusal = await storage.storageRefusal(account.workspaceId, message.raw.length);
+      if (refusal) return { ok: false, reason: 'overquota', detail: refusal };
+      const [uid] = await drafts.importSources(mailboxScope(account), [{ raw: message.raw, flags: draftFlags(message.flags) }]);
+      return { ok: true, uidvalidity: (await draftsView.status(account)).uidvalidity, uid: uid!, existing: false };
+    }
     const folder = to.folder as Folder;
     const messageId = folder === 'sent' ? (messageIds(headerValue(headerBlock(message.raw), 'message-id'))[0] ?? null) : null;
     const existing = await inSent(work, account, messageId);
@@ -292,26 +422,10 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
     const refusal = await storage.storageRefusal(account.workspaceId, message.raw.length);
     if (refusal) return { ok: false, reason: 'overquota', detail: refusal };
     const parsed = await parseMessage(message.raw);
-    const { read, flags, labels } = appendFlags(message.flags);
     const stored = await work.transaction().execute(async (trx) => {
       const again = await inSent(trx, account, messageId);
-      if (again !== null) return { uid: again, existing: true };
-      const row = await store.storeCopy(trx, {
-        workspaceId: account.workspaceId,
-        mailboxId: account.mailboxId,
-        mailboxAddress: account.address,
-        direction: folder === 'sent' ? 'outbound' : 'inbound',
-        folder,
-        read,
-        labels,
-        flags,
-        raw: message.raw,
-        parsed,
-        auth: notChecked,
-        envelope: { mail_from: '', rcpt_to: account.address, appended: true },
-        ...(message.date === undefined ? {} : { receivedAt: message.date }),
-      });
-      return { id: row.id, uid: (await store.messageUid(trx, account.workspaceId, row.id))!, existing: false };
+      if (again !== null) return { id: undefined, uid: again, existing: true };
+      return { ...(await storeRaw(trx, account, folder, { ...message, parsed })), existing: false };
     });
     const target = await targetUids(account, folder, stored.id === undefined ? [] : [{ id: stored.id, uid: stored.uid }]);
     return { ok: true, uidvalidity: target.uidvalidity, uid: target.uids[0] ?? stored.uid, existing: stored.existing };
@@ -330,50 +444,18 @@ export function createImapAccessService({ work, store, appPasswords, sessions, s
       if (name.toUpperCase() === 'INBOX') return IMAP_FOLDERS[0]!;
       return IMAP_FOLDERS.find((f) => f.name === name) ?? null;
     },
-    status: async (account, f) => (f.folder === null ? EMPTY_STATUS : (await fitted(account, f.folder)).status),
-    async index(account, f) {
-      if (f.folder === null) return [];
-      const entries = await store.folderIndex(work, scope(account, f.folder));
-      // Past 32 bits only before a renumbering (uidnext is above the last UID): read again after it.
-      if ((entries.at(-1)?.uid ?? 0) <= MAX_IMAP_UID) return entries;
-      await fitted(account, f.folder);
-      return store.folderIndex(work, scope(account, f.folder));
-    },
-    async messages(account, f, ranges, read) {
-      if (f.folder === null) return [];
-      const rows = await store.messagesByUid(work, scope(account, f.folder), ranges, read);
-      return read === 'structure' ? withStructures(work, store, logger, account.workspaceId, rows) : rows;
-    },
-    changedSince: async (account, f, modseq) => (f.folder === null ? [] : store.changedSince(work, scope(account, f.folder), modseq)),
-    expungedSince: async (account, f, modseq) => (f.folder === null ? [] : store.expungedSince(work, scope(account, f.folder), modseq)),
-    async searchText(account, f, field, value) {
-      if (f.folder === null) return { ok: true, uids: [] };
-      try {
-        const answer = await search.run({ kind: 'folder-text', workspaceId: account.workspaceId, scope: scope(account, f.folder), field, value });
-        return { ok: true, uids: answer.kind === 'uids' ? answer.uids : [] };
-      } catch (err) {
-        // Busy, past its time, or no reader thread: the client may try again.
-        if (err instanceof DomainError) return { ok: false, text: err.message };
-        throw err;
-      }
-    },
-    async headers(account, f, ranges) {
-      if (f.folder === null) return [];
-      const rows = await store.headersByUid(work, scope(account, f.folder), ranges);
-      return rows.map((r) => ({ uid: r.uid, headers: r.headers.map((h) => ({ name: h.name, value: decoded(h.value) })) }));
-    },
-    async store(account, f, ranges, change) {
-      const folder = f.folder;
-      if (folder === null) return { modified: [], failed: [] };
+    status: (account, f) => view(f).status(account),
+    index: (account, f) => view(f).index(account),
+    messages: (account, f, ranges, read) => view(f).messages(account, ranges, read),
+    changedSince: (account, f, modseq) => view(f).changedSince(account, modseq),
+    expungedSince: (account, f, modseq) => view(f).expungedSince(account, modseq),
+    searchText: (account, f, field, value) => view(f).searchText(account, field, value),
+    headers: (account, f, ranges) => view(f).headers(account, ranges),
+    store(account, f, ranges, change) {
       const keywords = [...new Set(change.keywords.map(keywordToLabel).filter((l): l is string => l !== null))];
-      return work.transaction().execute((trx) => store.storeFlags(trx, scope(account, folder), ranges, { ...change, keywords }));
+      return view(f).store(account, ranges, { ...change, keywords });
     },
-    async expunge(account, f, ranges) {
-      const folder = f.folder;
-      if (folder === null) return [];
-      const removed = await work.transaction().execute((trx) => store.expungeDeleted(trx, scope(account, folder), ranges));
-      return removed.map((r) => Number(r.uid)).sort((a, b) => a - b);
-    },
+    expunge: (account, f, ranges) => view(f).expunge(account, ranges),
     copy,
     move,
     append,

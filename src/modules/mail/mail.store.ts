@@ -20,6 +20,7 @@ import { createRetentionStore } from './retention.store.js';
 import { createSyncStore } from './sync.store.js';
 import { createUidRenumberStore } from './uid-renumber.store.js';
 import { createStructureStore } from './structure.store.js';
+import { createDraftFolderStore } from './draft-folder.store.js';
 import { createMailLookups, type MailLookups } from './lookups.store.js';
 import { createSendingMailStore, type SendingMailStore, type SendingMailStoreDeps } from './sending-mail.store.js';
 
@@ -45,6 +46,7 @@ export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
     ...createSyncStore(deps),
     ...createUidRenumberStore(deps),
     ...createStructureStore(),
+    ...createDraftFolderStore(deps),
   };
 }
 
@@ -65,6 +67,7 @@ export type { CopiedMessage, CopySource } from './copy-messages.store.js';
 export type { MailboxRow } from './mailbox.store.js';
 export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, StoredMessageRow, ThreadRow, VersionedPage } from './message.store.js';
 export type { FolderScope, FolderTextField, SearchPageRow } from './search.store.js';
+export type { DraftScope } from './draft-folder.store.js';
 export type { Renumbered } from './uid-renumber.store.js';
 export type { NewStructure } from './structure.store.js';
 export type { FetchEntry, FetchRead, FlagStore, FlagStoreResult, FolderStatus, IndexEntry, UidRanges } from './sync.store.js';

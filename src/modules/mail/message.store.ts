@@ -264,6 +264,9 @@ const bumpFolderQuery = preparedWrite<{ workspaceId: string; mailboxId: string; 
     ),
 );
 
+/** The folder key of IMAP's Drafts in `folder_counts` and `mail_expunged`: no message is ever in a folder of this name (draft-folder.store.ts). */
+export const DRAFTS_FOLDER = 'drafts';
+
 /**
  * Add to a folder's counters (negative to take away), creating the row on first use, and raise its modseq.
  * The rule the page cache stands on: every transaction that changes a message of a folder (stores, deletes,
@@ -497,6 +500,8 @@ export function createMessageStore() {
           .selectFrom('folder_counts')
           .select((eb) => ['folder', eb.fn.sum<number>('total').as('total'), eb.fn.sum<number>('unread').as('unread')])
           .where('workspace_id', '=', workspaceId)
+          // Drafts' counter (IMAP's Drafts) counts no message and is no folder of the API.
+          .where('folder', '!=', DRAFTS_FOLDER)
           .groupBy('folder')
           .execute(),
         db.selectFrom('threads').select((eb) => eb.fn.countAll<number>().as('n')).where('workspace_id', '=', workspaceId).executeTakeFirstOrThrow(),

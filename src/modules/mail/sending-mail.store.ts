@@ -4,7 +4,7 @@ import { createOutboundStore, type OutboundStore, type OutboundStoreDeps } from 
 import { createSuppressionStore, type SuppressionStore } from './suppression.store.js';
 
 export type { DeliveryJob, Delivery, RunStart, Settlement } from './delivery.store.js';
-export type { DraftAttachmentMeta, DraftRow } from './draft.store.js';
+export type { DraftAttachmentMeta, DraftRow, NewDraftRow } from './draft.store.js';
 export type { NewOutbound, OutboundKey, SenderRow } from './outbound.store.js';
 
 /**
@@ -21,7 +21,7 @@ export function createSendingMailStore(deps: SendingMailStoreDeps): SendingMailS
   return {
     ...createOutboundStore(deps),
     ...createDeliveryStore({ ...deps, suppressions }),
-    ...createDraftStore(),
+    ...createDraftStore(deps),
     ...suppressions,
   };
 }

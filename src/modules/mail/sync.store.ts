@@ -36,6 +36,8 @@ export interface IndexEntry {
   flagged: boolean;
   answered: boolean;
   deleted: boolean;
+  /** \Draft: set on every draft of Drafts (no message carries it). */
+  draft?: boolean;
   labels: string[];
 }
 
@@ -261,6 +263,16 @@ export function createSyncStore({ clock, dialect }: { clock: Clock; dialect: Dia
       return removeMessages(db, { clock, dialect }, scope.workspaceId, ids, (eb) => eb.and([eb('messages.deleted', '=', 1), eb('messages.folder', '=', scope.folder)]));
     },
 
+    /** Remove the folder's messages of UID ranges through the one delete path (a MOVE into IMAP's Drafts), in the caller's transaction; their UIDs. */
+    async removeByUid(work: Work, scope: Scope, ranges: UidRanges): Promise<number[]> {
+      checkRanges(ranges);
+      if (ranges.length === 0) return [];
+      const db = mailDb(work);
+      const ids = (await inFolder(db, scope).select('messages.id').where(inRanges(ranges)).execute()).map((r) => r.id);
+      const removed = await removeMessages(db, { clock, dialect }, scope.workspaceId, ids, (eb) => eb('messages.folder', '=', scope.folder));
+      return removed.map((r) => Number(r.uid)).sort((a, b) => a - b);
+    },
+
     /** Drop expunge-log rows older than `before` (housekeeping), up to `limit`; the number dropped. */
     async trimExpunged(work: Work, before: number, limit: number): Promise<number> {
       const db = mailDb(work);
@@ -279,7 +291,7 @@ export function createSyncStore({ clock, dialect }: { clock: Clock; dialect: Dia
 
 type StoreRow = IndexRow & { id: string; thread_id: string };
 /** A message's flag columns and labels after a STORE. */
-interface NextState {
+export interface NextState {
   read: number;
   flagged: number;
   answered: number;
@@ -291,7 +303,7 @@ type FlagChangeRow = { row: StoreRow; next: NextState };
 const FLAG_NAMES = ['read', 'flagged', 'answered', 'deleted'] as const;
 
 /** The row's state after the STORE, or null when nothing changes. */
-function applyStore(row: StoreRow, change: FlagStore): NextState | null {
+export function applyStore(row: Omit<IndexRow, 'uid' | 'modseq'>, change: FlagStore): NextState | null {
   const labels = JSON.parse(row.labels) as string[];
   const next: NextState = { read: row.read, flagged: row.flagged, answered: row.answered, deleted: row.deleted, labels };
   for (const name of FLAG_NAMES) {

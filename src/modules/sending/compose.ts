@@ -7,6 +7,8 @@ export interface ComposeInput {
   from: { name: string; address: string };
   to: string[];
   cc: string[];
+  /** Written as a Bcc field only for a draft's source (a message sent carries its Bcc in the envelope alone). */
+  bcc?: string[] | undefined;
   replyTo?: string | undefined;
   subject: string;
   text: string;
@@ -62,6 +64,7 @@ export async function composeMessage(input: ComposeInput): Promise<Buffer> {
     ...(own.from ? {} : { from: input.from.name ? { name: input.from.name, address: input.from.address } : input.from.address }),
     to: input.to,
     ...(input.cc.length > 0 ? { cc: input.cc } : {}),
+    ...(input.bcc && input.bcc.length > 0 ? { bcc: input.bcc } : {}),
     ...(input.replyTo ? { replyTo: input.replyTo } : {}),
     ...(own.subject ? {} : { subject: input.subject }),
     text: bodyPart(input.text),
@@ -70,7 +73,9 @@ export async function composeMessage(input: ComposeInput): Promise<Buffer> {
     ...(input.references && input.references.length > 0 ? { references: input.references.map((r) => `<${r}>`) } : {}),
     ...(input.attachments && input.attachments.length > 0 ? { attachments: input.attachments.map(composerAttachment) } : {}),
   });
-  const raw = await composer.compile().build();
+  const node = composer.compile();
+  node.keepBcc = input.bcc !== undefined && input.bcc.length > 0;
+  const raw = await node.build();
   return own.lines === '' ? raw : Buffer.concat([Buffer.from(own.lines, 'latin1'), raw]);
 }
 

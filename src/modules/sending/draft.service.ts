@@ -3,7 +3,9 @@ import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { invalid, notFound } from '../../lib/errors.js';
 import type { Download } from '../messages/message.service.js';
-import type { ParsedAttachment } from '../messages/mime.js';
+import { randomUUID } from 'node:crypto';
+import addressparser from 'nodemailer/lib/addressparser/index.js';
+import { parseMessage, type AddressView, type ParsedAttachment } from '../messages/mime.js';
 import { newId } from '../../lib/ids.js';
 import type { DraftAttachmentMeta, DraftRow, SendingMailStore } from '../mail/sending-mail.store.js';
 import type { TenantContext } from '../tenancy/tenancy.types.js';
@@ -11,7 +13,8 @@ import { normalizeEmail } from '../tenancy/validation.js';
 import { MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS, decodeAttachments, tooManyBytes, type AttachmentInput } from './attachments.js';
 import { parseRecipients } from './recipients.js';
 import { rawHeaderFields, replyHeaders } from './reply.js';
-import type { MailStore } from '../mail/mail.store.js';
+import type { DraftScope, MailStore } from '../mail/mail.store.js';
+import { composeMessage } from './compose.js';
 import type { Queued, SendInput, SendingService } from './sending.service.js';
 import type { DraftAttachmentTable, DraftTable } from '../mail/draft.table.js';
 
@@ -58,7 +61,7 @@ export interface DraftInput {
   attachments?: AttachmentInput[] | undefined;
 }
 
-export interface DraftService {
+export interface DraftService extends DraftSources {
   /** Drafts of the workspace (or one mailbox), newest first. */
   list(tenant: TenantContext, query: { mailbox?: string | undefined; limit: number; offset: number }): Promise<{ drafts: DraftView[]; total: number; limit: number; offset: number }>;
   /** A new draft; only `mailbox` is required, the rest start empty. */
@@ -75,6 +78,33 @@ export interface DraftService {
   addAttachments(tenant: TenantContext, draftId: string, files: AttachmentInput[]): Promise<DraftView>;
   removeAttachment(tenant: TenantContext, draftId: string, attachmentId: string): Promise<DraftView>;
   attachment(tenant: TenantContext, draftId: string, attachmentId: string): Promise<Download>;
+}
+
+/** IMAP flags and keywords of a draft a mail client saves (the messages' columns: \Seen is `read`). */
+export interface DraftFlags {
+  read: boolean;
+  flagged: boolean;
+  answered: boolean;
+  deleted: boolean;
+  labels: string[];
+}
+
+/** A draft as a mail client saves it: its MIME source and flags. */
+export interface DraftSource {
+  raw: Buffer;
+  flags: DraftFlags;
+}
+
+/** What IMAP's Drafts mailbox asks of drafts beyond the mail store's reads (modules/imap-access). */
+export interface DraftSources {
+  /**
+   * New drafts of one mailbox from MIME sources, in one transaction, with `then` (a MOVE's removal of the
+   * originals) in the same one: each source kept byte for byte, the draft's fields and files parsed from it.
+   * Their UIDs in Drafts, in order.
+   */
+  importSources(scope: DraftScope, sources: readonly DraftSource[], then?: (trx: Work) => Promise<void>): Promise<number[]>;
+  /** Drafts of the mailbox without a source (made before sources were kept) get one, rendered from their fields. */
+  renderMissing(scope: DraftScope): Promise<void>;
 }
 
 /** The draft store's operations a draft service uses. */
@@ -96,7 +126,7 @@ type DraftOps =
 export interface DraftDeps {
   /** The pool: the service opens its transactions on it. */
   work: Work;
-  mail: Pick<SendingMailStore, DraftOps> & Pick<MailStore, 'findMailbox' | 'findMessage' | 'findContent'>;
+  mail: Pick<SendingMailStore, DraftOps> & Pick<MailStore, 'findMailbox' | 'findMessage' | 'findContent' | 'findByMessageId' | 'setDraftSource' | 'draftsWithoutSource'>;
   clock: Clock;
   sending: Pick<SendingService, 'check' | 'enqueue'>;
 }
@@ -104,6 +134,21 @@ export interface DraftDeps {
 const draftNotFound = (id: string) => notFound('draft_not_found', `no draft ${id}`);
 const attachmentNotFound = (draftId: string, id: string) => notFound('attachment_not_found', `no attachment ${id} on draft ${draftId}`);
 const parseList = (text: string) => JSON.parse(text) as string[];
+
+/** Addresses as a draft keeps them: lower-case, valid, each once (a client's others stay in the source only). */
+function addressList(list: ReadonlyArray<Pick<AddressView, 'address'>>): string[] {
+  return [...new Set(list.map((a) => normalizeEmail(a.address ?? '')).filter((a): a is string => a !== null))];
+}
+
+/** The addresses of a source's Bcc fields (the parser keeps no Bcc: a sent message has none). */
+function bccOf(raw: Buffer): string[] {
+  const values = rawHeaderFields(raw).filter((f) => f.name.toLowerCase() === 'bcc').map((f) => f.value);
+  const flat = (list: ReturnType<typeof addressparser>): Array<{ address: string }> => list.flatMap((a) => ('group' in a && a.group ? flat(a.group) : [{ address: a.address ?? '' }]));
+  return addressList(values.flatMap((v) => flat(addressparser(v))));
+}
+
+/** The domain of a mailbox's address, for the Message-ID of a rendered source. */
+const domainOf = (address: string) => address.slice(address.lastIndexOf('@') + 1);
 
 function toAttachmentView(a: DraftAttachmentMeta): DraftAttachmentView {
   return { attachment_id: a.id, filename: a.filename, content_type: a.content_type, size: a.size, content_id: a.content_id, inline: a.content_id !== null };
@@ -146,7 +191,7 @@ export function createDraftService({ work, mail, clock, sending }: DraftDeps): D
     return toView(row, await mail.draftAttachmentsOf(work, tenant.workspaceId, [row.id]));
   }
 
-  function attachmentRows(tenant: TenantContext, draftId: string, files: readonly ParsedAttachment[]): DraftAttachmentTable[] {
+  function attachmentRows(tenant: Pick<TenantContext, 'workspaceId'>, draftId: string, files: readonly ParsedAttachment[]): DraftAttachmentTable[] {
     const now = clock.now();
     return files.map((f) => ({
       id: newId('att'),
@@ -186,7 +231,7 @@ export function createDraftService({ work, mail, clock, sending }: DraftDeps): D
   }
 
   /** What `sending.enqueue` gets for a draft: its From, recipients, content and, for a reply, the thread headers. */
-  async function sendInput(conn: Work, tenant: TenantContext, draft: DraftTable, from: string, files: DraftAttachmentTable[] = []): Promise<SendInput> {
+  async function sendInput(conn: Work, tenant: TenantContext, draft: Omit<DraftTable, 'raw'>, from: string, files: DraftAttachmentTable[] = []): Promise<SendInput> {
     const input: SendInput = {
       attachments: files.map((f) => ({ filename: f.filename, content_type: f.content_type, content: f.content, content_id: f.content_id })),
       from_mailbox: from,
@@ -198,19 +243,73 @@ export function createDraftService({ work, mail, clock, sending }: DraftDeps): D
       html: draft.html ?? undefined,
     };
     if (draft.in_reply_to !== null) {
-      const parent = await original(conn, tenant, draft.in_reply_to);
-      const content = await mail.findContent(conn, tenant.workspaceId, parent.id, false);
-      let fields = JSON.parse(content?.headers_json ?? '[]') as Array<{ name: string; value: string }>;
-      // Our own outbound copies keep no parsed headers: read them from the stored source.
-      if (fields.length === 0) {
-        const raw = (await mail.findContent(conn, tenant.workspaceId, parent.id, true))?.raw;
-        fields = raw ? rawHeaderFields(raw) : [];
-      }
-      const headers = replyHeaders(fields, parent.internet_message_id);
+      const headers = await threadHeaders(conn, tenant.workspaceId, await original(conn, tenant, draft.in_reply_to));
       input.inReplyTo = headers.inReplyTo;
       input.references = headers.references;
     }
     return input;
+  }
+
+  /** The In-Reply-To and References of a reply to `parent`. */
+  async function threadHeaders(conn: Work, workspaceId: string, parent: { id: string; internet_message_id: string | null }) {
+    const content = await mail.findContent(conn, workspaceId, parent.id, false);
+    let fields = JSON.parse(content?.headers_json ?? '[]') as Array<{ name: string; value: string }>;
+    // Our own outbound copies keep no parsed headers: read them from the stored source.
+    if (fields.length === 0) {
+      const raw = (await mail.findContent(conn, workspaceId, parent.id, true))?.raw;
+      fields = raw ? rawHeaderFields(raw) : [];
+    }
+    return replyHeaders(fields, parent.internet_message_id);
+  }
+
+  /**
+   * Render a draft's MIME source from its fields and files with the send path's composer and keep it (a new UID in
+   * IMAP's Drafts), in the caller's transaction: once per write, so IMAP reads stored bytes. Bcc is kept in it (a
+   * draft's, unlike a sent message's), and a reply whose original is gone is rendered without thread headers.
+   */
+  async function render(conn: Work, workspaceId: string, draftId: string): Promise<void> {
+    const row = await mail.findDraft(conn, workspaceId, draftId);
+    if (!row) return;
+    const files = await mail.draftAttachmentContents(conn, workspaceId, draftId);
+    const parent = row.in_reply_to === null ? undefined : await mail.findMessage(conn, workspaceId, row.in_reply_to);
+    const thread = parent ? await threadHeaders(conn, workspaceId, parent) : undefined;
+    const raw = await composeMessage({
+      messageId: `${randomUUID()}@${domainOf(row.mailbox_address)}`,
+      from: { name: '', address: row.mailbox_address },
+      to: parseList(row.to_json),
+      cc: parseList(row.cc_json),
+      bcc: parseList(row.bcc_json),
+      subject: row.subject,
+      text: row.body,
+      html: row.html ?? undefined,
+      inReplyTo: thread?.inReplyTo,
+      references: thread?.references,
+      date: new Date(row.updated_at),
+      attachments: files.map((f) => ({ filename: f.filename, contentType: f.content_type, inline: f.content_id !== null, contentId: f.content_id, content: f.content })),
+    });
+    await mail.setDraftSource(conn, workspaceId, draftId, raw);
+  }
+
+  /** A draft's row and files from a MIME source a client saved (the fields it has; the source keeps the rest). */
+  async function fromSource(scope: DraftScope, raw: Buffer) {
+    const parsed = await parseMessage(raw);
+    const parent = parsed.inReplyTo === null ? undefined : (await mail.findByMessageId(work, scope, parsed.inReplyTo))[0];
+    const now = clock.now();
+    const row = {
+      id: newId('drf'),
+      workspace_id: scope.workspaceId,
+      mailbox_id: scope.mailboxId,
+      to_json: JSON.stringify(addressList(parsed.to)),
+      cc_json: JSON.stringify(addressList(parsed.cc)),
+      bcc_json: JSON.stringify(bccOf(raw)),
+      subject: parsed.subject,
+      body: parsed.text ?? '',
+      html: parsed.html,
+      in_reply_to: parent?.id ?? null,
+      created_at: now,
+      updated_at: now,
+    };
+    return { row, files: attachmentRows({ workspaceId: scope.workspaceId }, row.id, parsed.attachments) };
   }
 
   return {
@@ -245,6 +344,7 @@ export function createDraftService({ work, mail, clock, sending }: DraftDeps): D
           updated_at: now,
         });
         await mail.addDraftAttachments(trx, attachmentRows(tenant, id, files));
+        await render(trx, tenant.workspaceId, id);
       });
       return viewOf(tenant, id);
     },
@@ -259,16 +359,19 @@ export function createDraftService({ work, mail, clock, sending }: DraftDeps): D
         await work.transaction().execute(async (trx) => {
           const changed = await mail.updateDraft(trx, tenant.workspaceId, draftId, { ...values, updated_at: clock.now() });
           if (changed === 0) throw draftNotFound(draftId);
-          if (files === undefined) return;
-          await mail.removeDraftAttachments(trx, tenant.workspaceId, draftId);
-          await mail.addDraftAttachments(trx, attachmentRows(tenant, draftId, files));
+          if (files !== undefined) {
+            await mail.removeDraftAttachments(trx, tenant.workspaceId, draftId);
+            await mail.addDraftAttachments(trx, attachmentRows(tenant, draftId, files));
+          }
+          await render(trx, tenant.workspaceId, draftId);
         });
       }
       return viewOf(tenant, draftId);
     },
 
     async remove(tenant, draftId) {
-      if ((await mail.deleteDraft(work, tenant.workspaceId, draftId)) === 0) throw draftNotFound(draftId);
+      // A transaction: the draft leaves IMAP's Drafts (its counter, its expunged UID) with the row.
+      if ((await work.transaction().execute((trx) => mail.deleteDraft(trx, tenant.workspaceId, draftId))) === 0) throw draftNotFound(draftId);
       return { ok: true, draft_id: draftId };
     },
 
@@ -308,15 +411,39 @@ export function createDraftService({ work, mail, clock, sending }: DraftDeps): D
         if (total > MAX_ATTACHMENT_BYTES) throw tooManyBytes(total);
         if (existing.length + files.length > MAX_ATTACHMENTS) throw invalid('invalid_request', `a draft has at most ${MAX_ATTACHMENTS} attachments`);
         await mail.addDraftAttachments(trx, attachmentRows(tenant, draftId, files));
+        await render(trx, tenant.workspaceId, draftId);
       });
       return viewOf(tenant, draftId);
     },
 
     async removeAttachment(tenant, draftId, attachmentId) {
       await find(tenant, draftId);
-      if ((await mail.removeDraftAttachments(work, tenant.workspaceId, draftId, attachmentId)) === 0) throw attachmentNotFound(draftId, attachmentId);
-      await mail.updateDraft(work, tenant.workspaceId, draftId, { updated_at: clock.now() });
+      await work.transaction().execute(async (trx) => {
+        if ((await mail.removeDraftAttachments(trx, tenant.workspaceId, draftId, attachmentId)) === 0) throw attachmentNotFound(draftId, attachmentId);
+        await mail.updateDraft(trx, tenant.workspaceId, draftId, { updated_at: clock.now() });
+        await render(trx, tenant.workspaceId, draftId);
+      });
       return viewOf(tenant, draftId);
+    },
+
+    async importSources(scope, sources, then) {
+      // Parsed before the transaction, as an import is.
+      const drafts: Array<Awaited<ReturnType<typeof fromSource>> & { source: DraftSource }> = [];
+      for (const source of sources) drafts.push({ ...(await fromSource(scope, source.raw)), source });
+      return work.transaction().execute(async (trx) => {
+        const uids: number[] = [];
+        for (const { row, files, source } of drafts) {
+          await mail.saveDraft(trx, row);
+          await mail.addDraftAttachments(trx, files);
+          uids.push((await mail.setDraftSource(trx, scope.workspaceId, row.id, source.raw, source.flags))!);
+        }
+        if (then) await then(trx);
+        return uids;
+      });
+    },
+
+    async renderMissing(scope) {
+      for (const id of await mail.draftsWithoutSource(work, scope)) await work.transaction().execute((trx) => render(trx, scope.workspaceId, id));
     },
 
     async attachment(tenant, draftId, attachmentId) {

@@ -31,6 +31,7 @@ export function flagsOf(e: IndexEntry): string[] {
   if (e.flagged) flags.push('\\Flagged');
   if (e.deleted) flags.push('\\Deleted');
   if (e.read) flags.push('\\Seen');
+  if (e.draft) flags.push('\\Draft');
   return flags.concat(e.labels);
 }
 

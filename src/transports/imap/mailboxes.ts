@@ -202,7 +202,7 @@ async function select(s: ImapSession, cmd: Command): Promise<void> {
   const f = s.access.folder(parsed.mailbox);
   if (!f) return s.tagged(cmd.tag, 'NO', 'Mailbox does not exist.', { name: 'NONEXISTENT' });
   if (parsed.condstore) s.enabled.add('CONDSTORE');
-  const readOnly = cmd.name === 'EXAMINE' || f.folder === null;
+  const readOnly = cmd.name === 'EXAMINE';
   const view = new SelectedCommands(s, f, readOnly);
   await view.open(parsed.qresync);
   s.selected = view;
@@ -211,7 +211,7 @@ async function select(s: ImapSession, cmd: Command): Promise<void> {
 }
 
 /**
- * APPEND (RFC 9051) answered with APPENDUID (RFC 4315). Drafts refuse (the drafts API keeps them); a folder that is
+ * APPEND (RFC 9051) answered with APPENDUID (RFC 4315); into Drafts it makes a draft (the drafts API's). A folder that is
  * not one of the six is TRYCREATE, which no CREATE can satisfy. A message already in Sent by its Message-ID is
  * answered with the copy stored there.
  */
@@ -220,7 +220,6 @@ async function append(s: ImapSession, cmd: Command): Promise<void> {
   if ('bad' in parsed) return s.tagged(cmd.tag, parsed.no ? 'NO' : 'BAD', parsed.bad);
   const f = s.access.folder(parsed.mailbox);
   if (!f) return s.tagged(cmd.tag, 'NO', 'Mailbox does not exist.', { name: 'TRYCREATE' });
-  if (f.folder === null) return s.tagged(cmd.tag, 'NO', 'Drafts are kept by the drafts API.', { name: 'CANNOT' });
   if (parsed.message.length === 0) return s.tagged(cmd.tag, 'NO', 'Cannot store an empty message.');
   const result = await s.access.append(s.account!, f, { raw: parsed.message, flags: parsed.flags, date: parsed.date?.date.getTime() });
   if (!result.ok) return s.tagged(cmd.tag, 'NO', 'The workspace is at its storage quota.', { name: 'OVERQUOTA' });

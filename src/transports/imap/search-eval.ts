@@ -127,7 +127,8 @@ function hasFlag(e: IndexEntry, flag: string): boolean {
     case '\\answered': return e.answered;
     case '\\flagged': return e.flagged;
     case '\\deleted': return e.deleted;
-    case '\\draft': case '\\recent': return false;
+    case '\\draft': return e.draft === true;
+    case '\\recent': return false;
     default: return e.labels.includes(flag.toLowerCase());
   }
 }

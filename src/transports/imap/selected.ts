@@ -421,7 +421,6 @@ export class SelectedCommands {
     if (typeof targets === 'string') return this.s.tagged(cmd.tag, 'BAD', targets);
     const to = this.s.access.folder(name);
     if (!to) return this.s.tagged(cmd.tag, 'NO', 'Mailbox does not exist.', { name: 'TRYCREATE' });
-    if (to.folder === null) return this.s.tagged(cmd.tag, 'NO', 'Drafts are kept by the drafts API.', { name: 'CANNOT' });
     if (move && this.readOnly) return this.s.tagged(cmd.tag, 'NO', 'Mailbox is read-only.', { name: 'READ-ONLY' });
     const uids = targets.map((t) => t.entry.uid);
     if (uids.length === 0) return this.s.tagged(cmd.tag, 'OK', 'No messages found.');
@@ -478,4 +477,4 @@ export class SelectedCommands {
   }
 }
 
-const indexOf = (row: FetchEntry): IndexEntry => ({ uid: row.uid, modseq: row.modseq, read: row.read, flagged: row.flagged, answered: row.answered, deleted: row.deleted, labels: row.labels });
+const indexOf = (row: FetchEntry): IndexEntry => ({ uid: row.uid, modseq: row.modseq, read: row.read, flagged: row.flagged, answered: row.answered, deleted: row.deleted, ...(row.draft ? { draft: true } : {}), labels: row.labels });
