@@ -14,7 +14,7 @@ import type { DraftTable } from './draft.table.js';
 import type { MailTables } from './mail.table.js';
 import { bumpFolder, DRAFTS_FOLDER, mailDb, type MailDb } from './message.store.js';
 import { logExpunged } from './organize.store.js';
-import { applyStore, MAX_UID_RANGES, type FetchEntry, type FetchRead, type FlagStore, type FlagStoreResult, type FolderStatus, type IndexEntry, type UidRanges } from './sync.store.js';
+import { applyStore, MAX_UID_RANGES, toEntry, type FetchEntry, type FetchRead, type FlagStore, type FlagStoreResult, type FolderStatus, type IndexEntry, type UidRanges } from './sync.store.js';
 
 /** One mailbox's Drafts. */
 export interface DraftScope {
@@ -38,16 +38,7 @@ const INDEX_COLUMNS = ['drafts.uid', 'drafts.modseq', 'drafts.read', 'drafts.fla
 type IndexRow = Pick<DraftTable, 'uid' | 'modseq' | 'read' | 'flagged' | 'answered' | 'deleted' | 'labels'>;
 
 /** \Draft is always set on a draft. */
-const toEntry = (row: IndexRow): IndexEntry => ({
-  uid: Number(row.uid),
-  modseq: Number(row.modseq),
-  read: row.read === 1,
-  flagged: row.flagged === 1,
-  answered: row.answered === 1,
-  deleted: row.deleted === 1,
-  draft: true,
-  labels: JSON.parse(row.labels) as string[],
-});
+const draftEntry = (row: IndexRow): IndexEntry => ({ ...toEntry({ ...row, uid: Number(row.uid) }), draft: true });
 
 /** The scope's drafts that IMAP shows (those with a source and so a UID). */
 function shown(db: MailDb, scope: DraftScope) {
@@ -147,21 +138,21 @@ export function createDraftFolderStore({ clock, dialect }: { clock: Clock; diale
 
     /** Every draft of Drafts as (uid, modseq, flags, keywords), in UID order. */
     async draftFolderIndex(work: Work, scope: DraftScope): Promise<IndexEntry[]> {
-      return (await shown(mailDb(work), scope).select(INDEX_COLUMNS).orderBy('drafts.uid').execute()).map(toEntry);
+      return (await shown(mailDb(work), scope).select(INDEX_COLUMNS).orderBy('drafts.uid').execute()).map(draftEntry);
     },
 
     /** The drafts of UID ranges as FETCH reads them (`raw` for 'raw' and 'structure'), in UID order. */
     async draftsByUid(work: Work, scope: DraftScope, ranges: UidRanges, read: FetchRead = 'index'): Promise<FetchEntry[]> {
       if (ranges.length === 0) return [];
       const base = shown(mailDb(work), scope).select([...INDEX_COLUMNS, 'drafts.id', 'drafts.size', 'drafts.updated_at']).where(inRanges(ranges)).orderBy('drafts.uid');
-      if (read === 'index') return (await base.execute()).map((r) => ({ ...toEntry(r), id: r.id, size: r.size, created_at: r.updated_at }));
+      if (read === 'index') return (await base.execute()).map((r) => ({ ...draftEntry(r), id: r.id, size: r.size, created_at: r.updated_at }));
       const rows = await base.select('drafts.raw').execute();
-      return rows.map((r) => ({ ...toEntry(r), id: r.id, size: r.size, created_at: r.updated_at, raw: Buffer.from(r.raw!) }));
+      return rows.map((r) => ({ ...draftEntry(r), id: r.id, size: r.size, created_at: r.updated_at, raw: Buffer.from(r.raw!) }));
     },
 
     /** Drafts changed after `modseq` (CHANGEDSINCE), in UID order. */
     async draftsChangedSince(work: Work, scope: DraftScope, modseq: number): Promise<IndexEntry[]> {
-      return (await shown(mailDb(work), scope).select(INDEX_COLUMNS).where('drafts.modseq', '>', modseq).orderBy('drafts.uid').execute()).map(toEntry);
+      return (await shown(mailDb(work), scope).select(INDEX_COLUMNS).where('drafts.modseq', '>', modseq).orderBy('drafts.uid').execute()).map(draftEntry);
     },
 
     /** STORE on drafts (the messages' rules: `applyStore`), in the caller's transaction; changed drafts take the counter's new modseq. */

@@ -83,7 +83,8 @@ type Scope = { workspaceId: string; mailboxId: string; folder: string };
 const INDEX_COLUMNS = ['messages.uid', 'messages.modseq', 'messages.read', 'messages.flagged', 'messages.answered', 'messages.deleted', 'messages.labels'] as const;
 type IndexRow = Pick<MessageTable, 'uid' | 'modseq' | 'read' | 'flagged' | 'answered' | 'deleted' | 'labels'>;
 
-const toEntry = (row: IndexRow): IndexEntry => ({
+/** A folder index entry from its flag columns (messages and drafts have the same ones). */
+export const toEntry = (row: IndexRow): IndexEntry => ({
   uid: Number(row.uid),
   modseq: Number(row.modseq),
   read: row.read === 1,
