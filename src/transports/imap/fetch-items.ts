@@ -35,6 +35,12 @@ export function flagsOf(e: IndexEntry): string[] {
   return flags.concat(e.labels);
 }
 
+/** FLAGS' value as FETCH writes it: `(\\Seen)`, `()`, … (the common ones without building a list). */
+function flagsText(e: IndexEntry): string {
+  if (e.labels.length > 0 || e.answered || e.flagged || e.deleted || e.draft) return `(${flagsOf(e).join(' ')})`;
+  return e.read ? '(\\Seen)' : '()';
+}
+
 /** The items Dovecot writes ahead of the others in a FETCH response. */
 const SHORT_ITEMS = new Set<FetchItem['kind']>(['UID', 'FLAGS', 'INTERNALDATE', 'RFC822.SIZE', 'MODSEQ']);
 
@@ -174,7 +180,7 @@ function writeItems(out: ResponseBytes, entry: FetchEntry, plan: readonly Planne
     out.text(n > 0 ? ` ${label}` : label);
     switch (item.kind) {
       case 'UID': out.text(String(entry.uid)); break;
-      case 'FLAGS': out.text(`(${flagsOf(entry).join(' ')})`); break;
+      case 'FLAGS': out.text(flagsText(entry)); break;
       case 'INTERNALDATE': out.text(`"${formatDateTime(new Date(entry.created_at))}"`); break;
       case 'RFC822.SIZE': out.text(String(entry.raw?.length || entry.size)); break;
       case 'MODSEQ': out.text(`(${entry.modseq})`); break;

@@ -233,7 +233,8 @@ export class SelectedCommands {
           const t = targets[j]!;
           const row = byUid.get(t.entry.uid);
           if (!row) continue;
-          this.entries[t.seq - 1] = indexOf(row);
+          // The same modseq is the same flags: the entry the session holds stays (most FETCHes change none).
+          if (row.modseq !== t.entry.modseq) this.entries[t.seq - 1] = indexOf(row);
           writeFetch(out, t.seq, row, newlySeen.size > 0 && !newlySeen.has(row.uid) ? unaskedPlan : plan);
         }
         await this.s.sendBytes(out.take());
@@ -477,4 +478,4 @@ export class SelectedCommands {
   }
 }
 
-const indexOf = (row: FetchEntry): IndexEntry => ({ uid: row.uid, modseq: row.modseq, read: row.read, flagged: row.flagged, answered: row.answered, deleted: row.deleted, ...(row.draft ? { draft: true } : {}), labels: row.labels });
+const indexOf = (row: FetchEntry): IndexEntry => ({ uid: row.uid, modseq: row.modseq, read: row.read, flagged: row.flagged, answered: row.answered, deleted: row.deleted, draft: row.draft === true, labels: row.labels });
