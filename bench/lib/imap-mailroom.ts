@@ -27,7 +27,8 @@ export interface ImapTarget {
 
 /**
  * The MAILROOM_* settings of an IMAP listener on 127.0.0.1:`port` (the imap role listens on MAILROOM_SMTP_HOST)
- * with LOGIN allowed without TLS on loopback, as the sandbox has it, and room for `sessions` sessions from one address.
+ * with LOGIN allowed without TLS on loopback, as the sandbox has it, and room for `sessions` sessions from one address
+ * and one workspace.
  */
 export function imapEnv(port: number, sessions: number): Record<string, string> {
   return {
@@ -36,6 +37,7 @@ export function imapEnv(port: number, sessions: number): Record<string, string> 
     MAILROOM_ALLOW_PLAINTEXT_AUTH: 'loopback',
     MAILROOM_IMAP_MAX_CLIENTS: String(sessions),
     MAILROOM_IMAP_MAX_CLIENTS_PER_IP: String(sessions),
+    MAILROOM_IMAP_MAX_CLIENTS_PER_WORKSPACE: String(sessions),
   };
 }
 

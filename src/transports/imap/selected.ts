@@ -123,10 +123,11 @@ export class SelectedCommands {
     const maxUid = this.entries.length > 0 ? this.entries[this.entries.length - 1]!.uid : 0;
     const added = fresh.filter((e) => e.uid > maxUid);
     if (added.length > 0) {
-      this.entries.push(...added);
+      // A loop, not a spread: a spread of a large folder's entries would pass them as arguments, past the stack's room.
+      for (const e of added) this.entries.push(e);
       w.untagged(this.entries.length, { atom: 'EXISTS' });
     }
-    this.highestModseq = Math.max(this.highestModseq, ...fresh.map((e) => e.modseq));
+    for (const e of fresh) if (e.modseq > this.highestModseq) this.highestModseq = e.modseq;
     this.s.send(w);
   }
 
@@ -187,8 +188,13 @@ export class SelectedCommands {
     const ranges = resolveSequenceSet(set, uid ? maxUid : this.entries.length, { uid });
     if ('bad' in ranges) return ranges.bad;
     const out: Target[] = [];
-    if (uid) this.entries.forEach((entry, i) => inRanges(ranges, entry.uid) && out.push({ seq: i + 1, entry }));
-    else for (const [lo, hi] of ranges) for (let n = lo; n <= hi; n++) out.push({ seq: n, entry: this.entries[n - 1]! });
+    if (uid) {
+      // Entries are in UID order and the ranges sorted and apart: each range starts at a binary search, so a client
+      // fetching one UID at a time (mbsync) costs a log of the folder per command, not the folder.
+      for (const [lo, hi] of ranges) {
+        for (let i = firstAtOrAbove(this.entries, lo); i < this.entries.length && this.entries[i]!.uid <= hi; i++) out.push({ seq: i + 1, entry: this.entries[i]! });
+      }
+    } else for (const [lo, hi] of ranges) for (let n = lo; n <= hi; n++) out.push({ seq: n, entry: this.entries[n - 1]! });
     return out;
   }
 
@@ -476,6 +482,18 @@ export class SelectedCommands {
       await current;
     };
   }
+}
+
+/** The position of the first entry whose UID is `uid` or above (entries are in UID order); the length when none. */
+function firstAtOrAbove(entries: readonly IndexEntry[], uid: number): number {
+  let lo = 0;
+  let hi = entries.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (entries[mid]!.uid < uid) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 const indexOf = (row: FetchEntry): IndexEntry => ({ uid: row.uid, modseq: row.modseq, read: row.read, flagged: row.flagged, answered: row.answered, deleted: row.deleted, draft: row.draft === true, labels: row.labels });
