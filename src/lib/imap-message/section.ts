@@ -82,6 +82,11 @@ export function partialRange(body: Buffer, partial: SectionSpec['partial']): Buf
   return body.subarray(partial.origin, Math.min(body.length, partial.origin + partial.count));
 }
 
+/** BODY[] of the whole message, cut to its partial range, NULs made 0x80: a mail client's pull, with no MIME parse. */
+export function fetchWhole(raw: Buffer, partial?: SectionSpec['partial']): Buffer {
+  return literalSafe(partialRange(raw, partial));
+}
+
 /** The bytes FETCH BODY[...] answers for `spec`: the section, cut to its partial range, NULs made 0x80. */
 export function fetchSection(raw: Buffer, root: MimePart, spec: SectionSpec): Buffer {
   return literalSafe(partialRange(sectionBody(raw, root, spec), spec.partial));

@@ -5,7 +5,8 @@
  * lookup by Message-ID. One login is one mailbox; its folders are IMAP mailboxes; `read` is \Seen, labels are
  * keywords. Every statement filters by workspace and mailbox. No IMAP syntax here: UID sets arrive as ranges.
  */
-import { sql, type ExpressionBuilder } from 'kysely';
+import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely';
+import { preparedQuery, type Param } from '../../db/prepared.js';
 import type { DialectInfo } from '../../db/dialect.js';
 import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
@@ -133,6 +134,34 @@ function inRanges(ranges: UidRanges) {
   return (eb: ExpressionBuilder<MailTables, 'messages'>) => eb.or(ranges.map(([from, to]) => eb.between('messages.uid', from, to)));
 }
 
+/** What FETCH reads of the messages of UID ranges, in UID order (without the raw source or the structure). */
+function byUid(db: MailDb, scope: Scope, ranges: UidRanges) {
+  return inFolder(db, scope).select([...INDEX_COLUMNS, 'messages.id', 'messages.size', 'messages.created_at']).where(inRanges(ranges)).orderBy('messages.uid');
+}
+
+function withRaw<O>(query: SelectQueryBuilder<MailTables, 'messages', O>) {
+  return query
+    .innerJoin('message_contents', (join) => join.onRef('message_contents.message_id', '=', 'messages.id').onRef('message_contents.workspace_id', '=', 'messages.workspace_id'))
+    .select('message_contents.raw');
+}
+
+/**
+ * FETCH's reads of a few UID ranges (a client's one message, or a batch of `1:*`) as prepared statements: built and
+ * compiled once per number of ranges, so a client that fetches one message a command (mbsync's pull) does not pay
+ * for building the statement each time. More ranges are built per call (each count would be a shape kept).
+ */
+const PREPARED_RANGES = 4;
+type ByUidParams = Scope & { from: number[]; to: number[] };
+type ByUidRow = IndexRow & Pick<MessageTable, 'id' | 'size' | 'created_at'>;
+const preparedByUid = (db: MailDb, p: Param) => {
+  const to = p.list<number>('to');
+  const ranges = p.list<number>('from').map((from, i) => [from, to[i]!] as const);
+  return byUid(db, { workspaceId: p<string>('workspaceId'), mailboxId: p<string>('mailboxId'), folder: p<string>('folder') }, ranges);
+};
+const byUidIndexQuery = preparedQuery<ByUidParams, ByUidRow, MailTables>((db, p) => preparedByUid(db, p));
+const byUidStructureQuery = preparedQuery<ByUidParams, ByUidRow & { structure: Buffer | null }, MailTables>((db, p) => withStructure(preparedByUid(db, p)));
+const byUidRawQuery = preparedQuery<ByUidParams, ByUidRow & { raw: Buffer }, MailTables>((db, p) => withRaw(preparedByUid(db, p)));
+
 function checkRanges(ranges: UidRanges): void {
   if (ranges.length > MAX_UID_RANGES) throw new RangeError(`at most ${MAX_UID_RANGES} UID ranges per call`);
 }
@@ -185,14 +214,16 @@ export function createSyncStore({ clock, dialect }: { clock: Clock; dialect: Dia
       checkRanges(ranges);
       if (ranges.length === 0) return [];
       const db = mailDb(work);
-      const base = inFolder(db, scope).select([...INDEX_COLUMNS, 'messages.id', 'messages.size', 'messages.created_at']).where(inRanges(ranges)).orderBy('messages.uid');
+      if (ranges.length <= PREPARED_RANGES) {
+        const params = { ...scope, from: ranges.map((r) => r[0]), to: ranges.map((r) => r[1]) };
+        if (read === 'index') return (await byUidIndexQuery(db, params)).map((r) => fetchEntryOf(r, undefined, undefined));
+        if (read === 'structure') return (await byUidStructureQuery(db, params)).map((r) => fetchEntryOf(r, undefined, structureOf(r)));
+        return (await byUidRawQuery(db, params)).map((r) => fetchEntryOf(r, Buffer.from(r.raw), undefined));
+      }
+      const base = byUid(db, scope, ranges);
       if (read === 'index') return (await base.execute()).map((r) => fetchEntryOf(r, undefined, undefined));
       if (read === 'structure') return (await withStructure(base).execute()).map((r) => fetchEntryOf(r, undefined, structureOf(r)));
-      const rows = await base
-        .innerJoin('message_contents', (join) => join.onRef('message_contents.message_id', '=', 'messages.id').onRef('message_contents.workspace_id', '=', 'messages.workspace_id'))
-        .select('message_contents.raw')
-        .execute();
-      return rows.map((r) => fetchEntryOf(r, Buffer.from(r.raw), undefined));
+      return (await withRaw(base).execute()).map((r) => fetchEntryOf(r, Buffer.from(r.raw), undefined));
     },
 
     /** The stored header fields (name, value as received) of the messages of UID ranges, in UID order (SEARCH HEADER). */

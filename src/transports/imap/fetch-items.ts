@@ -4,7 +4,7 @@
  * bytes as the mail store keeps them; flags from the folder's index. A batch of responses is written into one
  * `ResponseBytes` and sent in one write.
  */
-import { binarySection, bodyStructureBytes, envelopeBytes, fetchSection, parseMime, type MimePart, type SectionSpec } from '../../lib/imap-message/index.js';
+import { binarySection, bodyStructureBytes, envelopeBytes, fetchSection, fetchWhole, parseMime, type MimePart, type SectionSpec } from '../../lib/imap-message/index.js';
 import type { FetchEntry, FetchRead, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
 import { fetchItemName, formatDateTime, type FetchItem, type Partial, type Section } from './protocol/index.js';
 
@@ -187,10 +187,10 @@ function writeItems(out: ResponseBytes, entry: FetchEntry, plan: readonly Planne
       case 'ENVELOPE': out.bytes(s ? s.envelope : envelopeBytes(raw(), mime())); break;
       case 'BODYSTRUCTURE': out.bytes(s ? s.bodyStructure : bodyStructureBytes(raw(), mime(), true)); break;
       case 'BODY': out.bytes(s ? s.body : bodyStructureBytes(raw(), mime(), false)); break;
-      case 'RFC822': literal(fetchSection(raw(), mime(), { part: [] })); break;
+      case 'RFC822': literal(fetchWhole(raw())); break;
       case 'RFC822.HEADER': literal(fetchSection(raw(), mime(), { part: [], text: 'HEADER' })); break;
       case 'RFC822.TEXT': literal(fetchSection(raw(), mime(), { part: [], text: 'TEXT' })); break;
-      case 'BODY[]': literal(fetchSection(raw(), mime(), sectionSpec(item.section, item.partial))); break;
+      case 'BODY[]': literal(bodySection(raw, mime, sectionSpec(item.section, item.partial))); break;
       case 'BINARY[]':
       case 'BINARY.SIZE': writeBinary(out, item, raw(), mime()); break;
     }
@@ -220,6 +220,11 @@ function writeBinary(out: ResponseBytes, item: Extract<FetchItem, { kind: 'BINAR
   if (p) bytes = p.offset >= bytes.length ? Buffer.alloc(0) : bytes.subarray(p.offset, p.offset + p.length);
   out.text(`${converted ? '~' : ''}{${bytes.length}}\r\n`);
   out.bytes(bytes);
+}
+
+/** BODY[…]'s bytes; the message is parsed only for a section within it. */
+function bodySection(raw: () => Buffer, mime: () => MimePart, spec: SectionSpec): Buffer {
+  return spec.part.length === 0 && spec.text === undefined ? fetchWhole(raw(), spec.partial) : fetchSection(raw(), mime(), spec);
 }
 
 function sectionSpec(section: Section, partial?: Partial): SectionSpec {
