@@ -218,12 +218,12 @@ export function createSyncStore({ clock, dialect }: { clock: Clock; dialect: Dia
         const params = { ...scope, from: ranges.map((r) => r[0]), to: ranges.map((r) => r[1]) };
         if (read === 'index') return (await byUidIndexQuery(db, params)).map((r) => fetchEntryOf(r, undefined, undefined));
         if (read === 'structure') return (await byUidStructureQuery(db, params)).map((r) => fetchEntryOf(r, undefined, structureOf(r)));
-        return (await byUidRawQuery(db, params)).map((r) => fetchEntryOf(r, Buffer.from(r.raw), undefined));
+        return (await byUidRawQuery(db, params)).map((r) => fetchEntryOf(r, r.raw, undefined));
       }
       const base = byUid(db, scope, ranges);
       if (read === 'index') return (await base.execute()).map((r) => fetchEntryOf(r, undefined, undefined));
       if (read === 'structure') return (await withStructure(base).execute()).map((r) => fetchEntryOf(r, undefined, structureOf(r)));
-      return (await withRaw(base).execute()).map((r) => fetchEntryOf(r, Buffer.from(r.raw), undefined));
+      return (await withRaw(base).execute()).map((r) => fetchEntryOf(r, r.raw, undefined));
     },
 
     /** The stored header fields (name, value as received) of the messages of UID ranges, in UID order (SEARCH HEADER). */

@@ -78,7 +78,12 @@ export class UnknownCteError extends Error {
   }
 }
 
-/** Space for text and small values, allocated a block at a time (a batch of cached structures fits a few). */
+/**
+ * Space for text and small values, allocated a block at a time: the first small (a FETCH of one message, a client's
+ * pull, would otherwise take a large block each command, all garbage), each next one twice the last up to BLOCK (a
+ * batch of cached structures fits a few).
+ */
+const FIRST_BLOCK = 4 * 1024;
 const BLOCK = 64 * 1024;
 /** Values at least this long are sent as they are, not copied into a block. */
 const LARGE = 16 * 1024;
@@ -97,7 +102,7 @@ export interface BytesMark {
  */
 export class ResponseBytes {
   private parts: Buffer[] = [];
-  private buf: Buffer = Buffer.allocUnsafe(BLOCK);
+  private buf: Buffer = Buffer.allocUnsafe(FIRST_BLOCK);
   /** The block's bytes from `start` to `len` are written and not yet in `parts`. */
   private start = 0;
   private len = 0;
@@ -144,7 +149,7 @@ export class ResponseBytes {
 
   private grow(need: number): void {
     this.cut();
-    this.buf = Buffer.allocUnsafe(Math.max(BLOCK, need));
+    this.buf = Buffer.allocUnsafe(Math.max(Math.min(BLOCK, this.buf.length * 2), need));
     this.start = 0;
     this.len = 0;
   }
