@@ -143,6 +143,30 @@ describe(`IMAP live changes and shares (${TEST_DIALECT})`, () => {
     expect((await idler.waitFor(/^i1 /)).at(-1)).toBe('i1 OK Idle completed.');
   });
 
+  it("IDLE's safety poll reads the folder's modseq and looks at the folder only when it moved (a lost signal)", async () => {
+    // A listener that never hears the signal and polls every 100 ms; its reads of the whole index are counted.
+    const access = world.h.services.imapAccess;
+    let indexReads = 0;
+    const deaf = { ...access, changes: () => () => undefined, index: (...args: Parameters<typeof access.index>) => (indexReads++, access.index(...args)) };
+    const common = { access: deaf, logger: createLogger('silent'), appendLimit: 1024 * 1024, maxClients: 50, maxClientsPerIp: 50, allowPlaintextAuth: 'loopback' as const, tls: null, idlePollMs: 100 };
+    const deafPort = await world.own(createImapServer(common)).listen('127.0.0.1', 0);
+    const id = await deliver(acme, MAILBOX, 'Polled');
+    const client = await loggedIn(deafPort, MAILBOX);
+    const count = exists(await client.command('SELECT INBOX'));
+    client.send('i1 IDLE');
+    await client.waitFor(/^\+ idling/);
+    const afterFirstLook = indexReads;
+    // Ten polls of an unchanged folder read no index.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(indexReads).toBe(afterFirstLook);
+    expect((await world.h.app.inject({ method: 'POST', url: `/messages/${id}/flags`, headers: bearer(acme.apiKey), payload: { flagged: true } })).statusCode).toBe(200);
+    // The message delivered last is the folder's last.
+    await client.waitFor(new RegExp(`^\\* ${count} FETCH \\(FLAGS \\(\\\\Flagged\\)\\)$`));
+    expect(indexReads).toBeGreaterThan(afterFirstLook);
+    client.send('DONE');
+    expect((await client.waitFor(/^i1 /)).at(-1)).toBe('i1 OK Idle completed.');
+  });
+
   it('allows IDLE in the authenticated state: it waits for DONE', async () => {
     const client = await loggedIn(port, MAILBOX);
     client.send('a1 IDLE');

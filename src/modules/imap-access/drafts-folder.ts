@@ -16,7 +16,7 @@ export const MAX_DRAFTS_SEARCHED = 2_000;
 
 export type DraftsFolderStore = Pick<
   MailStore,
-  'draftFolderStatus' | 'draftFolderIndex' | 'draftsByUid' | 'draftsChangedSince' | 'storeDraftFlags' | 'removeDraftsByUid' | 'expungedSince'
+  'draftFolderStatus' | 'folderModseq' | 'draftFolderIndex' | 'draftsByUid' | 'draftsChangedSince' | 'storeDraftFlags' | 'removeDraftsByUid' | 'expungedSince'
 >;
 
 export interface DraftsFolderDeps {
@@ -54,6 +54,7 @@ export function createDraftsFolder({ work, store, drafts, folder, decoded }: Dra
       await drafts.renderMissing(scope(account));
       return store.draftFolderStatus(work, scope(account));
     },
+    modseq: (account) => store.folderModseq(work, { ...scope(account), folder }),
     index: (account) => store.draftFolderIndex(work, scope(account)),
     async messages(account, ranges, read) {
       if (read === 'index') return store.draftsByUid(work, scope(account), ranges, 'index');

@@ -22,6 +22,8 @@ export type TextSearchResult = { ok: true; uids: number[] | null } | { ok: false
 /** What the access service's per-mailbox operations read and change (see ImapAccessService for each). */
 export interface FolderView {
   status(account: ViewAccount): Promise<FolderStatus>;
+  /** The folder's modseq alone (null before anything was in it): one row, for IDLE's safety poll. */
+  modseq(account: ViewAccount): Promise<number | null>;
   index(account: ViewAccount): Promise<IndexEntry[]>;
   messages(account: ViewAccount, ranges: UidRanges, read: FetchRead): Promise<FetchEntry[]>;
   changedSince(account: ViewAccount, modseq: number): Promise<IndexEntry[]>;

@@ -67,6 +67,7 @@ export function keywordToLabel(keyword: string): string | null {
 export type ImapAccessStore = Pick<
   MailStore,
   | 'folderStatus'
+  | 'folderModseq'
   | 'folderIndex'
   | 'renumberFolder'
   | 'messagesByUid'
@@ -169,6 +170,8 @@ export interface ImapAccessService {
   /** The IMAP mailbox of a client's name (INBOX in any case), or null. */
   folder(name: string): ImapFolder | null;
   status(account: ImapAccount, folder: ImapFolder): Promise<FolderStatus>;
+  /** The folder's modseq alone (null before anything was in it): every change raises it. */
+  modseq(account: ImapAccount, folder: ImapFolder): Promise<number | null>;
   index(account: ImapAccount, folder: ImapFolder): Promise<IndexEntry[]>;
   /**
    * The messages of UID ranges as FETCH reads them: `raw` with their raw source; `structure` with their ENVELOPE,
@@ -255,6 +258,7 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
   function messageView(folder: string): FolderView {
     return {
       status: async (account) => (await fitted(account, folder)).status,
+      modseq: (account) => store.folderModseq(work, scope(account, folder)),
       async index(account) {
         const entries = await store.folderIndex(work, scope(account, folder));
         // Past 32 bits only before a renumbering (uidnext is above the last UID): read again after it.
@@ -445,6 +449,7 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
       return IMAP_FOLDERS.find((f) => f.name === name) ?? null;
     },
     status: (account, f) => view(f).status(account),
+    modseq: (account, f) => view(f).modseq(account),
     index: (account, f) => view(f).index(account),
     messages: (account, f, ranges, read) => view(f).messages(account, ranges, read),
     changedSince: (account, f, modseq) => view(f).changedSince(account, modseq),

@@ -162,6 +162,15 @@ const byUidIndexQuery = preparedQuery<ByUidParams, ByUidRow, MailTables>((db, p)
 const byUidStructureQuery = preparedQuery<ByUidParams, ByUidRow & { structure: Buffer | null }, MailTables>((db, p) => withStructure(preparedByUid(db, p)));
 const byUidRawQuery = preparedQuery<ByUidParams, ByUidRow & { raw: Buffer }, MailTables>((db, p) => withRaw(preparedByUid(db, p)));
 
+const folderModseqQuery = preparedQuery<Scope, { modseq: number | string }, MailTables>((db, p) =>
+  db
+    .selectFrom('folder_counts')
+    .select('modseq')
+    .where('workspace_id', '=', p<string>('workspaceId'))
+    .where('mailbox_id', '=', p<string>('mailboxId'))
+    .where('folder', '=', p<string>('folder')),
+);
+
 function checkRanges(ranges: UidRanges): void {
   if (ranges.length > MAX_UID_RANGES) throw new RangeError(`at most ${MAX_UID_RANGES} UID ranges per call`);
 }
@@ -198,6 +207,15 @@ export function createSyncStore({ clock, dialect }: { clock: Clock; dialect: Dia
         unseen: Number(row.unread),
         firstUnseenUid: unseen?.uid == null ? null : Number(unseen.uid),
       };
+    },
+
+    /**
+     * The folder's modseq (its counter row's; null before its first message): every change to the folder raises it,
+     * so an IDLE session's safety poll reads this one row and looks further only when it moved.
+     */
+    async folderModseq(work: Work, scope: Scope): Promise<number | null> {
+      const rows = await folderModseqQuery(mailDb(work), scope);
+      return rows[0] === undefined ? null : Number(rows[0].modseq);
     },
 
     /** Every message of the folder as (uid, modseq, flags, labels), in UID order: one statement over narrow columns. */

@@ -445,14 +445,16 @@ export class SelectedCommands {
 
   /**
    * While IDLE: look at the folder when the mailbox's change signal rings (committed here or, by NOTIFY, in another
-   * process) and every idlePollMs in case a notification was lost, and once before the continuation (a change
-   * between the client's last command and the IDLE rang nobody). One look at a time; a signal during a look asks for
-   * one more after it. Resolves to the stop, which waits for a look under way (its responses precede the tagged OK).
+   * process), once before the continuation (a change between the client's last command and the IDLE rang nobody),
+   * and when the folder's modseq, read every idlePollMs, moved (a notification was lost): the poll reads one row, so
+   * thousands of idle sessions cost little. One look at a time; a signal during a look asks for one more after it.
+   * Resolves to the stop, which waits for a look under way (its responses precede the tagged OK).
    */
   private async watch(): Promise<() => Promise<void>> {
     let current: Promise<void> | null = null;
     let again = false;
     let stopped = false;
+    let polled = await this.s.access.modseq(this.account, this.folder);
     const look = (): Promise<void> | null => {
       if (stopped) return null;
       if (current) {
@@ -473,7 +475,13 @@ export class SelectedCommands {
     };
     const ring = (): void => void look();
     const unsubscribe = this.s.access.changes(this.account, ring);
-    const timer = setInterval(ring, this.s.options.idlePollMs);
+    const poll = async (): Promise<void> => {
+      const modseq = await this.s.access.modseq(this.account, this.folder);
+      if (modseq === polled) return;
+      polled = modseq;
+      await look();
+    };
+    const timer = setInterval(() => void poll().catch((err: unknown) => this.s.options.logger.warn({ err }, 'imap idle poll failed')), this.s.options.idlePollMs);
     await look();
     return async () => {
       stopped = true;
