@@ -46,6 +46,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     messages: services.messages,
     lists: services.lists,
     suppressions: services.suppressions,
+    unsubscribes: services.unsubscribes,
     domains: services.domains,
     sending: services.sending,
     drafts: services.drafts,

@@ -35,6 +35,8 @@ import { createNotifications, type Notifications } from './db/notifications.js';
 import { createListService, type ListService } from './modules/lists/list.service.js';
 import { createListStore } from './modules/lists/list.store.js';
 import { createSuppressionService, type SuppressionService } from './modules/suppressions/suppression.service.js';
+import { createUnsubscribeService, type UnsubscribeService } from './modules/suppressions/unsubscribe.service.js';
+import { createUnsubscribeTokens } from './lib/unsubscribe-token.js';
 import { createInProcessAnalyzer, type MessageAnalyzer } from './modules/messages/analysis.js';
 import { createThreadedAnalyzer } from './modules/messages/analysis-pool.js';
 import { createFairGate, type FairGate } from './lib/fair-gate.js';
@@ -92,6 +94,8 @@ export interface FeatureServices {
   lists: ListService;
   /** The addresses a workspace no longer sends to (hard bounces, complaints, manual entries). */
   suppressions: SuppressionService;
+  /** One-click unsubscribe (RFC 8058): the links' and mailto addresses' tokens, and what using one does. */
+  unsubscribes: UnsubscribeService;
   messages: MessageService;
   /** A mailbox's mail out to mbox files and in from mbox or Maildir (the operator's export and import). */
   mailTransfer: MailboxTransferService;
@@ -362,6 +366,9 @@ export async function createServices(
   // Workspaces being deleted, read at most once a second per process: their mailboxes refuse mail.
   const gone = createGoneWorkspaces(work, (w) => tenancyStore.deletingWorkspaceIds(w));
   const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
+  // One-click unsubscribe links and mailto addresses: keyed as the return paths are, in their domain.
+  const unsubscribeTokens = createUnsubscribeTokens(box, config.publicUrl, returnPathDomain);
+  const unsubscribes = createUnsubscribeService({ work, clock, tokens: unsubscribeTokens, mail, events, workspaceGone: (workspaceId) => gone.has(workspaceId) });
   const inbound = createInboundService({
     work,
     clock,
@@ -372,6 +379,7 @@ export async function createServices(
     analysisGate,
     logger,
     returnPaths,
+    unsubscribe: { tokens: unsubscribeTokens, service: unsubscribes },
     commits,
     catchAll: sandbox?.catchAlls.find,
     workspaceGone: (workspaceId) => gone.has(workspaceId),
@@ -391,6 +399,7 @@ export async function createServices(
     deliverer,
     signer,
     returnPaths,
+    unsubscribe: unsubscribeTokens,
     retryBaseMs: config.deliveryRetryBaseMs,
     maxAgeMs: config.deliveryMaxAgeMs,
     workspaceConcurrency: config.fairQueue.deliveryWorkspaceConcurrency,
@@ -488,6 +497,7 @@ export async function createServices(
     domains,
     lists,
     suppressions: createSuppressionService({ work, clock, mail, audit }),
+    unsubscribes,
     messages: createMessageService({ work, store: mail, searches }),
     mailTransfer: createMailboxTransferService({ work, store: mail, clock, maxMessageBytes: config.smtpMaxSize }),
     returnPaths,

@@ -36,6 +36,14 @@ describe('configuration', () => {
     expect(config.smtpParserThreads).toBe(Math.max(1, Math.min(4, availableParallelism() - 1)));
   });
 
+  it('MAILROOM_PUBLIC_URL: https:// and the SMTP host name by default, trailing slashes dropped, no query', () => {
+    expect(loadConfig({ MAILROOM_SMTP_HOSTNAME: 'MX.Example.com' }).publicUrl).toBe('https://mx.example.com');
+    expect(loadConfig({ MAILROOM_PUBLIC_URL: 'https://mail.example.com/mailroom//' }).publicUrl).toBe('https://mail.example.com/mailroom');
+    for (const bad of ['ftp://mail.example.com', 'https://mail.example.com/?x=1', 'not a url']) {
+      expect(() => loadConfig({ MAILROOM_PUBLIC_URL: bad }), bad).toThrow(/MAILROOM_PUBLIC_URL/);
+    }
+  });
+
   it('parses every variable', () => {
     const config = loadConfig({
       MAILROOM_DATABASE_URL: 'postgres://u@localhost:5432/mr',

@@ -34,6 +34,8 @@ export interface Config {
   smtpPort: number;
   /** Name in the SMTP greeting and in Authentication-Results. */
   smtpHostname: string;
+  /** The service's public base URL (no trailing slash): where links in mail point (one-click unsubscribe). */
+  publicUrl: string;
   /** Largest inbound message in bytes (SIZE, 552 above it). */
   smtpMaxSize: number;
   /** PEM files for STARTTLS on the inbound listener; both or neither. */
@@ -335,6 +337,16 @@ function parseHttpsUrl(raw: string): string {
   return raw;
 }
 
+/** An http(s) base URL without query or fragment, its trailing slashes removed (paths are added to it). */
+function parsePublicUrl(raw: string): string {
+  const url = new URL(raw);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error('must be an https:// URL');
+  if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '') throw new Error('must have no query, fragment or credentials');
+  let href = url.href;
+  while (href.endsWith('/')) href = href.slice(0, -1);
+  return href;
+}
+
 function parseEmail(raw: string): string {
   if (!/^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/.test(raw)) throw new Error('not an email address');
   return raw;
@@ -397,6 +409,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     smtpHost: read({ name: 'SMTP_HOST', fallback: '127.0.0.1', parse: (s) => s, expect: 'a host or IP' }),
     smtpPort: port('SMTP_PORT', 2525),
     smtpHostname: read({ name: 'SMTP_HOSTNAME', fallback: hostname(), parse: (v) => v.toLowerCase(), expect: 'a host name' }),
+    publicUrl: '',
     smtpMaxSize: read({ name: 'SMTP_MAX_SIZE', fallback: 25 * 1024 * 1024, parse: intIn(1024, 1024 * 1024 * 1024), expect: 'bytes, 1024 or more' }),
     smtpTlsKeyFile: read<string | null>({ name: 'SMTP_TLS_KEY', fallback: null, parse: readableFile, expect: 'the path of a PEM private key' }),
     smtpTlsCertFile: read<string | null>({ name: 'SMTP_TLS_CERT', fallback: null, parse: readableFile, expect: 'the path of a PEM certificate chain' }),
@@ -543,6 +556,8 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     problems.push('MAILROOM_TLS_KEY and MAILROOM_TLS_CERT must be set together');
   }
   config.acme = readAcme(read, config.smtpHostname);
+  // Links in mail name the service by the host name it announces unless the operator says otherwise.
+  config.publicUrl = read({ name: 'PUBLIC_URL', fallback: `https://${config.smtpHostname}`, parse: parsePublicUrl, expect: 'the https:// base URL the service is reached at' });
   if (config.acme && config.tlsKeyFile !== null) {
     problems.push('MAILROOM_ACME_DIRECTORY_URL and MAILROOM_TLS_KEY/MAILROOM_TLS_CERT name two sources of the same certificate; set one');
   }

@@ -2141,6 +2141,8 @@ export interface components {
             send_at?: string;
             /** @description files sent as MIME parts; at most 25 MiB decoded in all */
             attachments?: components["schemas"]["AttachmentUpload"][];
+            /** @description one-click unsubscribe (RFC 8058): each recipient's copy carries List-Unsubscribe (a link and a mailto address of its own) and List-Unsubscribe-Post, signed by DKIM; default false */
+            unsubscribe?: boolean;
         };
         /** Queued */
         Queued: {
@@ -2304,10 +2306,10 @@ export interface components {
             /** @description lower case */
             address: string;
             /**
-             * @description hard_bounce: a 5.x.x DSN or a 5xx refusal at RCPT TO; complaint: an ARF report; manual: added with POST
+             * @description hard_bounce: a 5.x.x DSN or a 5xx refusal at RCPT TO; complaint: an ARF report; manual: added with POST; unsubscribed: the recipient used a one-click unsubscribe link or its mailto address
              * @enum {string}
              */
-            reason: "hard_bounce" | "complaint" | "manual";
+            reason: "hard_bounce" | "complaint" | "manual" | "unsubscribed";
             /** @description the DSN's diagnostic, the SMTP reply, the feedback type, or the note given with POST */
             detail: string | null;
             /** @description the DSN status (5.1.1) or the SMTP reply's enhanced code (else its basic code, 550); null for complaints and manual entries */
@@ -2604,7 +2606,7 @@ export interface components {
         Webhook: {
             webhook_id: string;
             url: string;
-            event_types: ("message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.cancelled" | "domain.verified" | "webhook.disabled")[];
+            event_types: ("message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.unsubscribed" | "message.cancelled" | "domain.verified" | "webhook.disabled")[];
             active: boolean;
             has_secret: boolean;
             /** Format: date-time */
@@ -2621,7 +2623,7 @@ export interface components {
             /** @description http(s) URL of a public address; checked against the address rules */
             url: string;
             /** @description events to deliver; empty or omitted = every event */
-            event_types?: ("message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.cancelled" | "domain.verified" | "webhook.disabled")[];
+            event_types?: ("message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.unsubscribed" | "message.cancelled" | "domain.verified" | "webhook.disabled")[];
             /** @description whsec_ + base64 of a 24–64 byte key; never shown again */
             secret?: string;
             active?: boolean;
@@ -2630,7 +2632,7 @@ export interface components {
         CreatedWebhook: {
             webhook_id: string;
             url: string;
-            event_types: ("message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.cancelled" | "domain.verified" | "webhook.disabled")[];
+            event_types: ("message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.unsubscribed" | "message.cancelled" | "domain.verified" | "webhook.disabled")[];
             active: boolean;
             has_secret: boolean;
             /** Format: date-time */
@@ -2649,7 +2651,7 @@ export interface components {
             /** @description http(s) URL of a public address; checked against the address rules */
             url?: string;
             /** @description events to deliver; empty or omitted = every event */
-            event_types?: ("message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.cancelled" | "domain.verified" | "webhook.disabled")[];
+            event_types?: ("message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.unsubscribed" | "message.cancelled" | "domain.verified" | "webhook.disabled")[];
             /** @description whsec_ + base64 of a 24–64 byte key; never shown again */
             secret?: string;
             active?: boolean;
@@ -2659,7 +2661,7 @@ export interface components {
             delivery_id: string;
             event_id: string;
             /** @enum {string} */
-            event_type: "message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.cancelled" | "domain.verified" | "webhook.disabled";
+            event_type: "message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.unsubscribed" | "message.cancelled" | "domain.verified" | "webhook.disabled";
             attempt: number;
             status_code: number | null;
             error: string | null;
@@ -4978,7 +4980,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description only entries of this reason */
-                reason?: "hard_bounce" | "complaint" | "manual";
+                reason?: "hard_bounce" | "complaint" | "manual" | "unsubscribed";
                 /** @description page size, 1..500 */
                 limit?: number;
                 /** @description items to skip, 0..2147483647 */
@@ -6383,10 +6385,10 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description one of message.received, message.sent, message.accepted, message.failed, message.delivered, message.bounced, message.rejected, message.complained, message.cancelled, domain.verified, webhook.disabled
+                     * @description one of message.received, message.sent, message.accepted, message.failed, message.delivered, message.bounced, message.rejected, message.complained, message.unsubscribed, message.cancelled, domain.verified, webhook.disabled
                      * @enum {string}
                      */
-                    event_type: "message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.cancelled" | "domain.verified" | "webhook.disabled";
+                    event_type: "message.received" | "message.sent" | "message.accepted" | "message.failed" | "message.delivered" | "message.bounced" | "message.rejected" | "message.complained" | "message.unsubscribed" | "message.cancelled" | "domain.verified" | "webhook.disabled";
                 };
             };
         };

@@ -6,7 +6,7 @@ import { withPaging, type PageOptions } from './options.js';
 
 type Suppression = Schema<'Suppression'>;
 
-const REASONS: Record<Suppression['reason'], string> = { hard_bounce: 'hard bounce', complaint: 'complaint', manual: 'added by hand' };
+const REASONS: Record<Suppression['reason'], string> = { hard_bounce: 'hard bounce', complaint: 'complaint', manual: 'added by hand', unsubscribed: 'unsubscribed' };
 const one = (address: string) => ({ path: { address } });
 
 function suppressionTable(ctx: Context, rows: readonly Suppression[]): string[] {
@@ -57,7 +57,7 @@ export function registerSuppressionCommands(program: Command): void {
       examples: ['mailroom suppressions list', 'mailroom suppressions list --reason complaint --limit 100'],
     }),
   )
-    .option('--reason <reason>', 'only hard_bounce, complaint or manual')
+    .option('--reason <reason>', 'only hard_bounce, complaint, manual or unsubscribed')
     .action(
       run<PageOptions & { reason?: Suppression['reason'] }>(async (ctx, _args, options) => {
         const page = await ctx.api().get('/app/api/suppressions', { query: { reason: options.reason, limit: options.limit, offset: options.offset } });

@@ -8,6 +8,7 @@ export const EVENT_TYPES = [
   'message.bounced',
   'message.rejected',
   'message.complained',
+  'message.unsubscribed',
   'message.cancelled',
   'domain.verified',
   'webhook.disabled',

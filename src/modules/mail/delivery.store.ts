@@ -60,6 +60,7 @@ function loadSelect(db: Kysely<MailTables>, p: Param, domains: VerifiedDomainsPa
       'outbound.data_started_at',
       'outbound.send_at',
       'outbound.job_id',
+      'outbound.list_unsubscribe',
       'outbound.created_at as outbound_created_at',
       'outbound.updated_at as outbound_updated_at',
       'sd.id as own_domain_id',
@@ -227,6 +228,7 @@ function toRunStart(row: Loaded, started: boolean): RunStart {
     data_started_at: row.data_started_at,
     send_at: row.send_at,
     job_id: row.job_id,
+    list_unsubscribe: row.list_unsubscribe,
     created_at: row.outbound_created_at,
     updated_at: row.outbound_updated_at,
   };

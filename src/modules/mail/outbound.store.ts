@@ -20,6 +20,8 @@ export interface NewOutbound extends OutboundKey {
   sendAt: number | null;
   /** Its delivery job (one for the message's whole life): what cancel removes and reschedule moves. */
   jobId: string;
+  /** Each recipient's copy gets its own one-click unsubscribe fields at delivery. */
+  listUnsubscribe?: boolean | undefined;
   now: number;
 }
 
@@ -95,6 +97,7 @@ export function createOutboundStore({ listCandidates }: OutboundStoreDeps): Outb
           data_started_at: null,
           send_at: o.sendAt,
           job_id: o.jobId,
+          list_unsubscribe: o.listUnsubscribe ? 1 : 0,
           created_at: o.now,
           updated_at: o.now,
         },

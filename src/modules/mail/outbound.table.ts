@@ -43,6 +43,8 @@ export interface OutboundTable {
   send_at: number | null;
   /** The message's delivery job (one for its whole life, retries included): what cancel removes and reschedule moves. */
   job_id: string | null;
+  /** 1: each recipient's copy carries its own one-click unsubscribe fields (RFC 8058), added at delivery; 0: none. */
+  list_unsubscribe: number;
   created_at: number;
   updated_at: number;
 }

@@ -1,4 +1,4 @@
-export const SUPPRESSION_REASONS = ['hard_bounce', 'complaint', 'manual'] as const;
+export const SUPPRESSION_REASONS = ['hard_bounce', 'complaint', 'manual', 'unsubscribed'] as const;
 export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number];
 
 /** An address a workspace no longer sends to: one row per workspace and address. */
@@ -7,7 +7,7 @@ export interface SuppressionTable {
   /** Lower case, as sends compare it. */
   address: string;
   reason: SuppressionReason;
-  /** The DSN's diagnostic, the SMTP reply, the feedback type, or the note of a manual entry. */
+  /** The DSN's diagnostic, the SMTP reply, the feedback type, the note of a manual entry, or how one unsubscribed (`one-click`, `mailto`). */
   detail: string | null;
   /** The DSN status (5.1.1) or the SMTP reply's enhanced code (else its basic code); null for complaints and manual entries. */
   status_code: string | null;

@@ -27,6 +27,7 @@ export const RESERVED_LOCAL_PARTS = [
   'noreply',
   'no-reply',
   'bounces',
+  'unsubscribe',
 ] as const;
 
 /** Dots, hyphens and underscores only space a name out: `no.reply`, `no_reply` and `noreply` read as one address. */

@@ -15,6 +15,8 @@ import { parseDsn, parseFeedbackReport, type DsnRecipient, type FeedbackReport }
 import { isPermanentStatus } from '../suppressions/suppression.service.js';
 import type { Clock } from '../../lib/clock.js';
 import type { ReturnPaths } from '../../lib/verp.js';
+import type { UnsubscribeTokens } from '../../lib/unsubscribe-token.js';
+import type { UnsubscribeService } from '../suppressions/unsubscribe.service.js';
 import type { QuotaService } from '../quotas/quota.service.js';
 import { quotaExceeded } from '../quotas/quota.types.js';
 
@@ -36,6 +38,8 @@ export interface Recipient {
    * null for the whole-message return address of a message sent before return paths named their recipient.
    */
   reportRecipient?: string | null | undefined;
+  /** With `reportFor` and `reportRecipient`: mail to the List-Unsubscribe mailto address, not a report. */
+  unsubscribe?: boolean | undefined;
   /**
    * The recipient's workspace has a `stored_bytes` quota: its mail may be refused at the end of DATA, so the SMTP
    * transport keeps it out of a transaction with another workspace's recipients (which that refusal would delay).
@@ -90,6 +94,8 @@ export interface InboundDeps {
   logger: Logger;
   /** Outbound mail's keyed VERP return paths (bounces+msg_…-tag@domain). */
   returnPaths: ReturnPaths;
+  /** One-click unsubscribe's mailto addresses (unsubscribe+<token>@<bounce domain>) and what mail to one does. */
+  unsubscribe: { tokens: Pick<UnsubscribeTokens, 'parseAddress'>; service: Pick<UnsubscribeService, 'target' | 'record'> };
   /** Shared commits: concurrent deliveries are stored in one transaction (see db/group-commit.ts). */
   commits: GroupCommit;
   /** Sandbox mode: the catch-all mailbox of an address that has none of its own (modules/sandbox). */
@@ -125,7 +131,7 @@ function reportRecipientOf(outbound: { mail_from: string; recipients_json: strin
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ work, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, commits, catchAll, workspaceGone, storage }: InboundDeps): InboundService {
+export function createInboundService({ work, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, unsubscribe, commits, catchAll, workspaceGone, storage }: InboundDeps): InboundService {
   /**
    * Each recipient's workspace judged on its own: would this message take it past its stored bytes? Refused whole
    * (452 4.2.2 at the end of DATA) when one would, checked beside the parse; nothing is stored, so nothing is lost.
@@ -204,6 +210,23 @@ export function createInboundService({ work, clock, events, store, lists, analyz
     if (failures.length < failed.length) logger.info({ messageId, ignored: failed.length - failures.length }, 'bounce report names addresses its return path was not issued for; those ignored');
   }
 
+  /** Mail to a List-Unsubscribe mailto address: whatever it says, its recipient is unsubscribed (RFC 2369 section 3.2). */
+  async function recordUnsubscribe(trx: Work, recipient: Recipient): Promise<string> {
+    const messageId = recipient.reportFor!;
+    await unsubscribe.service.record(trx, { workspaceId: recipient.workspaceId, messageId, recipient: recipient.reportRecipient! }, 'mailto');
+    return `unsubscribe:${messageId}`;
+  }
+
+  /** A RCPT to an unsubscribe address: a forged one or one naming no recipient is no address of ours (550 5.1.1). */
+  async function checkUnsubscribeAddress(rawAddress: string): Promise<RecipientVerdict | null> {
+    const verdict = unsubscribe.tokens.parseAddress(rawAddress);
+    if (verdict.kind === 'other') return null;
+    const who = verdict.kind === 'valid' ? await unsubscribe.service.target(work, verdict) : undefined;
+    if (!who) return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
+    const recipient: Recipient = { workspaceId: who.workspaceId, mailboxId: '', address: rawAddress.toLowerCase(), reportFor: who.messageId, reportRecipient: who.recipient, unsubscribe: true };
+    return { ok: true, recipient };
+  }
+
   /** The second half of `deliver`: one group-commit unit storing every copy of an analysed message. */
   function storeAnalyzed({ raw, envelope, recipients, analysis }: AnalyzedDelivery): Promise<string[]> {
     const { parsed, auth } = analysis;
@@ -220,7 +243,8 @@ export function createInboundService({ work, clock, events, store, lists, analyz
       const ids: string[] = [];
       // Bounces and complaints are events about an outbound message, not mail for a mailbox.
       for (const recipient of recipients) {
-        if (recipient.reportFor) ids.push(...(await recordReport(trx, recipient, parsed)));
+        if (recipient.unsubscribe) ids.push(await recordUnsubscribe(trx, recipient));
+        else if (recipient.reportFor) ids.push(...(await recordReport(trx, recipient, parsed)));
       }
       // One lock order for every transaction (PostgreSQL row locks on threads and folder counters).
       for (const recipient of [...recipients].filter((r) => !r.reportFor).sort((a, b) => a.mailboxId.localeCompare(b.mailboxId))) {
@@ -246,6 +270,8 @@ export function createInboundService({ work, clock, events, store, lists, analyz
 
   return {
     async checkRecipient(rawAddress, envelope) {
+      const unsubscribing = await checkUnsubscribeAddress(rawAddress);
+      if (unsubscribing) return unsubscribing;
       const returnPath = returnPaths.parse(rawAddress);
       // A return address whose keyed tag does not verify is no address of ours (550 5.1.1).
       if (returnPath.kind === 'forged') return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };

@@ -17,6 +17,7 @@ import type { Attempt, DeliveryStatus, RecipientState } from '../mail/outbound.t
 import { DELIVERY_QUEUE } from './sending.service.js';
 import type { MessageSigner } from './signing-pool.js';
 import type { ReturnPaths } from '../../lib/verp.js';
+import type { UnsubscribeTokens } from '../../lib/unsubscribe-token.js';
 
 export interface DeliveryDeps {
   /** The pool, for the reads a run makes outside its lease-guarded steps. */
@@ -35,6 +36,8 @@ export interface DeliveryDeps {
   signer: MessageSigner;
   /** Each recipient's own envelope sender (verp.ts). */
   returnPaths: ReturnPaths;
+  /** Each recipient's one-click unsubscribe fields, for messages sent with `unsubscribe: true`. */
+  unsubscribe: Pick<UnsubscribeTokens, 'headerLines'>;
   /** First retry after DELIVERY_RETRY_BASE_MS, doubling, capped at an hour, ±20%. */
   retryBaseMs: number;
   /** A message not accepted after this long fails (RFC 5321 section 4.5.4.1). */
@@ -228,16 +231,32 @@ async function settleExpired(ctx: Context, run: Run): Promise<JobOutcome> {
   return SETTLED;
 }
 
+/** The bytes one SMTP transaction sends to its group of recipients. */
+type MessageFor = (group: readonly RecipientState[]) => Promise<Buffer>;
+
 /**
  * The message as it goes out: a scheduled one dated its `send_at` (a reschedule moves only the time, never
  * rewrites the stored source), then DKIM-signed with the key of the sender's domain, if it has one, so the
- * signature covers the final Date.
+ * signature covers the final Date. Signed once for every recipient; but a message sent with one-click unsubscribe
+ * gives each recipient's copy its own List-Unsubscribe fields, so each copy is signed for its recipient (the fields
+ * must be in h=, RFC 8058 section 4).
  */
-async function signed(ctx: Context, { message, ownDomain, delivery }: RunStart): Promise<Buffer> {
+async function outgoing(ctx: Context, run: Run): Promise<MessageFor> {
+  const { message, ownDomain, delivery } = run.start;
   const stored = Buffer.from(message.raw);
   const raw = delivery.send_at === null ? stored : withDate(stored, delivery.send_at);
   const key = await ctx.domains.signingKey(domainOf(message.mailbox_address), ownDomain);
-  return key ? ctx.signer.sign(raw, key, delivery.workspace_id) : raw;
+  const sign = (bytes: Buffer) => (key ? ctx.signer.sign(bytes, key, delivery.workspace_id) : Promise.resolve(bytes));
+  if (delivery.list_unsubscribe !== 1) {
+    const once = await sign(raw);
+    return () => Promise.resolve(once);
+  }
+  return (group) => {
+    // One recipient a transaction (its own return path); the old whole-message return paths never had this option.
+    const place = group.length === 1 ? run.recipients.indexOf(group[0]!) : -1;
+    if (place < 0) return sign(raw);
+    return sign(Buffer.concat([Buffer.from(ctx.unsubscribe.headerLines(delivery.message_id, place), 'latin1'), raw]));
+  };
 }
 
 /** One SMTP transaction for `group`, trying the routes in order; null when there was none to try. */
@@ -265,7 +284,7 @@ async function transact(ctx: Context, run: Run, message: Buffer, mailFrom: strin
 }
 
 /** A domain's pending recipients: its routes looked up once, then a transaction per envelope sender. */
-async function deliverDomain(ctx: Context, run: Run, message: Buffer, domain: string, byMailFrom: DomainGroup): Promise<void> {
+async function deliverDomain(ctx: Context, run: Run, messageFor: MessageFor, domain: string, byMailFrom: DomainGroup): Promise<void> {
   const all = [...byMailFrom.values()].flat();
   let candidates: SmtpRoute[];
   try {
@@ -281,7 +300,7 @@ async function deliverDomain(ctx: Context, run: Run, message: Buffer, domain: st
       recordResult(run, group, unreachable);
       continue;
     }
-    const result = await transact(ctx, run, message, mailFrom, group, candidates);
+    const result = await transact(ctx, run, await messageFor(group), mailFrom, group, candidates);
     if (!result) continue;
     recordResult(run, group, result);
     if (result.type === 'sent') lastSent = result;
@@ -319,8 +338,8 @@ async function handle(ctx: Context, job: DeliveryJob): Promise<JobOutcome> {
   if (now - (delivery.send_at ?? delivery.created_at) > ctx.maxAgeMs) return settleExpired(ctx, run);
   if (!start.started) return DONE; // another run owns the message now
   await dropSuppressed(ctx, run);
-  const message = await signed(ctx, start);
-  for (const [domain, byMailFrom] of pendingGroups(ctx, delivery, run.recipients)) await deliverDomain(ctx, run, message, domain, byMailFrom);
+  const messageFor = await outgoing(ctx, run);
+  for (const [domain, byMailFrom] of pendingGroups(ctx, delivery, run.recipients)) await deliverDomain(ctx, run, messageFor, domain, byMailFrom);
   return finish(ctx, run);
 }
 

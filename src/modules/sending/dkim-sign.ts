@@ -16,6 +16,15 @@ function keyObject(pem: string): KeyObject {
   return key;
 }
 
+/**
+ * The fields signed when present: nodemailer's default list (RFC 6376 section 5.4's) plus List-Unsubscribe-Post,
+ * which RFC 8058 section 4 requires in the signature with List-Unsubscribe and which that list lacks.
+ */
+export const SIGNED_HEADER_FIELDS =
+  'From:Sender:Reply-To:Subject:Date:Message-ID:To:Cc:MIME-Version:Content-Type:Content-Transfer-Encoding:Content-ID:' +
+  'Content-Description:Resent-Date:Resent-From:Resent-Sender:Resent-To:Resent-Cc:Resent-Message-ID:In-Reply-To:References:' +
+  'List-Id:List-Help:List-Unsubscribe:List-Subscribe:List-Post:List-Owner:List-Archive:OTP-Token:List-Unsubscribe-Post';
+
 const CR = 0x0d;
 const LF = 0x0a;
 const CRLF = Buffer.from('\r\n');
@@ -59,6 +68,7 @@ export async function signMessage(stored: Buffer, key: SigningKey): Promise<Buff
     keySelector: key.selector,
     // Handed to crypto's Sign.sign as it is: no PEM parsing per message.
     privateKey: keyObject(key.privateKey),
+    headerFieldNames: SIGNED_HEADER_FIELDS,
   });
   const chunks: Buffer[] = [];
   for await (const chunk of signer.sign(raw)) chunks.push(chunk as Buffer);

@@ -52,6 +52,8 @@ export interface SendInput {
   send_at?: string | undefined;
   /** Files as MIME parts (attachments.ts checks and decodes them); listed in the sent copy. */
   attachments?: AttachmentInput[] | undefined;
+  /** One-click unsubscribe (RFC 8058): each recipient's copy carries its own List-Unsubscribe fields. */
+  unsubscribe?: boolean | undefined;
 }
 
 export interface Queued {
@@ -146,7 +148,7 @@ export interface RawSendInput {
 
 type Sender = { mailbox: { id: string; address: string }; fromDomain: string; judged: ReturnType<ReturnType<typeof addressVerdicts>['judge']> };
 type Checked = { mailbox: { id: string; address: string }; fromDomain: string; to: string[]; cc: string[]; all: string[]; suppressed: string[]; subject: string; replyTo: string | undefined; fromName: string };
-type Composed = { messageId: string; now: number; raw: Buffer; parsed: ParsedMessage; mailFrom: string };
+type Composed = { messageId: string; now: number; raw: Buffer; parsed: ParsedMessage; mailFrom: string; listUnsubscribe?: boolean | undefined };
 /** A send ready to be written: `sendAt` null sends at once. */
 type Prepared = { checked: Checked; composed: Composed; sendAt: number | null };
 
@@ -321,7 +323,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
     };
     // The keyed return path is an HMAC: made here, once, rather than inside the shared transaction. Each recipient has
     // its own (the delivery worker makes them by place); the first one's is kept as the message's, and marks it as such.
-    return { messageId, now, raw, parsed, mailFrom: returnPaths.address(messageId, 0) };
+    return { messageId, now, raw, parsed, mailFrom: returnPaths.address(messageId, 0), listUnsubscribe: input.unsubscribe === true };
   }
 
   /** The answer names the recipients a send left out because they are suppressed. */
@@ -342,7 +344,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
   /** `sendAt`: a scheduled message (`scheduled`, its job due then); null sends at once. */
   async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Work, sendAt: number | null = null): Promise<Queued> {
     const { mailbox, all } = checked;
-    const { messageId, now, raw, parsed, mailFrom } = composed;
+    const { messageId, now, raw, parsed, mailFrom, listUnsubscribe } = composed;
     const row = await mail.storeCopy(trx, {
       id: messageId,
       workspaceId: tenant.workspaceId,
@@ -365,7 +367,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       maxAttempts: deps.maxAttempts ?? 1000,
       ...(sendAt === null ? {} : { runAt: sendAt }),
     });
-    await mail.recordOutbound(trx, { workspaceId: tenant.workspaceId, messageId, status, mailFrom, recipients: all, sendAt, jobId, now });
+    await mail.recordOutbound(trx, { workspaceId: tenant.workspaceId, messageId, status, mailFrom, recipients: all, sendAt, jobId, listUnsubscribe, now });
     // Counted where it is written (a scheduled message when it is accepted): past a quota the whole send rolls back.
     await quota.countSend(trx, tenant.workspaceId, 1);
     const schedule = sendAt === null ? {} : { send_at: iso(sendAt) };

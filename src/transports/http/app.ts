@@ -7,6 +7,7 @@ import type { AuditLog } from '../../modules/audit/audit.service.js';
 import type { DomainService } from '../../modules/domains/domain.service.js';
 import type { ListService } from '../../modules/lists/list.service.js';
 import type { SuppressionService } from '../../modules/suppressions/suppression.service.js';
+import type { UnsubscribeService } from '../../modules/suppressions/unsubscribe.service.js';
 import type { EventStreamService } from '../../modules/events/event-stream.service.js';
 import type { DraftService } from '../../modules/sending/draft.service.js';
 import type { SendingService } from '../../modules/sending/sending.service.js';
@@ -36,6 +37,7 @@ import { domainRoutes } from './routes/domains.routes.js';
 import { draftRoutes } from './routes/drafts.routes.js';
 import { listRoutes } from './routes/lists.routes.js';
 import { suppressionRoutes } from './routes/suppressions.routes.js';
+import { unsubscribeRoutes } from './routes/unsubscribe.routes.js';
 import { mailboxRoutes } from './routes/mailboxes.routes.js';
 import { messageRoutes } from './routes/messages.routes.js';
 import { sendingRoutes } from './routes/sending.routes.js';
@@ -72,6 +74,8 @@ export interface AppDeps {
   messages: MessageService;
   lists: ListService;
   suppressions: SuppressionService;
+  /** The one-click unsubscribe links (`/u/:token`): no credential. */
+  unsubscribes: UnsubscribeService;
   domains: DomainService;
   sending: SendingService;
   drafts: DraftService;
@@ -202,6 +206,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     documentSecurity(open, []);
     await open.register(healthRoutes(deps.health));
     await open.register(acmeChallengeRoutes(deps.acmeChallenges ?? null));
+    // No rate limit by address: mail providers post many recipients' unsubscribes from few addresses, and a
+    // 64-bit keyed tag is not worth guessing.
+    await open.register(unsubscribeRoutes({ unsubscribes: deps.unsubscribes }));
   });
 
   // Credentials are checked, and requests counted against the rate limit (plugins/rate-limit.ts), in

@@ -177,7 +177,7 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
             callback(reply(452, `4.5.3 <${address.address}>: too many recipients; send to this one in another transaction`));
           } else if (verdict.ok) {
             // One copy per mailbox; return addresses (bounces) are distinct by the message and recipient they name.
-            const key = (r: Recipient) => (r.reportFor ? `${r.reportFor} ${r.reportRecipient ?? ''}` : r.mailboxId);
+            const key = (r: Recipient) => (r.reportFor ? `${r.unsubscribe ? 'unsubscribe' : 'report'} ${r.reportFor} ${r.reportRecipient ?? ''}` : r.mailboxId);
             if (!accepted.some((r) => key(r) === key(verdict.recipient))) accepted.push(verdict.recipient);
             recipients.set(session, accepted);
             callback();

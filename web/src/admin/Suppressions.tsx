@@ -6,7 +6,7 @@ import { CreateForm, ErrorNote, Section, when } from './common';
 import type { Suppression } from './types';
 
 type Reason = Suppression['reason'];
-const REASONS: Record<Reason, string> = { hard_bounce: 'Hard bounce', complaint: 'Complaint', manual: 'Added by hand' };
+const REASONS: Record<Reason, string> = { hard_bounce: 'Hard bounce', complaint: 'Complaint', manual: 'Added by hand', unsubscribed: 'Unsubscribed' };
 
 function SuppressionRow({ entry }: { entry: Suppression }) {
   const client = useQueryClient();

@@ -41,6 +41,7 @@ export const EVENT_TYPES = everyOf<Exclude<EventType, 'message.delivered'>>()([
   'message.bounced',
   'message.rejected',
   'message.complained',
+  'message.unsubscribed',
   'message.cancelled',
   'domain.verified',
   'webhook.disabled',

@@ -60,6 +60,9 @@ export const SendBody = Type.Object(
     reply_to: Type.Optional(Email),
     send_at: Type.Optional(SendAt),
     attachments: Type.Optional(Attachments),
+    unsubscribe: Type.Optional(
+      Type.Boolean({ description: "one-click unsubscribe (RFC 8058): each recipient's copy carries List-Unsubscribe (a link and a mailto address of its own) and List-Unsubscribe-Post, signed by DKIM; default false" }),
+    ),
   },
   { additionalProperties: false, title: 'SendRequest' },
 );

@@ -9,7 +9,7 @@ import { Email, Limit, Offset, StringEnum, answer, errors } from '../schemas.js'
 const Suppression = Type.Object(
   {
     address: Type.String({ description: 'lower case' }),
-    reason: StringEnum(SUPPRESSION_REASONS, { description: 'hard_bounce: a 5.x.x DSN or a 5xx refusal at RCPT TO; complaint: an ARF report; manual: added with POST' }),
+    reason: StringEnum(SUPPRESSION_REASONS, { description: 'hard_bounce: a 5.x.x DSN or a 5xx refusal at RCPT TO; complaint: an ARF report; manual: added with POST; unsubscribed: the recipient used a one-click unsubscribe link or its mailto address' }),
     detail: Type.Union([Type.String(), Type.Null()], { description: "the DSN's diagnostic, the SMTP reply, the feedback type, or the note given with POST" }),
     status_code: Type.Union([Type.String(), Type.Null()], { description: 'the DSN status (5.1.1) or the SMTP reply\'s enhanced code (else its basic code, 550); null for complaints and manual entries' }),
     message_id: Type.Union([Type.String(), Type.Null()], { description: 'the message whose bounce or complaint added it; null for manual entries' }),
