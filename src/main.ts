@@ -47,6 +47,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     lists: services.lists,
     suppressions: services.suppressions,
     domains: services.domains,
+    reports: services.reports,
     sending: services.sending,
     drafts: services.drafts,
     serviceTokens: services.serviceTokens,

@@ -79,6 +79,8 @@ import { createRetentionSweep, type RetentionSweep } from './modules/retention/r
 import { createAcmeService, type AcmeService } from './modules/certificates/acme.service.js';
 import { createCertificateStore } from './modules/certificates/certificate.store.js';
 import { createCertificateHolder, type CertificateSource } from './lib/tls-certificates.js';
+import { createReportService, type ReportService } from './modules/reports/report.service.js';
+import { createReportStore } from './modules/reports/report.store.js';
 
 /** The feature services: what the transports and the CLI call (the rules of the product). */
 export interface FeatureServices {
@@ -114,6 +116,8 @@ export interface FeatureServices {
   appPasswords: AppPasswordsModule;
   /** What IMAP sessions do with their mailbox (folders, flags, keywords) over the mail store. */
   imapAccess: ImapAccessService;
+  /** DMARC aggregate and TLS reports received into mailboxes, as figures per sending domain. */
+  reports: ReportService;
 }
 
 /** The plumbing the features run on: the database, commits, queue, wake-ups and threads that main.ts starts and stops. */
@@ -362,6 +366,16 @@ export async function createServices(
   // Workspaces being deleted, read at most once a second per process: their mailboxes refuse mail.
   const gone = createGoneWorkspaces(work, (w) => tenancyStore.deletingWorkspaceIds(w));
   const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
+  const reportStore = createReportStore();
+  const reports = createReportService({
+    work,
+    clock,
+    logger,
+    store: reportStore,
+    queue,
+    mail,
+    domains: { get: (tenant, id) => domains.get(tenant, id), namesOf: async (workspaceId) => (await domainStore.list(work, workspaceId)).map((d) => d.domain.toLowerCase()) },
+  });
   const inbound = createInboundService({
     work,
     clock,
@@ -376,6 +390,7 @@ export async function createServices(
     catchAll: sandbox?.catchAlls.find,
     workspaceGone: (workspaceId) => gone.has(workspaceId),
     storage: quotas,
+    domainReports: reports,
   });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
   const capture = sandbox ? createSandboxCapture({ work, store: sandboxStore, clock, logger, inbound }) : null;
@@ -417,7 +432,7 @@ export async function createServices(
     audit,
     metrics,
   });
-  handlers.push(delivery, webhooks.handler);
+  handlers.push(delivery, webhooks.handler, reports.handler);
   metrics.read({
     analysis: () => {
       const threads = analyzer.threadStats?.();
@@ -510,6 +525,7 @@ export async function createServices(
         { name: 'transactional', batch: (w, id, n) => serviceTokenStore.purgeWorkspaceBatch(w, id, n) },
         { name: 'sandbox', batch: (w, id, n) => sandboxStore.purgeWorkspaceBatch(w, id, n) },
         { name: 'app-passwords', batch: (w, id, n) => appPasswordStore.purgeWorkspaceBatch(w, id, n) },
+        { name: 'reports', batch: (w, id, n) => reportStore.purgeWorkspaceBatch(w, id, n) },
         { name: 'mail', batch: (w, id, n) => mail.purgeMailBatch(w, id, n) },
         { name: 'lists', batch: (w, id, n) => listStore.purgeWorkspaceBatch(w, id, n) },
         { name: 'domains', batch: (w, id, n) => domainStore.purgeWorkspaceBatch(w, id, n) },
@@ -526,6 +542,7 @@ export async function createServices(
     composer,
     quotas,
     metrics,
+    reports,
   };
 }
 
