@@ -48,6 +48,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     suppressions: services.suppressions,
     unsubscribes: services.unsubscribes,
     domains: services.domains,
+    reports: services.reports,
     sending: services.sending,
     drafts: services.drafts,
     serviceTokens: services.serviceTokens,

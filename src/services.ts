@@ -81,6 +81,8 @@ import { createRetentionSweep, type RetentionSweep } from './modules/retention/r
 import { createAcmeService, type AcmeService } from './modules/certificates/acme.service.js';
 import { createCertificateStore } from './modules/certificates/certificate.store.js';
 import { createCertificateHolder, type CertificateSource } from './lib/tls-certificates.js';
+import { createReportService, type ReportService } from './modules/reports/report.service.js';
+import { createReportStore } from './modules/reports/report.store.js';
 
 /** The feature services: what the transports and the CLI call (the rules of the product). */
 export interface FeatureServices {
@@ -118,6 +120,8 @@ export interface FeatureServices {
   appPasswords: AppPasswordsModule;
   /** What IMAP sessions do with their mailbox (folders, flags, keywords) over the mail store. */
   imapAccess: ImapAccessService;
+  /** DMARC aggregate and TLS reports received into mailboxes, as figures per sending domain. */
+  reports: ReportService;
 }
 
 /** The plumbing the features run on: the database, commits, queue, wake-ups and threads that main.ts starts and stops. */
@@ -369,6 +373,16 @@ export async function createServices(
   // One-click unsubscribe links and mailto addresses: keyed as the return paths are, in their domain.
   const unsubscribeTokens = createUnsubscribeTokens(box, config.publicUrl, returnPathDomain);
   const unsubscribes = createUnsubscribeService({ work, clock, tokens: unsubscribeTokens, mail, events, workspaceGone: (workspaceId) => gone.has(workspaceId) });
+  const reportStore = createReportStore();
+  const reports = createReportService({
+    work,
+    clock,
+    logger,
+    store: reportStore,
+    queue,
+    mail,
+    domains: { get: (tenant, id) => domains.get(tenant, id), namesOf: async (workspaceId) => (await domainStore.list(work, workspaceId)).map((d) => d.domain.toLowerCase()) },
+  });
   const inbound = createInboundService({
     work,
     clock,
@@ -384,6 +398,7 @@ export async function createServices(
     catchAll: sandbox?.catchAlls.find,
     workspaceGone: (workspaceId) => gone.has(workspaceId),
     storage: quotas,
+    domainReports: reports,
   });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
   const capture = sandbox ? createSandboxCapture({ work, store: sandboxStore, clock, logger, inbound }) : null;
@@ -426,7 +441,7 @@ export async function createServices(
     audit,
     metrics,
   });
-  handlers.push(delivery, webhooks.handler);
+  handlers.push(delivery, webhooks.handler, reports.handler);
   metrics.read({
     analysis: () => {
       const threads = analyzer.threadStats?.();
@@ -520,6 +535,7 @@ export async function createServices(
         { name: 'transactional', batch: (w, id, n) => serviceTokenStore.purgeWorkspaceBatch(w, id, n) },
         { name: 'sandbox', batch: (w, id, n) => sandboxStore.purgeWorkspaceBatch(w, id, n) },
         { name: 'app-passwords', batch: (w, id, n) => appPasswordStore.purgeWorkspaceBatch(w, id, n) },
+        { name: 'reports', batch: (w, id, n) => reportStore.purgeWorkspaceBatch(w, id, n) },
         { name: 'mail', batch: (w, id, n) => mail.purgeMailBatch(w, id, n) },
         { name: 'lists', batch: (w, id, n) => listStore.purgeWorkspaceBatch(w, id, n) },
         { name: 'domains', batch: (w, id, n) => domainStore.purgeWorkspaceBatch(w, id, n) },
@@ -536,6 +552,7 @@ export async function createServices(
     composer,
     quotas,
     metrics,
+    reports,
   };
 }
 

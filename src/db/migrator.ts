@@ -37,6 +37,7 @@ import * as m20261211000100 from './migrations/20261211000100_message_structures
 import * as m20261211000300 from './migrations/20261211000300_draft_sources.js';
 import * as m20261211000400 from './migrations/20261211000400_message_structures_one_value.js';
 import * as m20261212000200 from './migrations/20261212000200_outbound_list_unsubscribe.js';
+import * as m20261212000300 from './migrations/20261212000300_domain_reports.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -81,6 +82,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261211000300_draft_sources': m20261211000300,
   '20261211000400_message_structures_one_value': m20261211000400,
   '20261212000200_outbound_list_unsubscribe': m20261212000200,
+  '20261212000300_domain_reports': m20261212000300,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -8,6 +8,7 @@ import type { ListTables } from '../modules/lists/list.table.js';
 import type { MailTables } from '../modules/mail/mail.table.js';
 import type { SandboxTables } from '../modules/sandbox/sandbox.table.js';
 import type { QuotaTables } from '../modules/quotas/quota.table.js';
+import type { ReportTables } from '../modules/reports/report.table.js';
 import type { SecretTables } from '../modules/secrets/secret-key.table.js';
 import type { TenancyTables } from '../modules/tenancy/tenancy.table.js';
 import type { TransactionalTables } from '../modules/transactional/transactional.table.js';
@@ -31,4 +32,5 @@ export interface Database
     QuotaTables,
     AuditTables,
     AppPasswordTables,
-    CertificateTables {}
+    CertificateTables,
+    ReportTables {}

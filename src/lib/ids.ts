@@ -3,7 +3,7 @@ import { randomFillSync } from 'node:crypto';
 /** Prefixes of every public id: opaque, prefixed, time-sortable. */
 export type IdPrefix =
   | 'msg' | 'thr' | 'att' | 'drf' | 'dom' | 'tok' | 'whk' | 'evt' | 'dlv' | 'ws' | 'usr'
-  | 'mbx' | 'key' | 'ses' | 'job' | 'lst' | 'cap' | 'dns' | 'aud' | 'app';
+  | 'mbx' | 'key' | 'ses' | 'job' | 'lst' | 'cap' | 'dns' | 'aud' | 'app' | 'rpt';
 
 /** Crockford's base32 alphabet in lower case (no i, l, o, u), as ULIDs use it. */
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';

@@ -1053,6 +1053,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/app/api/sending-domains/{domain_id}/reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Figures of the DMARC aggregate and TLS reports received about the domain, summed per source IP and per policy type */
+        get: operations["appGetSendingDomainReports"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/app/api/send": {
         parameters: {
             query?: never;
@@ -2420,6 +2437,56 @@ export interface components {
             };
             /** @description one sentence for the whole domain */
             summary: string;
+        };
+        /** DmarcSourceFigures */
+        DmarcSourceFigures: {
+            source_ip: string;
+            /** @description reports that name this source */
+            reports: number;
+            messages: number;
+            dkim: {
+                pass: number;
+                fail: number;
+            };
+            spf: {
+                pass: number;
+                fail: number;
+            };
+            /** @description the policy evaluation: messages whose DKIM or SPF passed aligned */
+            aligned: {
+                dkim_pass: number;
+                spf_pass: number;
+            };
+            dmarc: {
+                pass: number;
+                fail: number;
+            };
+            disposition: {
+                none: number;
+                quarantine: number;
+                reject: number;
+            };
+        };
+        /** TlsPolicyFigures */
+        TlsPolicyFigures: {
+            /** @description sts, tlsa or no-policy-found */
+            policy_type: string;
+            reports: number;
+            successful: number;
+            failed: number;
+            failure_types: {
+                result_type: string;
+                count: number;
+            }[];
+        };
+        /** DomainReportFigures */
+        DomainReportFigures: {
+            domain_id: string;
+            domain: string;
+            from: string;
+            to: string;
+            dmarc: components["schemas"]["DmarcSourceFigures"][];
+            tls: components["schemas"]["TlsPolicyFigures"][];
         };
         /** DraftAttachment */
         DraftAttachment: {
@@ -5277,6 +5344,39 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appGetSendingDomainReports: {
+        parameters: {
+            query?: {
+                /** @description ISO 8601 date or date-time, inclusive (default: 30 days before `to`) */
+                from?: string;
+                /** @description ISO 8601 date or date-time, exclusive (default: now) */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                domain_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The domain’s report figures over the period */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DomainReportFigures"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
         };

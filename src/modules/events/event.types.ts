@@ -1,4 +1,4 @@
-/** Event names (docs/api.md). `message.delivered` is reserved: accepted in filters, never emitted. */
+/** Event names (docs/api.md). `message.delivered` comes only from a delivery status notification that says so. */
 export const EVENT_TYPES = [
   'message.received',
   'message.sent',
@@ -26,7 +26,7 @@ export interface StoredEvent {
 
 export interface EmitInput {
   workspaceId: string;
-  type: Exclude<EventType, 'message.delivered'>;
+  type: EventType;
   data: Record<string, unknown>;
 }
 

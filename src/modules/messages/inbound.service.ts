@@ -19,6 +19,7 @@ import type { UnsubscribeTokens } from '../../lib/unsubscribe-token.js';
 import type { UnsubscribeService } from '../suppressions/unsubscribe.service.js';
 import type { QuotaService } from '../quotas/quota.service.js';
 import { quotaExceeded } from '../quotas/quota.types.js';
+import type { ReportService } from '../reports/report.service.js';
 
 /** The SMTP envelope and connection facts of one transaction. */
 export interface Envelope {
@@ -104,6 +105,8 @@ export interface InboundDeps {
   workspaceGone?: ((workspaceId: string) => Promise<boolean>) | undefined;
   /** The recipients' workspaces' `stored_bytes` quotas (modules/quotas). */
   storage: Pick<QuotaService, 'storageRefusal' | 'limitsOf'>;
+  /** DMARC and TLS reports (modules/reports): a stored message with report-like attachments gets a parse job. */
+  domainReports?: Pick<ReportService, 'hasReports' | 'enqueueParse'> | undefined;
 }
 
 type MailboxAddress = { id: string; workspace_id: string; address: string };
@@ -131,7 +134,7 @@ function reportRecipientOf(outbound: { mail_from: string; recipients_json: strin
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ work, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, unsubscribe, commits, catchAll, workspaceGone, storage }: InboundDeps): InboundService {
+export function createInboundService({ work, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, unsubscribe, commits, catchAll, workspaceGone, storage, domainReports }: InboundDeps): InboundService {
   /**
    * Each recipient's workspace judged on its own: would this message take it past its stored bytes? Refused whole
    * (452 4.2.2 at the end of DATA) when one would, checked beside the parse; nothing is stored, so nothing is lost.
@@ -160,9 +163,12 @@ export function createInboundService({ work, clock, events, store, lists, analyz
     const report: Report = { workspaceId: recipient.workspaceId, messageId, sentTo, view };
     const feedback = parseFeedbackReport(parsed);
     if (feedback) return recordComplaint(trx, report, feedback);
-    const failed = (parseDsn(parsed) ?? []).filter((r) => r.action === 'failed');
+    const dsn = parseDsn(parsed) ?? [];
+    const failed = dsn.filter((r) => r.action === 'failed');
+    const delivered = dsn.filter((r) => r.action === 'delivered');
     await recordBounces(trx, report, failed);
-    if (failed.length === 0) logger.info({ messageId, subject: parsed.subject }, 'mail to a return path that is no failure report; dropped');
+    await recordDeliveries(trx, report, delivered);
+    if (failed.length + delivered.length === 0) logger.info({ messageId, subject: parsed.subject }, 'mail to a return path that is no failure or delivery report; dropped');
     return [`report:${messageId}`];
   }
 
@@ -227,6 +233,19 @@ export function createInboundService({ work, clock, events, store, lists, analyz
     return { ok: true, recipient };
   }
 
+  /**
+   * A DSN whose Action is `delivered` (RFC 3464 section 2.3.3: the receiver asked for, and gave, notice of delivery)
+   * → `message.delivered` per recipient the return path was issued for; the recipient's status stays `accepted`.
+   */
+  async function recordDeliveries(trx: Work, report: Report, delivered: readonly DsnRecipient[]): Promise<void> {
+    const { workspaceId, sentTo, view } = report;
+    for (const r of delivered) {
+      const recipient = [r.recipient, r.originalRecipient].find((a) => a !== null && sentTo.has(a));
+      if (!recipient) continue;
+      await events.emit(asWork(trx), { workspaceId, type: 'message.delivered', data: { ...view, recipient, status: r.status || null, reason: r.diagnostic } });
+    }
+  }
+
   /** The second half of `deliver`: one group-commit unit storing every copy of an analysed message. */
   function storeAnalyzed({ raw, envelope, recipients, analysis }: AnalyzedDelivery): Promise<string[]> {
     const { parsed, auth } = analysis;
@@ -236,6 +255,8 @@ export function createInboundService({ work, clock, events, store, lists, analyz
     const folder: Folder = auth.quarantine ? 'spam' : 'inbox';
     const envelopeJson = { mail_from: envelope.mailFrom, remote_ip: envelope.remoteIp, helo: envelope.helo };
     const text = eventText(parsed);
+    // Checked once, outside the transaction: names and types only; the reading is the job's, after the commit.
+    const reports = domainReports?.hasReports(parsed) === true;
     // Deliveries arriving together share one transaction (one commit, one fsync): see group-commit.ts.
     // `run` queues the unit before it returns, which is what `deliver`'s announcement waits for.
     return commits.run(async (unit) => {
@@ -261,6 +282,7 @@ export function createInboundService({ work, clock, events, store, lists, analyz
           envelope: { ...envelopeJson, rcpt_to: recipient.address },
         });
         await events.emit(asWork(trx), { workspaceId: recipient.workspaceId, type: 'message.received', data: { ...receivedEventData(toMessageListView(row), text) } });
+        if (reports) await domainReports?.enqueueParse(trx, recipient.workspaceId, row.id);
         ids.push(row.id);
       }
       return ids;

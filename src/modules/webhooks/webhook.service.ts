@@ -401,7 +401,7 @@ export function createWebhookService({ work, store: repo, feed, clock, queue, ev
 
     async test(tenant, webhookId, eventType) {
       if (!KNOWN_EVENTS.has(eventType)) throw invalid('invalid_event_type', `unknown event type '${eventType}' (known: ${EVENT_TYPES.join(', ')})`);
-      if (eventType === 'message.delivered') throw invalid('invalid_event_type', 'message.delivered is never emitted by this service, so it cannot be tested');
+      if (eventType === 'message.delivered') throw invalid('invalid_event_type', 'message.delivered cannot be sent as a test event (it comes only from a receiver\'s delivery report)');
       await findActive(tenant, webhookId);
       limits.take(tenant.workspaceId);
       await limits.checkBacklog(work, tenant.workspaceId, webhookId, 1);

@@ -4,6 +4,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { Metrics } from '../../lib/metrics.js';
 import { newId } from '../../lib/ids.js';
 import type { AuditLog } from '../../modules/audit/audit.service.js';
+import type { ReportService } from '../../modules/reports/report.service.js';
 import type { DomainService } from '../../modules/domains/domain.service.js';
 import type { ListService } from '../../modules/lists/list.service.js';
 import type { SuppressionService } from '../../modules/suppressions/suppression.service.js';
@@ -34,6 +35,7 @@ import { acmeChallengeRoutes, type AcmeChallenges } from './routes/acme-challeng
 import { eventRoutes } from './routes/events.routes.js';
 import { auditRoutes } from './routes/audit.routes.js';
 import { domainRoutes } from './routes/domains.routes.js';
+import { domainReportRoutes } from './routes/domain-reports.routes.js';
 import { draftRoutes } from './routes/drafts.routes.js';
 import { listRoutes } from './routes/lists.routes.js';
 import { suppressionRoutes } from './routes/suppressions.routes.js';
@@ -77,6 +79,8 @@ export interface AppDeps {
   /** The one-click unsubscribe links (`/u/:token`): no credential. */
   unsubscribes: UnsubscribeService;
   domains: DomainService;
+  /** DMARC and TLS report figures per sending domain (GET /app/api/sending-domains/{id}/reports). */
+  reports: ReportService;
   sending: SendingService;
   drafts: DraftService;
   serviceTokens: ServiceTokenService;
@@ -249,6 +253,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(listRoutes({ lists: deps.lists, tenant }));
         await authed.register(suppressionRoutes({ suppressions: deps.suppressions, tenant }));
         await authed.register(domainRoutes({ domains: deps.domains, tenant }));
+        await authed.register(domainReportRoutes({ reports: deps.reports, tenant }));
         await authed.register(sendingRoutes({ sending: deps.sending, tenant, surface: 'session' }));
         await authed.register(draftRoutes({ drafts: deps.drafts, tenant }));
         await authed.register(serviceTokenRoutes({ tokens: deps.serviceTokens, tenant }));

@@ -3,7 +3,7 @@ import { useState } from 'react';
 import { answerOf, client as api } from '../api';
 import { sendingDomainsQuery } from '../queries';
 import { ConfirmButton, CopyField, CreateForm, ErrorNote, Section, when } from './common';
-import type { CheckedDomain, DnsRecord, SendingDomain } from './types';
+import type { CheckedDomain, DnsRecord, DomainReportFigures, SendingDomain } from './types';
 
 const KEY = sendingDomainsQuery().queryKey;
 
@@ -59,10 +59,57 @@ function Checks({ checked }: { checked: CheckedDomain }) {
   );
 }
 
+/** The domain's DMARC and TLS report figures of the last 30 days, read when asked for. */
+function Reports({ domain }: { domain: SendingDomain }) {
+  const figures = useQuery({
+    queryKey: ['sending-domains', domain.domain_id, 'reports'],
+    queryFn: () => answerOf(api.GET('/app/api/sending-domains/{domain_id}/reports', { params: { path: { domain_id: domain.domain_id } } })),
+  });
+  const data: DomainReportFigures | undefined = figures.data;
+  if (figures.error) return <ErrorNote error={figures.error} />;
+  if (!data) return <p className="muted">Reading reports…</p>;
+  if (data.dmarc.length === 0 && data.tls.length === 0) {
+    return <p className="muted">No DMARC or TLS reports in the last 30 days. Publish a mailbox of this workspace as the rua= address of the domain’s DMARC and TLS-RPT records.</p>;
+  }
+  return (
+    <>
+      {data.dmarc.length > 0 && (
+        <table className="admin-table domain-reports">
+          <caption>DMARC reports of {data.domain}: messages per source</caption>
+          <thead><tr><th scope="col">Source IP</th><th scope="col">Messages</th><th scope="col">DMARC pass</th><th scope="col">DKIM pass</th><th scope="col">SPF pass</th><th scope="col">Quarantined</th><th scope="col">Rejected</th></tr></thead>
+          <tbody>
+            {data.dmarc.map((s) => (
+              <tr key={s.source_ip}>
+                <th scope="row" className="url">{s.source_ip}</th>
+                <td>{s.messages}</td><td>{s.dmarc.pass}</td><td>{s.dkim.pass}</td><td>{s.spf.pass}</td><td>{s.disposition.quarantine}</td><td>{s.disposition.reject}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {data.tls.length > 0 && (
+        <table className="admin-table domain-reports">
+          <caption>TLS reports of {data.domain}: sessions per policy</caption>
+          <thead><tr><th scope="col">Policy</th><th scope="col">Successful</th><th scope="col">Failed</th><th scope="col">Failures</th></tr></thead>
+          <tbody>
+            {data.tls.map((p) => (
+              <tr key={p.policy_type}>
+                <th scope="row">{p.policy_type}</th>
+                <td>{p.successful}</td><td>{p.failed}</td><td>{p.failure_types.map((f) => `${f.result_type}: ${f.count}`).join(' · ')}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}
+
 function DomainCard({ domain, fresh }: { domain: SendingDomain; fresh: SendingDomain | null }) {
   const client = useQueryClient();
   const [checked, setChecked] = useState<CheckedDomain | null>(null);
   const [again, setAgain] = useState<SendingDomain | null>(null);
+  const [reports, setReports] = useState(false);
   const params = { path: { domain_id: domain.domain_id } };
   const refresh = () => void client.invalidateQueries({ queryKey: KEY });
   const verify = useMutation({
@@ -96,8 +143,12 @@ function DomainCard({ domain, fresh }: { domain: SendingDomain; fresh: SendingDo
         {pending && (
           <ConfirmButton label="New verification value" name={`New verification value for ${domain.domain}`} confirm="Make a new value (the earlier one stops working)" onConfirm={() => regenerate.mutate()} />
         )}
+        <button type="button" onClick={() => setReports(!reports)} aria-expanded={reports} aria-label={`Reports of ${domain.domain}`}>
+          {reports ? 'Hide reports' : 'Reports'}
+        </button>
         <ConfirmButton label="Delete" name={`Delete ${domain.domain}`} confirm={`Delete ${domain.domain} for good`} onConfirm={() => remove.mutate()} disabled={remove.isPending} />
       </div>
+      {reports && <Reports domain={domain} />}
       <ErrorNote error={verify.error ?? regenerate.error ?? remove.error} />
     </li>
   );

@@ -13,6 +13,7 @@ export type SendingDomain = Schema<'SendingDomain'> & Partial<Pick<Schema<'Creat
 export type RecordCheck = Schema<'RecordCheck'>;
 /** The answer of verify: the domain, each record's check, and one sentence for the whole. */
 export type CheckedDomain = Schema<'CheckedSendingDomain'>;
+export type DomainReportFigures = Schema<'DomainReportFigures'>;
 /** A service token; `token` only in the answers of create and rotate. */
 export type ServiceToken = Schema<'ServiceToken'> & Partial<Pick<Schema<'ServiceTokenWithSecret'>, 'token'>>;
 /** An API key; `api_key` only in the answer of create. */
