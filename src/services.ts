@@ -41,6 +41,9 @@ import { createFairGate, type FairGate } from './lib/fair-gate.js';
 import { createComposer } from './modules/sending/compose-pool.js';
 import { createMailauthAuthenticator, type MessageAuthenticator } from './modules/messages/authentication.js';
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
+import { createSpamCheck } from './modules/messages/spam-check.js';
+import { createSpamLearnHandler, createSpamLearning } from './modules/messages/spam-learning.js';
+import { createRspamdScanner } from './lib/rspamd.js';
 import { createMailStore } from './modules/mail/mail.store.js';
 import { createMailSignal, onMailChanges, type MailSignal } from './modules/mail/mail-changes.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
@@ -361,6 +364,8 @@ export async function createServices(
   const drafts = createDraftService({ work, mail, clock, sending });
   // Workspaces being deleted, read at most once a second per process: their mailboxes refuse mail.
   const gone = createGoneWorkspaces(work, (w) => tenancyStore.deletingWorkspaceIds(w));
+  // rspamd (MAILROOM_RSPAMD_URL): scores inbound mail, and learns from moves into and out of spam.
+  const spamScanner = config.rspamd ? createRspamdScanner(config.rspamd) : null;
   const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
   const inbound = createInboundService({
     work,
@@ -376,6 +381,7 @@ export async function createServices(
     catchAll: sandbox?.catchAlls.find,
     workspaceGone: (workspaceId) => gone.has(workspaceId),
     storage: quotas,
+    spamCheck: spamScanner && config.rspamd ? createSpamCheck({ scanner: spamScanner, onError: config.rspamd.onError, hostname: config.smtpHostname, logger, metrics }) : undefined,
   });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
   const capture = sandbox ? createSandboxCapture({ work, store: sandboxStore, clock, logger, inbound }) : null;
@@ -418,6 +424,7 @@ export async function createServices(
     metrics,
   });
   handlers.push(delivery, webhooks.handler);
+  if (spamScanner) handlers.push(createSpamLearnHandler({ work, store: mail, scanner: spamScanner, logger, metrics }));
   metrics.read({
     analysis: () => {
       const threads = analyzer.threadStats?.();
@@ -488,7 +495,7 @@ export async function createServices(
     domains,
     lists,
     suppressions: createSuppressionService({ work, clock, mail, audit }),
-    messages: createMessageService({ work, store: mail, searches }),
+    messages: createMessageService({ work, store: mail, searches, learning: spamScanner ? createSpamLearning(queue) : undefined }),
     mailTransfer: createMailboxTransferService({ work, store: mail, clock, maxMessageBytes: config.smtpMaxSize }),
     returnPaths,
     secretBox: box,
