@@ -43,6 +43,9 @@ import { createFairGate, type FairGate } from './lib/fair-gate.js';
 import { createComposer } from './modules/sending/compose-pool.js';
 import { createMailauthAuthenticator, type MessageAuthenticator } from './modules/messages/authentication.js';
 import { createInboundService, type InboundService } from './modules/messages/inbound.service.js';
+import { createSpamCheck } from './modules/messages/spam-check.js';
+import { createSpamLearnHandler, createSpamLearning } from './modules/messages/spam-learning.js';
+import { createRspamdScanner } from './lib/rspamd.js';
 import { createMailStore } from './modules/mail/mail.store.js';
 import { createMailSignal, onMailChanges, type MailSignal } from './modules/mail/mail-changes.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
@@ -369,6 +372,8 @@ export async function createServices(
   const drafts = createDraftService({ work, mail, clock, sending });
   // Workspaces being deleted, read at most once a second per process: their mailboxes refuse mail.
   const gone = createGoneWorkspaces(work, (w) => tenancyStore.deletingWorkspaceIds(w));
+  // rspamd (MAILROOM_RSPAMD_URL): scores inbound mail, and learns from moves into and out of spam.
+  const spamScanner = config.rspamd ? createRspamdScanner(config.rspamd) : null;
   const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
   // One-click unsubscribe links and mailto addresses: keyed as the return paths are, in their domain.
   const unsubscribeTokens = createUnsubscribeTokens(box, config.publicUrl, returnPathDomain);
@@ -399,6 +404,7 @@ export async function createServices(
     workspaceGone: (workspaceId) => gone.has(workspaceId),
     storage: quotas,
     domainReports: reports,
+    spamCheck: spamScanner && config.rspamd ? createSpamCheck({ scanner: spamScanner, onError: config.rspamd.onError, hostname: config.smtpHostname, logger, metrics }) : undefined,
   });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
   const capture = sandbox ? createSandboxCapture({ work, store: sandboxStore, clock, logger, inbound }) : null;
@@ -442,6 +448,7 @@ export async function createServices(
     metrics,
   });
   handlers.push(delivery, webhooks.handler, reports.handler);
+  if (spamScanner) handlers.push(createSpamLearnHandler({ work, store: mail, scanner: spamScanner, logger, metrics }));
   metrics.read({
     analysis: () => {
       const threads = analyzer.threadStats?.();
@@ -513,7 +520,7 @@ export async function createServices(
     lists,
     suppressions: createSuppressionService({ work, clock, mail, audit }),
     unsubscribes,
-    messages: createMessageService({ work, store: mail, searches }),
+    messages: createMessageService({ work, store: mail, searches, learning: spamScanner ? createSpamLearning(queue) : undefined }),
     mailTransfer: createMailboxTransferService({ work, store: mail, clock, maxMessageBytes: config.smtpMaxSize }),
     returnPaths,
     secretBox: box,

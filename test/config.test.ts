@@ -184,4 +184,14 @@ describe('configuration', () => {
     expect(loadConfig(withSandboxDefaults({}))).toMatchObject({ submissionPort: 1587, imapPort: 1143, allowPlaintextAuth: "loopback" });
     expect(loadConfig(withSandboxDefaults({ MAILROOM_SUBMISSION_PORT: '2587', MAILROOM_ALLOW_PLAINTEXT_AUTH: '' }))).toMatchObject({ submissionPort: 2587, allowPlaintextAuth: 'loopback' });
   });
+  it('rspamd: off unless its URL is set; the controller defaults to port 11334; tempfail by default; bad values refused', () => {
+    expect(loadConfig({}).rspamd).toBeNull();
+    expect(loadConfig({ MAILROOM_RSPAMD_URL: 'http://127.0.0.1:11333' }).rspamd).toEqual({ url: 'http://127.0.0.1:11333', controllerUrl: 'http://127.0.0.1:11334', password: null, onError: 'tempfail' });
+    expect(
+      loadConfig({ MAILROOM_RSPAMD_URL: 'http://spam.internal:8000/', MAILROOM_RSPAMD_CONTROLLER_URL: 'http://spam.internal:9000', MAILROOM_RSPAMD_PASSWORD: 'pw', MAILROOM_RSPAMD_ON_ERROR: 'ACCEPT' }).rspamd,
+    ).toEqual({ url: 'http://spam.internal:8000/', controllerUrl: 'http://spam.internal:9000', password: 'pw', onError: 'accept' });
+    expect(() => loadConfig({ MAILROOM_RSPAMD_URL: 'ftp://x' })).toThrow(/MAILROOM_RSPAMD_URL/);
+    expect(() => loadConfig({ MAILROOM_RSPAMD_URL: 'http://127.0.0.1:11333', MAILROOM_RSPAMD_ON_ERROR: 'drop' })).toThrow(/MAILROOM_RSPAMD_ON_ERROR="drop": unknown value; expected tempfail or accept/);
+    expect(() => loadConfig({ MAILROOM_RSPAMD_PASSWORD: 'secret', MAILROOM_RSPAMD_CONTROLLER_URL: 'nope' })).toThrow(/MAILROOM_RSPAMD_CONTROLLER_URL/);
+  });
 });

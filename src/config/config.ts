@@ -48,6 +48,8 @@ export interface Config {
   tlsCheckMs: number;
   /** ACME (modules/certificates): the certificate of the listeners obtained and renewed from this CA; null = off. */
   acme: AcmeConfig | null;
+  /** rspamd scores inbound mail (lib/rspamd.ts); null = no content scoring. */
+  rspamd: RspamdConfig | null;
   /** Worker threads that parse and authenticate inbound mail; 0 does it on the main thread. */
   smtpParserThreads: number;
   /** Worker threads that DKIM-sign outbound mail; 0 signs on the main thread. */
@@ -181,6 +183,17 @@ export interface AcmeConfig {
   renewBeforeDays: number;
   /** PEM certificates trusted for the directory's HTTPS besides the system's (a test CA); null = the system's only. */
   caFile: string | null;
+}
+
+export interface RspamdConfig {
+  /** The normal worker (`/checkv2`). */
+  url: string;
+  /** The controller (`/learnspam`, `/learnham`): MAILROOM_RSPAMD_CONTROLLER_URL, else `url` with port 11334. */
+  controllerUrl: string;
+  /** The controller's password; null = none (rspamd trusts the client's address). */
+  password: string | null;
+  /** When rspamd is down or slow: `tempfail` answers 451 4.7.1, `accept` stores the message unscored. */
+  onError: 'tempfail' | 'accept';
 }
 
 /** The default of each quota per workspace (modules/quotas), named as the quotas are; null = unlimited. */
@@ -347,6 +360,38 @@ function parsePublicUrl(raw: string): string {
   return href;
 }
 
+function parseHttpUrl(raw: string): string {
+  const url = new URL(raw);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('must be an http:// or https:// URL');
+  return raw;
+}
+
+/** rspamd is on when its URL is set; the controller defaults to the same host on rspamd's controller port. */
+function readRspamd(read: Read): RspamdConfig | null {
+  const url = read<string | null>({ name: 'RSPAMD_URL', fallback: null, parse: parseHttpUrl, expect: 'an http:// URL such as http://127.0.0.1:11333' });
+  const controllerUrl = read<string | null>({ name: 'RSPAMD_CONTROLLER_URL', fallback: null, parse: parseHttpUrl, expect: 'an http:// URL such as http://127.0.0.1:11334' });
+  const password = read<string | null>({ name: 'RSPAMD_PASSWORD', fallback: null, parse: (v) => v, expect: 'a password', secret: true });
+  const onError = read<'tempfail' | 'accept'>({
+    name: 'RSPAMD_ON_ERROR',
+    fallback: 'tempfail',
+    parse: (v) => {
+      const value = v.toLowerCase();
+      if (value !== 'tempfail' && value !== 'accept') throw new Error('unknown value');
+      return value;
+    },
+    expect: 'tempfail or accept',
+  });
+  if (url === null) return null;
+  return { url, controllerUrl: controllerUrl ?? rspamdControllerOf(url), password, onError };
+}
+
+/** rspamd's controller listens beside its normal worker on port 11334 (its default). */
+function rspamdControllerOf(url: string): string {
+  const parsed = new URL(url);
+  parsed.port = '11334';
+  return parsed.origin;
+}
+
 function parseEmail(raw: string): string {
   if (!/^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/.test(raw)) throw new Error('not an email address');
   return raw;
@@ -417,6 +462,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     tlsCertFile: read<string | null>({ name: 'TLS_CERT', fallback: null, parse: readableFile, expect: 'the path of a PEM certificate chain' }),
     tlsCheckMs: ms('TLS_CHECK_MS', 30_000, 100),
     acme: null,
+    rspamd: null,
     smtpParserThreads: read({ name: 'SMTP_PARSER_THREADS', fallback: defaultWorkerThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
     dkimThreads: read({ name: 'DKIM_THREADS', fallback: defaultWorkerThreads(), parse: intIn(0, 64), expect: 'a whole number 0..64 (0 = on the main thread)' }),
     hostedDomains: read({ name: 'HOSTED_DOMAINS', fallback: ['mailroom.localhost'], parse: parseDomains, expect: 'a comma list of domains' }),
@@ -558,6 +604,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
   config.acme = readAcme(read, config.smtpHostname);
   // Links in mail name the service by the host name it announces unless the operator says otherwise.
   config.publicUrl = read({ name: 'PUBLIC_URL', fallback: `https://${config.smtpHostname}`, parse: parsePublicUrl, expect: 'the https:// base URL the service is reached at' });
+  config.rspamd = readRspamd(read);
   if (config.acme && config.tlsKeyFile !== null) {
     problems.push('MAILROOM_ACME_DIRECTORY_URL and MAILROOM_TLS_KEY/MAILROOM_TLS_CERT name two sources of the same certificate; set one');
   }

@@ -36,6 +36,7 @@ import * as m20261210000300 from './migrations/20261210000300_tls_certificates.j
 import * as m20261211000100 from './migrations/20261211000100_message_structures.js';
 import * as m20261211000300 from './migrations/20261211000300_draft_sources.js';
 import * as m20261211000400 from './migrations/20261211000400_message_structures_one_value.js';
+import * as m20261212000100 from './migrations/20261212000100_message_spam.js';
 import * as m20261212000200 from './migrations/20261212000200_outbound_list_unsubscribe.js';
 import * as m20261212000300 from './migrations/20261212000300_domain_reports.js';
 
@@ -81,6 +82,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261211000100_message_structures': m20261211000100,
   '20261211000300_draft_sources': m20261211000300,
   '20261211000400_message_structures_one_value': m20261211000400,
+  '20261212000100_message_spam': m20261212000100,
   '20261212000200_outbound_list_unsubscribe': m20261212000200,
   '20261212000300_domain_reports': m20261212000300,
 };

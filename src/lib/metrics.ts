@@ -20,6 +20,8 @@ export interface Metrics {
   smtpReply(stage: SmtpStage, code: number): void;
   /** Seconds from the end of a message's DATA to its reply (analysis and commit). */
   smtpIngest(seconds: number): void;
+  /** rspamd did not answer a check or a learn (down, slow, or an answer that is not its). */
+  rspamdError(operation: RspamdOperation): void;
   /** Recipients of an outbound delivery run, by where the run left them. */
   delivery(outcome: DeliveryOutcome, recipients: number): void;
   /** One webhook attempt, by what it led to. */
@@ -43,6 +45,7 @@ export interface Metrics {
 }
 
 export type SmtpStage = 'rcpt' | 'data';
+export type RspamdOperation = 'check' | 'learn';
 /** `deferred`: still pending, retried later. */
 export type DeliveryOutcome = 'accepted' | 'deferred' | 'failed' | 'unknown';
 /** `retry`: failed, tried again later; `given_up`: failed for the last time; `gone`: 410, the endpoint set inactive. */
@@ -95,6 +98,7 @@ export const noMetrics: Metrics = {
   smtpSessionClosed: () => undefined,
   smtpReply: () => undefined,
   smtpIngest: () => undefined,
+  rspamdError: () => undefined,
   delivery: () => undefined,
   webhookAttempt: () => undefined,
   leaseExpired: () => undefined,
@@ -148,6 +152,8 @@ export function createMetrics(options: { onReadError?: (source: string, err: unk
   const deliveries = new Counter({ name: 'mailroom_deliveries_total', help: 'Recipients of outbound delivery runs, by where each run left them', labelNames: ['outcome'], registers });
   const webhooks = new Counter({ name: 'mailroom_webhook_attempts_total', help: 'Webhook delivery attempts, by what each led to', labelNames: ['outcome'], registers });
   const leaseExpiries = new Counter({ name: 'mailroom_queue_lease_expiries_total', help: 'Jobs this process took over after their previous lease ran out', labelNames: ['queue'], registers });
+  const rspamdErrors = new Counter({ name: 'mailroom_rspamd_errors_total', help: 'rspamd checks and learns that got no answer in time (down, slow or a wrong answer)', labelNames: ['operation'], registers });
+  const rspamd = byLabel(rspamdErrors);
   const delivery = byLabel(deliveries);
   const webhook = byLabel(webhooks);
   const lease = byLabel(leaseExpiries);
@@ -161,6 +167,9 @@ export function createMetrics(options: { onReadError?: (source: string, err: unk
     smtpSessionClosed: smtp.closed,
     smtpReply: smtp.reply,
     smtpIngest: smtp.ingest,
+    rspamdError(operation) {
+      rspamd(operation).inc();
+    },
     delivery(outcome, recipients) {
       if (recipients > 0) delivery(outcome).inc(recipients);
     },

@@ -1930,6 +1930,17 @@ export interface components {
                 name: string;
                 value: string;
             }[];
+            /** @description rspamd's verdict when the message was scored on arrival; null otherwise */
+            spam: {
+                score: number;
+                /** @description rspamd's action: no action, add header, rewrite subject, greylist, soft reject or reject */
+                action: string;
+                /** @description the highest-scoring symbols, at most 10 */
+                symbols: {
+                    name: string;
+                    score: number;
+                }[];
+            } | null;
         };
         Thread: {
             thread_id: string;

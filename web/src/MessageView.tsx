@@ -171,6 +171,7 @@ export function MessageView({ messageId, onBack }: { messageId: string; onBack: 
         <dd>{longDate(m.date ?? m.created_at)}</dd>
         <dt>Folder</dt>
         <dd>{m.folder}</dd>
+        {m.spam && (<><dt>Spam</dt><dd className="spam-score">{spamLine(m.spam)}</dd></>)}
       </dl>
       <Labels key={m.labels.join(',')} message={m} />
       <MessageBody message={m} />
@@ -179,4 +180,10 @@ export function MessageView({ messageId, onBack }: { messageId: string; onBack: 
       <ThreadList messageId={messageId} />
     </article>
   );
+}
+
+/** rspamd's verdict in one line: "Spam score 7.2 (add header): SYM1, SYM2". */
+function spamLine(spam: NonNullable<FullMessage['spam']>): string {
+  const symbols = spam.symbols.map((s) => s.name).join(', ');
+  return `Spam score ${spam.score} (${spam.action})${symbols ? `: ${symbols}` : ''}`;
 }

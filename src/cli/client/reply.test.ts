@@ -31,6 +31,7 @@ function message(fields: Partial<MessageDetail>): MessageDetail {
     text: 'Hello,\n\nmy order has not arrived.\n> an older quote\n',
     html: null,
     headers: [],
+    spam: null,
     ...fields,
   };
 }

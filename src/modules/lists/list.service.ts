@@ -23,8 +23,8 @@ export interface ListEntryView {
   created_at: string;
 }
 
-/** What the lists say about one sender/recipient. */
-export type ListVerdict = { decision: 'pass' } | { decision: 'refuse'; reason: string };
+/** What the lists say about one sender/recipient; `allowed`: an allow entry matched (it wins over content scoring too). */
+export type ListVerdict = { decision: 'pass'; allowed?: true } | { decision: 'refuse'; reason: string };
 
 const DOMAIN = /^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
@@ -93,7 +93,7 @@ function ipMatches(entry: string, ip: ipaddr.IPv4 | ipaddr.IPv6): boolean {
 /** The rules of `ListService.evaluate` over the entries that could match (an allow match wins, a block refuses, a non-empty allow list refuses the rest). */
 function decide(direction: ListDirection, entries: ReadonlyArray<Pick<ListEntryTable, 'list_type' | 'entry' | 'kind'>>, hasAllow: boolean, keys: readonly string[], ip: ipaddr.IPv4 | ipaddr.IPv6 | null): ListVerdict {
   const matching = entries.filter((e) => (e.kind === 'ip' ? ip !== null && ipMatches(e.entry, ip) : keys.includes(e.entry)));
-  if (matching.some((e) => e.list_type === 'allow')) return { decision: 'pass' };
+  if (matching.some((e) => e.list_type === 'allow')) return { decision: 'pass', allowed: true };
   const blocked = matching.find((e) => e.list_type === 'block');
   if (blocked) return { decision: 'refuse', reason: `${blocked.entry} is on the ${direction} block list` };
   if (hasAllow) return { decision: 'refuse', reason: `not on the ${direction} allow list` };

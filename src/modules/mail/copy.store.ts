@@ -10,7 +10,7 @@ import { insertRows, preparedQuery, preparedWrite } from '../../db/prepared.js';
 import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
-import type { AttachmentView, AuthSummary, Folder } from '../messages/message.types.js';
+import type { AttachmentView, AuthSummary, Folder, SpamView } from '../messages/message.types.js';
 import type { ParsedMessage } from '../messages/mime.js';
 import type { MailTables } from './mail.table.js';
 import type { AttachmentTable, ThreadTable } from './message.table.js';
@@ -102,6 +102,8 @@ export interface StoreInput {
   receivedAt?: number;
   /** IMAP's \Flagged, \Answered and \Deleted of an appended message (none by default). */
   flags?: { flagged?: boolean; answered?: boolean; deleted?: boolean };
+  /** rspamd's verdict, when the message was scored (inbound SMTP). */
+  spam?: SpamView | null | undefined;
 }
 
 /** Largest participants list kept on a thread. */
@@ -276,6 +278,10 @@ export function createCopyStore({ clock, dialect }: { clock: Clock; dialect: Dia
           ...(dialect.fullText === 'tsvector' ? { search_document: parsed.search.tsvector } : {}),
         },
       ]);
+      if (input.spam) {
+        const { score, action, symbols } = input.spam;
+        await insertRows(trx, 'message_spam', [{ message_id: messageId, workspace_id: input.workspaceId, score, action, symbols_json: JSON.stringify(symbols) }]);
+      }
       if (dialect.fullText === 'fts5') await indexFts(trx, input.workspaceId, messageId, parsed.search.document);
       await insertRows(trx, 'attachments', attachmentRows);
       await insertLabels(trx, input.workspaceId, messageId, labels);

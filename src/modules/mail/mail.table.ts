@@ -7,6 +7,7 @@ import type {
   MessageFtsKeyTable,
   MessageFtsTable,
   MessageLabelTable,
+  MessageSpamTable,
   MessageStructureTable,
   MessageTable,
   ThreadRefTable,
@@ -28,6 +29,7 @@ export interface MailTables {
   messages: MessageTable;
   message_contents: MessageContentTable;
   message_structures: MessageStructureTable;
+  message_spam: MessageSpamTable;
   message_fts: MessageFtsTable;
   message_fts_keys: MessageFtsKeyTable;
   attachments: AttachmentTable;

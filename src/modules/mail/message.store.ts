@@ -11,6 +11,7 @@ import type { DeliveryStatus } from './outbound.table.js';
 import { mailChanged } from './mail-changes.js';
 import type { MailTables } from './mail.table.js';
 import type { AttachmentTable, MessageContentTable, MessageTable, ThreadTable } from './message.table.js';
+import type { SpamView } from '../messages/message.types.js';
 
 /** The mail store's own view of a pool or transaction. */
 export type MailDb = Kysely<MailTables>;
@@ -428,6 +429,16 @@ export function createMessageStore() {
     findMessage: (work: Work, workspaceId: string, messageId: string) => findMessageRow(mailDb(work), workspaceId, messageId),
     findContent: async (work: Work, workspaceId: string, messageId: string, withRaw: boolean): Promise<Partial<MessageContentTable> | undefined> =>
       (await findContentQuery(mailDb(work), { workspaceId, messageId, withRaw: withRaw ? true : undefined }))[0],
+    /** rspamd's verdict on a message, when it was scored on arrival. */
+    async spamOf(work: Work, workspaceId: string, messageId: string): Promise<SpamView | null> {
+      const row = await mailDb(work)
+        .selectFrom('message_spam')
+        .select(['score', 'action', 'symbols_json'])
+        .where('workspace_id', '=', workspaceId)
+        .where('message_id', '=', messageId)
+        .executeTakeFirst();
+      return row ? { score: Number(row.score), action: row.action, symbols: JSON.parse(row.symbols_json) as SpamView['symbols'] } : null;
+    },
     findAttachment: (work: Work, workspaceId: string, messageId: string, attachmentId: string): Promise<Pick<AttachmentTable, 'id' | 'filename' | 'content_type' | 'size' | 'content'> | undefined> =>
       mailDb(work)
         .selectFrom('attachments')

@@ -66,6 +66,16 @@ export interface MessageContentTable {
   search_document?: string | null;
 }
 
+/** rspamd's verdict on an inbound message, when it was scored: the score, the action and the top symbols (JSON). */
+export interface MessageSpamTable {
+  message_id: string;
+  workspace_id: string;
+  score: number;
+  action: string;
+  /** JSON array of `{name, score}`, highest score first. */
+  symbols_json: string;
+}
+
 /**
  * A message's ENVELOPE, BODYSTRUCTURE and BODY as IMAP FETCH writes them, computed from `raw` by the first FETCH that
  * needs them (README-structures.md). `version` is the serializer's; a row of another version is not served.

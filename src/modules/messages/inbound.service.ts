@@ -20,6 +20,8 @@ import type { UnsubscribeService } from '../suppressions/unsubscribe.service.js'
 import type { QuotaService } from '../quotas/quota.service.js';
 import { quotaExceeded } from '../quotas/quota.types.js';
 import type { ReportService } from '../reports/report.service.js';
+import type { SpamVerdict } from '../../lib/rspamd.js';
+import { filedAsSpam, type SpamCheck } from './spam-check.js';
 
 /** The SMTP envelope and connection facts of one transaction. */
 export interface Envelope {
@@ -46,6 +48,8 @@ export interface Recipient {
    * transport keeps it out of a transaction with another workspace's recipients (which that refusal would delay).
    */
   storageLimited?: boolean | undefined;
+  /** The recipient's workspace allow-lists the sender: rspamd's verdict neither refuses nor files its copy as spam. */
+  allowListed?: boolean | undefined;
 }
 
 export type RecipientVerdict =
@@ -58,6 +62,8 @@ interface AnalyzedDelivery {
   envelope: Envelope;
   recipients: readonly Recipient[];
   analysis: Analysis;
+  /** rspamd's verdict; null when not scored. */
+  spam: SpamVerdict | null;
 }
 
 export interface InboundService {
@@ -107,6 +113,8 @@ export interface InboundDeps {
   storage: Pick<QuotaService, 'storageRefusal' | 'limitsOf'>;
   /** DMARC and TLS reports (modules/reports): a stored message with report-like attachments gets a parse job. */
   domainReports?: Pick<ReportService, 'hasReports' | 'enqueueParse'> | undefined;
+  /** Content scoring (rspamd) beside the analysis; none = not scored (spam-check.ts). */
+  spamCheck?: SpamCheck | undefined;
 }
 
 type MailboxAddress = { id: string; workspace_id: string; address: string };
@@ -134,7 +142,7 @@ function reportRecipientOf(outbound: { mail_from: string; recipients_json: strin
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ work, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, unsubscribe, commits, catchAll, workspaceGone, storage, domainReports }: InboundDeps): InboundService {
+export function createInboundService({ work, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, unsubscribe, commits, catchAll, workspaceGone, storage, domainReports, spamCheck }: InboundDeps): InboundService {
   /**
    * Each recipient's workspace judged on its own: would this message take it past its stored bytes? Refused whole
    * (452 4.2.2 at the end of DATA) when one would, checked beside the parse; nothing is stored, so nothing is lost.
@@ -247,12 +255,13 @@ export function createInboundService({ work, clock, events, store, lists, analyz
   }
 
   /** The second half of `deliver`: one group-commit unit storing every copy of an analysed message. */
-  function storeAnalyzed({ raw, envelope, recipients, analysis }: AnalyzedDelivery): Promise<string[]> {
+  function storeAnalyzed({ raw, envelope, recipients, analysis, spam }: AnalyzedDelivery): Promise<string[]> {
     const { parsed, auth } = analysis;
     // Authentication-Results goes in front of the stored source, as the analysis put it in front of the headers (RFC 8601).
     const stored = auth.headerLines ? Buffer.concat([Buffer.from(auth.headerLines.replace(/\r?\n$/, '') + '\r\n'), raw]) : raw;
-    // A DMARC failure under a reject or quarantine policy is the clearest spam signal we have (RFC 7489 §6.3).
-    const folder: Folder = auth.quarantine ? 'spam' : 'inbox';
+    // A DMARC failure under a reject or quarantine policy is the clearest spam signal we have (RFC 7489 §6.3);
+    // rspamd's verdict files the copies of recipients whose allow list does not name the sender.
+    const folderOf = (recipient: Recipient): Folder => (auth.quarantine || filedAsSpam(spam, recipient) ? 'spam' : 'inbox');
     const envelopeJson = { mail_from: envelope.mailFrom, remote_ip: envelope.remoteIp, helo: envelope.helo };
     const text = eventText(parsed);
     // Checked once, outside the transaction: names and types only; the reading is the job's, after the commit.
@@ -274,12 +283,13 @@ export function createInboundService({ work, clock, events, store, lists, analyz
           mailboxId: recipient.mailboxId,
           mailboxAddress: recipient.address,
           direction: 'inbound',
-          folder,
+          folder: folderOf(recipient),
           read: false,
           raw: stored,
           parsed,
           auth: auth.summary,
           envelope: { ...envelopeJson, rcpt_to: recipient.address },
+          spam,
         });
         await events.emit(asWork(trx), { workspaceId: recipient.workspaceId, type: 'message.received', data: { ...receivedEventData(toMessageListView(row), text) } });
         if (reports) await domainReports?.enqueueParse(trx, recipient.workspaceId, row.id);
@@ -326,7 +336,8 @@ export function createInboundService({ work, clock, events, store, lists, analyz
         return { ok: false, reason: 'mailbox_full', detail: full };
       }
       const storageLimited = (await storage.limitsOf(mailbox.workspace_id)).stored_bytes !== null;
-      return { ok: true, recipient: { workspaceId: mailbox.workspace_id, mailboxId: mailbox.id, address: mailbox.address, ...(storageLimited ? { storageLimited } : {}) } };
+      const allowListed = verdict.decision === 'pass' && verdict.allowed === true;
+      return { ok: true, recipient: { workspaceId: mailbox.workspace_id, mailboxId: mailbox.id, address: mailbox.address, ...(storageLimited ? { storageLimited } : {}), ...(allowListed ? { allowListed } : {}) } };
     },
 
     async deliver(raw, envelope, recipients) {
@@ -348,8 +359,9 @@ export function createInboundService({ work, clock, events, store, lists, analyz
         // The storage check beside the parse, not before it: on SQLite its read waits for the commit in progress,
         // which would split the commit groups. A workspace already full was refused at RCPT, so only the message
         // that would take it over is parsed in vain.
-        const [analysis] = await Promise.all([analyze(), checkStorage(recipients, raw.length)]);
-        committed = storeAnalyzed({ raw, envelope, recipients, analysis });
+        // rspamd scores the message meanwhile too: a refusal ends the delivery before any transaction opens.
+        const [analysis, , spam] = await Promise.all([analyze(), checkStorage(recipients, raw.length), spamCheck ? spamCheck(raw, envelope, recipients) : null]);
+        committed = storeAnalyzed({ raw, envelope, recipients, analysis, spam });
       } finally {
         arrived();
       }

@@ -18,6 +18,7 @@ import {
 } from './message.types.js';
 import { toDeliveryDetail, toMessageListView, toThreadView } from './message.views.js';
 import { createSearch, type Search } from './search.service.js';
+import { lessonOf, type SpamLearning } from './spam-learning.js';
 import type { SearchRunner } from './search-runner.js';
 
 /**
@@ -96,6 +97,7 @@ export type MessageServiceStore = Pick<
   | 'mailboxIdByAddress'
   | 'findMessage'
   | 'findContent'
+  | 'spamOf'
   | 'findAttachment'
   | 'findThread'
   | 'threadMessages'
@@ -113,7 +115,7 @@ export type MessageServiceStore = Pick<
 >;
 
 /** Reading and organising stored mail, scoped to the caller's workspace. */
-export function createMessageService({ work, store, searches }: { work: Work; store: MessageServiceStore; searches: SearchRunner }): MessageService {
+export function createMessageService({ work, store, searches, learning }: { work: Work; store: MessageServiceStore; searches: SearchRunner; learning?: SpamLearning | undefined }): MessageService {
   async function mailboxId(tenant: TenantContext, address: string | undefined): Promise<string | undefined> {
     if (address === undefined) return undefined;
     const normalized = normalizeEmail(address);
@@ -185,7 +187,7 @@ export function createMessageService({ work, store, searches }: { work: Work; st
         await work.transaction().execute((trx) => store.markRead(trx, tenant.workspaceId, row, true));
         row = { ...row, read: 1 };
       }
-      const content = await store.findContent(work, tenant.workspaceId, messageId, false);
+      const [content, spam] = await Promise.all([store.findContent(work, tenant.workspaceId, messageId, false), store.spamOf(work, tenant.workspaceId, messageId)]);
       return {
         ...toMessageListView(row),
         // An outbound message's delivery recipient by recipient, as `GET /sent` shows it (decision 280).
@@ -193,6 +195,7 @@ export function createMessageService({ work, store, searches }: { work: Work; st
         text: content?.text_body ?? null,
         html: content?.html_body ?? null,
         headers: content?.headers_json ? (JSON.parse(content.headers_json) as MessageView['headers']) : [],
+        spam,
       };
     },
 
@@ -203,7 +206,13 @@ export function createMessageService({ work, store, searches }: { work: Work; st
 
     async move(tenant, messageId, folderName) {
       const folder = parseFolder(folderName);
-      await work.transaction().execute(async (trx) => store.moveMessage(trx, tenant.workspaceId, await findMessage(trx, tenant, messageId), folder));
+      await work.transaction().execute(async (trx) => {
+        const row = await findMessage(trx, tenant, messageId);
+        await store.moveMessage(trx, tenant.workspaceId, row, folder);
+        // rspamd learns from the move (spam-learning.ts), through the queue: never on this request's path.
+        const kind = learning ? lessonOf(row.direction, row.folder, folder) : null;
+        if (kind) await learning?.teach(trx, tenant.workspaceId, { messageId, kind });
+      });
       return { ok: true, message_id: messageId, folder };
     },
 

@@ -15,6 +15,13 @@ export interface AuthSummary {
   dmarc: string;
 }
 
+/** rspamd's verdict on an inbound message: its score, action and highest-scoring symbols (at most 10). */
+export interface SpamView {
+  score: number;
+  action: string;
+  symbols: Array<{ name: string; score: number }>;
+}
+
 export interface AttachmentView {
   attachment_id: string;
   filename: string;
@@ -87,6 +94,8 @@ export interface MessageView extends MessageListView, Partial<DeliveryDetail> {
   text: string | null;
   html: string | null;
   headers: Array<{ name: string; value: string }>;
+  /** rspamd's verdict when the message was scored on arrival; null otherwise. */
+  spam: SpamView | null;
 }
 
 export interface ThreadView {

@@ -266,6 +266,17 @@ export const MessageDetail = Type.Object(
     text: Type.Union([Type.String(), Type.Null()]),
     html: Type.Union([Type.String(), Type.Null()]),
     headers: Type.Array(Type.Object({ name: Type.String(), value: Type.String() })),
+    spam: Type.Union(
+      [
+        Type.Object({
+          score: Type.Number(),
+          action: Type.String({ description: 'rspamd\'s action: no action, add header, rewrite subject, greylist, soft reject or reject' }),
+          symbols: Type.Array(Type.Object({ name: Type.String(), score: Type.Number() }), { description: 'the highest-scoring symbols, at most 10' }),
+        }),
+        Type.Null(),
+      ],
+      { description: 'rspamd\'s verdict when the message was scored on arrival; null otherwise' },
+    ),
   },
   { $id: 'Message' },
 );

@@ -6,6 +6,7 @@ import type { CertificatePem, CertificateSource } from '../../lib/tls-certificat
 import { noMetrics, type Metrics } from '../../lib/metrics.js';
 import type { InboundService, Recipient } from '../../modules/messages/inbound.service.js';
 import { isQuotaExceeded } from '../../modules/quotas/quota.types.js';
+import { spamRefusal } from '../../modules/messages/spam-check.js';
 import { createSessionSlots, DEFAULT_IDLE_MS, DEFAULT_MAX_COMMANDS, DEFAULT_MAX_SESSION_MS } from './session-slots.js';
 import { smtpListener, type SmtpListener } from './smtp-listener.js';
 import { MessageSpool } from './spool.js';
@@ -226,6 +227,10 @@ export function createInboundSmtpServer(options: InboundSmtpOptions): InboundSmt
         store(spool, session).then(
           (ids) => answer(null, `2.0.0 Stored as ${ids.join(', ')}`),
           (err: unknown) => {
+            const refusal = spamRefusal(err);
+            // RFC 3463 5.7.1 / 4.7.1: refused (or deferred) by policy, here the content scanner's verdict.
+            if (refusal === 'reject') return answer(reply(550, '5.7.1 Message refused as spam'));
+            if (refusal === 'defer') return answer(reply(451, '4.7.1 Message deferred by the content filter, try again later'));
             if (isQuotaExceeded(err)) {
               logger.info({ detail: err.detail }, 'inbound mail deferred: a recipient workspace would pass its storage quota');
               return answer(reply(452, '4.2.2 Mailbox full, try again later'));
