@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { authenticate } from 'mailauth';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createDnsResolver } from '../src/lib/dns.js';
@@ -7,20 +7,8 @@ import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, memberSession, session, type Tenant } from './helpers/harness.js';
 import type { MailHarness } from './helpers/mail.js';
 import type { ReceivedMail, SmtpPeer } from './helpers/smtp-peer.js';
+import { dkimpyPython } from './helpers/dkimpy.js';
 import { mailWorld } from './helpers/world.js';
-
-/** A Python 3 that can `import dkim` (Debian's python3-dkim installs into /usr/bin/python3's path); null when none can. */
-function dkimpyPython(): string | null {
-  for (const candidate of ['/usr/bin/python3', 'python3']) {
-    try {
-      execFileSync(candidate, ['-c', 'import dkim'], { stdio: 'ignore' });
-      return candidate;
-    } catch {
-      // not this one
-    }
-  }
-  return null;
-}
 
 /**
  * dkimpy's verdict on each message, the key records answered from the test's own table, and what Python's email

@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import selfsigned from 'selfsigned';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/lib/logger.js';
@@ -8,6 +8,7 @@ import { TEST_DIALECT } from './helpers/database.js';
 import { session, type Tenant } from './helpers/harness.js';
 import type { MailHarness } from './helpers/mail.js';
 import type { ReceivedMail, SmtpPeer } from './helpers/smtp-peer.js';
+import { dkimpyPython } from './helpers/dkimpy.js';
 import { mailWorld } from './helpers/world.js';
 
 /** A certificate source holding one pair, as the service's listeners get theirs. */
@@ -17,18 +18,6 @@ function certificateOf(key: string, cert: string): CertificateSource {
   return source;
 }
 
-/** A Python 3 with Debian's dkimpy (python3-dkim); smtplib and ssl are in every Python. */
-function dkimpyPython(): string | null {
-  for (const candidate of ['/usr/bin/python3', 'python3']) {
-    try {
-      execFileSync(candidate, ['-c', 'import dkim, smtplib'], { stdio: 'ignore' });
-      return candidate;
-    } catch {
-      // not this one
-    }
-  }
-  return null;
-}
 const python = dkimpyPython();
 
 /**

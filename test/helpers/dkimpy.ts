@@ -1,0 +1,14 @@
+import { execFileSync } from 'node:child_process';
+
+/** A Python 3 that can `import dkim` (Debian's python3-dkim installs into /usr/bin/python3's path); null when none can. */
+export function dkimpyPython(): string | null {
+  for (const candidate of ['/usr/bin/python3', 'python3']) {
+    try {
+      execFileSync(candidate, ['-c', 'import dkim'], { stdio: 'ignore' });
+      return candidate;
+    } catch {
+      // not this one
+    }
+  }
+  return null;
+}
