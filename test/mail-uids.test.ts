@@ -118,7 +118,7 @@ describe(`mail store: UIDs, modseq, flags, expunge log (${TEST_DIALECT})`, () =>
 
     const index = await store().folderIndex(work(), scope('inbox'));
     expect(index.map((e) => e.uid)).toEqual([3, 4, 5]);
-    expect(index[0]).toEqual({ uid: 3, modseq: (await rowOf(c)).modseq, read: false, flagged: false, answered: false, deleted: false, labels: [] });
+    expect(index[0]).toEqual({ uid: 3, modseq: (await rowOf(c)).modseq, read: false, flagged: false, answered: false, deleted: false, draft: false, labels: [] });
     await countersTrue();
   });
 
