@@ -20,6 +20,7 @@ const HEAVY = 'heavy@mailroom.localhost';
 const LIGHT = 'light@mailroom.localhost';
 const NO_POLL_MS = 600_000;
 const OTHER = 'other@mailroom.localhost';
+const PIPELINED = 'pipelined@mailroom.localhost';
 
 /** The gate itself, telling `seen` what one key holds and has waiting each time it asks for or gets a turn. */
 function recording(gate: FairGate, key: () => string, seen: (held: number, waiting: number) => void): FairGate {
@@ -165,6 +166,38 @@ describe(`IMAP live changes and shares (${TEST_DIALECT})`, () => {
     expect(indexReads).toBeGreaterThan(afterFirstLook);
     client.send('DONE');
     expect((await client.waitFor(/^i1 /)).at(-1)).toBe('i1 OK Idle completed.');
+  });
+
+  it('answers pipelined FETCHes in order, reading the messages of those before one that sets \\Seen in one statement', async () => {
+    const access = world.h.services.imapAccess;
+    let reads = 0;
+    const counted = { ...access, messages: (...args: Parameters<typeof access.messages>) => (reads++, access.messages(...args)) };
+    const common = { access: counted, logger: createLogger('silent'), appendLimit: 1024 * 1024, maxClients: 50, maxClientsPerIp: 50, allowPlaintextAuth: 'loopback' as const, tls: null, idlePollMs: NO_POLL_MS };
+    const countedPort = await world.own(createImapServer(common)).listen('127.0.0.1', 0);
+    await world.mailbox(acme, PIPELINED);
+    passwords.set(PIPELINED, await appPassword(acme, PIPELINED));
+    for (const n of [1, 2, 3, 4]) await deliver(acme, PIPELINED, `Pipelined ${n}`, `Body ${n}.\r\n`);
+    const client = await loggedIn(countedPort, PIPELINED);
+    expect(exists(await client.command('SELECT INBOX'))).toBe(4);
+    const before = reads;
+    // One write, as mbsync pipelines: the FETCHes, a bad one, then IDLE with its DONE already behind it.
+    const commands = ['UID FETCH 1 (BODY.PEEK[])', 'UID FETCH 2 (BODY.PEEK[])', 'UID FETCH 3 (FLAGS BODY.PEEK[])', 'FETCH 1 (BODY.PEEK[TEXT])', 'UID FETCH 2 (BODY[])', 'UID FETCH 2 (FLAGS)', 'UID FETCH x (FLAGS)', 'UID FETCH 4 (BODY.PEEK[])', 'IDLE'];
+    client.send(`${commands.map((c, i) => `p${i + 1} ${c}`).join('\r\n')}\r\nDONE`);
+    const lines = await client.waitFor(/^p9 /);
+    const answers = lines.filter((l) => /^p\d /.test(l));
+    expect(answers).toEqual(['p1 OK Fetch completed.', 'p2 OK Fetch completed.', 'p3 OK Fetch completed.', 'p4 OK Fetch completed.', 'p5 OK Fetch completed.', 'p6 OK Fetch completed.', expect.stringMatching(/^p7 BAD /), 'p8 OK Fetch completed.', 'p9 OK Idle completed.']);
+    // Each answer's data comes before its tag: message n's body right before pn.
+    const at = (text: string) => lines.findIndex((l) => l.includes(text));
+    expect(at('Body 1.')).toBeLessThan(at('p1 OK'));
+    expect(at('Body 2.')).toBeGreaterThan(at('p1 OK'));
+    expect(at('Body 2.')).toBeLessThan(at('p2 OK'));
+    expect(lines.slice(at('p2 OK'), at('p3 OK')).join('\n')).toContain('* 3 FETCH (UID 3 FLAGS () BODY[] {');
+    expect(lines.slice(at('p4 OK'), at('p5 OK')).join('\n')).toMatch(/\* 2 FETCH \(UID 2 (FLAGS \(\\Seen\) BODY\[\]|BODY\[\] .* FLAGS \(\\Seen\))/);
+    // The FETCH after the one that set \Seen sees it.
+    expect(lines.slice(at('p5 OK') + 1, at('p6 OK'))).toEqual(['* 2 FETCH (UID 2 FLAGS (\\Seen))']);
+    expect(at('Body 4.')).toBeGreaterThan(at('p7 BAD'));
+    // p1–p4 from one read; p5 (it sets \Seen), p6 and p8 each read their own.
+    expect(reads - before).toBe(4);
   });
 
   it('allows IDLE in the authenticated state: it waits for DONE', async () => {

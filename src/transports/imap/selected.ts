@@ -3,9 +3,9 @@
  * kept current at NOOP, CHECK and IDLE (woken by the mailbox's change signal), and the commands that work on its
  * messages.
  */
-import type { CopyOutcome, FetchEntry, ImapFolder, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
+import type { CopyOutcome, FetchEntry, FetchRead, ImapFolder, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
 import { fetchPlan, fetchRead, flagsOf, ResponseBytes, setsSeen, UnknownCteError, writeFetch } from './fetch-items.js';
-import { atomText, formatRanges, parseFetchCommand, parseMailboxName, parseSequenceSet, parseSearchCommand, parseStoreCommand, resolveSequenceSet, inRanges, type Command, type FetchItem, type QresyncParams, type Ranges, type ResponseCode, type ReturnOption, type SearchKey, type SequenceSet } from './protocol/index.js';
+import { atomText, formatRanges, parseFetchCommand, parseMailboxName, parseSequenceSet, parseSearchCommand, parseStoreCommand, resolveSequenceSet, inRanges, type Command, type FetchCommand, type FetchItem, type QresyncParams, type Ranges, type ResponseCode, type ReturnOption, type SearchKey, type SequenceSet } from './protocol/index.js';
 import { hasModseqKey, matches, searchNeeds, textKey, textKeys, type SearchContext, type SearchEntry, type TextAnswers } from './search-eval.js';
 import type { ImapSession } from './session.js';
 
@@ -21,6 +21,13 @@ export const MAX_TEXT_LENGTH = 1000;
 interface Target {
   seq: number;
   entry: IndexEntry;
+}
+
+/** The messages of a FETCH run read before its first FETCH is answered (`readAhead`). */
+interface ReadAhead {
+  rows: Map<number, FetchEntry>;
+  /** The FETCHes answered from `rows` (a FETCH after one that changed flags is not). */
+  served: Map<Command, FetchCommand>;
 }
 
 /** Consecutive UIDs as ranges, for the store's UID-range calls. */
@@ -50,6 +57,7 @@ export class SelectedCommands {
    * by itself; it lives as long as this selection (a new SELECT, UNSELECT or CLOSE ends it, RFC 5182).
    */
   private saved: Ranges = [];
+  private ahead: ReadAhead | null = null;
 
   constructor(
     private readonly s: ImapSession,
@@ -198,8 +206,48 @@ export class SelectedCommands {
     return out;
   }
 
+  /**
+   * Before a run of pipelined FETCHes (a client pulling one message a command), their messages read in one statement,
+   * up to a batch: those of the FETCHes up to the first that reads otherwise, sets \Seen or asks CHANGEDSINCE (its
+   * flags would be older than its own change). What a FETCH finds here it answers from; the rest it reads itself.
+   */
+  async readAhead(cmds: readonly Command[]): Promise<void> {
+    this.ahead = null;
+    if (cmds.length < 2) return;
+    const served = new Map<Command, FetchCommand>();
+    const uids: number[] = [];
+    let read: FetchRead | null = null;
+    for (const cmd of cmds) {
+      const p = parseFetchCommand(cmd.args, { uid: cmd.name === 'UID FETCH' });
+      if ('bad' in p) break;
+      const targets = this.targets(p.set, cmd.name === 'UID FETCH');
+      if (typeof targets === 'string' || p.changedSince !== undefined || (setsSeen(p.items) && !this.readOnly)) break;
+      if (read !== null && fetchRead(p.items) !== read) break;
+      read = fetchRead(p.items);
+      if (uids.length + targets.length > BATCH) break;
+      for (const t of targets) uids.push(t.entry.uid);
+      served.set(cmd, p);
+    }
+    const rows = new Map<number, FetchEntry>();
+    if (read === null || uids.length === 0) return;
+    for (const r of await this.s.access.messages(this.account, this.folder, toRanges(uids), read)) rows.set(r.uid, r);
+    this.ahead = { rows, served };
+  }
+
+  /** The run is answered: its rows are let go. */
+  dropReadAhead(): void {
+    this.ahead = null;
+  }
+
+  /** The rows of `uids` if the read ahead serves this FETCH and holds them all. */
+  private aheadOf(cmd: Command, uids: readonly number[]): FetchEntry[] | null {
+    const ahead = this.ahead;
+    if (!ahead?.served.has(cmd) || uids.some((u) => !ahead.rows.has(u))) return null;
+    return uids.map((u) => ahead.rows.get(u)!);
+  }
+
   private async fetch(cmd: Command, uid: boolean): Promise<void> {
-    const parsed = parseFetchCommand(cmd.args, { uid });
+    const parsed = this.ahead?.served.get(cmd) ?? parseFetchCommand(cmd.args, { uid });
     if ('bad' in parsed) return this.s.tagged(cmd.tag, 'BAD', parsed.bad);
     let targets = this.targets(parsed.set, uid);
     if (typeof targets === 'string') return this.s.tagged(cmd.tag, 'BAD', targets);
@@ -227,7 +275,12 @@ export class SelectedCommands {
     // A batch's answers go out in one write. Without raw bytes (small rows), the next batch is read while this one is
     // written; raw batches are read one at a time (memory follows the batch).
     const out = new ResponseBytes();
-    const load = (i: number) => (i < targets.length ? this.s.access.messages(this.account, this.folder, toRanges(targets.slice(i, i + BATCH).map((t) => t.entry.uid)), read) : null);
+    const load = (i: number) => {
+      if (i >= targets.length) return null;
+      const uids = targets.slice(i, i + BATCH).map((t) => t.entry.uid);
+      const ahead = this.aheadOf(cmd, uids);
+      return ahead ? Promise.resolve(ahead) : this.s.access.messages(this.account, this.folder, toRanges(uids), read);
+    };
     let next = load(0);
     try {
       for (let i = 0; i < targets.length; i += BATCH) {

@@ -39,6 +39,12 @@ export interface SessionOptions {
 const READ_PAUSE_BYTES = 256 * 1024;
 /** Literals of commands other than APPEND (a search string, a password). */
 const SMALL_LITERAL = 64 * 1024;
+/** FETCHes already waiting behind one that are answered with it (see `fetchRun`). */
+const FETCH_RUN = 32;
+/** Answers held back during a FETCH run above which they are written (memory follows this, not the run). */
+const HELD_BYTES = 256 * 1024;
+
+const isFetch = (cmd: Command): boolean => cmd.name === 'FETCH' || cmd.name === 'UID FETCH';
 
 export type State = 'not-authenticated' | 'authenticated' | 'selected' | 'logout';
 
@@ -60,6 +66,9 @@ export class ImapSession {
   private running: string | null = null;
   private lineWaiter: ((line: Buffer | null) => void) | null = null;
   private closed = false;
+  /** During a FETCH run: answers not yet written (written together at its end, or above HELD_BYTES). */
+  private held: Buffer[] | null = null;
+  private heldBytes = 0;
 
   constructor(socket: Socket, readonly options: SessionOptions) {
     this.socket = socket;
@@ -114,7 +123,9 @@ export class ImapSession {
 
   send(w: ResponseWriter): boolean {
     if (this.closed) return true;
-    return this.socket.write(w.take());
+    if (!this.held) return this.socket.write(w.take());
+    this.hold(w.take());
+    return true;
   }
 
   /** Write bytes made elsewhere (FETCH data), pieces in one write; waits for the socket to drain above its buffer. */
@@ -122,6 +133,26 @@ export class ImapSession {
     if (this.closed) return;
     const pieces = Buffer.isBuffer(b) ? [b] : b;
     if (pieces.length === 0) return;
+    if (!this.held) return this.write(pieces);
+    for (const piece of pieces) this.hold(piece);
+    if (this.heldBytes >= HELD_BYTES) await this.writeHeld();
+  }
+
+  private hold(b: Buffer): void {
+    this.held!.push(b);
+    this.heldBytes += b.length;
+  }
+
+  private async writeHeld(): Promise<void> {
+    const pieces = this.held;
+    if (!pieces || pieces.length === 0) return;
+    this.held = [];
+    this.heldBytes = 0;
+    await this.write(pieces);
+  }
+
+  private async write(pieces: readonly Buffer[]): Promise<void> {
+    if (this.closed) return;
     let room = true;
     this.socket.cork();
     for (const piece of pieces) room = this.socket.write(piece);
@@ -170,6 +201,9 @@ export class ImapSession {
 
   end(): void {
     if (this.closed) return;
+    // What a FETCH run held back goes before the end (a BYE among it).
+    if (this.held) for (const piece of this.held) this.socket.write(piece);
+    this.held = null;
     this.closed = true;
     this.state = 'logout';
     this.leave();
@@ -225,7 +259,15 @@ export class ImapSession {
     if (this.busy) return;
     this.busy = true;
     try {
-      for (let ev = this.reader.next(); ev && !this.closed; ev = this.closed ? null : this.reader.next()) await this.event(ev);
+      for (let ev = this.reader.next(); ev && !this.closed; ev = this.closed ? null : this.reader.next()) {
+        if (ev.kind === 'command' && this.selected && isFetch(ev.command)) {
+          const [run, after] = this.fetchRun(ev.command);
+          await this.commands(run);
+          if (!after || this.closed) continue;
+          ev = after;
+        }
+        await this.event(ev);
+      }
     } catch (err) {
       this.options.logger.error({ err }, 'imap session failed');
       this.bye('Internal error.', { name: 'SERVERBUG' });
@@ -254,18 +296,51 @@ export class ImapSession {
   }
 
   /**
-   * One command, with a turn at the workspace's share of running commands once logged in (IDLE and LOGOUT wait for
-   * the client, not the database: they take none).
+   * A FETCH and the FETCHes already read behind it, up to FETCH_RUN, and the event that ended the run (if one was
+   * read). A client that pulls one message a command (mbsync) pipelines them: answered as a run, they take one turn,
+   * one read of their messages and one write, where one at a time each paid a statement and two writes.
    */
-  private async command(cmd: Command): Promise<void> {
-    this.running = KNOWN.has(cmd.name) ? cmd.name : 'UNKNOWN';
+  private fetchRun(first: Command): [Command[], ReaderEvent | null] {
+    const run = [first];
+    while (run.length < FETCH_RUN) {
+      const ev = this.reader.next();
+      if (ev?.kind !== 'command' || !isFetch(ev.command)) return [run, ev];
+      run.push(ev.command);
+    }
+    return [run, null];
+  }
+
+  private command(cmd: Command): Promise<void> {
+    return this.commands([cmd]);
+  }
+
+  /**
+   * Commands (one, or a FETCH run) with one turn at the workspace's share of running commands once logged in (IDLE
+   * and LOGOUT wait for the client, not the database: they take none).
+   */
+  private async commands(cmds: readonly Command[]): Promise<void> {
+    const name = cmds[0]!.name;
     const workspaceId = this.account?.workspaceId;
-    const turn = workspaceId === undefined || cmd.name === 'IDLE' || cmd.name === 'LOGOUT' ? null : await this.options.shares.commands.acquire(workspaceId);
+    const turn = workspaceId === undefined || name === 'IDLE' || name === 'LOGOUT' ? null : await this.options.shares.commands.acquire(workspaceId);
+    try {
+      if (cmds.length === 1) return await this.one(cmds[0]!);
+      this.held = [];
+      await this.selected?.readAhead(cmds);
+      for (const cmd of cmds) await this.one(cmd);
+    } finally {
+      this.selected?.dropReadAhead();
+      await this.writeHeld();
+      this.held = null;
+      turn?.();
+    }
+  }
+
+  private async one(cmd: Command): Promise<void> {
+    this.running = KNOWN.has(cmd.name) ? cmd.name : 'UNKNOWN';
     try {
       // Ended (revoked, shut down) while waiting for its turn: nothing to answer.
       if (!this.closed) await this.dispatch(cmd);
     } finally {
-      turn?.();
       this.running = null;
     }
   }
