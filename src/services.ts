@@ -374,6 +374,8 @@ export async function createServices(
   const gone = createGoneWorkspaces(work, (w) => tenancyStore.deletingWorkspaceIds(w));
   // rspamd (MAILROOM_RSPAMD_URL): scores inbound mail, and learns from moves into and out of spam.
   const spamScanner = config.rspamd ? createRspamdScanner(config.rspamd) : null;
+  // Moves into and out of Spam (API and IMAP) teach rspamd through the queue; nothing to teach without it.
+  const learning = spamScanner ? createSpamLearning(queue) : undefined;
   const analysisGate = createFairGate({ total: config.analysisSlots, perKey: config.analysisSlotsPerWorkspace });
   // One-click unsubscribe links and mailto addresses: keyed as the return paths are, in their domain.
   const unsubscribeTokens = createUnsubscribeTokens(box, config.publicUrl, returnPathDomain);
@@ -520,7 +522,7 @@ export async function createServices(
     lists,
     suppressions: createSuppressionService({ work, clock, mail, audit }),
     unsubscribes,
-    messages: createMessageService({ work, store: mail, searches, learning: spamScanner ? createSpamLearning(queue) : undefined }),
+    messages: createMessageService({ work, store: mail, searches, learning }),
     mailTransfer: createMailboxTransferService({ work, store: mail, clock, maxMessageBytes: config.smtpMaxSize }),
     returnPaths,
     secretBox: box,
@@ -552,7 +554,7 @@ export async function createServices(
     }),
     retention,
     appPasswords,
-    imapAccess: createImapAccessService({ work, store: mail, drafts, appPasswords: appPasswords.service, sessions: appPasswords.sessions, storage: quotas, search: searches, changes: mailSignal, logger }),
+    imapAccess: createImapAccessService({ work, store: mail, drafts, appPasswords: appPasswords.service, sessions: appPasswords.sessions, storage: quotas, search: searches, changes: mailSignal, logger, learning }),
     analyzer,
     analysisGate,
     signer,

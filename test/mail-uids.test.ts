@@ -209,7 +209,7 @@ describe(`mail store: UIDs, modseq, flags, expunge log (${TEST_DIALECT})`, () =>
     const moved = await db()
       .transaction()
       .execute((trx) => store().moveMessages(asWork(trx), acme.workspaceId, mailboxId, [...ids].reverse(), 'archive'));
-    expect(moved).toEqual(ids.map((id, i) => ({ id, uid: next + i })));
+    expect(moved).toEqual(ids.map((id, i) => ({ id, uid: next + i, from: 'inbox', direction: 'inbound' })));
     expect((await counter('archive')).uidnext).toBe(next + 5);
     expect((await expunged('inbox')).map((e) => e.uid)).toEqual(expect.arrayContaining(oldUids));
     const archiveModseq = (await counter('archive')).modseq;

@@ -8,6 +8,7 @@ import { decodeWords } from 'postal-mime';
 import type { Work } from '../../db/tables.js';
 import { headerBlock, headerValue } from '../../lib/mbox.js';
 import { DomainError } from '../../lib/errors.js';
+import { lessonOf, type SpamLearning } from '../messages/spam-learning.js';
 import type { FetchEntry, FetchRead, FlagStore, FlagStoreResult, FolderStatus, FolderTextField, IndexEntry, MailStore, UidRanges } from '../mail/mail.store.js';
 import { MAX_IMAP_UID } from '../../lib/imap-message/index.js';
 import type { Logger } from '../../lib/logger.js';
@@ -215,6 +216,8 @@ export interface ImapAccessDeps {
   drafts: Pick<DraftSources, 'importSources' | 'renderMissing'>;
   /** Where a folder's renumbering (its UIDs past 32 bits) and a failed write of FETCH structures (the FETCH goes on) are told. */
   logger: Pick<Logger, 'warn'>;
+  /** rspamd's lessons from moves into and out of Spam, as the API's moves teach it; none without rspamd. */
+  learning?: Pick<SpamLearning, 'teach'>;
 }
 
 /** A stored value with its encoded-words decoded; one that does not decode is searched as it came. */
@@ -226,7 +229,7 @@ function decoded(value: string): string {
   }
 }
 
-export function createImapAccessService({ work, store, drafts, appPasswords, sessions, storage, search, changes, logger }: ImapAccessDeps): ImapAccessService {
+export function createImapAccessService({ work, store, drafts, appPasswords, sessions, storage, search, changes, logger, learning }: ImapAccessDeps): ImapAccessService {
   const scope = (account: ViewAccount, folder: string) => ({ workspaceId: account.workspaceId, mailboxId: account.mailboxId, folder });
   const mailboxScope = (account: ImapAccount) => ({ workspaceId: account.workspaceId, mailboxId: account.mailboxId });
   const draftsView = createDraftsFolder({ work, store, drafts, folder: IMAP_FOLDERS.find((f) => f.drafts)!.folder, decoded });
@@ -401,7 +404,15 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
       const rows = await store.messagesByUid(work, scope(account, src), ranges);
       if (rows.length === 0) continue;
       const before = new Map(rows.map((r) => [r.id, r.uid]));
-      const moved = await work.transaction().execute((trx) => store.moveMessages(trx, account.workspaceId, account.mailboxId, rows.map((r) => r.id), dst, src === dst));
+      const moved = await work.transaction().execute(async (trx) => {
+        const done = await store.moveMessages(trx, account.workspaceId, account.mailboxId, rows.map((r) => r.id), dst, src === dst);
+        // Each lesson a job in the move's transaction (spam-learning.ts): the client never waits for rspamd.
+        for (const m of done) {
+          const kind = learning ? lessonOf(m.direction, m.from, dst as Folder) : null;
+          if (kind) await learning?.teach(trx, account.workspaceId, { messageId: m.id, kind });
+        }
+        return done;
+      });
       const pairs = moved.filter((m) => before.has(m.id)).map((m) => [before.get(m.id)!, m] as const).sort((a, b) => a[0] - b[0]);
       for (const [old, m] of pairs) {
         outcome.source.push(old);

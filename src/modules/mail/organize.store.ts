@@ -171,16 +171,24 @@ const MOVE_CHUNK = 500;
  * its folder, its new UID (`uidnext` before the bump + its rank) and the target's modseq, and the old UIDs go to
  * the expunge log with their old folders' new modseq.
  */
-export async function moveMessages(db: MailDb, deps: { clock: Clock; dialect: DialectInfo }, workspaceId: string, mailboxId: string, ids: readonly string[], folder: string, renumber = false): Promise<Array<{ id: string; uid: number }>> {
-  const moved: Array<{ id: string; uid: number }> = [];
+/** A message a move moved: its new UID, and the folder it left and its direction (what a move teaches rspamd). */
+export interface MovedMessage {
+  id: string;
+  uid: number;
+  from: string;
+  direction: 'inbound' | 'outbound';
+}
+
+export async function moveMessages(db: MailDb, deps: { clock: Clock; dialect: DialectInfo }, workspaceId: string, mailboxId: string, ids: readonly string[], folder: string, renumber = false): Promise<MovedMessage[]> {
+  const moved: MovedMessage[] = [];
   for (let start = 0; start < ids.length; start += MOVE_CHUNK) moved.push(...(await moveChunk(db, deps, workspaceId, mailboxId, ids.slice(start, start + MOVE_CHUNK), folder, renumber)));
   return moved;
 }
 
-async function moveChunk(db: MailDb, deps: { clock: Clock; dialect: DialectInfo }, workspaceId: string, mailboxId: string, ids: readonly string[], folder: string, renumber: boolean): Promise<Array<{ id: string; uid: number }>> {
+async function moveChunk(db: MailDb, deps: { clock: Clock; dialect: DialectInfo }, workspaceId: string, mailboxId: string, ids: readonly string[], folder: string, renumber: boolean): Promise<MovedMessage[]> {
   let query = db
     .selectFrom('messages')
-    .select(['id', 'mailbox_id', 'folder', 'uid', 'read', 'size'])
+    .select(['id', 'mailbox_id', 'folder', 'uid', 'read', 'size', 'direction'])
     .where('workspace_id', '=', workspaceId)
     .where('mailbox_id', '=', mailboxId)
     .where('id', 'in', ids)
@@ -229,7 +237,8 @@ async function moveChunk(db: MailDb, deps: { clock: Clock; dialect: DialectInfo 
     .execute();
   await logExpunged(db, workspaceId, rows, deps.clock.now());
   const after = await db.selectFrom('messages').select(['id', 'uid']).where('workspace_id', '=', workspaceId).where('id', 'in', rows.map((r) => r.id)).orderBy('uid').execute();
-  return after.map((r) => ({ id: r.id, uid: Number(r.uid) }));
+  const before = new Map(rows.map((r) => [r.id, r]));
+  return after.map((r) => ({ id: r.id, uid: Number(r.uid), from: before.get(r.id)!.folder, direction: before.get(r.id)!.direction }));
 }
 
 /** Organising operations (see the top of this file). */
