@@ -407,9 +407,9 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
       const moved = await work.transaction().execute(async (trx) => {
         const done = await store.moveMessages(trx, account.workspaceId, account.mailboxId, rows.map((r) => r.id), dst, src === dst);
         // Each lesson a job in the move's transaction (spam-learning.ts): the client never waits for rspamd.
-        for (const m of done) {
-          const kind = learning ? lessonOf(m.direction, m.from, dst as Folder) : null;
-          if (kind) await learning?.teach(trx, account.workspaceId, { messageId: m.id, kind });
+        for (const m of learning ? done : []) {
+          const kind = lessonOf(m.direction, m.from, dst as Folder);
+          if (kind) await learning!.teach(trx, account.workspaceId, { messageId: m.id, kind });
         }
         return done;
       });

@@ -165,12 +165,6 @@ export async function bumpFoldersOf(db: MailDb, workspaceId: string, messages: R
 /** Most messages one move statement renumbers (each is a branch of the statement's CASE). */
 const MOVE_CHUNK = 500;
 
-/**
- * Move messages of one mailbox into `folder` (see the store's `moveMessages`). Lock order: the message rows (locked
- * by the first read on PostgreSQL), then the folder counters in name order; then one UPDATE gives each moved message
- * its folder, its new UID (`uidnext` before the bump + its rank) and the target's modseq, and the old UIDs go to
- * the expunge log with their old folders' new modseq.
- */
 /** A message a move moved: its new UID, and the folder it left and its direction (what a move teaches rspamd). */
 export interface MovedMessage {
   id: string;
@@ -179,6 +173,12 @@ export interface MovedMessage {
   direction: 'inbound' | 'outbound';
 }
 
+/**
+ * Move messages of one mailbox into `folder` (see the store's `moveMessages`). Lock order: the message rows (locked
+ * by the first read on PostgreSQL), then the folder counters in name order; then one UPDATE gives each moved message
+ * its folder, its new UID (`uidnext` before the bump + its rank) and the target's modseq, and the old UIDs go to
+ * the expunge log with their old folders' new modseq.
+ */
 export async function moveMessages(db: MailDb, deps: { clock: Clock; dialect: DialectInfo }, workspaceId: string, mailboxId: string, ids: readonly string[], folder: string, renumber = false): Promise<MovedMessage[]> {
   const moved: MovedMessage[] = [];
   for (let start = 0; start < ids.length; start += MOVE_CHUNK) moved.push(...(await moveChunk(db, deps, workspaceId, mailboxId, ids.slice(start, start + MOVE_CHUNK), folder, renumber)));
@@ -238,7 +238,10 @@ async function moveChunk(db: MailDb, deps: { clock: Clock; dialect: DialectInfo 
   await logExpunged(db, workspaceId, rows, deps.clock.now());
   const after = await db.selectFrom('messages').select(['id', 'uid']).where('workspace_id', '=', workspaceId).where('id', 'in', rows.map((r) => r.id)).orderBy('uid').execute();
   const before = new Map(rows.map((r) => [r.id, r]));
-  return after.map((r) => ({ id: r.id, uid: Number(r.uid), from: before.get(r.id)!.folder, direction: before.get(r.id)!.direction }));
+  return after.map((r) => {
+    const was = before.get(r.id)!;
+    return { id: r.id, uid: Number(r.uid), from: was.folder, direction: was.direction };
+  });
 }
 
 /** Organising operations (see the top of this file). */

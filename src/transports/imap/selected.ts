@@ -222,14 +222,14 @@ export class SelectedCommands {
       if ('bad' in p) break;
       const targets = this.targets(p.set, cmd.name === 'UID FETCH');
       if (typeof targets === 'string' || p.changedSince !== undefined || (setsSeen(p.items) && !this.readOnly)) break;
-      if (read !== null && fetchRead(p.items) !== read) break;
-      read = fetchRead(p.items);
-      if (uids.length + targets.length > BATCH) break;
+      const kind = fetchRead(p.items);
+      if ((read !== null && kind !== read) || uids.length + targets.length > BATCH) break;
+      read = kind;
       for (const t of targets) uids.push(t.entry.uid);
       served.set(cmd, p);
     }
-    const rows = new Map<number, FetchEntry>();
     if (read === null || uids.length === 0) return;
+    const rows = new Map<number, FetchEntry>();
     for (const r of await this.s.access.messages(this.account, this.folder, toRanges(uids), read)) rows.set(r.uid, r);
     this.ahead = { rows, served };
   }

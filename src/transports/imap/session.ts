@@ -291,7 +291,7 @@ export class ImapSession {
       case 'line':
         return;
       case 'command':
-        return this.command(ev.command);
+        return this.commands([ev.command]);
     }
   }
 
@@ -308,10 +308,6 @@ export class ImapSession {
       run.push(ev.command);
     }
     return [run, null];
-  }
-
-  private command(cmd: Command): Promise<void> {
-    return this.commands([cmd]);
   }
 
   /**
