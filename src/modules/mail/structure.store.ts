@@ -5,6 +5,7 @@
  * again. Every statement filters by workspace.
  */
 import type { SelectQueryBuilder } from 'kysely';
+import { bytesColumn, bytesOf } from '../../db/dialect.js';
 import type { Work } from '../../db/tables.js';
 import { packStructure, STRUCTURE_VERSION, unpackStructure, type StructureBytes } from '../../lib/imap-message/index.js';
 import type { MailTables } from './mail.table.js';
@@ -38,8 +39,9 @@ export function createStructureStore() {
     /** The raw sources of the workspace's messages `ids`, to compute their structures from; a message gone is left out. */
     async structureSources(work: Work, workspaceId: string, ids: readonly string[]): Promise<Map<string, Buffer>> {
       if (ids.length === 0) return new Map();
-      const rows = await mailDb(work).selectFrom('message_contents').select(['message_id', 'raw']).where('workspace_id', '=', workspaceId).where('message_id', 'in', ids).execute();
-      return new Map(rows.map((r) => [r.message_id, Buffer.from(r.raw)]));
+      const db = mailDb(work);
+      const rows = await db.selectFrom('message_contents').select(['message_id', bytesColumn(db, 'raw').as('raw')]).where('workspace_id', '=', workspaceId).where('message_id', 'in', ids).execute();
+      return new Map(rows.map((r) => [r.message_id, bytesOf(r.raw)]));
     },
 
     /**

@@ -7,7 +7,7 @@
  */
 import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely';
 import { preparedQuery, type Param } from '../../db/prepared.js';
-import type { DialectInfo } from '../../db/dialect.js';
+import { bytesColumn, bytesOf, type DialectInfo } from '../../db/dialect.js';
 import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import type { StructureBytes } from '../../lib/imap-message/index.js';
@@ -139,10 +139,10 @@ function byUid(db: MailDb, scope: Scope, ranges: UidRanges) {
   return inFolder(db, scope).select([...INDEX_COLUMNS, 'messages.id', 'messages.size', 'messages.created_at']).where(inRanges(ranges)).orderBy('messages.uid');
 }
 
-function withRaw<O>(query: SelectQueryBuilder<MailTables, 'messages', O>) {
+function withRaw<O>(db: MailDb, query: SelectQueryBuilder<MailTables, 'messages', O>) {
   return query
     .innerJoin('message_contents', (join) => join.onRef('message_contents.message_id', '=', 'messages.id').onRef('message_contents.workspace_id', '=', 'messages.workspace_id'))
-    .select('message_contents.raw');
+    .select(bytesColumn(db, 'message_contents.raw').as('raw'));
 }
 
 /**
@@ -160,7 +160,7 @@ const preparedByUid = (db: MailDb, p: Param) => {
 };
 const byUidIndexQuery = preparedQuery<ByUidParams, ByUidRow, MailTables>((db, p) => preparedByUid(db, p));
 const byUidStructureQuery = preparedQuery<ByUidParams, ByUidRow & { structure: Buffer | null }, MailTables>((db, p) => withStructure(preparedByUid(db, p)));
-const byUidRawQuery = preparedQuery<ByUidParams, ByUidRow & { raw: Buffer }, MailTables>((db, p) => withRaw(preparedByUid(db, p)));
+const byUidRawQuery = preparedQuery<ByUidParams, ByUidRow & { raw: Buffer | string }, MailTables>((db, p) => withRaw(db, preparedByUid(db, p)));
 
 const folderModseqQuery = preparedQuery<Scope, { modseq: number | string }, MailTables>((db, p) =>
   db
@@ -236,12 +236,12 @@ export function createSyncStore({ clock, dialect }: { clock: Clock; dialect: Dia
         const params = { ...scope, from: ranges.map((r) => r[0]), to: ranges.map((r) => r[1]) };
         if (read === 'index') return (await byUidIndexQuery(db, params)).map((r) => fetchEntryOf(r, undefined, undefined));
         if (read === 'structure') return (await byUidStructureQuery(db, params)).map((r) => fetchEntryOf(r, undefined, structureOf(r)));
-        return (await byUidRawQuery(db, params)).map((r) => fetchEntryOf(r, r.raw, undefined));
+        return (await byUidRawQuery(db, params)).map((r) => fetchEntryOf(r, bytesOf(r.raw), undefined));
       }
       const base = byUid(db, scope, ranges);
       if (read === 'index') return (await base.execute()).map((r) => fetchEntryOf(r, undefined, undefined));
       if (read === 'structure') return (await withStructure(base).execute()).map((r) => fetchEntryOf(r, undefined, structureOf(r)));
-      return (await withRaw(base).execute()).map((r) => fetchEntryOf(r, r.raw, undefined));
+      return (await withRaw(db, base).execute()).map((r) => fetchEntryOf(r, bytesOf(r.raw), undefined));
     },
 
     /** The stored header fields (name, value as received) of the messages of UID ranges, in UID order (SEARCH HEADER). */
