@@ -81,11 +81,12 @@ function toView(row: SendingDomainTable, { returnPathDomain, inboundHost }: Retu
  * A return-path host as given (null clears it): a subdomain of the sending domain, so that SPF at it aligns with
  * the domain (DMARC's relaxed alignment) and only the domain's owner can point it at us.
  */
-function returnPathHostOf(domain: string, given: string | null | undefined): string | null {
+function returnPathHostOf(domain: string, given: string | null | undefined, hosted: ReadonlySet<string>): string | null {
   if (given === null || given === undefined) return null;
   const host = given.trim().toLowerCase().replace(/\.$/, '');
   if (!DOMAIN.test(host)) throw invalid('invalid_return_path_host', `'${given}' is not a host name`);
   if (!host.endsWith(`.${domain}`)) throw invalid('invalid_return_path_host', `return_path_host must be a subdomain of ${domain}, such as bounces.${domain}`);
+  if (hosted.has(host)) throw invalid('invalid_return_path_host', `${host} is a hosted domain of this service`);
   return host;
 }
 
@@ -244,7 +245,7 @@ export function createDomainService(deps: DomainDeps): DomainService {
       const domain = input.domain.trim().toLowerCase().replace(/\.$/, '');
       if (!DOMAIN.test(domain)) throw invalid('invalid_domain', `'${input.domain}' is not a domain name`);
       if (hosted.has(domain)) throw invalid('invalid_domain', `${domain} is a hosted domain of this service; it needs no verification`);
-      const returnPathHost = returnPathHostOf(domain, input.return_path_host);
+      const returnPathHost = returnPathHostOf(domain, input.return_path_host, hosted);
       const token = randomBytes(VERIFICATION_TOKEN_BYTES).toString('base64url');
       const keys = await generateDkimKeyPair();
       const now = clock.now();
@@ -305,7 +306,7 @@ export function createDomainService(deps: DomainDeps): DomainService {
     async update(tenant, domainId, input) {
       requireAdmin(tenant);
       const row = await find(tenant, domainId);
-      const host = returnPathHostOf(row.domain, input.return_path_host);
+      const host = returnPathHostOf(row.domain, input.return_path_host, hosted);
       if (host === row.return_path_host) return view(row);
       await work.transaction().execute(async (trx) => {
         if (!(await store.setReturnPathHost(trx, tenant.workspaceId, row.id, host))) throw notFound('domain_not_found', `no sending domain ${domainId}`);
