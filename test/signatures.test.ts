@@ -7,7 +7,7 @@ import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, memberSession, session, type Tenant } from './helpers/harness.js';
 import type { MailHarness } from './helpers/mail.js';
 import type { ReceivedMail, SmtpPeer } from './helpers/smtp-peer.js';
-import { dkimpyPython } from './helpers/dkimpy.js';
+import { dkimpyPython, pyspfPython } from './helpers/dkimpy.js';
 import { mailWorld } from './helpers/world.js';
 
 /**
@@ -57,7 +57,31 @@ function verifyWithDkimpy(python: string, records: Record<string, string>, messa
   });
 }
 
+/** pyspf's verdict for an envelope sender, its DNS asked of the test's DNS server (dnspython pointed at it). */
+const SPF_CHECK = String.raw`
+import json, sys, dns.resolver, spf
+job = json.load(sys.stdin)
+host, port = job['dns'].rsplit(':', 1)
+resolver = dns.resolver.Resolver(configure=False)
+resolver.nameservers = [host]
+resolver.port = int(port)
+dns.resolver.default_resolver = resolver
+result, explanation = spf.check2(i=job['ip'], s=job['mail_from'], h=job['helo'])
+json.dump({'result': result, 'explanation': explanation}, sys.stdout)
+`;
+
+function checkWithPyspf(python: string, job: { dns: string; ip: string; mail_from: string; helo: string }): Promise<{ result: string; explanation: string }> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(python, ['-c', SPF_CHECK], (error, stdout, stderr) => {
+      if (error) reject(new Error(`pyspf: ${stderr || error.message}`));
+      else resolve(JSON.parse(stdout) as { result: string; explanation: string });
+    });
+    child.stdin!.end(JSON.stringify(job));
+  });
+}
+
 const python = dkimpyPython();
+const spfPython = pyspfPython();
 const MINUTE = 60_000;
 const PDF = Buffer.from('%PDF-1.4 résumé\n').toString('base64');
 
@@ -94,6 +118,19 @@ describe.skipIf(python === null)(`signatures verify everywhere (${TEST_DIALECT})
     publish(created.dkim.record_name, created.dkim.record_value);
     h.dns.set('_dmarc.brand.example', { TXT: ['v=DMARC1; p=reject'] });
     expect((await h.app.inject({ method: 'POST', url: '/mailboxes?address=hello@brand.example', headers: bearer(acme.apiKey) })).statusCode).toBe(201);
+    // Another sending domain with its own return-path host, verified: its MX at our listener, its SPF including the
+    // hosted domain's, which authorizes the loopback sender.
+    const aligned = (await h.app.inject({ method: 'POST', url: '/app/api/sending-domains', headers: session(acmeToken), payload: { domain: 'aligned.example', return_path_host: 'bounces.aligned.example' } })).json<{ domain_id: string; dkim: { record_name: string; record_value: string }; verification: { record_value: string } }>();
+    h.dns.set('_mailroom-verification.aligned.example', { TXT: [aligned.verification.record_value] });
+    publish(aligned.dkim.record_name, aligned.dkim.record_value);
+    h.dns.set('_dmarc.aligned.example', { TXT: ['v=DMARC1; p=reject'] });
+    h.dns.set('mailroom.localhost', { TXT: ['v=spf1 ip4:127.0.0.1 -all'] });
+    h.dns.set('bounces.aligned.example', { MX: [{ exchange: 'mx.mailroom.test', priority: 10 }], TXT: ['v=spf1 include:mailroom.localhost ~all'] });
+    const checked = await h.app.inject({ method: 'POST', url: `/app/api/sending-domains/${aligned.domain_id}/verify`, headers: session(acmeToken) });
+    const verdict = checked.json<{ status: string; return_path_verified_at: string | null }>();
+    expect(verdict.status).toBe('verified');
+    expect(verdict.return_path_verified_at).not.toBeNull();
+    expect((await h.app.inject({ method: 'POST', url: '/mailboxes?address=hello@aligned.example', headers: bearer(acme.apiKey) })).statusCode).toBe(201);
   });
 
   const send = async (payload: Record<string, unknown>, key = acme.apiKey) => {
@@ -183,6 +220,12 @@ describe.skipIf(python === null)(`signatures verify everywhere (${TEST_DIALECT})
         check: (v) => expect(texts(v)).toEqual(['Signed by brand.example\n\nwith a bare CR.\n']),
       },
       {
+        to: 'own-return-path@peer.test',
+        domain: 'aligned.example',
+        id: () => send({ to: 'own-return-path@peer.test', from_mailbox: 'hello@aligned.example', body: 'Its envelope sender\rat its own host.' }),
+        check: (v) => expect(texts(v)).toEqual(['Its envelope sender\nat its own host.\n']),
+      },
+      {
         to: 'other-workspace@peer.test',
         key: other.apiKey,
         id: () => send({ to: 'other-workspace@peer.test', from_mailbox: 'theirs@mailroom.localhost', subject: '', body: 'x\ry' }, other.apiKey),
@@ -199,7 +242,7 @@ describe.skipIf(python === null)(`signatures verify everywhere (${TEST_DIALECT})
       const domain = shape.domain ?? 'mailroom.localhost';
       try {
         expect(views[i]!.dkim, 'dkimpy').toBe(true);
-        expect(await mailauthDkim(mail), 'mailauth').toEqual({ dkim: [`${domain}:pass`], dmarc: domain === 'brand.example' ? 'pass' : 'none' });
+        expect(await mailauthDkim(mail), 'mailauth').toEqual({ dkim: [`${domain}:pass`], dmarc: domain.endsWith('.example') ? 'pass' : 'none' });
         // What was signed is what went out: the stored copy, byte for byte, after the signature.
         const stored = await storedRaw(ids[i]!, shape.key);
         expect(mail.raw.subarray(mail.raw.length - stored.length).equals(stored), 'the stored copy is the wire').toBe(true);
@@ -241,4 +284,22 @@ describe.skipIf(python === null)(`signatures verify everywhere (${TEST_DIALECT})
     expect(view!.dkim).toBe(true);
     expect((await mailauthDkim(mail)).dkim).toEqual(['mailroom.localhost:pass']);
   });
+
+  it.skipIf(spfPython === null)(
+    `a domain's own return path: the envelope sender is at its host, and SPF passes there, aligned with the From domain${spfPython === null ? ' — skipped: python3-spf (pyspf) is not installed' : ''}`,
+    async () => {
+      await send({ to: 'aligned-spf@peer.test', from_mailbox: 'hello@aligned.example' });
+      const mail = await captured('aligned-spf@peer.test');
+      expect(mail.mailFrom).toMatch(/^bounces\+msg_[0-9a-z]{26}\.0-[0-9a-f]{12}@bounces\.aligned\.example$/);
+      const verdict = await checkWithPyspf(spfPython!, { dns: h.dns.address, ip: '127.0.0.1', mail_from: mail.mailFrom, helo: 'mx.mailroom.test' });
+      expect(verdict.result, verdict.explanation).toBe('pass');
+      // Relaxed alignment (RFC 7489 section 3.1.2): the envelope sender's domain is under the From domain.
+      expect(mail.mailFrom.split('@')[1]!.endsWith('.aligned.example')).toBe(true);
+      const auth = await authenticate(mail.raw, { ip: '127.0.0.1', helo: 'mx.mailroom.test', sender: mail.mailFrom, resolver: createDnsResolver([h.dns.address]) as never, disableArc: true, disableBimi: true });
+      expect(auth.spf && auth.spf.status.result).toBe('pass');
+      expect(auth.dmarc && auth.dmarc.alignment).toMatchObject({ spf: { result: 'bounces.aligned.example' }, dkim: { result: 'aligned.example' } });
+      const [view] = await verifyWithDkimpy(python!, records, [mail.raw]);
+      expect(view!.dkim).toBe(true);
+    },
+  );
 });

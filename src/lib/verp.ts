@@ -8,6 +8,10 @@ import type { SecretBox } from './secret-box.js';
  * forged for a message whose id is known (ids appear in API answers and headers), and one recipient, who sees their own
  * return path, cannot make a report that speaks for another recipient of the same message.
  *
+ * A sending domain may have a return-path host of its own (`bounces.<domain>`, its MX at our listener): once its
+ * records verify, its mail's return paths are the same addresses at that host, so that SPF aligns with the domain.
+ * The tag does not cover the host: it names the message and recipient wherever the address is received.
+ *
  * Messages sent before return paths named their recipient carry `bounces+<message id>-<tag>@…` (tag of the id alone):
  * those still verify, for the whole message, as long as the message was sent with that address (inbound.service.ts).
  */
@@ -26,10 +30,18 @@ export type ReturnPathVerdict =
 
 export interface ReturnPaths {
   readonly domain: string;
-  /** The return path of the recipient at place `recipient` (from 0) of an outbound message's recipient list. */
-  address(messageId: string, recipient: number): string;
-  /** What a RCPT address is, compared case-insensitively (some MTAs change the case of local parts). */
-  parse(address: string): ReturnPathVerdict;
+  /**
+   * The return path of the recipient at place `recipient` (from 0) of an outbound message's recipient list, at the
+   * bounce domain or at `host` (a sending domain's verified return-path host).
+   */
+  address(messageId: string, recipient: number, host?: string): string;
+  /**
+   * What a RCPT address is, compared case-insensitively (some MTAs change the case of local parts). `host`: a further
+   * domain it may be at, which the caller has found to be a verified return-path host (see `otherHost`).
+   */
+  parse(address: string, host?: string): ReturnPathVerdict;
+  /** The domain of a `bounces+…` address at another domain than the bounce domain, or null: a host to look up. */
+  otherHost(address: string): string | null;
 }
 
 /** Recipient places: up to 4 digits (a message has at most 50 recipients), without leading zeros. */
@@ -39,14 +51,21 @@ export function createReturnPaths(box: Pick<SecretBox, 'tag' | 'verifyTag'>, bou
   const domain = bounceDomain.toLowerCase();
   return {
     domain,
-    address(messageId, recipient) {
+    address(messageId, recipient, host = domain) {
       const tagged = `${messageId}.${recipient}`;
-      return `${LOCAL_PREFIX}+${tagged}-${box.tag(tagged, RETURN_PATH_TAG_HEX_CHARS)}@${domain}`;
+      return `${LOCAL_PREFIX}+${tagged}-${box.tag(tagged, RETURN_PATH_TAG_HEX_CHARS)}@${host}`;
     },
-    parse(address) {
+    otherHost(address) {
       const lower = address.toLowerCase();
       const at = lower.lastIndexOf('@');
-      if (at < 0 || lower.slice(at + 1) !== domain) return { kind: 'other' };
+      const host = lower.slice(at + 1);
+      return at > 0 && host !== domain && host !== '' && lower.startsWith(`${LOCAL_PREFIX}+`) ? host : null;
+    },
+    parse(address, host) {
+      const lower = address.toLowerCase();
+      const at = lower.lastIndexOf('@');
+      const where = lower.slice(at + 1);
+      if (at < 0 || (where !== domain && where !== host?.toLowerCase())) return { kind: 'other' };
       const local = lower.slice(0, at);
       // A bare `bounces@` is a mailbox the operator may create (reserved, decision 209); `bounces+…` is ours.
       if (!local.startsWith(`${LOCAL_PREFIX}+`)) return { kind: 'other' };

@@ -1016,7 +1016,8 @@ export interface paths {
         delete: operations["appDeleteSendingDomain"];
         options?: never;
         head?: never;
-        patch?: never;
+        /** Set or clear the domain’s return-path host (a new one is used once a verify finds its MX and SPF) */
+        patch: operations["appUpdateSendingDomain"];
         trace?: never;
     };
     "/app/api/sending-domains/{domain_id}/verify": {
@@ -2384,6 +2385,12 @@ export interface components {
             record_type: "TXT";
             record_value: string;
         };
+        /** ReturnPathRecord */
+        ReturnPathRecord: {
+            record_name: string;
+            record_type: "MX" | "TXT";
+            record_value: string;
+        };
         /** SendingDomain */
         SendingDomain: {
             domain_id: string;
@@ -2393,6 +2400,15 @@ export interface components {
             spf: components["schemas"]["SpfRecord"];
             created_at: string;
             verified_at: string | null;
+            /** @description the envelope sender’s domain for mail from this domain once its records verify; null: the hosted bounce domain */
+            return_path_host: string | null;
+            /** @description when a verify last found the return-path host’s MX and SPF right; null: not in use */
+            return_path_verified_at: string | null;
+            /** @description the records to publish at the return-path host */
+            return_path_records: {
+                mx: components["schemas"]["ReturnPathRecord"];
+                spf: components["schemas"]["ReturnPathRecord"];
+            } | null;
         };
         /** DnsRecord */
         DnsRecord: {
@@ -2410,6 +2426,15 @@ export interface components {
             spf: components["schemas"]["SpfRecord"];
             created_at: string;
             verified_at: string | null;
+            /** @description the envelope sender’s domain for mail from this domain once its records verify; null: the hosted bounce domain */
+            return_path_host: string | null;
+            /** @description when a verify last found the return-path host’s MX and SPF right; null: not in use */
+            return_path_verified_at: string | null;
+            /** @description the records to publish at the return-path host */
+            return_path_records: {
+                mx: components["schemas"]["ReturnPathRecord"];
+                spf: components["schemas"]["ReturnPathRecord"];
+            } | null;
             verification: components["schemas"]["DnsRecord"];
         };
         /** DeletedSendingDomain */
@@ -2422,11 +2447,10 @@ export interface components {
         /** RecordCheck */
         RecordCheck: {
             record_name: string;
-            /** @enum {string} */
-            record_type: "TXT";
+            record_type: "TXT" | "MX";
             /** @description the value to publish (for the verification record, a description: the token is not stored) */
             expected: string;
-            /** @description the relevant TXT values DNS returned now; null when none (or not looked up) */
+            /** @description the relevant values DNS returned now (an MX as `<preference> <host>`); null when none (or not looked up) */
             found: string[] | null;
             status: "ok" | "missing" | "mismatch" | "error";
             /** @description a sentence for a person: what is wrong and what to do */
@@ -2441,10 +2465,21 @@ export interface components {
             spf: components["schemas"]["SpfRecord"];
             created_at: string;
             verified_at: string | null;
+            /** @description the envelope sender’s domain for mail from this domain once its records verify; null: the hosted bounce domain */
+            return_path_host: string | null;
+            /** @description when a verify last found the return-path host’s MX and SPF right; null: not in use */
+            return_path_verified_at: string | null;
+            /** @description the records to publish at the return-path host */
+            return_path_records: {
+                mx: components["schemas"]["ReturnPathRecord"];
+                spf: components["schemas"]["ReturnPathRecord"];
+            } | null;
             checks: {
                 verification: components["schemas"]["RecordCheck"];
                 dkim: components["schemas"]["RecordCheck"];
                 spf: components["schemas"]["RecordCheck"];
+                return_path_mx?: components["schemas"]["RecordCheck"];
+                return_path_spf?: components["schemas"]["RecordCheck"];
             };
             /** @description one sentence for the whole domain */
             summary: string;
@@ -2803,7 +2838,7 @@ export interface components {
              * @description what changed: see docs/operations.md, Audit log
              * @enum {string}
              */
-            action: "workspace.created" | "workspace.suspended" | "workspace.resumed" | "workspace.deleted" | "quota.set" | "retention.set" | "member.added" | "member.role_changed" | "member.removed" | "api_key.created" | "api_key.revoked" | "session.revoked" | "user.password_changed" | "app_password.created" | "app_password.revoked" | "service_token.created" | "service_token.rotated" | "service_token.revoked" | "domain.created" | "domain.verified" | "domain.records_rotated" | "domain.deleted" | "webhook.created" | "webhook.updated" | "webhook.secret_rotated" | "webhook.disabled" | "webhook.enabled" | "webhook.deleted" | "webhook.replayed" | "webhook.recovered" | "list.entry_added" | "list.entry_removed" | "suppression.added" | "suppression.removed";
+            action: "workspace.created" | "workspace.suspended" | "workspace.resumed" | "workspace.deleted" | "quota.set" | "retention.set" | "member.added" | "member.role_changed" | "member.removed" | "api_key.created" | "api_key.revoked" | "session.revoked" | "user.password_changed" | "app_password.created" | "app_password.revoked" | "service_token.created" | "service_token.rotated" | "service_token.revoked" | "domain.created" | "domain.verified" | "domain.records_rotated" | "domain.updated" | "domain.deleted" | "webhook.created" | "webhook.updated" | "webhook.secret_rotated" | "webhook.disabled" | "webhook.enabled" | "webhook.deleted" | "webhook.replayed" | "webhook.recovered" | "list.entry_added" | "list.entry_removed" | "suppression.added" | "suppression.removed";
             actor: components["schemas"]["AuditActor"];
             /** @description the client's address of the request; null for the command line and the service */
             ip: string | null;
@@ -5222,6 +5257,7 @@ export interface operations {
             content: {
                 "application/json": {
                     domain: string;
+                    return_path_host?: string | null;
                 };
             };
         };
@@ -5298,6 +5334,43 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appUpdateSendingDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                domain_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description null clears it */
+                    return_path_host: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The sending domain */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SendingDomain"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
         };

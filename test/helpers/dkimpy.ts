@@ -12,3 +12,16 @@ export function dkimpyPython(): string | null {
   }
   return null;
 }
+
+/** A Python 3 that can `import spf` (Debian's python3-spf, pyspf, with dnspython); null when none can. */
+export function pyspfPython(): string | null {
+  for (const candidate of ['/usr/bin/python3', 'python3']) {
+    try {
+      execFileSync(candidate, ['-c', 'import spf, dns.resolver'], { stdio: 'ignore' });
+      return candidate;
+    } catch {
+      // not this one
+    }
+  }
+  return null;
+}

@@ -22,7 +22,7 @@ export async function domainId(api: ApiClient, value: string): Promise<string> {
 }
 
 /** DNS records as blocks a person can copy from: the value on a line of its own, never cut. */
-function recordLines(records: readonly (readonly [string, DnsRecord])[], ctx: Context): string[] {
+function recordLines(records: readonly (readonly [string, DnsRecord | Schema<'ReturnPathRecord'>])[], ctx: Context): string[] {
   return records.flatMap(([what, r], i) => [
     ...(i > 0 ? [''] : []),
     `  ${ctx.style.bold(what)}`,
@@ -32,16 +32,24 @@ function recordLines(records: readonly (readonly [string, DnsRecord])[], ctx: Co
   ]);
 }
 
-/** The records a domain publishes beside its verification record: DKIM, and the SPF advice. */
-const signingRecords = (d: SendingDomain): (readonly [string, DnsRecord])[] => [
+/** The records a domain publishes beside its verification record: DKIM, the SPF advice, and its return-path host's. */
+const signingRecords = (d: SendingDomain): (readonly [string, DnsRecord | Schema<'ReturnPathRecord'>])[] => [
   ['DKIM', d.dkim],
   ['SPF (advice, not required: merge it into an SPF record the domain already has)', d.spf],
+  ...(d.return_path_records
+    ? ([
+        ['Return-path MX (bounces come back to Mailroom)', d.return_path_records.mx],
+        ['Return-path SPF (aligned SPF for mail from the domain)', d.return_path_records.spf],
+      ] as const)
+    : []),
 ];
 
 const CHECK_NAMES: readonly (readonly [keyof CheckedDomain['checks'], string])[] = [
   ['verification', 'verification'],
   ['dkim', 'dkim'],
   ['spf', 'spf (advice)'],
+  ['return_path_mx', 'return-path mx'],
+  ['return_path_spf', 'return-path spf'],
 ];
 
 /** A check's status in a colour that says how it went. */
@@ -49,7 +57,11 @@ const checkStyle = (ctx: Context) => (status: string) => (status === 'ok' ? ctx.
 
 /** Verify's answer: the summary, a table of the records, and for each one not ok what DNS has against what it should. */
 function checkLines(d: CheckedDomain, ctx: Context): string[] {
-  const rows = CHECK_NAMES.map(([key, label]) => ({ label, check: d.checks[key] }));
+  // The return-path checks are there only for a domain with a return-path host.
+  const rows = CHECK_NAMES.flatMap(([key, label]) => {
+    const check = d.checks[key];
+    return check ? [{ label, check }] : [];
+  });
   const table = renderTable(
     rows,
     [
@@ -119,7 +131,7 @@ export function registerDomainCommands(program: Command): void {
   }).action(
     run(async (ctx, [name = '']) => {
       const created = await ctx.api().post('/app/api/sending-domains', { body: { domain: name } });
-      const records: (readonly [string, DnsRecord])[] = [
+      const records: (readonly [string, DnsRecord | Schema<'ReturnPathRecord'>])[] = [
         ['Verification (shown only now: keep it until it is published)', created.verification],
         ...signingRecords(created),
       ];

@@ -31,6 +31,8 @@ export const AUDIT_ACTIONS = {
   domainCreated: 'domain.created',
   domainVerified: 'domain.verified',
   domainRecordsRotated: 'domain.records_rotated',
+  /** Its return-path host set, changed or cleared (before and after in `details`). */
+  domainUpdated: 'domain.updated',
   domainDeleted: 'domain.deleted',
 
   webhookCreated: 'webhook.created',

@@ -13,7 +13,20 @@ import { actorOf, isAdmin, type TenantContext } from '../tenancy/tenancy.types.j
 import { AUDIT_ACTIONS, type AuditAction } from '../audit/audit.actions.js';
 import type { AuditLog } from '../audit/audit.service.js';
 import { dkimRecord, generateDkimKeyPair } from './dkim-keys.js';
-import { checkDkim, checkSpf, checkVerification, lookupTxt, summarize, verifiedCheck, VERIFICATION_PREFIX, type DomainChecks } from './dns-checks.js';
+import {
+  checkDkim,
+  checkReturnPathMx,
+  checkReturnPathSpf,
+  checkSpf,
+  checkVerification,
+  lookupMx,
+  lookupTxt,
+  summarize,
+  verifiedCheck,
+  VERIFICATION_PREFIX,
+  type DomainChecks,
+  type RecordCheck,
+} from './dns-checks.js';
 import type { SendingDomainTable } from './domain.table.js';
 import type { MailLookups } from '../mail/lookups.store.js';
 import type { ServiceTokenStore } from '../transactional/service-token.store.js';
@@ -37,7 +50,14 @@ const domainKeyContext = (id: string) => `sending_domains.dkim_private_key:${id}
 const MAX_OPENED_KEYS = 1000;
 const serviceKeyContext = (name: string) => `service_keys.private_key:${name}`;
 
-function toView(row: SendingDomainTable, returnPathDomain: string): SendingDomainView {
+/** Where the service's own envelope senders are, and the inbound host a return-path host's MX points at. */
+interface ReturnPathSetup {
+  returnPathDomain: string;
+  inboundHost: string;
+}
+
+function toView(row: SendingDomainTable, { returnPathDomain, inboundHost }: ReturnPathSetup): SendingDomainView {
+  const host = row.return_path_host;
   return {
     domain_id: row.id,
     domain: row.domain,
@@ -46,7 +66,28 @@ function toView(row: SendingDomainTable, returnPathDomain: string): SendingDomai
     spf: { record_name: row.domain, record_type: 'TXT', record_value: `v=spf1 include:${returnPathDomain} ~all` },
     created_at: iso(row.created_at),
     verified_at: iso(row.verified_at),
+    return_path_host: host,
+    return_path_verified_at: iso(row.return_path_verified_at),
+    return_path_records: host
+      ? {
+          mx: { record_name: host, record_type: 'MX', record_value: `10 ${inboundHost}` },
+          spf: { record_name: host, record_type: 'TXT', record_value: `v=spf1 include:${returnPathDomain} ~all` },
+        }
+      : null,
   };
+}
+
+/**
+ * A return-path host as given (null clears it): a subdomain of the sending domain, so that SPF at it aligns with
+ * the domain (DMARC's relaxed alignment) and only the domain's owner can point it at us.
+ */
+function returnPathHostOf(domain: string, given: string | null | undefined, hosted: ReadonlySet<string>): string | null {
+  if (given === null || given === undefined) return null;
+  const host = given.trim().toLowerCase().replace(/\.$/, '');
+  if (!DOMAIN.test(host)) throw invalid('invalid_return_path_host', `'${given}' is not a host name`);
+  if (!host.endsWith(`.${domain}`)) throw invalid('invalid_return_path_host', `return_path_host must be a subdomain of ${domain}, such as bounces.${domain}`);
+  if (hosted.has(host)) throw invalid('invalid_return_path_host', `${host} is a hosted domain of this service`);
+  return host;
 }
 
 function requireAdmin(tenant: TenantContext): void {
@@ -60,18 +101,38 @@ const verificationRecord = (domain: string, token: string): DnsRecordView => ({
   record_value: `${VERIFICATION_PREFIX}${token}`,
 });
 
-/** Each record as DNS answers it now; the three lookups run at once. */
-async function checkRecords(resolve: DnsResolve, row: SendingDomainTable, view: SendingDomainView, returnPathDomain: string): Promise<DomainChecks> {
-  const [verification, dkim, spf] = await Promise.all([
+/** The return-path host's MX and SPF as DNS answers them now; none without a host. */
+async function checkReturnPath(resolve: DnsResolve, host: string | null, setup: ReturnPathSetup): Promise<Pick<DomainChecks, 'return_path_mx' | 'return_path_spf'>> {
+  if (!host) return {};
+  const [mx, spf] = await Promise.all([lookupMx(resolve, host), lookupTxt(resolve, host)]);
+  return { return_path_mx: checkReturnPathMx(host, setup.inboundHost, mx), return_path_spf: checkReturnPathSpf(host, setup.returnPathDomain, spf) };
+}
+
+/** Each record as DNS answers it now; the lookups run at once. */
+async function checkRecords(resolve: DnsResolve, row: SendingDomainTable, view: SendingDomainView, setup: ReturnPathSetup): Promise<DomainChecks> {
+  const [verification, dkim, spf, returnPath] = await Promise.all([
     row.status === 'verified' ? null : lookupTxt(resolve, `_mailroom-verification.${row.domain}`),
     lookupTxt(resolve, view.dkim.record_name),
     lookupTxt(resolve, row.domain),
+    checkReturnPath(resolve, row.return_path_host, setup),
   ]);
   return {
     verification: verification ? checkVerification(row.domain, row.verification_hash, verification) : verifiedCheck(row.domain, view.verified_at ?? ''),
     dkim: checkDkim(view.dkim, row.domain, row.dkim_public_key, dkim),
-    spf: checkSpf(row.domain, returnPathDomain, spf),
+    spf: checkSpf(row.domain, setup.returnPathDomain, spf, row.return_path_host),
+    ...returnPath,
   };
+}
+
+/**
+ * The return-path host's verified state after a verify: set when both records are right on a verified domain,
+ * cleared when one is missing or wrong; a DNS failure changes nothing (it says nothing about the records).
+ */
+function returnPathVerdict(row: SendingDomainTable, checks: DomainChecks, now: number): number | null {
+  const found = [checks.return_path_mx, checks.return_path_spf].filter((c): c is RecordCheck => c !== undefined);
+  if (found.length === 0 || found.some((c) => c.status === 'error')) return row.return_path_verified_at;
+  if (row.status === 'verified' && found.every((c) => c.status === 'ok')) return row.return_path_verified_at ?? now;
+  return null;
 }
 
 /** A 409 naming what still uses the domain, so the caller knows what to delete first. */
@@ -97,6 +158,9 @@ export interface DomainDeps {
     | 'lockForDelete'
     | 'delete'
     | 'markVerified'
+    | 'setReturnPathHost'
+    | 'markReturnPath'
+    | 'isReturnPathHost'
     | 'findServiceKey'
     | 'insertServiceKey'
     | 'plaintextDomainKeys'
@@ -111,8 +175,10 @@ export interface DomainDeps {
   events: EventsService;
   resolve: DnsResolve;
   hostedDomains: readonly string[];
-  /** Where every message's envelope sender is (`bounces+…@`): the domain SPF is checked at, named in the SPF advice. */
+  /** Where every message's envelope sender is (`bounces+…@`) but for domains with a verified return-path host: named in the SPF advice. */
   returnPathDomain: string;
+  /** The inbound SMTP listener's host name (MAILROOM_SMTP_HOSTNAME): where a return-path host's MX points. */
+  inboundHost: string;
   /** An operator-configured key for hosted domains (PEM) and its selector. */
   hostedKey?: { selector: string; privateKey: string; publicKey: string } | undefined;
   /** Selector of the key generated at first use when the operator configured none. */
@@ -128,7 +194,8 @@ export function createDomainService(deps: DomainDeps): DomainService {
   const hosted = new Set(hostedDomains);
   let cachedHostedKey = hostedKey;
   const opened = new Map<string, string>();
-  const view = (row: SendingDomainTable) => toView(row, returnPathDomain);
+  const setup: ReturnPathSetup = { returnPathDomain, inboundHost: deps.inboundHost.toLowerCase() };
+  const view = (row: SendingDomainTable) => toView(row, setup);
   /** Never the keys or the verification token: the domain's name and selector say which it is. */
   const record = (trx: Work, tenant: TenantContext, action: AuditAction, row: Pick<SendingDomainTable, 'id' | 'domain'>, details: Record<string, unknown> = {}) =>
     deps.audit.record(trx, { workspaceId: tenant.workspaceId, action, actor: actorOf(tenant), target: { kind: 'domain', id: row.id }, details: { domain: row.domain, ...details } });
@@ -178,6 +245,7 @@ export function createDomainService(deps: DomainDeps): DomainService {
       const domain = input.domain.trim().toLowerCase().replace(/\.$/, '');
       if (!DOMAIN.test(domain)) throw invalid('invalid_domain', `'${input.domain}' is not a domain name`);
       if (hosted.has(domain)) throw invalid('invalid_domain', `${domain} is a hosted domain of this service; it needs no verification`);
+      const returnPathHost = returnPathHostOf(domain, input.return_path_host, hosted);
       const token = randomBytes(VERIFICATION_TOKEN_BYTES).toString('base64url');
       const keys = await generateDkimKeyPair();
       const now = clock.now();
@@ -194,6 +262,8 @@ export function createDomainService(deps: DomainDeps): DomainService {
         dkim_public_key: keys.publicKey,
         created_at: now,
         verified_at: null,
+        return_path_host: returnPathHost,
+        return_path_verified_at: null,
       };
       try {
         await work.transaction().execute(async (trx) => {
@@ -220,13 +290,32 @@ export function createDomainService(deps: DomainDeps): DomainService {
     async verify(tenant, domainId) {
       requireAdmin(tenant);
       let row = await find(tenant, domainId);
-      const checks = await checkRecords(resolve, row, view(row), returnPathDomain);
+      const checks = await checkRecords(resolve, row, view(row), setup);
       if (row.status === 'pending' && checks.verification.status === 'ok') {
         row = await markVerified(tenant, row);
         checks.verification.reason = "the record holds this domain's token: the domain is verified";
       }
-      return { ...view(row), checks, summary: summarize(row.domain, row.status === 'verified', checks) };
+      const returnPathAt = returnPathVerdict(row, checks, clock.now());
+      if (row.return_path_host && returnPathAt !== row.return_path_verified_at) {
+        await store.markReturnPath(work, tenant.workspaceId, row.id, row.return_path_host, returnPathAt);
+        row = await find(tenant, domainId);
+      }
+      return { ...view(row), checks, summary: summarize(row.domain, row.status === 'verified', checks, row.return_path_verified_at !== null) };
     },
+
+    async update(tenant, domainId, input) {
+      requireAdmin(tenant);
+      const row = await find(tenant, domainId);
+      const host = returnPathHostOf(row.domain, input.return_path_host, hosted);
+      if (host === row.return_path_host) return view(row);
+      await work.transaction().execute(async (trx) => {
+        if (!(await store.setReturnPathHost(trx, tenant.workspaceId, row.id, host))) throw notFound('domain_not_found', `no sending domain ${domainId}`);
+        await record(trx, tenant, AUDIT_ACTIONS.domainUpdated, row, { before: { return_path_host: row.return_path_host }, after: { return_path_host: host } });
+      });
+      return view(await find(tenant, domainId));
+    },
+
+    isReturnPathHost: (host) => store.isReturnPathHost(work, host.toLowerCase()),
 
     async regenerateRecords(tenant, domainId) {
       requireAdmin(tenant);

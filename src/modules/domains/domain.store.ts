@@ -18,6 +18,8 @@ export function verifiedDomainsSelect(handle: Parameters<typeof tablesOf>[0], wo
   return tablesOf<DomainTables>(handle)
     .selectFrom('sending_domains')
     .select(['id', 'domain', 'dkim_selector', 'dkim_private_key'])
+    // The return-path host only once its records verified: the envelope sender's domain for mail from the domain.
+    .select((eb) => eb.case().when('return_path_verified_at', 'is not', null).then(eb.ref('return_path_host')).else(null).end().as('return_path_host'))
     .where('workspace_id', '=', workspaceId)
     .where('status', '=', 'verified');
 }
@@ -69,6 +71,38 @@ export function createDomainStore({ dialect }: { dialect: Pick<DialectInfo, 'sup
           .where('status', '=', 'pending')
           .executeTakeFirst()
       ).numUpdatedRows > 0n,
+    /** A new return-path host (or none), unverified: false when the domain is gone. */
+    setReturnPathHost: async (work: Work, workspaceId: string, id: string, host: string | null) =>
+      (
+        await of(work)
+          .updateTable('sending_domains')
+          .set({ return_path_host: host, return_path_verified_at: null })
+          .where('workspace_id', '=', workspaceId)
+          .where('id', '=', id)
+          .executeTakeFirst()
+      ).numUpdatedRows > 0n,
+    /** The host's records verified (a time) or broken (null); only while the host is still the one checked. */
+    markReturnPath: (work: Work, workspaceId: string, id: string, host: string, at: number | null) =>
+      of(work)
+        .updateTable('sending_domains')
+        .set({ return_path_verified_at: at })
+        .where('workspace_id', '=', workspaceId)
+        .where('id', '=', id)
+        .where('return_path_host', '=', host)
+        .execute(),
+    /**
+     * Across workspaces, as inbound mail is (a bounce names its message, whose workspace it is): whether the host is
+     * a verified domain's verified return-path host.
+     */
+    isReturnPathHost: async (work: Work, host: string) =>
+      (await of(work)
+        .selectFrom('sending_domains')
+        .select('id')
+        .where('return_path_host', '=', host)
+        .where('return_path_verified_at', 'is not', null)
+        .where('status', '=', 'verified')
+        .limit(1)
+        .executeTakeFirst()) !== undefined,
     findServiceKey: (work: Work, name: string) => of(work).selectFrom('service_keys').selectAll().where('name', '=', name).executeTakeFirst(),
     insertServiceKey: (work: Work, row: ServiceKeyTable) =>
       of(work).insertInto('service_keys').values(row).onConflict((oc) => oc.column('name').doNothing()).execute(),

@@ -14,6 +14,10 @@ export interface SendingDomainTable {
   dkim_public_key: string;
   created_at: number;
   verified_at: number | null;
+  /** The domain's own return-path host (`bounces.<domain>`): the envelope sender's domain once it is verified. */
+  return_path_host: string | null;
+  /** When the host's MX and SPF were last found right by a verify; cleared when the host changes or they break. */
+  return_path_verified_at: number | null;
 }
 
 export interface ServiceKeyTable {

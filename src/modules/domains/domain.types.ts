@@ -11,6 +11,13 @@ export interface DnsRecordView {
   record_value: string;
 }
 
+/** A record of the return-path host: its MX or its SPF. */
+export interface ReturnPathRecordView {
+  record_name: string;
+  record_type: 'MX' | 'TXT';
+  record_value: string;
+}
+
 export interface SendingDomainView {
   domain_id: string;
   domain: string;
@@ -20,6 +27,11 @@ export interface SendingDomainView {
   spf: DnsRecordView;
   created_at: string;
   verified_at: string | null;
+  /** The envelope sender's domain for mail from this domain once its records verify; null: the hosted bounce domain. */
+  return_path_host: string | null;
+  return_path_verified_at: string | null;
+  /** What to publish at the return-path host; null without one. */
+  return_path_records: { mx: ReturnPathRecordView; spf: ReturnPathRecordView } | null;
 }
 
 /** The answers of create and of a records regeneration: the only ones with the verification token. */
@@ -49,7 +61,7 @@ export interface SigningKey {
 }
 
 export interface DomainService extends DomainPolicy {
-  create(tenant: TenantContext, input: { domain: string }): Promise<CreatedDomainView>;
+  create(tenant: TenantContext, input: { domain: string; return_path_host?: string | null | undefined }): Promise<CreatedDomainView>;
   list(tenant: TenantContext): Promise<{ sending_domains: SendingDomainView[] }>;
   get(tenant: TenantContext, domainId: string): Promise<SendingDomainView>;
   /**
@@ -57,6 +69,10 @@ export interface DomainService extends DomainPolicy {
    * once) when the verification record matches. DKIM and SPF never block verification.
    */
   verify(tenant: TenantContext, domainId: string): Promise<CheckedDomainView>;
+  /** Set or clear the domain's return-path host; a new host starts unverified (a verify checks its records). */
+  update(tenant: TenantContext, domainId: string, input: { return_path_host: string | null }): Promise<SendingDomainView>;
+  /** Whether a host is the verified return-path host of some verified sending domain (of any workspace): inbound bounces. */
+  isReturnPathHost(host: string): Promise<boolean>;
   /** A pending domain's records with a new verification token (only its hash is kept); the earlier token stops verifying. */
   regenerateRecords(tenant: TenantContext, domainId: string): Promise<CreatedDomainView>;
   /** Delete a domain nothing uses any more; a mailbox in it is a 409 naming the dependents. */

@@ -28,6 +28,7 @@ type Loaded = MessageRow & { raw: Buffer } & Omit<OutboundTable, 'message_id' | 
   own_domain_id: string | null;
   own_dkim_selector: string | null;
   own_dkim_private_key: string | null;
+  own_return_path_host: string | null;
 };
 /** The domains module's part of a delivery's read: the workspace's verified domains and their keys (`verifiedDomainsSelect`). */
 export type VerifiedDomainsPart = (handle: Kysely<MailTables>, workspaceId: string) => SelectQueryBuilder<unknown, never, VerifiedDomainRow>;
@@ -36,6 +37,8 @@ interface VerifiedDomainRow {
   domain: string;
   dkim_selector: string | null;
   dkim_private_key: string | null;
+  /** Its return-path host, only once verified. */
+  return_path_host: string | null;
 }
 
 /**
@@ -66,6 +69,7 @@ function loadSelect(db: Kysely<MailTables>, p: Param, domains: VerifiedDomainsPa
       'sd.id as own_domain_id',
       'sd.dkim_selector as own_dkim_selector',
       'sd.dkim_private_key as own_dkim_private_key',
+      'sd.return_path_host as own_return_path_host',
     ])
     .where('messages.id', '=', p<string>('messageId'));
 }
@@ -159,8 +163,11 @@ export interface RunStart {
   delivery: Delivery;
   /** The message (the events' view of it) and its raw source. */
   message: MessageRow & { raw: Buffer };
-  /** The DKIM key of the workspace's verified sending domain named like the mailbox's domain, if any. */
-  ownDomain: { id: string; dkim_selector: string; dkim_private_key: string } | null;
+  /**
+   * The DKIM key of the workspace's verified sending domain named like the mailbox's domain, if any, and its
+   * return-path host once verified (the envelope senders' domain then).
+   */
+  ownDomain: { id: string; dkim_selector: string; dkim_private_key: string; return_path_host: string | null } | null;
   /** This run holds the job's lease and has marked the message `processing`: it may send. */
   started: boolean;
 }
@@ -234,7 +241,7 @@ function toRunStart(row: Loaded, started: boolean): RunStart {
   };
   const ownDomain =
     row.own_domain_id !== null && row.own_dkim_selector !== null && row.own_dkim_private_key !== null
-      ? { id: row.own_domain_id, dkim_selector: row.own_dkim_selector, dkim_private_key: row.own_dkim_private_key }
+      ? { id: row.own_domain_id, dkim_selector: row.own_dkim_selector, dkim_private_key: row.own_dkim_private_key, return_path_host: row.own_return_path_host }
       : null;
   return { delivery, message: row, ownDomain, started };
 }

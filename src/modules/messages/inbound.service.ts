@@ -101,6 +101,8 @@ export interface InboundDeps {
   logger: Logger;
   /** Outbound mail's keyed VERP return paths (bounces+msg_…-tag@domain). */
   returnPaths: ReturnPaths;
+  /** Whether a host is a sending domain's verified return-path host, where return paths are received too; none = no such hosts. */
+  isReturnPathHost?: ((host: string) => Promise<boolean>) | undefined;
   /** One-click unsubscribe's mailto addresses (unsubscribe+<token>@<bounce domain>) and what mail to one does. */
   unsubscribe: { tokens: Pick<UnsubscribeTokens, 'parseAddress'>; service: Pick<UnsubscribeService, 'target' | 'record'> };
   /** Shared commits: concurrent deliveries are stored in one transaction (see db/group-commit.ts). */
@@ -142,7 +144,8 @@ function reportRecipientOf(outbound: { mail_from: string; recipients_json: strin
 }
 
 /** Inbound mail: recipient checks at RCPT and durable storage at the end of DATA (one path for SMTP). */
-export function createInboundService({ work, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, unsubscribe, commits, catchAll, workspaceGone, storage, domainReports, spamCheck }: InboundDeps): InboundService {
+export function createInboundService(deps: InboundDeps): InboundService {
+  const { work, clock, events, store, lists, analyzer, analysisGate, logger, returnPaths, unsubscribe, commits, catchAll, workspaceGone, storage, domainReports, spamCheck } = deps;
   /**
    * Each recipient's workspace judged on its own: would this message take it past its stored bytes? Refused whole
    * (452 4.2.2 at the end of DATA) when one would, checked beside the parse; nothing is stored, so nothing is lost.
@@ -155,6 +158,16 @@ export function createInboundService({ work, clock, events, store, lists, analyz
     }
   }
   const gone = async (workspaceId: string): Promise<boolean> => (workspaceGone ? workspaceGone(workspaceId) : false);
+
+  /**
+   * A RCPT address as a return path: at the bounce domain, or at a verified return-path host (its keyed tag names the
+   * message, so a bounce there speaks for it as one at the bounce domain would). Any other host: an ordinary address.
+   */
+  async function parseReturnPath(address: string) {
+    const host = returnPaths.otherHost(address);
+    if (host !== null && (await deps.isReturnPathHost?.(host))) return returnPaths.parse(address, host);
+    return returnPaths.parse(address);
+  }
 
   /**
    * A DSN → `message.bounced` per failed recipient; an ARF report → `message.complained`. Returns ids for the
@@ -304,7 +317,7 @@ export function createInboundService({ work, clock, events, store, lists, analyz
     async checkRecipient(rawAddress, envelope) {
       const unsubscribing = await checkUnsubscribeAddress(rawAddress);
       if (unsubscribing) return unsubscribing;
-      const returnPath = returnPaths.parse(rawAddress);
+      const returnPath = await parseReturnPath(rawAddress);
       // A return address whose keyed tag does not verify is no address of ours (550 5.1.1).
       if (returnPath.kind === 'forged') return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
       if (returnPath.kind === 'valid') {

@@ -85,15 +85,18 @@ type DomainGroup = Map<string, RecipientState[]>;
  * The pending recipients by domain, then by envelope sender. Each recipient has a return path of its own, so that a
  * bounce or complaint can speak only for the recipient it came back for (decision 414): one transaction per recipient.
  * A message sent before that has one return path for all (its `mail_from`), and keeps one transaction per domain.
+ * The return paths are at the sending domain's return-path host when it is verified at the time of the run.
  */
-function pendingGroups(ctx: Context, delivery: RunStart['delivery'], recipients: readonly RecipientState[]): Map<string, DomainGroup> {
+function pendingGroups(ctx: Context, start: RunStart, recipients: readonly RecipientState[]): Map<string, DomainGroup> {
+  const { delivery } = start;
+  const host = start.ownDomain?.return_path_host ?? undefined;
   const parsed = ctx.returnPaths.parse(delivery.mail_from);
   const shared = parsed.kind === 'valid' && parsed.recipient === null;
   const groups = new Map<string, DomainGroup>();
   recipients.forEach((r, place) => {
     if (r.status !== 'pending') return;
     const domain = domainOf(r.address);
-    const mailFrom = shared ? delivery.mail_from : ctx.returnPaths.address(delivery.message_id, place);
+    const mailFrom = shared ? delivery.mail_from : ctx.returnPaths.address(delivery.message_id, place, host);
     const byMailFrom = groups.get(domain) ?? new Map<string, RecipientState[]>();
     byMailFrom.set(mailFrom, [...(byMailFrom.get(mailFrom) ?? []), r]);
     groups.set(domain, byMailFrom);
@@ -339,7 +342,7 @@ async function handle(ctx: Context, job: DeliveryJob): Promise<JobOutcome> {
   if (!start.started) return DONE; // another run owns the message now
   await dropSuppressed(ctx, run);
   const messageFor = await outgoing(ctx, run);
-  for (const [domain, byMailFrom] of pendingGroups(ctx, delivery, run.recipients)) await deliverDomain(ctx, run, messageFor, domain, byMailFrom);
+  for (const [domain, byMailFrom] of pendingGroups(ctx, start, run.recipients)) await deliverDomain(ctx, run, messageFor, domain, byMailFrom);
   return finish(ctx, run);
 }
 

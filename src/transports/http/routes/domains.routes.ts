@@ -9,7 +9,10 @@ import { LiteralUnion, ResourceId, answer, errors, everyOf } from '../schemas.js
 
 const DomainParams = Type.Object({ domain_id: ResourceId }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
-const CreateBody = Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }) }, { additionalProperties: false });
+const ReturnPathHost = Type.String({ minLength: 1, maxLength: 253, description: 'a subdomain of the sending domain, such as bounces.<domain>, with its MX at Mailroom' });
+const CreateBody = Type.Object({ domain: Type.String({ minLength: 1, maxLength: 253 }), return_path_host: Type.Optional(Type.Union([ReturnPathHost, Type.Null()])) }, { additionalProperties: false });
+const UpdateBody = Type.Object({ return_path_host: Type.Union([ReturnPathHost, Type.Null()], { description: 'null clears it' }) }, { additionalProperties: false });
+const ReturnPathRecord = Type.Object({ record_name: Type.String(), record_type: LiteralUnion(['MX', 'TXT']), record_value: Type.String() }, { title: 'ReturnPathRecord' });
 const Record = Type.Object({ record_name: Type.String(), record_type: Type.Literal('TXT'), record_value: Type.String() }, { title: 'DnsRecord' });
 const domainProperties = {
   domain_id: Type.String(),
@@ -22,15 +25,18 @@ const domainProperties = {
   ),
   created_at: Type.String(),
   verified_at: Type.Union([Type.String(), Type.Null()]),
+  return_path_host: Type.Union([Type.String(), Type.Null()], { description: 'the envelope sender’s domain for mail from this domain once its records verify; null: the hosted bounce domain' }),
+  return_path_verified_at: Type.Union([Type.String(), Type.Null()], { description: 'when a verify last found the return-path host’s MX and SPF right; null: not in use' }),
+  return_path_records: Type.Union([Type.Object({ mx: ReturnPathRecord, spf: ReturnPathRecord }), Type.Null()], { description: 'the records to publish at the return-path host' }),
 };
 const DomainSchema = Type.Object(domainProperties, { title: 'SendingDomain' });
 const CreatedSchema = Type.Object({ ...domainProperties, verification: Record }, { title: 'CreatedSendingDomain' });
 const Check = Type.Object(
   {
     record_name: Type.String(),
-    record_type: Type.Literal('TXT'),
+    record_type: LiteralUnion(['TXT', 'MX']),
     expected: Type.String({ description: 'the value to publish (for the verification record, a description: the token is not stored)' }),
-    found: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'the relevant TXT values DNS returned now; null when none (or not looked up)' }),
+    found: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'the relevant values DNS returned now (an MX as `<preference> <host>`); null when none (or not looked up)' }),
     status: LiteralUnion(everyOf<CheckStatus>()(['ok', 'missing', 'mismatch', 'error'])),
     reason: Type.String({ description: 'a sentence for a person: what is wrong and what to do' }),
   },
@@ -39,7 +45,13 @@ const Check = Type.Object(
 const CheckedSchema = Type.Object(
   {
     ...domainProperties,
-    checks: Type.Object({ verification: Check, dkim: Check, spf: Check }),
+    checks: Type.Object({
+      verification: Check,
+      dkim: Check,
+      spf: Check,
+      return_path_mx: Type.Optional(Check),
+      return_path_spf: Type.Optional(Check),
+    }),
     summary: Type.String({ description: 'one sentence for the whole domain' }),
   },
   { title: 'CheckedSendingDomain' },
@@ -85,6 +97,19 @@ export function domainRoutes({ domains, tenant }: { domains: DomainService; tena
       '/sending-domains/:domain_id',
       { schema: { operationId: 'appGetSendingDomain', summary: 'One sending domain with its DKIM and SPF records', ...one, response: { 200: answer('The sending domain', DomainSchema), ...errors(401, 403, 404, 429) } } },
       async (request) => domains.get(tenant(request), request.params.domain_id),
+    );
+    app.patch(
+      '/sending-domains/:domain_id',
+      {
+        schema: {
+          operationId: 'appUpdateSendingDomain',
+          summary: 'Set or clear the domain’s return-path host (a new one is used once a verify finds its MX and SPF)',
+          ...one,
+          body: UpdateBody,
+          response: { 200: answer('The sending domain', DomainSchema), ...errors(400, 401, 403, 404, 413, 415, 429) },
+        },
+      },
+      async (request) => domains.update(tenant(request), request.params.domain_id, request.body),
     );
     app.delete(
       '/sending-domains/:domain_id',
