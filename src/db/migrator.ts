@@ -40,6 +40,7 @@ import * as m20261212000100 from './migrations/20261212000100_message_spam.js';
 import * as m20261212000200 from './migrations/20261212000200_outbound_list_unsubscribe.js';
 import * as m20261212000300 from './migrations/20261212000300_domain_reports.js';
 import * as m20261212000400 from './migrations/20261212000400_domain_return_path.js';
+import * as m20261212000600 from './migrations/20261212000600_outbound_delivery_notification.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -87,6 +88,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261212000200_outbound_list_unsubscribe': m20261212000200,
   '20261212000300_domain_reports': m20261212000300,
   '20261212000400_domain_return_path': m20261212000400,
+  '20261212000600_outbound_delivery_notification': m20261212000600,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -1881,6 +1881,8 @@ export interface components {
             attempts: components["schemas"]["DeliveryEvent"][];
             /** @description the last attempt's 4xx reply or routing error, or a failed message's last reply */
             last_error: string | null;
+            /** @description whether it was sent with delivery_notification (receivers that offer DSN asked to report delivery) */
+            delivery_notification: boolean;
         };
         Message: {
             message_id: string;
@@ -1925,6 +1927,8 @@ export interface components {
             attempts?: components["schemas"]["DeliveryEvent"][];
             /** @description outbound messages only: the last attempt's 4xx reply or routing error, or a failed message's last reply */
             last_error?: string | null;
+            /** @description outbound messages only: whether it was sent with delivery_notification (receivers that offer DSN asked to report delivery) */
+            delivery_notification?: boolean;
             text: string | null;
             html: string | null;
             headers: {
@@ -2172,6 +2176,8 @@ export interface components {
             attachments?: components["schemas"]["AttachmentUpload"][];
             /** @description one-click unsubscribe (RFC 8058): each recipient's copy carries List-Unsubscribe (a link and a mailto address of its own) and List-Unsubscribe-Post, signed by DKIM; default false */
             unsubscribe?: boolean;
+            /** @description delivery notification: receivers that offer DSN (RFC 3461) are asked to report delivery as well as failure (NOTIFY=SUCCESS,FAILURE), and a delivery report that comes back emits message.delivered; default false */
+            delivery_notification?: boolean;
         };
         /** Queued */
         Queued: {
@@ -2945,6 +2951,8 @@ export interface components {
             reply_to?: string;
             /** @description files sent as MIME parts; at most 25 MiB decoded in all */
             attachments?: components["schemas"]["AttachmentUpload"][];
+            /** @description delivery notification: receivers that offer DSN (RFC 3461) are asked to report delivery as well as failure (NOTIFY=SUCCESS,FAILURE), and a delivery report that comes back emits message.delivered; default false */
+            delivery_notification?: boolean;
         };
         /** TransactionalMessage */
         TransactionalMessage: {
@@ -2964,6 +2972,8 @@ export interface components {
             }[];
             last_error: string | null;
             smtp_response: string | null;
+            /** @description whether it was sent with delivery_notification */
+            delivery_notification: boolean;
         };
     };
     responses: {

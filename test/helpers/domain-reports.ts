@@ -68,8 +68,11 @@ export function reportMail(opts: { to: string; domain: string; filename: string;
   ].join('\r\n');
 }
 
-/** A DSN reporting delivery (RFC 3464 Action: delivered), as a receiver sends it for NOTIFY=SUCCESS. */
-export const deliveredDsn = (verp: string, recipient: string): string =>
+/**
+ * A DSN reporting delivery (RFC 3464 Action: delivered), as a receiver sends it for NOTIFY=SUCCESS; `envelopeId` is
+ * the ENVID the sender gave, reported back as Original-Envelope-Id.
+ */
+export const deliveredDsn = (verp: string, recipient: string, envelopeId?: string): string =>
   [
     'From: Mail Delivery System <mailer-daemon@peer.test>',
     `To: ${verp}`,
@@ -84,6 +87,7 @@ export const deliveredDsn = (verp: string, recipient: string): string =>
     '--d1',
     'Content-Type: message/delivery-status',
     '',
+    ...(envelopeId === undefined ? [] : [`Original-Envelope-Id: ${envelopeId}`]),
     'Reporting-MTA: dns; mx1.peer.test',
     '',
     `Final-Recipient: rfc822; ${recipient}`,

@@ -10,6 +10,9 @@ export interface ReceivedMail {
   secure: boolean;
   /** The SMTP session (connection) it came over. */
   session: string;
+  /** The parameters of MAIL FROM and of each RCPT TO (in `recipients`' order), keys upper case; {} when none. */
+  mailParams: Record<string, string | true>;
+  rcptParams: Array<Record<string, string | true>>;
 }
 
 /** A real SMTP peer on loopback (smtp-server) whose answers a test sets: the far end of outbound delivery. */
@@ -44,6 +47,8 @@ export interface PeerOptions {
   secure?: boolean;
   /** The one user and password it accepts; offered with or without TLS (a badly set up relay). */
   auth?: { user: string; pass: string };
+  /** Offer DSN (RFC 3461) in its EHLO answer; smtp-server offers none unless told. */
+  dsn?: boolean;
 }
 
 export async function startSmtpPeer(options: PeerOptions = {}): Promise<SmtpPeer> {
@@ -62,6 +67,7 @@ export async function startSmtpPeer(options: PeerOptions = {}): Promise<SmtpPeer
     secure: options.secure === true,
     allowInsecureAuth: true,
     disableReverseLookup: true,
+    hideDSN: options.dsn !== true,
     logger: false,
     onConnect(_session, callback) {
       peer.connections += 1;
@@ -112,6 +118,8 @@ export async function startSmtpPeer(options: PeerOptions = {}): Promise<SmtpPeer
           raw: Buffer.concat(chunks),
           secure: session.secure,
           session: session.id,
+          mailParams: (session.envelope.mailFrom && session.envelope.mailFrom.args) || {},
+          rcptParams: session.envelope.rcptTo.map((r) => r.args || {}),
         };
         peer.received.push(mail);
         switch (peer.behaviour) {

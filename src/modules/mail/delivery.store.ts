@@ -64,6 +64,7 @@ function loadSelect(db: Kysely<MailTables>, p: Param, domains: VerifiedDomainsPa
       'outbound.send_at',
       'outbound.job_id',
       'outbound.list_unsubscribe',
+      'outbound.delivery_notification',
       'outbound.created_at as outbound_created_at',
       'outbound.updated_at as outbound_updated_at',
       'sd.id as own_domain_id',
@@ -236,6 +237,7 @@ function toRunStart(row: Loaded, started: boolean): RunStart {
     send_at: row.send_at,
     job_id: row.job_id,
     list_unsubscribe: row.list_unsubscribe,
+    delivery_notification: row.delivery_notification,
     created_at: row.outbound_created_at,
     updated_at: row.outbound_updated_at,
   };

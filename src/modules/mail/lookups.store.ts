@@ -12,6 +12,7 @@ export interface SentMessageRow {
   subject: string;
   to_json: string;
   from_mailbox: string;
+  delivery_notification: number;
 }
 
 /**
@@ -56,7 +57,7 @@ export function createMailLookups(): MailLookups {
         .selectFrom('outbound as o')
         .innerJoin('messages as m', (join) => join.onRef('m.id', '=', 'o.message_id').onRef('m.workspace_id', '=', 'o.workspace_id'))
         .innerJoin('mailboxes as b', (join) => join.onRef('b.id', '=', 'm.mailbox_id').onRef('b.workspace_id', '=', 'm.workspace_id'))
-        .select(['o.status', 'o.attempts_json', 'o.last_error', 'o.smtp_response', 'o.created_at', 'o.updated_at', 'm.subject', 'm.to_json', 'b.address as from_mailbox'])
+        .select(['o.status', 'o.attempts_json', 'o.last_error', 'o.smtp_response', 'o.created_at', 'o.updated_at', 'o.delivery_notification', 'm.subject', 'm.to_json', 'b.address as from_mailbox'])
         .where('o.workspace_id', '=', workspaceId)
         .where('o.message_id', '=', messageId)
         .executeTakeFirst(),

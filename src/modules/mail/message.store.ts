@@ -56,8 +56,8 @@ function withDelivery<T extends QueryCreator<MailTables>>(db: T) {
 export const DELIVERY_COLUMNS = ['delivery.status as out_status', 'delivery.attempts_json as out_events', 'delivery.send_at as out_send_at'] as const;
 export type DeliveryColumns = { out_status: DeliveryStatus | null; out_events: string | null; out_send_at: number | null };
 /** What the views that show a delivery recipient by recipient (`GET /sent`, single messages) read besides. */
-export const DELIVERY_DETAIL_COLUMNS = ['delivery.recipients_json as out_recipients', 'delivery.last_error as out_last_error'] as const;
-export type DeliveryDetailColumns = DeliveryColumns & { out_recipients: string | null; out_last_error: string | null };
+export const DELIVERY_DETAIL_COLUMNS = ['delivery.recipients_json as out_recipients', 'delivery.last_error as out_last_error', 'delivery.delivery_notification as out_delivery_notification'] as const;
+export type DeliveryDetailColumns = DeliveryColumns & { out_recipients: string | null; out_last_error: string | null; out_delivery_notification: number | null };
 
 /** A whole message row (single lookups, which also need its mailbox, envelope and bookkeeping). */
 const LIST_COLUMNS = [...PAGE_COLUMNS, 'messages.workspace_id', 'messages.mailbox_id', 'messages.envelope_json', 'messages.updated_at', 'messages.uid', 'messages.modseq', 'messages.deleted'] as const;

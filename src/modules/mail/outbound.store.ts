@@ -22,6 +22,8 @@ export interface NewOutbound extends OutboundKey {
   jobId: string;
   /** Each recipient's copy gets its own one-click unsubscribe fields at delivery. */
   listUnsubscribe?: boolean | undefined;
+  /** Receivers are asked for a delivery report (DSN NOTIFY=SUCCESS) at delivery. */
+  deliveryNotification?: boolean | undefined;
   now: number;
 }
 
@@ -98,6 +100,7 @@ export function createOutboundStore({ listCandidates }: OutboundStoreDeps): Outb
           send_at: o.sendAt,
           job_id: o.jobId,
           list_unsubscribe: o.listUnsubscribe ? 1 : 0,
+          delivery_notification: o.deliveryNotification ? 1 : 0,
           created_at: o.now,
           updated_at: o.now,
         },

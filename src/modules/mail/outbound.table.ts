@@ -45,6 +45,8 @@ export interface OutboundTable {
   job_id: string | null;
   /** 1: each recipient's copy carries its own one-click unsubscribe fields (RFC 8058), added at delivery; 0: none. */
   list_unsubscribe: number;
+  /** 1: receivers that offer DSN are asked to report delivery as well as failure (RFC 3461 NOTIFY=SUCCESS,FAILURE); 0: not asked. */
+  delivery_notification: number;
   created_at: number;
   updated_at: number;
 }

@@ -82,6 +82,8 @@ export interface DeliveryDetail {
   recipients: RecipientState[];
   attempts: DeliveryEvent[];
   last_error: string | null;
+  /** Sent with `delivery_notification`: receivers that offer DSN were asked to report delivery. */
+  delivery_notification: boolean;
 }
 
 /** A message of `GET /sent`: the list view with its delivery status and detail. */

@@ -55,6 +55,7 @@ export function toDeliveryDetail(row: Partial<DeliveryDetailColumns>): DeliveryD
     recipients: parse<RecipientState[]>(row.out_recipients ?? '[]'),
     attempts: parse<DeliveryEvent[]>(row.out_events ?? '[]'),
     last_error: row.out_last_error ?? null,
+    delivery_notification: row.out_delivery_notification === 1,
   };
 }
 

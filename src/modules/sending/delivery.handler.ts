@@ -264,6 +264,8 @@ async function outgoing(ctx: Context, run: Run): Promise<MessageFor> {
 
 /** One SMTP transaction for `group`, trying the routes in order; null when there was none to try. */
 async function transact(ctx: Context, run: Run, message: Buffer, mailFrom: string, group: RecipientState[], candidates: SmtpRoute[]): Promise<DeliveryResult | null> {
+  const { delivery } = run.start;
+  const notifyDelivery = delivery.delivery_notification === 1 ? { envelopeId: delivery.message_id } : undefined;
   let result: DeliveryResult | null = null;
   for (const route of candidates) {
     result = await ctx.deliverer.deliver({
@@ -271,7 +273,8 @@ async function transact(ctx: Context, run: Run, message: Buffer, mailFrom: strin
       mailFrom,
       recipients: group.map((r) => r.address),
       message,
-      origin: { workspaceId: run.start.delivery.workspace_id, messageId: run.start.delivery.message_id },
+      origin: { workspaceId: delivery.workspace_id, messageId: delivery.message_id },
+      notifyDelivery,
       onDataStart: async () => {
         // No byte of DATA without a live lease: a run whose job was claimed again must not send a second copy.
         if (!(await ctx.mail.markDataStarted(run.job))) throw new Error('lease lost or expired before DATA; not sending');

@@ -25,6 +25,11 @@ export interface DeliveryRequest {
   onDataStart(): Promise<void>;
   /** The outbound message this transaction carries (the sandbox's capture files it under its workspace). */
   origin?: { workspaceId: string; messageId: string } | undefined;
+  /**
+   * Ask a receiver that offers DSN (RFC 3461) to report delivery as well as failure, headers only, under this envelope
+   * id; a receiver without DSN gets the plain envelope. Absent: no DSN parameters.
+   */
+  notifyDelivery?: { envelopeId: string } | undefined;
 }
 
 export interface RecipientRefusal {

@@ -54,6 +54,8 @@ export interface SendInput {
   attachments?: AttachmentInput[] | undefined;
   /** One-click unsubscribe (RFC 8058): each recipient's copy carries its own List-Unsubscribe fields. */
   unsubscribe?: boolean | undefined;
+  /** Ask receivers that offer DSN (RFC 3461) to report delivery, not only failure, to the return path. */
+  delivery_notification?: boolean | undefined;
 }
 
 export interface Queued {
@@ -148,7 +150,7 @@ export interface RawSendInput {
 
 type Sender = { mailbox: { id: string; address: string }; fromDomain: string; judged: ReturnType<ReturnType<typeof addressVerdicts>['judge']> };
 type Checked = { mailbox: { id: string; address: string }; fromDomain: string; to: string[]; cc: string[]; all: string[]; suppressed: string[]; subject: string; replyTo: string | undefined; fromName: string };
-type Composed = { messageId: string; now: number; raw: Buffer; parsed: ParsedMessage; mailFrom: string; listUnsubscribe?: boolean | undefined };
+type Composed = { messageId: string; now: number; raw: Buffer; parsed: ParsedMessage; mailFrom: string; listUnsubscribe?: boolean | undefined; deliveryNotification?: boolean | undefined };
 /** A send ready to be written: `sendAt` null sends at once. */
 type Prepared = { checked: Checked; composed: Composed; sendAt: number | null };
 
@@ -323,7 +325,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
     };
     // The keyed return path is an HMAC: made here, once, rather than inside the shared transaction. Each recipient has
     // its own (the delivery worker makes them by place); the first one's is kept as the message's, and marks it as such.
-    return { messageId, now, raw, parsed, mailFrom: returnPaths.address(messageId, 0), listUnsubscribe: input.unsubscribe === true };
+    return { messageId, now, raw, parsed, mailFrom: returnPaths.address(messageId, 0), listUnsubscribe: input.unsubscribe === true, deliveryNotification: input.delivery_notification === true };
   }
 
   /** The answer names the recipients a send left out because they are suppressed. */
@@ -344,7 +346,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
   /** `sendAt`: a scheduled message (`scheduled`, its job due then); null sends at once. */
   async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Work, sendAt: number | null = null): Promise<Queued> {
     const { mailbox, all } = checked;
-    const { messageId, now, raw, parsed, mailFrom, listUnsubscribe } = composed;
+    const { messageId, now, raw, parsed, mailFrom, listUnsubscribe, deliveryNotification } = composed;
     const row = await mail.storeCopy(trx, {
       id: messageId,
       workspaceId: tenant.workspaceId,
@@ -367,7 +369,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       maxAttempts: deps.maxAttempts ?? 1000,
       ...(sendAt === null ? {} : { runAt: sendAt }),
     });
-    await mail.recordOutbound(trx, { workspaceId: tenant.workspaceId, messageId, status, mailFrom, recipients: all, sendAt, jobId, listUnsubscribe, now });
+    await mail.recordOutbound(trx, { workspaceId: tenant.workspaceId, messageId, status, mailFrom, recipients: all, sendAt, jobId, listUnsubscribe, deliveryNotification, now });
     // Counted where it is written (a scheduled message when it is accepted): past a quota the whole send rolls back.
     await quota.countSend(trx, tenant.workspaceId, 1);
     const schedule = sendAt === null ? {} : { send_at: iso(sendAt) };

@@ -29,6 +29,8 @@ export interface TransactionalSendInput {
   reply_to?: string | undefined;
   /** Base64 as sent: part of the canonical payload, so another file under the same key is a 409. */
   attachments?: Array<AttachmentInput & { content: string }> | undefined;
+  /** Receivers that offer DSN are asked to report delivery too (sending.service.ts SendInput). */
+  delivery_notification?: boolean | undefined;
 }
 
 export interface TransactionalResult {
@@ -50,6 +52,7 @@ export interface TransactionalMessageView {
   attempts: Record<string, unknown>[];
   last_error: string | null;
   smtp_response: string | null;
+  delivery_notification: boolean;
 }
 
 export interface TransactionalService {
@@ -124,6 +127,7 @@ export function createTransactionalService({ work, store, mail, clock, sending }
       attempts: JSON.parse(row.attempts_json) as Record<string, unknown>[],
       last_error: row.last_error,
       smtp_response: row.smtp_response,
+      delivery_notification: row.delivery_notification === 1,
     };
   }
 

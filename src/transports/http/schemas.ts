@@ -249,6 +249,7 @@ const deliveryDetailProperties = (only: string) => ({
   recipients: Type.Array(DeliveryRecipientSchema, { description: `${only}each envelope recipient (to, cc and bcc) and what became of it` }),
   attempts: Type.Array(DeliveryEventSchema, { description: `${only}each delivery attempt, oldest first (the same entries as events)` }),
   last_error: Type.Union([Type.String(), Type.Null()], { description: `${only}the last attempt's 4xx reply or routing error, or a failed message's last reply` }),
+  delivery_notification: Type.Boolean({ description: `${only}whether it was sent with delivery_notification (receivers that offer DSN asked to report delivery)` }),
 });
 /** A message of `GET /sent`: the list view with its delivery status and detail. */
 export const SentMessage = Type.Object(
@@ -263,6 +264,7 @@ export const MessageDetail = Type.Object(
     recipients: Type.Optional(outboundDetail.recipients),
     attempts: Type.Optional(outboundDetail.attempts),
     last_error: Type.Optional(outboundDetail.last_error),
+    delivery_notification: Type.Optional(outboundDetail.delivery_notification),
     text: Type.Union([Type.String(), Type.Null()]),
     html: Type.Union([Type.String(), Type.Null()]),
     headers: Type.Array(Type.Object({ name: Type.String(), value: Type.String() })),

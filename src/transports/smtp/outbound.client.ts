@@ -195,6 +195,16 @@ function messageStream(request: DeliveryRequest, progress: Progress): Readable {
   return message;
 }
 
+/**
+ * RFC 3461 parameters for a send that asked for delivery notification: NOTIFY=SUCCESS,FAILURE on each RCPT, RET=HDRS
+ * and ENVID on MAIL FROM. nodemailer adds them only when the peer's EHLO offers DSN; a peer without it gets the plain
+ * envelope, as RFC 3461 section 4 requires, so the message still goes.
+ */
+function dsnOf(request: DeliveryRequest): { dsn?: { ret: string; envid: string; notify: string[] } } {
+  if (!request.notifyDelivery) return {};
+  return { dsn: { ret: 'HDRS', envid: request.notifyDelivery.envelopeId, notify: ['SUCCESS', 'FAILURE'] } };
+}
+
 /** One transaction over `cached`'s connection, or over a new one. */
 function transact(request: DeliveryRequest, cached: Cached | undefined, cache: ConnectionCache, heloName: string): Promise<{ result: DeliveryResult; retryFresh: boolean }> {
   const { route } = request;
@@ -223,7 +233,7 @@ function transact(request: DeliveryRequest, cached: Cached | undefined, cache: C
     connection.on('end', onEnd);
 
     const send = () =>
-      connection.send({ from: request.mailFrom, to: request.recipients }, messageStream(request, progress), (err, info) => {
+      connection.send({ from: request.mailFrom, to: request.recipients, ...dsnOf(request) }, messageStream(request, progress), (err, info) => {
         if (err) {
           onError(err);
           return;

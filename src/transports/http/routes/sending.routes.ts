@@ -47,6 +47,10 @@ export const Attachments = Type.Array(
   ),
   { maxItems: MAX_ATTACHMENTS, description: 'files sent as MIME parts; at most 25 MiB decoded in all' },
 );
+/** `delivery_notification` of every send surface. */
+export const DeliveryNotification = Type.Boolean({
+  description: 'delivery notification: receivers that offer DSN (RFC 3461) are asked to report delivery as well as failure (NOTIFY=SUCCESS,FAILURE), and a delivery report that comes back emits message.delivered; default false',
+});
 export const SendBody = Type.Object(
   {
     from_mailbox: Email,
@@ -63,6 +67,7 @@ export const SendBody = Type.Object(
     unsubscribe: Type.Optional(
       Type.Boolean({ description: "one-click unsubscribe (RFC 8058): each recipient's copy carries List-Unsubscribe (a link and a mailto address of its own) and List-Unsubscribe-Post, signed by DKIM; default false" }),
     ),
+    delivery_notification: Type.Optional(DeliveryNotification),
   },
   { additionalProperties: false, title: 'SendRequest' },
 );

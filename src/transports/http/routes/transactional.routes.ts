@@ -4,7 +4,7 @@ import type { TransactionalService } from '../../../modules/transactional/transa
 import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../../../modules/transactional/transactional.service.js';
 import { Email, ResourceId, answer, deliveryStatus, errors } from '../schemas.js';
 import { serviceTokenOf } from '../plugins/auth.js';
-import { ATTACHMENT_BODY_LIMIT_BYTES, Attachments, Queued, Recipients } from './sending.routes.js';
+import { ATTACHMENT_BODY_LIMIT_BYTES, Attachments, DeliveryNotification, Queued, Recipients } from './sending.routes.js';
 
 /** Exactly these fields; anything else is a 400, so nothing unvalidated reaches the canonical hash. */
 const TransactionalBody = Type.Object(
@@ -17,6 +17,7 @@ const TransactionalBody = Type.Object(
     from_name: Type.Optional(Type.String({ maxLength: 200 })),
     reply_to: Type.Optional(Email),
     attachments: Type.Optional(Attachments),
+    delivery_notification: Type.Optional(DeliveryNotification),
   },
   { additionalProperties: false, title: 'TransactionalRequest' },
 );
@@ -34,6 +35,7 @@ const MessageStatus = Type.Object({
   attempts: Type.Array(Type.Object({}, { additionalProperties: true })),
   last_error: Type.Union([Type.String(), Type.Null()]),
   smtp_response: Type.Union([Type.String(), Type.Null()]),
+  delivery_notification: Type.Boolean({ description: 'whether it was sent with delivery_notification' }),
 }, { title: 'TransactionalMessage' });
 const MessageParams = Type.Object({ message_id: ResourceId }, { additionalProperties: false });
 const NoQuery = Type.Object({}, { additionalProperties: false });
