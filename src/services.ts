@@ -57,6 +57,8 @@ import { createInProcessSigner, createThreadedSigner, type MessageSigner } from 
 import { createDraftService, type DraftService } from './modules/sending/draft.service.js';
 import type { RouteResolver, SmtpDeliverer } from './modules/sending/delivery.types.js';
 import { createRouteResolver } from './modules/sending/routes.resolver.js';
+import { createMtaStsPolicies } from './modules/sending/mta-sts.policies.js';
+import { createMtaStsFetcher } from './transports/http/mta-sts.client.js';
 import { createSendingService, type SendingService } from './modules/sending/sending.service.js';
 import { candidatesSelect } from './modules/lists/list.store.js';
 import { createReturnPaths, type ReturnPaths } from './lib/verp.js';
@@ -190,6 +192,11 @@ export async function createServices(
     authenticator?: MessageAuthenticator;
     deliverer?: SmtpDeliverer;
     routes?: RouteResolver;
+    /**
+     * Tests only: the CA that outbound SMTP and MTA-STS policy fetches trust instead of the system's, and the port
+     * policies are fetched from instead of 443, so a loopback policy server and SMTP peer under a test CA stand in.
+     */
+    outboundTls?: { ca: string; mtaStsPort: number };
   } = {},
 ): Promise<Services> {
   // Before the database opens: with PostgreSQL and no key there is nothing to open it for.
@@ -412,7 +419,9 @@ export async function createServices(
   });
   // Sandbox mode: outbound mail is captured instead of sent, whatever the relay or MX records say.
   const capture = sandbox ? createSandboxCapture({ work, store: sandboxStore, clock, logger, inbound }) : null;
-  const deliverer = options.deliverer ?? capture?.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname });
+  const deliverer = options.deliverer ?? capture?.deliverer ?? createSmtpDeliverer({ heloName: config.smtpHostname, ca: options.outboundTls?.ca });
+  const mtaStsFetch = createMtaStsFetcher({ resolve, allowCidrs: config.deliveryAllowCidrs, port: options.outboundTls?.mtaStsPort, ca: options.outboundTls?.ca });
+  const mtaSts = createMtaStsPolicies({ resolve: cachingResolver(resolve), fetchPolicy: mtaStsFetch, clock, logger });
   const signer = config.dkimThreads === 0 ? createInProcessSigner() : createThreadedSigner({ threads: config.dkimThreads, perWorkspace: config.dkimSigningsPerWorkspace, logger });
   const delivery = createDeliveryHandler({
     work,
@@ -420,7 +429,7 @@ export async function createServices(
     clock,
     logger,
     domains,
-    routes: options.routes ?? capture?.routes ?? createRouteResolver({ resolve: cachingResolver(resolve), mxPort: config.mxPort, relay: config.smtpRelay, allowCidrs: config.deliveryAllowCidrs }),
+    routes: options.routes ?? capture?.routes ?? createRouteResolver({ resolve: cachingResolver(resolve), mxPort: config.mxPort, relay: config.smtpRelay, allowCidrs: config.deliveryAllowCidrs, mtaSts }),
     deliverer,
     signer,
     returnPaths,

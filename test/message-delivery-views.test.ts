@@ -98,7 +98,7 @@ describe(`delivery status and events in every message view (${TEST_DIALECT})`, (
     for (const [name, view] of await views(sentId, 'sent')) {
       expect(view.status, name).toBe('accepted');
       expect(view.events, name).toEqual([
-        { at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as unknown, mx: expect.stringContaining('mx1.peer.test') as unknown, recipients: [CUSTOMER], outcome: 'sent', response: expect.stringMatching(/^250 /) as unknown },
+        { at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as unknown, mx: expect.stringContaining('mx1.peer.test') as unknown, recipients: [CUSTOMER], outcome: 'sent', response: expect.stringMatching(/^250 /) as unknown, tls: null, mta_sts: null },
       ]);
     }
     // The same events as the sent list's attempts.

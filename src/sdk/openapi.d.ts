@@ -2001,6 +2001,15 @@ export interface components {
             inline: boolean;
             content_id?: string | null;
         };
+        /** AttemptTls */
+        AttemptTls: {
+            /** @description the TLS protocol version, e.g. TLSv1.3 */
+            version: string;
+            /** @description the cipher suite (its standard name) */
+            cipher: string;
+            /** @description whether the server's certificate chained to a trusted CA and was valid for the MX host, whether or not that was required */
+            verified: boolean;
+        };
         /** DeliveryEvent */
         DeliveryEvent: {
             /** Format: date-time */
@@ -2013,6 +2022,10 @@ export interface components {
              */
             outcome: "sent" | "rejected" | "deferred" | "ambiguous" | "no_route";
             response: string;
+            /** @description the TLS session of the SMTP transaction; null when it ran in plain text, no session was made, or the attempt predates this field */
+            tls: components["schemas"]["AttemptTls"] | null;
+            /** @description the recipient domain's MTA-STS policy mode applied: enforce (only listed MX hosts over verified TLS) or testing (noted only); null: no policy, or the relay */
+            mta_sts: ("enforce" | "testing") | null;
         };
         /** RecipientStatus */
         RecipientStatus: {

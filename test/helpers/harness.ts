@@ -16,8 +16,11 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** `sandbox`: as `mailroom serve --sandbox` runs it (a flag, not a variable). */
-export async function startHarness(env: Record<string, string> = {}, options: { sandbox?: boolean } = {}): Promise<Harness> {
+/** What a harness may give `createServices` beyond its clock (a test CA to trust, say). */
+export type HarnessServiceOptions = Omit<NonNullable<Parameters<typeof createServices>[1]>, 'clock'>;
+
+/** `sandbox`: as `mailroom serve --sandbox` runs it (a flag, not a variable); `services`: options of `createServices`. */
+export async function startHarness(env: Record<string, string> = {}, options: { sandbox?: boolean; services?: HarnessServiceOptions } = {}): Promise<Harness> {
   const database = await createTestDatabase();
   const loaded = loadConfig({
     MAILROOM_DATABASE_URL: database.url,
@@ -30,7 +33,7 @@ export async function startHarness(env: Record<string, string> = {}, options: { 
   });
   const config = options.sandbox === true ? Object.freeze({ ...loaded, sandbox: true }) : loaded;
   const clock = manualClock(Date.UTC(2026, 10, 21, 12, 0, 0));
-  const services = await createServices(config, { clock });
+  const services = await createServices(config, { ...options.services, clock });
   const app = await createHttpApp(config, services, createLogger('silent'));
   await app.ready();
   return {

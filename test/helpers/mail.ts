@@ -4,7 +4,7 @@ import type Mail from 'nodemailer/lib/mailer/index.js';
 import { createLogger } from '../../src/lib/logger.js';
 import { createInboundSmtpServer, type InboundSmtpServer } from '../../src/transports/smtp/inbound.server.js';
 import { startDnsServer, type TestDnsServer } from './dns-server.js';
-import { startHarness, type Harness } from './harness.js';
+import { startHarness, type Harness, type HarnessServiceOptions } from './harness.js';
 
 /** The service's HTTP app plus its inbound SMTP listener on loopback, and a loopback DNS server. */
 export interface MailHarness extends Harness {
@@ -18,7 +18,7 @@ export interface MailHarness extends Harness {
 }
 
 /** `dns` is MAILROOM_DNS_SERVERS; in sandbox mode (`options.sandbox`) it is the sandbox DNS server's upstream. */
-export async function startMailHarness(env: Record<string, string> = {}, options: { sandbox?: boolean } = {}): Promise<MailHarness> {
+export async function startMailHarness(env: Record<string, string> = {}, options: { sandbox?: boolean; services?: HarnessServiceOptions } = {}): Promise<MailHarness> {
   const dns = await startDnsServer();
   const harness = await startHarness({ MAILROOM_DNS_SERVERS: dns.address, MAILROOM_SMTP_HOSTNAME: 'mx.mailroom.test', ...env }, options);
   const smtp = createInboundSmtpServer({

@@ -11,7 +11,7 @@ export interface SentItem {
   status: string;
   last_error: string | null;
   recipients: Array<{ address: string; status: string; response: string | null }>;
-  attempts: Array<{ outcome: string; response: string }>;
+  attempts: Array<{ outcome: string; response: string; mx?: string | null; tls?: { version: string; cipher: string; verified: boolean } | null; mta_sts?: string | null }>;
 }
 
 export interface Sender {

@@ -43,6 +43,8 @@ export interface SmtpPeer {
 /** How the peer speaks: plain by default; a relay takes `auth` and may offer STARTTLS (`tls`) or be implicit TLS (`secure`). */
 export interface PeerOptions {
   tls?: { key: string; cert: string };
+  /** Certificates by the name the client asks for (SNI); others get `tls`'s. */
+  sni?: Record<string, { key: string; cert: string }>;
   /** Implicit TLS from the first byte (smtps), with `tls`'s certificate. */
   secure?: boolean;
   /** The one user and password it accepts; offered with or without TLS (a badly set up relay). */
@@ -64,6 +66,7 @@ export async function startSmtpPeer(options: PeerOptions = {}): Promise<SmtpPeer
     authOptional: true,
     disabledCommands: [...(options.auth ? [] : ['AUTH']), ...(options.tls && !options.secure ? [] : ['STARTTLS'])],
     ...(options.tls ? { key: options.tls.key, cert: options.tls.cert } : {}),
+    ...(options.sni ? { sniOptions: options.sni } : {}),
     secure: options.secure === true,
     allowInsecureAuth: true,
     disableReverseLookup: true,

@@ -4,7 +4,7 @@ import { createWorker, type Worker } from '../../src/jobs/worker.js';
 import { createLogger } from '../../src/lib/logger.js';
 import type { Services } from '../../src/main.js';
 import type { Zone } from './dns-server.js';
-import { bearer, createTenant, login, memberSession, session, type Tenant } from './harness.js';
+import { bearer, createTenant, login, memberSession, session, type HarnessServiceOptions, type Tenant } from './harness.js';
 import { startMailHarness, type MailHarness } from './mail.js';
 import { startSmtpPeer, type PeerOptions, type SmtpPeer } from './smtp-peer.js';
 
@@ -29,6 +29,8 @@ export interface WorldOptions {
   a?: string[];
   /** Start a delivery worker with the world (default true); a test may stop and start it again. */
   worker?: boolean;
+  /** Options of `createServices` (read when the world starts, so an earlier `beforeAll` may fill the object in). */
+  services?: HarnessServiceOptions;
 }
 
 /** A tenant made in a world: a workspace, its owner and an API key. */
@@ -247,7 +249,7 @@ export function mailWorld(options: WorldOptions = {}): MailWorld {
     if (options.peer !== false) peer = await startSmtpPeer(options.peer ?? {});
     const own = typeof options.env === 'function' ? options.env(peer) : options.env;
     const env = peer ? { MAILROOM_MX_PORT: String(peer.port), ...own } : { ...own };
-    h = await startMailHarness(env, { sandbox: options.sandbox === true });
+    h = await startMailHarness(env, { sandbox: options.sandbox === true, ...(options.services ? { services: options.services } : {}) });
     recorded = recordEvents(h.services);
     for (const domain of options.mx ?? ['peer.test']) world.mx(domain);
     for (const domain of options.a ?? []) world.dns(domain, { A: ['127.0.0.1'] });

@@ -82,6 +82,8 @@ function Attempts({ attempts }: { attempts: Attempt[] }) {
         <li key={`${a.at}-${i}`}>
           <time dateTime={a.at}>{longDate(a.at)}</time> · <strong>{a.outcome}</strong>
           {a.mx && <> · {a.mx}</>} · {a.recipients.join(', ')}
+          {a.tls && <> · {a.tls.version}, certificate {a.tls.verified ? 'verified' : 'not verified'}</>}
+          {a.mta_sts && <> · MTA-STS {a.mta_sts}</>}
           {a.response && <><br /><code>{a.response}</code></>}
         </li>
       ))}

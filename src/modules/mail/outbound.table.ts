@@ -13,6 +13,16 @@ export interface RecipientState {
   mx: string | null;
 }
 
+/** The TLS session of one SMTP transaction. */
+export interface AttemptTls {
+  /** `TLSv1.3`, `TLSv1.2`, … (Node's `getProtocol()`). */
+  version: string;
+  /** The cipher suite's standard name (Node's `getCipher().standardName`). */
+  cipher: string;
+  /** The peer's certificate chained to a trusted CA and named the host connected for (checked whether required or not). */
+  verified: boolean;
+}
+
 /** One SMTP transaction, or a failed route lookup, of a delivery (`outbound.attempts_json` holds a list of them). */
 export interface Attempt {
   at: string;
@@ -21,6 +31,10 @@ export interface Attempt {
   /** The SMTP transaction's result (delivery.types.ts `DeliveryResult`), or no route found. */
   outcome: 'sent' | 'rejected' | 'deferred' | 'ambiguous' | 'no_route';
   response: string;
+  /** The transaction's TLS session; null: plain text or no session. Absent on attempts recorded before it was kept. */
+  tls?: AttemptTls | null;
+  /** The recipient domain's MTA-STS policy mode the attempt ran under; null: none (or the relay). Absent as `tls`. */
+  mta_sts?: 'enforce' | 'testing' | null;
 }
 
 export interface OutboundTable {
@@ -34,7 +48,7 @@ export interface OutboundTable {
   mail_from: string;
   /** JSON: [{address, status, response, mx}] */
   recipients_json: string;
-  /** JSON: [{at, mx, recipients, response, outcome}] */
+  /** JSON: [{at, mx, recipients, response, outcome, tls, mta_sts}] */
   attempts_json: string;
   last_error: string | null;
   smtp_response: string | null;

@@ -1,4 +1,4 @@
-import type { DeliveryStatus, RecipientState } from '../mail/outbound.table.js';
+import type { AttemptTls, DeliveryStatus, RecipientState } from '../mail/outbound.table.js';
 import type { AddressView } from './mime.js';
 
 /** The folders a message can be in. */
@@ -41,6 +41,10 @@ export interface DeliveryEvent {
   recipients: string[];
   outcome: string;
   response: string;
+  /** The SMTP transaction's TLS session; null: plain text, no session, or recorded before sessions were kept. */
+  tls: AttemptTls | null;
+  /** The recipient domain's MTA-STS mode applied (`enforce`, `testing`); null: no policy, or the relay. */
+  mta_sts: 'enforce' | 'testing' | null;
 }
 
 /** A message as lists show it (docs/api.md). */

@@ -7,6 +7,10 @@ import type { AddressView } from './mime.js';
 
 const parse = <T>(text: string): T => JSON.parse(text) as T;
 
+/** Attempts as stored; those recorded before their TLS session was kept show it as unknown (null). */
+const deliveryEvents = (text: string | null | undefined): DeliveryEvent[] =>
+  parse<Array<Partial<DeliveryEvent> & Omit<DeliveryEvent, 'tls' | 'mta_sts'>>>(text ?? '[]').map((e) => ({ ...e, tls: e.tls ?? null, mta_sts: e.mta_sts ?? null }));
+
 /**
  * A message row → the API's list view, the one writer of it: pages, thread details, single messages and the
  * events' `data` all start here, and the HTTP routes write it through their response schemas (MessageListItem in
@@ -39,7 +43,7 @@ export function toMessageListView(row: MessagePageRow & Partial<DeliveryColumns>
   };
   if (row.out_status != null) {
     view.status = row.out_status;
-    view.events = parse<DeliveryEvent[]>(row.out_events ?? '[]');
+    view.events = deliveryEvents(row.out_events);
     if (row.out_send_at != null) view.send_at = iso(row.out_send_at);
   }
   return view;
@@ -53,7 +57,7 @@ export function toMessageListView(row: MessagePageRow & Partial<DeliveryColumns>
 export function toDeliveryDetail(row: Partial<DeliveryDetailColumns>): DeliveryDetail {
   return {
     recipients: parse<RecipientState[]>(row.out_recipients ?? '[]'),
-    attempts: parse<DeliveryEvent[]>(row.out_events ?? '[]'),
+    attempts: deliveryEvents(row.out_events),
     last_error: row.out_last_error ?? null,
     delivery_notification: row.out_delivery_notification === 1,
   };

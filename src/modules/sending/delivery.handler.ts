@@ -108,7 +108,8 @@ function pendingGroups(ctx: Context, start: RunStart, recipients: readonly Recip
 function recordNoRoute(run: Run, group: RecipientState[], err: unknown, at: string): void {
   const permanent = err instanceof RouteError && err.permanent;
   const reason = err instanceof Error ? err.message : String(err);
-  run.attempts.push({ at, mx: null, recipients: group.map((r) => r.address), outcome: 'no_route', response: reason });
+  const mtaSts = err instanceof RouteError ? err.mtaSts : null;
+  run.attempts.push({ at, mx: null, recipients: group.map((r) => r.address), outcome: 'no_route', response: reason, tls: null, mta_sts: mtaSts });
   run.lastError = reason;
   for (const r of group) {
     r.response = reason;
@@ -281,7 +282,7 @@ async function transact(ctx: Context, run: Run, message: Buffer, mailFrom: strin
       },
     });
     const mx = mxName(route);
-    run.attempts.push({ at: isoNow(ctx.clock), mx, recipients: group.map((r) => r.address), outcome: result.type, response: result.response });
+    run.attempts.push({ at: isoNow(ctx.clock), mx, recipients: group.map((r) => r.address), outcome: result.type, response: result.response, tls: result.tls ?? null, mta_sts: route.mtaSts ?? null });
     for (const r of group) r.mx = mx;
     // Only a peer that could not have taken the message sends us on to the next host.
     if (!(result.type === 'deferred' && result.beforeMail)) break;

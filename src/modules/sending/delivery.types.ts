@@ -1,3 +1,5 @@
+import type { AttemptTls } from '../mail/outbound.table.js';
+
 /** Where one SMTP delivery attempt goes: an MX host, an A/AAAA fallback, or the configured relay. */
 export interface SmtpRoute {
   /** The host's name (TLS server name, logs). */
@@ -14,7 +16,18 @@ export interface SmtpRoute {
    * `verify` = the certificate must be valid for `host`. Unset: opportunistic STARTTLS, certificate unchecked.
    */
   tls?: { required: boolean; verify: boolean } | undefined;
+  /**
+   * The MTA-STS mode of the recipient domain's policy that made this route (RFC 8461): `enforce` routes also carry
+   * `tls: { required, verify }`, so that only a verified TLS session to `host` takes the mail; `testing` delivers as usual.
+   */
+  mtaSts?: MtaStsMode | undefined;
 }
+
+/** The policy modes that change (`enforce`) or are noted on (`testing`) a delivery; `none` is as no policy. */
+export type MtaStsMode = 'enforce' | 'testing';
+
+/** What one transaction's TLS session was, as its attempt records it. */
+export type TlsDetails = AttemptTls;
 
 export interface DeliveryRequest {
   route: SmtpRoute;
@@ -38,7 +51,7 @@ export interface RecipientRefusal {
   response: string;
 }
 
-export type DeliveryResult =
+export type DeliveryResult = (
   /** 250 after the final dot: `accepted` got the message; `refused` were turned away at RCPT. */
   | { type: 'sent'; accepted: string[]; refused: RecipientRefusal[]; response: string }
   /** A permanent (5xx) answer for every recipient. */
@@ -46,7 +59,11 @@ export type DeliveryResult =
   /** A temporary answer (4xx), or no connection, before the message could have been taken: safe to retry. */
   | { type: 'deferred'; code: number | null; response: string; refused: RecipientRefusal[]; beforeMail: boolean }
   /** The connection ended after DATA began and before a reply: the peer may or may not have the message. */
-  | { type: 'ambiguous'; response: string };
+  | { type: 'ambiguous'; response: string }
+) & {
+  /** The TLS session the transaction ran over, when the deliverer knows it; null: plain text or no session. */
+  tls?: TlsDetails | null;
+};
 
 /** Sends one SMTP transaction (implemented by the SMTP transport; tests use a real local peer). */
 export interface SmtpDeliverer {
@@ -61,8 +78,23 @@ export interface RouteResolver {
   routes(domain: string): Promise<SmtpRoute[]>;
 }
 
+/** A recipient domain's MTA-STS policy as it applies to delivery; null where there is none (or its mode is `none`). */
+export interface MtaStsPolicy {
+  mode: MtaStsMode;
+  /** The MX patterns it lists (`mx.example.com`, `*.example.com`). */
+  mx: string[];
+}
+
+/** Finds a domain's MTA-STS policy (cached); never throws: a policy that cannot be had is no policy (RFC 8461 section 5). */
+export interface MtaStsPolicies {
+  policy(domain: string): Promise<MtaStsPolicy | null>;
+  /** Whether `host` is one of the policy's MX patterns. */
+  allows(policy: MtaStsPolicy, host: string): boolean;
+}
+
 export class RouteError extends Error {
-  constructor(message: string, readonly permanent: boolean) {
+  /** `mtaSts`: the policy mode that refused every route, when that is why there is none. */
+  constructor(message: string, readonly permanent: boolean, readonly mtaSts: MtaStsMode | null = null) {
     super(message);
     this.name = 'RouteError';
   }

@@ -1,6 +1,6 @@
 import { createAddressPolicy } from '../../lib/address-rules.js';
 import type { DnsResolve } from '../../lib/dns.js';
-import { RouteError, type RouteResolver, type SmtpRoute } from './delivery.types.js';
+import { RouteError, type MtaStsPolicies, type MtaStsPolicy, type RouteResolver, type SmtpRoute } from './delivery.types.js';
 
 const NO_SUCH_DOMAIN = new Set(['ENOTFOUND', 'ENODATA', 'NXDOMAIN']);
 /** Refused addresses named in one failure reason; the rest are counted (an MX set may be long). */
@@ -49,15 +49,31 @@ async function mailHosts(resolve: DnsResolve, domain: string): Promise<{ hosts: 
 }
 
 /**
+ * The mail hosts an MTA-STS policy lets mail go to, with what it demands of the session: an `enforce` policy keeps only
+ * the hosts it lists (none listed: no route, a temporary failure, as the policy may yet be fixed) and requires TLS with
+ * a certificate valid for the host (RFC 8461 section 4); `testing` changes nothing but is noted on each attempt.
+ */
+function underPolicy(domain: string, hosts: string[], policy: MtaStsPolicy | null, policies: MtaStsPolicies | undefined): { hosts: string[]; route: Partial<SmtpRoute> } {
+  if (!policy || !policies) return { hosts, route: {} };
+  if (policy.mode === 'testing') return { hosts, route: { mtaSts: 'testing' } };
+  const listed = hosts.filter((host) => policies.allows(policy, host));
+  if (listed.length === 0) {
+    throw new RouteError(`MTA-STS policy of ${domain} (enforce) lists none of its mail hosts (${hosts.join(', ')}); it allows ${policy.mx.join(', ')}`, false, 'enforce');
+  }
+  return { hosts: listed, route: { mtaSts: 'enforce', tls: { required: true, verify: true } } };
+}
+
+/**
  * RFC 5321 section 5.1: MX hosts by preference (ties shuffled); no MX at all → the domain's own A/AAAA
  * ("implicit MX"); a null MX (RFC 7505, `0 .`) → the domain takes no mail. All through the service's DNS.
  *
  * Every address found passes the outbound address rules (lib/address-rules.ts) minus
  * `allowCidrs`; a refused one is dropped, and a domain whose every address is refused has no route
  * (a permanent failure naming them). Each route carries the address it was judged by, and the
- * deliverer connects to that address, never to the name again. The operator's relay is exempt.
+ * deliverer connects to that address, never to the name again. The domain's MTA-STS policy (`mtaSts`) decides which
+ * hosts may take its mail and over what (underPolicy). The operator's relay is exempt from both.
  */
-export function createRouteResolver({ resolve, mxPort, relay, allowCidrs = [] }: { resolve: DnsResolve; mxPort: number; relay: string | null; allowCidrs?: readonly string[] }): RouteResolver {
+export function createRouteResolver({ resolve, mxPort, relay, allowCidrs = [], mtaSts }: { resolve: DnsResolve; mxPort: number; relay: string | null; allowCidrs?: readonly string[]; mtaSts?: MtaStsPolicies }): RouteResolver {
   const relayed = relay ? relayRoute(relay) : null;
   const policy = createAddressPolicy(allowCidrs, 'MAILROOM_DELIVERY_ALLOW_CIDRS');
   /** The host's addresses, IPv4 first. */
@@ -75,7 +91,9 @@ export function createRouteResolver({ resolve, mxPort, relay, allowCidrs = [] }:
   return {
     async routes(domain) {
       if (relayed) return [relayed];
-      const { hosts, viaMx } = await mailHosts(resolve, domain);
+      const found = await mailHosts(resolve, domain);
+      const { viaMx } = found;
+      const { hosts, route } = underPolicy(domain, found.hosts, (await mtaSts?.policy(domain)) ?? null, mtaSts);
       const routes: SmtpRoute[] = [];
       const refused: string[] = [];
       let lookupError: RouteError | null = null;
@@ -83,7 +101,7 @@ export function createRouteResolver({ resolve, mxPort, relay, allowCidrs = [] }:
         try {
           for (const address of await addresses(host)) {
             const reason = policy.refusal(address);
-            if (reason === null) routes.push({ host, address, port: mxPort });
+            if (reason === null) routes.push({ host, address, port: mxPort, ...route });
             else refused.push(`${host} resolves to ${address}, ${reason}`);
           }
         } catch (err) {

@@ -204,6 +204,15 @@ export const DeliveryEventSchema = Type.Object({
   recipients: Type.Array(Type.String()),
   outcome: documentedEnum(ATTEMPT_OUTCOMES, Type.String({ description: 'sent, rejected, deferred, ambiguous or no_route' })),
   response: Type.String(),
+  tls: Type.Union([
+    Type.Object({
+      version: Type.String({ description: 'the TLS protocol version, e.g. TLSv1.3' }),
+      cipher: Type.String({ description: 'the cipher suite (its standard name)' }),
+      verified: Type.Boolean({ description: "whether the server's certificate chained to a trusted CA and was valid for the MX host, whether or not that was required" }),
+    }, { title: 'AttemptTls' }),
+    Type.Null(),
+  ], { description: 'the TLS session of the SMTP transaction; null when it ran in plain text, no session was made, or the attempt predates this field' }),
+  mta_sts: Type.Union([LiteralUnion(['enforce', 'testing']), Type.Null()], { description: "the recipient domain's MTA-STS policy mode applied: enforce (only listed MX hosts over verified TLS) or testing (noted only); null: no policy, or the relay" }),
 }, { title: 'DeliveryEvent' });
 /** An outbound message's delivery status (mail/outbound.table.ts DeliveryStatus; docs/api.md "Delivery status"). */
 export const deliveryStatus = (description: string) =>

@@ -1,7 +1,8 @@
 import { isIP } from 'node:net';
 import { Readable } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
 import SMTPConnection from 'nodemailer/lib/smtp-connection/index.js';
-import type { DeliveryRequest, DeliveryResult, RecipientRefusal, SmtpDeliverer, SmtpRoute } from '../../modules/sending/delivery.types.js';
+import type { DeliveryRequest, DeliveryResult, RecipientRefusal, SmtpDeliverer, SmtpRoute, TlsDetails } from '../../modules/sending/delivery.types.js';
 
 /** RFC 5321 section 4.5.3.2 suggests minutes per command; we keep a busy worker moving with shorter bounds. */
 const CONNECT_TIMEOUT_MS = 30_000;
@@ -56,7 +57,8 @@ interface ConnectionCache {
   close(): void;
 }
 
-const keyOf = (route: SmtpRoute) => [route.host, route.address ?? '', route.port, route.secure === true ? 's' : '', route.auth?.user ?? ''].join('|');
+// A connection opened without checking the certificate never carries mail for a route that demands it.
+const keyOf = (route: SmtpRoute) => [route.host, route.address ?? '', route.port, route.secure === true ? 's' : '', route.auth?.user ?? '', route.tls?.verify === true ? 'v' : ''].join('|');
 
 function createConnectionCache(): ConnectionCache {
   const idle = new Map<string, Cached[]>();
@@ -118,7 +120,13 @@ function createConnectionCache(): ConnectionCache {
   };
 }
 
-function open(route: SmtpRoute, heloName: string): SMTPConnection {
+/** What the client is told when it starts: its EHLO name and, in tests only, the CAs it trusts instead of the system's. */
+interface ClientOptions {
+  heloName: string;
+  ca?: string | string[] | undefined;
+}
+
+function open(route: SmtpRoute, { heloName, ca }: ClientOptions): SMTPConnection {
   // SNI carries names only (RFC 6066 section 3); an IP host is checked against the certificate's IP addresses.
   const servername = isIP(route.host) === 0 ? { servername: route.host } : {};
   const tlsRequired = route.tls?.required === true;
@@ -135,13 +143,26 @@ function open(route: SmtpRoute, heloName: string): SMTPConnection {
     connectionTimeout: CONNECT_TIMEOUT_MS,
     greetingTimeout: GREETING_TIMEOUT_MS,
     socketTimeout: SOCKET_TIMEOUT_MS,
-    tls: { rejectUnauthorized: route.tls?.verify === true, ...servername },
+    tls: { rejectUnauthorized: route.tls?.verify === true, ...servername, ...(ca === undefined ? {} : { ca }) },
     logger: false,
   });
   // Each transaction listens for errors while it runs; this listener keeps a late error (after the
   // transaction settled, or while the connection closes) from being an unhandled 'error' event.
   connection.on('error', () => undefined);
   return connection;
+}
+
+/**
+ * The connection's TLS session, if any. Node checks the chain and the name even when it is told not to reject
+ * (`authorized`), so an opportunistic session still says whether its certificate would have passed.
+ */
+function tlsOf(connection: SMTPConnection): TlsDetails | null {
+  const socket = connection._socket as TLSSocket | false | null;
+  if (!connection.secure || !socket || typeof socket.getCipher !== 'function') return null;
+  // Both are null once a handshake failed (implicit TLS is `secure` from the start): no session to report.
+  const cipher = socket.getCipher() as ReturnType<TLSSocket['getCipher']> | null;
+  const version = socket.getProtocol();
+  return cipher && version ? { version, cipher: cipher.standardName, verified: socket.authorized } : null;
 }
 
 /** How far one transaction got: the message's data began (the caller recorded it), all of it was handed over. */
@@ -152,9 +173,14 @@ interface Progress {
 }
 
 function classify(err: SmtpError, route: SmtpRoute, progress: Progress): DeliveryResult {
+  const detail = `${err.message}${err.response ? ` (${err.response.trim()})` : ''}`;
+  // An MX host that fails the domain's enforced policy did not take the mail: its next MX host may (RFC 8461 section 5).
+  if (route.mtaSts === 'enforce' && (err.code === 'ETLS' || (!progress.dataStarted && isTlsFailure(err)))) {
+    return { type: 'deferred', code: null, response: `MTA-STS policy (enforce) requires verified TLS with ${route.host}, which failed: ${detail}`, refused: [], beforeMail: true };
+  }
   // A relay that will not speak TLS (or whose certificate fails) before AUTH: retried, however it replied.
   if (err.code === 'ETLS' || (route.tls?.required && !progress.dataStarted && isTlsFailure(err))) {
-    return { type: 'deferred', code: null, response: `TLS with the relay failed, so its credentials were not sent: ${err.message}${err.response ? ` (${err.response.trim()})` : ''}`, refused: [], beforeMail: false };
+    return { type: 'deferred', code: null, response: `TLS with the relay failed, so its credentials were not sent: ${detail}`, refused: [], beforeMail: false };
   }
   const code = typeof err.responseCode === 'number' ? err.responseCode : null;
   const response = err.response ?? err.message;
@@ -206,9 +232,9 @@ function dsnOf(request: DeliveryRequest): { dsn?: { ret: string; envid: string; 
 }
 
 /** One transaction over `cached`'s connection, or over a new one. */
-function transact(request: DeliveryRequest, cached: Cached | undefined, cache: ConnectionCache, heloName: string): Promise<{ result: DeliveryResult; retryFresh: boolean }> {
+function transact(request: DeliveryRequest, cached: Cached | undefined, cache: ConnectionCache, options: ClientOptions): Promise<{ result: DeliveryResult; retryFresh: boolean }> {
   const { route } = request;
-  const connection = cached?.connection ?? open(route, heloName);
+  const connection = cached?.connection ?? open(route, options);
   const reused = cached !== undefined;
   return new Promise((resolve) => {
     const progress: Progress = { dataStarted: false, dataComplete: false };
@@ -218,6 +244,7 @@ function transact(request: DeliveryRequest, cached: Cached | undefined, cache: C
       settled = true;
       connection.off('error', onError);
       connection.off('end', onEnd);
+      result.tls = tlsOf(connection);
       if (keep) cache.park(keyOf(route), connection, (cached?.messages ?? 0) + 1);
       else connection.close();
       resolve({ result, retryFresh });
@@ -256,8 +283,8 @@ function transact(request: DeliveryRequest, cached: Cached | undefined, cache: C
 
 /**
  * The outbound SMTP client (nodemailer's SMTPConnection): STARTTLS whenever the peer offers it
- * (opportunistic; certificates of MX hosts are not checked, as is common practice without DANE or
- * MTA-STS); a relay with credentials gets TLS required before AUTH and its certificate verified (the
+ * (opportunistic; certificates of MX hosts are checked only where the domain's MTA-STS policy enforces it, and
+ * otherwise only reported); a relay with credentials gets TLS required before AUTH and its certificate verified (the
  * route's `tls`), and a message stream that asks the caller to record "DATA began" before its first byte,
  * so that a lost connection after that point is known to be ambiguous.
  *
@@ -266,14 +293,17 @@ function transact(request: DeliveryRequest, cached: Cached | undefined, cache: C
  * sending many messages to one domain pays for the TCP and TLS handshakes and the greeting once, not
  * per message. A cached connection that turns out dead before any byte of the message went out is
  * replaced by a new one for the same attempt.
+ *
+ * `ca` replaces the system's CAs for every connection: tests pass their own CA; a service never does (an operator
+ * who needs a private CA adds it with NODE_EXTRA_CA_CERTS).
  */
-export function createSmtpDeliverer({ heloName }: { heloName: string }): SmtpDelivererHandle {
+export function createSmtpDeliverer(options: ClientOptions): SmtpDelivererHandle {
   const cache = createConnectionCache();
   return {
     async deliver(request) {
       const cached = cache.take(keyOf(request.route));
-      const first = await transact(request, cached, cache, heloName);
-      if (cached && first.retryFresh) return (await transact(request, undefined, cache, heloName)).result;
+      const first = await transact(request, cached, cache, options);
+      if (cached && first.retryFresh) return (await transact(request, undefined, cache, options)).result;
       return first.result;
     },
     close() {
