@@ -88,9 +88,9 @@ export const sentPageQuery = (mailbox: string | null, offset: number) =>
  */
 async function findSent(message: Message): Promise<SentItem | null> {
   const view = await answerOf(client.GET('/app/api/messages/{message_id}', { params: { path: { message_id: message.message_id } } }));
-  const { status, recipients, attempts, last_error } = view;
-  if (status === undefined || recipients === undefined || attempts === undefined || last_error === undefined) return null;
-  return { ...view, status, recipients, attempts, last_error };
+  const { status, recipients, attempts, last_error, delivery_notification } = view;
+  if (status === undefined || recipients === undefined || attempts === undefined || last_error === undefined || delivery_notification === undefined) return null;
+  return { ...view, status, recipients, attempts, last_error, delivery_notification };
 }
 
 export const sentItemQuery = (message: Message) => queryOptions({ queryKey: ['sent', 'item', message.message_id], queryFn: () => findSent(message) });
