@@ -76,7 +76,7 @@ export function createSqliteDatabase(workDir: string, name: string): BenchDataba
 export async function createPostgresDatabase(baseUrl: string, scope: Scope): Promise<BenchDatabase> {
   const name = `mailroom_bench_${process.pid}_${randomBytes(4).toString('hex')}`;
   await withAdmin(baseUrl, (client) => client.query(`create database ${name}`));
-  scope.defer(`drop database ${name}`, () => withAdmin(baseUrl, (client) => client.query(`drop database if exists ${name} with (force)`)).then(() => undefined));
+  if (!process.env.BENCH_KEEP_DB) scope.defer(`drop database ${name}`, () => withAdmin(baseUrl, (client) => client.query(`drop database if exists ${name} with (force)`)).then(() => undefined));
   const url = new URL(baseUrl);
   url.pathname = `/${name}`;
   return { dialect: 'postgres', url: url.toString(), label: redactUrl(url.toString()) };

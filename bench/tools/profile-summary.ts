@@ -3,11 +3,14 @@
  * the main thread went, by function (self time), by package or source area (self time) and by
  * function including callees (inclusive time).
  *
- *   node --import tsx bench/tools/profile-summary.ts [--top N] [--match TEXT] [--callers TEXT] [--depth N] <file or directory>…
+ *   node --import tsx bench/tools/profile-summary.ts [--top N] [--match TEXT] [--callers TEXT] [--depth N]
+ *     [--timeline] [--from S] [--to S] <file or directory>…
  *
  * Directories are searched for .cpuprofile files. --match keeps only files whose path contains TEXT.
  * --callers adds, for the functions whose name or location contains TEXT, the call paths (up to
- * --depth frames, default 4) that time came through.
+ * --depth frames, default 4) that time came through. --timeline prints the busy time of each second
+ * of the profile; --from and --to (seconds since the profile began) then summarise only the measured
+ * part of a run, without the process's start-up or a suite's set-up.
  * Times are sampled wall time of the main thread: time blocked in a synchronous native call (a
  * better-sqlite3 statement, an fsync) counts for the JS function that made it, while waiting on the
  * event loop counts as (idle) and is left out of the percentages.
@@ -77,7 +80,25 @@ function key(frame: CallFrame): string {
 
 const SPECIAL = new Set(['(idle)', '(program)', '(garbage collector)', '(root)']);
 
-function summarise(file: string, top: number, callersOf: string | null, depth: number): string {
+/** Each second of the profile with the time its main thread was busy, for choosing --from and --to. */
+function timeline(file: string): string {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const idle = new Set(profile.nodes.filter((n) => n.callFrame.functionName === '(idle)').map((n) => n.id));
+  const busy = new Map<number, number>();
+  let at = 0;
+  profile.samples.forEach((id, i) => {
+    at += profile.timeDeltas[i] ?? 0;
+    const second = Math.floor(at / 1e6);
+    if (!idle.has(id)) busy.set(second, (busy.get(second) ?? 0) + (profile.timeDeltas[i + 1] ?? 0) / 1000);
+  });
+  const lines = [...busy.entries()].filter(([, ms]) => ms >= 20).map(([s, ms]) => `  ${String(s).padStart(5)} s  busy ${ms.toFixed(0).padStart(5)} ms`);
+  return [`== ${where(file)}`, 'seconds since the profile began with ≥ 20 ms busy:', ...lines, ''].join('\n');
+}
+
+/** Seconds since the profile began, [from, to): the samples summarised. */
+type Window = { from: number; to: number };
+
+function summarise(file: string, top: number, callersOf: string | null, depth: number, window: Window): string {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
@@ -91,7 +112,10 @@ function summarise(file: string, top: number, callersOf: string | null, depth: n
   let idle = 0;
   let gc = 0;
   let program = 0;
+  let at = 0;
   for (let i = 0; i < profile.samples.length; i++) {
+    at += (profile.timeDeltas[i] ?? 0) / 1e6;
+    if (at < window.from || at >= window.to) continue;
     // A sample's weight is the time until the next one (the last sample gets nothing).
     const weight = (profile.timeDeltas[i + 1] ?? 0) / 1000;
     const node = byId.get(profile.samples[i]!);
@@ -156,16 +180,21 @@ let top = 25;
 let match: string | null = null;
 let callers: string | null = null;
 let depth = 4;
+let showTimeline = false;
+const window: Window = { from: 0, to: Infinity };
 const paths: string[] = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--top') top = Number(args[++i]);
   else if (args[i] === '--match') match = args[++i] ?? null;
   else if (args[i] === '--callers') callers = args[++i] ?? null;
   else if (args[i] === '--depth') depth = Number(args[++i]);
+  else if (args[i] === '--timeline') showTimeline = true;
+  else if (args[i] === '--from') window.from = Number(args[++i]);
+  else if (args[i] === '--to') window.to = Number(args[++i]);
   else paths.push(args[i]!);
 }
-if (paths.length === 0 || !Number.isInteger(top) || top < 1) {
-  console.error('usage: node --import tsx bench/tools/profile-summary.ts [--top N] [--match TEXT] [--callers TEXT] [--depth N] <file.cpuprofile | directory>…');
+if (paths.length === 0 || !Number.isInteger(top) || top < 1 || Number.isNaN(window.from) || Number.isNaN(window.to)) {
+  console.error('usage: node --import tsx bench/tools/profile-summary.ts [--top N] [--match TEXT] [--callers TEXT] [--depth N] [--timeline] [--from S] [--to S] <file.cpuprofile | directory>…');
   process.exit(2);
 }
 const files = profileFiles(paths).filter((f) => match === null || f.includes(match));
@@ -173,4 +202,4 @@ if (files.length === 0) {
   console.error('no .cpuprofile files found');
   process.exit(1);
 }
-for (const file of files) console.log(summarise(file, top, callers, depth));
+for (const file of files) console.log(showTimeline ? timeline(file) : summarise(file, top, callers, depth, window));

@@ -4,7 +4,7 @@
  * the raw source afterwards. Rows of another `STRUCTURE_VERSION` are never read; they are replaced when computed
  * again. Every statement filters by workspace.
  */
-import type { SelectQueryBuilder } from 'kysely';
+import type { Kysely, SelectQueryBuilder } from 'kysely';
 import { bytesColumn, bytesOf } from '../../db/dialect.js';
 import type { Work } from '../../db/tables.js';
 import { packStructure, STRUCTURE_VERSION, unpackStructure, type StructureBytes } from '../../lib/imap-message/index.js';
@@ -17,21 +17,27 @@ export interface NewStructure extends StructureBytes {
 }
 
 /** The kept structure of a row read with `withStructure`, or null when there is none of this version. */
-export function structureOf(row: { structure: Buffer | null }): StructureBytes | null {
-  // Both drivers return a Buffer for a bytes column: its parts are views of it, not copies.
-  return row.structure === null ? null : unpackStructure(row.structure);
+export function structureOf(row: { structure: Buffer | string | null }): StructureBytes | null {
+  // Its parts are views of the one Buffer read, not copies.
+  return row.structure === null ? null : unpackStructure(bytesOf(row.structure));
 }
 
-/** A select over `messages` with the message's kept structure of this version beside it (null columns when none). */
-export function withStructure<O>(query: SelectQueryBuilder<MailTables, 'messages', O>) {
-  return query
-    .leftJoin('message_structures', (join) =>
-      join
-        .onRef('message_structures.message_id', '=', 'messages.id')
-        .onRef('message_structures.workspace_id', '=', 'messages.workspace_id')
-        .on('message_structures.version', '=', STRUCTURE_VERSION),
-    )
-    .select('message_structures.structure');
+/**
+ * A select over `messages` with the message's kept structure of this version beside it (null when none). A scalar
+ * subquery, not a join: PostgreSQL plans it as one primary-key lookup a message whatever its statistics say. As a
+ * join, a table of structures computed since the last ANALYZE (the first FETCH after an import) is estimated at one
+ * row for the workspace and read whole again for every message: 28 ms for a batch of 100 at 2,000 kept, against 0.6.
+ */
+export function withStructure<O>(db: Kysely<MailTables>, query: SelectQueryBuilder<MailTables, 'messages', O>) {
+  return query.select((eb) =>
+    eb
+      .selectFrom('message_structures')
+      .select(bytesColumn(db, 'message_structures.structure').as('structure'))
+      .whereRef('message_structures.message_id', '=', 'messages.id')
+      .whereRef('message_structures.workspace_id', '=', 'messages.workspace_id')
+      .where('message_structures.version', '=', STRUCTURE_VERSION)
+      .as('structure'),
+  );
 }
 
 export function createStructureStore() {

@@ -159,7 +159,7 @@ const preparedByUid = (db: MailDb, p: Param) => {
   return byUid(db, { workspaceId: p<string>('workspaceId'), mailboxId: p<string>('mailboxId'), folder: p<string>('folder') }, ranges);
 };
 const byUidIndexQuery = preparedQuery<ByUidParams, ByUidRow, MailTables>((db, p) => preparedByUid(db, p));
-const byUidStructureQuery = preparedQuery<ByUidParams, ByUidRow & { structure: Buffer | null }, MailTables>((db, p) => withStructure(preparedByUid(db, p)));
+const byUidStructureQuery = preparedQuery<ByUidParams, ByUidRow & { structure: Buffer | string | null }, MailTables>((db, p) => withStructure(db, preparedByUid(db, p)));
 const byUidRawQuery = preparedQuery<ByUidParams, ByUidRow & { raw: Buffer | string }, MailTables>((db, p) => withRaw(db, preparedByUid(db, p)));
 
 const folderModseqQuery = preparedQuery<Scope, { modseq: number | string }, MailTables>((db, p) =>
@@ -240,7 +240,7 @@ export function createSyncStore({ clock, dialect }: { clock: Clock; dialect: Dia
       }
       const base = byUid(db, scope, ranges);
       if (read === 'index') return (await base.execute()).map((r) => fetchEntryOf(r, undefined, undefined));
-      if (read === 'structure') return (await withStructure(base).execute()).map((r) => fetchEntryOf(r, undefined, structureOf(r)));
+      if (read === 'structure') return (await withStructure(db, base).execute()).map((r) => fetchEntryOf(r, undefined, structureOf(r)));
       return (await withRaw(db, base).execute()).map((r) => fetchEntryOf(r, bytesOf(r.raw), undefined));
     },
 

@@ -11,6 +11,8 @@ import type { ImapSession } from './session.js';
 
 /** Messages read per statement while fetching or searching (memory follows the batch, not the folder). */
 const BATCH = 100;
+/** Messages a FETCH reads per statement when it reads no raw bytes (flags and kept structures: about 1 KB a message). */
+const SMALL_ROW_BATCH = 500;
 /** UID ranges per store call (the store's bound). */
 const MAX_UID_RANGES = 1000;
 /** Distinct text keys in one SEARCH (each is one full-text statement). */
@@ -275,20 +277,21 @@ export class SelectedCommands {
     // A batch's answers go out in one write. Without raw bytes (small rows), the next batch is read while this one is
     // written; raw batches are read one at a time (memory follows the batch).
     const out = new ResponseBytes();
+    const batch = read === 'raw' ? BATCH : SMALL_ROW_BATCH;
     const load = (i: number) => {
       if (i >= targets.length) return null;
-      const uids = targets.slice(i, i + BATCH).map((t) => t.entry.uid);
+      const uids = targets.slice(i, i + batch).map((t) => t.entry.uid);
       const ahead = this.aheadOf(cmd, uids);
       return ahead ? Promise.resolve(ahead) : this.s.access.messages(this.account, this.folder, toRanges(uids), read);
     };
     let next = load(0);
     try {
-      for (let i = 0; i < targets.length; i += BATCH) {
+      for (let i = 0; i < targets.length; i += batch) {
         const rows = (await (next ?? load(i)))!;
-        next = read === 'raw' ? null : load(i + BATCH);
+        next = read === 'raw' ? null : load(i + batch);
         const byUid = new Map<number, FetchEntry>();
         for (const r of rows) byUid.set(r.uid, r);
-        for (let j = i; j < i + BATCH && j < targets.length; j++) {
+        for (let j = i; j < i + batch && j < targets.length; j++) {
           const t = targets[j]!;
           const row = byUid.get(t.entry.uid);
           if (!row) continue;
