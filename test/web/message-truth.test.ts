@@ -10,6 +10,8 @@ import { startMailHarness, type MailHarness } from '../helpers/mail.js';
 
 const SUPPORT = 'truth@mailroom.localhost';
 const COUNTED = 'counted@mailroom.localhost';
+/** expect.poll's wait: its default second is short for a page reload on a busy machine. */
+const WAIT = { timeout: 15_000 };
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 /** A valid 1×1 PNG. */
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==', 'base64');
@@ -120,7 +122,7 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: the message's truth (${TEST_DIALECT})`,
     const srcdoc = (await frame.getAttribute('srcdoc')) ?? '';
     expect(srcdoc).toMatch(/<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:;[^"]*script-src 'none'/);
     const image = page.frameLocator('iframe.preview-frame').locator('img');
-    await expect.poll(() => image.evaluate((img: { naturalWidth: number }) => img.naturalWidth)).toBe(1);
+    await expect.poll(() => image.evaluate((img: { naturalWidth: number }) => img.naturalWidth), WAIT).toBe(1);
     expect(await image.getAttribute('src')).toMatch(/^data:image\/png;base64,/);
     expect(await seriousViolations(page)).toEqual([]);
   });
@@ -130,11 +132,11 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: the message's truth (${TEST_DIALECT})`,
     const long = await deliver({ subject: 'Long', text: Array.from({ length: 150 }, (_, i) => `Line ${i + 1} of a long letter.`).join('\n') });
     await open(short);
     await page.frameLocator('iframe.message-frame').getByText('Thanks!').waitFor();
-    await expect.poll(frameHeight).toBeLessThan(120);
+    await expect.poll(frameHeight, WAIT).toBeLessThan(120);
     const shortHeight = await frameHeight();
     await open(long);
     await page.frameLocator('iframe.message-frame').getByText('Line 150 of a long letter.').waitFor();
-    await expect.poll(frameHeight).toBeGreaterThan(shortHeight * 10);
+    await expect.poll(frameHeight, WAIT).toBeGreaterThan(shortHeight * 10);
     // The frame shows all of it: its document has nothing left to scroll.
     const inner = await page.frameLocator('iframe.message-frame').locator('html').evaluate((html: { scrollHeight: number; clientHeight: number }) => html.scrollHeight - html.clientHeight);
     expect(inner).toBeLessThanOrEqual(0);
@@ -144,11 +146,11 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: the message's truth (${TEST_DIALECT})`,
     const first = await deliver({ subject: 'Count me', text: 'one' }, COUNTED);
     await deliver({ subject: 'Count me too', text: 'two' }, COUNTED);
     await page.goto(`${base}/mail/${encodeURIComponent(COUNTED)}/inbox`);
-    await expect.poll(() => page.title()).toBe('(2) Inbox — Mailroom');
+    await expect.poll(() => page.title(), WAIT).toBe('(2) Inbox — Mailroom');
     await open(first, COUNTED);
-    await expect.poll(() => page.title()).toBe('(1) Inbox — Mailroom');
+    await expect.poll(() => page.title(), WAIT).toBe('(1) Inbox — Mailroom');
     await page.goto(`${base}/mail/${encodeURIComponent(COUNTED)}/archive`);
-    await expect.poll(() => page.title()).toBe('Archive — Mailroom');
+    await expect.poll(() => page.title(), WAIT).toBe('Archive — Mailroom');
   });
 
   it('serves the favicon the page links, and the pages above requested nothing that failed', async () => {
@@ -164,7 +166,7 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: the message's truth (${TEST_DIALECT})`,
     const member = await memberSession(h, acme.workspaceId, 'member');
     const tab = await browser.page();
     await logIn(tab, base, member.email, 'correct horse battery');
-    for (const [section, title] of [['api-keys', 'API keys'], ['domains', 'Sending domains'], ['service-tokens', 'Service tokens'], ['audit-log', 'Audit log']]) {
+    for (const [section, title] of [['api-keys', 'API keys'], ['domains', 'Sending domains'], ['service-tokens', 'Service tokens'], ['audit-log', 'Audit log']] as const) {
       await tab.goto(`${base}/settings/${section}`);
       await tab.getByRole('heading', { level: 1, name: title }).waitFor();
       await tab.getByRole('alert').filter({ hasText: `You can't manage ${title.toLowerCase()}` }).waitFor();

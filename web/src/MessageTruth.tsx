@@ -69,16 +69,31 @@ function headerFields(raw: string): Array<{ name: string; value: string }> {
   });
 }
 
-function useRawSource(messageId: string): { blob: Blob | null; error: string | null } {
-  const [state, setState] = useState<{ blob: Blob | null; error: string | null }>({ blob: null, error: null });
+interface RawSource {
+  /** The source decoded for reading, a blob: URL of its bytes for the download, and their size. */
+  text: string;
+  url: string;
+  size: number;
+}
+
+/** The raw source, read once; its blob: URL lives as long as the view. */
+function useRawSource(messageId: string): { source: RawSource | null; error: string | null } {
+  const [state, setState] = useState<{ source: RawSource | null; error: string | null }>({ source: null, error: null });
   useEffect(() => {
     let live = true;
-    client
-      .GET('/app/api/messages/{message_id}/raw', { params: { path: { message_id: messageId } }, headers: { accept: null }, parseAs: 'blob' })
-      .then(({ data }) => live && setState({ blob: data as Blob, error: null }))
-      .catch((err: unknown) => live && setState({ blob: null, error: err instanceof ApiError ? err.detail : 'the source could not be loaded' }));
+    let url: string | null = null;
+    const load = async () => {
+      const { data } = await client.GET('/app/api/messages/{message_id}/raw', { params: { path: { message_id: messageId } }, headers: { accept: null }, parseAs: 'blob' });
+      const blob = new Blob([data as Blob], { type: 'message/rfc822' });
+      const text = await blob.text();
+      if (!live) return;
+      url = URL.createObjectURL(blob);
+      setState({ source: { text, url, size: blob.size }, error: null });
+    };
+    load().catch((err: unknown) => live && setState({ source: null, error: err instanceof ApiError ? err.detail : 'the source could not be loaded' }));
     return () => {
       live = false;
+      if (url !== null) URL.revokeObjectURL(url);
     };
   }, [messageId]);
   return state;
@@ -86,23 +101,15 @@ function useRawSource(messageId: string): { blob: Blob | null; error: string | n
 
 /** "Show original": the header fields and the raw source as stored, and the source as an .eml download. */
 export function Original({ message }: { message: FullMessage }) {
-  const { blob, error } = useRawSource(message.message_id);
-  const [text, setText] = useState<string | null>(null);
-  const [url, setUrl] = useState<string | null>(null);
-  useEffect(() => {
-    if (!blob) return undefined;
-    void blob.text().then(setText);
-    const made = URL.createObjectURL(new Blob([blob], { type: 'message/rfc822' }));
-    setUrl(made);
-    return () => URL.revokeObjectURL(made);
-  }, [blob]);
+  const { source, error } = useRawSource(message.message_id);
   if (error) return <p className="error" role="alert">{error}</p>;
-  if (text === null || url === null) return <p className="loading" role="status">Loading the original…</p>;
+  if (source === null) return <p className="loading" role="status">Loading the original…</p>;
+  const { text, url, size } = source;
   const fields = headerFields(text);
   return (
     <section className="original" aria-labelledby="original-title">
       <h2 id="original-title">Original message</h2>
-      <p><a href={url} download={emlName(message)}>Download original (.eml)</a> <span className="muted">{blob?.size ?? 0} bytes</span></p>
+      <p><a href={url} download={emlName(message)}>Download original (.eml)</a> <span className="muted">{size} bytes</span></p>
       <table className="headers">
         <caption>Header fields</caption>
         <thead><tr><th scope="col">Name</th><th scope="col">Value</th></tr></thead>
