@@ -31,6 +31,7 @@ export default defineConfig({
   root: here,
   base: '/',
   plugins: [react(), firstLoadSize()],
-  build: { outDir, emptyOutDir: true, sourcemap: false, reportCompressedSize: true },
+  // assetsInlineLimit 0: the favicon stays a file under assets/ (the app's CSP and caching cover it there), not a data: URL.
+  build: { outDir, emptyOutDir: true, sourcemap: false, reportCompressedSize: true, assetsInlineLimit: 0 },
   server: { proxy: { '/app/api': 'http://127.0.0.1:8080' } },
 });

@@ -1,4 +1,4 @@
-import { useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { client as api } from './api';
 import { Compose, composeKey } from './Compose';
@@ -7,11 +7,11 @@ import { followEvents } from './events';
 import { Header } from './Header';
 import { MessageList } from './MessageList';
 import { MessageView } from './MessageView';
-import { invalidateMail, useMailboxes, useMessageAction, useMessagePage } from './queries';
+import { invalidateMail, unreadCountQuery, useMailboxes, useMessageAction, useMessagePage } from './queries';
 import { composePath, mailPath, navigate, type ComposeMode, type Route } from './router';
 import { SentList } from './Sent';
 import { Shortcuts, useShortcuts } from './Shortcuts';
-import { Sidebar } from './Sidebar';
+import { FOLDER_NAMES, Sidebar } from './Sidebar';
 import type { SessionInfo } from './types';
 
 type MailRoute = Extract<Route, { page: 'mail' }>;
@@ -32,11 +32,24 @@ function useLiveMail(workspaceId: string | null): boolean {
   return live;
 }
 
+/** The tab's title names the open folder and, as mail clients do, its unread count first: "(3) Inbox — Mailroom". */
+function useTitle(route: MailRoute): void {
+  const folder = route.view.kind === 'folder' && !route.q ? route.folder : null;
+  const unread = useQuery({ ...unreadCountQuery(route.mailbox, folder ?? 'inbox'), enabled: route.mailbox !== null && folder !== null });
+  const count = folder !== null ? (unread.data ?? 0) : 0;
+  const name = route.view.kind === 'compose' ? 'Compose' : route.view.kind === 'drafts' ? 'Drafts' : route.q ? 'Search' : FOLDER_NAMES[route.folder];
+  const title = `${count > 0 ? `(${count}) ` : ''}${name} — Mailroom`;
+  useEffect(() => {
+    document.title = title;
+  }, [title]);
+}
+
 export function Mail({ session, route, onLogout }: { session: SessionInfo; route: MailRoute; onLogout: () => void }) {
   const workspaceId = session.active_workspace_id;
   const mailboxes = useMailboxes(workspaceId);
   const page = useMessagePage(route.mailbox, route.folder, route.q, route.offset);
   const live = useLiveMail(workspaceId);
+  useTitle(route);
   const action = useMessageAction();
   // The selection belongs to one list: another folder, search or page starts at its top.
   const listKey = `${route.mailbox ?? ''}|${route.folder}|${route.q}|${route.offset}`;

@@ -1,10 +1,49 @@
-import { useMemo, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { hasRemoteContent, messageDocument, textDocument } from './sanitize';
 import type { FullMessage } from './types';
+
+/** The frame's border, top and bottom (styles.css, .message-frame). */
+const FRAME_BORDER_PX = 2;
+
+/**
+ * The height of `srcDoc` as laid out at the frame's width, read from an inert copy (decision 701): the shown frame's
+ * origin is opaque, so this page cannot read it. The copy may share this origin because nothing in it can act: no
+ * scripts, popups, forms or navigation (its sandbox allows none), hidden, out of the focus order and the a11y tree.
+ */
+function useContentHeight(srcDoc: string): { ref: React.RefObject<HTMLIFrameElement | null>; height: number | null } {
+  const ref = useRef<HTMLIFrameElement>(null);
+  const [height, setHeight] = useState<number | null>(null);
+  useEffect(() => {
+    const frame = ref.current;
+    if (!frame) return undefined;
+    let observer: ResizeObserver | null = null;
+    const measure = () => {
+      const doc = frame.contentDocument;
+      if (doc?.body && doc.URL === 'about:srcdoc') setHeight(doc.documentElement.scrollHeight);
+    };
+    // Each new srcdoc is a new document: observe its body (images arriving, the width changing) from its load on.
+    const loaded = () => {
+      observer?.disconnect();
+      const body = frame.contentDocument?.body;
+      if (!body) return;
+      measure();
+      observer = new ResizeObserver(measure);
+      observer.observe(body);
+    };
+    frame.addEventListener('load', loaded);
+    loaded();
+    return () => {
+      frame.removeEventListener('load', loaded);
+      observer?.disconnect();
+    };
+  }, [srcDoc]);
+  return { ref, height };
+}
 
 /**
  * The message's body in a sandboxed frame: no allow-scripts and no allow-same-origin (an opaque origin that can
  * read neither this page nor its storage); allow-popups only so its links open in a new tab, outside the sandbox.
+ * The frame is as tall as its content, measured on an inert copy (useContentHeight).
  */
 export function MessageBody({ message }: { message: FullMessage }) {
   const [showImages, setShowImages] = useState(false);
@@ -12,6 +51,7 @@ export function MessageBody({ message }: { message: FullMessage }) {
     () => (message.html !== null ? messageDocument(message.html, showImages) : textDocument(message.text ?? '')),
     [message.html, message.text, showImages],
   );
+  const { ref, height } = useContentHeight(srcDoc);
   const remote = message.html !== null && hasRemoteContent(message.html);
   return (
     <div className="body">
@@ -21,13 +61,17 @@ export function MessageBody({ message }: { message: FullMessage }) {
           <button type="button" onClick={() => setShowImages(true)}>Show images</button>
         </p>
       )}
-      <iframe
-        title={`Message: ${message.subject || '(no subject)'}`}
-        sandbox="allow-popups allow-popups-to-escape-sandbox"
-        referrerPolicy="no-referrer"
-        srcDoc={srcDoc}
-        className="message-frame"
-      />
+      <div className="frame-box">
+        <iframe
+          title={`Message: ${message.subject || '(no subject)'}`}
+          sandbox="allow-popups allow-popups-to-escape-sandbox"
+          referrerPolicy="no-referrer"
+          srcDoc={srcDoc}
+          className="message-frame"
+          style={height === null ? undefined : { height: `${height + FRAME_BORDER_PX}px` }}
+        />
+        <iframe ref={ref} title="Message layout" aria-hidden="true" tabIndex={-1} inert sandbox="allow-same-origin" referrerPolicy="no-referrer" srcDoc={srcDoc} className="measure-frame" />
+      </div>
     </div>
   );
 }

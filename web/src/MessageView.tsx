@@ -3,6 +3,8 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { ApiError, download } from './api';
 import { bytes, longDate, person } from './format';
 import { MessageBody } from './MessageBody';
+import { AuthBadge, Original } from './MessageTruth';
+import { AttachmentPreview, previewable } from './Preview';
 import { invalidateMail, useMessage, useMessageAction, useThread, type MessageAction } from './queries';
 import { composePath, mailPath, navigate, type ComposeMode } from './router';
 import { Delivery } from './Sent';
@@ -98,11 +100,13 @@ function Labels({ message }: { message: FullMessage }) {
 
 function Attachments({ message }: { message: FullMessage }) {
   const [error, setError] = useState<string | null>(null);
+  const [shown, setShown] = useState<string | null>(null);
   if (message.attachments.length === 0) return null;
   const fetchOne = (id: string, name: string) =>
     download(message.message_id, id, name).catch((err: unknown) =>
       setError(err instanceof ApiError ? err.detail : 'the download failed'),
     );
+  const previewed = message.attachments.find((a) => a.attachment_id === shown);
   return (
     <section className="attachments" aria-label="Attachments">
       <h2>Attachments</h2>
@@ -112,10 +116,16 @@ function Attachments({ message }: { message: FullMessage }) {
             <button type="button" onClick={() => void fetchOne(a.attachment_id, a.filename)}>
               Download {a.filename}
             </button>{' '}
+            {previewable(a) && (
+              <button type="button" aria-expanded={shown === a.attachment_id} onClick={() => setShown((s) => (s === a.attachment_id ? null : a.attachment_id))}>
+                Preview {a.filename}
+              </button>
+            )}{' '}
             <span className="muted">{a.content_type}, {bytes(a.size)}</span>
           </li>
         ))}
       </ul>
+      {previewed && <AttachmentPreview key={previewed.attachment_id} messageId={message.message_id} attachment={previewed} />}
       {error && <p className="error" role="alert">{error}</p>}
     </section>
   );
@@ -148,6 +158,7 @@ export function MessageView({ messageId, onBack }: { messageId: string; onBack: 
   const client = useQueryClient();
   const message = useMessage(messageId);
   const loaded = message.data?.message_id;
+  const [original, setOriginal] = useState(false);
   // Opening marks the message read (mark_read): refresh the counts and the list once it is loaded.
   useEffect(() => {
     if (loaded) void invalidateMail(client);
@@ -171,10 +182,13 @@ export function MessageView({ messageId, onBack }: { messageId: string; onBack: 
         <dd>{longDate(m.date ?? m.created_at)}</dd>
         <dt>Folder</dt>
         <dd>{m.folder}</dd>
-        {m.spam && (<><dt>Spam</dt><dd className="spam-score">{spamLine(m.spam)}</dd></>)}
       </dl>
+      {m.direction === 'inbound' && <AuthBadge message={m} />}
       <Labels key={m.labels.join(',')} message={m} />
-      <MessageBody message={m} />
+      <button type="button" className="link" aria-expanded={original} onClick={() => setOriginal((v) => !v)}>
+        {original ? 'Hide original' : 'Show original'}
+      </button>
+      {original ? <Original message={m} /> : <MessageBody message={m} />}
       <Attachments message={m} />
       {m.direction === 'outbound' && <Delivery message={m} />}
       <ThreadList messageId={messageId} />
@@ -182,8 +196,3 @@ export function MessageView({ messageId, onBack }: { messageId: string; onBack: 
   );
 }
 
-/** rspamd's verdict in one line: "Spam score 7.2 (add header): SYM1, SYM2". */
-function spamLine(spam: NonNullable<FullMessage['spam']>): string {
-  const symbols = spam.symbols.map((s) => s.name).join(', ');
-  return `Spam score ${spam.score} (${spam.action})${symbols ? `: ${symbols}` : ''}`;
-}

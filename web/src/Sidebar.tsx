@@ -4,7 +4,7 @@ import { FOLDERS, type Folder, type Mailbox } from './types';
 
 type MailRoute = Extract<Route, { page: 'mail' }>;
 
-const FOLDER_NAMES: Record<Folder, string> = { inbox: 'Inbox', archive: 'Archive', sent: 'Sent', spam: 'Spam', trash: 'Trash' };
+export const FOLDER_NAMES: Record<Folder, string> = { inbox: 'Inbox', archive: 'Archive', sent: 'Sent', spam: 'Spam', trash: 'Trash' };
 
 function Link({ to, current, children, className }: { to: string; current: boolean; children: ReactNode; className?: string }) {
   return (

@@ -40,6 +40,18 @@ export const messagePageQuery = (mailbox: string | null, folder: Folder, q: stri
     placeholderData: (previous) => previous,
   });
 
+/**
+ * The unread messages of one folder of a mailbox, counted by a search (`in:… is:unread`, one row asked for): the
+ * mailbox's own counter covers every folder. Under `['messages']`, so every mail event and action refreshes it.
+ */
+export const unreadCountQuery = (mailbox: string | null, folder: Folder) =>
+  queryOptions({
+    queryKey: ['messages', 'unread-count', mailbox, folder],
+    queryFn: () =>
+      answerOf(client.GET('/app/api/messages', { params: { query: { mailbox: mailbox ?? undefined, q: `in:${folder} is:unread`, limit: 1, offset: 0 } } })).then((p) => p.total),
+    enabled: mailbox !== null,
+  });
+
 /** One message; `markRead` when the user opens it (the reply form reads its source without marking it). */
 export const messageQuery = (messageId: string | null, markRead: boolean) =>
   queryOptions({

@@ -5,7 +5,7 @@ import type { SessionInfo } from '../types';
 import { ApiKeys } from './ApiKeys';
 import { AppPasswords } from './AppPasswords';
 import { AuditLog } from './AuditLog';
-import { isManager, roleOf } from './common';
+import { isManager, roleOf, Section } from './common';
 import { Domains } from './Domains';
 import { Lists } from './Lists';
 import { Mailboxes } from './Mailboxes';
@@ -22,7 +22,7 @@ import './admin.css';
 interface AdminSection {
   id: string;
   title: string;
-  /** Shown in the navigation to owners and admins only: the API answers 403 forbidden_role to members. */
+  /** For owners and admins only (the API answers 403 forbidden_role to members): a member sees neither link nor page. */
   managers: boolean;
   render: (ctx: { role: Role | null; session: SessionInfo }) => ReactNode;
 }
@@ -43,6 +43,18 @@ const SECTIONS: AdminSection[] = [
   { id: 'password', title: 'Your password', managers: false, render: () => <Password /> },
 ];
 
+/**
+ * A page the role may not use, reached by its address (decision 703): said so once, here, with nothing to fill in
+ * or press, rather than forms whose every request the API would refuse.
+ */
+function NotAllowed({ title }: { title: string }) {
+  return (
+    <Section title={title}>
+      <p role="alert">You can't manage {title.toLowerCase()}: this page needs the owner or admin role in this workspace. Ask an owner or admin.</p>
+    </Section>
+  );
+}
+
 export const settingsPath = (section = 'mailboxes') => `/settings/${section}`;
 
 function go(e: MouseEvent, to: string) {
@@ -54,7 +66,6 @@ function go(e: MouseEvent, to: string) {
 export function Admin({ session, section, onLogout }: { session: SessionInfo; section: string; onLogout: () => void }) {
   const role = roleOf(session);
   const visible = SECTIONS.filter((s) => !s.managers || isManager(role));
-  // A section reached by its address is rendered even when hidden: the API's 403 then shows in place.
   const current = SECTIONS.find((s) => s.id === (section || 'mailboxes'));
   const workspace = session.workspaces.find((w) => w.workspace_id === session.active_workspace_id);
   async function logout() {
@@ -84,6 +95,8 @@ export function Admin({ session, section, onLogout }: { session: SessionInfo; se
       <main className="content" id="content">
         {session.active_workspace_id === null && current?.id !== 'password' ? (
           <p role="alert">You are in no workspace yet: ask an owner to add you.</p>
+        ) : current && current.managers && !isManager(role) ? (
+          <NotAllowed title={current.title} />
         ) : current ? (
           current.render({ role, session })
         ) : (
