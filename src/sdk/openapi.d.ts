@@ -2237,7 +2237,7 @@ export interface components {
         };
         /** BulkInput */
         BulkInput: {
-            /** @enum {unknown} */
+            /** @enum {string} */
             action: "archive" | "spam" | "delete" | "move" | "label" | "read" | "unread" | "flag" | "unflag";
             message_ids?: string[];
             selection?: components["schemas"]["BulkSelection"];

@@ -26,7 +26,8 @@ export interface BulkSelection {
 }
 
 export interface BulkRequest {
-  action: BulkAction;
+  /** One of BULK_ACTIONS; another answers 400 invalid_action. */
+  action: string;
   message_ids?: string[] | undefined;
   selection?: BulkSelection | undefined;
   folder?: string | undefined;
@@ -105,11 +106,11 @@ export function createBulkService({ work, store, messages, learning }: { work: W
     return item?.labels === undefined ? {} : setLabelsTo(trx, tenant, row, [...new Set(item.labels)].sort());
   }
 
-  function changeFor(request: BulkRequest): Change {
+  function changeFor(action: BulkAction, request: BulkRequest): Change {
     const move = (folder: Folder): Change => async (trx, tenant, row) => { await moveRow(trx, tenant, row, folder); return {}; };
     const flag = (flagged: boolean): Change => async (trx, tenant, row) => { await store.setFlags(trx, tenant.workspaceId, row, { flagged, answered: undefined }); return {}; };
     const read = (value: boolean): Change => async (trx, tenant, row) => { await store.markRead(trx, tenant.workspaceId, row, value); return {}; };
-    switch (request.action) {
+    switch (action) {
       case 'archive': return move('archive');
       case 'spam': return move('spam');
       case 'move': return move(parseFolder(request.folder ?? ''));
@@ -170,13 +171,16 @@ export function createBulkService({ work, store, messages, learning }: { work: W
     }
   }
 
-  function checkRequest(request: BulkRequest): void {
+  function checkRequest(request: BulkRequest): BulkAction {
+    const action = BULK_ACTIONS.find((a) => a === request.action);
+    if (action === undefined) throw invalid('invalid_action', `action must be one of ${BULK_ACTIONS.join(', ')}`);
     if ((request.message_ids === undefined) === (request.selection === undefined)) throw invalid('invalid_request', 'give either message_ids or selection');
     if (request.action === 'move' && request.folder === undefined) throw invalid('invalid_request', 'folder is required for move');
     if (request.action === 'move') parseFolder(request.folder ?? '');
     if (request.action === 'label' && (request.add ?? []).length + (request.remove ?? []).length === 0) throw invalid('invalid_request', 'label needs add or remove');
     if (request.action !== 'move' && request.folder !== undefined) throw invalid('invalid_request', 'folder is only for move');
     if (request.action !== 'label' && (request.add !== undefined || request.remove !== undefined)) throw invalid('invalid_request', 'add and remove are only for label');
+    return action;
   }
 
   const undoOf = (results: BulkResult[]): BulkAnswer['undo'] => ({
@@ -185,10 +189,10 @@ export function createBulkService({ work, store, messages, learning }: { work: W
 
   return {
     async apply(tenant, request) {
-      checkRequest(request);
+      const action = checkRequest(request);
       const ids = request.message_ids ? [...new Set(request.message_ids)] : await resolve(tenant, request.selection ?? {});
-      const results = await run(tenant, ids, changeFor(request));
-      return { action: request.action, results, undo: undoOf(results) };
+      const results = await run(tenant, ids, changeFor(action, request));
+      return { action, results, undo: undoOf(results) };
     },
 
     async restore(tenant, items) {

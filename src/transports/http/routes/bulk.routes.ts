@@ -21,7 +21,7 @@ const Selection = Type.Object(
 );
 const BulkInput = Type.Object(
   {
-    action: documentedEnum(BULK_ACTIONS, Type.Union(BULK_ACTIONS.map((a) => Type.Literal(a)))),
+    action: documentedEnum(BULK_ACTIONS, Type.String({ minLength: 1, maxLength: 32 })),
     message_ids: Type.Optional(Type.Array(ResourceId, { minItems: 1, maxItems: MAX_BULK_MESSAGES })),
     selection: Type.Optional(Selection),
     folder: Type.Optional(Folder),
