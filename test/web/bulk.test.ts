@@ -44,7 +44,7 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: bulk actions and undo in Chromium (${TE
     await h?.close();
   });
 
-  it('checks two rows with a shift-click, archives them, and Undo brings them back', async () => {
+  it('checks two rows with a shift-click, archives them, and Undo brings them back', { timeout: 120_000 }, async () => {
     const older = await deliver('Quarterly report');
     const newer = await deliver('Team lunch');
     await deliver('Keep me here');
