@@ -44,6 +44,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     workspaceAdmin: services.tenancy.workspace,
     mailboxes: services.mailboxes,
     messages: services.messages,
+    bulk: services.bulk,
     lists: services.lists,
     suppressions: services.suppressions,
     unsubscribes: services.unsubscribes,

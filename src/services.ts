@@ -49,6 +49,7 @@ import { createRspamdScanner } from './lib/rspamd.js';
 import { createMailStore } from './modules/mail/mail.store.js';
 import { createMailSignal, onMailChanges, type MailSignal } from './modules/mail/mail-changes.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
+import { createBulkService, type BulkService } from './modules/messages/bulk.service.js';
 import { createImapAccessService, type ImapAccessService } from './modules/imap-access/imap-access.service.js';
 import { createMailboxTransferService, type MailboxTransferService } from './modules/messages/mailbox-transfer.service.js';
 import { createSearchRunner } from './modules/messages/search-runner.js';
@@ -104,6 +105,8 @@ export interface FeatureServices {
   /** One-click unsubscribe (RFC 8058): the links' and mailto addresses' tokens, and what using one does. */
   unsubscribes: UnsubscribeService;
   messages: MessageService;
+  /** Many messages organised in one request, and the undo of it (bulk.service.ts). */
+  bulk: BulkService;
   /** A mailbox's mail out to mbox files and in from mbox or Maildir (the operator's export and import). */
   mailTransfer: MailboxTransferService;
   inbound: InboundService;
@@ -491,6 +494,7 @@ export async function createServices(
     }),
   };
   if (options.migrate !== false) await sealPlaintextSecrets({ database, domains, webhooks: webhooks.service, logger });
+  const messages = createMessageService({ work, store: mail, searches, learning });
   return {
     database,
     clock,
@@ -533,7 +537,8 @@ export async function createServices(
     lists,
     suppressions: createSuppressionService({ work, clock, mail, audit }),
     unsubscribes,
-    messages: createMessageService({ work, store: mail, searches, learning }),
+    messages,
+    bulk: createBulkService({ work, store: mail, messages, learning }),
     mailTransfer: createMailboxTransferService({ work, store: mail, clock, maxMessageBytes: config.smtpMaxSize }),
     returnPaths,
     secretBox: box,

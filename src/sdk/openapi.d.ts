@@ -381,6 +381,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/messages/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** One action (archive, spam, delete, move, label, read, unread, flag, unflag) on many messages */
+        post: operations["bulkMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/messages/bulk/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set messages back to a former state (the undo of a bulk request) */
+        post: operations["restoreMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/send": {
         parameters: {
             query?: never;
@@ -905,6 +939,40 @@ export interface paths {
         put?: never;
         /** Add and remove labels on every message of a thread */
         post: operations["appChangeThreadLabels"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/api/messages/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** One action (archive, spam, delete, move, label, read, unread, flag, unflag) on many messages */
+        post: operations["appBulkMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/api/messages/bulk/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set messages back to a former state (the undo of a bulk request) */
+        post: operations["appRestoreMessages"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2152,6 +2220,67 @@ export interface components {
             total: number;
             limit: number;
             offset: number;
+        };
+        /**
+         * BulkSelection
+         * @description every message that matches these filters (as the list routes take them), at most 1000
+         */
+        BulkSelection: {
+            /** @description an email address */
+            mailbox?: string;
+            /** @enum {string} */
+            folder?: "inbox" | "archive" | "sent" | "spam" | "trash";
+            label?: string;
+            unread?: boolean;
+            /** @description a search query (Gmail's operators); see Search queries */
+            q?: string;
+        };
+        /** BulkInput */
+        BulkInput: {
+            /** @enum {string} */
+            action: "archive" | "spam" | "delete" | "move" | "label" | "read" | "unread" | "flag" | "unflag";
+            message_ids?: string[];
+            selection?: components["schemas"]["BulkSelection"];
+            /** @enum {string} */
+            folder?: "inbox" | "archive" | "sent" | "spam" | "trash";
+            add?: string[];
+            remove?: string[];
+        };
+        /** BulkPrevious */
+        BulkPrevious: {
+            /** @enum {string} */
+            folder: "inbox" | "archive" | "sent" | "spam" | "trash";
+            read: boolean;
+            flagged: boolean;
+            labels: string[];
+        };
+        /** BulkResult */
+        BulkResult: {
+            message_id: string;
+            ok: boolean;
+            error?: string;
+            previous?: components["schemas"]["BulkPrevious"];
+        };
+        /** RestoreItem */
+        RestoreItem: {
+            message_id: string;
+            /** @enum {string} */
+            folder?: "inbox" | "archive" | "sent" | "spam" | "trash";
+            read?: boolean;
+            flagged?: boolean;
+            labels?: string[];
+        };
+        /** BulkAnswer */
+        BulkAnswer: {
+            action: string;
+            results: components["schemas"]["BulkResult"][];
+            undo: {
+                items: components["schemas"]["RestoreItem"][];
+            };
+        };
+        /** RestoreInput */
+        RestoreInput: {
+            items: components["schemas"]["RestoreItem"][];
         };
         /** AttachmentUpload */
         AttachmentUpload: {
@@ -3917,6 +4046,70 @@ export interface operations {
             default: components["responses"]["UnexpectedError"];
         };
     };
+    bulkMessages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkInput"];
+            };
+        };
+        responses: {
+            /** @description Each message's outcome, and the body that undoes the request */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    restoreMessages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RestoreInput"];
+            };
+        };
+        responses: {
+            /** @description Each message's outcome */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
     sendMessage: {
         parameters: {
             query?: never;
@@ -4969,6 +5162,70 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appBulkMessages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkInput"];
+            };
+        };
+        responses: {
+            /** @description Each message's outcome, and the body that undoes the request */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appRestoreMessages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RestoreInput"];
+            };
+        };
+        responses: {
+            /** @description Each message's outcome */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];

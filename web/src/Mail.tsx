@@ -5,7 +5,7 @@ import { Compose, composeKey } from './Compose';
 import { Drafts } from './Drafts';
 import { followEvents } from './events';
 import { Header } from './Header';
-import { MessageList } from './MessageList';
+import { BulkList } from './BulkList';
 import { MessageView } from './MessageView';
 import { invalidateMail, unreadCountQuery, useMailboxes, useMessageAction, useMessagePage } from './queries';
 import { composePath, mailPath, navigate, type ComposeMode, type Route } from './router';
@@ -127,7 +127,7 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
         ) : route.folder === 'sent' && !route.q ? (
           <SentList route={route} selected={selected} onSelect={(i) => setSelected(() => i)} onOpen={open} />
         ) : (
-          <MessageList route={route} page={page} selected={selected} onSelect={(i) => setSelected(() => i)} onOpen={open} />
+          <BulkList route={route} page={page} selected={selected} onSelect={(i) => setSelected(() => i)} onOpen={open} />
         )}
       </main>
       <Shortcuts open={helpOpen} onClose={() => setHelpOpen(false)} />

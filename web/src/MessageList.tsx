@@ -1,5 +1,5 @@
 import type { UseQueryResult } from '@tanstack/react-query';
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, type ReactNode } from 'react';
 import { ApiError } from './api';
 import { person, shortDate } from './format';
 import { PAGE_SIZE } from './queries';
@@ -27,8 +27,10 @@ export function MessageList(props: {
   selected: number;
   onSelect: (index: number) => void;
   onOpen: (id: string) => void;
+  /** Rows with boxes to check (BulkList.tsx): the checked ids, a click on row `index`'s box, and the bar of actions. */
+  bulk?: { checked: ReadonlySet<string>; onCheck: (index: number, shift: boolean) => void; bar: ReactNode };
 }) {
-  const { route, page, selected } = props;
+  const { route, page, selected, bulk } = props;
   const rows = useRef<Array<HTMLAnchorElement | null>>([]);
   useEffect(() => {
     // Focus follows j/k only when the list already has it, so typing elsewhere is never interrupted.
@@ -49,10 +51,14 @@ export function MessageList(props: {
         <h1 id="list-title" className="list-title">{title}</h1>
         <Pager route={route} page={data} />
       </div>
+      {bulk?.bar}
       {data.messages.length === 0 && <p className="muted empty">No messages here.</p>}
       <ul className="messages" aria-label="Messages">
         {data.messages.map((m, i) => (
-          <li key={m.message_id} className={`row ${m.read ? '' : 'unread'} ${i === selected ? 'selected' : ''}`} data-message-id={m.message_id}>
+          <li key={m.message_id} className={`row ${m.read ? '' : 'unread'} ${i === selected ? 'selected' : ''} ${bulk ? 'checkable' : ''}`} data-message-id={m.message_id}>
+            {bulk && (
+              <input type="checkbox" aria-label={`Select ${m.subject || '(no subject)'}`} checked={bulk.checked.has(m.message_id)} onChange={() => undefined} onClick={(e) => bulk.onCheck(i, e.shiftKey)} />
+            )}
             <a
               ref={(el) => { rows.current[i] = el; }}
               href={route.mailbox ? mailPath(route.mailbox, route.folder, m.message_id, route.q, route.offset) : '#'}

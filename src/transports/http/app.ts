@@ -42,6 +42,8 @@ import { suppressionRoutes } from './routes/suppressions.routes.js';
 import { unsubscribeRoutes } from './routes/unsubscribe.routes.js';
 import { mailboxRoutes } from './routes/mailboxes.routes.js';
 import { messageRoutes } from './routes/messages.routes.js';
+import { bulkRoutes } from './routes/bulk.routes.js';
+import type { BulkService } from '../../modules/messages/bulk.service.js';
 import { sendingRoutes } from './routes/sending.routes.js';
 import { serviceTokenRoutes } from './routes/service-tokens.routes.js';
 import { appPasswordRoutes } from './routes/app-passwords.routes.js';
@@ -74,6 +76,7 @@ export interface AppDeps {
   workspaceAdmin: WorkspaceAdminService;
   mailboxes: MailboxService;
   messages: MessageService;
+  bulk: BulkService;
   lists: ListService;
   suppressions: SuppressionService;
   /** The one-click unsubscribe links (`/u/:token`): no credential. */
@@ -229,6 +232,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await scope.register(usageRoutes({ quotas: deps.quotas, tenant: tenantOf, surface: 'api-key' }));
     await scope.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant: tenantOf, surface: 'api-key', withItemRoutes: true }));
     await scope.register(messageRoutes({ messages: deps.messages, tenant: tenantOf, surface: 'api-key', pages }));
+    await scope.register(bulkRoutes({ bulk: deps.bulk, tenant: tenantOf, surface: 'api-key' }));
     await scope.register(sendingRoutes({ sending: deps.sending, tenant: tenantOf, surface: 'api-key' }));
     if (sandbox) await scope.register(sandboxOutboxRoutes({ sandbox: sandbox.module, dnsServer: sandbox.dnsServer, tenant: tenantOf, surface: 'api-key' }));
   });
@@ -250,6 +254,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         const tenant = (request: FastifyRequest) => deps.auth.sessionTenant(sessionOf(request));
         await authed.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant, surface: 'session', withItemRoutes: false }));
         await authed.register(messageRoutes({ messages: deps.messages, tenant, surface: 'session', pages }));
+        await authed.register(bulkRoutes({ bulk: deps.bulk, tenant, surface: 'session' }));
         await authed.register(listRoutes({ lists: deps.lists, tenant }));
         await authed.register(suppressionRoutes({ suppressions: deps.suppressions, tenant }));
         await authed.register(domainRoutes({ domains: deps.domains, tenant }));

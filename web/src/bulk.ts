@@ -1,0 +1,81 @@
+import { useEffect, useState } from 'react';
+import { answerOf, client } from './api';
+import type { Schema } from './types';
+
+export type BulkInput = Schema<'BulkInput'>;
+export type BulkAnswer = Schema<'BulkAnswer'>;
+export type RestoreInput = Schema<'RestoreInput'>;
+
+/** How long an action can be undone: the toast's life, and the saved undo's. */
+export const UNDO_MS = 6000;
+const KEY = 'mailroom.pending-undo';
+
+/** An undo the user may still take: what the toast says, the restore body, and until when. */
+export interface PendingUndo {
+  text: string;
+  body: RestoreInput;
+  until: number;
+}
+
+export function runBulk(body: BulkInput): Promise<BulkAnswer> {
+  return answerOf(client.POST('/app/api/messages/bulk', { body }));
+}
+
+export function runRestore(body: RestoreInput): Promise<BulkAnswer> {
+  return answerOf(client.POST('/app/api/messages/bulk/restore', { body }));
+}
+
+// The pending undo lives in sessionStorage so a reload within its window keeps it; listeners are the toasts shown.
+const listeners = new Set<(undo: PendingUndo | null) => void>();
+
+function read(): PendingUndo | null {
+  try {
+    const saved = JSON.parse(sessionStorage.getItem(KEY) ?? 'null') as PendingUndo | null;
+    return saved && saved.until > Date.now() ? saved : null;
+  } catch {
+    return null;
+  }
+}
+
+export function setPendingUndo(undo: PendingUndo | null): void {
+  if (undo === null) sessionStorage.removeItem(KEY);
+  else sessionStorage.setItem(KEY, JSON.stringify(undo));
+  for (const l of listeners) l(undo);
+}
+
+/** Offer the undo of an action done now, for UNDO_MS. */
+export function offerUndo(text: string, body: RestoreInput): void {
+  setPendingUndo({ text, body, until: Date.now() + UNDO_MS });
+}
+
+/** The pending undo while its window is open; null after it (or once taken or dismissed). */
+export function usePendingUndo(): PendingUndo | null {
+  const [undo, setUndo] = useState<PendingUndo | null>(read);
+  useEffect(() => {
+    listeners.add(setUndo);
+    return () => void listeners.delete(setUndo);
+  }, []);
+  useEffect(() => {
+    if (undo === null) return undefined;
+    const timer = setTimeout(() => setPendingUndo(null), Math.max(undo.until - Date.now(), 0));
+    return () => clearTimeout(timer);
+  }, [undo]);
+  return undo;
+}
+
+/** What a toast says of an action done on `count` messages. */
+export function describe(action: BulkInput['action'], count: number, folder?: string): string {
+  const what = count === 1 ? '1 message' : `${count} messages`;
+  const done: Record<BulkInput['action'], string> = {
+    archive: 'archived',
+    spam: 'marked as spam',
+    delete: 'deleted',
+    move: `moved to ${folder ?? 'a folder'}`,
+    label: 'labelled',
+    read: 'marked read',
+    unread: 'marked unread',
+    flag: 'starred',
+    unflag: 'unstarred',
+  };
+  return `${what} ${done[action]}`;
+}
