@@ -198,7 +198,7 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: webmail in Chromium (${TEST_DIALECT})`,
     await page.getByLabel('Search mail').fill('receipt has:attachment');
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Search: receipt has:attachment' }).waitFor();
-    await expect.poll(() => page.locator('.messages li').count()).toBe(1);
+    await expect.poll(() => page.locator('.messages li').count(), { timeout: 15_000 }).toBe(1);
     expect(await row('Re: Order 1234').count()).toBe(1);
     await page.getByLabel('Search mail').fill('say "hello');
     await page.keyboard.press('Enter');
