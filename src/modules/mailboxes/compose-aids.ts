@@ -42,9 +42,10 @@ interface Party {
 
 function parties(json: string): Party[] {
   try {
-    const value: unknown = JSON.parse(json);
+    // The columns hold what the mail store wrote: an address object (from) or a list of them (to, cc).
+    const value = JSON.parse(json) as Party | Party[] | null;
     if (Array.isArray(value)) return value;
-    return value !== null && typeof value === 'object' ? [value as Party] : [];
+    return value !== null && typeof value === 'object' ? [value] : [];
   } catch {
     return [];
   }
