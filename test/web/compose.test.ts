@@ -89,6 +89,8 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: writing mail in Chromium (${TEST_DIALEC
     await field('Message').fill('Hello,\n\nthe report is attached in spirit.');
     await saved();
     await page.waitForURL(/\/compose\/drf_[0-9a-z]{26}$/);
+    // The first save may have left before the body was typed: wait for the one that has it.
+    await expect.poll(async () => (await drafts())[0]?.body, { timeout: 15_000 }).toBe('Hello,\n\nthe report is attached in spirit.');
     const [draft] = await drafts();
     expect(draft).toMatchObject({ to: ['customer@peer.test'], subject: 'Your quarterly report', body: 'Hello,\n\nthe report is attached in spirit.' });
     expect(page.url()).toContain(draft!.draft_id);
