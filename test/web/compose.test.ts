@@ -96,7 +96,7 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: writing mail in Chromium (${TEST_DIALEC
     expect(page.url()).toContain(draft!.draft_id);
     // One draft however many pauses: later changes PATCH it.
     await field('Subject').fill('Your quarterly report (Q3)');
-    await expect.poll(async () => (await drafts()).map((d) => d.subject)).toEqual(['Your quarterly report (Q3)']);
+    await expect.poll(async () => (await drafts()).map((d) => d.subject), { timeout: 15_000 }).toEqual(['Your quarterly report (Q3)']);
     await page.reload();
     await page.getByRole('heading', { name: 'Draft' }).waitFor();
     expect(await field('To').inputValue()).toBe('customer@peer.test');
