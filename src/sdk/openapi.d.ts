@@ -1313,6 +1313,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/app/api/signatures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The signatures of the workspace's mailboxes */
+        get: operations["appListSignatures"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/api/signatures/{address}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set a mailbox's signature ("" removes it) */
+        put: operations["appSetSignature"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/app/api/contacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Addresses the workspace recently mailed with, for completion */
+        get: operations["appListContacts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/app/api/service-tokens": {
         parameters: {
             query?: never;
@@ -2763,6 +2814,31 @@ export interface components {
             file: string[];
             /** @description makes the file part after it an inline part (cid:…) */
             content_id?: string;
+        };
+        /** Signature */
+        Signature: {
+            mailbox: string;
+            /** @description the signature as HTML; "" when none */
+            html: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** SignatureList */
+        SignatureList: {
+            signatures: components["schemas"]["Signature"][];
+        };
+        /** SignatureChange */
+        SignatureChange: {
+            html: string;
+        };
+        /** Contact */
+        Contact: {
+            address: string;
+            name: string | null;
+        };
+        /** ContactList */
+        ContactList: {
+            contacts: components["schemas"]["Contact"][];
         };
         /** ServiceToken */
         ServiceToken: {
@@ -6186,6 +6262,95 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appListSignatures: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Each mailbox that has a signature, by address */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignatureList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appSetSignature: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description an email address */
+                address: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignatureChange"];
+            };
+        };
+        responses: {
+            /** @description The signature as stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Signature"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appListContacts: {
+        parameters: {
+            query: {
+                /** @description the start of an address, or of a word of a name */
+                q: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Matching addresses, most recent first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
         };

@@ -1,16 +1,21 @@
 import { useQueryClient } from '@tanstack/react-query';
-import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent, type RefObject } from 'react';
+import { lazy, Suspense, useEffect, useRef, useState, type FormEvent, type KeyboardEvent, type RefObject } from 'react';
+import { AddressField } from './AddressField';
 import { ApiError } from './api';
 import { useAutosave, type SaveState } from './autosave';
-import { emptyFields, RECIPIENT_ERRORS, SENDER_ERRORS, startFrom } from './compose';
+import { emptyFields, RECIPIENT_ERRORS, SENDER_ERRORS, startFrom, startingHtml } from './compose';
+import { htmlToText } from './htmltext';
 import { composePath, mailPath, navigate, type MailView } from './router';
 import { bytes } from './format';
-import { deleteDraft, removeAttachment, sendDraft, uploadAttachments, useDraft, useSourceMessage, type Draft, type DraftAttachment, type DraftFields } from './sending';
+import { deleteDraft, removeAttachment, sendDraft, uploadAttachments, useDraft, useSignatures, useSourceMessage, type Draft, type DraftAttachment, type DraftFields } from './sending';
 import { rememberSent } from './Sent';
 import type { Mailbox } from './types';
 import './compose.css';
 
 type ComposeView = Extract<MailView, { kind: 'compose' }>;
+
+/** The editor is loaded only when a compose form opens: it is not part of the first page load. */
+const RichEditor = lazy(() => import('./RichEditor'));
 
 /**
  * Drafts this tab created, with the view that created them: the draft's URL replaces the compose URL, and the
@@ -29,7 +34,7 @@ export function composeKey(view: ComposeView): string {
 const TITLES: Record<ComposeView['mode'], string> = { new: 'New message', reply: 'Reply', all: 'Reply to all', forward: 'Forward' };
 
 function fromDraft(d: Draft): DraftFields {
-  return { mailbox: d.mailbox, to: d.to.join(', '), cc: d.cc.join(', '), bcc: d.bcc.join(', '), subject: d.subject, body: d.body, in_reply_to: d.in_reply_to };
+  return { mailbox: d.mailbox, to: d.to.join(', '), cc: d.cc.join(', '), bcc: d.bcc.join(', '), subject: d.subject, body: d.body, html: d.html, in_reply_to: d.in_reply_to };
 }
 
 /** The compose form of a saved draft, of an answer or forward of a message, or of a new message. */
@@ -38,18 +43,25 @@ export function Compose(props: { view: ComposeView; mailbox: string | null; mail
   const view = originOf(props.view);
   const draft = useDraft(view.draftId);
   const source = useSourceMessage(view.draftId === null ? view.source : null);
+  const signatures = useSignatures(view.draftId === null);
   const failed = draft.error ?? source.error;
   if (failed) {
     const gone = failed instanceof ApiError && failed.code === 'draft_not_found';
     return <p role="alert" className="error">{gone ? 'This draft was sent or discarded.' : failed instanceof ApiError ? failed.detail : 'could not load it'}</p>;
   }
-  if (draft.isLoading || source.isLoading) return <p className="loading" role="status">Loading…</p>;
+  if (draft.isLoading || source.isLoading || signatures.isLoading) return <p className="loading" role="status">Loading…</p>;
   const sender = mailbox ?? mailboxes[0]?.address;
   let initial: DraftFields | null = null;
   if (draft.data) initial = fromDraft(draft.data);
   else if (source.data && view.mode !== 'new') initial = startFrom(source.data, view.mode);
   else if (sender !== undefined) initial = emptyFields(sender);
   if (initial === null) return <p className="muted">This workspace has no mailbox to send from yet.</p>;
+  // A new message or answer starts with its mailbox's signature; a draft has it already, or not by its writer's choice.
+  const from = initial.mailbox;
+  const signature = view.draftId === null ? (signatures.data?.signatures.find((x) => x.mailbox === from)?.html ?? null) : null;
+  const html = startingHtml(initial, signature);
+  // The text part follows the HTML from the start, so a save before the first keystroke in the body keeps both alike.
+  initial = { ...initial, html, body: initial.html === null ? htmlToText(html) : initial.body };
   const title = view.draftId !== null ? 'Draft' : TITLES[view.mode];
   const back = source.data ? mailPath(source.data.mailbox, source.data.folder, source.data.message_id) : mailPath(initial.mailbox, 'inbox');
   return <ComposeForm title={title} initial={initial} files={draft.data?.attachments ?? []} draftId={view.draftId} mailboxes={mailboxes} back={back} origin={view} />;
@@ -87,14 +99,12 @@ function ComposeForm({ title, initial, files, draftId, mailboxes, back, origin }
     void client.invalidateQueries({ queryKey: ['drafts', 'list'] });
   });
   const first = useRef<HTMLInputElement>(null);
-  const body = useRef<HTMLTextAreaElement>(null);
+  const sending = useRef(false);
+  // An answer starts above the quote (the editor focuses its start); a new message at its first recipient.
+  const startInBody = initial.to !== '';
   useEffect(() => {
-    // An answer starts above the quote; a new message at its first recipient.
-    if (initial.to && body.current) {
-      body.current.focus();
-      body.current.setSelectionRange(0, 0);
-    } else first.current?.focus();
-  }, [initial.to]);
+    if (!startInBody) first.current?.focus();
+  }, [startInBody]);
 
   const change = (patch: Partial<DraftFields>) => {
     const next = { ...fields, ...patch };
@@ -104,6 +114,9 @@ function ComposeForm({ title, initial, files, draftId, mailboxes, back, origin }
 
   async function send(event?: FormEvent) {
     event?.preventDefault();
+    // Ctrl+Enter held down repeats: one send.
+    if (sending.current) return;
+    sending.current = true;
     setBusy(true);
     setSendError(null);
     try {
@@ -116,6 +129,7 @@ function ComposeForm({ title, initial, files, draftId, mailboxes, back, origin }
       navigate(mailPath(fields.mailbox, 'sent', answer.message_id), { replace: true });
     } catch (err) {
       setSendError(err instanceof ApiError ? err : new ApiError(0, 'network', 'the server did not answer; try again'));
+      sending.current = false;
       setBusy(false);
     }
   }
@@ -129,7 +143,10 @@ function ComposeForm({ title, initial, files, draftId, mailboxes, back, origin }
   }
 
   const onKey = (e: KeyboardEvent) => {
-    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) void send();
+    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      void send();
+    }
   };
   const saveState = saver.state;
   const recipientsProblem = sendError && RECIPIENT_ERRORS.has(sendError.code) ? sendError.detail
@@ -157,14 +174,17 @@ function ComposeForm({ title, initial, files, draftId, mailboxes, back, origin }
           <input id="compose-subject" value={fields.subject} maxLength={998} onChange={(e) => change({ subject: e.target.value })} />
         </div>
         <div className="field body-field">
-          <label htmlFor="compose-body">Message</label>
-          <textarea id="compose-body" ref={body} rows={14} value={fields.body} onChange={(e) => change({ body: e.target.value })} />
+          <span id="compose-body-label" className="label">Message</span>
+          <Suspense fallback={<p className="loading" role="status">Loading the editor…</p>}>
+            <RichEditor initialHtml={initial.html ?? ''} labelledBy="compose-body-label" autofocus={startInBody}
+              onChange={(html) => change({ html, body: htmlToText(html) })} />
+          </Suspense>
         </div>
         <Attachments initial={files} draftId={() => saver.saveNow()} />
         {fields.in_reply_to && <p className="muted thread-note">An answer: it joins the conversation of the message it answers.</p>}
         {otherProblem && <SendProblem error={otherProblem} onNewMessage={() => change({ in_reply_to: null })} />}
         <div className="compose-actions">
-          <button type="submit" className="primary" disabled={busy}>{busy ? 'Sending…' : sendAt ? 'Schedule' : 'Send'}</button>
+          <button type="submit" className="primary" disabled={busy} aria-keyshortcuts="Control+Enter Meta+Enter" title="Send (Ctrl+Enter)">{busy ? 'Sending…' : sendAt ? 'Schedule' : 'Send'}</button>
           <label htmlFor="compose-send-at" className="send-later">Send later</label>
           <input id="compose-send-at" type="datetime-local" value={sendAt} onChange={(e) => setSendAt(e.target.value)} aria-describedby="compose-send-at-hint" />
           <span id="compose-send-at-hint" className="muted hint">up to 30 days ahead; empty sends now</span>
@@ -186,11 +206,8 @@ function Recipients(props: {
   const { fields, change, problem } = props;
   const described = problem ? 'compose-recipients-error compose-recipients-hint' : 'compose-recipients-hint';
   const input = (key: 'to' | 'cc' | 'bcc', label: string) => (
-    <div className="field">
-      <label htmlFor={`compose-${key}`}>{label}</label>
-      <input id={`compose-${key}`} ref={key === 'to' ? props.firstRef : undefined} type="text" inputMode="email" autoComplete="off"
-        value={fields[key]} onChange={(e) => change({ [key]: e.target.value })} aria-invalid={problem !== null} aria-describedby={described} />
-    </div>
+    <AddressField id={`compose-${key}`} label={label} inputRef={key === 'to' ? props.firstRef : undefined} value={fields[key]}
+      onChange={(value) => change({ [key]: value })} invalid={problem !== null} describedBy={described} />
   );
   return (
     <fieldset className="recipients">

@@ -1,4 +1,6 @@
 import { longDate } from './format';
+import { textToHtml } from './htmltext';
+import { sanitizeHtml } from './sanitize';
 import type { ComposeMode } from './router';
 import type { DraftFields } from './sending';
 import type { FullMessage } from './types';
@@ -82,17 +84,29 @@ export function startFrom(message: FullMessage, mode: Exclude<ComposeMode, 'new'
   const self = new Set([message.mailbox.toLowerCase()]);
   const base = { mailbox: message.mailbox, bcc: '' };
   if (mode === 'forward') {
-    return { ...base, to: '', cc: '', subject: forwardSubject(message.subject), body: forwarded(message), in_reply_to: null };
+    return { ...base, to: '', cc: '', subject: forwardSubject(message.subject), body: forwarded(message), html: null, in_reply_to: null };
   }
   const targets = unique(replyTargets(message), self);
   const everyone = mode === 'all' && message.direction === 'inbound' ? [...targets, ...message.to.map((a) => a.address)] : targets;
   const to = unique(everyone, self);
   const cc = mode === 'all' ? unique(message.cc.map((a) => a.address), new Set([...self, ...to])) : [];
-  return { ...base, to: to.join(', '), cc: cc.join(', '), subject: replySubject(message.subject), body: quoted(message), in_reply_to: message.message_id };
+  return { ...base, to: to.join(', '), cc: cc.join(', '), subject: replySubject(message.subject), body: quoted(message), html: null, in_reply_to: message.message_id };
 }
 
 export function emptyFields(mailbox: string): DraftFields {
-  return { mailbox, to: '', cc: '', bcc: '', subject: '', body: '', in_reply_to: null };
+  return { mailbox, to: '', cc: '', bcc: '', subject: '', body: '', html: null, in_reply_to: null };
+}
+
+/**
+ * The HTML the editor starts with: the draft's own, else its text as HTML. A new message or an answer starts with an
+ * empty line to write on, then the mailbox's signature, then the quote or the forwarded message.
+ */
+export function startingHtml(fields: DraftFields, signature: string | null): string {
+  if (fields.html !== null) return fields.html;
+  const text = textToHtml(fields.body);
+  const blank = fields.body === '' || fields.body.startsWith('\n');
+  const signed = signature === null ? '' : `<p></p>${sanitizeHtml(signature)}`;
+  return blank ? `<p></p>${signed}${text ? `<p></p>${text}` : ''}` : `${signed}${text}`;
 }
 
 /** Error codes of a save or a send that are about the recipients, so they show by the recipient fields. */

@@ -15,7 +15,10 @@ export interface DraftFields {
   cc: string;
   bcc: string;
   subject: string;
+  /** The plain-text part: derived from `html` when the message is written in the editor. */
   body: string;
+  /** The HTML part; null for a plain-text draft (one from a mail client, or from before the editor). */
+  html: string | null;
   in_reply_to: string | null;
 }
 
@@ -74,6 +77,8 @@ export function saveOnUnload(id: string, fields: DraftFields, withRecipients: bo
 }
 
 export const useDraft = (id: string | null) => useQuery(draftQuery(id));
+export const useSignatures = (enabled: boolean) =>
+  useQuery({ queryKey: ['signatures'], queryFn: () => answerOf(client.GET('/app/api/signatures')), enabled, staleTime: 60_000 });
 export const useDrafts = (mailbox: string | null) => useQuery(draftsQuery(mailbox));
 export const useSourceMessage = (id: string | null) => useQuery(messageQuery(id, false));
 export const useSentPage = (mailbox: string | null, offset: number) => useQuery(sentPageQuery(mailbox, offset));

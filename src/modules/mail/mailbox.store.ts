@@ -68,6 +68,38 @@ export function createMailboxStore() {
     /** The mailbox an address belongs to, in whichever workspace (inbound SMTP routing). */
     mailboxForRecipient: async (work: Work, address: string): Promise<Pick<MailboxTable, 'id' | 'workspace_id' | 'address'> | undefined> =>
       (await findAnyByAddressQuery(mailDb(work), { address }))[0],
+    /** The workspace's mailboxes that have a signature, with it. */
+    listSignatures: (work: Work, workspaceId: string): Promise<{ address: string; signature_html?: string | null; updated_at: number }[]> =>
+      mailDb(work)
+        .selectFrom('mailboxes')
+        .select(['address', 'updated_at', 'signature_html'])
+        .where('workspace_id', '=', workspaceId)
+        .where('signature_html', 'is not', null)
+        .orderBy('address')
+        .execute(),
+    /** Set (or, with null, clear) a mailbox's signature; answers whether the mailbox is the workspace's. */
+    setSignature: async (work: Work, workspaceId: string, address: string, html: string | null, now: number): Promise<boolean> => {
+      const result = await mailDb(work)
+        .updateTable('mailboxes')
+        .set({ signature_html: html, updated_at: now })
+        .where('workspace_id', '=', workspaceId)
+        .where('address', '=', address)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows) > 0;
+    },
+    /**
+     * The senders and recipients of the workspace's newest messages: a bounded read down the (workspace, created_at)
+     * index, so address completion costs the same on a workspace of any size.
+     */
+    recentCorrespondents: (work: Work, workspaceId: string, limit: number) =>
+      mailDb(work)
+        .selectFrom('messages')
+        .select(['from_json', 'to_json', 'cc_json', 'created_at'])
+        .where('workspace_id', '=', workspaceId)
+        .orderBy('created_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(limit)
+        .execute(),
     /** Delete a mailbox and, through foreign keys, everything stored in it. */
     deleteMailbox: async (work: Work, workspaceId: string, id: string): Promise<void> => {
       await mailDb(work).deleteFrom('mailboxes').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();

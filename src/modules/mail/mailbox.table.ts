@@ -4,6 +4,8 @@ export interface MailboxTable {
   /** Lower-case, unique service-wide. */
   address: string;
   description: string;
+  /** The web app's signature for messages from this mailbox (HTML); null: none. */
+  signature_html?: string | null;
   created_at: number;
   updated_at: number;
 }

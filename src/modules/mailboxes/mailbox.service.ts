@@ -10,8 +10,10 @@ import type { MailboxRow, ReceivedMailStore } from '../mail/mail.store.js';
 import type { MailboxTable } from '../mail/mailbox.table.js';
 import { MAX_DESCRIPTION_LENGTH, type DomainPolicy, type MailboxView } from './mailbox.types.js';
 import { isReservedLocalPart } from './reserved.js';
+import { createComposeAids, type ComposeAids } from './compose-aids.js';
 
-export interface MailboxService {
+/** Mailboxes, with the composer's aids (signatures, address completion). */
+export interface MailboxService extends ComposeAids {
   list(tenant: TenantContext): Promise<MailboxView[]>;
   /** Create a mailbox in a hosted or verified domain (any member of the workspace may); not a reserved address of a hosted domain. */
   create(tenant: TenantContext, input: MailboxInput): Promise<MailboxView>;
@@ -42,7 +44,7 @@ export interface MailboxDeps {
   clock: Clock;
   /** Which domains may hold mailboxes; `isAllowedDomain` reads (and with `hold`, holds) in the caller's transaction. */
   domains: Pick<DomainPolicy, 'isHostedDomain'> & { isAllowedDomain(workspaceId: string, domain: string, work: Work, hold: boolean): Promise<boolean> };
-  store: Pick<ReceivedMailStore, 'createMailbox' | 'listMailboxes' | 'findMailbox' | 'deleteMailbox'>;
+  store: Pick<ReceivedMailStore, 'createMailbox' | 'listMailboxes' | 'findMailbox' | 'deleteMailbox' | 'listSignatures' | 'setSignature' | 'recentCorrespondents'>;
   /** Whether a workspace exists (the operator names it by id). */
   workspaceExists: (workspaceId: string) => Promise<boolean>;
   /** The workspace's quota of mailboxes (`QuotaService.checkMailboxes`), checked in the creating transaction. */
@@ -93,6 +95,8 @@ export function createMailboxService({ work, clock, domains, store, workspaceExi
   }
 
   return {
+    ...createComposeAids({ work, clock, store }),
+
     async list(tenant) {
       return (await store.listMailboxes(work, tenant.workspaceId)).map(toMailboxView);
     },

@@ -36,6 +36,7 @@ import { eventRoutes } from './routes/events.routes.js';
 import { auditRoutes } from './routes/audit.routes.js';
 import { domainRoutes } from './routes/domains.routes.js';
 import { domainReportRoutes } from './routes/domain-reports.routes.js';
+import { composeAidRoutes } from './routes/compose-aids.routes.js';
 import { draftRoutes } from './routes/drafts.routes.js';
 import { listRoutes } from './routes/lists.routes.js';
 import { suppressionRoutes } from './routes/suppressions.routes.js';
@@ -261,6 +262,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(domainReportRoutes({ reports: deps.reports, tenant }));
         await authed.register(sendingRoutes({ sending: deps.sending, tenant, surface: 'session' }));
         await authed.register(draftRoutes({ drafts: deps.drafts, tenant }));
+        await authed.register(composeAidRoutes({ aids: deps.mailboxes, tenant }));
         await authed.register(serviceTokenRoutes({ tokens: deps.serviceTokens, tenant }));
         await authed.register(apiKeyRoutes({ workspace: deps.workspaceAdmin, tenant }));
         await authed.register(appPasswordRoutes({ appPasswords: deps.appPasswords, tenant }));

@@ -13,6 +13,7 @@ import { Members } from './Members';
 import { Password } from './Password';
 import { Retention } from './Retention';
 import { ServiceTokens } from './ServiceTokens';
+import { Signatures } from './Signatures';
 import { Suppressions } from './Suppressions';
 import { Usage } from './Usage';
 import { Webhooks } from './Webhooks';
@@ -29,6 +30,7 @@ interface AdminSection {
 
 const SECTIONS: AdminSection[] = [
   { id: 'mailboxes', title: 'Mailboxes', managers: false, render: () => <Mailboxes /> },
+  { id: 'signatures', title: 'Signatures', managers: false, render: () => <Signatures /> },
   { id: 'domains', title: 'Sending domains', managers: true, render: () => <Domains /> },
   { id: 'service-tokens', title: 'Service tokens', managers: true, render: () => <ServiceTokens /> },
   { id: 'api-keys', title: 'API keys', managers: true, render: () => <ApiKeys /> },
