@@ -1957,6 +1957,7 @@ export interface components {
             participants: string[];
             last_message_at: string;
             snippet: string;
+            in_folder?: components["schemas"]["FolderThread"];
         };
         ThreadDetail: {
             thread_id: string;
@@ -2035,6 +2036,19 @@ export interface components {
             response: string | null;
             /** @description the host of its last attempt, or null */
             mx: string | null;
+        };
+        /**
+         * FolderThread
+         * @description with a folder filter: what that folder holds of the thread
+         */
+        FolderThread: {
+            folder: string;
+            message_count: number;
+            unread_count: number;
+            senders: components["schemas"]["Address"][];
+            message_id: string;
+            last_message_at: string;
+            snippet: string;
         };
         /** Usage */
         Usage: {
@@ -3823,6 +3837,8 @@ export interface operations {
             query?: {
                 /** @description an email address */
                 mailbox?: string;
+                /** @description only threads with a message in this folder, by that folder's newest */
+                folder?: "inbox" | "archive" | "sent" | "spam" | "trash";
                 label?: string;
                 /** @description a search query (Gmail's operators); see Search queries */
                 q?: string;
@@ -4881,6 +4897,8 @@ export interface operations {
             query?: {
                 /** @description an email address */
                 mailbox?: string;
+                /** @description only threads with a message in this folder, by that folder's newest */
+                folder?: "inbox" | "archive" | "sent" | "spam" | "trash";
                 label?: string;
                 /** @description a search query (Gmail's operators); see Search queries */
                 q?: string;

@@ -49,7 +49,14 @@ const MessagesQuery = Type.Object(
   { additionalProperties: false },
 );
 const ThreadsQuery = Type.Object(
-  { mailbox: Type.Optional(Email), label: Type.Optional(Label), q: Type.Optional(SearchText), limit: Type.Optional(Limit), offset: Type.Optional(Offset) },
+  {
+    mailbox: Type.Optional(Email),
+    folder: Type.Optional(folderName(Type.String({ minLength: 1, maxLength: 32, description: "only threads with a message in this folder, by that folder's newest" }))),
+    label: Type.Optional(Label),
+    q: Type.Optional(SearchText),
+    limit: Type.Optional(Limit),
+    offset: Type.Optional(Offset),
+  },
   { additionalProperties: false },
 );
 const ActionResponse = Type.Object(
@@ -363,6 +370,7 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
       async (request) => {
         const q = request.query;
         const query = { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 };
+        if (query.q !== undefined && query.folder !== undefined) throw invalid('invalid_request', 'folder and q cannot be combined');
         if (query.q !== undefined) return messages.searchThreads(tenant(request), { ...query, q: query.q });
         return messages.listThreads(tenant(request), query);
       },
