@@ -34,7 +34,7 @@ function Row({ thread, mailbox }: { thread: FolderThread; mailbox: string }) {
     <>
       <span className="from">
         {senderNames(share?.senders ?? [], mailbox)}
-        {count > 1 && <span className="count" aria-label={`${count} messages`}> {count}</span>}
+        {count > 1 && <span className="count"> {count}<span className="visually-hidden"> messages</span></span>}
       </span>
       <span className="subject">
         {unread && <span className="visually-hidden">Unread: </span>}
