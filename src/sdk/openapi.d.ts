@@ -2164,6 +2164,8 @@ export interface components {
         ThreadPage: {
             threads: components["schemas"]["Thread"][];
             total: number;
+            /** @description with folder only: true when total counted only the folder's newest 10,000 messages */
+            total_capped?: boolean;
             limit: number;
             offset: number;
         };

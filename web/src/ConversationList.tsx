@@ -53,7 +53,7 @@ function Pager({ route, page }: { route: MailRoute; page: ThreadPage }) {
   const go = (offset: number) => route.mailbox && navigate(mailPath(route.mailbox, route.folder, null, '', offset));
   return (
     <div className="pager">
-      <span>{from}–{to} of {page.total}</span>
+      <span>{from}–{to} of {page.total}{page.total_capped ? '+' : ''}</span>
       <button type="button" disabled={page.offset === 0} onClick={() => go(Math.max(page.offset - PAGE_SIZE, 0))} aria-label="Newer conversations">‹</button>
       <button type="button" disabled={to >= page.total} onClick={() => go(page.offset + PAGE_SIZE)} aria-label="Older conversations">›</button>
     </div>

@@ -59,15 +59,21 @@ function newestPerThread(db: MailDb, scope: Scope, limit: number, offset: number
     .execute();
 }
 
-/** How many threads have a message in the folder. */
-async function countThreads(db: MailDb, scope: Scope): Promise<number> {
-  let query = db
-    .selectFrom('messages')
-    .select(sql<number | string>`count(distinct thread_id)`.as('n'))
-    .where('workspace_id', '=', scope.workspaceId)
-    .where('folder', '=', scope.folder);
-  if (scope.mailboxId !== undefined) query = query.where('mailbox_id', '=', scope.mailboxId);
-  return Number((await query.executeTakeFirstOrThrow()).n);
+/**
+ * The folder's newest messages the count reads at most: it counts the threads among them, so it stays as cheap on a
+ * folder of millions; beyond, the total is a lower bound and says so (`capped`).
+ */
+export const THREAD_COUNT_WINDOW = 10_000;
+
+/** How many threads have a message in the folder (among its newest THREAD_COUNT_WINDOW messages). */
+async function countThreads(db: MailDb, scope: Scope): Promise<{ total: number; capped: boolean }> {
+  let window = db.selectFrom('messages').select(['thread_id']).where('workspace_id', '=', scope.workspaceId).where('folder', '=', scope.folder);
+  if (scope.mailboxId !== undefined) window = window.where('mailbox_id', '=', scope.mailboxId);
+  const row = await db
+    .selectFrom(window.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(THREAD_COUNT_WINDOW + 1).as('w'))
+    .select([sql<number | string>`count(distinct w.thread_id)`.as('n'), sql<number | string>`count(*)`.as('rows')])
+    .executeTakeFirstOrThrow();
+  return { total: Number(row.n), capped: Number(row.rows) > THREAD_COUNT_WINDOW };
 }
 
 /** Per thread of the page and sender: the folder's messages, unread ones and the sender's first one. */
@@ -99,9 +105,9 @@ function threadsByIds(db: MailDb, workspaceId: string, threadIds: string[]): Pro
     .execute();
 }
 
-export async function folderThreadRows(db: MailDb, scope: Scope, limit: number, offset: number): Promise<{ rows: FolderThreadRow[]; total: number }> {
-  const [newest, total] = await Promise.all([newestPerThread(db, scope, limit, offset), countThreads(db, scope)]);
-  if (newest.length === 0) return { rows: [], total };
+export async function folderThreadRows(db: MailDb, scope: Scope, limit: number, offset: number): Promise<{ rows: FolderThreadRow[]; total: number; capped: boolean }> {
+  const [newest, { total, capped }] = await Promise.all([newestPerThread(db, scope, limit, offset), countThreads(db, scope)]);
+  if (newest.length === 0) return { rows: [], total, capped };
   const ids = newest.map((r) => r.thread_id);
   const [threads, senders] = await Promise.all([threadsByIds(db, scope.workspaceId, ids), sendersOf(db, scope, ids)]);
   const byId = new Map(threads.map((t) => [t.id, t]));
@@ -121,7 +127,7 @@ export async function folderThreadRows(db: MailDb, scope: Scope, limit: number, 
       snippet: n.snippet,
     });
   }
-  return { rows, total };
+  return { rows, total, capped };
 }
 
 export function createFolderThreadStore() {

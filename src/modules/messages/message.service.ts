@@ -65,7 +65,7 @@ export interface MessageService {
   attachment(tenant: TenantContext, messageId: string, attachmentId: string): Promise<Download>;
   raw(tenant: TenantContext, messageId: string): Promise<Download>;
   stats(tenant: TenantContext): Promise<Stats>;
-  listThreads(tenant: TenantContext, query: { mailbox?: string | undefined; label?: string | undefined; folder?: string | undefined; limit: number; offset: number }): Promise<{ threads: ThreadView[]; total: number; limit: number; offset: number }>;
+  listThreads(tenant: TenantContext, query: { mailbox?: string | undefined; label?: string | undefined; folder?: string | undefined; limit: number; offset: number }): Promise<{ threads: ThreadView[]; total: number; total_capped?: boolean; limit: number; offset: number }>;
   getThread(tenant: TenantContext, threadId: string): Promise<ThreadDetailView>;
   setThreadLabels(tenant: TenantContext, threadId: string, change: { add?: string[] | undefined; remove?: string[] | undefined }): Promise<{ labels: string[] }>;
   /** Messages that match a search query (search.service.ts). */
@@ -287,7 +287,7 @@ export function createMessageService({ work, store, searches, learning }: { work
         if (query.label !== undefined) throw invalid('invalid_request', 'folder and label cannot be combined');
         const scope = { workspaceId: tenant.workspaceId, mailboxId: await mailboxId(tenant, query.mailbox), folder: parseFolder(query.folder) };
         const page = await store.folderThreadPage(work, scope, query.limit, query.offset);
-        return { threads: page.rows.map(toFolderThreadView), total: page.total, limit: query.limit, offset: query.offset };
+        return { threads: page.rows.map(toFolderThreadView), total: page.total, ...(page.capped ? { total_capped: true } : {}), limit: query.limit, offset: query.offset };
       }
       const { rows, total } = await store.threadPage(work, tenant.workspaceId, { mailboxId: await mailboxId(tenant, query.mailbox), label: query.label }, query.limit, query.offset);
       return { threads: rows.map(toThreadView), total, limit: query.limit, offset: query.offset };

@@ -73,7 +73,16 @@ const StatsResponse = Type.Object(
   },
   { title: 'Stats' },
 );
-const ThreadPage = Type.Object({ threads: Type.Array(ref(ThreadSchema)), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }, { title: 'ThreadPage' });
+const ThreadPage = Type.Object(
+  {
+    threads: Type.Array(ref(ThreadSchema)),
+    total: Type.Integer(),
+    total_capped: Type.Optional(Type.Boolean({ description: "with folder only: true when total counted only the folder's newest 10,000 messages" })),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+  },
+  { title: 'ThreadPage' },
+);
 export const Download = (description: string, contentType: string) => ({
   description,
   headers: { 'Content-Disposition': { type: 'string', description: 'attachment; filename="…"; filename*=UTF-8\'\'…' } },
