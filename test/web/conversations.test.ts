@@ -47,7 +47,7 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: conversations in Chromium (${TEST_DIALE
     await post(`/messages/${ids.order}/read`, { read: true });
     browser = await startBrowser();
     page = await browser.page();
-    await logIn(page, base, acme.ownerEmail, acme.password);
+    await logIn(page, base, acme.ownerEmail, acme.password, { conversations: true });
   });
   afterAll(async () => {
     await browser?.close();
