@@ -42,6 +42,7 @@ import * as m20261212000300 from './migrations/20261212000300_domain_reports.js'
 import * as m20261212000400 from './migrations/20261212000400_domain_return_path.js';
 import * as m20261212000600 from './migrations/20261212000600_outbound_delivery_notification.js';
 import * as m20261213000300 from './migrations/20261213000300_mailbox_signature.js';
+import * as m20261213000400 from './migrations/20261213000400_messages_thread_folder_index.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -91,6 +92,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261212000400_domain_return_path': m20261212000400,
   '20261212000600_outbound_delivery_notification': m20261212000600,
   '20261213000300_mailbox_signature': m20261213000300,
+  '20261213000400_messages_thread_folder_index': m20261213000400,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

@@ -2076,6 +2076,7 @@ export interface components {
             participants: string[];
             last_message_at: string;
             snippet: string;
+            in_folder?: components["schemas"]["FolderThread"];
         };
         ThreadDetail: {
             thread_id: string;
@@ -2154,6 +2155,19 @@ export interface components {
             response: string | null;
             /** @description the host of its last attempt, or null */
             mx: string | null;
+        };
+        /**
+         * FolderThread
+         * @description with a folder filter: what that folder holds of the thread
+         */
+        FolderThread: {
+            folder: string;
+            message_count: number;
+            unread_count: number;
+            senders: components["schemas"]["Address"][];
+            message_id: string;
+            last_message_at: string;
+            snippet: string;
         };
         /** Usage */
         Usage: {
@@ -2269,6 +2283,8 @@ export interface components {
         ThreadPage: {
             threads: components["schemas"]["Thread"][];
             total: number;
+            /** @description with folder only: true when total counted only the folder's newest 10,000 messages */
+            total_capped?: boolean;
             limit: number;
             offset: number;
         };
@@ -4028,6 +4044,8 @@ export interface operations {
             query?: {
                 /** @description an email address */
                 mailbox?: string;
+                /** @description only threads with a message in this folder, by that folder's newest */
+                folder?: "inbox" | "archive" | "sent" | "spam" | "trash";
                 label?: string;
                 /** @description a search query (Gmail's operators); see Search queries */
                 q?: string;
@@ -5150,6 +5168,8 @@ export interface operations {
             query?: {
                 /** @description an email address */
                 mailbox?: string;
+                /** @description only threads with a message in this folder, by that folder's newest */
+                folder?: "inbox" | "archive" | "sent" | "spam" | "trash";
                 label?: string;
                 /** @description a search query (Gmail's operators); see Search queries */
                 q?: string;

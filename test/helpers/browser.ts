@@ -41,11 +41,21 @@ export async function startBrowser(): Promise<Browser> {
   };
 }
 
-/** Log in through the form and wait for the mail view. */
-export async function logIn(page: Page, base: string, email: string, password: string): Promise<void> {
+/**
+ * Log in through the form and wait for the mail view. Folders list one row per message unless `conversations` is
+ * asked for: the tests of single messages read the list that way (the user's setting, kept in the browser).
+ */
+export async function logIn(page: Page, base: string, email: string, password: string, options: { conversations?: boolean } = {}): Promise<void> {
   await page.goto(`${base}/`);
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Log in' }).click();
+  await page.getByRole('navigation', { name: 'Mailboxes and folders' }).waitFor();
+  if (options.conversations) return;
+  await page.evaluate(
+    `fetch('/app/api/session', { headers: { 'x-service-session': sessionStorage.getItem('mailroom.session') } })
+      .then((r) => r.json()).then((s) => localStorage.setItem('mailroom.conversations.' + s.user.user_id, 'off'))`,
+  );
+  await page.reload();
   await page.getByRole('navigation', { name: 'Mailboxes and folders' }).waitFor();
 }

@@ -2,6 +2,8 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { client as api } from './api';
 import { Compose, composeKey } from './Compose';
+import { ConversationList, ConversationToggle } from './ConversationList';
+import { isThreadId, rowTarget, useConversationSetting, useFolderThreads, useMoveThread } from './conversations';
 import { Drafts } from './Drafts';
 import { followEvents } from './events';
 import { Header } from './Header';
@@ -12,6 +14,7 @@ import { composePath, mailPath, navigate, type ComposeMode, type Route } from '.
 import { SentList } from './Sent';
 import { Shortcuts, useShortcuts } from './Shortcuts';
 import { FOLDER_NAMES, Sidebar } from './Sidebar';
+import { ThreadView } from './ThreadView';
 import type { SessionInfo } from './types';
 
 type MailRoute = Extract<Route, { page: 'mail' }>;
@@ -47,7 +50,12 @@ function useTitle(route: MailRoute): void {
 export function Mail({ session, route, onLogout }: { session: SessionInfo; route: MailRoute; onLogout: () => void }) {
   const workspaceId = session.active_workspace_id;
   const mailboxes = useMailboxes(workspaceId);
-  const page = useMessagePage(route.mailbox, route.folder, route.q, route.offset);
+  // A folder is shown as conversations unless the user turned them off; a search and the sent list stay per message.
+  const grouping = useConversationSetting(session.user.user_id);
+  const conversational = grouping && route.folder !== 'sent' && !route.q && route.view.kind === 'folder';
+  const page = useMessagePage(conversational ? null : route.mailbox, route.folder, route.q, route.offset);
+  const threads = useFolderThreads(conversational ? route.mailbox : null, route.folder, route.offset);
+  const moveThread = useMoveThread();
   const live = useLiveMail(workspaceId);
   useTitle(route);
   const action = useMessageAction();
@@ -59,6 +67,8 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
   const [helpOpen, setHelpOpen] = useState(false);
   const searchRef = useRef<HTMLInputElement>(null);
   const messages = page.data?.messages ?? [];
+  // What j/k and Enter walk: the rows' targets (a thread of one message opens as that message).
+  const items = conversational ? (threads.data?.threads ?? []).map(rowTarget) : messages.map((m) => m.message_id);
 
   useEffect(() => {
     const first = mailboxes.data?.[0];
@@ -67,16 +77,21 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
 
   // Keys that act on a message act only where messages are shown, not in the compose form or the drafts.
   const inFolder = route.view.kind === 'folder';
-  const current = inFolder ? (route.messageId ?? messages[selected]?.message_id ?? null) : null;
+  const current = inFolder ? (route.messageId ?? items[selected] ?? null) : null;
   const open = (id: string) => route.mailbox && navigate(mailPath(route.mailbox, route.folder, id, route.q, route.offset));
   const back = () => route.mailbox && navigate(mailPath(route.mailbox, route.folder, null, route.q, route.offset));
   const write = (mode: ComposeMode) => {
     if (!route.mailbox) return;
     if (mode === 'new') navigate(composePath(route.mailbox));
-    else if (current !== null) navigate(composePath(route.mailbox, { source: current, mode }));
+    else if (current !== null && !isThreadId(current)) navigate(composePath(route.mailbox, { source: current, mode }));
   };
   const act = (kind: 'archive' | 'trash') => {
     if (current === null) return;
+    if (isThreadId(current)) {
+      void moveThread(current, route.folder, kind).catch(() => undefined);
+      if (route.messageId) back();
+      return;
+    }
     action.mutate({ id: current, action: { kind: 'move', folder: kind } });
     if (route.messageId) back();
   };
@@ -84,11 +99,11 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
   // j/k move the selection in the list and, while a message is open, open its neighbour (as Gmail does).
   const step = (delta: number) => {
     if (!inFolder) return;
-    const from = route.messageId ? messages.findIndex((m) => m.message_id === route.messageId) : selected;
-    const to = Math.min(Math.max(from + delta, 0), Math.max(messages.length - 1, 0));
+    const from = route.messageId ? items.indexOf(route.messageId) : selected;
+    const to = Math.min(Math.max(from + delta, 0), Math.max(items.length - 1, 0));
     setSelected(() => to);
-    const target = messages[to];
-    if (route.messageId && target && target.message_id !== route.messageId) open(target.message_id);
+    const target = items[to];
+    if (route.messageId && target && target !== route.messageId) open(target);
   };
 
   useShortcuts({
@@ -120,6 +135,8 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
           <Compose key={composeKey(route.view)} view={route.view} mailbox={route.mailbox} mailboxes={mailboxes.data ?? []} />
         ) : route.view.kind === 'drafts' ? (
           <Drafts mailbox={route.mailbox} />
+        ) : isThreadId(route.messageId) ? (
+          <ThreadView key={route.messageId} threadId={route.messageId} folder={route.folder} onBack={back} />
         ) : route.messageId ? (
           <MessageView key={route.messageId} messageId={route.messageId} onBack={back} />
         ) : route.mailbox === null ? (
@@ -127,7 +144,14 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
         ) : route.folder === 'sent' && !route.q ? (
           <SentList route={route} selected={selected} onSelect={(i) => setSelected(() => i)} onOpen={open} />
         ) : (
-          <BulkList route={route} page={page} selected={selected} onSelect={(i) => setSelected(() => i)} onOpen={open} />
+          <>
+            {route.folder !== 'sent' && !route.q && <ConversationToggle userId={session.user.user_id} on={grouping} />}
+            {conversational ? (
+              <ConversationList route={route} page={threads} selected={selected} onSelect={(i) => setSelected(() => i)} onOpen={open} />
+            ) : (
+              <BulkList route={route} page={page} selected={selected} onSelect={(i) => setSelected(() => i)} onOpen={open} />
+            )}
+          </>
         )}
       </main>
       <Shortcuts open={helpOpen} onClose={() => setHelpOpen(false)} />

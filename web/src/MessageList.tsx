@@ -2,6 +2,7 @@ import type { UseQueryResult } from '@tanstack/react-query';
 import { useEffect, useRef, type ReactNode } from 'react';
 import { ApiError } from './api';
 import { person, shortDate } from './format';
+import { listKeys } from './conversations';
 import { PAGE_SIZE } from './queries';
 import { mailPath, navigate, type Route } from './router';
 import type { MessagePage } from './types';
@@ -53,7 +54,11 @@ export function MessageList(props: {
       </div>
       {bulk?.bar}
       {data.messages.length === 0 && <p className="muted empty">No messages here.</p>}
-      <ul className="messages" aria-label="Messages">
+      <ul
+        className="messages"
+        aria-label="Messages"
+        onKeyDown={(e) => listKeys(e, selected, data.messages.length, props.onSelect, () => { const m = data.messages[selected]; if (m) props.onOpen(m.message_id); })}
+      >
         {data.messages.map((m, i) => (
           <li key={m.message_id} className={`row ${m.read ? '' : 'unread'} ${i === selected ? 'selected' : ''} ${bulk ? 'checkable' : ''}`} data-message-id={m.message_id}>
             {bulk && (

@@ -11,6 +11,7 @@ import { createCopyStore } from './copy.store.js';
 import { createCopyMessagesStore } from './copy-messages.store.js';
 import { createMailboxStore } from './mailbox.store.js';
 import { createMessageStore } from './message.store.js';
+import { createFolderThreadStore } from './folder-threads.store.js';
 import { createOrganizeStore } from './organize.store.js';
 import { createPurgeStore } from './purge.store.js';
 import { createSearchStore } from './search.store.js';
@@ -35,6 +36,7 @@ export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
     ...createCopyStore(deps),
     ...createCopyMessagesStore(deps),
     ...createMessageStore(),
+    ...createFolderThreadStore(),
     ...createOrganizeStore(deps),
     ...createMailboxStore(),
     ...createSearchStore(deps),
@@ -66,6 +68,7 @@ export type { StoreInput } from './copy.store.js';
 export type { CopiedMessage, CopySource } from './copy-messages.store.js';
 export type { MailboxRow } from './mailbox.store.js';
 export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, StoredMessageRow, ThreadRow, VersionedPage } from './message.store.js';
+export type { FolderThreadRow } from './folder-threads.store.js';
 export type { FolderScope, FolderTextField, SearchPageRow } from './search.store.js';
 export type { DraftScope } from './draft-folder.store.js';
 export type { Renumbered } from './uid-renumber.store.js';

@@ -16,7 +16,7 @@ import {
   type ThreadDetailView,
   type ThreadView,
 } from './message.types.js';
-import { toDeliveryDetail, toMessageListView, toThreadView } from './message.views.js';
+import { toDeliveryDetail, toFolderThreadView, toMessageListView, toThreadView } from './message.views.js';
 import { createSearch, type Search } from './search.service.js';
 import { lessonOf, type SpamLearning } from './spam-learning.js';
 import type { SearchRunner } from './search-runner.js';
@@ -65,7 +65,7 @@ export interface MessageService {
   attachment(tenant: TenantContext, messageId: string, attachmentId: string): Promise<Download>;
   raw(tenant: TenantContext, messageId: string): Promise<Download>;
   stats(tenant: TenantContext): Promise<Stats>;
-  listThreads(tenant: TenantContext, query: { mailbox?: string | undefined; label?: string | undefined; limit: number; offset: number }): Promise<{ threads: ThreadView[]; total: number; limit: number; offset: number }>;
+  listThreads(tenant: TenantContext, query: { mailbox?: string | undefined; label?: string | undefined; folder?: string | undefined; limit: number; offset: number }): Promise<{ threads: ThreadView[]; total: number; total_capped?: boolean; limit: number; offset: number }>;
   getThread(tenant: TenantContext, threadId: string): Promise<ThreadDetailView>;
   setThreadLabels(tenant: TenantContext, threadId: string, change: { add?: string[] | undefined; remove?: string[] | undefined }): Promise<{ labels: string[] }>;
   /** Messages that match a search query (search.service.ts). */
@@ -102,6 +102,7 @@ export type MessageServiceStore = Pick<
   | 'findThread'
   | 'threadMessages'
   | 'threadPage'
+  | 'folderThreadPage'
   | 'messagePage'
   | 'pageAndVersion'
   | 'pageVersion'
@@ -281,6 +282,13 @@ export function createMessageService({ work, store, searches, learning }: { work
     },
 
     async listThreads(tenant, query) {
+      if (query.folder !== undefined) {
+        // A folder's conversation list is its own question: the label filter narrows whole threads, not a folder's share.
+        if (query.label !== undefined) throw invalid('invalid_request', 'folder and label cannot be combined');
+        const scope = { workspaceId: tenant.workspaceId, mailboxId: await mailboxId(tenant, query.mailbox), folder: parseFolder(query.folder) };
+        const page = await store.folderThreadPage(work, scope, query.limit, query.offset);
+        return { threads: page.rows.map(toFolderThreadView), total: page.total, ...(page.capped ? { total_capped: true } : {}), limit: query.limit, offset: query.offset };
+      }
       const { rows, total } = await store.threadPage(work, tenant.workspaceId, { mailboxId: await mailboxId(tenant, query.mailbox), label: query.label }, query.limit, query.offset);
       return { threads: rows.map(toThreadView), total, limit: query.limit, offset: query.offset };
     },

@@ -114,6 +114,21 @@ export interface ThreadView {
   participants: string[];
   last_message_at: string;
   snippet: string;
+  /** With a `folder` filter: what that folder holds of the thread. */
+  in_folder?: FolderThreadView;
+}
+
+/** A thread's share of one folder: a conversation list's row. */
+export interface FolderThreadView {
+  folder: string;
+  message_count: number;
+  unread_count: number;
+  /** The senders of its messages in the folder, one per address, in order of first appearance, at most 10. */
+  senders: AddressView[];
+  /** Its newest message in the folder. */
+  message_id: string;
+  last_message_at: string;
+  snippet: string;
 }
 
 export interface ThreadDetailView extends ThreadView {

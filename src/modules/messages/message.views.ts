@@ -1,8 +1,8 @@
 import { iso } from '../../lib/clock.js';
 import { withoutInvisibleFormat } from '../../lib/mail-text.js';
 import type { RecipientState } from '../mail/outbound.table.js';
-import type { AttachmentView, AuthSummary, DeliveryDetail, DeliveryEvent, MessageListView, SentMessageView, ThreadView } from './message.types.js';
-import type { DeliveryColumns, DeliveryDetailColumns, MessagePageRow, ThreadRow } from '../mail/mail.store.js';
+import type { AttachmentView, AuthSummary, DeliveryDetail, DeliveryEvent, FolderThreadView, MessageListView, SentMessageView, ThreadView } from './message.types.js';
+import type { DeliveryColumns, DeliveryDetailColumns, FolderThreadRow, MessagePageRow, ThreadRow } from '../mail/mail.store.js';
 import type { AddressView } from './mime.js';
 
 const parse = <T>(text: string): T => JSON.parse(text) as T;
@@ -80,4 +80,23 @@ export function toThreadView(row: ThreadRow): ThreadView {
     last_message_at: iso(row.last_message_at),
     snippet: row.snippet,
   };
+}
+
+/** A thread as a folder's conversation list shows it: the thread, and what the folder holds of it. */
+export function toFolderThreadView(row: FolderThreadRow): ThreadView {
+  const senders: AddressView[] = [];
+  for (const text of row.senders) {
+    const sender = parse<AddressView | null>(text);
+    if (sender && !senders.some((s) => s.address === sender.address)) senders.push(sender);
+  }
+  const in_folder: FolderThreadView = {
+    folder: row.folder,
+    message_count: row.messageCount,
+    unread_count: row.unreadCount,
+    senders,
+    message_id: row.messageId,
+    last_message_at: iso(row.lastMessageAt),
+    snippet: row.snippet,
+  };
+  return { ...toThreadView(row.thread), in_folder };
 }

@@ -311,7 +311,19 @@ const threadProperties = {
   last_message_at: Type.String(),
   snippet: Type.String(),
 };
-export const ThreadSchema = Type.Object(threadProperties, { $id: 'Thread' });
+const FolderThread = Type.Object(
+  {
+    folder: Type.String(),
+    message_count: Type.Integer(),
+    unread_count: Type.Integer(),
+    senders: Type.Array(AddressSchema),
+    message_id: Type.String(),
+    last_message_at: Type.String(),
+    snippet: Type.String(),
+  },
+  { title: 'FolderThread', description: "with a folder filter: what that folder holds of the thread" },
+);
+export const ThreadSchema = Type.Object({ ...threadProperties, in_folder: Type.Optional(FolderThread) }, { $id: 'Thread' });
 export const ThreadDetail = Type.Object({ ...threadProperties, messages: Type.Array(ref(MessageListItem)) }, { $id: 'ThreadDetail' });
 export const AttachmentList = Type.Object({ attachments: Type.Array(AttachmentSchema) }, { title: 'AttachmentList' });
 export const LabelChange = Type.Object(

@@ -49,7 +49,14 @@ const MessagesQuery = Type.Object(
   { additionalProperties: false },
 );
 const ThreadsQuery = Type.Object(
-  { mailbox: Type.Optional(Email), label: Type.Optional(Label), q: Type.Optional(SearchText), limit: Type.Optional(Limit), offset: Type.Optional(Offset) },
+  {
+    mailbox: Type.Optional(Email),
+    folder: Type.Optional(folderName(Type.String({ minLength: 1, maxLength: 32, description: "only threads with a message in this folder, by that folder's newest" }))),
+    label: Type.Optional(Label),
+    q: Type.Optional(SearchText),
+    limit: Type.Optional(Limit),
+    offset: Type.Optional(Offset),
+  },
   { additionalProperties: false },
 );
 const ActionResponse = Type.Object(
@@ -66,7 +73,16 @@ const StatsResponse = Type.Object(
   },
   { title: 'Stats' },
 );
-const ThreadPage = Type.Object({ threads: Type.Array(ref(ThreadSchema)), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() }, { title: 'ThreadPage' });
+const ThreadPage = Type.Object(
+  {
+    threads: Type.Array(ref(ThreadSchema)),
+    total: Type.Integer(),
+    total_capped: Type.Optional(Type.Boolean({ description: "with folder only: true when total counted only the folder's newest 10,000 messages" })),
+    limit: Type.Integer(),
+    offset: Type.Integer(),
+  },
+  { title: 'ThreadPage' },
+);
 export const Download = (description: string, contentType: string) => ({
   description,
   headers: { 'Content-Disposition': { type: 'string', description: 'attachment; filename="…"; filename*=UTF-8\'\'…' } },
@@ -363,6 +379,7 @@ export function messageRoutes(options: MessageRouteOptions): FastifyPluginAsyncT
       async (request) => {
         const q = request.query;
         const query = { ...q, limit: q.limit ?? 50, offset: q.offset ?? 0 };
+        if (query.q !== undefined && query.folder !== undefined) throw invalid('invalid_request', 'folder and q cannot be combined');
         if (query.q !== undefined) return messages.searchThreads(tenant(request), { ...query, q: query.q });
         return messages.listThreads(tenant(request), query);
       },
