@@ -47,11 +47,13 @@ describe(`serving the web app (${TEST_DIALECT})`, () => {
     const assets = [...index.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1]!);
     expect(assets.some((a) => a.endsWith('.js'))).toBe(true);
     expect(assets.some((a) => a.endsWith('.css'))).toBe(true);
+    expect(assets.some((a) => a.endsWith('.svg'))).toBe(true);
+    const types: Record<string, RegExp> = { js: /javascript/, css: /text\/css/, svg: /image\/svg\+xml/ };
     for (const asset of assets) {
       const res = await h.app.inject({ method: 'GET', url: asset });
       expect(res.statusCode, asset).toBe(200);
       expect(res.headers['cache-control']).toBe('public, max-age=31536000, immutable');
-      expect(res.headers['content-type']).toMatch(asset.endsWith('.js') ? /javascript/ : /text\/css/);
+      expect(res.headers['content-type'], asset).toMatch(types[asset.slice(asset.lastIndexOf('.') + 1)] ?? /^$/);
       expect(res.headers['x-content-type-options']).toBe('nosniff');
     }
   });
