@@ -246,4 +246,50 @@ describe(`IMAP Drafts over the drafts API (${TEST_DIALECT})`, { timeout: 240_000
     expect((await uidsOf(OTHER, 'Secret')).length).toBe(2);
     expect((await drafts(OTHER)).map((d) => d.subject).sort()).toEqual(['Secret appended by other', 'Secret of other']);
   });
+
+  it("APPEND's date is the draft's INTERNALDATE, and a MOVE keeps a message's INTERNALDATE into Drafts", async () => {
+    const appended = await imaplib(port, [login(MAILBOX), ['append', 'Drafts', null, '"14-Jul-2025 08:15:00 +0200"', mimeDraft('Dated draft')]]);
+    const uid = Number(/APPENDUID \d+ (\d+)/.exec(textOf(appended[2]))![1]);
+    const fetched = await imaplib(port, [login(MAILBOX), ['select', 'Drafts'], ['uid', 'FETCH', String(uid), '(INTERNALDATE)']]);
+    expect(textOf(fetched[3])).toContain('INTERNALDATE "14-Jul-2025 06:15:00 +0000"');
+  });
+
+  it('MOVE of a draft into Sent that the send path already stored (same Message-ID) keeps one copy there', async () => {
+    const raw = mimeDraft('Sent twice?');
+    const messageId = /Message-ID: <([^>]+)>/.exec(raw)![1]!;
+    // The copy submission stored: the same Message-ID already in Sent.
+    const first = await imaplib(port, [login(MAILBOX), ['append', 'Sent', '(\\Seen)', null, raw]]);
+    const sentUid = Number(/APPENDUID \d+ (\d+)/.exec(textOf(first[2]))![1]);
+    const appended = await imaplib(port, [login(MAILBOX), ['append', 'Drafts', null, null, raw]]);
+    const uid = Number(/APPENDUID \d+ (\d+)/.exec(textOf(appended[2]))![1]);
+    const moved = await imaplib(port, [login(MAILBOX), ['select', 'Drafts'], ['raw', `UID MOVE ${uid} Sent`]]);
+    expect((moved[3]!.data as string[]).join('\n')).toMatch(new RegExp(`\\[COPYUID \\d+ ${uid} ${sentUid}\\]`));
+    const inSent = await imaplib(port, [login(MAILBOX), ['select', 'Sent'], ['uid', 'SEARCH', 'HEADER', 'Message-ID', `"${messageId}"`]]);
+    expect(String((inSent[3]!.data as string[])[0]).trim()).toBe(String(sentUid));
+    expect(await uidsOf(MAILBOX, 'Sent twice?')).toEqual([]);
+  });
+
+  it('a MOVE out of Drafts racing an API change of that draft loses neither: the change stays a draft or the move keeps the old text', async () => {
+    for (let i = 0; i < 8; i++) {
+      const made = (await api('POST', '/drafts', MAILBOX, { mailbox: MAILBOX, to: 'bob@peer.test', subject: `Race ${i} v1`, body: 'First.' })).json<Draft>();
+      const [uid] = await uidsOf(MAILBOX, `Race ${i} v1`);
+      const [moved, changed] = await Promise.all([
+        imaplib(port, [login(MAILBOX), ['select', 'Drafts'], ['raw', `UID MOVE ${uid} Archive`]]),
+        api('PATCH', `/drafts/${made.draft_id}`, MAILBOX, { subject: `Race ${i} v2` }),
+      ]);
+      expect(moved[3]!.typ).toMatch(/^OK/);
+      const subjects = (await drafts()).map((d) => d.subject);
+      const archive = await world.h.app.inject({ method: 'GET', url: `/inbox?mailbox=${encodeURIComponent(MAILBOX)}&folder=archive&limit=100`, headers: bearer(acme.apiKey) });
+      const archived = archive.json<{ messages: MessageView[] }>().messages.map((m) => m.subject);
+      if (changed.statusCode === 200) {
+        // The change was accepted: it is a draft still (the MOVE took the old version, or nothing).
+        expect(subjects).toContain(`Race ${i} v2`);
+      } else {
+        // The MOVE came first: the change is refused as for any removed draft, and the moved text is in Archive.
+        expect(changed.statusCode).toBe(404);
+        expect(archived).toContain(`Race ${i} v1`);
+      }
+      expect(subjects.includes(`Race ${i} v2`) || archived.includes(`Race ${i} v1`)).toBe(true);
+    }
+  });
 });

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/lib/logger.js';
 import { createImapServer } from '../src/transports/imap/server.js';
 import { TEST_DIALECT } from './helpers/database.js';
+import { session } from './helpers/harness.js';
 import { ImapLines } from './helpers/imap-lines.js';
 import { mailWorld, type WorldTenant } from './helpers/world.js';
 
@@ -21,8 +22,8 @@ describe(`IMAP UIDs stay below 2^32 (${TEST_DIALECT})`, () => {
   const clients: ImapLines[] = [];
 
   const db = () => world.h.services.database.db;
-  const setUidNext = async (uidnext: number) => {
-    const updated = await db().updateTable('folder_counts').set({ uidnext }).where('workspace_id', '=', acme.workspaceId).where('folder', '=', 'inbox').executeTakeFirst();
+  const setUidNext = async (uidnext: number, folder = 'inbox') => {
+    const updated = await db().updateTable('folder_counts').set({ uidnext }).where('workspace_id', '=', acme.workspaceId).where('folder', '=', folder).executeTakeFirst();
     expect(Number(updated.numUpdatedRows)).toBe(1);
   };
   const storedUids = async () =>
@@ -103,5 +104,27 @@ describe(`IMAP UIDs stay below 2^32 (${TEST_DIALECT})`, () => {
     const copied = (await client.command('UID COPY 1:2 INBOX')).at(-1)!;
     expect(copied).toMatch(/\[COPYUID \d+ 1:2 7:8\]/);
     expect((await storedUids()).map(([uid]) => uid)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+  });
+
+  it("renumbers Drafts too when its counter (every draft write takes a UID) runs past the limit", async () => {
+    const made = await world.h.app.inject({ method: 'POST', url: '/app/api/drafts', headers: session(await world.ownerSession(acme)), payload: { mailbox: BOX, subject: 'kept draft', body: 'Kept.' } });
+    expect(made.statusCode, made.body).toBe(201);
+    await setUidNext(LAST_UID, 'drafts');
+    const client = await loggedIn();
+    const before = code(await client.command('SELECT Drafts'), 'UIDVALIDITY');
+    const raw = `From: <${BOX}>\r\nSubject: appended draft\r\n\r\nHalf.\r\n`;
+    const tag = client.nextTag();
+    client.send(`${tag} APPEND Drafts {${raw.length}+}`);
+    client.send(raw);
+    const appended = (await client.waitFor(new RegExp(`^${tag} `))).at(-1)!;
+    // The APPEND took UID 4294967295, which left UIDNEXT past the limit: renumbered 1, 2 at once.
+    const m = /\[APPENDUID (\d+) (\d+)\]/.exec(appended)!;
+    expect(Number(m[1])).toBeGreaterThan(before);
+    expect(Number(m[2])).toBe(2);
+    const drafts = await db().selectFrom('drafts').select(['uid', 'subject']).where('workspace_id', '=', acme.workspaceId).orderBy('uid').execute();
+    expect(drafts.map((d) => [Number(d.uid), d.subject])).toEqual([[1, 'kept draft'], [2, 'appended draft']]);
+    const other = await loggedIn();
+    const status = (await other.command('STATUS Drafts (MESSAGES UIDNEXT UIDVALIDITY)')).join('\n');
+    expect(status).toMatch(new RegExp(`MESSAGES 2 UIDNEXT 3 UIDVALIDITY ${m[1]}`));
   });
 });

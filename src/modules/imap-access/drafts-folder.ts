@@ -4,19 +4,30 @@
  * drafts are few), SEARCH text keys by reading the sources of the folder's drafts, EXPUNGE deleting the drafts.
  */
 import type { Work } from '../../db/tables.js';
-import { structureBytes } from '../../lib/imap-message/index.js';
+import { MAX_IMAP_UID, structureBytes } from '../../lib/imap-message/index.js';
+import type { Logger } from '../../lib/logger.js';
 import type { FolderTextField, MailStore } from '../mail/mail.store.js';
 import { parseMessage, type AddressView, type ParsedMessage } from '../messages/mime.js';
 import { rawHeaderFields } from '../sending/reply.js';
-import type { DraftSources } from '../sending/draft.service.js';
+import type { DraftSources, ImportedDraft } from '../sending/draft.service.js';
 import type { FolderView, HeaderField, ViewAccount } from './folder-view.js';
+import type { FolderStatus } from '../mail/sync.store.js';
 
 /** Most drafts one SEARCH text key reads the sources of; past it the key answers NO (a mailbox holds few drafts). */
 export const MAX_DRAFTS_SEARCHED = 2_000;
 
 export type DraftsFolderStore = Pick<
   MailStore,
-  'draftFolderStatus' | 'folderModseq' | 'draftFolderIndex' | 'draftsByUid' | 'draftsChangedSince' | 'storeDraftFlags' | 'removeDraftsByUid' | 'expungedSince'
+  | 'draftFolderStatus'
+  | 'folderModseq'
+  | 'draftFolderIndex'
+  | 'draftsByUid'
+  | 'draftsChangedSince'
+  | 'storeDraftFlags'
+  | 'removeDraftsByUid'
+  | 'expungedSince'
+  | 'renumberFolder'
+  | 'draftUid'
 >;
 
 export interface DraftsFolderDeps {
@@ -27,6 +38,13 @@ export interface DraftsFolderDeps {
   folder: string;
   /** A header value with its encoded-words decoded, as the messages' SEARCH reads them. */
   decoded: (value: string) => string;
+  /** Where a renumbering of Drafts (its UIDs past 32 bits) is told. */
+  logger: Pick<Logger, 'warn'>;
+}
+
+/** Drafts as a folder view, and where new drafts' UIDs are after a write (a renumbering may have moved them). */
+export interface DraftsFolderView extends FolderView {
+  placed(account: ViewAccount, made: readonly ImportedDraft[]): Promise<{ uidvalidity: number; uids: number[] }>;
 }
 
 const addresses = (list: readonly AddressView[]) => list.map((a) => `${a.name} ${a.address}`).join(' ');
@@ -46,16 +64,38 @@ function fieldText(parsed: ParsedMessage, field: FolderTextField): string {
 
 const words = (text: string) => text.toLowerCase().split(/\s+/).filter((w) => w.length > 0).join(' ');
 
-export function createDraftsFolder({ work, store, drafts, folder, decoded }: DraftsFolderDeps): FolderView {
+export function createDraftsFolder({ work, store, drafts, folder, decoded, logger }: DraftsFolderDeps): DraftsFolderView {
   const scope = (a: ViewAccount) => ({ workspaceId: a.workspaceId, mailboxId: a.mailboxId });
+
+  /** Drafts' status once its UIDs fit in 32 bits: every write takes a UID, so its counter can run past them as a folder's can. */
+  async function fitted(account: ViewAccount): Promise<{ status: FolderStatus; renumbered: boolean }> {
+    const status = await store.draftFolderStatus(work, scope(account));
+    if (status.uidnext <= MAX_IMAP_UID) return { status, renumbered: false };
+    const done = await work.transaction().execute((trx) => store.renumberFolder(trx, { ...scope(account), folder }));
+    if (done) logger.warn({ ...scope(account), folder, ...done }, 'imap folder UIDs renumbered: its UID counter passed 32 bits');
+    return { status: await store.draftFolderStatus(work, scope(account)), renumbered: true };
+  }
+
   return {
     async status(account) {
       // Drafts written before sources were kept get theirs the first time a client looks.
       await drafts.renderMissing(scope(account));
-      return store.draftFolderStatus(work, scope(account));
+      return (await fitted(account)).status;
+    },
+    async placed(account, made) {
+      const { status, renumbered } = await fitted(account);
+      if (!renumbered) return { uidvalidity: status.uidvalidity, uids: made.map((d) => d.uid) };
+      const uids: number[] = [];
+      for (const d of made) uids.push((await store.draftUid(work, account.workspaceId, d.id)) ?? 0);
+      return { uidvalidity: status.uidvalidity, uids };
     },
     modseq: (account) => store.folderModseq(work, { ...scope(account), folder }),
-    index: (account) => store.draftFolderIndex(work, scope(account)),
+    async index(account) {
+      const entries = await store.draftFolderIndex(work, scope(account));
+      if ((entries.at(-1)?.uid ?? 0) <= MAX_IMAP_UID) return entries;
+      await fitted(account);
+      return store.draftFolderIndex(work, scope(account));
+    },
     async messages(account, ranges, read) {
       if (read === 'index') return store.draftsByUid(work, scope(account), ranges, 'index');
       const rows = await store.draftsByUid(work, scope(account), ranges, 'raw');

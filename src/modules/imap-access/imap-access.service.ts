@@ -20,7 +20,7 @@ import { notChecked } from '../messages/authentication.js';
 import { MAX_LABELS_PER_MESSAGE, type Folder } from '../messages/message.types.js';
 import { messageIds, parseMessage } from '../messages/mime.js';
 import type { QuotaService } from '../quotas/quota.service.js';
-import type { DraftFlags, DraftSources } from '../sending/draft.service.js';
+import type { DraftFlags, DraftSources, ImportedDraft } from '../sending/draft.service.js';
 import { createDraftsFolder, type DraftsFolderStore } from './drafts-folder.js';
 import type { FolderView, HeaderField, TextSearchResult, ViewAccount } from './folder-view.js';
 import type { MailSignal } from '../mail/mail-changes.js';
@@ -232,7 +232,7 @@ function decoded(value: string): string {
 export function createImapAccessService({ work, store, drafts, appPasswords, sessions, storage, search, changes, logger, learning }: ImapAccessDeps): ImapAccessService {
   const scope = (account: ViewAccount, folder: string) => ({ workspaceId: account.workspaceId, mailboxId: account.mailboxId, folder });
   const mailboxScope = (account: ImapAccount) => ({ workspaceId: account.workspaceId, mailboxId: account.mailboxId });
-  const draftsView = createDraftsFolder({ work, store, drafts, folder: IMAP_FOLDERS.find((f) => f.drafts)!.folder, decoded });
+  const draftsView = createDraftsFolder({ work, store, drafts, folder: IMAP_FOLDERS.find((f) => f.drafts)!.folder, decoded, logger });
 
   /**
    * The folder's status once its UIDs fit in 32 bits: a folder whose counter ran past them is renumbered first
@@ -328,6 +328,20 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
   }
 
   /**
+   * A draft's source stored in a folder as APPEND stores it: in Sent, a copy the send path already stored (same
+   * Message-ID) is the one answered, not stored twice, as an APPEND to Sent is answered.
+   */
+  async function storeOrFind(trx: Work, account: ImapAccount, folder: Folder, message: AppendMessage & { parsed: Awaited<ReturnType<typeof parseMessage>> }) {
+    const messageId = message.parsed.messageId;
+    if (folder === 'sent' && messageId !== null) {
+      const found = await store.findByMessageId(trx, { workspaceId: account.workspaceId, mailboxId: account.mailboxId }, messageId);
+      const copy = found.find((m) => m.folder === 'sent');
+      if (copy) return { id: copy.id, uid: copy.uid };
+    }
+    return storeRaw(trx, account, folder, message);
+  }
+
+  /**
    * COPY or MOVE into or out of Drafts, 500 messages a transaction (their sources read per batch): into Drafts,
    * drafts made from the messages' sources; out of it, messages stored from the drafts' sources as APPEND stores
    * them. A MOVE removes each batch's originals in its transaction; a COPY checks the stored-bytes quota once, first.
@@ -342,8 +356,9 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
     }
     const outcome: CopyOutcome = { uidvalidity: 0, source: [], target: [] };
     const stored: Array<{ id: string; uid: number }> = [];
+    const made: ImportedDraft[] = [];
     for (const batch of batches) {
-      const sources = (await view(from).messages(account, batch, 'raw')).map((r) => ({ uid: r.uid, raw: r.raw!, flags: imapFlags(r) }));
+      const sources = (await view(from).messages(account, batch, 'raw')).map((r) => ({ uid: r.uid, raw: r.raw!, flags: imapFlags(r), date: r.created_at }));
       if (sources.length === 0) continue;
       const ranges = sources.map((m) => [m.uid, m.uid] as const);
       const removeSources = async (trx: Work) => {
@@ -353,16 +368,19 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
       };
       outcome.source.push(...sources.map((m) => m.uid));
       if (to.drafts) {
-        outcome.target.push(...(await drafts.importSources(mailboxScope(account), sources.map((m) => ({ raw: m.raw, flags: draftFlags(m.flags) })), removeSources)));
+        made.push(...(await drafts.importSources(mailboxScope(account), sources.map((m) => ({ raw: m.raw, flags: draftFlags(m.flags), date: m.date })), removeSources)));
         continue;
       }
       const parsed = await Promise.all(sources.map((m) => parseMessage(m.raw)));
       await work.transaction().execute(async (trx) => {
-        for (const [i, m] of sources.entries()) stored.push(await storeRaw(trx, account, to.folder as Folder, { raw: m.raw, flags: m.flags, parsed: parsed[i]! }));
+        for (const [i, m] of sources.entries()) stored.push(await storeOrFind(trx, account, to.folder as Folder, { raw: m.raw, flags: m.flags, date: m.date, parsed: parsed[i]! }));
         await removeSources(trx);
       });
     }
-    if (to.drafts) return { ok: true, ...outcome, uidvalidity: (await draftsView.status(account)).uidvalidity };
+    if (to.drafts) {
+      const placed = await draftsView.placed(account, made);
+      return { ok: true, ...outcome, uidvalidity: placed.uidvalidity, target: placed.uids };
+    }
     const target = await targetUids(account, to.folder, stored);
     return { ok: true, ...outcome, uidvalidity: target.uidvalidity, target: target.uids };
   }
@@ -427,8 +445,9 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
     if (to.drafts) {
       const refusal = await storage.storageRefusal(account.workspaceId, message.raw.length);
       if (refusal) return { ok: false, reason: 'overquota', detail: refusal };
-      const [uid] = await drafts.importSources(mailboxScope(account), [{ raw: message.raw, flags: draftFlags(message.flags) }]);
-      return { ok: true, uidvalidity: (await draftsView.status(account)).uidvalidity, uid: uid!, existing: false };
+      const made = await drafts.importSources(mailboxScope(account), [{ raw: message.raw, flags: draftFlags(message.flags), date: message.date }]);
+      const placed = await draftsView.placed(account, made);
+      return { ok: true, uidvalidity: placed.uidvalidity, uid: placed.uids[0]!, existing: false };
     }
     const folder = to.folder as Folder;
     const messageId = folder === 'sent' ? (messageIds(headerValue(headerBlock(message.raw), 'message-id'))[0] ?? null) : null;

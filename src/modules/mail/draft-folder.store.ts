@@ -100,6 +100,12 @@ export function createDraftFolderStore({ clock, dialect }: { clock: Clock; diale
       return uid;
     },
 
+    /** A draft's UID in Drafts (null when it is gone or has no source). */
+    async draftUid(work: Work, workspaceId: string, id: string): Promise<number | null> {
+      const row = await mailDb(work).selectFrom('drafts').select('uid').where('workspace_id', '=', workspaceId).where('id', '=', id).executeTakeFirst();
+      return row?.uid == null ? null : Number(row.uid);
+    },
+
     /** Ids of the mailbox's drafts without a source (made before sources were kept), oldest first. */
     async draftsWithoutSource(work: Work, scope: DraftScope): Promise<string[]> {
       const rows = await mailDb(work)

@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { MAX_IMAP_UID } from '../../lib/imap-message/index.js';
-import { bumpFolder, mailDb } from './message.store.js';
+import { bumpFolder, DRAFTS_FOLDER, mailDb, type MailDb } from './message.store.js';
 
 type Scope = { workspaceId: string; mailboxId: string; folder: string };
 
@@ -18,10 +18,61 @@ export interface Renumbered {
   messages: number;
 }
 
+/** The folder's messages numbered 1…n in their UID order, each at `modseq`; how many there are. */
+async function renumberMessages(db: MailDb, scope: Scope, modseq: number): Promise<number> {
+  // Negative first: the unique (mailbox, folder, uid) index is checked row by row on PostgreSQL.
+  await db
+    .updateTable('messages')
+    .set({ uid: sql<number>`-${sql.ref('uid')}` })
+    .where('workspace_id', '=', scope.workspaceId)
+    .where('mailbox_id', '=', scope.mailboxId)
+    .where('folder', '=', scope.folder)
+    .execute();
+  const numbered = db
+    .selectFrom('messages')
+    .select(['id', sql<number>`row_number() over (order by ${sql.ref('uid')} desc)`.as('n')])
+    .where('workspace_id', '=', scope.workspaceId)
+    .where('mailbox_id', '=', scope.mailboxId)
+    .where('folder', '=', scope.folder)
+    .as('numbered');
+  const result = await db
+    .updateTable('messages')
+    .from(numbered)
+    .set((eb) => ({ uid: eb.ref('numbered.n'), modseq }))
+    .whereRef('messages.id', '=', 'numbered.id')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** Drafts' shown drafts (those with a source, so a UID) numbered 1…n in their UID order, as messages are. */
+async function renumberDrafts(db: MailDb, scope: Scope, modseq: number): Promise<number> {
+  await db
+    .updateTable('drafts')
+    .set({ uid: sql<number>`-${sql.ref('uid')}` })
+    .where('workspace_id', '=', scope.workspaceId)
+    .where('mailbox_id', '=', scope.mailboxId)
+    .where('uid', 'is not', null)
+    .execute();
+  const numbered = db
+    .selectFrom('drafts')
+    .select(['id', sql<number>`row_number() over (order by ${sql.ref('uid')} desc)`.as('n')])
+    .where('workspace_id', '=', scope.workspaceId)
+    .where('mailbox_id', '=', scope.mailboxId)
+    .where('uid', 'is not', null)
+    .as('numbered');
+  const result = await db
+    .updateTable('drafts')
+    .from(numbered)
+    .set((eb) => ({ uid: eb.ref('numbered.n'), modseq }))
+    .whereRef('drafts.id', '=', 'numbered.id')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 export function createUidRenumberStore({ clock }: { clock: Clock }) {
   return {
     /**
-     * In the caller's transaction: the folder's messages get UIDs 1…n in their UID order, UIDNEXT becomes n + 1,
+     * In the caller's transaction: the folder's messages (Drafts: its drafts) get UIDs 1…n in their UID order, UIDNEXT becomes n + 1,
      * UIDVALIDITY rises (to now in seconds, or by one if that is not more), the folder's expunge log (UIDs of the old
      * validity) is dropped and its modseq raised (which rings its sessions). A folder whose counter fits is left alone.
      */
@@ -37,28 +88,7 @@ export function createUidRenumberStore({ clock }: { clock: Clock }) {
         .where('folder', '=', scope.folder)
         .executeTakeFirstOrThrow();
       if (Number(counter.uidnext) <= MAX_IMAP_UID) return null;
-      // Negative first: the unique (mailbox, folder, uid) index is checked row by row on PostgreSQL.
-      await db
-        .updateTable('messages')
-        .set({ uid: sql<number>`-${sql.ref('uid')}` })
-        .where('workspace_id', '=', scope.workspaceId)
-        .where('mailbox_id', '=', scope.mailboxId)
-        .where('folder', '=', scope.folder)
-        .execute();
-      const numbered = db
-        .selectFrom('messages')
-        .select(['id', sql<number>`row_number() over (order by ${sql.ref('uid')} desc)`.as('n')])
-        .where('workspace_id', '=', scope.workspaceId)
-        .where('mailbox_id', '=', scope.mailboxId)
-        .where('folder', '=', scope.folder)
-        .as('numbered');
-      const result = await db
-        .updateTable('messages')
-        .from(numbered)
-        .set((eb) => ({ uid: eb.ref('numbered.n'), modseq: Number(counter.modseq) }))
-        .whereRef('messages.id', '=', 'numbered.id')
-        .executeTakeFirst();
-      const messages = Number(result.numUpdatedRows);
+      const messages = scope.folder === DRAFTS_FOLDER ? await renumberDrafts(db, scope, Number(counter.modseq)) : await renumberMessages(db, scope, Number(counter.modseq));
       const uidvalidity = Math.max(Math.floor(clock.now() / 1000), Number(counter.uidvalidity) + 1);
       await db
         .updateTable('folder_counts')

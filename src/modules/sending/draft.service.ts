@@ -93,6 +93,14 @@ export interface DraftFlags {
 export interface DraftSource {
   raw: Buffer;
   flags: DraftFlags;
+  /** Its INTERNALDATE (an APPEND's date, a copied message's), ms; now when not given. */
+  date?: number | undefined;
+}
+
+/** A draft made from a source: its id and UID in Drafts. */
+export interface ImportedDraft {
+  id: string;
+  uid: number;
 }
 
 /** What IMAP's Drafts mailbox asks of drafts beyond the mail store's reads (modules/imap-access). */
@@ -100,9 +108,9 @@ export interface DraftSources {
   /**
    * New drafts of one mailbox from MIME sources, in one transaction, with `then` (a MOVE's removal of the
    * originals) in the same one: each source kept byte for byte, the draft's fields and files parsed from it.
-   * Their UIDs in Drafts, in order.
+   * Their ids and UIDs in Drafts, in order.
    */
-  importSources(scope: DraftScope, sources: readonly DraftSource[], then?: (trx: Work) => Promise<void>): Promise<number[]>;
+  importSources(scope: DraftScope, sources: readonly DraftSource[], then?: (trx: Work) => Promise<void>): Promise<ImportedDraft[]>;
   /** Drafts of the mailbox without a source (made before sources were kept) get one, rendered from their fields. */
   renderMissing(scope: DraftScope): Promise<void>;
 }
@@ -291,7 +299,7 @@ export function createDraftService({ work, mail, clock, sending }: DraftDeps): D
   }
 
   /** A draft's row and files from a MIME source a client saved (the fields it has; the source keeps the rest). */
-  async function fromSource(scope: DraftScope, raw: Buffer) {
+  async function fromSource(scope: DraftScope, raw: Buffer, date: number | undefined) {
     const parsed = await parseMessage(raw);
     const parent = parsed.inReplyTo === null ? undefined : (await mail.findByMessageId(work, scope, parsed.inReplyTo))[0];
     const now = clock.now();
@@ -307,7 +315,8 @@ export function createDraftService({ work, mail, clock, sending }: DraftDeps): D
       html: parsed.html,
       in_reply_to: parent?.id ?? null,
       created_at: now,
-      updated_at: now,
+      // IMAP shows `updated_at` as the draft's INTERNALDATE: the one the client gave is kept, as Dovecot keeps it.
+      updated_at: date ?? now,
     };
     return { row, files: attachmentRows({ workspaceId: scope.workspaceId }, row.id, parsed.attachments) };
   }
@@ -429,16 +438,16 @@ export function createDraftService({ work, mail, clock, sending }: DraftDeps): D
     async importSources(scope, sources, then) {
       // Parsed before the transaction, as an import is.
       const drafts: Array<Awaited<ReturnType<typeof fromSource>> & { source: DraftSource }> = [];
-      for (const source of sources) drafts.push({ ...(await fromSource(scope, source.raw)), source });
+      for (const source of sources) drafts.push({ ...(await fromSource(scope, source.raw, source.date)), source });
       return work.transaction().execute(async (trx) => {
-        const uids: number[] = [];
+        const made: ImportedDraft[] = [];
         for (const { row, files, source } of drafts) {
           await mail.saveDraft(trx, row);
           await mail.addDraftAttachments(trx, files);
-          uids.push((await mail.setDraftSource(trx, scope.workspaceId, row.id, source.raw, source.flags))!);
+          made.push({ id: row.id, uid: (await mail.setDraftSource(trx, scope.workspaceId, row.id, source.raw, source.flags))! });
         }
         if (then) await then(trx);
-        return uids;
+        return made;
       });
     },
 
