@@ -379,7 +379,19 @@ export async function createServices(
   };
   const returnPaths = createReturnPaths(box, returnPathDomain);
   const composer = createComposer({ threads: config.bodyThreads, logger });
-  const sending = createSendingService({ work, clock, events, mail, queue, domains, returnPaths, commits, compose: composer.compose, quota: quotas });
+  const sending = createSendingService({
+    work,
+    clock,
+    events,
+    mail,
+    queue,
+    domains,
+    returnPaths,
+    commits,
+    compose: composer.compose,
+    quota: quotas,
+    undoSendMs: config.undoSendSeconds * 1000,
+  });
   const drafts = createDraftService({ work, mail, clock, sending });
   // Workspaces being deleted, read at most once a second per process: their mailboxes refuse mail.
   const gone = createGoneWorkspaces(work, (w) => tenancyStore.deletingWorkspaceIds(w));

@@ -36,6 +36,13 @@ describe('configuration', () => {
     expect(config.smtpParserThreads).toBe(Math.max(1, Math.min(4, availableParallelism() - 1)));
   });
 
+  it('MAILROOM_UNDO_SEND_SECONDS: 10 by default, 0 (no hold) to 60', () => {
+    expect(loadConfig({}).undoSendSeconds).toBe(10);
+    expect(loadConfig({ MAILROOM_UNDO_SEND_SECONDS: '0' }).undoSendSeconds).toBe(0);
+    expect(loadConfig({ MAILROOM_UNDO_SEND_SECONDS: '60' }).undoSendSeconds).toBe(60);
+    for (const bad of ['61', '-1', '2.5', 'ten']) expect(() => loadConfig({ MAILROOM_UNDO_SEND_SECONDS: bad }), bad).toThrow(/MAILROOM_UNDO_SEND_SECONDS/);
+  });
+
   it('MAILROOM_PUBLIC_URL: https:// and the SMTP host name by default, trailing slashes dropped, no query', () => {
     expect(loadConfig({ MAILROOM_SMTP_HOSTNAME: 'MX.Example.com' }).publicUrl).toBe('https://mx.example.com');
     expect(loadConfig({ MAILROOM_PUBLIC_URL: 'https://mail.example.com/mailroom//' }).publicUrl).toBe('https://mail.example.com/mailroom');

@@ -97,6 +97,8 @@ export interface Config {
   webhookTimeoutMs: number;
   deliveryRetryBaseMs: number;
   deliveryMaxAgeMs: number;
+  /** How long a message sent from the web app is held, and can be taken back, before it leaves; 0: not held. */
+  undoSendSeconds: number;
   leaseMs: number;
   /** How often an idle worker looks for due jobs when no wake-up comes (in-process or NOTIFY). */
   workerPollMs: number;
@@ -498,6 +500,7 @@ export function loadConfig(env: Env = environmentWithDotenv()): Readonly<Config>
     webhookTimeoutMs: ms('WEBHOOK_TIMEOUT_MS', 10_000),
     deliveryRetryBaseMs: ms('DELIVERY_RETRY_BASE_MS', 60_000),
     deliveryMaxAgeMs: ms('DELIVERY_MAX_AGE_MS', 4 * DAY_MS),
+    undoSendSeconds: read({ name: 'UNDO_SEND_SECONDS', fallback: 10, parse: intIn(0, 60), expect: 'a whole number of seconds 0..60 (0 = sends from the web app are not held)' }),
     leaseMs: ms('LEASE_MS', 30_000, 100),
     workerPollMs: ms('WORKER_POLL_MS', 200, 10),
     // Fair queue and webhooks: caps counted in the database, so they hold across worker processes.

@@ -1278,6 +1278,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/app/api/messages/{message_id}/undo-send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Take back a message that has not left yet (held or scheduled): cancelled, its sent copy deleted, a draft again (201) */
+        post: operations["appUndoSend"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/app/api/drafts/{draft_id}/attachments": {
         parameters: {
             query?: never;
@@ -2823,6 +2840,23 @@ export interface components {
              * @description when to send: an ISO 8601 date-time with an offset, at most 30 days ahead; a time already past sends at once
              */
             send_at?: string;
+            /** @description true: held for the server's undo window (MAILROOM_UNDO_SEND_SECONDS) before it leaves, as a message scheduled that far ahead; POST /app/api/messages/{message_id}/undo-send takes it back as a draft meanwhile. No effect with a send_at ahead, or when the window is 0 */
+            hold?: boolean;
+        };
+        /** DraftQueued */
+        DraftQueued: {
+            message_id: string;
+            /** @description scheduled: it waits for send_at; queued: delivery starts now */
+            status: "queued" | "scheduled";
+            /**
+             * Format: date-time
+             * @description scheduled messages only: when it leaves
+             */
+            send_at?: string;
+            /** @description recipients left out because this workspace suppresses them (see Suppressions); absent when none was */
+            suppressed?: string[];
+            /** @description a held send only: the seconds it waits (it leaves at send_at); undo-send takes it back until then */
+            hold_seconds?: number;
         };
         /** DraftAttachmentUpload */
         DraftAttachmentUpload: {
@@ -6172,13 +6206,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Stored in sent and queued for delivery (or scheduled); the draft is gone */
+            /** @description Stored in sent and queued for delivery (or scheduled, or held); the draft is gone */
             202: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Queued"];
+                    "application/json": components["schemas"]["DraftQueued"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -6188,6 +6222,35 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["UnexpectedError"];
+        };
+    };
+    appUndoSend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                message_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new draft, made of the message */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Draft"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["UnexpectedError"];
         };

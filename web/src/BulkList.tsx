@@ -1,7 +1,7 @@
 import { useQueryClient, type UseQueryResult } from '@tanstack/react-query';
 import { useState } from 'react';
 import { ApiError } from './api';
-import { describe, offerUndo, runBulk, runRestore, setPendingUndo, usePendingUndo, type BulkInput } from './bulk';
+import { describe, offerUndo, runBulk, type BulkInput } from './bulk';
 import './bulk.css';
 import { MessageList } from './MessageList';
 import { invalidateMail } from './queries';
@@ -63,32 +63,7 @@ function BulkBar(props: { count: number; total: number; pageSize: number; all: b
   );
 }
 
-/** The Undo toast of the last bulk action, while it can be undone (a reload keeps it: see bulk.ts). */
-export function UndoToast() {
-  const undo = usePendingUndo();
-  const client = useQueryClient();
-  const [busy, setBusy] = useState(false);
-  if (undo === null) return null;
-  const take = async () => {
-    setBusy(true);
-    try {
-      await runRestore(undo.body);
-      setPendingUndo(null);
-    } finally {
-      setBusy(false);
-      await invalidateMail(client);
-    }
-  };
-  return (
-    <div className="undo-toast" role="status">
-      <span>{undo.text}</span>
-      <button type="button" disabled={busy} onClick={() => void take()}>Undo</button>
-      <button type="button" aria-label="Dismiss" onClick={() => setPendingUndo(null)}>×</button>
-    </div>
-  );
-}
-
-/** The message list with boxes to check rows, a bar of bulk actions over them, and the Undo toast. */
+/** The message list with boxes to check rows and a bar of bulk actions over them (their Undo: UndoToast.tsx). */
 export function BulkList(props: { route: MailRoute; page: UseQueryResult<MessagePage>; selected: number; onSelect: (index: number) => void; onOpen: (id: string) => void }) {
   const { route, page } = props;
   const client = useQueryClient();
@@ -131,7 +106,6 @@ export function BulkList(props: { route: MailRoute; page: UseQueryResult<Message
   return (
     <>
       <MessageList {...props} bulk={{ checked: checked.ids, onCheck: (index, shift) => setState(toggled(checked, ids, index, shift)), bar }} />
-      <UndoToast />
     </>
   );
 }

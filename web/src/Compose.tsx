@@ -3,6 +3,7 @@ import { lazy, Suspense, useEffect, useRef, useState, type FormEvent, type Keybo
 import { AddressField } from './AddressField';
 import { ApiError } from './api';
 import { useAutosave, type SaveState } from './autosave';
+import { offerUndoSend } from './bulk';
 import { emptyFields, RECIPIENT_ERRORS, SENDER_ERRORS, startFrom, startingHtml } from './compose';
 import { htmlToText } from './htmltext';
 import { composePath, mailPath, navigate, type MailView } from './router';
@@ -121,12 +122,21 @@ function ComposeForm({ title, initial, files, draftId, mailboxes, back, origin }
     setSendError(null);
     try {
       const id = await saver.saveNow();
-      const answer = await sendDraft(id, sendAt ? new Date(sendAt).toISOString() : undefined);
+      // Before the request: counted from here, the toast ends before the server's window does.
+      const started = Date.now();
+      const later = sendAt ? new Date(sendAt).toISOString() : undefined;
+      const answer = await sendDraft(id, { sendAt: later, hold: later === undefined });
       await saver.stop();
       rememberSent(answer);
       void client.invalidateQueries({ queryKey: ['drafts', 'list'] });
       void client.invalidateQueries({ queryKey: ['sent'] });
-      navigate(mailPath(fields.mailbox, 'sent', answer.message_id), { replace: true });
+      if (answer.hold_seconds !== undefined) {
+        // Held (undo send): the form closes to where it was opened from, and the toast offers Undo while it waits.
+        offerUndoSend(answer.message_id, started + answer.hold_seconds * 1000);
+        navigate(back, { replace: true });
+      } else {
+        navigate(mailPath(fields.mailbox, 'sent', answer.message_id), { replace: true });
+      }
     } catch (err) {
       setSendError(err instanceof ApiError ? err : new ApiError(0, 'network', 'the server did not answer; try again'));
       sending.current = false;

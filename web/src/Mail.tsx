@@ -15,6 +15,7 @@ import { SentList } from './Sent';
 import { Shortcuts, useShortcuts } from './Shortcuts';
 import { FOLDER_NAMES, Sidebar } from './Sidebar';
 import { ThreadView } from './ThreadView';
+import { UndoToast } from './UndoToast';
 import type { SessionInfo } from './types';
 
 type MailRoute = Extract<Route, { page: 'mail' }>;
@@ -153,6 +154,7 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
             )}
           </>
         )}
+        <UndoToast />
       </main>
       <Shortcuts open={helpOpen} onClose={() => setHelpOpen(false)} />
     </div>

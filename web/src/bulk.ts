@@ -10,10 +10,13 @@ export type RestoreInput = Schema<'RestoreInput'>;
 export const UNDO_MS = 6000;
 const KEY = 'mailroom.pending-undo';
 
-/** An undo the user may still take: what the toast says, the restore body, and until when. */
+/** What an Undo does: set a bulk action's messages back, or take a held send back as a draft (undo send). */
+export type UndoAction = { kind: 'restore'; body: RestoreInput } | { kind: 'unsend'; messageId: string };
+
+/** An undo the user may still take: what the toast says, what Undo does, and until when. */
 export interface PendingUndo {
   text: string;
-  body: RestoreInput;
+  action: UndoAction;
   until: number;
 }
 
@@ -30,8 +33,9 @@ const listeners = new Set<(undo: PendingUndo | null) => void>();
 
 function read(): PendingUndo | null {
   try {
-    const saved = JSON.parse(sessionStorage.getItem(KEY) ?? 'null') as PendingUndo | null;
-    return saved && saved.until > Date.now() ? saved : null;
+    const saved = JSON.parse(sessionStorage.getItem(KEY) ?? 'null') as Partial<PendingUndo> | null;
+    // One saved by an older app (no `action`) is dropped rather than misread.
+    return saved?.action && typeof saved.until === 'number' && typeof saved.text === 'string' && saved.until > Date.now() ? (saved as PendingUndo) : null;
   } catch {
     return null;
   }
@@ -45,7 +49,12 @@ export function setPendingUndo(undo: PendingUndo | null): void {
 
 /** Offer the undo of an action done now, for UNDO_MS. */
 export function offerUndo(text: string, body: RestoreInput): void {
-  setPendingUndo({ text, body, until: Date.now() + UNDO_MS });
+  setPendingUndo({ text, action: { kind: 'restore', body }, until: Date.now() + UNDO_MS });
+}
+
+/** Offer to take back a held send until `until` (the end of the server's undo window, by this browser's clock). */
+export function offerUndoSend(messageId: string, until: number): void {
+  setPendingUndo({ text: 'Sending…', action: { kind: 'unsend', messageId }, until });
 }
 
 /** The pending undo while its window is open; null after it (or once taken or dismissed). */

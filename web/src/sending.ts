@@ -26,8 +26,8 @@ export type Attempt = Schema<'DeliveryEvent'>;
 /** One item of GET /app/api/sent: the list view plus its delivery state (docs/api.md "Delivery status"). */
 export type SentItem = Schema<'SentMessage'>;
 export type SentPage = Schema<'SentPage'>;
-/** The answer of POST /app/api/drafts/{id}/send. */
-export type SendAnswer = Schema<'Queued'>;
+/** The answer of POST /app/api/drafts/{id}/send (`hold_seconds`: a held send, which Undo can take back). */
+export type SendAnswer = Schema<'DraftQueued'>;
 
 /** The draft request's body (POST and PATCH take the same fields). */
 type DraftBody = Schema<'DraftCreate'> & Schema<'DraftChange'>;
@@ -59,9 +59,15 @@ export function uploadAttachments(id: string, files: readonly File[]): Promise<D
 export const removeAttachment = (id: string, attachmentId: string) =>
   answerOf(client.DELETE('/app/api/drafts/{draft_id}/attachments/{attachment_id}', { params: { path: { draft_id: id, attachment_id: attachmentId } } }));
 
-/** `sendAt` (ISO 8601): schedule it (docs/api.md "Scheduled send"); without it, it leaves now. */
-export const sendDraft = (id: string, sendAt?: string) =>
-  answerOf(client.POST('/app/api/drafts/{draft_id}/send', { params: draftParams(id), ...(sendAt === undefined ? {} : { body: { send_at: sendAt } }) }));
+/**
+ * `sendAt` (ISO 8601): schedule it (docs/api.md "Scheduled send"); without it, it leaves now, or after the server's
+ * undo window with `hold` (docs/api.md "Undo send").
+ */
+export const sendDraft = (id: string, options: { sendAt?: string | undefined; hold?: boolean } = {}) =>
+  answerOf(client.POST('/app/api/drafts/{draft_id}/send', { params: draftParams(id), body: { ...(options.sendAt === undefined ? {} : { send_at: options.sendAt }), ...(options.hold ? { hold: true } : {}) } }));
+
+/** Take a held (or scheduled) message back: it never leaves, its sent copy goes, and this new draft holds it. */
+export const undoSend = (id: string) => answerOf(client.POST('/app/api/messages/{message_id}/undo-send', { params: { path: { message_id: id } } }));
 
 /** Cancel a scheduled message: it never leaves (409 message_not_scheduled once a worker took it). */
 export const cancelScheduled = (id: string) => answerOf(client.POST('/app/api/messages/{message_id}/cancel', { params: { path: { message_id: id } } }));

@@ -157,7 +157,7 @@ const saveQuery = preparedWrite<SaveParams, MailTables>((db, p) =>
 export type DeliveryJob = ClaimedJob<{ message_id: string }>;
 
 /** The outbound row as a run works with it: its recipients and attempts as lists. */
-export type Delivery = Omit<OutboundTable, 'recipients_json' | 'attempts_json'> & { recipients: RecipientState[]; attempts: Attempt[] };
+export type Delivery = Omit<OutboundTable, 'recipients_json' | 'attempts_json' | 'in_reply_to'> & { recipients: RecipientState[]; attempts: Attempt[] };
 
 /** What `startRun` read, and whether the run may go on. */
 export interface RunStart {

@@ -447,6 +447,9 @@ export function createMessageStore() {
         .where('message_id', '=', messageId)
         .where('id', '=', attachmentId)
         .executeTakeFirst(),
+    /** A message's files with their bytes, in the order they were stored (ids are monotonic). */
+    attachmentContents: (work: Work, workspaceId: string, messageId: string): Promise<AttachmentTable[]> =>
+      mailDb(work).selectFrom('attachments').selectAll().where('workspace_id', '=', workspaceId).where('message_id', '=', messageId).orderBy('id').execute(),
     findThread: (work: Work, workspaceId: string, threadId: string): Promise<ThreadRow | undefined> =>
       mailDb(work)
         .selectFrom('threads')

@@ -24,6 +24,8 @@ export interface NewOutbound extends OutboundKey {
   listUnsubscribe?: boolean | undefined;
   /** Receivers are asked for a delivery report (DSN NOTIFY=SUCCESS) at delivery. */
   deliveryNotification?: boolean | undefined;
+  /** The message (ours) a draft sent answered, kept so that taking the send back gives the draft back whole. */
+  inReplyTo?: string | null | undefined;
   now: number;
 }
 
@@ -37,7 +39,7 @@ export interface OutboundStore {
   /** Record a new outbound message's delivery state: every recipient `pending`, no attempt yet. */
   recordOutbound(work: Work, outbound: NewOutbound): Promise<void>;
   /** The message's delivery status and job, if it was sent. */
-  deliveryState(work: Work, key: OutboundKey): Promise<{ status: DeliveryStatus; job_id: string | null } | undefined>;
+  deliveryState(work: Work, key: OutboundKey): Promise<{ status: DeliveryStatus; job_id: string | null; in_reply_to: string | null } | undefined>;
   /** Cancel a scheduled message (`cancelled`, final): false when it is no longer `scheduled`. */
   cancelScheduled(work: Work, key: OutboundKey, now: number): Promise<boolean>;
   /**
@@ -101,13 +103,14 @@ export function createOutboundStore({ listCandidates }: OutboundStoreDeps): Outb
           job_id: o.jobId,
           list_unsubscribe: o.listUnsubscribe ? 1 : 0,
           delivery_notification: o.deliveryNotification ? 1 : 0,
+          in_reply_to: o.inReplyTo ?? null,
           created_at: o.now,
           updated_at: o.now,
         },
       ]),
 
     deliveryState: (work, { workspaceId, messageId }) =>
-      tablesOf<MailTables>(work).selectFrom('outbound').select(['status', 'job_id']).where('workspace_id', '=', workspaceId).where('message_id', '=', messageId).executeTakeFirst(),
+      tablesOf<MailTables>(work).selectFrom('outbound').select(['status', 'job_id', 'in_reply_to']).where('workspace_id', '=', workspaceId).where('message_id', '=', messageId).executeTakeFirst(),
 
     cancelScheduled: (work, key, now) => whileScheduled(work, key, { status: 'cancelled', updated_at: now }),
 

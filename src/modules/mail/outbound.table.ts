@@ -61,6 +61,8 @@ export interface OutboundTable {
   list_unsubscribe: number;
   /** 1: receivers that offer DSN are asked to report delivery as well as failure (RFC 3461 NOTIFY=SUCCESS,FAILURE); 0: not asked. */
   delivery_notification: number;
+  /** The message (our message_id) a send from a draft answered: an undone send's draft answers it again. Null: none. */
+  in_reply_to: string | null;
   created_at: number;
   updated_at: number;
 }

@@ -70,8 +70,17 @@ export interface DraftService extends DraftSources {
   /** Change the fields given, nothing else. */
   update(tenant: TenantContext, draftId: string, input: DraftInput): Promise<DraftView>;
   remove(tenant: TenantContext, draftId: string): Promise<{ ok: true; draft_id: string }>;
-  /** Hand the draft to `sending.enqueue` and delete it, in one transaction; `send_at` schedules it (schedule.ts). */
-  send(tenant: TenantContext, draftId: string, options?: { send_at?: string | undefined }): Promise<Queued>;
+  /**
+   * Hand the draft to `sending.enqueue` and delete it, in one transaction; `send_at` schedules it (schedule.ts), `hold`
+   * holds it for the undo window (SendInput.hold).
+   */
+  send(tenant: TenantContext, draftId: string, options?: { send_at?: string | undefined; hold?: boolean | undefined }): Promise<Queued>;
+  /**
+   * Undo send: a message still waiting to leave (held or scheduled) is cancelled, its sent copy deleted, and a new draft
+   * made of it (From, To, Cc, Bcc, subject, both bodies, files, the message it answers), in one transaction.
+   * 404 for a message this workspace does not have; 409 `message_not_scheduled` once it has left.
+   */
+  undoSend(tenant: TenantContext, messageId: string): Promise<DraftView>;
   /** Bytes the draft's files may still grow by (404 for no such draft): an upload's limit, known before it is read. */
   attachmentRoom(tenant: TenantContext, draftId: string): Promise<{ bytes: number; files: number }>;
   /** Add uploaded files (decoded bytes) to the draft; over 25 MiB in all is a 413. */
@@ -134,9 +143,10 @@ type DraftOps =
 export interface DraftDeps {
   /** The pool: the service opens its transactions on it. */
   work: Work;
-  mail: Pick<SendingMailStore, DraftOps> & Pick<MailStore, 'findMailbox' | 'findMessage' | 'findContent' | 'findByMessageId' | 'setDraftSource' | 'draftsWithoutSource'>;
+  mail: Pick<SendingMailStore, DraftOps> &
+    Pick<MailStore, 'findMailbox' | 'findMessage' | 'findContent' | 'findByMessageId' | 'setDraftSource' | 'draftsWithoutSource' | 'attachmentContents' | 'deleteMessage'>;
   clock: Clock;
-  sending: Pick<SendingService, 'check' | 'enqueue'>;
+  sending: Pick<SendingService, 'check' | 'enqueue' | 'cancelWith'>;
 }
 
 const draftNotFound = (id: string) => notFound('draft_not_found', `no draft ${id}`);
@@ -298,6 +308,27 @@ export function createDraftService({ work, mail, clock, sending }: DraftDeps): D
     await mail.setDraftSource(conn, workspaceId, draftId, raw);
   }
 
+  /** A new draft with its files and its rendered source, in the caller's transaction (the fields not given start empty). */
+  async function insert(trx: Work, tenant: TenantContext, values: Partial<DraftTable> & { id: string; mailbox_id: string }, files: readonly ParsedAttachment[]): Promise<void> {
+    const now = clock.now();
+    await mail.saveDraft(trx, {
+      id: values.id,
+      workspace_id: tenant.workspaceId,
+      mailbox_id: values.mailbox_id,
+      to_json: values.to_json ?? '[]',
+      cc_json: values.cc_json ?? '[]',
+      bcc_json: values.bcc_json ?? '[]',
+      subject: values.subject ?? '',
+      body: values.body ?? '',
+      html: values.html ?? null,
+      in_reply_to: values.in_reply_to ?? null,
+      created_at: now,
+      updated_at: now,
+    });
+    await mail.addDraftAttachments(trx, attachmentRows(tenant, values.id, files));
+    await render(trx, tenant.workspaceId, values.id);
+  }
+
   /** A draft's row and files from a MIME source a client saved (the fields it has; the source keeps the rest). */
   async function fromSource(scope: DraftScope, raw: Buffer, date: number | undefined) {
     const parsed = await parseMessage(raw);
@@ -335,25 +366,37 @@ export function createDraftService({ work, mail, clock, sending }: DraftDeps): D
     async create(tenant, input) {
       const values = await columns(tenant, input);
       const files = decodeAttachments(input.attachments);
-      const now = clock.now();
       const id = newId('drf');
-      await work.transaction().execute(async (trx) => {
-        await mail.saveDraft(trx, {
+      await work.transaction().execute((trx) => insert(trx, tenant, { ...values, id, mailbox_id: values.mailbox_id! }, files));
+      return viewOf(tenant, id);
+    },
+
+    async undoSend(tenant, messageId) {
+      const id = newId('drf');
+      await sending.cancelWith(tenant, messageId, async (trx, row, state) => {
+        const content = await mail.findContent(trx, tenant.workspaceId, messageId, false);
+        const files = await mail.attachmentContents(trx, tenant.workspaceId, messageId);
+        const addresses = (json: string) => addressList(JSON.parse(json) as AddressView[]);
+        const [to, cc] = [addresses(row.to_json), addresses(row.cc_json)];
+        // Bcc is in no header of the copy: it is the envelope's recipients that are neither To nor Cc.
+        const shown = new Set([...to, ...cc]);
+        const envelope = JSON.parse(row.envelope_json) as { rcpt_to?: string[] };
+        const bcc = (envelope.rcpt_to ?? []).filter((a) => !shown.has(a));
+        const values = {
           id,
-          workspace_id: tenant.workspaceId,
-          mailbox_id: values.mailbox_id!,
-          to_json: values.to_json ?? '[]',
-          cc_json: values.cc_json ?? '[]',
-          bcc_json: values.bcc_json ?? '[]',
-          subject: values.subject ?? '',
-          body: values.body ?? '',
-          html: values.html ?? null,
-          in_reply_to: values.in_reply_to ?? null,
-          created_at: now,
-          updated_at: now,
-        });
-        await mail.addDraftAttachments(trx, attachmentRows(tenant, id, files));
-        await render(trx, tenant.workspaceId, id);
+          mailbox_id: row.mailbox_id,
+          to_json: JSON.stringify(to),
+          cc_json: JSON.stringify(cc),
+          bcc_json: JSON.stringify(bcc),
+          subject: row.subject,
+          body: content?.text_body ?? '',
+          html: content?.html_body ?? null,
+          in_reply_to: state.in_reply_to,
+        };
+        const parts = files.map((f): ParsedAttachment => ({ filename: f.filename, contentType: f.content_type, content: f.content, contentId: f.content_id, inline: f.content_id !== null }));
+        // The copy goes: the message will never leave, and what it was is the draft now (a cancel keeps its copy).
+        await mail.deleteMessage(trx, tenant.workspaceId, row);
+        await insert(trx, tenant, values, parts);
       });
       return viewOf(tenant, id);
     },
@@ -398,7 +441,8 @@ export function createDraftService({ work, mail, clock, sending }: DraftDeps): D
         // What was taken is what goes out, even if a PATCH landed after the check; enqueue checks it again.
         const from = taken.mailbox_id === draft.mailbox_id ? draft.mailbox_address : await mail.draftMailboxAddress(trx, tenant.workspaceId, taken.mailbox_id);
         if (from === undefined) throw draftNotFound(draftId);
-        return sending.enqueue(tenant, { ...(await sendInput(trx, tenant, taken, from, files)), send_at: options.send_at }, trx);
+        const input = await sendInput(trx, tenant, taken, from, files);
+        return sending.enqueue(tenant, { ...input, send_at: options.send_at, hold: options.hold, inReplyToMessage: taken.in_reply_to ?? undefined }, trx);
       });
     },
 

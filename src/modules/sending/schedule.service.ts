@@ -17,6 +17,11 @@ export interface Scheduling {
   cancel(tenant: TenantContext, messageId: string): Promise<SentMessageView>;
   /** The message leaves at `sendAt` instead (a time already past: now), dated anew (its `date`; the copy sent, at delivery). */
   reschedule(tenant: TenantContext, messageId: string, sendAt: string): Promise<SentMessageView>;
+  /**
+   * Cancel as `cancel` does, then run `then` on the cancelled message and its delivery state in the same transaction
+   * (undo send: the copy becomes a draft again); then's answer. The same 404 and 409 as `cancel`.
+   */
+  cancelWith<T>(tenant: TenantContext, messageId: string, then: (trx: Work, row: MessageDetailRow, state: { in_reply_to: string | null }) => Promise<T>): Promise<T>;
 }
 
 export interface SchedulingDeps {
@@ -45,44 +50,54 @@ export function createScheduling({ work, clock, events, queue, mail }: Schedulin
    * Run `change` on a scheduled message and `then` on the message as it left it, in one transaction; the message's
    * delivery view.
    */
-  async function onScheduled(
+  async function onScheduled<T>(
     tenant: TenantContext,
     messageId: string,
     change: (trx: Work, key: Key, jobId: string | null) => Promise<boolean>,
-    then?: (trx: Work, row: MessageDetailRow) => Promise<unknown>,
-  ): Promise<SentMessageView> {
+    then: (trx: Work, row: MessageDetailRow, state: { in_reply_to: string | null }) => Promise<T>,
+  ): Promise<T> {
     const key = { workspaceId: tenant.workspaceId, messageId };
-    const row = await work.transaction().execute(async (trx) => {
+    return work.transaction().execute(async (trx) => {
       const state = await mail.deliveryState(trx, key);
       if (state?.status !== 'scheduled' || !(await change(trx, key, state.job_id))) throw await refusal(trx, tenant, messageId, state?.status);
       const changed = await mail.findMessage(trx, tenant.workspaceId, messageId);
       if (!changed) throw await refusal(trx, tenant, messageId, undefined);
-      await then?.(trx, changed);
-      return changed;
+      return then(trx, changed, state);
     });
-    return toSentMessageView(row);
+  }
+
+  /** The job removed, the row `cancelled` (final), `message.cancelled` emitted; then `then`. */
+  function cancelWith<T>(tenant: TenantContext, messageId: string, then: (trx: Work, row: MessageDetailRow, state: { in_reply_to: string | null }) => Promise<T>): Promise<T> {
+    return onScheduled(
+      tenant,
+      messageId,
+      async (trx, key, jobId) => {
+        if (jobId !== null) await queue.cancel(trx, jobId);
+        return mail.cancelScheduled(trx, key, clock.now());
+      },
+      async (trx, row, state) => {
+        await events.emit(trx, { workspaceId: tenant.workspaceId, type: 'message.cancelled', data: { ...toMessageListView(row) } });
+        return then(trx, row, state);
+      },
+    );
   }
 
   return {
-    cancel(tenant, messageId) {
-      return onScheduled(
-        tenant,
-        messageId,
-        async (trx, key, jobId) => {
-          if (jobId !== null) await queue.cancel(trx, jobId);
-          return mail.cancelScheduled(trx, key, clock.now());
-        },
-        (trx, row) => events.emit(trx, { workspaceId: tenant.workspaceId, type: 'message.cancelled', data: { ...toMessageListView(row) } }),
-      );
-    },
+    cancel: (tenant, messageId) => cancelWith(tenant, messageId, async (_trx, row) => toSentMessageView(row)),
+    cancelWith,
 
     async reschedule(tenant, messageId, sendAtText) {
       const now = clock.now();
       const sendAt = scheduledTime(sendAtText, now) ?? now;
-      return onScheduled(tenant, messageId, async (trx, key, jobId) => {
-        if (jobId !== null) await queue.reschedule(trx, jobId, sendAt);
-        return mail.rescheduleScheduled(trx, key, sendAt, now);
-      });
+      return onScheduled(
+        tenant,
+        messageId,
+        async (trx, key, jobId) => {
+          if (jobId !== null) await queue.reschedule(trx, jobId, sendAt);
+          return mail.rescheduleScheduled(trx, key, sendAt, now);
+        },
+        async (_trx, row) => toSentMessageView(row),
+      );
     },
   };
 }

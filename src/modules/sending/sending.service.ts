@@ -50,6 +50,13 @@ export interface SendInput {
   messageId?: string | undefined;
   /** When to send (ISO 8601 with an offset, up to 30 days ahead); absent, now or past: at once (schedule.ts). */
   send_at?: string | undefined;
+  /**
+   * Hold a message that would leave now for the service's undo window (`undoSendMs`): it is scheduled that far
+   * ahead, so it can be cancelled or taken back as a draft meanwhile. No effect with a `send_at` ahead, or a window of 0.
+   */
+  hold?: boolean | undefined;
+  /** The message (our message_id) a draft sent answers: kept with the delivery state for an undo (drafts only). */
+  inReplyToMessage?: string | undefined;
   /** Files as MIME parts (attachments.ts checks and decodes them); listed in the sent copy. */
   attachments?: AttachmentInput[] | undefined;
   /** One-click unsubscribe (RFC 8058): each recipient's copy carries its own List-Unsubscribe fields. */
@@ -63,6 +70,8 @@ export interface Queued {
   /** `scheduled` when the message waits for its `send_at`. */
   status: 'queued' | 'scheduled';
   send_at?: string;
+  /** A held send (`hold`): the seconds it waits before it leaves (at `send_at`), during which it can be taken back. */
+  hold_seconds?: number;
   /** Recipients left out because the workspace suppresses them; absent when none was. */
   suppressed?: string[];
 }
@@ -109,6 +118,7 @@ export interface SendingService {
   /** Cancel or reschedule a message waiting for its send_at (schedule.service.ts). */
   cancel: Scheduling['cancel'];
   reschedule: Scheduling['reschedule'];
+  cancelWith: Scheduling['cancelWith'];
 }
 
 export interface SendingDeps {
@@ -133,6 +143,8 @@ export interface SendingDeps {
   quota: SendQuota;
   /** Parses a submitted message for its sent copy (parseMessage in this thread by default). */
   parse?: (raw: Buffer) => Promise<ParsedMessage>;
+  /** How long a send that asks for the hold waits before it leaves (MAILROOM_UNDO_SEND_SECONDS); 0 or absent: no hold. */
+  undoSendMs?: number;
 }
 
 /** What a send asks of the quotas (`QuotaService.checkSend` and `countSend`). */
@@ -150,14 +162,24 @@ export interface RawSendInput {
 
 type Sender = { mailbox: { id: string; address: string }; fromDomain: string; judged: ReturnType<ReturnType<typeof addressVerdicts>['judge']> };
 type Checked = { mailbox: { id: string; address: string }; fromDomain: string; to: string[]; cc: string[]; all: string[]; suppressed: string[]; subject: string; replyTo: string | undefined; fromName: string };
-type Composed = { messageId: string; now: number; raw: Buffer; parsed: ParsedMessage; mailFrom: string; listUnsubscribe?: boolean | undefined; deliveryNotification?: boolean | undefined };
-/** A send ready to be written: `sendAt` null sends at once. */
-type Prepared = { checked: Checked; composed: Composed; sendAt: number | null };
+type Composed = {
+  messageId: string;
+  now: number;
+  raw: Buffer;
+  parsed: ParsedMessage;
+  mailFrom: string;
+  listUnsubscribe?: boolean | undefined;
+  deliveryNotification?: boolean | undefined;
+  inReplyTo?: string | undefined;
+};
+/** A send ready to be written: `sendAt` null sends at once; `held`: scheduled only by the hold. */
+type Prepared = { checked: Checked; composed: Composed; sendAt: number | null; held?: boolean };
 
 export function createSendingService(deps: SendingDeps): SendingService {
   const { work, clock, events, mail, queue, domains, returnPaths, commits, quota } = deps;
   const composer = deps.compose ?? composeMessage;
   const parseRaw = deps.parse ?? parseMessage;
+  const undoSendMs = deps.undoSendMs ?? 0;
 
   /**
    * Everything that can refuse a send, read-only: runs before any write so a refusal leaves nothing behind.
@@ -325,7 +347,16 @@ export function createSendingService(deps: SendingDeps): SendingService {
     };
     // The keyed return path is an HMAC: made here, once, rather than inside the shared transaction. Each recipient has
     // its own (the delivery worker makes them by place); the first one's is kept as the message's, and marks it as such.
-    return { messageId, now, raw, parsed, mailFrom: returnPaths.address(messageId, 0), listUnsubscribe: input.unsubscribe === true, deliveryNotification: input.delivery_notification === true };
+    return {
+      messageId,
+      now,
+      raw,
+      parsed,
+      mailFrom: returnPaths.address(messageId, 0),
+      listUnsubscribe: input.unsubscribe === true,
+      deliveryNotification: input.delivery_notification === true,
+      inReplyTo: input.inReplyToMessage,
+    };
   }
 
   /** The answer names the recipients a send left out because they are suppressed. */
@@ -336,17 +367,21 @@ export function createSendingService(deps: SendingDeps): SendingService {
    * `inBatch`: the batch has checked the send quotas for all its messages already.
    */
   async function prepare(tenant: TenantContext, input: SendInput, conn: Work, record: boolean, inBatch = false): Promise<Prepared> {
-    const sendAt = scheduledTime(input.send_at, clock.now());
+    const now = clock.now();
+    const scheduled = scheduledTime(input.send_at, now);
+    // A held send is a scheduled one whose time is the end of the undo window: one way to wait, cancel and leave.
+    const held = scheduled === null && input.hold === true && undoSendMs > 0;
+    const sendAt = held ? now + undoSendMs : scheduled;
     const checked = await check(tenant, input, conn, record);
     // Before composing: a workspace over its quota costs no work (the count in `write` is the one that holds).
     if (!inBatch) await quota.checkSend(conn, tenant.workspaceId, 1);
-    return { checked, composed: await compose(input, checked, sendAt), sendAt };
+    return { checked, composed: await compose(input, checked, sendAt), sendAt, held };
   }
 
   /** `sendAt`: a scheduled message (`scheduled`, its job due then); null sends at once. */
   async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Work, sendAt: number | null = null): Promise<Queued> {
     const { mailbox, all } = checked;
-    const { messageId, now, raw, parsed, mailFrom, listUnsubscribe, deliveryNotification } = composed;
+    const { messageId, now, raw, parsed, mailFrom, listUnsubscribe, deliveryNotification, inReplyTo } = composed;
     const row = await mail.storeCopy(trx, {
       id: messageId,
       workspaceId: tenant.workspaceId,
@@ -369,7 +404,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       maxAttempts: deps.maxAttempts ?? 1000,
       ...(sendAt === null ? {} : { runAt: sendAt }),
     });
-    await mail.recordOutbound(trx, { workspaceId: tenant.workspaceId, messageId, status, mailFrom, recipients: all, sendAt, jobId, listUnsubscribe, deliveryNotification, now });
+    await mail.recordOutbound(trx, { workspaceId: tenant.workspaceId, messageId, status, mailFrom, recipients: all, sendAt, jobId, listUnsubscribe, deliveryNotification, inReplyTo, now });
     // Counted where it is written (a scheduled message when it is accepted): past a quota the whole send rolls back.
     await quota.countSend(trx, tenant.workspaceId, 1);
     const schedule = sendAt === null ? {} : { send_at: iso(sendAt) };
@@ -392,9 +427,9 @@ export function createSendingService(deps: SendingDeps): SendingService {
     },
 
     async enqueue(tenant, input, trx) {
-      const { checked, composed, sendAt } = await prepare(tenant, input, trx ?? work, trx === undefined);
+      const { checked, composed, sendAt, held } = await prepare(tenant, input, trx ?? work, trx === undefined);
       const queued = await (trx ? write(tenant, checked, composed, trx, sendAt) : commits.run((own) => write(tenant, checked, composed, asWork(own), sendAt), tenant.workspaceId));
-      return withSuppressed(queued, checked);
+      return withSuppressed(held === true ? { ...queued, hold_seconds: undoSendMs / 1000 } : queued, checked);
     },
 
     async check(tenant, input) {

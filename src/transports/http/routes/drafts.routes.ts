@@ -37,8 +37,25 @@ const CreateBody = Type.Object(
   },
   { additionalProperties: false, title: 'DraftCreate' },
 );
-/** Sending a draft may schedule it; no body (or `{}`) sends it now. */
-const DraftSendBody = Type.Object({ send_at: Type.Optional(SendAt) }, { additionalProperties: false, title: 'DraftSendRequest' });
+/** Sending a draft may schedule it or hold it for the undo window; no body (or `{}`) sends it now. */
+const DraftSendBody = Type.Object(
+  {
+    send_at: Type.Optional(SendAt),
+    hold: Type.Optional(
+      Type.Boolean({
+        description:
+          "true: held for the server's undo window (MAILROOM_UNDO_SEND_SECONDS) before it leaves, as a message scheduled that far ahead; POST /app/api/messages/{message_id}/undo-send takes it back as a draft meanwhile. No effect with a send_at ahead, or when the window is 0",
+      }),
+    ),
+  },
+  { additionalProperties: false, title: 'DraftSendRequest' },
+);
+/** A draft send's answer: a send's, with the hold's length when it was held. */
+const DraftQueued = Type.Object(
+  { ...Queued.properties, hold_seconds: Type.Optional(Type.Integer({ minimum: 1, description: 'a held send only: the seconds it waits (it leaves at send_at); undo-send takes it back until then' })) },
+  { title: 'DraftQueued' },
+);
+const MessageParams = Type.Object({ message_id: ResourceId }, { additionalProperties: false });
 const PatchBody = Type.Object(
   {
     mailbox: Type.Optional(Email),
@@ -181,10 +198,26 @@ export function draftRoutes({ drafts, tenant }: { drafts: DraftService; tenant: 
           params: DraftParams,
           querystring: NoQuery,
           body: optionalBody(DraftSendBody),
-          response: { 202: answer('Stored in sent and queued for delivery (or scheduled); the draft is gone', Queued), ...errors(400, 401, 403, 404, 413, 415, 422, 429) },
+          response: { 202: answer('Stored in sent and queued for delivery (or scheduled, or held); the draft is gone', DraftQueued), ...errors(400, 401, 403, 404, 413, 415, 422, 429) },
         },
       },
-      async (request, reply) => reply.code(202).send(await drafts.send(tenant(request), request.params.draft_id, { send_at: request.body?.send_at })),
+      async (request, reply) => reply.code(202).send(await drafts.send(tenant(request), request.params.draft_id, { send_at: request.body?.send_at, hold: request.body?.hold })),
+    );
+
+    app.post(
+      '/messages/:message_id/undo-send',
+      {
+        schema: {
+          operationId: 'appUndoSend',
+          summary: 'Take back a message that has not left yet (held or scheduled): cancelled, its sent copy deleted, a draft again (201)',
+          tags,
+          security,
+          params: MessageParams,
+          querystring: NoQuery,
+          response: { 201: answer('The new draft, made of the message', Draft), ...errors(400, 401, 403, 404, 409, 429) },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await drafts.undoSend(tenant(request), request.params.message_id)),
     );
 
     await app.register(draftAttachmentRoutes({ drafts, tenant }));
