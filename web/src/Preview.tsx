@@ -3,9 +3,9 @@ import { ApiError, client } from './api';
 import type { Attachment } from './types';
 
 /** Image types a browser shows in an `<img>`, where even SVG runs no script and loads nothing (decision 702). */
-const IMAGE_TYPE = /^image\/(png|jpeg|gif|webp|avif|bmp|svg\+xml)$/;
+export const IMAGE_TYPE = /^image\/(png|jpeg|gif|webp|avif|bmp|svg\+xml)$/;
 /** Larger files are offered for download only: a data: URL of them would cost the tab that much memory again. */
-const MAX_PREVIEW_BYTES = 20 * 1024 * 1024;
+export const MAX_PREVIEW_BYTES = 20 * 1024 * 1024;
 
 export const previewable = (a: Attachment): boolean => IMAGE_TYPE.test(a.content_type.toLowerCase()) && a.size <= MAX_PREVIEW_BYTES;
 
@@ -15,7 +15,7 @@ export function previewDocument(dataUrl: string): string {
   return `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="${csp}"><meta charset="utf-8"><meta name="referrer" content="no-referrer"><style>html,body{margin:0;height:100%;background:#fff}body{display:flex;align-items:center;justify-content:center}img{max-width:100%;max-height:100%;object-fit:contain}</style></head><body><img alt="" src="${dataUrl}"></body></html>`;
 }
 
-function dataUrlOf(blob: Blob): Promise<string> {
+export function dataUrlOf(blob: Blob): Promise<string> {
   return new Promise((resolve, reject) => {
     const reader = new FileReader();
     // readAsDataURL always yields a string.
