@@ -59,13 +59,16 @@ const spec = (name: string, type: string, bytes: Buffer): FileSpec => ({ name, t
 
 /** Dispatches a paste (ClipboardEvent) or a drag event carrying `files` on the element, as a browser would. */
 async function fileEvent(target: ReturnType<Page['getByRole']>, kind: 'paste' | 'dragenter' | 'drop', files: FileSpec[]): Promise<void> {
-  await target.evaluate((el: { dispatchEvent(event: unknown): boolean }, { kind: k, files: fs }) => {
+  type Box = { left: number; top: number; width: number; height: number };
+  await target.evaluate((el: { dispatchEvent(event: unknown): boolean; getBoundingClientRect(): Box }, { kind: k, files: fs }) => {
     // The tests are typed without the DOM's library: the page's constructors, as far as used here.
     type Ctor = new (...args: unknown[]) => unknown;
     const page = globalThis as unknown as Record<'DataTransfer' | 'File' | 'ClipboardEvent' | 'DragEvent', Ctor> & { atob(s: string): string };
     const dt = new page.DataTransfer() as { items: { add(file: unknown): void } };
     for (const f of fs) dt.items.add(new page.File([Uint8Array.from(page.atob(f.base64), (c) => c.charCodeAt(0))], f.name, { type: f.type }));
-    const init = { bubbles: true, cancelable: true, composed: true };
+    // A drop lands where the pointer is: the middle of the element.
+    const box = el.getBoundingClientRect();
+    const init = { bubbles: true, cancelable: true, composed: true, clientX: box.left + box.width / 2, clientY: box.top + box.height / 2 };
     el.dispatchEvent(k === 'paste' ? new page.ClipboardEvent('paste', { ...init, clipboardData: dt }) : new page.DragEvent(k, { ...init, dataTransfer: dt }));
   }, { kind, files });
 }
@@ -157,6 +160,13 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: attachments in the compose form (${TEST
     await shown.waitFor();
     await expect.poll(() => shown.evaluate((img: { naturalWidth: number }) => img.naturalWidth)).toBe(24);
     await page.getByRole('list', { name: 'Attached files' }).getByText('in the message').waitFor();
+    // An image dropped on the text goes in too; deleted from the text, it is not sent.
+    await fileEvent(body, 'drop', [spec('gone.png', 'image/png', png(8))]);
+    const gone = body.getByRole('img', { name: 'gone.png' });
+    await expect.poll(() => gone.evaluate((img: { naturalWidth: number }) => img.naturalWidth)).toBe(8);
+    await gone.click();
+    await page.keyboard.press('Delete');
+    await gone.waitFor({ state: 'detached' });
     expect(await axeViolations(page)).toEqual([]);
     // The draft keeps the image: after a reload the editor shows it again from the draft's file.
     await page.waitForURL(/\/compose\/drf_[0-9a-z]{26}$/);
