@@ -32,6 +32,10 @@ export default defineConfig({
   base: '/',
   plugins: [react(), firstLoadSize()],
   // assetsInlineLimit 0: the favicon stays a file under assets/ (the app's CSP and caching cover it there), not a data: URL.
-  build: { outDir, emptyOutDir: true, sourcemap: false, reportCompressedSize: true, assetsInlineLimit: 0 },
+  // pdf-preview.html is a page of its own, framed only to preview a PDF (decision 763): the app never loads its script.
+  build: {
+    outDir, emptyOutDir: true, sourcemap: false, reportCompressedSize: true, assetsInlineLimit: 0,
+    rollupOptions: { input: { index: join(here, 'index.html'), 'pdf-preview': join(here, 'pdf-preview.html') } },
+  },
   server: { proxy: { '/app/api': 'http://127.0.0.1:8080' } },
 });

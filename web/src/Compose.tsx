@@ -1,5 +1,5 @@
 import { useQueryClient } from '@tanstack/react-query';
-import { lazy, Suspense, useEffect, useRef, useState, type FormEvent, type KeyboardEvent, type RefObject } from 'react';
+import { lazy, Suspense, useEffect, useRef, useState, type ClipboardEvent, type DragEvent, type FormEvent, type KeyboardEvent, type RefObject } from 'react';
 import { AddressField } from './AddressField';
 import { ApiError } from './api';
 import { useAutosave, type SaveState } from './autosave';
@@ -7,8 +7,8 @@ import { offerUndoSend } from './bulk';
 import { emptyFields, RECIPIENT_ERRORS, SENDER_ERRORS, startFrom, startingHtml } from './compose';
 import { htmlToText } from './htmltext';
 import { composePath, mailPath, navigate, type MailView } from './router';
-import { bytes } from './format';
-import { deleteDraft, removeAttachment, sendDraft, uploadAttachments, useDraft, useSignatures, useSourceMessage, type Draft, type DraftAttachment, type DraftFields } from './sending';
+import { Attachments, useDraftFiles, type DraftFiles } from './ComposeFiles';
+import { deleteDraft, sendDraft, useDraft, useSignatures, useSourceMessage, type Draft, type DraftAttachment, type DraftFields } from './sending';
 import { rememberSent } from './Sent';
 import type { Mailbox } from './types';
 import './compose.css';
@@ -101,6 +101,7 @@ function ComposeForm({ title, initial, files, draftId, mailboxes, back, origin }
   });
   const first = useRef<HTMLInputElement>(null);
   const sending = useRef(false);
+  const draftFiles = useDraftFiles(files, () => saver.saveNow());
   // An answer starts above the quote (the editor focuses its start); a new message at its first recipient.
   const startInBody = initial.to !== '';
   useEffect(() => {
@@ -122,6 +123,7 @@ function ComposeForm({ title, initial, files, draftId, mailboxes, back, origin }
     setSendError(null);
     try {
       const id = await saver.saveNow();
+      await draftFiles.dropUnused(fields.html ?? '');
       // Before the request: counted from here, the toast ends before the server's window does.
       const started = Date.now();
       const later = sendAt ? new Date(sendAt).toISOString() : undefined;
@@ -166,9 +168,10 @@ function ComposeForm({ title, initial, files, draftId, mailboxes, back, origin }
   const otherProblem = sendError && recipientsProblem !== sendError.detail && senderProblem === null ? sendError : null;
 
   return (
-    <section className="compose" aria-labelledby="compose-title">
+    <section className="compose" aria-labelledby="compose-title" {...dropZone(draftFiles)}>
       <h1 id="compose-title">{title}</h1>
-      <form onSubmit={(e) => void send(e)} onKeyDown={onKey} noValidate>
+      {draftFiles.dragging && <div className="drop-zone" aria-hidden="true">Drop files to attach them</div>}
+      <form onSubmit={(e) => void send(e)} onKeyDown={onKey} onPaste={(e) => pasted(e, draftFiles)} noValidate>
         <div className="field">
           <label htmlFor="compose-from">From</label>
           <select id="compose-from" value={fields.mailbox} onChange={(e) => change({ mailbox: e.target.value })}
@@ -187,10 +190,11 @@ function ComposeForm({ title, initial, files, draftId, mailboxes, back, origin }
           <span id="compose-body-label" className="label">Message</span>
           <Suspense fallback={<p className="loading" role="status">Loading the editor…</p>}>
             <RichEditor initialHtml={initial.html ?? ''} labelledBy="compose-body-label" autofocus={startInBody}
-              onChange={(html) => change({ html, body: htmlToText(html) })} />
+              onChange={(html) => change({ html, body: htmlToText(html) })}
+              onImage={draftFiles.addInline} onFiles={draftFiles.add} imageSource={draftFiles.imageSource} />
           </Suspense>
         </div>
-        <Attachments initial={files} draftId={() => saver.saveNow()} />
+        <Attachments files={draftFiles} />
         {fields.in_reply_to && <p className="muted thread-note">An answer: it joins the conversation of the message it answers.</p>}
         {otherProblem && <SendProblem error={otherProblem} onNewMessage={() => change({ in_reply_to: null })} />}
         <div className="compose-actions">
@@ -231,55 +235,41 @@ function Recipients(props: {
   );
 }
 
+const carriesFiles = (e: DragEvent) => e.dataTransfer.types.includes('Files');
+
 /**
- * The draft's files: chosen files are uploaded to the draft at once (saving it first when it is new), each can be
- * removed. The upload is multipart/form-data, so a large file is never base64 in the page.
+ * The whole form is a drop target for files (the file input stays the way to attach from the keyboard). A drop on the
+ * editor is the editor's: an image goes inline there, and the event arrives here already handled.
  */
-function Attachments({ initial, draftId }: { initial: DraftAttachment[]; draftId: () => Promise<string> }) {
-  const [files, setFiles] = useState(initial);
-  const [working, setWorking] = useState<string | null>(null);
-  const [problem, setProblem] = useState<string | null>(null);
-  const input = useRef<HTMLInputElement>(null);
+function dropZone(files: DraftFiles) {
+  return {
+    onDragEnter: (e: DragEvent) => carriesFiles(e) && files.setDragging(true),
+    onDragOver: (e: DragEvent) => {
+      if (!carriesFiles(e)) return;
+      e.preventDefault();
+      e.dataTransfer.dropEffect = 'copy';
+    },
+    onDragLeave: (e: DragEvent) => {
+      // Leaving for a child is not leaving the form.
+      if (e.relatedTarget instanceof globalThis.Node && e.currentTarget.contains(e.relatedTarget)) return;
+      files.setDragging(false);
+    },
+    onDrop: (e: DragEvent) => {
+      files.setDragging(false);
+      if (e.defaultPrevented || !carriesFiles(e)) return;
+      e.preventDefault();
+      files.add([...e.dataTransfer.files]);
+    },
+  };
+}
 
-  async function act(label: string, task: (id: string) => Promise<Draft>) {
-    setWorking(label);
-    setProblem(null);
-    try {
-      setFiles((await task(await draftId())).attachments);
-    } catch (err) {
-      setProblem(err instanceof ApiError ? err.detail : 'the server did not answer; try again');
-    } finally {
-      setWorking(null);
-    }
-  }
-
-  function chosen() {
-    const picked = [...(input.current?.files ?? [])];
-    if (input.current) input.current.value = '';
-    if (picked.length > 0) void act('Uploading…', (id) => uploadAttachments(id, picked));
-  }
-
-  return (
-    <div className="field attachments-field">
-      <label htmlFor="compose-files">Files</label>
-      <div>
-        {files.length > 0 && (
-          <ul className="compose-files" aria-label="Attached files">
-            {files.map((a) => (
-              <li key={a.attachment_id}>
-                <span className="file-name">{a.filename}</span> <span className="muted">{bytes(a.size)}{a.inline ? ', inline' : ''}</span>{' '}
-                <button type="button" disabled={working !== null} aria-label={`Remove ${a.filename}`}
-                  onClick={() => void act('Removing…', (id) => removeAttachment(id, a.attachment_id))}>Remove</button>
-              </li>
-            ))}
-          </ul>
-        )}
-        <input id="compose-files" ref={input} type="file" multiple disabled={working !== null} onChange={chosen} aria-describedby="compose-files-hint" />
-        <p id="compose-files-hint" className="muted hint">{working ?? 'Up to 25 MB in all.'}</p>
-        {problem && <p className="error" role="alert">Not attached: {problem}</p>}
-      </div>
-    </div>
-  );
+/** A file pasted into any field but the editor (which takes its own) is attached. */
+function pasted(e: ClipboardEvent, files: DraftFiles): void {
+  if (e.defaultPrevented) return;
+  const picked = [...e.clipboardData.files];
+  if (picked.length === 0) return;
+  e.preventDefault();
+  files.add(picked);
 }
 
 function SendProblem({ error, onNewMessage }: { error: ApiError; onNewMessage: () => void }) {

@@ -1,6 +1,42 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
-import { hasRemoteContent, messageDocument, textDocument } from './sanitize';
+import { client } from './api';
+import { dataUrlOf, IMAGE_TYPE, MAX_PREVIEW_BYTES } from './Preview';
+import { cidOf, hasRemoteContent, messageDocument, textDocument } from './sanitize';
 import type { FullMessage } from './types';
+
+/** At most this many inline images are fetched for one message; the rest stay blank, as remote ones do. */
+const MAX_INLINE_IMAGES = 50;
+
+/**
+ * The message's own images (its parts with a Content-ID that its HTML shows as `cid:…`), read as data: URLs so the
+ * frame, which fetches nothing, can show them (decision 762). Empty until read; a part that fails stays blank.
+ */
+function useInlineImages(message: FullMessage): ReadonlyMap<string, string> | null {
+  const [images, setImages] = useState<ReadonlyMap<string, string> | null>(null);
+  const html = message.html;
+  const wanted = useMemo(() => {
+    if (html === null || !/cid:/i.test(html)) return [];
+    const named = new Set([...html.matchAll(/cid:([^"'\s)>]+)/gi)].map((m) => cidOf(`cid:${m[1] ?? ''}`)));
+    return message.attachments
+      .filter((a) => a.content_id != null && named.has(a.content_id) && IMAGE_TYPE.test(a.content_type.toLowerCase()) && a.size <= MAX_PREVIEW_BYTES)
+      .slice(0, MAX_INLINE_IMAGES);
+  }, [html, message.attachments]);
+  useEffect(() => {
+    let live = true;
+    if (wanted.length === 0) return undefined;
+    void Promise.all(wanted.map(async (a) => {
+      const params = { path: { message_id: message.message_id, attachment_id: a.attachment_id } };
+      const { data } = await client.GET('/app/api/messages/{message_id}/attachments/{attachment_id}', { params, headers: { accept: null }, parseAs: 'blob' });
+      return [a.content_id ?? '', await dataUrlOf(new Blob([data as Blob], { type: a.content_type.toLowerCase() }))] as const;
+    }).map((p) => p.catch(() => null))).then((pairs) => {
+      if (live) setImages(new Map(pairs.filter((p) => p !== null)));
+    });
+    return () => {
+      live = false;
+    };
+  }, [wanted, message.message_id]);
+  return wanted.length === 0 ? null : images;
+}
 
 /** The frame's border, top and bottom (styles.css, .message-frame). */
 const FRAME_BORDER_PX = 2;
@@ -47,9 +83,10 @@ function useContentHeight(srcDoc: string): { ref: React.RefObject<HTMLIFrameElem
  */
 export function MessageBody({ message }: { message: FullMessage }) {
   const [showImages, setShowImages] = useState(false);
+  const inline = useInlineImages(message);
   const srcDoc = useMemo(
-    () => (message.html !== null ? messageDocument(message.html, showImages) : textDocument(message.text ?? '')),
-    [message.html, message.text, showImages],
+    () => (message.html !== null ? messageDocument(message.html, showImages, inline) : textDocument(message.text ?? '')),
+    [message.html, message.text, showImages, inline],
   );
   const { ref, height } = useContentHeight(srcDoc);
   const remote = message.html !== null && hasRemoteContent(message.html);

@@ -1,4 +1,4 @@
-import { Extension } from '@tiptap/core';
+import { Extension, Node, type Editor as CoreEditor } from '@tiptap/core';
 import { EditorContent, useEditor, useEditorState, type Editor } from '@tiptap/react';
 import StarterKit from '@tiptap/starter-kit';
 import { useEffect, useRef, useState } from 'react';
@@ -17,32 +17,121 @@ const LeaveModEnter = Extension.create({
   addKeyboardShortcuts: () => ({ 'Mod-Enter': () => true }),
 });
 
-export interface RichEditorProps {
+/** Where the editor shows an inline image from: its Content-ID to a URL this page may load (blob: or data:). */
+export type ImageSource = (cid: string) => Promise<string>;
+
+const NO_SOURCE: ImageSource = () => Promise.reject(new Error('no image source'));
+
+/**
+ * An image of the message itself: in the HTML it is `<img src="cid:…">`, the draft's inline file of that Content-ID
+ * (decision 761). Only `cid:` images are parsed, so pasted HTML brings no remote image in; the editor shows the bytes
+ * through `source`, never the cid: URL.
+ */
+const InlineImage = Node.create<{ source: ImageSource }>({
+  name: 'inlineImage',
+  group: 'inline',
+  inline: true,
+  atom: true,
+  draggable: true,
+  addOptions: () => ({ source: NO_SOURCE }),
+  addAttributes: () => ({
+    cid: { default: null, parseHTML: (el) => el.getAttribute('src')?.slice(4) ?? null, renderHTML: (a) => ({ src: `cid:${String(a.cid)}` }) },
+    alt: { default: '' },
+  }),
+  parseHTML: () => [{ tag: 'img[src^="cid:"]' }],
+  renderHTML: ({ HTMLAttributes }) => ['img', HTMLAttributes],
+  addNodeView() {
+    const { source } = this.options;
+    return ({ node }) => {
+      const img = document.createElement('img');
+      img.alt = String(node.attrs.alt ?? '');
+      img.className = 'inline-image';
+      source(String(node.attrs.cid)).then((url) => (img.src = url), () => (img.alt = `${img.alt} (not found)`));
+      return { dom: img };
+    };
+  },
+});
+
+const IMAGE_TYPE = /^image\/(png|jpeg|gif|webp)$/;
+
+/** Files a paste or a drop brings: images go inline in the body, the rest are attached. */
+export interface FileHandlers {
+  /** Uploads the image as an inline file and answers its Content-ID. */
+  onImage: (file: File) => Promise<string>;
+  onFiles: (files: File[]) => void;
+}
+
+export interface RichEditorProps extends Partial<FileHandlers> {
   initialHtml: string;
   onChange: (html: string) => void;
   labelledBy: string;
   autofocus: boolean;
+  /** Read once, when the editor is made (keep it stable). Without it (a signature) a pasted or dropped file is ignored. */
+  imageSource?: ImageSource;
+}
+
+const refuse = () => Promise.reject(new Error('no files here'));
+
+/** Splits the files: images inserted at `pos` once uploaded (the editor may have changed meanwhile), others attached. */
+function takeFiles(editor: CoreEditor | null, files: File[], pos: number | null, handlers: FileHandlers): void {
+  const images = files.filter((f) => IMAGE_TYPE.test(f.type));
+  const others = files.filter((f) => !IMAGE_TYPE.test(f.type));
+  if (others.length > 0) handlers.onFiles(others);
+  for (const file of images) {
+    handlers.onImage(file).then((cid) => {
+      if (!editor || editor.isDestroyed) return;
+      const content = { type: 'inlineImage', attrs: { cid, alt: file.name } };
+      const at = pos !== null && pos <= editor.state.doc.content.size ? pos : null;
+      if (at === null) editor.chain().focus().insertContent(content).run();
+      else editor.chain().focus().insertContentAt(at, content).run();
+    }, () => undefined);
+  }
 }
 
 /** HTML pasted from another app is hostile input like any mail: cleaned by the mail sanitizer before it is parsed. */
 export const cleanPaste = (html: string): string => sanitizeHtml(html);
 
-export default function RichEditor({ initialHtml, onChange, labelledBy, autofocus }: RichEditorProps) {
-  // The editor keeps the callbacks it was made with; the latest onChange is reached through this ref.
-  const changed = useRef(onChange);
+export default function RichEditor(props: RichEditorProps) {
+  const { initialHtml, labelledBy, autofocus } = props;
+  // The editor keeps the callbacks it was made with; the latest ones are reached through this ref.
+  const latest = useRef(props);
   useEffect(() => {
-    changed.current = onChange;
+    latest.current = props;
   });
+  const editorRef = useRef<CoreEditor | null>(null);
+  const [inlineImage] = useState(() => InlineImage.configure({ source: props.imageSource ?? NO_SOURCE }));
+  const handlers: FileHandlers = { onImage: (f) => (latest.current.onImage ?? refuse)(f), onFiles: (f) => latest.current.onFiles?.(f) };
   const editor = useEditor({
-    extensions: [StarterKit.configure({ link: { openOnClick: false, autolink: true, defaultProtocol: 'https' } }), LeaveModEnter],
+    extensions: [
+      StarterKit.configure({ link: { openOnClick: false, autolink: true, defaultProtocol: 'https' } }),
+      LeaveModEnter,
+      inlineImage,
+    ],
     content: initialHtml,
     autofocus: autofocus ? 'start' : false,
     editorProps: {
       attributes: { role: 'textbox', 'aria-multiline': 'true', 'aria-labelledby': labelledBy, class: 'rich-body' },
       transformPastedHTML: cleanPaste,
+      handlePaste: (_view, event) => {
+        const files = [...(event.clipboardData?.files ?? [])];
+        if (files.length === 0) return false;
+        takeFiles(editorRef.current, files, null, handlers);
+        return true;
+      },
+      handleDrop: (view, event) => {
+        const files = [...(event.dataTransfer?.files ?? [])];
+        if (files.length === 0) return false;
+        event.preventDefault();
+        const pos = view.posAtCoords({ left: event.clientX, top: event.clientY })?.pos ?? null;
+        takeFiles(editorRef.current, files, pos, handlers);
+        return true;
+      },
     },
-    onUpdate: ({ editor: e }) => changed.current(e.getHTML()),
+    onUpdate: ({ editor: e }) => latest.current.onChange(e.getHTML()),
   });
+  useEffect(() => {
+    editorRef.current = editor;
+  }, [editor]);
   return (
     <div className="rich-editor">
       <Toolbar editor={editor} />

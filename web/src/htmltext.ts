@@ -8,6 +8,8 @@ function inline(node: Node): string {
   if (node.nodeType === Node.TEXT_NODE) return (node.textContent ?? '').replace(/\s+/g, ' ');
   if (!(node instanceof Element)) return '';
   if (node.tagName === 'BR') return '\n';
+  // An inline image is a part of its own; the text part names it where it stood, as Gmail writes it.
+  if (node.tagName === 'IMG') return `[image: ${node.getAttribute('alt') || 'image'}]`;
   const inner = [...node.childNodes].map(inline).join('');
   if (node.tagName === 'A') {
     const href = node.getAttribute('href') ?? '';

@@ -9,6 +9,8 @@ const FORBID_TAGS = ['form', 'input', 'button', 'select', 'textarea', 'option', 
 const FORBID_ATTR = ['srcset', 'action', 'formaction', 'ping', 'background', 'poster', 'lowsrc', 'dynsrc'];
 
 let hooked = false;
+/** The inline images of the message being cleaned (its Content-IDs to data: URLs); set only during one sanitize. */
+let inlineImages: ReadonlyMap<string, string> | null = null;
 
 function hookLinks(): void {
   if (hooked) return;
@@ -18,12 +20,39 @@ function hookLinks(): void {
       node.setAttribute('target', '_blank');
       node.setAttribute('rel', 'noopener noreferrer');
     }
+    const src = node.tagName === 'IMG' ? node.getAttribute('src') : null;
+    if (src !== null && inlineImages !== null && /^cid:/i.test(src)) {
+      const url = inlineImages.get(cidOf(src));
+      if (url !== undefined) node.setAttribute('src', url);
+    }
   });
 }
 
-/** The message's HTML without anything that runs, navigates the frame or submits. */
-export function sanitizeHtml(html: string): string {
+/** The Content-ID a `cid:` URL names (RFC 2392: URL-encoded, without the angle brackets). */
+export function cidOf(url: string): string {
+  const raw = url.slice(4);
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+/**
+ * The message's HTML without anything that runs, navigates the frame or submits; `cid:` images found in `inline`
+ * become its data: URLs (the frame's policy allows no other image until the reader asks).
+ */
+export function sanitizeHtml(html: string, inline: ReadonlyMap<string, string> | null = null): string {
   hookLinks();
+  inlineImages = inline;
+  try {
+    return sanitizeWith(html);
+  } finally {
+    inlineImages = null;
+  }
+}
+
+function sanitizeWith(html: string): string {
   return DOMPurify.sanitize(html, {
     FORBID_TAGS,
     FORBID_ATTR,
@@ -38,10 +67,10 @@ export function sanitizeHtml(html: string): string {
  * The iframe's srcdoc: the meta policy comes first so it governs everything after it. Without `showImages`,
  * images (and CSS url()s) may only be data: URLs; with it, http(s) images too. Nothing else is fetched, ever.
  */
-export function messageDocument(html: string, showImages: boolean): string {
+export function messageDocument(html: string, showImages: boolean, inline: ReadonlyMap<string, string> | null = null): string {
   const img = showImages ? 'data: https: http:' : 'data:';
   const csp = `default-src 'none'; img-src ${img}; style-src 'unsafe-inline'; font-src data:; form-action 'none'; base-uri 'none'; script-src 'none'`;
-  return `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="${csp}"><meta charset="utf-8"><meta name="referrer" content="no-referrer"><style>body{margin:0;padding:8px;font:14px/1.5 system-ui,sans-serif;color:#111;background:#fff;overflow-wrap:anywhere}img{max-width:100%;height:auto}</style></head><body>${sanitizeHtml(html)}</body></html>`;
+  return `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="${csp}"><meta charset="utf-8"><meta name="referrer" content="no-referrer"><style>body{margin:0;padding:8px;font:14px/1.5 system-ui,sans-serif;color:#111;background:#fff;overflow-wrap:anywhere}img{max-width:100%;height:auto}</style></head><body>${sanitizeHtml(html, inline)}</body></html>`;
 }
 
 /** Plain text as a document for the same frame (escaped, kept in its lines). */

@@ -47,13 +47,23 @@ export const patchDraft = (id: string, fields: DraftFields, withRecipients = tru
 export const deleteDraft = (id: string) => answerOf(client.DELETE('/app/api/drafts/{draft_id}', { params: draftParams(id) }));
 
 /** Attach files to a draft (multipart: no base64 in the browser); answers the draft with all its files. */
-export function uploadAttachments(id: string, files: readonly File[]): Promise<Draft> {
+export function uploadAttachments(id: string, files: readonly File[], contentId?: string): Promise<Draft> {
   const form = new FormData();
+  // A content_id field makes the file part after it inline (the HTML shows it as cid:…).
+  if (contentId !== undefined) form.append('content_id', contentId);
   for (const file of files) form.append('file', file, file.name);
   // The generated type names the form's fields; a FormData is sent as it is, the browser writing the Content-Type
   // with its boundary, so it stands in for them.
   const body = form as unknown as Schema<'DraftAttachmentUpload'>;
   return answerOf(client.POST('/app/api/drafts/{draft_id}/attachments', { params: draftParams(id), body }));
+}
+
+/** One of the draft's files as bytes (an inline image shown again in the editor after a reload). */
+export async function draftFile(id: string, attachmentId: string): Promise<Blob> {
+  const { data } = await client.GET('/app/api/drafts/{draft_id}/attachments/{attachment_id}', {
+    params: { path: { draft_id: id, attachment_id: attachmentId } }, headers: { accept: null }, parseAs: 'blob',
+  });
+  return data as Blob;
 }
 
 export const removeAttachment = (id: string, attachmentId: string) =>

@@ -23,6 +23,23 @@ export const WEB_CSP = [
   "frame-ancestors 'none'",
 ].join('; ');
 
+/**
+ * The PDF preview page's policy (decision 763): it runs sandboxed in an opaque origin and gets the file by
+ * postMessage, so it may load this origin's scripts and style and nothing else; it fetches nothing.
+ */
+export const PDF_PREVIEW_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src data: blob:",
+  "connect-src 'none'",
+  "worker-src 'none'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'self'",
+].join('; ');
+
 /** Hashed file names change with their content, so a year and `immutable` are safe (RFC 8246). */
 const ASSET_CACHE_CONTROL = 'public, max-age=31536000, immutable';
 
@@ -51,11 +68,11 @@ function wantsPage(request: FastifyRequest): boolean {
   return accept.includes('text/html') && !isApiPath(request.url.split('?')[0] ?? '/');
 }
 
-function sendPage(reply: FastifyReply, html: string): FastifyReply {
+function sendPage(reply: FastifyReply, html: string, csp = WEB_CSP): FastifyReply {
   return reply
     .code(200)
     .header('cache-control', 'no-cache')
-    .header('content-security-policy', WEB_CSP)
+    .header('content-security-policy', csp)
     .header('x-content-type-options', 'nosniff')
     .header('referrer-policy', 'no-referrer')
     .type('text/html; charset=utf-8')
@@ -85,10 +102,18 @@ export async function registerWebApp(app: FastifyInstance, root: string | null):
       lastModified: false,
       setHeaders: (res) => {
         res.setHeader('cache-control', ASSET_CACHE_CONTROL);
+        // The PDF preview page has an opaque origin (decision 763): its module scripts are CORS requests from
+        // `null`. The assets are public, hashed, and sent without credentials, so any origin may read them.
+        res.setHeader('access-control-allow-origin', '*');
         res.setHeader('x-content-type-options', 'nosniff');
       },
     });
   }
   app.get('/', { schema: { hide: true } }, async (_request, reply) => sendPage(reply, index));
+  const previewFile = root === null ? null : join(root, 'pdf-preview.html');
+  if (previewFile !== null && existsSync(previewFile)) {
+    const preview = readFileSync(previewFile, 'utf8');
+    app.get('/pdf-preview.html', { schema: { hide: true } }, async (_request, reply) => sendPage(reply, preview, PDF_PREVIEW_CSP));
+  }
   return (request, reply) => (wantsPage(request) ? sendPage(reply, index) : null);
 }
