@@ -43,6 +43,7 @@ import * as m20261212000400 from './migrations/20261212000400_domain_return_path
 import * as m20261212000600 from './migrations/20261212000600_outbound_delivery_notification.js';
 import * as m20261213000300 from './migrations/20261213000300_mailbox_signature.js';
 import * as m20261213000400 from './migrations/20261213000400_messages_thread_folder_index.js';
+import * as m20261213000600 from './migrations/20261213000600_label_definitions.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -93,6 +94,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261212000600_outbound_delivery_notification': m20261212000600,
   '20261213000300_mailbox_signature': m20261213000300,
   '20261213000400_messages_thread_folder_index': m20261213000400,
+  '20261213000600_label_definitions': m20261213000600,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
