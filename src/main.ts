@@ -45,6 +45,7 @@ export function createHttpApp(config: Readonly<Config>, services: Services, logg
     mailboxes: services.mailboxes,
     messages: services.messages,
     bulk: services.bulk,
+    labels: services.labels,
     lists: services.lists,
     suppressions: services.suppressions,
     unsubscribes: services.unsubscribes,

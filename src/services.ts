@@ -50,6 +50,7 @@ import { createMailStore } from './modules/mail/mail.store.js';
 import { createMailSignal, onMailChanges, type MailSignal } from './modules/mail/mail-changes.js';
 import { createMessageService, type MessageService } from './modules/messages/message.service.js';
 import { createBulkService, type BulkService } from './modules/messages/bulk.service.js';
+import { createLabelService, type LabelService } from './modules/messages/label.service.js';
 import { createImapAccessService, type ImapAccessService } from './modules/imap-access/imap-access.service.js';
 import { createMailboxTransferService, type MailboxTransferService } from './modules/messages/mailbox-transfer.service.js';
 import { createSearchRunner } from './modules/messages/search-runner.js';
@@ -107,6 +108,8 @@ export interface FeatureServices {
   messages: MessageService;
   /** Many messages organised in one request, and the undo of it (bulk.service.ts). */
   bulk: BulkService;
+  /** The workspace's labels: colours, bounded counts, delete (label.service.ts). */
+  labels: LabelService;
   /** A mailbox's mail out to mbox files and in from mbox or Maildir (the operator's export and import). */
   mailTransfer: MailboxTransferService;
   inbound: InboundService;
@@ -507,6 +510,7 @@ export async function createServices(
   };
   if (options.migrate !== false) await sealPlaintextSecrets({ database, domains, webhooks: webhooks.service, logger });
   const messages = createMessageService({ work, store: mail, searches, learning });
+  const bulk = createBulkService({ work, store: mail, messages, learning });
   return {
     database,
     clock,
@@ -550,7 +554,8 @@ export async function createServices(
     suppressions: createSuppressionService({ work, clock, mail, audit }),
     unsubscribes,
     messages,
-    bulk: createBulkService({ work, store: mail, messages, learning }),
+    bulk,
+    labels: createLabelService({ work, store: mail, bulk }),
     mailTransfer: createMailboxTransferService({ work, store: mail, clock, maxMessageBytes: config.smtpMaxSize }),
     returnPaths,
     secretBox: box,

@@ -44,6 +44,7 @@ import * as m20261212000600 from './migrations/20261212000600_outbound_delivery_
 import * as m20261213000300 from './migrations/20261213000300_mailbox_signature.js';
 import * as m20261213000400 from './migrations/20261213000400_messages_thread_folder_index.js';
 import * as m20261213000500 from './migrations/20261213000500_outbound_in_reply_to.js';
+import * as m20261213000600 from './migrations/20261213000600_label_definitions.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -95,6 +96,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261213000300_mailbox_signature': m20261213000300,
   '20261213000400_messages_thread_folder_index': m20261213000400,
   '20261213000500_outbound_in_reply_to': m20261213000500,
+  '20261213000600_label_definitions': m20261213000600,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

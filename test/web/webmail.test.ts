@@ -144,7 +144,7 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: webmail in Chromium (${TEST_DIALECT})`,
     await page.getByRole('button', { name: '★ Starred' }).waitFor();
     expect((await apiMessage(id)).flagged).toBe(true);
     await page.getByRole('button', { name: '← Back' }).click();
-    await row('Invoice 77').locator('.star').waitFor();
+    await row('Invoice 77').getByRole('button', { name: 'Star Invoice 77', pressed: true }).waitFor();
     await row('Invoice 77').click();
     await page.getByRole('button', { name: 'Spam', exact: true }).click();
     await page.getByRole('heading', { name: 'Inbox' }).waitFor();

@@ -33,7 +33,15 @@ function toggled(checked: Checked, ids: string[], index: number, shift: boolean)
   return { ...checked, ids: next, anchor: index, all: false };
 }
 
-function BulkBar(props: { count: number; total: number; pageSize: number; all: boolean; busy: boolean; error: string | null; onAll: () => void; onClear: () => void; onAct: (action: Action) => void }) {
+/** What "every message that matches" is for the route's list; null where the bulk route has no such filter (Starred). */
+function selectionOf(route: MailRoute): BulkInput['selection'] | null {
+  if (route.view.kind === 'all') return { folder: 'inbox' };
+  if (route.view.kind === 'label') return { label: route.view.label };
+  if (route.view.kind === 'starred') return null;
+  return { mailbox: route.mailbox ?? undefined, folder: route.q ? undefined : route.folder, q: route.q || undefined };
+}
+
+function BulkBar(props: { count: number; total: number; pageSize: number; all: boolean; busy: boolean; error: string | null; onAll: (() => void) | null; onClear: () => void; onAct: (action: Action) => void }) {
   const { count, total, all } = props;
   const [label, setLabel] = useState('');
   if (count === 0) return null;
@@ -41,7 +49,7 @@ function BulkBar(props: { count: number; total: number; pageSize: number; all: b
   return (
     <div className="bulk-bar" role="toolbar" aria-label="Bulk actions">
       <span className="bulk-count">{all ? `All ${total} matching selected` : `${count} selected`}</span>
-      {!all && count === props.pageSize && total > count && (
+      {!all && props.onAll && count === props.pageSize && total > count && (
         <button type="button" className="link" onClick={props.onAll}>Select all {total} matching</button>
       )}
       <button type="button" className="link" onClick={props.onClear}>Clear selection</button>
@@ -67,7 +75,8 @@ function BulkBar(props: { count: number; total: number; pageSize: number; all: b
 export function BulkList(props: { route: MailRoute; page: UseQueryResult<MessagePage>; selected: number; onSelect: (index: number) => void; onOpen: (id: string) => void }) {
   const { route, page } = props;
   const client = useQueryClient();
-  const listKey = `${route.mailbox ?? ''}|${route.folder}|${route.q}|${route.offset}`;
+  const listKey = `${route.mailbox ?? ''}|${route.folder}|${route.q}|${route.offset}|${route.view.kind === 'label' ? `label:${route.view.label}` : route.view.kind}`;
+  const selection = selectionOf(route);
   const empty: Checked = { listKey, ids: new Set(), anchor: null, all: false };
   const [state, setState] = useState<Checked>(empty);
   const checked = state.listKey === listKey ? state : empty;
@@ -77,8 +86,8 @@ export function BulkList(props: { route: MailRoute; page: UseQueryResult<Message
   const total = page.data?.total ?? 0;
 
   async function act(action: Action) {
-    const target = checked.all
-      ? { selection: { mailbox: route.mailbox ?? undefined, folder: route.q ? undefined : route.folder, q: route.q || undefined } }
+    const target = checked.all && selection
+      ? { selection }
       : { message_ids: ids.filter((id) => checked.ids.has(id)) };
     setBusy(true);
     setError(null);
@@ -100,7 +109,7 @@ export function BulkList(props: { route: MailRoute; page: UseQueryResult<Message
   const bar = (
     <div className="bulk-head">
       <input type="checkbox" aria-label="Select all on this page" checked={allOnPage} disabled={ids.length === 0} onChange={() => setState({ ...checked, ids: allOnPage ? new Set() : new Set(ids), all: false, anchor: null })} />
-      <BulkBar count={count} total={total} pageSize={ids.length} all={checked.all} busy={busy} error={error} onAll={() => setState({ ...checked, all: true })} onClear={() => setState(empty)} onAct={(a) => void act(a)} />
+      <BulkBar count={count} total={total} pageSize={ids.length} all={checked.all} busy={busy} error={error} onAll={selection ? () => setState({ ...checked, all: true }) : null} onClear={() => setState(empty)} onAct={(a) => void act(a)} />
     </div>
   );
   return (

@@ -3,7 +3,7 @@ import { useEffect, useRef } from 'react';
 import { ApiError } from './api';
 import { listKeys, rowTarget, setConversations, type FolderThread, type ThreadPage } from './conversations';
 import { shortDate } from './format';
-import { PAGE_SIZE } from './queries';
+import { PAGE_SIZE, useLabelColours } from './queries';
 import { mailPath, navigate, type Route } from './router';
 import type { Address } from './types';
 import './conversations.css';
@@ -30,6 +30,7 @@ function Row({ thread, mailbox }: { thread: FolderThread; mailbox: string }) {
   const count = share?.message_count ?? thread.message_count;
   const unread = (share?.unread_count ?? thread.unread_count) > 0;
   const at = share?.last_message_at ?? thread.last_message_at;
+  const colourOf = useLabelColours();
   return (
     <>
       <span className="from">
@@ -39,7 +40,7 @@ function Row({ thread, mailbox }: { thread: FolderThread; mailbox: string }) {
       <span className="subject">
         {unread && <span className="visually-hidden">Unread: </span>}
         {thread.subject || '(no subject)'}
-        {thread.labels.map((l) => <span key={l} className="label">{l}</span>)}
+        {thread.labels.map((l) => <span key={l} className="label"><span className="label-dot" aria-hidden="true" style={{ background: colourOf(l) }} />{l}</span>)}
         <span className="snippet"> — {share?.snippet ?? thread.snippet}</span>
       </span>
       <time className="date" dateTime={at}>{shortDate(at)}</time>

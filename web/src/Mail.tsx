@@ -9,8 +9,8 @@ import { followEvents } from './events';
 import { Header } from './Header';
 import { BulkList } from './BulkList';
 import { MessageView } from './MessageView';
-import { invalidateMail, unreadCountQuery, useMailboxes, useMessageAction, useMessagePage } from './queries';
-import { composePath, mailPath, navigate, type ComposeMode, type Route } from './router';
+import { crossPageQuery, invalidateMail, unreadCountQuery, useMailboxes, useMessageAction, useMessagePage } from './queries';
+import { composePath, isCross, isList, listPath, mailPath, navigate, type ComposeMode, type Route } from './router';
 import { SentList } from './Sent';
 import { Shortcuts, useShortcuts } from './Shortcuts';
 import { FOLDER_NAMES, Sidebar } from './Sidebar';
@@ -41,7 +41,8 @@ function useTitle(route: MailRoute): void {
   const folder = route.view.kind === 'folder' && !route.q ? route.folder : null;
   const unread = useQuery({ ...unreadCountQuery(route.mailbox, folder ?? 'inbox'), enabled: route.mailbox !== null && folder !== null });
   const count = folder !== null ? (unread.data ?? 0) : 0;
-  const name = route.view.kind === 'compose' ? 'Compose' : route.view.kind === 'drafts' ? 'Drafts' : route.q ? 'Search' : FOLDER_NAMES[route.folder];
+  const name = route.view.kind === 'compose' ? 'Compose' : route.view.kind === 'drafts' ? 'Drafts' : route.view.kind === 'all' ? 'All inboxes'
+    : route.view.kind === 'starred' ? 'Starred' : route.view.kind === 'label' ? route.view.label : route.q ? 'Search' : FOLDER_NAMES[route.folder];
   const title = `${count > 0 ? `(${count}) ` : ''}${name} — Mailroom`;
   useEffect(() => {
     document.title = title;
@@ -54,14 +55,17 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
   // A folder is shown as conversations unless the user turned them off; a search and the sent list stay per message.
   const grouping = useConversationSetting(session.user.user_id);
   const conversational = grouping && route.folder !== 'sent' && !route.q && route.view.kind === 'folder';
-  const page = useMessagePage(conversational ? null : route.mailbox, route.folder, route.q, route.offset);
+  const cross = isCross(route.view) ? route.view : null;
+  const folderPage = useMessagePage(conversational || cross ? null : route.mailbox, route.folder, route.q, route.offset);
+  const crossPage = useQuery(crossPageQuery(cross, route.offset));
+  const page = cross ? crossPage : folderPage;
   const threads = useFolderThreads(conversational ? route.mailbox : null, route.folder, route.offset);
   const moveThread = useMoveThread();
   const live = useLiveMail(workspaceId);
   useTitle(route);
   const action = useMessageAction();
   // The selection belongs to one list: another folder, search or page starts at its top.
-  const listKey = `${route.mailbox ?? ''}|${route.folder}|${route.q}|${route.offset}`;
+  const listKey = `${route.mailbox ?? ''}|${route.folder}|${route.q}|${route.offset}|${cross?.kind ?? ''}|${cross?.kind === 'label' ? cross.label : ''}`;
   const [selection, setSelection] = useState({ listKey, index: 0 });
   const selected = selection.listKey === listKey ? selection.index : 0;
   const setSelected = (update: (index: number) => number) => setSelection({ listKey, index: update(selected) });
@@ -73,14 +77,15 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
 
   useEffect(() => {
     const first = mailboxes.data?.[0];
-    if (route.mailbox === null && first) navigate(mailPath(first.address, 'inbox'), { replace: true });
-  }, [route.mailbox, mailboxes.data]);
+    if (route.mailbox === null && route.view.kind === 'folder' && first) navigate(mailPath(first.address, 'inbox'), { replace: true });
+  }, [route.mailbox, route.view.kind, mailboxes.data]);
 
   // Keys that act on a message act only where messages are shown, not in the compose form or the drafts.
-  const inFolder = route.view.kind === 'folder';
+  const inFolder = isList(route.view);
   const current = inFolder ? (route.messageId ?? items[selected] ?? null) : null;
-  const open = (id: string) => route.mailbox && navigate(mailPath(route.mailbox, route.folder, id, route.q, route.offset));
-  const back = () => route.mailbox && navigate(mailPath(route.mailbox, route.folder, null, route.q, route.offset));
+  const go = (to: string | null) => to !== null && navigate(to);
+  const open = (id: string) => go(listPath(route, id, route.offset));
+  const back = () => go(listPath(route, null, route.offset));
   const write = (mode: ComposeMode) => {
     if (!route.mailbox) return;
     if (mode === 'new') navigate(composePath(route.mailbox));
@@ -140,6 +145,8 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
           <ThreadView key={route.messageId} threadId={route.messageId} folder={route.folder} onBack={back} />
         ) : route.messageId ? (
           <MessageView key={route.messageId} messageId={route.messageId} onBack={back} />
+        ) : cross ? (
+          <BulkList route={route} page={page} selected={selected} onSelect={(i) => setSelected(() => i)} onOpen={open} />
         ) : route.mailbox === null ? (
           <p className="muted empty">{mailboxes.isPending ? 'Loading mailboxes…' : 'Choose a mailbox.'}</p>
         ) : route.folder === 'sent' && !route.q ? (

@@ -3,8 +3,8 @@ import { useEffect, useRef, type ReactNode } from 'react';
 import { ApiError } from './api';
 import { person, shortDate } from './format';
 import { listKeys } from './conversations';
-import { PAGE_SIZE } from './queries';
-import { mailPath, navigate, type Route } from './router';
+import { PAGE_SIZE, useLabelColours, useMessageAction } from './queries';
+import { isCross, listPath, navigate, type Route } from './router';
 import type { MessagePage } from './types';
 
 type MailRoute = Extract<Route, { page: 'mail' }>;
@@ -12,7 +12,10 @@ type MailRoute = Extract<Route, { page: 'mail' }>;
 function Pager({ route, page }: { route: MailRoute; page: MessagePage }) {
   const from = page.total === 0 ? 0 : page.offset + 1;
   const to = page.offset + page.messages.length;
-  const go = (offset: number) => route.mailbox && navigate(mailPath(route.mailbox, route.folder, null, route.q, offset));
+  const go = (offset: number) => {
+    const to = listPath(route, null, offset);
+    if (to) navigate(to);
+  };
   return (
     <div className="pager">
       <span>{from}–{to} of {page.total}{page.total_capped ? '+' : ''}</span>
@@ -20,6 +23,14 @@ function Pager({ route, page }: { route: MailRoute; page: MessagePage }) {
       <button type="button" disabled={to >= page.total} onClick={() => go(page.offset + PAGE_SIZE)} aria-label="Older messages">›</button>
     </div>
   );
+}
+
+/** The list's heading: the folder, the search, or the list across mailboxes. */
+function listTitle(route: MailRoute): string {
+  if (route.view.kind === 'all') return 'All inboxes';
+  if (route.view.kind === 'starred') return 'Starred';
+  if (route.view.kind === 'label') return `Label: ${route.view.label}`;
+  return route.q ? `Search: ${route.q}` : `${route.folder[0]?.toUpperCase()}${route.folder.slice(1)}`;
 }
 
 export function MessageList(props: {
@@ -37,7 +48,10 @@ export function MessageList(props: {
     // Focus follows j/k only when the list already has it, so typing elsewhere is never interrupted.
     if (document.activeElement?.closest('.messages')) rows.current[selected]?.focus();
   }, [selected]);
-  const title = route.q ? `Search: ${route.q}` : `${route.folder[0]?.toUpperCase()}${route.folder.slice(1)}`;
+  const title = listTitle(route);
+  const colourOf = useLabelColours();
+  const action = useMessageAction();
+  const cross = isCross(route.view);
 
   if (page.isPending) return <p className="loading" role="status">Loading messages…</p>;
   if (page.isError) {
@@ -60,13 +74,17 @@ export function MessageList(props: {
         onKeyDown={(e) => listKeys(e, selected, data.messages.length, props.onSelect, () => { const m = data.messages[selected]; if (m) props.onOpen(m.message_id); })}
       >
         {data.messages.map((m, i) => (
-          <li key={m.message_id} className={`row ${m.read ? '' : 'unread'} ${i === selected ? 'selected' : ''} ${bulk ? 'checkable' : ''}`} data-message-id={m.message_id}>
+          <li key={m.message_id} className={`row ${m.read ? '' : 'unread'} ${i === selected ? 'selected' : ''} ${bulk ? 'checkable' : ''} starrable`} data-message-id={m.message_id}>
             {bulk && (
               <input type="checkbox" aria-label={`Select ${m.subject || '(no subject)'}`} checked={bulk.checked.has(m.message_id)} onChange={() => undefined} onClick={(e) => bulk.onCheck(i, e.shiftKey)} />
             )}
+            <button type="button" className="star-toggle" aria-pressed={m.flagged} aria-label={`Star ${m.subject || '(no subject)'}`}
+              onClick={() => action.mutate({ id: m.message_id, action: { kind: 'flag', flagged: !m.flagged } })}>
+              <span aria-hidden="true">{m.flagged ? '★' : '☆'}</span>
+            </button>
             <a
               ref={(el) => { rows.current[i] = el; }}
-              href={route.mailbox ? mailPath(route.mailbox, route.folder, m.message_id, route.q, route.offset) : '#'}
+              href={listPath(route, m.message_id, route.offset) ?? '#'}
               tabIndex={i === selected ? 0 : -1}
               aria-current={i === selected ? 'true' : undefined}
               onClick={(e) => { e.preventDefault(); props.onOpen(m.message_id); }}
@@ -75,9 +93,10 @@ export function MessageList(props: {
               <span className="from">{m.direction === 'outbound' ? `To: ${m.to.map((t) => t.address).join(', ')}` : person(m.from)}</span>
               <span className="subject">
                 {!m.read && <span className="visually-hidden">Unread: </span>}
-                {m.flagged && <span className="star" aria-label="Starred">★ </span>}
+                {m.flagged && <span className="visually-hidden">Starred: </span>}
+                {cross && <span className="row-mailbox">{m.mailbox} · </span>}
                 {m.subject || '(no subject)'}
-                {m.labels.map((l) => <span key={l} className="label">{l}</span>)}
+                {m.labels.map((l) => <span key={l} className="label"><span className="label-dot" aria-hidden="true" style={{ background: colourOf(l) }} />{l}</span>)}
                 {m.attachments.length > 0 && <span className="clip">· attachment</span>}
                 <span className="snippet"> — {m.snippet}</span>
               </span>

@@ -1,5 +1,6 @@
 import { queryOptions, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { answerOf, client } from './api';
+import type { CrossView } from './router';
 import type { Folder, Message, Schema } from './types';
 
 // Every resource the app reads: its query key and its fetch, in one place, as TanStack Query's `queryOptions`. A view
@@ -39,6 +40,34 @@ export const messagePageQuery = (mailbox: string | null, folder: Folder, q: stri
     enabled: mailbox !== null,
     placeholderData: (previous) => previous,
   });
+
+/** One page of a list across mailboxes: every inbox, the starred messages, or a label's. Under `['messages']`. */
+export const crossPageQuery = (view: CrossView | null, offset: number) =>
+  queryOptions({
+    queryKey: ['messages', 'cross', view?.kind ?? null, view?.kind === 'label' ? view.label : null, offset],
+    queryFn: () => {
+      const filter = view?.kind === 'label' ? { label: view.label } : view?.kind === 'starred' ? { flagged: true } : { folder: 'inbox' as const };
+      return answerOf(client.GET('/app/api/messages', { params: { query: { ...filter, limit: PAGE_SIZE, offset } } }));
+    },
+    enabled: view !== null,
+    placeholderData: (previous) => previous,
+  });
+
+/**
+ * The workspace's labels with their colours and counts (GET /app/api/labels, bounded on the server). Under
+ * `['messages']`, so every mail event and action (a read, a label) refreshes the sidebar's counts.
+ */
+export const labelsQuery = () => queryOptions({ queryKey: ['messages', 'labels'], queryFn: () => answerOf(client.GET('/app/api/labels')) });
+
+/** The colour a label is shown in: its own, or the default one. */
+export const DEFAULT_LABEL_COLOUR = '#6b7280';
+
+/** Each label's colour by name (the default for one never given a colour). */
+export function useLabelColours(): (name: string) => string {
+  const labels = useQuery(labelsQuery());
+  const colours = new Map((labels.data?.labels ?? []).map((l) => [l.name, l.colour ?? DEFAULT_LABEL_COLOUR]));
+  return (name) => colours.get(name) ?? DEFAULT_LABEL_COLOUR;
+}
 
 /**
  * The unread messages of one folder of a mailbox, counted by a search (`in:… is:unread`, one row asked for): the

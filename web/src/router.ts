@@ -8,11 +8,19 @@ import { FOLDERS, type Folder } from './types';
 /** How a compose view starts: a new message, or an answer to (or forward of) the message `source`. */
 export type ComposeMode = 'new' | 'reply' | 'all' | 'forward';
 
-/** What the main pane of a mail page shows: a folder (or a message of it), the drafts, or the compose form. */
+/** A list across every mailbox: every inbox, the starred messages, or a label's messages (`/mail/all`, …). */
+export type CrossView = { kind: 'all' } | { kind: 'starred' } | { kind: 'label'; label: string };
+
+/** What the main pane of a mail page shows: a folder (or a message of it), a list across mailboxes, the drafts, or the compose form. */
 export type MailView =
   | { kind: 'folder' }
+  | CrossView
   | { kind: 'drafts' }
   | { kind: 'compose'; draftId: string | null; source: string | null; mode: ComposeMode };
+
+/** Whether the view is a list of messages (a folder or a list across mailboxes), where j/k and the actions work. */
+export const isList = (view: MailView): view is { kind: 'folder' } | CrossView => view.kind === 'folder' || isCross(view);
+export const isCross = (view: MailView): view is CrossView => view.kind === 'all' || view.kind === 'starred' || view.kind === 'label';
 
 export type Route =
   | { page: 'login' }
@@ -34,6 +42,18 @@ function writingView(parts: string[], query: URLSearchParams): MailView | null {
     source: parts[3] === undefined ? source : null,
     mode: source !== null && parts[3] === undefined && (COMPOSE_MODES as readonly string[]).includes(mode) ? (mode as ComposeMode) : 'new',
   };
+}
+
+/** `/mail/all[/{id}]`, `/mail/starred[/{id}]`, `/mail/label/{name}[/{id}]`; null for any other path (a mailbox has an @). */
+function crossView(parts: string[]): { view: CrossView; messageId: string | null } | null {
+  if ((parts[1] === 'all' || parts[1] === 'starred') && parts.length <= 3) return { view: { kind: parts[1] }, messageId: parts[2] ?? null };
+  if (parts[1] === 'label' && parts[2] !== undefined) return { view: { kind: 'label', label: parts[2] }, messageId: parts[3] ?? null };
+  return null;
+}
+
+function offsetOf(query: URLSearchParams): number {
+  const offset = Number.parseInt(query.get('offset') ?? '0', 10);
+  return Number.isFinite(offset) && offset > 0 ? offset : 0;
 }
 
 const listeners = new Set<() => void>();
@@ -62,20 +82,13 @@ export function parseRoute(pathname: string, search: string): Route {
   if (parts[0] === 'settings' && parts.length <= 2) return { page: 'admin', section: parts[1] ?? '' };
   if (parts.length === 0) return { page: 'mail', mailbox: null, folder: 'inbox', messageId: null, q: '', offset: 0, view: { kind: 'folder' } };
   if (parts[0] !== 'mail' || parts.length > 4) return { page: 'not-found', path: pathname };
+  const cross = crossView(parts);
+  if (cross !== null) return { page: 'mail', mailbox: null, folder: 'inbox', messageId: cross.messageId, q: '', offset: offsetOf(query), view: cross.view };
   const writing = writingView(parts, query);
   if (writing !== null) return { page: 'mail', mailbox: parts[1] ?? null, folder: 'inbox', messageId: null, q: '', offset: 0, view: writing };
   const folder = parts[2] ?? 'inbox';
   if (!isFolder(folder)) return { page: 'not-found', path: pathname };
-  const offset = Number.parseInt(query.get('offset') ?? '0', 10);
-  return {
-    page: 'mail',
-    mailbox: parts[1] ?? null,
-    folder,
-    messageId: parts[3] ?? null,
-    q: query.get('q') ?? '',
-    offset: Number.isFinite(offset) && offset > 0 ? offset : 0,
-    view: { kind: 'folder' },
-  };
+  return { page: 'mail', mailbox: parts[1] ?? null, folder, messageId: parts[3] ?? null, q: query.get('q') ?? '', offset: offsetOf(query), view: { kind: 'folder' } };
 }
 
 /** The compose form of `mailbox`: a saved draft, an answer to (or forward of) `source`, or a new message. */
@@ -98,6 +111,19 @@ export function mailPath(mailbox: string, folder: Folder, messageId: string | nu
   if (offset > 0) query.set('offset', String(offset));
   const qs = query.toString();
   return qs ? `${path}?${qs}` : path;
+}
+
+/** The path of a list across mailboxes, or of one of its messages. */
+export function crossPath(view: CrossView, messageId: string | null = null, offset = 0): string {
+  const base = view.kind === 'label' ? `/mail/label/${encodeURIComponent(view.label)}` : `/mail/${view.kind}`;
+  const path = messageId ? `${base}/${encodeURIComponent(messageId)}` : base;
+  return offset > 0 ? `${path}?offset=${offset}` : path;
+}
+
+/** The path of the route's list (a folder, a search, or a list across mailboxes) at `offset`, or of one of its messages. */
+export function listPath(route: Extract<Route, { page: 'mail' }>, messageId: string | null, offset: number): string | null {
+  if (isCross(route.view)) return crossPath(route.view, messageId, offset);
+  return route.mailbox ? mailPath(route.mailbox, route.folder, messageId, route.q, offset) : null;
 }
 
 function subscribe(listener: () => void): () => void {

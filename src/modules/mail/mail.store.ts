@@ -18,6 +18,7 @@ import { createSearchStore } from './search.store.js';
 import { createTransferStore } from './transfer.store.js';
 import { createUsageStore } from './usage.store.js';
 import { createRetentionStore } from './retention.store.js';
+import { createLabelStore } from './label.store.js';
 import { createSyncStore } from './sync.store.js';
 import { createUidRenumberStore } from './uid-renumber.store.js';
 import { createStructureStore } from './structure.store.js';
@@ -45,6 +46,7 @@ export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
     ...createTransferStore(),
     ...createUsageStore(),
     ...createRetentionStore(deps),
+    ...createLabelStore(deps),
     ...createSyncStore(deps),
     ...createUidRenumberStore(deps),
     ...createStructureStore(),

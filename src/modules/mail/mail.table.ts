@@ -17,10 +17,11 @@ import type { OutboundTable } from './outbound.table.js';
 import type { DraftAttachmentTable, DraftTable } from './draft.table.js';
 import type { SuppressionTable } from './suppression.table.js';
 import type { MailRetentionTable } from './retention.table.js';
+import type { LabelDefinitionTable } from './label.table.js';
 
 /**
  * The mail store's tables: mailboxes and everything in them (messages, their threads, contents, kept FETCH
- * structures, attachments, labels, folder counts and search index), drafts, and the outbound copies with their
+ * structures, attachments, labels and their definitions, folder counts and search index), drafts, and the outbound copies with their
  * delivery state and suppressions. Only the mail store's own files (`src/modules/mail/*.store.ts`) name them.
  */
 export interface MailTables {
@@ -42,4 +43,5 @@ export interface MailTables {
   suppressions: SuppressionTable;
   mail_retention: MailRetentionTable;
   mail_expunged: MailExpungedTable;
+  label_definitions: LabelDefinitionTable;
 }

@@ -38,6 +38,7 @@ export function createPurgeStore() {
         () => deleteWorkspaceBatch(db, 'draft_attachments', 'id', workspaceId, limit),
         () => deleteWorkspaceBatch(db, 'drafts', 'id', workspaceId, limit),
         () => deleteWorkspaceBatch(db, 'suppressions', 'address', workspaceId, limit),
+        () => deleteWorkspaceBatch(db, 'label_definitions', 'name', workspaceId, limit),
         () => deleteWorkspaceBatch(db, 'mail_expunged', 'mailbox_id', workspaceId, limit, byMailbox),
         () => deleteWorkspaceBatch(db, 'folder_counts', 'mailbox_id', workspaceId, limit, byMailbox),
         () => deleteWorkspaceBatch(db, 'mailboxes', 'id', workspaceId, limit),

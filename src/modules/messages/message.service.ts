@@ -147,7 +147,7 @@ export function createMessageService({ work, store, searches, learning }: { work
 
   /** The mailbox (normalised address) whose folders alone decide the page: none with a label or thread filter. */
   function singleMailbox(query: MessageListQuery): string | undefined {
-    if (query.label !== undefined || query.thread_id !== undefined || query.mailbox === undefined) return undefined;
+    if (query.label !== undefined || query.thread_id !== undefined || query.flagged === true || query.mailbox === undefined) return undefined;
     const address = normalizeEmail(query.mailbox);
     if (address === null) throw mailboxNotFound(query.mailbox);
     return address;
@@ -167,8 +167,9 @@ export function createMessageService({ work, store, searches, learning }: { work
 
     async list(tenant, query) {
       const folder = query.folder === undefined ? undefined : parseFolder(query.folder);
-      if (query.label === undefined && query.thread_id === undefined) return pageByCounters(tenant, query, folder);
-      const filter: MessageFilter = { mailboxId: await mailboxId(tenant, query.mailbox), folder, label: query.label, threadId: query.thread_id, unread: query.unread };
+      const flagged = query.flagged === true ? true : undefined;
+      if (query.label === undefined && query.thread_id === undefined && flagged === undefined) return pageByCounters(tenant, query, folder);
+      const filter: MessageFilter = { mailboxId: await mailboxId(tenant, query.mailbox), folder, label: query.label, threadId: query.thread_id, unread: query.unread, flagged };
       const { rows, total } = await store.messagePage(work, tenant.workspaceId, filter, query.limit, query.offset);
       return { messages: rows.map(toMessageListView), total, limit: query.limit, offset: query.offset, version: undefined };
     },

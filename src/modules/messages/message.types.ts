@@ -157,6 +157,8 @@ export interface MessageListQuery {
   label?: string | undefined;
   thread_id?: string | undefined;
   unread?: boolean | undefined;
+  /** true: only starred messages (false is the same as not given). */
+  flagged?: boolean | undefined;
   limit: number;
   offset: number;
 }

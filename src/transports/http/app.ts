@@ -44,6 +44,8 @@ import { unsubscribeRoutes } from './routes/unsubscribe.routes.js';
 import { mailboxRoutes } from './routes/mailboxes.routes.js';
 import { messageRoutes } from './routes/messages.routes.js';
 import { bulkRoutes } from './routes/bulk.routes.js';
+import { labelRoutes } from './routes/labels.routes.js';
+import type { LabelService } from '../../modules/messages/label.service.js';
 import type { BulkService } from '../../modules/messages/bulk.service.js';
 import { sendingRoutes } from './routes/sending.routes.js';
 import { serviceTokenRoutes } from './routes/service-tokens.routes.js';
@@ -78,6 +80,8 @@ export interface AppDeps {
   mailboxes: MailboxService;
   messages: MessageService;
   bulk: BulkService;
+  /** The workspace's labels: colours and counts (labels.routes.ts). */
+  labels: LabelService;
   lists: ListService;
   suppressions: SuppressionService;
   /** The one-click unsubscribe links (`/u/:token`): no credential. */
@@ -234,6 +238,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await scope.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant: tenantOf, surface: 'api-key', withItemRoutes: true }));
     await scope.register(messageRoutes({ messages: deps.messages, tenant: tenantOf, surface: 'api-key', pages }));
     await scope.register(bulkRoutes({ bulk: deps.bulk, tenant: tenantOf, surface: 'api-key' }));
+    await scope.register(labelRoutes({ labels: deps.labels, tenant: tenantOf, surface: 'api-key' }));
     await scope.register(sendingRoutes({ sending: deps.sending, tenant: tenantOf, surface: 'api-key' }));
     if (sandbox) await scope.register(sandboxOutboxRoutes({ sandbox: sandbox.module, dnsServer: sandbox.dnsServer, tenant: tenantOf, surface: 'api-key' }));
   });
@@ -256,6 +261,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         await authed.register(mailboxRoutes({ mailboxes: deps.mailboxes, tenant, surface: 'session', withItemRoutes: false }));
         await authed.register(messageRoutes({ messages: deps.messages, tenant, surface: 'session', pages }));
         await authed.register(bulkRoutes({ bulk: deps.bulk, tenant, surface: 'session' }));
+        await authed.register(labelRoutes({ labels: deps.labels, tenant, surface: 'session' }));
         await authed.register(listRoutes({ lists: deps.lists, tenant }));
         await authed.register(suppressionRoutes({ suppressions: deps.suppressions, tenant }));
         await authed.register(domainRoutes({ domains: deps.domains, tenant }));

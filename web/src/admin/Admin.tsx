@@ -7,6 +7,7 @@ import { AppPasswords } from './AppPasswords';
 import { AuditLog } from './AuditLog';
 import { isManager, roleOf, Section } from './common';
 import { Domains } from './Domains';
+import { Labels } from './Labels';
 import { Lists } from './Lists';
 import { Mailboxes } from './Mailboxes';
 import { Members } from './Members';
@@ -31,6 +32,7 @@ interface AdminSection {
 const SECTIONS: AdminSection[] = [
   { id: 'mailboxes', title: 'Mailboxes', managers: false, render: () => <Mailboxes /> },
   { id: 'signatures', title: 'Signatures', managers: false, render: () => <Signatures /> },
+  { id: 'labels', title: 'Labels', managers: false, render: () => <Labels /> },
   { id: 'domains', title: 'Sending domains', managers: true, render: () => <Domains /> },
   { id: 'service-tokens', title: 'Service tokens', managers: true, render: () => <ServiceTokens /> },
   { id: 'api-keys', title: 'API keys', managers: true, render: () => <ApiKeys /> },

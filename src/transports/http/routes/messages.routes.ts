@@ -42,6 +42,7 @@ const MessagesQuery = Type.Object(
     label: Type.Optional(Label),
     thread_id: Type.Optional(ResourceId),
     unread: Type.Optional(Type.Boolean()),
+    flagged: Type.Optional(Type.Boolean({ description: 'true: only starred messages' })),
     q: Type.Optional(SearchText),
     limit: Type.Optional(Limit),
     offset: Type.Optional(Offset),
