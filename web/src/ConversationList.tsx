@@ -116,7 +116,7 @@ export function ConversationList(props: {
             >
               {bulk && (
                 // The option carries the checked state (aria-checked); this box is its mouse and touch target only.
-                <span className={`check ${bulk.checked.has(t.thread_id) ? 'on' : ''}`} aria-hidden="true" onClick={(e) => { e.stopPropagation(); onSelect(i); bulk.onCheck(i, e.shiftKey); }} />
+                <span className={`row-check ${bulk.checked.has(t.thread_id) ? 'on' : ''}`} aria-hidden="true" onClick={(e) => { e.stopPropagation(); onSelect(i); bulk.onCheck(i, e.shiftKey); }} />
               )}
               <Row thread={t} mailbox={route.mailbox ?? ''} />
             </li>
