@@ -51,8 +51,10 @@ const asMeasurement = (samples: number[]): Measurement => {
 };
 
 /** A Maildir of one conversation, newer than the filled mail (each file's mtime is when it arrived). */
-function writeThread(dir: string): string {
-  const maildir = join(dir, 'thread-maildir');
+function writeThread(dir: string, dialect: Dialect): string {
+  // One per database: the work directory is the run's, shared by both.
+  const maildir = join(dir, `thread-maildir-${dialect}`);
+  rmSync(maildir, { recursive: true, force: true });
   for (const sub of ['cur', 'new', 'tmp']) mkdirSync(join(maildir, sub), { recursive: true });
   const start = Date.now() - THREAD_MESSAGES * 1000;
   for (let i = 0; i < THREAD_MESSAGES; i++) {
@@ -126,7 +128,7 @@ async function runCase(context: SuiteContext, dialect: Dialect, messages: number
     const service = await startMailroom(context, scope, database.url, ['api'], { profileName: `mailroom-api-web-${dialect}` });
     await createMailbox(service.url, tenant.apiKey, MAILBOX, 'Web bench mailbox', context.signal);
     info[`${dialect}_fill`] = await fillMailbox(context, database, MAILBOX, messages, FILL_TIMEOUT_S);
-    await importMaildir(context, database, MAILBOX, writeThread(context.workDir), THREAD_MESSAGES);
+    await importMaildir(context, database, MAILBOX, writeThread(context.workDir, dialect), THREAD_MESSAGES);
     await settleAfterBulkLoad(database);
     const profile = mkdtempSync(join(context.workDir, 'chromium-'));
     const browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1280, height: 800 } });
