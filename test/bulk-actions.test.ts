@@ -151,6 +151,32 @@ describe(`bulk actions and undo (${TEST_DIALECT})`, () => {
     expect(await view(mine)).toMatchObject({ folder: 'inbox', read: false });
   });
 
+  it("acts on the named threads' messages of a folder only, and undoes it", async () => {
+    h.clock.advance(1000);
+    const first = /Stored as (.+)$/.exec((await h.send({ from: 'sender@sender.test', to: BOX, subject: 'Thread A', text: 'a1', messageId: '<thread-a@sender.test>' })).response)![1]!;
+    h.clock.advance(1000);
+    const second = /Stored as (.+)$/.exec((await h.send({ from: 'sender@sender.test', to: BOX, subject: 'Re: Thread A', text: 'a2', inReplyTo: '<thread-a@sender.test>' })).response)![1]!;
+    const archivedBefore = /Stored as (.+)$/.exec((await h.send({ from: 'sender@sender.test', to: BOX, subject: 'Re: Thread A', text: 'a3', inReplyTo: '<thread-a@sender.test>' })).response)![1]!;
+    const bystander = await deliver(BOX, 'Thread B');
+    const threadId = (await ok<{ thread_id: string }>(call('GET', `/messages/${first}`, key()))).thread_id;
+    expect((await ok<{ thread_id: string }>(call('GET', `/messages/${second}`, key()))).thread_id).toBe(threadId);
+    await bulk(key(), { action: 'archive', message_ids: [archivedBefore] });
+
+    const done = await bulk(ses(), { action: 'read', selection: { mailbox: BOX, folder: 'inbox', thread_ids: [threadId, threadId, 'thr_nope'] } });
+    expect(done.results.map((r) => r.message_id).sort()).toEqual([first, second].sort());
+    expect(await view(bystander)).toMatchObject({ read: false });
+    expect(await view(archivedBefore)).toMatchObject({ folder: 'archive', read: false });
+    await ok(call('POST', '/messages/bulk/restore', ses(), done.undo));
+    expect(await view(first)).toMatchObject({ read: false });
+
+    // Another workspace names the thread in vain.
+    expect((await bulk({ key: other.apiKey }, { action: 'archive', selection: { thread_ids: [threadId] } })).results).toEqual([]);
+    const tooMany = await call('POST', '/messages/bulk', key(), { action: 'archive', selection: { thread_ids: Array.from({ length: 101 }, (_, i) => `thr_${i}`) } });
+    expect(errorOf(tooMany).error).toBe('invalid_request');
+    const none = await call('POST', '/messages/bulk', key(), { action: 'archive', selection: { thread_ids: [] } });
+    expect(errorOf(none).error).toBe('invalid_request');
+  });
+
   it('refuses requests out of bounds or malformed before changing anything', async () => {
     const tooMany = Array.from({ length: 1001 }, (_, i) => `msg_${i}`);
     const refusals: Array<[object, string]> = [

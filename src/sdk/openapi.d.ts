@@ -2377,7 +2377,7 @@ export interface components {
         };
         /**
          * BulkSelection
-         * @description every message that matches these filters (as the list routes take them), at most 1000
+         * @description every message that matches these filters (as the list routes take them; thread_ids: only those threads), at most 1000
          */
         BulkSelection: {
             /** @description an email address */
@@ -2388,6 +2388,7 @@ export interface components {
             unread?: boolean;
             /** @description a search query (Gmail's operators); see Search queries */
             q?: string;
+            thread_ids?: string[];
         };
         /** BulkInput */
         BulkInput: {

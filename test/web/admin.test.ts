@@ -338,7 +338,7 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: workspace settings in Chromium (${TEST_
     await logIn(tab, base, member.email, 'correct horse battery');
     await settings(tab, 'mailboxes', 'Mailboxes');
     const nav = tab.getByRole('navigation', { name: 'Settings' });
-    expect(await nav.getByRole('link').allTextContents()).toEqual(['Mailboxes', 'Signatures', 'Labels', 'App passwords', 'Webhooks', 'Allow and block lists', 'Suppressions', 'Usage', 'Members and roles', 'Retention', 'Your password']);
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Mailboxes', 'Signatures', 'Labels', 'App passwords', 'Webhooks', 'Allow and block lists', 'Suppressions', 'Usage', 'Members and roles', 'Retention', 'Notifications', 'Your password']);
     expect(await tab.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
     // Reached by its address, a page the role may not use says so, with nothing to fill in or press.
     await settings(tab, 'domains', 'Sending domains');

@@ -4,6 +4,8 @@ import { ApiError } from './api';
 import { describe, offerUndo, runBulk, type BulkInput } from './bulk';
 import './bulk.css';
 import { MessageList } from './MessageList';
+import { ConversationList } from './ConversationList';
+import type { ThreadPage } from './conversations';
 import { invalidateMail } from './queries';
 import type { Route } from './router';
 import { FOLDERS, type MessagePage } from './types';
@@ -71,31 +73,19 @@ function BulkBar(props: { count: number; total: number; pageSize: number; all: b
   );
 }
 
-/** The message list with boxes to check rows and a bar of bulk actions over them (their Undo: UndoToast.tsx). */
-export function BulkList(props: { route: MailRoute; page: UseQueryResult<MessagePage>; selected: number; onSelect: (index: number) => void; onOpen: (id: string) => void }) {
-  const { route, page } = props;
+/** Run one bulk action, then offer its Undo; `done` clears the checked rows once it went through. */
+function useBulkRun(done: () => void) {
   const client = useQueryClient();
-  const listKey = `${route.mailbox ?? ''}|${route.folder}|${route.q}|${route.offset}|${route.view.kind === 'label' ? `label:${route.view.label}` : route.view.kind}`;
-  const selection = selectionOf(route);
-  const empty: Checked = { listKey, ids: new Set(), anchor: null, all: false };
-  const [state, setState] = useState<Checked>(empty);
-  const checked = state.listKey === listKey ? state : empty;
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const ids = (page.data?.messages ?? []).map((m) => m.message_id);
-  const total = page.data?.total ?? 0;
-
-  async function act(action: Action) {
-    const target = checked.all && selection
-      ? { selection }
-      : { message_ids: ids.filter((id) => checked.ids.has(id)) };
+  async function act(action: Action, target: Pick<BulkInput, 'message_ids' | 'selection'>) {
     setBusy(true);
     setError(null);
     try {
       const answer = await runBulk({ ...action, ...target });
-      const done = answer.results.filter((r) => r.ok).length;
-      setState(empty);
-      if (answer.undo.items.length > 0) offerUndo(describe(action.action, done, action.folder), answer.undo);
+      const changed = answer.results.filter((r) => r.ok).length;
+      done();
+      if (answer.undo.items.length > 0) offerUndo(describe(action.action, changed, action.folder), answer.undo);
     } catch (err) {
       setError(err instanceof ApiError ? err.detail : 'the server did not answer');
     } finally {
@@ -103,18 +93,66 @@ export function BulkList(props: { route: MailRoute; page: UseQueryResult<Message
       await invalidateMail(client);
     }
   }
+  return { busy, error, act };
+}
 
+/** The checked rows of one list (mailbox, folder, search and page); another list starts with none. */
+function useChecked(route: MailRoute) {
+  const listKey = `${route.mailbox ?? ''}|${route.folder}|${route.q}|${route.offset}|${route.view.kind === 'label' ? `label:${route.view.label}` : route.view.kind}`;
+  const empty: Checked = { listKey, ids: new Set(), anchor: null, all: false };
+  const [state, setState] = useState<Checked>(empty);
+  return { checked: state.listKey === listKey ? state : empty, setChecked: setState, clear: () => setState(empty) };
+}
+
+/** The box over the list (the page's rows) and the bar of actions. */
+function BulkHead(props: { ids: string[]; total: number; checked: Checked; setChecked: (c: Checked) => void; clear: () => void; run: ReturnType<typeof useBulkRun>; onAct: (a: Action) => void; allMatching: boolean }) {
+  const { ids, checked, setChecked } = props;
   const allOnPage = ids.length > 0 && ids.every((id) => checked.ids.has(id));
-  const count = checked.all ? total : checked.ids.size;
-  const bar = (
+  const count = checked.all ? props.total : checked.ids.size;
+  return (
     <div className="bulk-head">
-      <input type="checkbox" aria-label="Select all on this page" checked={allOnPage} disabled={ids.length === 0} onChange={() => setState({ ...checked, ids: allOnPage ? new Set() : new Set(ids), all: false, anchor: null })} />
-      <BulkBar count={count} total={total} pageSize={ids.length} all={checked.all} busy={busy} error={error} onAll={selection ? () => setState({ ...checked, all: true }) : null} onClear={() => setState(empty)} onAct={(a) => void act(a)} />
+      <input type="checkbox" aria-label="Select all on this page" checked={allOnPage} disabled={ids.length === 0} onChange={() => setChecked({ ...checked, ids: allOnPage ? new Set() : new Set(ids), all: false, anchor: null })} />
+      <BulkBar count={count} total={props.total} pageSize={ids.length} all={checked.all} busy={props.run.busy} error={props.run.error} onAll={props.allMatching ? () => setChecked({ ...checked, all: true }) : null} onClear={props.clear} onAct={props.onAct} />
     </div>
   );
+}
+
+type ListProps<P> = { route: MailRoute; page: UseQueryResult<P>; selected: number; onSelect: (index: number) => void; onOpen: (id: string) => void };
+
+/** The message list with boxes to check rows and a bar of bulk actions over them (their Undo: UndoToast.tsx). */
+export function BulkList(props: ListProps<MessagePage>) {
+  const { route, page } = props;
+  const { checked, setChecked, clear } = useChecked(route);
+  const run = useBulkRun(clear);
+  const ids = (page.data?.messages ?? []).map((m) => m.message_id);
+  const total = page.data?.total ?? 0;
+  const selection = selectionOf(route);
+  const act = (action: Action) => void run.act(action, checked.all && selection ? { selection } : { message_ids: ids.filter((id) => checked.ids.has(id)) });
+  const bar = <BulkHead ids={ids} total={total} checked={checked} setChecked={setChecked} clear={clear} run={run} onAct={act} allMatching={selection !== null} />;
   return (
     <>
-      <MessageList {...props} bulk={{ checked: checked.ids, onCheck: (index, shift) => setState(toggled(checked, ids, index, shift)), bar }} />
+      <MessageList {...props} bulk={{ checked: checked.ids, onCheck: (index, shift) => setChecked(toggled(checked, ids, index, shift)), bar }} />
+    </>
+  );
+}
+
+/**
+ * The conversation list with rows to check: an action takes every message the checked threads have in this folder
+ * (the server expands `selection.thread_ids`, so it is one request however long the threads); Undo as above.
+ */
+export function ConversationBulkList(props: ListProps<ThreadPage>) {
+  const { route, page } = props;
+  const { checked, setChecked, clear } = useChecked(route);
+  const run = useBulkRun(clear);
+  const ids = (page.data?.threads ?? []).map((t) => t.thread_id);
+  const total = page.data?.total ?? 0;
+  const scope = { mailbox: route.mailbox ?? undefined, folder: route.folder };
+  const act = (action: Action) =>
+    void run.act(action, { selection: checked.all ? scope : { ...scope, thread_ids: ids.filter((id) => checked.ids.has(id)) } });
+  const bar = <BulkHead ids={ids} total={total} checked={checked} setChecked={setChecked} clear={clear} run={run} onAct={act} allMatching />;
+  return (
+    <>
+      <ConversationList {...props} bulk={{ checked: checked.ids, onCheck: (index, shift) => setChecked(toggled(checked, ids, index, shift)), bar }} />
     </>
   );
 }

@@ -1,5 +1,5 @@
 import type { UseQueryResult } from '@tanstack/react-query';
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, type ReactNode } from 'react';
 import { ApiError } from './api';
 import { listKeys, rowTarget, setConversations, type FolderThread, type ThreadPage } from './conversations';
 import { shortDate } from './format';
@@ -68,8 +68,10 @@ export function ConversationList(props: {
   selected: number;
   onSelect: (index: number) => void;
   onOpen: (id: string) => void;
+  /** Rows to check (BulkList.tsx): the checked thread ids, a click or Space/x on row `index`, and the bar of actions. */
+  bulk?: { checked: ReadonlySet<string>; onCheck: (index: number, shift: boolean) => void; bar: ReactNode };
 }) {
-  const { route, page, selected, onSelect, onOpen } = props;
+  const { route, page, selected, onSelect, onOpen, bulk } = props;
   const rows = useRef<Array<HTMLLIElement | null>>([]);
   useEffect(() => {
     // Focus follows the selection only while the list has it, so typing elsewhere is never interrupted.
@@ -89,8 +91,15 @@ export function ConversationList(props: {
         <h1 id="list-title" className="list-title">{title}</h1>
         <Pager route={route} page={page.data} />
       </div>
+      {bulk?.bar}
       {threads.length === 0 && <p className="muted empty">No conversations here.</p>}
-      <ul className="messages conversations" role="listbox" aria-label="Conversations" onKeyDown={(e) => listKeys(e, selected, threads.length, onSelect, () => open(selected))}>
+      <ul
+        className="messages conversations"
+        role="listbox"
+        aria-label="Conversations"
+        aria-multiselectable={bulk ? true : undefined}
+        onKeyDown={(e) => listKeys(e, selected, threads.length, onSelect, () => open(selected), bulk && (() => bulk.onCheck(selected, false)))}
+      >
         {threads.map((t, i) => {
           const unread = (t.in_folder?.unread_count ?? t.unread_count) > 0;
           return (
@@ -99,12 +108,17 @@ export function ConversationList(props: {
               ref={(el) => { rows.current[i] = el; }}
               role="option"
               aria-selected={i === selected}
+              aria-checked={bulk ? bulk.checked.has(t.thread_id) : undefined}
               tabIndex={i === selected ? 0 : -1}
-              className={`row ${unread ? 'unread' : ''} ${i === selected ? 'selected' : ''}`}
+              className={`row ${unread ? 'unread' : ''} ${i === selected ? 'selected' : ''} ${bulk ? 'checkable' : ''}`}
               data-thread-id={t.thread_id}
               onClick={() => { onSelect(i); open(i); }}
               onFocus={() => onSelect(i)}
             >
+              {bulk && (
+                // The option carries the checked state (aria-checked); this box is its mouse and touch target only.
+                <span className={`row-check ${bulk.checked.has(t.thread_id) ? 'on' : ''}`} aria-hidden="true" onClick={(e) => { e.stopPropagation(); onSelect(i); bulk.onCheck(i, e.shiftKey); }} />
+              )}
               <Row thread={t} mailbox={route.mailbox ?? ''} />
             </li>
           );

@@ -1,14 +1,16 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { client as api } from './api';
 import { Compose, composeKey } from './Compose';
-import { ConversationList, ConversationToggle } from './ConversationList';
+import { ConversationToggle } from './ConversationList';
 import { isThreadId, rowTarget, useConversationSetting, useFolderThreads, useMoveThread } from './conversations';
 import { Drafts } from './Drafts';
 import { followEvents } from './events';
 import { Header } from './Header';
-import { BulkList } from './BulkList';
+import { BulkList, ConversationBulkList } from './BulkList';
 import { MessageView } from './MessageView';
+import { newMailOf } from './newmail';
+import { notifyNewMail } from './notify';
 import { crossPageQuery, invalidateMail, unreadCountQuery, useMailboxes, useMessageAction, useMessagePage } from './queries';
 import { composePath, isCross, isList, listPath, mailPath, navigate, type ComposeMode, type Route } from './router';
 import { SentList } from './Sent';
@@ -20,19 +22,30 @@ import type { SessionInfo } from './types';
 
 type MailRoute = Extract<Route, { page: 'mail' }>;
 
-/** Keep the list current: every message event refreshes the views it may change. */
-function useLiveMail(workspaceId: string | null): boolean {
+/**
+ * Keep the list current: every message event refreshes the views it may change; new mail also raises a desktop
+ * notification when the user turned them on (notify.ts).
+ */
+function useLiveMail(workspaceId: string | null, userId: string, ownAddresses: ReadonlySet<string>): boolean {
   const client = useQueryClient();
   const [live, setLive] = useState(false);
+  // Read through a ref so a refreshed mailbox list does not reconnect the stream.
+  const own = useRef(ownAddresses);
+  useEffect(() => {
+    own.current = ownAddresses;
+  }, [ownAddresses]);
   useEffect(() => {
     if (workspaceId === null) return undefined;
     return followEvents(
       (event) => {
-        if (event.type.startsWith('message.')) void invalidateMail(client);
+        if (!event.type.startsWith('message.')) return;
+        void invalidateMail(client);
+        const mail = newMailOf(event, own.current);
+        if (mail) notifyNewMail(userId, mail, (m) => navigate(mailPath(m.mailbox, m.folder, m.messageId)));
       },
       setLive,
     );
-  }, [workspaceId, client]);
+  }, [workspaceId, userId, client]);
   return live;
 }
 
@@ -61,7 +74,8 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
   const page = cross ? crossPage : folderPage;
   const threads = useFolderThreads(conversational ? route.mailbox : null, route.folder, route.offset);
   const moveThread = useMoveThread();
-  const live = useLiveMail(workspaceId);
+  const ownAddresses = useMemo(() => new Set((mailboxes.data ?? []).map((m) => m.address.toLowerCase())), [mailboxes.data]);
+  const live = useLiveMail(workspaceId, session.user.user_id, ownAddresses);
   useTitle(route);
   const action = useMessageAction();
   // The selection belongs to one list: another folder, search or page starts at its top.
@@ -155,7 +169,7 @@ export function Mail({ session, route, onLogout }: { session: SessionInfo; route
           <>
             {route.folder !== 'sent' && !route.q && <ConversationToggle userId={session.user.user_id} on={grouping} />}
             {conversational ? (
-              <ConversationList route={route} page={threads} selected={selected} onSelect={(i) => setSelected(() => i)} onOpen={open} />
+              <ConversationBulkList route={route} page={threads} selected={selected} onSelect={(i) => setSelected(() => i)} onOpen={open} />
             ) : (
               <BulkList route={route} page={page} selected={selected} onSelect={(i) => setSelected(() => i)} onOpen={open} />
             )}

@@ -76,15 +76,19 @@ export function useMoveThread() {
 // ---- the list's keys ----
 
 /**
- * The keys of a list with one tab stop (WAI-ARIA listbox): Up/Down move, Home/End jump, Enter opens. The window's
- * shortcuts skip a key whose default was prevented, so Enter does not open twice.
+ * The keys of a list with one tab stop (WAI-ARIA listbox): Up/Down move, Home/End jump, Enter opens; where rows can
+ * be checked, Space and x (Gmail's key) check the selected one, else Space opens too. The window's shortcuts skip a
+ * key whose default was prevented, so Enter does not open twice.
  */
-export function listKeys(event: KeyboardEvent, selected: number, count: number, select: (index: number) => void, open: () => void): void {
+export function listKeys(event: KeyboardEvent, selected: number, count: number, select: (index: number) => void, open: () => void, check?: () => void): void {
   const moves: Record<string, number> = { ArrowDown: selected + 1, ArrowUp: selected - 1, Home: 0, End: count - 1 };
   const to = moves[event.key];
   if (to !== undefined) {
     event.preventDefault();
     select(Math.min(Math.max(to, 0), Math.max(count - 1, 0)));
+  } else if (check && (event.key === ' ' || event.key === 'x') && !event.ctrlKey && !event.metaKey && !event.altKey) {
+    event.preventDefault();
+    check();
   } else if (event.key === 'Enter' || event.key === ' ') {
     event.preventDefault();
     open();

@@ -10,6 +10,8 @@ import { lessonOf, type SpamLearning } from './spam-learning.js';
 export const MAX_BULK_MESSAGES = 1000;
 /** Messages changed per transaction: a large request never holds one long transaction others wait on. */
 const BATCH_SIZE = 100;
+/** Threads one selection may name: a page of the conversation list (50) with room to spare. */
+export const MAX_BULK_THREADS = 100;
 /** Page size when a selection is resolved to ids: a few short reads rather than one long one. */
 const RESOLVE_PAGE = 100;
 
@@ -23,6 +25,8 @@ export interface BulkSelection {
   label?: string | undefined;
   unread?: boolean | undefined;
   q?: string | undefined;
+  /** Only these threads' messages (that also match the other filters): a conversation list's checked rows. */
+  thread_ids?: string[] | undefined;
 }
 
 export interface BulkRequest {
@@ -157,18 +161,28 @@ export function createBulkService({ work, store, messages, learning }: { work: W
     return results;
   }
 
-  /** The ids a selection matches, newest first; more than MAX_BULK_MESSAGES is refused before anything changes. */
+  /**
+   * The ids a selection matches, newest first (thread by thread when it names threads); more than MAX_BULK_MESSAGES
+   * is refused before anything changes.
+   */
   async function resolve(tenant: TenantContext, selection: BulkSelection): Promise<string[]> {
+    const threads = selection.thread_ids === undefined ? [undefined] : [...new Set(selection.thread_ids)];
     const ids: string[] = [];
-    for (let offset = 0; ; offset += RESOLVE_PAGE) {
-      const query: MessageListQuery = { mailbox: selection.mailbox, folder: selection.folder, label: selection.label, unread: selection.unread, limit: RESOLVE_PAGE, offset };
-      const page = selection.q === undefined ? await messages.list(tenant, query) : await messages.search(tenant, { ...query, q: selection.q });
-      if (page.total > MAX_BULK_MESSAGES || page.total_capped === true) {
-        throw invalid('selection_too_large', `the selection matches ${page.total_capped === true ? 'more than ' : ''}${page.total} messages; a bulk request takes at most ${MAX_BULK_MESSAGES}, narrow it`);
+    for (const threadId of threads) {
+      const before = ids.length;
+      for (let offset = 0; ; offset += RESOLVE_PAGE) {
+        const query: MessageListQuery = { mailbox: selection.mailbox, folder: selection.folder, label: selection.label, thread_id: threadId, unread: selection.unread, limit: RESOLVE_PAGE, offset };
+        const page = selection.q === undefined ? await messages.list(tenant, query) : await messages.search(tenant, { ...query, q: selection.q });
+        if (before + page.total > MAX_BULK_MESSAGES || page.total_capped === true) {
+          // Thread by thread, the figure is only known to pass the bound.
+          const figure = threadId === undefined ? `${page.total_capped === true ? 'more than ' : ''}${page.total}` : `more than ${MAX_BULK_MESSAGES}`;
+          throw invalid('selection_too_large', `the selection matches ${figure} messages; a bulk request takes at most ${MAX_BULK_MESSAGES}, narrow it`);
+        }
+        ids.push(...page.messages.map((m) => m.message_id));
+        if (page.messages.length < RESOLVE_PAGE) break;
       }
-      ids.push(...page.messages.map((m) => m.message_id));
-      if (page.messages.length < RESOLVE_PAGE) return [...new Set(ids)];
     }
+    return [...new Set(ids)];
   }
 
   function checkRequest(request: BulkRequest): BulkAction {

@@ -11,6 +11,7 @@ import { Labels } from './Labels';
 import { Lists } from './Lists';
 import { Mailboxes } from './Mailboxes';
 import { Members } from './Members';
+import { Notifications } from './Notifications';
 import { Password } from './Password';
 import { Retention } from './Retention';
 import { ServiceTokens } from './ServiceTokens';
@@ -44,6 +45,7 @@ const SECTIONS: AdminSection[] = [
   { id: 'members', title: 'Members and roles', managers: false, render: ({ role, session }) => <Members viewer={role} me={session.user.user_id} /> },
   { id: 'audit-log', title: 'Audit log', managers: true, render: () => <AuditLog /> },
   { id: 'retention', title: 'Retention', managers: false, render: ({ role }) => <Retention role={role} /> },
+  { id: 'notifications', title: 'Notifications', managers: false, render: ({ session }) => <Notifications userId={session.user.user_id} /> },
   { id: 'password', title: 'Your password', managers: false, render: () => <Password /> },
 ];
 
@@ -97,7 +99,7 @@ export function Admin({ session, section, onLogout }: { session: SessionInfo; se
         </ul>
       </nav>
       <main className="content" id="content">
-        {session.active_workspace_id === null && current?.id !== 'password' ? (
+        {session.active_workspace_id === null && current?.id !== 'password' && current?.id !== 'notifications' ? (
           <p role="alert">You are in no workspace yet: ask an owner to add you.</p>
         ) : current && current.managers && !isManager(role) ? (
           <NotAllowed title={current.title} />

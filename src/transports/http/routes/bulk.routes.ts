@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { BULK_ACTIONS, MAX_BULK_MESSAGES, type BulkService } from '../../../modules/messages/bulk.service.js';
+import { BULK_ACTIONS, MAX_BULK_MESSAGES, MAX_BULK_THREADS, type BulkService } from '../../../modules/messages/bulk.service.js';
 import type { TenantContext } from '../../../modules/tenancy/tenancy.types.js';
 import { Email, Label, ResourceId, SearchText, answer, documentedEnum, errors, folderName, operationId } from '../schemas.js';
 
@@ -16,8 +16,9 @@ const Selection = Type.Object(
     label: Type.Optional(Label),
     unread: Type.Optional(Type.Boolean()),
     q: Type.Optional(SearchText),
+    thread_ids: Type.Optional(Type.Array(ResourceId, { minItems: 1, maxItems: MAX_BULK_THREADS })),
   },
-  { additionalProperties: false, title: 'BulkSelection', description: 'every message that matches these filters (as the list routes take them), at most 1000' },
+  { additionalProperties: false, title: 'BulkSelection', description: 'every message that matches these filters (as the list routes take them; thread_ids: only those threads), at most 1000' },
 );
 const BulkInput = Type.Object(
   {
