@@ -2,6 +2,7 @@ import { CompiledQuery } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asWork } from '../src/db/tables.js';
 import * as mailUids from '../src/db/migrations/20261210000100_mail_uids.js';
+import * as labelDefinitions from '../src/db/migrations/20261213000600_label_definitions.js';
 import { createReceivedMailStore, type StoreInput } from '../src/modules/mail/mail.store.js';
 import { parseMessage } from '../src/modules/messages/mime.js';
 import { TEST_DIALECT } from './helpers/database.js';
@@ -295,8 +296,11 @@ describe(`mail store: UIDs, modseq, flags, expunge log (${TEST_DIALECT})`, () =>
       ids.push(await deliver(`migrate ${t}`));
     }
     await db().deleteFrom('mail_expunged').execute();
+    // A later migration indexes `flagged`, which this one's down drops (SQLite refuses while an index reads it).
+    await labelDefinitions.down(db());
     await mailUids.down(db());
     await mailUids.up(db());
+    await labelDefinitions.up(db());
     const rows = await db().selectFrom('messages').select(['id', 'uid', 'created_at', 'modseq', 'folder']).where('mailbox_id', '=', mailboxId).where('folder', '=', 'inbox').orderBy('uid').execute();
     const byDate = [...rows].sort((x, y) => Number(x.created_at) - Number(y.created_at) || (x.id < y.id ? -1 : 1));
     expect(rows.map((r) => r.id)).toEqual(byDate.map((r) => r.id));
