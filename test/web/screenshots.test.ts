@@ -34,16 +34,21 @@ describe.skipIf(!HAS_CHROMIUM || process.env.MAILROOM_SCREENSHOTS !== '1')('scre
     const first = await send({ from: 'Alice Example <alice@sender.test>', subject: 'Order 1234 has not arrived', text: 'Hello, my order 1234 has not arrived yet. Could you look into it?', messageId: '<order-1234@sender.test>' });
     threadId = first.response.match(/msg_[0-9a-z]{26}/)![0];
     await send({ from: 'Alice Example <alice@sender.test>', subject: 'Re: Order 1234 has not arrived', text: 'Here is the receipt.', inReplyTo: '<order-1234@sender.test>', attachments: [{ filename: 'receipt.pdf', content: Buffer.from('%PDF-1.4\n'), contentType: 'application/pdf' }] });
-    await send({ from: 'Bob Martin <bob@partner.test>', subject: 'Quarterly report', html: '<p>The <b>quarterly report</b> is ready for review.</p>' });
+    const bob = await send({ from: 'Bob Martin <bob@partner.test>', subject: 'Quarterly report', html: '<p>The <b>quarterly report</b> is ready for review.</p>' });
     await send({ from: 'Carol <carol@customer.test>', subject: 'Invoice INV-2026-17', text: 'Please find the invoice attached.' });
     const token = await login(h, acme.ownerEmail, acme.password);
     const post = (url: string, payload: object) => h.app.inject({ method: 'POST', url, headers: session(token), payload });
     expect((await post('/app/api/sending-domains', { domain: DOMAIN })).statusCode).toBe(201);
     expect((await post('/app/api/webhooks', { url: 'http://127.0.0.1:9/mailroom', event_types: ['message.received', 'message.bounced'] })).statusCode).toBe(201);
+    // Organised as a user would: a coloured label on the order's conversation, the report starred.
+    const put = await h.app.inject({ method: 'PUT', url: '/app/api/labels/orders', headers: session(token), payload: { colour: '#2f855a' } });
+    expect(put.statusCode, put.body).toBe(200);
+    expect((await post(`/app/api/messages/${threadId}/labels`, { add: ['orders'] })).statusCode).toBe(200);
+    expect((await post(`/app/api/messages/${bob.response.match(/msg_[0-9a-z]{26}/)![0]}/flags`, { flagged: true })).statusCode).toBe(200);
     mkdirSync(OUT, { recursive: true });
     browser = await startBrowser();
     page = await browser.page({ width: 1280, height: 760 });
-    await logIn(page, base, acme.ownerEmail, acme.password);
+    await logIn(page, base, acme.ownerEmail, acme.password, { conversations: true });
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
@@ -61,6 +66,7 @@ describe.skipIf(!HAS_CHROMIUM || process.env.MAILROOM_SCREENSHOTS !== '1')('scre
       await p.evaluate('window.scrollTo(0, 0)');
     }],
     ['webhooks', () => '/settings/webhooks', (p) => p.getByText('http://127.0.0.1:9/mailroom').first().waitFor()],
+    ['labels', () => '/settings/labels', (p) => p.getByText('orders').first().waitFor()],
   ];
 
   for (const scheme of ['light', 'dark'] as const) {

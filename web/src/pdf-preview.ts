@@ -2,7 +2,7 @@
 // an opaque origin that can read neither the app nor its storage, under a policy that lets it load nothing but this
 // origin's scripts and fetch nothing at all. The PDF's bytes arrive by postMessage from the app; pdf.js parses them
 // here, on this page's thread (its worker module is bundled in and set as `pdfjsWorker`, since a Worker cannot be
-// started from an opaque origin), with no scripting (pdf.js 6 has no eval path at all, and the policy forbids one): a PDF's JavaScript never runs.
+// started from an opaque origin), with no scripting (pdf.js is told not to evaluate, and the policy forbids it): a PDF's JavaScript never runs.
 import { getDocument, GlobalWorkerOptions } from 'pdfjs-dist';
 import * as worker from 'pdfjs-dist/build/pdf.worker.mjs';
 import './pdf-preview.css';
@@ -29,6 +29,8 @@ function say(text: string): void {
 async function render(data: ArrayBuffer): Promise<void> {
   const pdf = await getDocument({
     data: new Uint8Array(data),
+    // No code compiled from a PDF's fonts (the page's policy forbids eval as well).
+    isEvalSupported: false,
     enableXfa: false,
     useWasm: false,
     useWorkerFetch: false,
