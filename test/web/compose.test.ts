@@ -140,7 +140,8 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: writing mail in Chromium (${TEST_DIALEC
     expect(await field('Subject').inputValue()).toBe('Re: Where is order 99?');
     // The quote is a quotation in the editor, and "> " lines in the text part.
     expect(await page.getByRole('textbox', { name: 'Message', exact: true }).locator('blockquote').innerText()).toBe('It has not come.\nAlice');
-    // The cursor is above the quote.
+    // The cursor is above the quote, once the editor has taken the focus: typed before that, keys would go elsewhere.
+    await page.waitForFunction(`document.activeElement !== null && document.activeElement.closest('.rich-body') !== null`);
     await page.keyboard.type('It ships today.');
     await saved();
     expect((await drafts())[0]).toMatchObject({ in_reply_to: original, to: ['alice@sender.test'] });
