@@ -300,10 +300,11 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
   const view = (f: ImapFolder): FolderView => views.get(f.folder)!;
 
   /** The copy of a message with this Message-ID already in Sent (stored by the send path or an earlier APPEND). */
-  async function inSent(w: Work, account: ImapAccount, messageId: string | null): Promise<number | null> {
+  async function inSent(w: Work, account: ImapAccount, messageId: string | null): Promise<{ id: string; uid: number } | null> {
     if (messageId === null) return null;
     const found = await store.findByMessageId(w, { workspaceId: account.workspaceId, mailboxId: account.mailboxId }, messageId);
-    return found.find((m) => m.folder === 'sent')?.uid ?? null;
+    const copy = found.find((m) => m.folder === 'sent');
+    return copy ? { id: copy.id, uid: copy.uid } : null;
   }
 
   /** Store a raw message in a folder as APPEND does (no check for a copy already in Sent), in the caller's transaction. */
@@ -332,13 +333,8 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
    * Message-ID) is the one answered, not stored twice, as an APPEND to Sent is answered.
    */
   async function storeOrFind(trx: Work, account: ImapAccount, folder: Folder, message: AppendMessage & { parsed: Awaited<ReturnType<typeof parseMessage>> }) {
-    const messageId = message.parsed.messageId;
-    if (folder === 'sent' && messageId !== null) {
-      const found = await store.findByMessageId(trx, { workspaceId: account.workspaceId, mailboxId: account.mailboxId }, messageId);
-      const copy = found.find((m) => m.folder === 'sent');
-      if (copy) return { id: copy.id, uid: copy.uid };
-    }
-    return storeRaw(trx, account, folder, message);
+    const copy = folder === 'sent' ? await inSent(trx, account, message.parsed.messageId) : null;
+    return copy ?? storeRaw(trx, account, folder, message);
   }
 
   /**
@@ -452,13 +448,13 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
     const folder = to.folder as Folder;
     const messageId = folder === 'sent' ? (messageIds(headerValue(headerBlock(message.raw), 'message-id'))[0] ?? null) : null;
     const existing = await inSent(work, account, messageId);
-    if (existing !== null) return { ok: true, uidvalidity: await uidvalidity(account, folder), uid: existing, existing: true };
+    if (existing !== null) return { ok: true, uidvalidity: await uidvalidity(account, folder), uid: existing.uid, existing: true };
     const refusal = await storage.storageRefusal(account.workspaceId, message.raw.length);
     if (refusal) return { ok: false, reason: 'overquota', detail: refusal };
     const parsed = await parseMessage(message.raw);
     const stored = await work.transaction().execute(async (trx) => {
       const again = await inSent(trx, account, messageId);
-      if (again !== null) return { id: undefined, uid: again, existing: true };
+      if (again !== null) return { id: undefined, uid: again.uid, existing: true };
       return { ...(await storeRaw(trx, account, folder, { ...message, parsed })), existing: false };
     });
     const target = await targetUids(account, folder, stored.id === undefined ? [] : [{ id: stored.id, uid: stored.uid }]);
