@@ -146,6 +146,24 @@ describe(`IMAP server (${TEST_DIALECT})`, () => {
     expect((await api(acme, id))!.read).toBe(true);
   });
 
+
+  it('a session answering many large FETCHes waits for its socket without piling up listeners on it', async () => {
+    await deliver(MAILBOX, 'Large body', `${'Some words of a long message body, line after line.'.padEnd(76, '.')}\r\n`.repeat(1500));
+    // Each FETCH below writes more than the socket's buffer holds, so the session waits for it to drain every time.
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => {
+      if (warning.name === 'MaxListenersExceededWarning') warnings.push(warning);
+    };
+    process.on('warning', onWarning);
+    try {
+      const fetches = Array.from({ length: 15 }, () => ['uid', 'FETCH', '1:*', '(BODY.PEEK[])']);
+      const answers = await imaplib(port, [['login', MAILBOX, password], ['select', 'INBOX'], ...fetches]);
+      expect(answers.slice(3).map((a) => a.typ)).toEqual(fetches.map(() => 'OK'));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings).toEqual([]);
+  });
   it('STORE changes read, flagged, answered and labels as the API shows them; UNCHANGEDSINCE refuses a stale change', async () => {
     const id = await deliver(MAILBOX, 'Store on me');
     const [, , , found] = await imaplib(port, [['login', MAILBOX, password], ['select', 'INBOX'], ['uid', 'SEARCH', 'SUBJECT', '"Store on me"']]);

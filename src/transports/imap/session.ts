@@ -157,7 +157,7 @@ export class ImapSession {
     this.socket.cork();
     for (const piece of pieces) room = this.socket.write(piece);
     this.socket.uncork();
-    if (!room) await new Promise<void>((resolve) => this.socket.once('drain', resolve).once('close', resolve));
+    if (!room) await drained(this.socket);
   }
 
   tagged(tag: string, status: 'OK' | 'NO' | 'BAD', text: string, code?: ResponseCode): void {
@@ -466,3 +466,14 @@ const KNOWN = new Set([
   'SUBSCRIBE', 'UNSUBSCRIBE', 'CREATE', 'DELETE', 'RENAME', 'APPEND', 'CHECK', 'CLOSE', 'UNSELECT', 'EXPUNGE', 'UID EXPUNGE', 'FETCH', 'UID FETCH',
   'STORE', 'UID STORE', 'SEARCH', 'UID SEARCH', 'COPY', 'UID COPY', 'MOVE', 'UID MOVE', 'IDLE',
 ]);
+
+/** Until the socket drains or closes; the listener of the one that did not happen is removed (a session waits often). */
+function drained(socket: Socket): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      socket.off('drain', done).off('close', done);
+      resolve();
+    };
+    socket.once('drain', done).once('close', done);
+  });
+}
