@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/lib/logger.js';
 import { createImapServer, type ImapServer } from '../src/transports/imap/server.js';
 import { TEST_DIALECT } from './helpers/database.js';
-import { imaplib, latin1 } from './helpers/imaplib.js';
+import { imaplib, latin1, type Step } from './helpers/imaplib.js';
 import { bearer, login, session } from './helpers/harness.js';
 import { mailWorld, type WorldTenant } from './helpers/world.js';
 
@@ -156,7 +156,7 @@ describe(`IMAP server (${TEST_DIALECT})`, () => {
     };
     process.on('warning', onWarning);
     try {
-      const fetches = Array.from({ length: 15 }, () => ['uid', 'FETCH', '1:*', '(BODY.PEEK[])']);
+      const fetches = Array.from({ length: 15 }, (): Step => ['uid', 'FETCH', '1:*', '(BODY.PEEK[])']);
       const answers = await imaplib(port, [['login', MAILBOX, password], ['select', 'INBOX'], ...fetches]);
       expect(answers.slice(3).map((a) => a.typ)).toEqual(fetches.map(() => 'OK'));
     } finally {

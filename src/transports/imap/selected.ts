@@ -13,6 +13,8 @@ import type { ImapSession } from './session.js';
 const BATCH = 100;
 /** Messages a FETCH reads per statement when it reads no raw bytes (flags and kept structures: about 1 KB a message). */
 const SMALL_ROW_BATCH = 500;
+/** Batches of small rows read while the one before them is written: the statements overlap the writes and each other. */
+const READ_AHEAD = 2;
 /** UID ranges per store call (the store's bound). */
 const MAX_UID_RANGES = 1000;
 /** Distinct text keys in one SEARCH (each is one full-text statement). */
@@ -274,21 +276,25 @@ export class SelectedCommands {
     const read = fetchRead(items);
     const plan = fetchPlan(items, { uid, modseq });
     const unaskedPlan = newlySeen.size > 0 ? fetchPlan(parsed.items, { uid, modseq }) : plan;
-    // A batch's answers go out in one write. Without raw bytes (small rows), the next batch is read while this one is
-    // written; raw batches are read one at a time (memory follows the batch).
+    // A batch's answers go out in one write. Without raw bytes (small rows), the next READ_AHEAD batches are read
+    // while this one is written; raw batches are read one at a time (memory follows the batch).
     const out = new ResponseBytes();
     const batch = read === 'raw' ? BATCH : SMALL_ROW_BATCH;
     const load = (i: number) => {
       if (i >= targets.length) return null;
       const uids = targets.slice(i, i + batch).map((t) => t.entry.uid);
       const ahead = this.aheadOf(cmd, uids);
-      return ahead ? Promise.resolve(ahead) : this.s.access.messages(this.account, this.folder, toRanges(uids), read);
+      const rows = ahead ? Promise.resolve(ahead) : this.s.access.messages(this.account, this.folder, toRanges(uids), read);
+      // A read that fails while an earlier batch is awaited is not an unhandled rejection: its own await throws.
+      rows.catch(() => undefined);
+      return rows;
     };
-    let next = load(0);
+    const depth = read === 'raw' ? 0 : READ_AHEAD;
+    const reading = Array.from({ length: depth }, (_, k) => load(k * batch));
     try {
       for (let i = 0; i < targets.length; i += batch) {
-        const rows = (await (next ?? load(i)))!;
-        next = read === 'raw' ? null : load(i + batch);
+        const rows = (await (reading.shift() ?? load(i)))!;
+        if (depth > 0) reading.push(load(i + depth * batch));
         const byUid = new Map<number, FetchEntry>();
         for (const r of rows) byUid.set(r.uid, r);
         for (let j = i; j < i + batch && j < targets.length; j++) {
@@ -302,8 +308,6 @@ export class SelectedCommands {
         await this.s.sendBytes(out.take());
       }
     } catch (err) {
-      // A read ahead of a failure is not waited for; its own failure is of no interest then.
-      next?.catch(() => undefined);
       // The messages answered before the one that failed are sent, as Dovecot sends them.
       await this.s.sendBytes(out.take());
       if (err instanceof UnknownCteError) return this.s.tagged(cmd.tag, 'NO', err.code === 'PARSE' ? 'The message part does not decode.' : 'Unknown Content-Transfer-Encoding.', { name: err.code });
