@@ -145,6 +145,8 @@ export interface SendingDeps {
   parse?: (raw: Buffer) => Promise<ParsedMessage>;
   /** How long a send that asks for the hold waits before it leaves (MAILROOM_UNDO_SEND_SECONDS); 0 or absent: no hold. */
   undoSendMs?: number;
+  /** The database's full-text index, so that a sent copy's search entry is made only in the form it stores. */
+  fullText?: 'fts5' | 'tsvector';
 }
 
 /** What a send asks of the quotas (`QuotaService.checkSend` and `countSend`). */
@@ -342,7 +344,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       references: (input.references ?? []).map((r) => r.toLowerCase()),
       headers: [],
       snippet: snippetOf(views),
-      search: searchEntryOf(views),
+      search: searchEntryOf(views, deps.fullText),
       parseError: null,
     };
     // The keyed return path is an HMAC: made here, once, rather than inside the shared transaction. Each recipient has
