@@ -357,7 +357,7 @@ export async function createServices(
     audit,
   });
   // Claims pass over the jobs of suspended workspaces and of those being deleted (the tenancy store's part).
-  const queue = createQueue({ work, dialect, clock, leaseMs: config.leaseMs, wake, heldWorkspaces: heldWorkspacesSelect, ...(dialect.sharedByProcesses ? {} : { commits }) });
+  const queue = createQueue({ work, dialect, clock, leaseMs: config.leaseMs, wake, heldWorkspaces: heldWorkspacesSelect });
   // The mail store: the only code that names the mail tables. Delivery runs' writes and job settlements share the
   // worker's commits; the outbound list entries a send could match are the lists module's part of one statement.
   const mail = createMailStore({ work, dialect, clock, logger, commits: workerCommits, queue, emit: (w, event) => events.emit(w, event), listCandidates: candidatesSelect, verifiedDomains: verifiedDomainsSelect });

@@ -3,7 +3,6 @@ import { sql, type OperandExpression, type QueryCreator, type UpdateQueryBuilder
 import { afterCommit } from '../db/commit-hooks.js';
 import type { Kysely } from 'kysely';
 import type { DialectInfo } from '../db/dialect.js';
-import type { GroupCommit } from '../db/group-commit.js';
 import { insertRows, preparedQuery, type Param } from '../db/prepared.js';
 import { deleteWorkspaceBatch } from '../db/purge.js';
 import { tablesOf, type Work } from '../db/tables.js';
@@ -202,12 +201,6 @@ export interface QueueDeps {
    * jobs over, so they stay queued, untouched, and run once the workspace is active again.
    */
   heldWorkspaces?: HeldWorkspacesPart;
-  /**
-   * SQLite: the group commit a claim joins. A claim writes (its lease), and written alone it is a commit of its own,
-   * with an fsync the worker's thread waits for; as a unit of the shared transaction it shares the commit of the
-   * sends and settlements waiting beside it. PostgreSQL claims keep their own transaction (its advisory lock).
-   */
-  commits?: Pick<GroupCommit, 'run'>;
 }
 
 /** A select of workspace ids, built by their owner over its own table, for a claim's `not in`. */
@@ -340,7 +333,7 @@ function pickFairly(candidates: readonly Candidate[], running: Running, limit: n
  * (`FOR UPDATE SKIP LOCKED`); SQLite serves one process. A claim's UPDATE takes only rows still due, so a
  * job is never leased twice.
  */
-export function createQueue({ work, dialect, clock, leaseMs, wake, heldWorkspaces, commits }: QueueDeps): Queue {
+export function createQueue({ work, dialect, clock, leaseMs, wake, heldWorkspaces }: QueueDeps): Queue {
   const db = tablesOf<QueueTables>(work);
   function row(input: EnqueueInput, now: number): JobTable {
     return {
@@ -468,18 +461,16 @@ export function createQueue({ work, dialect, clock, leaseMs, wake, heldWorkspace
         return { picked: picked.length, rows };
       };
       // PostgreSQL: claims of one queue take turns across processes, so the caps are counted and filled with no other
-      // claim between. SQLite serves one process (one connection): no lock; the claim is a unit of the group commit
-      // when there is one (see QueueDeps.commits), else its statements commit one by one. Either way the UPDATE takes
-      // only rows still due, so two claims never lease one job.
+      // claim between. SQLite serves one process (one connection): no lock, and a write transaction held across
+      // statements would stall other connections of the process. Either way the UPDATE takes only rows still due,
+      // so two claims never lease one job.
       const once = () =>
         dialect.sharedByProcesses
           ? db.transaction().execute(async (trx) => {
               await sql`select pg_advisory_xact_lock(hashtext(${`mailroom.jobs.claim:${queue}`}))`.execute(trx);
               return take(trx);
             })
-          : commits
-            ? commits.run((trx) => take(tablesOf<QueueTables>(trx)))
-            : take(db);
+          : take(db);
       let { picked, rows } = await once();
       // Every pick taken by another claim between the read and the write (SQLite, several processes): read again,
       // rather than answer "nothing due" while there is.
