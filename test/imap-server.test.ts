@@ -146,7 +146,6 @@ describe(`IMAP server (${TEST_DIALECT})`, () => {
     expect((await api(acme, id))!.read).toBe(true);
   });
 
-
   it('a session answering many large FETCHes waits for its socket without piling up listeners on it', async () => {
     await deliver(MAILBOX, 'Large body', `${'Some words of a long message body, line after line.'.padEnd(76, '.')}\r\n`.repeat(1500));
     // Each FETCH below writes more than the socket's buffer holds, so the session waits for it to drain every time.
@@ -164,6 +163,7 @@ describe(`IMAP server (${TEST_DIALECT})`, () => {
     }
     expect(warnings).toEqual([]);
   });
+
   it('STORE changes read, flagged, answered and labels as the API shows them; UNCHANGEDSINCE refuses a stale change', async () => {
     const id = await deliver(MAILBOX, 'Store on me');
     const [, , , found] = await imaplib(port, [['login', MAILBOX, password], ['select', 'INBOX'], ['uid', 'SEARCH', 'SUBJECT', '"Store on me"']]);

@@ -246,8 +246,8 @@ export interface SearchEntry {
 }
 
 /**
- * Both forms, made before any store transaction (the store writes the one its database uses). `index`: the index
- * the entry is for, when the caller knows it; SQLite's FTS5 row needs no `tsvector` (left empty), which is a fifth of
+ * The entry, made before any store transaction (the store writes the form its database uses): both forms, or with
+ * `index` = 'fts5' the FTS5 words alone (`tsvector` left empty), as SQLite stores no `tsvector` and it is a fifth of
  * the work.
  */
 export function searchEntryOf(message: SearchSource, index?: 'fts5' | 'tsvector'): SearchEntry {
