@@ -16,6 +16,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { SERVER_NODE_FLAGS } from '../src/cli/node-flags.js';
 import { ensureBuilt, MAILROOM_BIN, ROOT, serviceEnvOverrides } from './lib/mailroom.js';
 import { ProcessGroup } from './lib/processes.js';
 import { formatTable, writeReport, type Report } from './lib/report.js';
@@ -68,6 +69,8 @@ function readSettings(): BenchSettings {
     connections: positiveInt('BENCH_CONNECTIONS', 50, 10_000),
     cpuProfileDir: process.env.BENCH_CPU_PROFILE === '1' ? PROFILE_DIR : null,
     serviceEnv: serviceEnvOverrides(),
+    // Unset: the flags `npm start` gives; set (even empty): exactly these, to measure a flag.
+    serverNodeFlags: (process.env.BENCH_NODE_FLAGS ?? SERVER_NODE_FLAGS.join(' ')).split(' ').filter(Boolean),
     repeat: positiveInt('BENCH_REPEAT', 1, 20),
   };
 }

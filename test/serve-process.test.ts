@@ -114,6 +114,8 @@ describe(`mailroom serve as a process (${TEST_DIALECT})`, () => {
         expect(exit).toEqual({ code: 0, signal: null });
         expect(jsonLines(npm.output()).map((l) => l.msg)).toEqual(expect.arrayContaining(['shutting down', 'stopped']));
         expect(jsonLines(npm.output()).find((l) => l.msg === 'shutting down')?.signal).toBe(signal);
+        // npm start gives Node the server's flags, so no warning about them.
+        expect(jsonLines(npm.output()).filter((l) => l.missing_node_flags !== undefined)).toEqual([]);
         expect(await canListen(httpPort)).toBe(true);
         expect(await canListen(smtpPort)).toBe(true);
       } finally {
@@ -131,6 +133,10 @@ describe(`mailroom serve as a process (${TEST_DIALECT})`, () => {
     const lines = plain.output().split('\n').filter((l) => l.length > 0);
     expect(lines.length).toBeGreaterThan(3);
     for (const line of lines) expect(() => JSON.parse(line) as unknown, line).not.toThrow();
+    // Started without the flags npm start gives: one warning names them and the command that has them.
+    const warning = jsonLines(plain.output()).find((l) => l.missing_node_flags !== undefined);
+    expect(warning?.missing_node_flags).toEqual(['--max-semi-space-size=64']);
+    expect(warning?.msg).toContain('node --max-semi-space-size=64 bin/mailroom.js serve');
 
     const pretty = run(process.execPath, [BIN, 'serve'], { ...env, MAILROOM_LOG_FORMAT: 'pretty' });
     await waitFor('pretty "mailroom started" line', () => (/INFO: mailroom started/.test(pretty.output()) ? true : undefined), pretty);

@@ -11,7 +11,7 @@ import { apiRequest, MAILROOM_BIN, mailroomEnv } from './mailroom.js';
 import { freeLoopbackPort, waitForHttp, type ManagedProcess } from './processes.js';
 import type { Scope } from './scope.js';
 import { latencyStats } from './smtp-load.js';
-import { profileFlags, type SuiteContext } from './suite.js';
+import { serverFlags, type SuiteContext } from './suite.js';
 
 const API_READY_TIMEOUT_MS = 120_000;
 const IMPORT_TIMEOUT_MS = 3600_000;
@@ -51,7 +51,7 @@ export async function startMailroomImap(
 ): Promise<{ port: number; process: ManagedProcess }> {
   const port = await freeLoopbackPort();
   const proc = context.processes.start('mailroom serve --role imap', {
-    args: [...profileFlags(context.settings, profileName), MAILROOM_BIN, 'serve', '--role', 'imap'],
+    args: [...serverFlags(context.settings, profileName), MAILROOM_BIN, 'serve', '--role', 'imap'],
     cwd: context.workDir,
     env: mailroomEnv({ MAILROOM_DATABASE_URL: databaseUrl, ...imapEnv(port, 1000) }),
   });
@@ -74,7 +74,7 @@ export async function startMailroomApi(
 ): Promise<{ url: string; process: ManagedProcess }> {
   const port = await freeLoopbackPort();
   const proc = context.processes.start(`mailroom serve --role ${roles.join(',')}`, {
-    args: [...profileFlags(context.settings, profileName), MAILROOM_BIN, 'serve', ...roles.flatMap((r) => ['--role', r])],
+    args: [...serverFlags(context.settings, profileName), MAILROOM_BIN, 'serve', ...roles.flatMap((r) => ['--role', r])],
     cwd: context.workDir,
     env: mailroomEnv({ MAILROOM_DATABASE_URL: databaseUrl, MAILROOM_HTTP_HOST: '127.0.0.1', MAILROOM_HTTP_PORT: String(port), ...env }),
   });

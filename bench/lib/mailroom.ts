@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { freeLoopbackPort, type ManagedProcess, type ProcessGroup, waitForHttp, waitForSmtp } from './processes.js';
 import type { Scope } from './scope.js';
-import { profileFlags, type SuiteContext } from './suite.js';
+import { serverFlags, type SuiteContext } from './suite.js';
 
 /** The repository root (bench/lib/ → ../..). */
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -160,7 +160,7 @@ export async function startMailroom(
 ): Promise<RunningMailroom> {
   const port = await freeLoopbackPort();
   const proc = context.processes.start(`mailroom serve --role ${roles.join(',')}`, {
-    args: [...profileFlags(context.settings, options.profileName ?? `mailroom-${roles.join('-')}`), BIN, 'serve', ...roles.flatMap((r) => ['--role', r])],
+    args: [...serverFlags(context.settings, options.profileName ?? `mailroom-${roles.join('-')}`), BIN, 'serve', ...roles.flatMap((r) => ['--role', r])],
     cwd: context.workDir,
     env: mailroomEnv({ MAILROOM_DATABASE_URL: databaseUrl, MAILROOM_HTTP_HOST: '127.0.0.1', MAILROOM_HTTP_PORT: String(port), ...options.env }),
   });
@@ -188,7 +188,7 @@ export async function startMailroomSmtp(
 ): Promise<RunningSmtp> {
   const port = await freeLoopbackPort();
   const proc = context.processes.start('mailroom serve --role smtp', {
-    args: [...profileFlags(context.settings, options.profileName ?? 'mailroom-smtp'), BIN, 'serve', '--role', 'smtp'],
+    args: [...serverFlags(context.settings, options.profileName ?? 'mailroom-smtp'), BIN, 'serve', '--role', 'smtp'],
     cwd: context.workDir,
     env: mailroomEnv({ MAILROOM_DATABASE_URL: databaseUrl, MAILROOM_SMTP_HOST: '127.0.0.1', MAILROOM_SMTP_PORT: String(port), ...options.env }),
   });

@@ -16,6 +16,8 @@ export interface BenchSettings {
   serviceEnv: Record<string, string>;
   /** Runs of each suite (BENCH_REPEAT); the report gives each case's median run (lib/repeat.ts). */
   repeat: number;
+  /** Node flags of every `mailroom serve` child (BENCH_NODE_FLAGS; by default those `npm start` gives). */
+  serverNodeFlags: readonly string[];
 }
 
 /**
@@ -25,6 +27,11 @@ export interface BenchSettings {
  */
 export function profileFlags(settings: Readonly<BenchSettings>, name: string): string[] {
   return settings.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(settings.cpuProfileDir, `${name}-${Date.now()}`)}`] : [];
+}
+
+/** Node flags for a `mailroom serve` child: the server's own (as `npm start` runs it), then profiling's. */
+export function serverFlags(settings: Readonly<BenchSettings>, name: string): string[] {
+  return [...settings.serverNodeFlags, ...profileFlags(settings, name)];
 }
 
 export interface SuiteContext {

@@ -13,7 +13,7 @@ import { freeLoopbackPort, waitForOutput, type ManagedProcess } from '../lib/pro
 import type { Scope } from '../lib/scope.js';
 import { withScope } from '../lib/scope.js';
 import { latencyStats } from '../lib/smtp-load.js';
-import { pairRows, profileFlags, type BenchSettings, type Goal, type ResultRow, type Suite, type SuiteContext, type SuiteResult } from '../lib/suite.js';
+import { pairRows, profileFlags, serverFlags, type BenchSettings, type Goal, type ResultRow, type Suite, type SuiteContext, type SuiteResult } from '../lib/suite.js';
 
 const READER = join(ROOT, 'bench', 'tools', 'sse-reader.ts');
 const BARE_SSE = join(ROOT, 'bench', 'servers', 'bare-sse.server.ts');
@@ -274,7 +274,7 @@ async function startService(context: SuiteContext, scope: Scope, database: Bench
   const api = await startMailroom(context, scope, database.url, ['api'], { profileName: `${profile}-api` });
   const smtp = await startMailroomSmtp(context, scope, database.url, { env: dns, profileName: `${profile}-smtp` });
   const worker = context.processes.start('mailroom serve --role worker', {
-    args: [...profileFlags(context.settings, `${profile}-worker`), MAILROOM_BIN, 'serve', '--role', 'worker'],
+    args: [...serverFlags(context.settings, `${profile}-worker`), MAILROOM_BIN, 'serve', '--role', 'worker'],
     cwd: context.workDir,
     // info: its `worker role started` line says it is up.
     env: mailroomEnv({ MAILROOM_DATABASE_URL: database.url, MAILROOM_LOG_LEVEL: 'info', ...dns }),

@@ -13,7 +13,7 @@ import type { Scope } from '../lib/scope.js';
 import { latencyStats } from '../lib/smtp-load.js';
 import { withScope } from '../lib/scope.js';
 import { startReceiver, type Receiver } from '../lib/webhook-receiver.js';
-import { pairRows, profileFlags, type BenchSettings, type Goal, type Suite, type SuiteContext, type SuiteResult } from '../lib/suite.js';
+import { pairRows, serverFlags, type BenchSettings, type Goal, type Suite, type SuiteContext, type SuiteResult } from '../lib/suite.js';
 
 const FILL_TOOL = join(ROOT, 'bench', 'tools', 'webhook-fill.ts');
 /** Endpoint counts of the throughput cases. */
@@ -149,7 +149,7 @@ async function serviceRun(setup: CaseSetup, endpoints: number, events: number): 
   const before = await deliveryState(database);
   await receiver.reset();
   const worker = context.processes.start('mailroom serve --role worker', {
-    args: [...profileFlags(context.settings, `mailroom-webhook-worker-${database.dialect}-${endpoints}`), MAILROOM_BIN, 'serve', '--role', 'worker'],
+    args: [...serverFlags(context.settings, `mailroom-webhook-worker-${database.dialect}-${endpoints}`), MAILROOM_BIN, 'serve', '--role', 'worker'],
     cwd: context.workDir,
     env: mailroomEnv({ MAILROOM_DATABASE_URL: database.url, ...ALLOW }),
   });

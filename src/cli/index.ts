@@ -4,6 +4,7 @@ import type { Logger } from '../lib/logger.js';
 import type { RunningService } from '../main.js';
 import { registerAdminCommands } from './admin.commands.js';
 import { registerClientCommands } from './client/register.js';
+import { missingServerFlags, SERVER_NODE_FLAGS } from './node-flags.js';
 import { failWith, printResult } from './output.js';
 
 function parseRoles(value: string, previous: ProcessRole[] = []): ProcessRole[] {
@@ -37,6 +38,8 @@ async function serve(roles: ProcessRole[], sandbox: boolean): Promise<void> {
     failWith(err);
   }
   logger.info({ roles, http: running.httpUrl, metrics: running.metricsUrl, sandbox: running.sandboxDns !== null }, 'mailroom started');
+  const missing = missingServerFlags(process.execArgv, process.env.NODE_OPTIONS);
+  if (missing.length > 0) logger.warn({ missing_node_flags: missing }, `node was started without ${missing.join(' ')}: start the server as \`node ${SERVER_NODE_FLAGS.join(' ')} bin/mailroom.js serve\` (npm start does; see docs/operations.md)`);
   if (running.sandboxDns !== null) {
     const { sandboxLines } = await import('../main.js');
     const lines = sandboxLines(running.sandboxDns);
