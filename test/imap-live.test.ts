@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/lib/logger.js';
+import { RAW_READ_BYTES } from '../src/modules/imap-access/raw-reads.js';
 import { createImapServer } from '../src/transports/imap/server.js';
 import type { FairGate } from '../src/lib/fair-gate.js';
 import { createImapShares, type ImapShares } from '../src/transports/imap/shares.js';
@@ -21,6 +22,7 @@ const LIGHT = 'light@mailroom.localhost';
 const NO_POLL_MS = 600_000;
 const OTHER = 'other@mailroom.localhost';
 const PIPELINED = 'pipelined@mailroom.localhost';
+const LARGE = 'large@mailroom.localhost';
 
 /** The gate itself, telling `seen` what one key holds and has waiting each time it asks for or gets a turn. */
 function recording(gate: FairGate, key: () => string, seen: (held: number, waiting: number) => void): FairGate {
@@ -171,7 +173,11 @@ describe(`IMAP live changes and shares (${TEST_DIALECT})`, () => {
   it('answers pipelined FETCHes in order, reading the messages of those before one that sets \\Seen in one statement', async () => {
     const access = world.h.services.imapAccess;
     let reads = 0;
-    const counted = { ...access, messages: (...args: Parameters<typeof access.messages>) => (reads++, access.messages(...args)) };
+    const counted = {
+      ...access,
+      messages: (...args: Parameters<typeof access.messages>) => (reads++, access.messages(...args)),
+      rawReads: (...args: Parameters<typeof access.rawReads>) => (reads++, access.rawReads(...args)),
+    };
     const common = { access: counted, logger: createLogger('silent'), appendLimit: 1024 * 1024, maxClients: 50, maxClientsPerIp: 50, allowPlaintextAuth: 'loopback' as const, tls: null, idlePollMs: NO_POLL_MS };
     const countedPort = await world.own(createImapServer(common)).listen('127.0.0.1', 0);
     await world.mailbox(acme, PIPELINED);
@@ -199,6 +205,37 @@ describe(`IMAP live changes and shares (${TEST_DIALECT})`, () => {
     // p1–p4 from one read; p5 (it sets \Seen), p6 and p8 each read their own.
     expect(reads - before).toBe(4);
   });
+
+  it('reads raw sources a bounded amount at a time: a FETCH of large messages holds one read, not its batch', async () => {
+    const access = world.h.services.imapAccess;
+    const reads: number[] = [];
+    const recorded = {
+      ...access,
+      async *rawReads(...args: Parameters<typeof access.rawReads>) {
+        for await (const rows of access.rawReads(...args)) {
+          reads.push(rows.reduce((n, r) => n + r.raw!.length, 0));
+          yield rows;
+        }
+      },
+    };
+    const common = { access: recorded, logger: createLogger('silent'), appendLimit: 1024 * 1024, maxClients: 50, maxClientsPerIp: 50, allowPlaintextAuth: 'loopback' as const, tls: null, idlePollMs: NO_POLL_MS };
+    const recordedPort = await world.own(createImapServer(common)).listen('127.0.0.1', 0);
+    await world.mailbox(acme, LARGE);
+    passwords.set(LARGE, await appPassword(acme, LARGE));
+    // Three messages of 6 MB: 18 MB in all, above one read's 16 MiB.
+    const lineCount = 62_915;
+    const body = `${'x'.repeat(98)}\r\n`.repeat(lineCount);
+    for (const n of [1, 2, 3]) await deliver(acme, LARGE, `Large ${n}`, body);
+    const client = await loggedIn(recordedPort, LARGE);
+    expect(exists(await client.command('SELECT INBOX'))).toBe(3);
+    const lines = await client.command('FETCH 1:* (BODY.PEEK[])');
+    expect(lines.at(-1)).toMatch(/^t\d+ OK Fetch completed\.$/);
+    expect(lines.filter((l) => /^\* \d FETCH \(BODY\[\] \{\d+\}$/.test(l))).toHaveLength(3);
+    expect(lines.filter((l) => l === 'x'.repeat(98))).toHaveLength(3 * lineCount);
+    // Two reads, each within the bound (the first holds two messages, the second one).
+    expect(reads).toHaveLength(2);
+    for (const bytes of reads) expect(bytes).toBeLessThanOrEqual(RAW_READ_BYTES);
+  }, 120_000);
 
   it('allows IDLE in the authenticated state: it waits for DONE', async () => {
     const client = await loggedIn(port, MAILBOX);

@@ -8,30 +8,9 @@ import type { Work } from '../../db/tables.js';
 import { structureBytes } from '../../lib/imap-message/index.js';
 import type { Logger } from '../../lib/logger.js';
 import type { FetchEntry, MailStore, NewStructure } from '../mail/mail.store.js';
+import { rawChunks } from './raw-reads.js';
 
 export type StructureStore = Pick<MailStore, 'structureSources' | 'saveStructures'>;
-
-/** Raw sources read per statement while computing structures: at most this many messages and bytes (one if bigger). */
-const SOURCES_PER_READ = 100;
-const SOURCE_BYTES_PER_READ = 16 * 1024 * 1024;
-
-/** `rows` in consecutive chunks within the per-read bounds, so memory follows the bound, not the batch. */
-function sourceChunks(rows: readonly FetchEntry[]): FetchEntry[][] {
-  const chunks: FetchEntry[][] = [];
-  let chunk: FetchEntry[] = [];
-  let bytes = 0;
-  for (const row of rows) {
-    if (chunk.length > 0 && (chunk.length >= SOURCES_PER_READ || bytes + row.size > SOURCE_BYTES_PER_READ)) {
-      chunks.push(chunk);
-      chunk = [];
-      bytes = 0;
-    }
-    chunk.push(row);
-    bytes += row.size;
-  }
-  if (chunk.length > 0) chunks.push(chunk);
-  return chunks;
-}
 
 /**
  * `rows` (read with their kept structures) each with a structure: those without one get it from their raw source,
@@ -41,7 +20,7 @@ export async function withStructures(work: Work, store: StructureStore, logger: 
   const missing = rows.filter((r) => !r.structure);
   if (missing.length === 0) return rows;
   const made: NewStructure[] = [];
-  for (const chunk of sourceChunks(missing)) {
+  for (const chunk of rawChunks(missing)) {
     const raws = await store.structureSources(work, workspaceId, chunk.map((r) => r.id));
     for (const row of chunk) {
       const raw = raws.get(row.id);

@@ -13,6 +13,7 @@ import type { FetchEntry, FetchRead, FlagStore, FlagStoreResult, FolderStatus, F
 import { MAX_IMAP_UID } from '../../lib/imap-message/index.js';
 import type { Logger } from '../../lib/logger.js';
 import { withStructures } from './fetch-structures.js';
+import { rawChunks, uidRanges } from './raw-reads.js';
 import type { SearchRunner } from '../messages/search-runner.js';
 import type { AppPasswordLogin, AppPasswordService } from '../app-passwords/app-password.service.js';
 import type { AppPasswordSessions, SessionCredential } from '../app-passwords/app-password-sessions.js';
@@ -123,6 +124,16 @@ const MOVE_BATCH = 1_000;
 /** Most messages one COPY transaction takes (the store's `copyMessages` takes at most 500). */
 const COPY_BATCH = 500;
 
+/** The raw messages of `ranges`, a bounded read at a time (raw-reads.ts); a read that finds none is not yielded. */
+async function* rawReads(view: FolderView, account: ViewAccount, ranges: UidRanges): AsyncGenerator<FetchEntry[]> {
+  // One message is read alone whatever its size, so its size need not be read first (a client's one-message FETCH).
+  const chunks = ranges.length === 1 && ranges[0]![0] === ranges[0]![1] ? [ranges] : rawChunks(await view.messages(account, ranges, 'index')).map((c) => uidRanges(c.map((r) => r.uid)));
+  for (const chunk of chunks) {
+    const rows = await view.messages(account, chunk, 'raw');
+    if (rows.length > 0) yield rows;
+  }
+}
+
 /** Ascending UIDs as ranges, in batches of at most `size` UIDs. */
 function batchesOf(uids: readonly number[], size: number): Array<Array<[number, number]>> {
   const sorted = [...new Set(uids)].sort((a, b) => a - b);
@@ -179,6 +190,11 @@ export interface ImapAccessService {
    * BODYSTRUCTURE and BODY bytes (kept ones, else computed from the raw source and kept: fetch-structures.ts).
    */
   messages(account: ImapAccount, folder: ImapFolder, ranges: UidRanges, read: FetchRead): Promise<FetchEntry[]>;
+  /**
+   * The messages of UID ranges with their raw sources, in UID order, a bounded read at a time (raw-reads.ts): their
+   * sizes are read first, in one narrow statement, unless the ranges name one message.
+   */
+  rawReads(account: ImapAccount, folder: ImapFolder, ranges: UidRanges): AsyncGenerator<FetchEntry[]>;
   changedSince(account: ImapAccount, folder: ImapFolder, modseq: number): Promise<IndexEntry[]>;
   expungedSince(account: ImapAccount, folder: ImapFolder, modseq: number): Promise<number[]>;
   /** STORE: flags and keywords (keywords no label can hold are left out). */
@@ -338,7 +354,7 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
   }
 
   /**
-   * COPY or MOVE into or out of Drafts, 500 messages a transaction (their sources read per batch): into Drafts,
+   * COPY or MOVE into or out of Drafts, a bounded read of sources a transaction (raw-reads.ts): into Drafts,
    * drafts made from the messages' sources; out of it, messages stored from the drafts' sources as APPEND stores
    * them. A MOVE removes each batch's originals in its transaction; a COPY checks the stored-bytes quota once, first.
    */
@@ -354,24 +370,26 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
     const stored: Array<{ id: string; uid: number }> = [];
     const made: ImportedDraft[] = [];
     for (const batch of batches) {
-      const sources = (await view(from).messages(account, batch, 'raw')).map((r) => ({ uid: r.uid, raw: r.raw!, flags: imapFlags(r), date: r.created_at }));
-      if (sources.length === 0) continue;
-      const ranges = sources.map((m) => [m.uid, m.uid] as const);
-      const removeSources = async (trx: Work) => {
-        if (!move) return;
-        if (from.drafts) await store.removeDraftsByUid(trx, mailboxScope(account), ranges, false);
-        else await store.removeByUid(trx, scope(account, from.folder), ranges);
-      };
-      outcome.source.push(...sources.map((m) => m.uid));
-      if (to.drafts) {
-        made.push(...(await drafts.importSources(mailboxScope(account), sources.map((m) => ({ raw: m.raw, flags: draftFlags(m.flags), date: m.date })), removeSources)));
-        continue;
+      for await (const rows of rawReads(view(from), account, batch)) {
+        const sources = rows.map((r) => ({ uid: r.uid, raw: r.raw!, flags: imapFlags(r), date: r.created_at }));
+        if (sources.length === 0) continue;
+        const ranges = sources.map((m) => [m.uid, m.uid] as const);
+        const removeSources = async (trx: Work) => {
+          if (!move) return;
+          if (from.drafts) await store.removeDraftsByUid(trx, mailboxScope(account), ranges, false);
+          else await store.removeByUid(trx, scope(account, from.folder), ranges);
+        };
+        outcome.source.push(...sources.map((m) => m.uid));
+        if (to.drafts) {
+          made.push(...(await drafts.importSources(mailboxScope(account), sources.map((m) => ({ raw: m.raw, flags: draftFlags(m.flags), date: m.date })), removeSources)));
+          continue;
+        }
+        const parsed = await Promise.all(sources.map((m) => parseMessage(m.raw)));
+        await work.transaction().execute(async (trx) => {
+          for (const [i, m] of sources.entries()) stored.push(await storeOrFind(trx, account, to.folder as Folder, { raw: m.raw, flags: m.flags, date: m.date, parsed: parsed[i]! }));
+          await removeSources(trx);
+        });
       }
-      const parsed = await Promise.all(sources.map((m) => parseMessage(m.raw)));
-      await work.transaction().execute(async (trx) => {
-        for (const [i, m] of sources.entries()) stored.push(await storeOrFind(trx, account, to.folder as Folder, { raw: m.raw, flags: m.flags, date: m.date, parsed: parsed[i]! }));
-        await removeSources(trx);
-      });
     }
     if (to.drafts) {
       const placed = await draftsView.placed(account, made);
@@ -478,6 +496,7 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
     modseq: (account, f) => view(f).modseq(account),
     index: (account, f) => view(f).index(account),
     messages: (account, f, ranges, read) => view(f).messages(account, ranges, read),
+    rawReads: (account, f, ranges) => rawReads(view(f), account, ranges),
     changedSince: (account, f, modseq) => view(f).changedSince(account, modseq),
     expungedSince: (account, f, modseq) => view(f).expungedSince(account, modseq),
     searchText: (account, f, field, value) => view(f).searchText(account, field, value),

@@ -234,8 +234,17 @@ export class SelectedCommands {
     }
     if (read === null || uids.length === 0) return;
     const rows = new Map<number, FetchEntry>();
-    for (const r of await this.s.access.messages(this.account, this.folder, toRanges(uids), read)) rows.set(r.uid, r);
+    for (const r of await this.readAheadRows(toRanges(uids), read)) rows.set(r.uid, r);
     this.ahead = { rows, served };
+  }
+
+  /** The run's rows: of raw sources only the first bounded read (the FETCHes it does not hold read their own). */
+  private async readAheadRows(ranges: ReadonlyArray<readonly [number, number]>, read: FetchRead): Promise<FetchEntry[]> {
+    if (read !== 'raw') return this.s.access.messages(this.account, this.folder, ranges, read);
+    const reads = this.s.access.rawReads(this.account, this.folder, ranges);
+    const first = await reads.next();
+    await reads.return(undefined);
+    return first.done ? [] : first.value;
   }
 
   /** The run is answered: its rows are let go. */
@@ -276,37 +285,14 @@ export class SelectedCommands {
     const read = fetchRead(items);
     const plan = fetchPlan(items, { uid, modseq });
     const unaskedPlan = newlySeen.size > 0 ? fetchPlan(parsed.items, { uid, modseq }) : plan;
-    // A batch's answers go out in one write. Without raw bytes (small rows), the next READ_AHEAD batches are read
-    // while this one is written; raw batches are read one at a time (memory follows the batch).
     const out = new ResponseBytes();
-    const batch = read === 'raw' ? BATCH : SMALL_ROW_BATCH;
-    const load = (i: number) => {
-      if (i >= targets.length) return null;
-      const uids = targets.slice(i, i + batch).map((t) => t.entry.uid);
-      const ahead = this.aheadOf(cmd, uids);
-      const rows = ahead ? Promise.resolve(ahead) : this.s.access.messages(this.account, this.folder, toRanges(uids), read);
-      // A read that fails while an earlier batch is awaited is not an unhandled rejection: its own await throws.
-      rows.catch(() => undefined);
-      return rows;
+    const write = (t: Target, row: FetchEntry) => {
+      // The same modseq is the same flags: the entry the session holds stays (most FETCHes change none).
+      if (row.modseq !== t.entry.modseq) this.entries[t.seq - 1] = indexOf(row);
+      writeFetch(out, t.seq, row, newlySeen.size > 0 && !newlySeen.has(row.uid) ? unaskedPlan : plan);
     };
-    const depth = read === 'raw' ? 0 : READ_AHEAD;
-    const reading = Array.from({ length: depth }, (_, k) => load(k * batch));
     try {
-      for (let i = 0; i < targets.length; i += batch) {
-        const rows = (await (reading.shift() ?? load(i)))!;
-        if (depth > 0) reading.push(load(i + depth * batch));
-        const byUid = new Map<number, FetchEntry>();
-        for (const r of rows) byUid.set(r.uid, r);
-        for (let j = i; j < i + batch && j < targets.length; j++) {
-          const t = targets[j]!;
-          const row = byUid.get(t.entry.uid);
-          if (!row) continue;
-          // The same modseq is the same flags: the entry the session holds stays (most FETCHes change none).
-          if (row.modseq !== t.entry.modseq) this.entries[t.seq - 1] = indexOf(row);
-          writeFetch(out, t.seq, row, newlySeen.size > 0 && !newlySeen.has(row.uid) ? unaskedPlan : plan);
-        }
-        await this.s.sendBytes(out.take());
-      }
+      await (read === 'raw' ? this.answerRaw(cmd, targets, out, write) : this.answerRows(cmd, targets, read, out, write));
     } catch (err) {
       // The messages answered before the one that failed are sent, as Dovecot sends them.
       await this.s.sendBytes(out.take());
@@ -314,6 +300,57 @@ export class SelectedCommands {
       throw err;
     }
     this.s.tagged(cmd.tag, 'OK', 'Fetch completed.');
+  }
+
+  /**
+   * FETCH's answers from rows without raw bytes: 500 messages a statement, the next READ_AHEAD statements read while
+   * a batch is written; each batch's answers go out in one write.
+   */
+  private async answerRows(cmd: Command, targets: readonly Target[], read: FetchRead, out: ResponseBytes, write: (t: Target, row: FetchEntry) => void): Promise<void> {
+    const load = (i: number) => {
+      if (i >= targets.length) return null;
+      const uids = targets.slice(i, i + SMALL_ROW_BATCH).map((t) => t.entry.uid);
+      const rows = this.aheadOf(cmd, uids) ?? this.s.access.messages(this.account, this.folder, toRanges(uids), read);
+      // A read that fails while an earlier batch is awaited is not an unhandled rejection: its own await throws.
+      if (rows instanceof Promise) rows.catch(() => undefined);
+      return rows;
+    };
+    const reading = Array.from({ length: READ_AHEAD }, (_, k) => load(k * SMALL_ROW_BATCH));
+    for (let i = 0; i < targets.length; i += SMALL_ROW_BATCH) {
+      const rows = (await (reading.shift() ?? load(i)))!;
+      reading.push(load(i + READ_AHEAD * SMALL_ROW_BATCH));
+      const byUid = new Map<number, FetchEntry>();
+      for (const r of rows) byUid.set(r.uid, r);
+      for (let j = i; j < i + SMALL_ROW_BATCH && j < targets.length; j++) {
+        const row = byUid.get(targets[j]!.entry.uid);
+        if (row) write(targets[j]!, row);
+      }
+      await this.s.sendBytes(out.take());
+    }
+  }
+
+  /**
+   * FETCH's answers from raw sources: a batch's messages (or the run's read ahead) a bounded read at a time
+   * (rawReads), each read's answers written before the next read, so memory follows the read.
+   */
+  private async answerRaw(cmd: Command, targets: readonly Target[], out: ResponseBytes, write: (t: Target, row: FetchEntry) => void): Promise<void> {
+    for (let i = 0; i < targets.length; i += BATCH) {
+      const batch = targets.slice(i, i + BATCH);
+      const uids = batch.map((t) => t.entry.uid);
+      const ahead = this.aheadOf(cmd, uids);
+      let j = 0;
+      // Targets and rows are both in UID order: each read answers the targets up to its last row.
+      for await (const rows of ahead ? [ahead] : this.s.access.rawReads(this.account, this.folder, toRanges(uids))) {
+        const byUid = new Map<number, FetchEntry>();
+        for (const r of rows) byUid.set(r.uid, r);
+        const last = rows[rows.length - 1]?.uid ?? 0;
+        for (; j < batch.length && batch[j]!.entry.uid <= last; j++) {
+          const row = byUid.get(batch[j]!.entry.uid);
+          if (row) write(batch[j]!, row);
+        }
+        await this.s.sendBytes(out.take());
+      }
+    }
   }
 
   private async store(cmd: Command, uid: boolean): Promise<void> {
