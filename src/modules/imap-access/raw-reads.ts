@@ -3,26 +3,13 @@
  * a statement (one message alone when it is larger), so what a session holds follows this bound, not how many
  * messages a command names or how large they are (a FETCH of 100 messages of 25 MB each would otherwise hold 2.5 GB).
  */
+import { sizeChunks } from '../../lib/size-chunks.js';
+
 export const RAW_READ_MESSAGES = 100;
 export const RAW_READ_BYTES = 16 * 1024 * 1024;
 
 /** `rows` (in UID order, with their sizes) in consecutive chunks within the bound. */
-export function rawChunks<T extends { size: number }>(rows: readonly T[]): T[][] {
-  const chunks: T[][] = [];
-  let chunk: T[] = [];
-  let bytes = 0;
-  for (const row of rows) {
-    if (chunk.length > 0 && (chunk.length >= RAW_READ_MESSAGES || bytes + row.size > RAW_READ_BYTES)) {
-      chunks.push(chunk);
-      chunk = [];
-      bytes = 0;
-    }
-    chunk.push(row);
-    bytes += row.size;
-  }
-  if (chunk.length > 0) chunks.push(chunk);
-  return chunks;
-}
+export const rawChunks = <T extends { size: number }>(rows: readonly T[]): T[][] => sizeChunks(rows, RAW_READ_BYTES, RAW_READ_MESSAGES);
 
 /** Ascending UIDs as ranges of consecutive ones. */
 export function uidRanges(uids: readonly number[]): Array<[number, number]> {

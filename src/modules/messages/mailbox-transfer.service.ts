@@ -17,6 +17,7 @@ import type { MailStore, TransferCursor, TransferRow } from '../mail/mail.store.
 import { notChecked } from './authentication.js';
 import { LABEL_PATTERN, type Folder } from './message.types.js';
 import { messageIds, parseMessage, type ParsedMessage } from './mime.js';
+import { sizeChunks } from '../../lib/size-chunks.js';
 
 export type TransferStore = Pick<MailStore, 'transferMailbox' | 'transferFolders' | 'transferPage' | 'transferRaws' | 'importDuplicate' | 'storeCopy'>;
 
@@ -235,24 +236,6 @@ async function closeStream(stream: WriteStream): Promise<void> {
   await closed;
 }
 
-/** Groups of rows whose raw sources together stay under BATCH_BYTES (a larger message alone). */
-function bySize(rows: readonly TransferRow[]): TransferRow[][] {
-  const groups: TransferRow[][] = [];
-  let current: TransferRow[] = [];
-  let bytes = 0;
-  for (const row of rows) {
-    if (current.length > 0 && bytes + row.size > BATCH_BYTES) {
-      groups.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(row);
-    bytes += row.size;
-  }
-  if (current.length > 0) groups.push(current);
-  return groups;
-}
-
 /** The `From ` line's sender: the envelope sender of received mail, the mailbox itself for mail it sent. */
 function senderOf(row: TransferRow, address: string): string {
   if (row.direction === 'outbound') return address;
@@ -288,7 +271,7 @@ export function createMailboxTransferService({ work, store, clock, maxMessageByt
       for (;;) {
         const page = await store.transferPage(work, scope, cursor, EXPORT_PAGE);
         if (page.length === 0) break;
-        for (const group of bySize(page)) {
+        for (const group of sizeChunks(page, BATCH_BYTES)) {
           const raws = await store.transferRaws(work, scope.workspaceId, group.map((r) => r.id));
           for (const row of group) {
             const raw = raws.get(row.id);
