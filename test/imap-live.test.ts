@@ -23,6 +23,7 @@ const NO_POLL_MS = 600_000;
 const OTHER = 'other@mailroom.localhost';
 const PIPELINED = 'pipelined@mailroom.localhost';
 const LARGE = 'large@mailroom.localhost';
+const PULLED = 'pulled@mailroom.localhost';
 
 /** The gate itself, telling `seen` what one key holds and has waiting each time it asks for or gets a turn. */
 function recording(gate: FairGate, key: () => string, seen: (held: number, waiting: number) => void): FairGate {
@@ -204,6 +205,44 @@ describe(`IMAP live changes and shares (${TEST_DIALECT})`, () => {
     expect(at('Body 4.')).toBeGreaterThan(at('p7 BAD'));
     // p1–p4 from one read; p5 (it sets \Seen), p6 and p8 each read their own.
     expect(reads - before).toBe(4);
+  });
+
+  it("reads a run's next messages while it answers the ones before them, holding two reads at most", async () => {
+    const access = world.h.services.imapAccess;
+    // Each raw read: when it began and when its rows came. The first is held back until the second begins (or 5 s):
+    // only a session that asks for the next read before it has answered this one gets past it at once.
+    const raw: Array<{ began: number; done: number | null }> = [];
+    let secondBegan: () => void = () => undefined;
+    const second = new Promise<void>((resolve) => (secondBegan = resolve));
+    const recorded = {
+      ...access,
+      async messages(...args: Parameters<typeof access.messages>) {
+        if (args[3] !== 'raw') return access.messages(...args);
+        const read = { began: performance.now(), done: null as number | null };
+        raw.push(read);
+        if (raw.length === 2) secondBegan();
+        const rows = await access.messages(...args);
+        if (read === raw[0]) await Promise.race([second, new Promise((resolve) => setTimeout(resolve, 5000))]);
+        read.done = performance.now();
+        return rows;
+      },
+    };
+    const common = { access: recorded, logger: createLogger('silent'), appendLimit: 1024 * 1024, maxClients: 50, maxClientsPerIp: 50, allowPlaintextAuth: 'loopback' as const, tls: null, idlePollMs: NO_POLL_MS };
+    const recordedPort = await world.own(createImapServer(common)).listen('127.0.0.1', 0);
+    await world.mailbox(acme, PULLED);
+    passwords.set(PULLED, await appPassword(acme, PULLED));
+    const count = 70;
+    for (let n = 1; n <= count; n++) await deliver(acme, PULLED, `Pulled ${n}`, `Body ${n}.\r\n`);
+    const client = await loggedIn(recordedPort, PULLED);
+    expect(exists(await client.command('SELECT INBOX'))).toBe(count);
+    // As mbsync pulls: one FETCH a message, all in one write.
+    client.send(Array.from({ length: count }, (_, i) => `f${i + 1} UID FETCH ${i + 1} (BODY.PEEK[])`).join('\r\n') + '\r\n');
+    const lines = await client.waitFor(new RegExp(`^f${count} `));
+    for (let n = 1; n <= count; n++) expect(lines.findIndex((l) => l === `Body ${n}.`)).toBeLessThan(lines.indexOf(`f${n} OK Fetch completed.`));
+    // 32 messages a read: three reads. The second began before the first was done; the third only after it.
+    expect(raw).toHaveLength(3);
+    expect(raw[1]!.began).toBeLessThan(raw[0]!.done!);
+    expect(raw[2]!.began).toBeGreaterThanOrEqual(raw[0]!.done!);
   });
 
   it('reads raw sources a bounded amount at a time: a FETCH of large messages holds one read, not its batch', async () => {

@@ -42,5 +42,39 @@ export function bytesColumn<S>(db: Kysely<S>, column: string): RawBuilder<Buffer
   return db.getExecutor().adapter instanceof PostgresAdapter ? sql<string>`encode(${sql.ref(column)}, 'base64')` : sql<Buffer>`${sql.ref(column)}`;
 }
 
+/**
+ * A bytes column that is mostly 7-bit text (a raw message) as a select expression: on PostgreSQL as BYTEA's escape
+ * text, where every byte below 0x80 but NUL and the backslash stands for itself, so a message arrives at its own size
+ * (base64 is a third larger) and most need no decoding at all; `textBytesOf` turns either form into a Buffer.
+ */
+export function textBytesColumn<S>(db: Kysely<S>, column: string): RawBuilder<Buffer | string> {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? sql<string>`encode(${sql.ref(column)}, 'escape')` : sql<Buffer>`${sql.ref(column)}`;
+}
+
+/** A value read through `textBytesColumn` as a Buffer. */
+export const textBytesOf = (value: Buffer | string): Buffer => (typeof value === 'string' ? unescapeBytea(value) : value);
+
+/** BYTEA's escape text as its bytes: `\\` is a backslash, `\ooo` the byte of three octal digits, the rest as it is. */
+export function unescapeBytea(text: string): Buffer {
+  let at = text.indexOf('\\');
+  if (at < 0) return Buffer.from(text, 'latin1');
+  const out = Buffer.allocUnsafe(text.length);
+  let n = 0;
+  let from = 0;
+  while (at >= 0) {
+    n += out.write(text.slice(from, at), n, 'latin1');
+    if (text.charCodeAt(at + 1) === 0x5c) {
+      out[n++] = 0x5c;
+      from = at + 2;
+    } else {
+      out[n++] = ((text.charCodeAt(at + 1) - 48) << 6) | ((text.charCodeAt(at + 2) - 48) << 3) | (text.charCodeAt(at + 3) - 48);
+      from = at + 4;
+    }
+    at = text.indexOf('\\', from);
+  }
+  n += out.write(text.slice(from), n, 'latin1');
+  return out.subarray(0, n);
+}
+
 /** A value read through `bytesColumn` as a Buffer (base64 text from PostgreSQL; SQLite's Buffer as it is). */
 export const bytesOf = (value: Buffer | string): Buffer => (typeof value === 'string' ? Buffer.from(value, 'base64') : value);

@@ -13,7 +13,7 @@ import type { FetchEntry, FetchRead, FlagStore, FlagStoreResult, FolderStatus, F
 import { MAX_IMAP_UID } from '../../lib/imap-message/index.js';
 import type { Logger } from '../../lib/logger.js';
 import { withStructures } from './fetch-structures.js';
-import { rawChunks, uidRanges } from './raw-reads.js';
+import { rawChunks, uidRanges, type RawTarget } from './raw-reads.js';
 import type { SearchRunner } from '../messages/search-runner.js';
 import type { AppPasswordLogin, AppPasswordService } from '../app-passwords/app-password.service.js';
 import type { AppPasswordSessions, SessionCredential } from '../app-passwords/app-password-sessions.js';
@@ -28,6 +28,7 @@ import type { MailSignal } from '../mail/mail-changes.js';
 
 export type { FetchEntry, FetchRead, FolderStatus, FolderTextField, IndexEntry } from '../mail/mail.store.js';
 export type { HeaderField, TextSearchResult } from './folder-view.js';
+export type { RawTarget } from './raw-reads.js';
 
 /**
  * One IMAP mailbox: its name, the folder key it shows (a messages folder; for Drafts the key of its counter), its
@@ -124,12 +125,13 @@ const MOVE_BATCH = 1_000;
 /** Most messages one COPY transaction takes (the store's `copyMessages` takes at most 500). */
 const COPY_BATCH = 500;
 
-/** The raw messages of `ranges`, a bounded read at a time (raw-reads.ts); a read that finds none is not yielded. */
-async function* rawReads(view: FolderView, account: ViewAccount, ranges: UidRanges): AsyncGenerator<FetchEntry[]> {
-  // One message is read alone whatever its size, so its size need not be read first (a client's one-message FETCH).
-  const chunks = ranges.length === 1 && ranges[0]![0] === ranges[0]![1] ? [ranges] : rawChunks(await view.messages(account, ranges, 'index')).map((c) => uidRanges(c.map((r) => r.uid)));
-  for (const chunk of chunks) {
-    const rows = await view.messages(account, chunk, 'raw');
+/**
+ * The raw messages of `messages` (in UID order, with the sizes their index entries give), a bounded read at a time
+ * (raw-reads.ts); a read that finds none is not yielded.
+ */
+async function* rawReads(view: FolderView, account: ViewAccount, messages: readonly RawTarget[]): AsyncGenerator<FetchEntry[]> {
+  for (const chunk of rawChunks(messages)) {
+    const rows = await view.messages(account, uidRanges(chunk.map((m) => m.uid)), 'raw');
     if (rows.length > 0) yield rows;
   }
 }
@@ -191,10 +193,10 @@ export interface ImapAccessService {
    */
   messages(account: ImapAccount, folder: ImapFolder, ranges: UidRanges, read: FetchRead): Promise<FetchEntry[]>;
   /**
-   * The messages of UID ranges with their raw sources, in UID order, a bounded read at a time (raw-reads.ts): their
-   * sizes are read first, in one narrow statement, unless the ranges name one message.
+   * Messages with their raw sources, in UID order, a bounded read at a time (raw-reads.ts), the reads bounded by the
+   * sizes the caller's index entries give.
    */
-  rawReads(account: ImapAccount, folder: ImapFolder, ranges: UidRanges): AsyncGenerator<FetchEntry[]>;
+  rawReads(account: ImapAccount, folder: ImapFolder, messages: readonly RawTarget[]): AsyncGenerator<FetchEntry[]>;
   changedSince(account: ImapAccount, folder: ImapFolder, modseq: number): Promise<IndexEntry[]>;
   expungedSince(account: ImapAccount, folder: ImapFolder, modseq: number): Promise<number[]>;
   /** STORE: flags and keywords (keywords no label can hold are left out). */
@@ -370,7 +372,7 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
     const stored: Array<{ id: string; uid: number }> = [];
     const made: ImportedDraft[] = [];
     for (const batch of batches) {
-      for await (const rows of rawReads(view(from), account, batch)) {
+      for await (const rows of rawReads(view(from), account, await view(from).messages(account, batch, 'index'))) {
         const sources = rows.map((r) => ({ uid: r.uid, raw: r.raw!, flags: imapFlags(r), date: r.created_at }));
         if (sources.length === 0) continue;
         const ranges = sources.map((m) => [m.uid, m.uid] as const);
@@ -496,7 +498,7 @@ export function createImapAccessService({ work, store, drafts, appPasswords, ses
     modseq: (account, f) => view(f).modseq(account),
     index: (account, f) => view(f).index(account),
     messages: (account, f, ranges, read) => view(f).messages(account, ranges, read),
-    rawReads: (account, f, ranges) => rawReads(view(f), account, ranges),
+    rawReads: (account, f, messages) => rawReads(view(f), account, messages),
     changedSince: (account, f, modseq) => view(f).changedSince(account, modseq),
     expungedSince: (account, f, modseq) => view(f).expungedSince(account, modseq),
     searchText: (account, f, field, value) => view(f).searchText(account, field, value),

@@ -8,6 +8,12 @@ import { sizeChunks } from '../../lib/size-chunks.js';
 export const RAW_READ_MESSAGES = 100;
 export const RAW_READ_BYTES = 16 * 1024 * 1024;
 
+/** A message to read the raw source of: its UID and its size (from the session's index, so no statement asks). */
+export interface RawTarget {
+  uid: number;
+  size: number;
+}
+
 /** `rows` (in UID order, with their sizes) in consecutive chunks within the bound. */
 export const rawChunks = <T extends { size: number }>(rows: readonly T[]): T[][] => sizeChunks(rows, RAW_READ_BYTES, RAW_READ_MESSAGES);
 

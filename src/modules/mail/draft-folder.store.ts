@@ -34,8 +34,8 @@ export interface DraftFlagValues {
 /** A draft as `removeDrafts` needs it. */
 type RemovedDraft = Pick<DraftTable, 'id' | 'mailbox_id' | 'uid' | 'size'>;
 
-const INDEX_COLUMNS = ['drafts.uid', 'drafts.modseq', 'drafts.read', 'drafts.flagged', 'drafts.answered', 'drafts.deleted', 'drafts.labels'] as const;
-type IndexRow = Pick<DraftTable, 'uid' | 'modseq' | 'read' | 'flagged' | 'answered' | 'deleted' | 'labels'>;
+const INDEX_COLUMNS = ['drafts.uid', 'drafts.modseq', 'drafts.read', 'drafts.flagged', 'drafts.answered', 'drafts.deleted', 'drafts.labels', 'drafts.size'] as const;
+type IndexRow = Pick<DraftTable, 'uid' | 'modseq' | 'read' | 'flagged' | 'answered' | 'deleted' | 'labels' | 'size'>;
 
 /** \Draft is always set on a draft. */
 const draftEntry = (row: IndexRow): IndexEntry => ({ ...toEntry({ ...row, uid: Number(row.uid) }), draft: true });
@@ -150,10 +150,10 @@ export function createDraftFolderStore({ clock, dialect }: { clock: Clock; diale
     /** The drafts of UID ranges as FETCH reads them (`raw` for 'raw' and 'structure'), in UID order. */
     async draftsByUid(work: Work, scope: DraftScope, ranges: UidRanges, read: FetchRead = 'index'): Promise<FetchEntry[]> {
       if (ranges.length === 0) return [];
-      const base = shown(mailDb(work), scope).select([...INDEX_COLUMNS, 'drafts.id', 'drafts.size', 'drafts.updated_at']).where(inRanges(ranges)).orderBy('drafts.uid');
-      if (read === 'index') return (await base.execute()).map((r) => ({ ...draftEntry(r), id: r.id, size: r.size, created_at: r.updated_at }));
+      const base = shown(mailDb(work), scope).select([...INDEX_COLUMNS, 'drafts.id', 'drafts.updated_at']).where(inRanges(ranges)).orderBy('drafts.uid');
+      if (read === 'index') return (await base.execute()).map((r) => ({ ...draftEntry(r), id: r.id, created_at: r.updated_at }));
       const rows = await base.select('drafts.raw').execute();
-      return rows.map((r) => ({ ...draftEntry(r), id: r.id, size: r.size, created_at: r.updated_at, raw: Buffer.from(r.raw!) }));
+      return rows.map((r) => ({ ...draftEntry(r), id: r.id, created_at: r.updated_at, raw: Buffer.from(r.raw!) }));
     },
 
     /** Drafts changed after `modseq` (CHANGEDSINCE), in UID order. */

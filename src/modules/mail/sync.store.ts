@@ -7,7 +7,7 @@
  */
 import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely';
 import { preparedQuery, type Param } from '../../db/prepared.js';
-import { bytesColumn, bytesOf, type DialectInfo } from '../../db/dialect.js';
+import { textBytesColumn, textBytesOf, type DialectInfo } from '../../db/dialect.js';
 import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import type { StructureBytes } from '../../lib/imap-message/index.js';
@@ -40,12 +40,13 @@ export interface IndexEntry {
   /** \Draft: set on every draft of Drafts (no message carries it). */
   draft?: boolean;
   labels: string[];
+  /** RFC822.SIZE: the raw message's bytes (they never change), so a session can bound its reads without asking. */
+  size: number;
 }
 
 /** What a FETCH reads of a message besides its index entry; the raw bytes or the kept structure only when asked. */
 export interface FetchEntry extends IndexEntry {
   id: string;
-  size: number;
   /** INTERNALDATE: when the message was stored (epoch ms). */
   created_at: number;
   raw?: Buffer;
@@ -81,8 +82,8 @@ export interface FlagStoreResult {
 
 type Scope = { workspaceId: string; mailboxId: string; folder: string };
 
-const INDEX_COLUMNS = ['messages.uid', 'messages.modseq', 'messages.read', 'messages.flagged', 'messages.answered', 'messages.deleted', 'messages.labels'] as const;
-type IndexRow = Pick<MessageTable, 'uid' | 'modseq' | 'read' | 'flagged' | 'answered' | 'deleted' | 'labels'>;
+const INDEX_COLUMNS = ['messages.uid', 'messages.modseq', 'messages.read', 'messages.flagged', 'messages.answered', 'messages.deleted', 'messages.labels', 'messages.size'] as const;
+type IndexRow = Pick<MessageTable, 'uid' | 'modseq' | 'read' | 'flagged' | 'answered' | 'deleted' | 'labels' | 'size'>;
 
 /** A message's labels column; most have none, and that needs no JSON parse. */
 const labelsOf = (labels: string): string[] => (labels === '[]' ? [] : (JSON.parse(labels) as string[]));
@@ -97,13 +98,14 @@ export const toEntry = (row: IndexRow): IndexEntry => ({
   deleted: row.deleted === 1,
   draft: false,
   labels: labelsOf(row.labels),
+  size: Number(row.size),
 });
 
 /**
  * A FETCH entry made as one object of one shape (FETCH reads thousands a second: no spread of the index entry, and
  * every entry has the same fields, so the code that writes them sees a single shape).
  */
-function fetchEntryOf(row: IndexRow & Pick<MessageTable, 'id' | 'size' | 'created_at'>, raw: Buffer | undefined, structure: StructureBytes | null | undefined): FetchEntry {
+function fetchEntryOf(row: IndexRow & Pick<MessageTable, 'id' | 'created_at'>, raw: Buffer | undefined, structure: StructureBytes | null | undefined): FetchEntry {
   return {
     uid: Number(row.uid),
     modseq: Number(row.modseq),
@@ -114,7 +116,7 @@ function fetchEntryOf(row: IndexRow & Pick<MessageTable, 'id' | 'size' | 'create
     draft: false,
     labels: labelsOf(row.labels),
     id: row.id,
-    size: row.size,
+    size: Number(row.size),
     created_at: row.created_at,
     raw,
     structure,
@@ -136,13 +138,13 @@ function inRanges(ranges: UidRanges) {
 
 /** What FETCH reads of the messages of UID ranges, in UID order (without the raw source or the structure). */
 function byUid(db: MailDb, scope: Scope, ranges: UidRanges) {
-  return inFolder(db, scope).select([...INDEX_COLUMNS, 'messages.id', 'messages.size', 'messages.created_at']).where(inRanges(ranges)).orderBy('messages.uid');
+  return inFolder(db, scope).select([...INDEX_COLUMNS, 'messages.id', 'messages.created_at']).where(inRanges(ranges)).orderBy('messages.uid');
 }
 
 function withRaw<O>(db: MailDb, query: SelectQueryBuilder<MailTables, 'messages', O>) {
   return query
     .innerJoin('message_contents', (join) => join.onRef('message_contents.message_id', '=', 'messages.id').onRef('message_contents.workspace_id', '=', 'messages.workspace_id'))
-    .select(bytesColumn(db, 'message_contents.raw').as('raw'));
+    .select(textBytesColumn(db, 'message_contents.raw').as('raw'));
 }
 
 /**
@@ -152,7 +154,7 @@ function withRaw<O>(db: MailDb, query: SelectQueryBuilder<MailTables, 'messages'
  */
 const PREPARED_RANGES = 4;
 type ByUidParams = Scope & { from: number[]; to: number[] };
-type ByUidRow = IndexRow & Pick<MessageTable, 'id' | 'size' | 'created_at'>;
+type ByUidRow = IndexRow & Pick<MessageTable, 'id' | 'created_at'>;
 const preparedByUid = (db: MailDb, p: Param) => {
   const to = p.list<number>('to');
   const ranges = p.list<number>('from').map((from, i) => [from, to[i]!] as const);
@@ -236,12 +238,12 @@ export function createSyncStore({ clock, dialect }: { clock: Clock; dialect: Dia
         const params = { ...scope, from: ranges.map((r) => r[0]), to: ranges.map((r) => r[1]) };
         if (read === 'index') return (await byUidIndexQuery(db, params)).map((r) => fetchEntryOf(r, undefined, undefined));
         if (read === 'structure') return (await byUidStructureQuery(db, params)).map((r) => fetchEntryOf(r, undefined, structureOf(r)));
-        return (await byUidRawQuery(db, params)).map((r) => fetchEntryOf(r, bytesOf(r.raw), undefined));
+        return (await byUidRawQuery(db, params)).map((r) => fetchEntryOf(r, textBytesOf(r.raw), undefined));
       }
       const base = byUid(db, scope, ranges);
       if (read === 'index') return (await base.execute()).map((r) => fetchEntryOf(r, undefined, undefined));
       if (read === 'structure') return (await withStructure(db, base).execute()).map((r) => fetchEntryOf(r, undefined, structureOf(r)));
-      return (await withRaw(db, base).execute()).map((r) => fetchEntryOf(r, bytesOf(r.raw), undefined));
+      return (await withRaw(db, base).execute()).map((r) => fetchEntryOf(r, textBytesOf(r.raw), undefined));
     },
 
     /** The stored header fields (name, value as received) of the messages of UID ranges, in UID order (SEARCH HEADER). */

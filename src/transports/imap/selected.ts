@@ -5,7 +5,8 @@
  */
 import type { CopyOutcome, FetchEntry, FetchRead, ImapFolder, IndexEntry } from '../../modules/imap-access/imap-access.service.js';
 import { fetchPlan, fetchRead, flagsOf, ResponseBytes, setsSeen, UnknownCteError, writeFetch } from './fetch-items.js';
-import { atomText, formatRanges, parseFetchCommand, parseMailboxName, parseSequenceSet, parseSearchCommand, parseStoreCommand, resolveSequenceSet, inRanges, type Command, type FetchCommand, type FetchItem, type QresyncParams, type Ranges, type ResponseCode, type ReturnOption, type SearchKey, type SequenceSet } from './protocol/index.js';
+import { atomText, formatRanges, parseFetchCommand, parseMailboxName, parseSequenceSet, parseSearchCommand, parseStoreCommand, resolveSequenceSet, inRanges, type Command, type FetchItem, type QresyncParams, type Ranges, type ResponseCode, type ReturnOption, type SearchKey, type SequenceSet } from './protocol/index.js';
+import { RunReads } from './fetch-run.js';
 import { hasModseqKey, matches, searchNeeds, textKey, textKeys, type SearchContext, type SearchEntry, type TextAnswers } from './search-eval.js';
 import type { ImapSession } from './session.js';
 
@@ -25,13 +26,6 @@ export const MAX_TEXT_LENGTH = 1000;
 interface Target {
   seq: number;
   entry: IndexEntry;
-}
-
-/** The messages of a FETCH run read before its first FETCH is answered (`readAhead`). */
-interface ReadAhead {
-  rows: Map<number, FetchEntry>;
-  /** The FETCHes answered from `rows` (a FETCH after one that changed flags is not). */
-  served: Map<Command, FetchCommand>;
 }
 
 /** Consecutive UIDs as ranges, for the store's UID-range calls. */
@@ -61,7 +55,7 @@ export class SelectedCommands {
    * by itself; it lives as long as this selection (a new SELECT, UNSELECT or CLOSE ends it, RFC 5182).
    */
   private saved: Ranges = [];
-  private ahead: ReadAhead | null = null;
+  private ahead: RunReads | null = null;
 
   constructor(
     private readonly s: ImapSession,
@@ -211,40 +205,27 @@ export class SelectedCommands {
   }
 
   /**
-   * Before a run of pipelined FETCHes (a client pulling one message a command), their messages read in one statement,
-   * up to a batch: those of the FETCHes up to the first that reads otherwise, sets \Seen or asks CHANGEDSINCE (its
-   * flags would be older than its own change). What a FETCH finds here it answers from; the rest it reads itself.
+   * Before a run of pipelined FETCHes (a client pulling one message a command), the reads of their messages begin
+   * (fetch-run.ts): those of the FETCHes up to the first that reads otherwise, sets \Seen, asks CHANGEDSINCE (its
+   * flags would be older than its own change) or names more than one read takes. What a FETCH finds there it answers
+   * from; the rest it reads itself.
    */
-  async readAhead(cmds: readonly Command[]): Promise<void> {
+  readAhead(cmds: readonly Command[]): void {
     this.ahead = null;
     if (cmds.length < 2) return;
-    const served = new Map<Command, FetchCommand>();
-    const uids: number[] = [];
-    let read: FetchRead | null = null;
+    let ahead: RunReads | null = null;
     for (const cmd of cmds) {
       const p = parseFetchCommand(cmd.args, { uid: cmd.name === 'UID FETCH' });
       if ('bad' in p) break;
       const targets = this.targets(p.set, cmd.name === 'UID FETCH');
       if (typeof targets === 'string' || p.changedSince !== undefined || (setsSeen(p.items) && !this.readOnly)) break;
       const kind = fetchRead(p.items);
-      if ((read !== null && kind !== read) || uids.length + targets.length > BATCH) break;
-      read = kind;
-      for (const t of targets) uids.push(t.entry.uid);
-      served.set(cmd, p);
+      ahead ??= new RunReads(kind, (uids, read) => this.s.access.messages(this.account, this.folder, toRanges(uids), read));
+      if (kind !== ahead.read || !ahead.add(cmd, p, targets.map((t) => t.entry))) break;
     }
-    if (read === null || uids.length === 0) return;
-    const rows = new Map<number, FetchEntry>();
-    for (const r of await this.readAheadRows(toRanges(uids), read)) rows.set(r.uid, r);
-    this.ahead = { rows, served };
-  }
-
-  /** The run's rows: of raw sources only the first bounded read (the FETCHes it does not hold read their own). */
-  private async readAheadRows(ranges: ReadonlyArray<readonly [number, number]>, read: FetchRead): Promise<FetchEntry[]> {
-    if (read !== 'raw') return this.s.access.messages(this.account, this.folder, ranges, read);
-    const reads = this.s.access.rawReads(this.account, this.folder, ranges);
-    const first = await reads.next();
-    await reads.return(undefined);
-    return first.done ? [] : first.value;
+    if (!ahead || ahead.empty) return;
+    ahead.start();
+    this.ahead = ahead;
   }
 
   /** The run is answered: its rows are let go. */
@@ -252,15 +233,13 @@ export class SelectedCommands {
     this.ahead = null;
   }
 
-  /** The rows of `uids` if the read ahead serves this FETCH and holds them all. */
-  private aheadOf(cmd: Command, uids: readonly number[]): FetchEntry[] | null {
-    const ahead = this.ahead;
-    if (!ahead?.served.has(cmd) || uids.some((u) => !ahead.rows.has(u))) return null;
-    return uids.map((u) => ahead.rows.get(u)!);
+  /** The rows of `uids`: from the run's reads when they serve this FETCH and hold them all, else read now. */
+  private async rowsOf(cmd: Command, uids: readonly number[], read: FetchRead): Promise<FetchEntry[]> {
+    return (await this.ahead?.rowsOf(cmd, uids)) ?? this.s.access.messages(this.account, this.folder, toRanges(uids), read);
   }
 
   private async fetch(cmd: Command, uid: boolean): Promise<void> {
-    const parsed = this.ahead?.served.get(cmd) ?? parseFetchCommand(cmd.args, { uid });
+    const parsed = this.ahead?.parsedOf(cmd) ?? parseFetchCommand(cmd.args, { uid });
     if ('bad' in parsed) return this.s.tagged(cmd.tag, 'BAD', parsed.bad);
     let targets = this.targets(parsed.set, uid);
     if (typeof targets === 'string') return this.s.tagged(cmd.tag, 'BAD', targets);
@@ -310,9 +289,9 @@ export class SelectedCommands {
     const load = (i: number) => {
       if (i >= targets.length) return null;
       const uids = targets.slice(i, i + SMALL_ROW_BATCH).map((t) => t.entry.uid);
-      const rows = this.aheadOf(cmd, uids) ?? this.s.access.messages(this.account, this.folder, toRanges(uids), read);
+      const rows = this.rowsOf(cmd, uids, read);
       // A read that fails while an earlier batch is awaited is not an unhandled rejection: its own await throws.
-      if (rows instanceof Promise) rows.catch(() => undefined);
+      rows.catch(() => undefined);
       return rows;
     };
     const reading = Array.from({ length: READ_AHEAD }, (_, k) => load(k * SMALL_ROW_BATCH));
@@ -337,10 +316,10 @@ export class SelectedCommands {
     for (let i = 0; i < targets.length; i += BATCH) {
       const batch = targets.slice(i, i + BATCH);
       const uids = batch.map((t) => t.entry.uid);
-      const ahead = this.aheadOf(cmd, uids);
+      const ahead = (await this.ahead?.rowsOf(cmd, uids)) ?? null;
       let j = 0;
       // Targets and rows are both in UID order: each read answers the targets up to its last row.
-      for await (const rows of ahead ? [ahead] : this.s.access.rawReads(this.account, this.folder, toRanges(uids))) {
+      for await (const rows of ahead ? [ahead] : this.s.access.rawReads(this.account, this.folder, batch.map((t) => t.entry))) {
         const byUid = new Map<number, FetchEntry>();
         for (const r of rows) byUid.set(r.uid, r);
         const last = rows[rows.length - 1]?.uid ?? 0;
@@ -601,4 +580,4 @@ function firstAtOrAbove(entries: readonly IndexEntry[], uid: number): number {
   return lo;
 }
 
-const indexOf = (row: FetchEntry): IndexEntry => ({ uid: row.uid, modseq: row.modseq, read: row.read, flagged: row.flagged, answered: row.answered, deleted: row.deleted, draft: row.draft === true, labels: row.labels });
+const indexOf = (row: FetchEntry): IndexEntry => ({ uid: row.uid, modseq: row.modseq, read: row.read, flagged: row.flagged, answered: row.answered, deleted: row.deleted, draft: row.draft === true, labels: row.labels, size: row.size });

@@ -40,7 +40,7 @@ const READ_PAUSE_BYTES = 256 * 1024;
 /** Literals of commands other than APPEND (a search string, a password). */
 const SMALL_LITERAL = 64 * 1024;
 /** FETCHes already waiting behind one that are answered with it (see `fetchRun`). */
-const FETCH_RUN = 32;
+const FETCH_RUN = 128;
 /** Answers held back during a FETCH run above which they are written (memory follows this, not the run). */
 const HELD_BYTES = 256 * 1024;
 
@@ -321,7 +321,7 @@ export class ImapSession {
     try {
       if (cmds.length === 1) return await this.one(cmds[0]!);
       this.held = [];
-      await this.selected?.readAhead(cmds);
+      this.selected?.readAhead(cmds);
       for (const cmd of cmds) await this.one(cmd);
     } finally {
       this.selected?.dropReadAhead();
