@@ -80,6 +80,15 @@ describe(`IMAP live changes and shares (${TEST_DIALECT})`, () => {
     return client;
   };
   const exists = (lines: string[]): number => Number(lines.find((l) => / EXISTS$/.test(l))!.split(' ')[1]);
+  type Access = typeof world.h.services.imapAccess;
+  /** A listener of its own over `access` (one that counts or holds back what the session asks of it). */
+  const listenerOver = (access: Access, idlePollMs = NO_POLL_MS): Promise<number> =>
+    world.own(createImapServer({ access, logger: createLogger('silent'), appendLimit: 1024 * 1024, maxClients: 50, maxClientsPerIp: 50, allowPlaintextAuth: 'loopback', tls: null, idlePollMs })).listen('127.0.0.1', 0);
+  /** A new mailbox of Acme's with an app password. */
+  const acmeMailbox = async (address: string): Promise<void> => {
+    await world.mailbox(acme, address);
+    passwords.set(address, await appPassword(acme, address));
+  };
 
   beforeAll(async () => {
     acme = await world.tenant('Acme', [MAILBOX]);
@@ -152,8 +161,7 @@ describe(`IMAP live changes and shares (${TEST_DIALECT})`, () => {
     const access = world.h.services.imapAccess;
     let indexReads = 0;
     const deaf = { ...access, changes: () => () => undefined, index: (...args: Parameters<typeof access.index>) => (indexReads++, access.index(...args)) };
-    const common = { access: deaf, logger: createLogger('silent'), appendLimit: 1024 * 1024, maxClients: 50, maxClientsPerIp: 50, allowPlaintextAuth: 'loopback' as const, tls: null, idlePollMs: 100 };
-    const deafPort = await world.own(createImapServer(common)).listen('127.0.0.1', 0);
+    const deafPort = await listenerOver(deaf, 100);
     const id = await deliver(acme, MAILBOX, 'Polled');
     const client = await loggedIn(deafPort, MAILBOX);
     const count = exists(await client.command('SELECT INBOX'));
@@ -179,10 +187,8 @@ describe(`IMAP live changes and shares (${TEST_DIALECT})`, () => {
       messages: (...args: Parameters<typeof access.messages>) => (reads++, access.messages(...args)),
       rawReads: (...args: Parameters<typeof access.rawReads>) => (reads++, access.rawReads(...args)),
     };
-    const common = { access: counted, logger: createLogger('silent'), appendLimit: 1024 * 1024, maxClients: 50, maxClientsPerIp: 50, allowPlaintextAuth: 'loopback' as const, tls: null, idlePollMs: NO_POLL_MS };
-    const countedPort = await world.own(createImapServer(common)).listen('127.0.0.1', 0);
-    await world.mailbox(acme, PIPELINED);
-    passwords.set(PIPELINED, await appPassword(acme, PIPELINED));
+    const countedPort = await listenerOver(counted);
+    await acmeMailbox(PIPELINED);
     for (const n of [1, 2, 3, 4]) await deliver(acme, PIPELINED, `Pipelined ${n}`, `Body ${n}.\r\n`);
     const client = await loggedIn(countedPort, PIPELINED);
     expect(exists(await client.command('SELECT INBOX'))).toBe(4);
@@ -227,10 +233,8 @@ describe(`IMAP live changes and shares (${TEST_DIALECT})`, () => {
         return rows;
       },
     };
-    const common = { access: recorded, logger: createLogger('silent'), appendLimit: 1024 * 1024, maxClients: 50, maxClientsPerIp: 50, allowPlaintextAuth: 'loopback' as const, tls: null, idlePollMs: NO_POLL_MS };
-    const recordedPort = await world.own(createImapServer(common)).listen('127.0.0.1', 0);
-    await world.mailbox(acme, PULLED);
-    passwords.set(PULLED, await appPassword(acme, PULLED));
+    const recordedPort = await listenerOver(recorded);
+    await acmeMailbox(PULLED);
     const count = 70;
     for (let n = 1; n <= count; n++) await deliver(acme, PULLED, `Pulled ${n}`, `Body ${n}.\r\n`);
     const client = await loggedIn(recordedPort, PULLED);
@@ -257,10 +261,8 @@ describe(`IMAP live changes and shares (${TEST_DIALECT})`, () => {
         }
       },
     };
-    const common = { access: recorded, logger: createLogger('silent'), appendLimit: 1024 * 1024, maxClients: 50, maxClientsPerIp: 50, allowPlaintextAuth: 'loopback' as const, tls: null, idlePollMs: NO_POLL_MS };
-    const recordedPort = await world.own(createImapServer(common)).listen('127.0.0.1', 0);
-    await world.mailbox(acme, LARGE);
-    passwords.set(LARGE, await appPassword(acme, LARGE));
+    const recordedPort = await listenerOver(recorded);
+    await acmeMailbox(LARGE);
     // Three messages of 6 MB: 18 MB in all, above one read's 16 MiB.
     const lineCount = 62_915;
     const body = `${'x'.repeat(98)}\r\n`.repeat(lineCount);
