@@ -100,7 +100,7 @@ export function createDb(url: string, options: { poolSize?: number; pgPrepare?: 
     });
     // An idle client that loses its connection must not crash the process; the pool replaces it.
     pool.on('error', () => undefined);
-    const dialect = new PostgresDialect({ pool: options.pgPrepare === false ? pool : withNamedStatements(pool) });
+    const dialect = new PostgresDialect({ pool: withNamedStatements(pool, { prepare: options.pgPrepare !== false }) });
     const db = new Kysely<Database>({ dialect: withCommitHooks(withWriteCoalescing(dialect)) });
     const poolStats = () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount });
     return { db, dialect: POSTGRES, sqliteFile: null, destroy: () => db.destroy(), poolStats };

@@ -1,4 +1,5 @@
-import { PostgresAdapter, sql, type Kysely, type RawBuilder } from 'kysely';
+import { PostgresAdapter, sql, type Compilable, type Kysely, type RawBuilder } from 'kysely';
+import type { BinaryRow } from './pg-copy-binary.js';
 
 /**
  * What differs between the two databases, as capability flags in one place; the rest of the code
@@ -43,37 +44,13 @@ export function bytesColumn<S>(db: Kysely<S>, column: string): RawBuilder<Buffer
 }
 
 /**
- * A bytes column that is mostly 7-bit text (a raw message) as a select expression: on PostgreSQL as BYTEA's escape
- * text, where every byte below 0x80 but NUL and the backslash stands for itself, so a message arrives at its own size
- * (base64 is a third larger) and most need no decoding at all; `textBytesOf` turns either form into a Buffer.
+ * A select run on PostgreSQL as binary COPY (pg-copy-binary.ts): each row arrives as a `BinaryRow`, its fields in the
+ * select's order and BYTEA as its own bytes, with no encoding on either side. PostgreSQL only.
  */
-export function textBytesColumn<S>(db: Kysely<S>, column: string): RawBuilder<Buffer | string> {
-  return db.getExecutor().adapter instanceof PostgresAdapter ? sql<string>`encode(${sql.ref(column)}, 'escape')` : sql<Buffer>`${sql.ref(column)}`;
-}
-
-/** A value read through `textBytesColumn` as a Buffer. */
-export const textBytesOf = (value: Buffer | string): Buffer => (typeof value === 'string' ? unescapeBytea(value) : value);
-
-/** BYTEA's escape text as its bytes: `\\` is a backslash, `\ooo` the byte of three octal digits, the rest as it is. */
-export function unescapeBytea(text: string): Buffer {
-  let at = text.indexOf('\\');
-  if (at < 0) return Buffer.from(text, 'latin1');
-  const out = Buffer.allocUnsafe(text.length);
-  let n = 0;
-  let from = 0;
-  while (at >= 0) {
-    n += out.write(text.slice(from, at), n, 'latin1');
-    if (text.charCodeAt(at + 1) === 0x5c) {
-      out[n++] = 0x5c;
-      from = at + 2;
-    } else {
-      out[n++] = ((text.charCodeAt(at + 1) - 48) << 6) | ((text.charCodeAt(at + 2) - 48) << 3) | (text.charCodeAt(at + 3) - 48);
-      from = at + 4;
-    }
-    at = text.indexOf('\\', from);
-  }
-  n += out.write(text.slice(from), n, 'latin1');
-  return out.subarray(0, n);
+export function copyBinary<S>(db: Kysely<S>, query: Compilable<unknown>): Compilable<BinaryRow> & { execute(): Promise<BinaryRow[]> } {
+  // Kysely puts a select inside a raw fragment in parentheses itself.
+  const copy = sql<BinaryRow>`COPY ${query} TO STDOUT (FORMAT binary)`;
+  return { compile: () => copy.compile(db), execute: async () => (await copy.execute(db)).rows };
 }
 
 /** A value read through `bytesColumn` as a Buffer (base64 text from PostgreSQL; SQLite's Buffer as it is). */

@@ -1,5 +1,6 @@
 import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import type pg from 'pg';
+import { isBinaryCopy, runBinaryCopy } from './pg-copy-binary.js';
 
 /**
  * PostgreSQL server-side prepared statements for every statement with parameters.
@@ -24,10 +25,11 @@ import type pg from 'pg';
  * `MAX_PER_CONNECTION` distinct texts runs further ones unnamed and is closed when it is released (the
  * pool opens a fresh one), which bounds the server's memory however many texts appear.
  *
- * Statements without parameters (BEGIN, COMMIT, DDL) stay on the simple protocol. A statement that
+ * Statements without parameters (BEGIN, COMMIT, DDL) stay on the simple protocol, and a binary COPY runs as one
+ * (pg-copy-binary.ts). A statement that
  * fails because the schema under a cached plan changed its result type (a rolling migration) makes
- * its connection close on release, so the next use prepares again. `MAILROOM_PG_PREPARE=off` turns it
- * all off, for poolers that cannot carry prepared statements (PgBouncer before 1.21 in transaction mode).
+ * its connection close on release, so the next use prepares again. `MAILROOM_PG_PREPARE=off` turns the
+ * naming off, for poolers that cannot carry prepared statements (PgBouncer before 1.21 in transaction mode).
  */
 
 /** Distinct texts prepared on one connection before it is replaced. */
@@ -58,14 +60,20 @@ const wrappers = new WeakMap<pg.PoolClient, NamingClient>();
 class NamingClient {
   readonly #client: pg.PoolClient;
   readonly #prepared = new Map<string, Prepared>();
+  readonly #prepare: boolean;
   #replace = false;
 
-  constructor(client: pg.PoolClient) {
+  constructor(client: pg.PoolClient, prepare: boolean) {
     this.#client = client;
+    this.#prepare = prepare;
   }
 
   async query<R>(text: string, parameters: readonly unknown[]): Promise<PostgresQueryResult<R>> {
-    const prepared = parameters.length > 0 ? this.#preparedFor(text) : undefined;
+    if (isBinaryCopy(text)) {
+      const rows = await runBinaryCopy(this.#client, text, parameters);
+      return { command: 'COPY', rowCount: rows.length, rows } as unknown as PostgresQueryResult<R>;
+    }
+    const prepared = this.#prepare && parameters.length > 0 ? this.#preparedFor(text) : undefined;
     if (prepared === undefined) return (await this.#client.query(text, parameters as unknown[])) as unknown as PostgresQueryResult<R>;
     if (++prepared.runs > prepared.renewAt) await this.#renew(prepared);
     try {
@@ -109,14 +117,17 @@ class NamingClient {
   }
 }
 
-/** A pool for Kysely's PostgresDialect whose clients run parameterised statements as named prepared statements. */
-export function withNamedStatements(pool: pg.Pool): PostgresPool {
+/**
+ * A pool for Kysely's PostgresDialect whose clients run parameterised statements as named prepared statements
+ * (unless `prepare` is false) and binary COPY statements as such.
+ */
+export function withNamedStatements(pool: pg.Pool, { prepare = true }: { prepare?: boolean } = {}): PostgresPool {
   return {
     async connect(): Promise<PostgresPoolClient> {
       const client = await pool.connect();
       let wrapped = wrappers.get(client);
       if (!wrapped) {
-        wrapped = new NamingClient(client);
+        wrapped = new NamingClient(client, prepare);
         wrappers.set(client, wrapped);
       }
       // Kysely only calls query(text, parameters) (no cursors are configured) and release().

@@ -4,7 +4,7 @@
  * the raw source afterwards. Rows of another `STRUCTURE_VERSION` are never read; they are replaced when computed
  * again. Every statement filters by workspace.
  */
-import type { Kysely, SelectQueryBuilder } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import { bytesColumn, bytesOf } from '../../db/dialect.js';
 import type { Work } from '../../db/tables.js';
 import { packStructure, STRUCTURE_VERSION, unpackStructure, type StructureBytes } from '../../lib/imap-message/index.js';
@@ -22,17 +22,21 @@ export function structureOf(row: { structure: Buffer | string | null }): Structu
   return row.structure === null ? null : unpackStructure(bytesOf(row.structure));
 }
 
+/** A kept structure's bytes (as a binary COPY reads them) unpacked, or null when there is none of this version. */
+export const unpackedStructure = (bytes: Buffer | null): StructureBytes | null => (bytes === null ? null : unpackStructure(bytes));
+
 /**
- * A select over `messages` with the message's kept structure of this version beside it (null when none). A scalar
+ * A select over `messages` with the message's kept structure of this version beside it (null when none): as
+ * `bytesColumn` gives it, or with `plain` the column itself (a binary COPY's BYTEA needs no encoding). A scalar
  * subquery, not a join: PostgreSQL plans it as one primary-key lookup a message whatever its statistics say. As a
  * join, a table of structures computed since the last ANALYZE (the first FETCH after an import) is estimated at one
  * row for the workspace and read whole again for every message: 28 ms for a batch of 100 at 2,000 kept, against 0.6.
  */
-export function withStructure<O>(db: Kysely<MailTables>, query: SelectQueryBuilder<MailTables, 'messages', O>) {
+export function withStructure<O>(db: Kysely<MailTables>, query: SelectQueryBuilder<MailTables, 'messages', O>, plain = false) {
   return query.select((eb) =>
     eb
       .selectFrom('message_structures')
-      .select(bytesColumn(db, 'message_structures.structure').as('structure'))
+      .select(plain ? sql<Buffer>`${sql.ref('message_structures.structure')}`.as('structure') : bytesColumn(db, 'message_structures.structure').as('structure'))
       .whereRef('message_structures.message_id', '=', 'messages.id')
       .whereRef('message_structures.workspace_id', '=', 'messages.workspace_id')
       .where('message_structures.version', '=', STRUCTURE_VERSION)

@@ -7,7 +7,8 @@
  */
 import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely';
 import { preparedQuery, type Param } from '../../db/prepared.js';
-import { textBytesColumn, textBytesOf, type DialectInfo } from '../../db/dialect.js';
+import { copyBinary, type DialectInfo } from '../../db/dialect.js';
+import type { BinaryRow } from '../../db/pg-copy-binary.js';
 import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import type { StructureBytes } from '../../lib/imap-message/index.js';
@@ -15,7 +16,7 @@ import type { MailTables } from './mail.table.js';
 import { bumpFolder, insertLabels, mailDb, stampModseq, type MailDb } from './message.store.js';
 import type { MessageTable } from './message.table.js';
 import { removeMessages, threadLabels, type RemovedMessage } from './organize.store.js';
-import { structureOf, withStructure } from './structure.store.js';
+import { structureOf, unpackedStructure, withStructure } from './structure.store.js';
 
 /** A folder as a client selects it. */
 export interface FolderStatus {
@@ -141,10 +142,33 @@ function byUid(db: MailDb, scope: Scope, ranges: UidRanges) {
   return inFolder(db, scope).select([...INDEX_COLUMNS, 'messages.id', 'messages.created_at']).where(inRanges(ranges)).orderBy('messages.uid');
 }
 
-function withRaw<O>(db: MailDb, query: SelectQueryBuilder<MailTables, 'messages', O>) {
+function withRaw<O>(query: SelectQueryBuilder<MailTables, 'messages', O>) {
   return query
     .innerJoin('message_contents', (join) => join.onRef('message_contents.message_id', '=', 'messages.id').onRef('message_contents.workspace_id', '=', 'messages.workspace_id'))
-    .select(textBytesColumn(db, 'message_contents.raw').as('raw'));
+    .select('message_contents.raw');
+}
+
+/**
+ * A FETCH entry from a binary COPY row of `byUid` with the raw source or the kept structure last: its fields come in
+ * the select's order (INDEX_COLUMNS, id, created_at, then the bytes).
+ */
+function fetchEntryOfCopy(row: BinaryRow, read: 'raw' | 'structure'): FetchEntry {
+  const last = row.isNull(10) ? null : row.bytes(10);
+  return {
+    uid: row.int(0),
+    modseq: row.int(1),
+    read: row.int(2) === 1,
+    flagged: row.int(3) === 1,
+    answered: row.int(4) === 1,
+    deleted: row.int(5) === 1,
+    draft: false,
+    labels: labelsOf(row.text(6)),
+    id: row.text(8),
+    size: row.int(7),
+    created_at: row.int(9),
+    raw: read === 'raw' ? (last ?? Buffer.alloc(0)) : undefined,
+    structure: read === 'raw' ? undefined : unpackedStructure(last),
+  };
 }
 
 /**
@@ -162,7 +186,26 @@ const preparedByUid = (db: MailDb, p: Param) => {
 };
 const byUidIndexQuery = preparedQuery<ByUidParams, ByUidRow, MailTables>((db, p) => preparedByUid(db, p));
 const byUidStructureQuery = preparedQuery<ByUidParams, ByUidRow & { structure: Buffer | string | null }, MailTables>((db, p) => withStructure(db, preparedByUid(db, p)));
-const byUidRawQuery = preparedQuery<ByUidParams, ByUidRow & { raw: Buffer | string }, MailTables>((db, p) => withRaw(db, preparedByUid(db, p)));
+const byUidRawQuery = preparedQuery<ByUidParams, ByUidRow & { raw: Buffer }, MailTables>((db, p) => withRaw(preparedByUid(db, p)));
+/**
+ * The same reads with raw sources or kept structures on PostgreSQL, as binary COPY (db/pg-copy-binary.ts): the bytes
+ * arrive as they are, where a query's rows would bring them encoded as text.
+ */
+const byUidRawCopy = preparedQuery<ByUidParams, BinaryRow, MailTables>((db, p) => copyBinary(db, withRaw(preparedByUid(db, p))));
+const byUidStructureCopy = preparedQuery<ByUidParams, BinaryRow, MailTables>((db, p) => copyBinary(db, withStructure(db, preparedByUid(db, p), true)));
+
+/** `messagesByUid`'s rows with bytes on PostgreSQL. */
+async function copyByUid(db: MailDb, scope: Scope, ranges: UidRanges, read: 'raw' | 'structure'): Promise<FetchEntry[]> {
+  let rows: BinaryRow[];
+  if (ranges.length <= PREPARED_RANGES) {
+    const params = { ...scope, from: ranges.map((r) => r[0]), to: ranges.map((r) => r[1]) };
+    rows = await (read === 'raw' ? byUidRawCopy : byUidStructureCopy)(db, params);
+  } else {
+    const base = byUid(db, scope, ranges);
+    rows = await copyBinary(db, read === 'raw' ? withRaw(base) : withStructure(db, base, true)).execute();
+  }
+  return rows.map((r) => fetchEntryOfCopy(r, read));
+}
 
 const folderModseqQuery = preparedQuery<Scope, { modseq: number | string }, MailTables>((db, p) =>
   db
@@ -234,16 +277,17 @@ export function createSyncStore({ clock, dialect }: { clock: Clock; dialect: Dia
       checkRanges(ranges);
       if (ranges.length === 0) return [];
       const db = mailDb(work);
+      if (read !== 'index' && dialect.name === 'postgres') return copyByUid(db, scope, ranges, read);
       if (ranges.length <= PREPARED_RANGES) {
         const params = { ...scope, from: ranges.map((r) => r[0]), to: ranges.map((r) => r[1]) };
         if (read === 'index') return (await byUidIndexQuery(db, params)).map((r) => fetchEntryOf(r, undefined, undefined));
         if (read === 'structure') return (await byUidStructureQuery(db, params)).map((r) => fetchEntryOf(r, undefined, structureOf(r)));
-        return (await byUidRawQuery(db, params)).map((r) => fetchEntryOf(r, textBytesOf(r.raw), undefined));
+        return (await byUidRawQuery(db, params)).map((r) => fetchEntryOf(r, r.raw, undefined));
       }
       const base = byUid(db, scope, ranges);
       if (read === 'index') return (await base.execute()).map((r) => fetchEntryOf(r, undefined, undefined));
       if (read === 'structure') return (await withStructure(db, base).execute()).map((r) => fetchEntryOf(r, undefined, structureOf(r)));
-      return (await withRaw(db, base).execute()).map((r) => fetchEntryOf(r, textBytesOf(r.raw), undefined));
+      return (await withRaw(base).execute()).map((r) => fetchEntryOf(r, r.raw, undefined));
     },
 
     /** The stored header fields (name, value as received) of the messages of UID ranges, in UID order (SEARCH HEADER). */
