@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, type Compilable, type Kysely, type RawBuilder } from 'kysely';
+import { PostgresAdapter, sql, type Compilable, type Kysely } from 'kysely';
 import type { BinaryRow } from './pg-copy-binary.js';
 
 /**
@@ -17,10 +17,15 @@ export interface DialectInfo {
   sharedByProcesses: boolean;
   /** The full-text index: an FTS5 table (SQLite) or a `tsvector` with a GIN index (PostgreSQL). */
   fullText: 'fts5' | 'tsvector';
+  /**
+   * Bytes are read by binary COPY (`copyBinary`, PostgreSQL): a query's rows would bring BYTEA encoded as text.
+   * SQLite's driver gives a BLOB as a Buffer.
+   */
+  binaryCopy: boolean;
 }
 
-export const SQLITE: DialectInfo = { name: 'sqlite', supportsSkipLocked: false, supportsRowLocks: false, supportsWritableCte: false, sharedByProcesses: false, fullText: 'fts5' };
-export const POSTGRES: DialectInfo = { name: 'postgres', supportsSkipLocked: true, supportsRowLocks: true, supportsWritableCte: true, sharedByProcesses: true, fullText: 'tsvector' };
+export const SQLITE: DialectInfo = { name: 'sqlite', supportsSkipLocked: false, supportsRowLocks: false, supportsWritableCte: false, sharedByProcesses: false, fullText: 'fts5', binaryCopy: false };
+export const POSTGRES: DialectInfo = { name: 'postgres', supportsSkipLocked: true, supportsRowLocks: true, supportsWritableCte: true, sharedByProcesses: true, fullText: 'tsvector', binaryCopy: true };
 
 /** The column type for raw bytes: BYTEA on PostgreSQL, BLOB on SQLite (both read back as a Buffer). */
 export function binaryColumnType(db: Kysely<unknown>): 'bytea' | 'blob' {
@@ -35,15 +40,6 @@ export function isUniqueViolation(err: unknown): boolean {
 }
 
 /**
- * A bytes column as a select expression that reads fast on both drivers. node-postgres receives BYTEA as hex text,
- * and Node decodes hex about six times slower than base64, so on PostgreSQL the column is sent as base64 text
- * (`encode`); `bytesOf` turns either form into a Buffer (src/db/README.md, "Bytes as base64").
- */
-export function bytesColumn<S>(db: Kysely<S>, column: string): RawBuilder<Buffer | string> {
-  return db.getExecutor().adapter instanceof PostgresAdapter ? sql<string>`encode(${sql.ref(column)}, 'base64')` : sql<Buffer>`${sql.ref(column)}`;
-}
-
-/**
  * A select run on PostgreSQL as binary COPY (pg-copy-binary.ts): each row arrives as a `BinaryRow`, its fields in the
  * select's order and BYTEA as its own bytes, with no encoding on either side. PostgreSQL only.
  */
@@ -52,6 +48,3 @@ export function copyBinary<S>(db: Kysely<S>, query: Compilable<unknown>): Compil
   const copy = sql<BinaryRow>`COPY ${query} TO STDOUT (FORMAT binary)`;
   return { compile: () => copy.compile(db), execute: async () => (await copy.execute(db)).rows };
 }
-
-/** A value read through `bytesColumn` as a Buffer (base64 text from PostgreSQL; SQLite's Buffer as it is). */
-export const bytesOf = (value: Buffer | string): Buffer => (typeof value === 'string' ? Buffer.from(value, 'base64') : value);

@@ -49,7 +49,7 @@ export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
     ...createLabelStore(deps),
     ...createSyncStore(deps),
     ...createUidRenumberStore(deps),
-    ...createStructureStore(),
+    ...createStructureStore(deps),
     ...createDraftFolderStore(deps),
   };
 }

@@ -4,8 +4,8 @@
  * the raw source afterwards. Rows of another `STRUCTURE_VERSION` are never read; they are replaced when computed
  * again. Every statement filters by workspace.
  */
-import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
-import { bytesColumn, bytesOf } from '../../db/dialect.js';
+import type { SelectQueryBuilder } from 'kysely';
+import { copyBinary, type DialectInfo } from '../../db/dialect.js';
 import type { Work } from '../../db/tables.js';
 import { packStructure, STRUCTURE_VERSION, unpackStructure, type StructureBytes } from '../../lib/imap-message/index.js';
 import type { MailTables } from './mail.table.js';
@@ -16,27 +16,23 @@ export interface NewStructure extends StructureBytes {
   messageId: string;
 }
 
-/** The kept structure of a row read with `withStructure`, or null when there is none of this version. */
-export function structureOf(row: { structure: Buffer | string | null }): StructureBytes | null {
-  // Its parts are views of the one Buffer read, not copies.
-  return row.structure === null ? null : unpackStructure(bytesOf(row.structure));
-}
-
-/** A kept structure's bytes (as a binary COPY reads them) unpacked, or null when there is none of this version. */
+/**
+ * A kept structure's bytes (a row of `withStructure`, on PostgreSQL read by binary COPY) unpacked, or null when there
+ * is none of this version. Its parts are views of the one Buffer read, not copies.
+ */
 export const unpackedStructure = (bytes: Buffer | null): StructureBytes | null => (bytes === null ? null : unpackStructure(bytes));
 
 /**
- * A select over `messages` with the message's kept structure of this version beside it (null when none): as
- * `bytesColumn` gives it, or with `plain` the column itself (a binary COPY's BYTEA needs no encoding). A scalar
+ * A select over `messages` with the message's kept structure of this version beside it (null when none). A scalar
  * subquery, not a join: PostgreSQL plans it as one primary-key lookup a message whatever its statistics say. As a
  * join, a table of structures computed since the last ANALYZE (the first FETCH after an import) is estimated at one
  * row for the workspace and read whole again for every message: 28 ms for a batch of 100 at 2,000 kept, against 0.6.
  */
-export function withStructure<O>(db: Kysely<MailTables>, query: SelectQueryBuilder<MailTables, 'messages', O>, plain = false) {
+export function withStructure<O>(query: SelectQueryBuilder<MailTables, 'messages', O>) {
   return query.select((eb) =>
     eb
       .selectFrom('message_structures')
-      .select(plain ? sql<Buffer>`${sql.ref('message_structures.structure')}`.as('structure') : bytesColumn(db, 'message_structures.structure').as('structure'))
+      .select('message_structures.structure')
       .whereRef('message_structures.message_id', '=', 'messages.id')
       .whereRef('message_structures.workspace_id', '=', 'messages.workspace_id')
       .where('message_structures.version', '=', STRUCTURE_VERSION)
@@ -44,14 +40,15 @@ export function withStructure<O>(db: Kysely<MailTables>, query: SelectQueryBuild
   );
 }
 
-export function createStructureStore() {
+export function createStructureStore({ dialect }: { dialect: DialectInfo }) {
   return {
     /** The raw sources of the workspace's messages `ids`, to compute their structures from; a message gone is left out. */
     async structureSources(work: Work, workspaceId: string, ids: readonly string[]): Promise<Map<string, Buffer>> {
       if (ids.length === 0) return new Map();
       const db = mailDb(work);
-      const rows = await db.selectFrom('message_contents').select(['message_id', bytesColumn(db, 'raw').as('raw')]).where('workspace_id', '=', workspaceId).where('message_id', 'in', ids).execute();
-      return new Map(rows.map((r) => [r.message_id, bytesOf(r.raw)]));
+      const query = db.selectFrom('message_contents').select(['message_id', 'raw']).where('workspace_id', '=', workspaceId).where('message_id', 'in', ids);
+      if (dialect.binaryCopy) return new Map((await copyBinary(db, query).execute()).map((r) => [r.text(0), r.bytes(1)]));
+      return new Map((await query.execute()).map((r) => [r.message_id, r.raw]));
     },
 
     /**

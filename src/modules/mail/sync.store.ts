@@ -16,7 +16,7 @@ import type { MailTables } from './mail.table.js';
 import { bumpFolder, insertLabels, mailDb, stampModseq, type MailDb } from './message.store.js';
 import type { MessageTable } from './message.table.js';
 import { removeMessages, threadLabels, type RemovedMessage } from './organize.store.js';
-import { structureOf, unpackedStructure, withStructure } from './structure.store.js';
+import { unpackedStructure, withStructure } from './structure.store.js';
 
 /** A folder as a client selects it. */
 export interface FolderStatus {
@@ -185,14 +185,14 @@ const preparedByUid = (db: MailDb, p: Param) => {
   return byUid(db, { workspaceId: p<string>('workspaceId'), mailboxId: p<string>('mailboxId'), folder: p<string>('folder') }, ranges);
 };
 const byUidIndexQuery = preparedQuery<ByUidParams, ByUidRow, MailTables>((db, p) => preparedByUid(db, p));
-const byUidStructureQuery = preparedQuery<ByUidParams, ByUidRow & { structure: Buffer | string | null }, MailTables>((db, p) => withStructure(db, preparedByUid(db, p)));
+const byUidStructureQuery = preparedQuery<ByUidParams, ByUidRow & { structure: Buffer | null }, MailTables>((db, p) => withStructure(preparedByUid(db, p)));
 const byUidRawQuery = preparedQuery<ByUidParams, ByUidRow & { raw: Buffer }, MailTables>((db, p) => withRaw(preparedByUid(db, p)));
 /**
  * The same reads with raw sources or kept structures on PostgreSQL, as binary COPY (db/pg-copy-binary.ts): the bytes
  * arrive as they are, where a query's rows would bring them encoded as text.
  */
 const byUidRawCopy = preparedQuery<ByUidParams, BinaryRow, MailTables>((db, p) => copyBinary(db, withRaw(preparedByUid(db, p))));
-const byUidStructureCopy = preparedQuery<ByUidParams, BinaryRow, MailTables>((db, p) => copyBinary(db, withStructure(db, preparedByUid(db, p), true)));
+const byUidStructureCopy = preparedQuery<ByUidParams, BinaryRow, MailTables>((db, p) => copyBinary(db, withStructure(preparedByUid(db, p))));
 
 /** `messagesByUid`'s rows with bytes on PostgreSQL. */
 async function copyByUid(db: MailDb, scope: Scope, ranges: UidRanges, read: 'raw' | 'structure'): Promise<FetchEntry[]> {
@@ -202,7 +202,7 @@ async function copyByUid(db: MailDb, scope: Scope, ranges: UidRanges, read: 'raw
     rows = await (read === 'raw' ? byUidRawCopy : byUidStructureCopy)(db, params);
   } else {
     const base = byUid(db, scope, ranges);
-    rows = await copyBinary(db, read === 'raw' ? withRaw(base) : withStructure(db, base, true)).execute();
+    rows = await copyBinary(db, read === 'raw' ? withRaw(base) : withStructure(base)).execute();
   }
   return rows.map((r) => fetchEntryOfCopy(r, read));
 }
@@ -277,16 +277,16 @@ export function createSyncStore({ clock, dialect }: { clock: Clock; dialect: Dia
       checkRanges(ranges);
       if (ranges.length === 0) return [];
       const db = mailDb(work);
-      if (read !== 'index' && dialect.name === 'postgres') return copyByUid(db, scope, ranges, read);
+      if (read !== 'index' && dialect.binaryCopy) return copyByUid(db, scope, ranges, read);
       if (ranges.length <= PREPARED_RANGES) {
         const params = { ...scope, from: ranges.map((r) => r[0]), to: ranges.map((r) => r[1]) };
         if (read === 'index') return (await byUidIndexQuery(db, params)).map((r) => fetchEntryOf(r, undefined, undefined));
-        if (read === 'structure') return (await byUidStructureQuery(db, params)).map((r) => fetchEntryOf(r, undefined, structureOf(r)));
+        if (read === 'structure') return (await byUidStructureQuery(db, params)).map((r) => fetchEntryOf(r, undefined, unpackedStructure(r.structure)));
         return (await byUidRawQuery(db, params)).map((r) => fetchEntryOf(r, r.raw, undefined));
       }
       const base = byUid(db, scope, ranges);
       if (read === 'index') return (await base.execute()).map((r) => fetchEntryOf(r, undefined, undefined));
-      if (read === 'structure') return (await withStructure(db, base).execute()).map((r) => fetchEntryOf(r, undefined, structureOf(r)));
+      if (read === 'structure') return (await withStructure(base).execute()).map((r) => fetchEntryOf(r, undefined, unpackedStructure(r.structure)));
       return (await withRaw(base).execute()).map((r) => fetchEntryOf(r, r.raw, undefined));
     },
 
