@@ -137,9 +137,12 @@ function inRanges(ranges: UidRanges) {
   return (eb: ExpressionBuilder<MailTables, 'messages'>) => eb.or(ranges.map(([from, to]) => eb.between('messages.uid', from, to)));
 }
 
+/** The columns FETCH reads of a message besides its bytes, in this order. */
+const FETCH_COLUMNS = [...INDEX_COLUMNS, 'messages.id', 'messages.created_at'] as const;
+
 /** What FETCH reads of the messages of UID ranges, in UID order (without the raw source or the structure). */
 function byUid(db: MailDb, scope: Scope, ranges: UidRanges) {
-  return inFolder(db, scope).select([...INDEX_COLUMNS, 'messages.id', 'messages.created_at']).where(inRanges(ranges)).orderBy('messages.uid');
+  return inFolder(db, scope).select(FETCH_COLUMNS).where(inRanges(ranges)).orderBy('messages.uid');
 }
 
 function withRaw<O>(query: SelectQueryBuilder<MailTables, 'messages', O>) {
@@ -148,26 +151,28 @@ function withRaw<O>(query: SelectQueryBuilder<MailTables, 'messages', O>) {
     .select('message_contents.raw');
 }
 
-/**
- * A FETCH entry from a binary COPY row of `byUid` with the raw source or the kept structure last: its fields come in
- * the select's order (INDEX_COLUMNS, id, created_at, then the bytes).
- */
+/** Where each of FETCH_COLUMNS is in a binary COPY row of `byUid` (fields come in the select's order), the bytes last. */
+const AT = Object.fromEntries(FETCH_COLUMNS.map((c, i) => [c.slice('messages.'.length), i])) as Record<(typeof FETCH_COLUMNS)[number] extends `messages.${infer C}` ? C : never, number>;
+const BYTES_AT = FETCH_COLUMNS.length;
+
+/** A FETCH entry from a binary COPY row of `byUid` with the raw source or the kept structure. */
 function fetchEntryOfCopy(row: BinaryRow, read: 'raw' | 'structure'): FetchEntry {
-  const last = row.isNull(10) ? null : row.bytes(10);
+  const bytes = row.isNull(BYTES_AT) ? null : row.bytes(BYTES_AT);
   return {
-    uid: row.int(0),
-    modseq: row.int(1),
-    read: row.int(2) === 1,
-    flagged: row.int(3) === 1,
-    answered: row.int(4) === 1,
-    deleted: row.int(5) === 1,
+    uid: row.int(AT.uid),
+    modseq: row.int(AT.modseq),
+    read: row.int(AT.read) === 1,
+    flagged: row.int(AT.flagged) === 1,
+    answered: row.int(AT.answered) === 1,
+    deleted: row.int(AT.deleted) === 1,
     draft: false,
-    labels: labelsOf(row.text(6)),
-    id: row.text(8),
-    size: row.int(7),
-    created_at: row.int(9),
-    raw: read === 'raw' ? (last ?? Buffer.alloc(0)) : undefined,
-    structure: read === 'raw' ? undefined : unpackedStructure(last),
+    labels: labelsOf(row.text(AT.labels)),
+    id: row.text(AT.id),
+    size: row.int(AT.size),
+    created_at: row.int(AT.created_at),
+    // The raw source is NOT NULL and inner-joined: never null here.
+    raw: read === 'raw' ? bytes! : undefined,
+    structure: read === 'raw' ? undefined : unpackedStructure(bytes),
   };
 }
 
@@ -178,6 +183,7 @@ function fetchEntryOfCopy(row: BinaryRow, read: 'raw' | 'structure'): FetchEntry
  */
 const PREPARED_RANGES = 4;
 type ByUidParams = Scope & { from: number[]; to: number[] };
+const byUidParams = (scope: Scope, ranges: UidRanges): ByUidParams => ({ ...scope, from: ranges.map((r) => r[0]), to: ranges.map((r) => r[1]) });
 type ByUidRow = IndexRow & Pick<MessageTable, 'id' | 'created_at'>;
 const preparedByUid = (db: MailDb, p: Param) => {
   const to = p.list<number>('to');
@@ -198,8 +204,7 @@ const byUidStructureCopy = preparedQuery<ByUidParams, BinaryRow, MailTables>((db
 async function copyByUid(db: MailDb, scope: Scope, ranges: UidRanges, read: 'raw' | 'structure'): Promise<FetchEntry[]> {
   let rows: BinaryRow[];
   if (ranges.length <= PREPARED_RANGES) {
-    const params = { ...scope, from: ranges.map((r) => r[0]), to: ranges.map((r) => r[1]) };
-    rows = await (read === 'raw' ? byUidRawCopy : byUidStructureCopy)(db, params);
+    rows = await (read === 'raw' ? byUidRawCopy : byUidStructureCopy)(db, byUidParams(scope, ranges));
   } else {
     const base = byUid(db, scope, ranges);
     rows = await copyBinary(db, read === 'raw' ? withRaw(base) : withStructure(base)).execute();
@@ -279,7 +284,7 @@ export function createSyncStore({ clock, dialect }: { clock: Clock; dialect: Dia
       const db = mailDb(work);
       if (read !== 'index' && dialect.binaryCopy) return copyByUid(db, scope, ranges, read);
       if (ranges.length <= PREPARED_RANGES) {
-        const params = { ...scope, from: ranges.map((r) => r[0]), to: ranges.map((r) => r[1]) };
+        const params = byUidParams(scope, ranges);
         if (read === 'index') return (await byUidIndexQuery(db, params)).map((r) => fetchEntryOf(r, undefined, undefined));
         if (read === 'structure') return (await byUidStructureQuery(db, params)).map((r) => fetchEntryOf(r, undefined, unpackedStructure(r.structure)));
         return (await byUidRawQuery(db, params)).map((r) => fetchEntryOf(r, r.raw, undefined));
