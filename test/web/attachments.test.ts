@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { deflateSync } from 'node:zlib';
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import PostalMime from 'postal-mime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorker, type Worker } from '../../src/jobs/worker.js';
@@ -56,6 +56,10 @@ async function axeViolations(page: Page): Promise<string[]> {
 
 type FileSpec = { name: string; type: string; base64: string };
 const spec = (name: string, type: string, bytes: Buffer): FileSpec => ({ name, type, base64: bytes.toString('base64') });
+// An image's width once decoded (0 until then). A message frame shows its images only after their bytes are fetched
+// and the frame is written again, which on a loaded machine takes seconds: the poll waits as long as a page load may.
+const IMAGE_WAIT = { timeout: 20_000, interval: 200 };
+const naturalWidth = (image: Locator) => image.evaluate((img: { naturalWidth: number }) => img.naturalWidth, undefined, { timeout: 5_000 });
 
 /** Dispatches a paste (ClipboardEvent) or a drag event carrying `files` on the element, as a browser would. */
 async function fileEvent(target: ReturnType<Page['getByRole']>, kind: 'paste' | 'dragenter' | 'drop', files: FileSpec[]): Promise<void> {
@@ -158,12 +162,12 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: attachments in the compose form (${TEST
     await fileEvent(body, 'paste', [spec('red.png', 'image/png', image)]);
     const shown = body.getByRole('img', { name: 'red.png' });
     await shown.waitFor();
-    await expect.poll(() => shown.evaluate((img: { naturalWidth: number }) => img.naturalWidth)).toBe(24);
+    await expect.poll(() => naturalWidth(shown), IMAGE_WAIT).toBe(24);
     await page.getByRole('list', { name: 'Attached files' }).getByText('in the message').waitFor();
     // An image dropped on the text goes in too; deleted from the text, it is not sent.
     await fileEvent(body, 'drop', [spec('gone.png', 'image/png', png(8))]);
     const gone = body.getByRole('img', { name: 'gone.png' });
-    await expect.poll(() => gone.evaluate((img: { naturalWidth: number }) => img.naturalWidth)).toBe(8);
+    await expect.poll(() => naturalWidth(gone), IMAGE_WAIT).toBe(8);
     await gone.click();
     await page.keyboard.press('Delete');
     await gone.waitFor({ state: 'detached' });
@@ -174,7 +178,7 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: attachments in the compose form (${TEST
     await page.reload();
     await page.getByRole('heading', { name: 'Draft' }).waitFor();
     const again = field('Message').getByRole('img', { name: 'red.png' });
-    await expect.poll(() => again.evaluate((img: { naturalWidth: number }) => img.naturalWidth)).toBe(24);
+    await expect.poll(() => naturalWidth(again), IMAGE_WAIT).toBe(24);
 
     await page.getByRole('button', { name: 'Send' }).click();
     await page.waitForURL(/\/sent\/msg_[0-9a-z]{26}$/);
@@ -190,7 +194,7 @@ describe.skipIf(!HAS_CHROMIUM)(`web app: attachments in the compose form (${TEST
     // Read back in the web app, the image shows inside the message's frame.
     const frame = page.getByTitle('Message: A picture').contentFrame();
     const inFrame = frame.getByRole('img', { name: 'red.png' });
-    await expect.poll(() => inFrame.evaluate((img: { naturalWidth: number }) => img.naturalWidth)).toBe(24);
+    await expect.poll(() => naturalWidth(inFrame), IMAGE_WAIT).toBe(24);
     expect(await inFrame.getAttribute('src')).toMatch(/^data:image\/png;base64,/);
     expect(await axeViolations(page)).toEqual([]);
   });
