@@ -80,13 +80,15 @@ export class UnknownCteError extends Error {
 
 /**
  * Space for text and small values, allocated a block at a time: the first small (a FETCH of one message, a client's
- * pull, would otherwise take a large block each command, all garbage), each next one twice the last up to BLOCK (a
- * batch of cached structures fits a few).
+ * pull, would otherwise take a large block each command, all garbage) and under half of Node's 8 KiB pool, so
+ * allocUnsafe cuts it from the pool; each next one twice the last up to BLOCK (a batch of kept structures fits a few).
  */
-const FIRST_BLOCK = 4 * 1024;
+const FIRST_BLOCK = 2 * 1024;
 const BLOCK = 64 * 1024;
 /** Values at least this long are sent as they are, not copied into a block. */
 const LARGE = 16 * 1024;
+/** Text at most this long is copied a character at a time (see `text`). */
+const SHORT_TEXT = 64;
 
 /** A place in a `ResponseBytes`, to go back to. */
 export interface BytesMark {
@@ -109,7 +111,16 @@ export class ResponseBytes {
 
   text(s: string): void {
     if (this.len + s.length > this.buf.length) this.grow(s.length);
-    this.len += this.buf.write(s, this.len, 'latin1');
+    if (s.length > SHORT_TEXT) {
+      this.len += this.buf.write(s, this.len, 'latin1');
+      return;
+    }
+    // A FETCH answer is mostly short pieces (`* 12 FETCH (`, ` FLAGS `, a UID); a call into Buffer.write costs more
+    // than copying them here. Storing a code unit keeps its low byte, as latin1 does.
+    const buf = this.buf;
+    let at = this.len;
+    for (let i = 0; i < s.length; i++) buf[at++] = s.charCodeAt(i);
+    this.len = at;
   }
 
   bytes(b: Buffer): void {
@@ -119,7 +130,9 @@ export class ResponseBytes {
       return;
     }
     if (this.len + b.length > this.buf.length) this.grow(b.length);
-    this.len += b.copy(this.buf, this.len);
+    // Uint8Array's set, not Buffer's copy: the same bytes without copy's argument checks.
+    this.buf.set(b, this.len);
+    this.len += b.length;
   }
 
   mark(): BytesMark {
