@@ -305,6 +305,21 @@ describe(`job queue (${TEST_DIALECT})`, () => {
       expect(await other.retry(interrupted, 'transient', 0)).toBe(true);
       expect(await claimOne(queue, name)).toMatchObject({ attempt: 3, interrupted: false });
     });
+
+    it.skipIf(TEST_DIALECT !== 'postgres')('passes over a job another transaction holds, without waiting for it', async () => {
+      const name = uniqueQueue();
+      const held = await queue.enqueue(asWork(db()), { queue: name, payload: { n: 1 } });
+      const free = await queue.enqueue(asWork(db()), { queue: name, payload: { n: 2 } });
+      // The holder waits on the claim: were the held row waited for, neither would finish (the test's time-out).
+      const during = await db()
+        .transaction()
+        .execute(async (trx) => {
+          await trx.selectFrom('jobs').select('id').where('id', '=', held).forUpdate().execute();
+          return queue.claim(name, 10);
+        });
+      expect(during.map((j) => j.id)).toEqual([free]);
+      expect((await claimOne(queue, name)).id).toBe(held);
+    });
   });
 
   describe('concurrent claimers', () => {

@@ -434,13 +434,11 @@ export function createQueue({ work, dialect, clock, leaseMs, wake, heldWorkspace
       if (limit <= 0) return [];
       const take = async (trx: Jobs) => {
         const now = clock.now();
-        let picked = pickFairly(await dueCandidates(trx, queue, limit, now, options, heldWorkspaces), await runningCounts(trx, queue, now, options), limit, options);
-        if (picked.length > 0 && dialect.supportsSkipLocked) {
-          // A row another transaction holds (a cancel, a settle) is passed over, not waited for.
-          const free = await trx.selectFrom('jobs').select('id').where('id', 'in', picked).forUpdate().skipLocked().execute();
-          picked = free.map((r) => r.id);
-        }
+        const picked = pickFairly(await dueCandidates(trx, queue, limit, now, options, heldWorkspaces), await runningCounts(trx, queue, now, options), limit, options);
         if (picked.length === 0) return { picked: 0, rows: [] };
+        // A row another transaction holds (a cancel, a settle) is passed over, not waited for: the UPDATE takes the
+        // picks through a SKIP LOCKED subquery, in the same statement.
+        const free = dialect.supportsSkipLocked ? trx.selectFrom('jobs as held').select('held.id').where('held.id', 'in', picked).forUpdate().skipLocked() : picked;
         const rows = await trx
           .updateTable('jobs')
           .set({
@@ -453,12 +451,14 @@ export function createQueue({ work, dialect, clock, leaseMs, wake, heldWorkspace
             updated_at: now,
           })
           // Still due: a cancel, reschedule or settle between the read and this write wins.
-          .where('id', 'in', picked)
+          .where('id', 'in', free)
           .where('state', '=', 'pending')
           .where('run_at', '<=', now)
           .returningAll()
           .execute();
-        return { picked: picked.length, rows };
+        // PostgreSQL's claims take turns under the lock, so a pick the UPDATE missed was held or settled by another
+        // transaction, not taken by a claim: reading again would pick it again.
+        return { picked: dialect.sharedByProcesses ? rows.length : picked.length, rows };
       };
       // PostgreSQL: claims of one queue take turns across processes, so the caps are counted and filled with no other
       // claim between. SQLite serves one process (one connection): no lock, and a write transaction held across
