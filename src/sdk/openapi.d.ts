@@ -2297,7 +2297,7 @@ export interface components {
             total: number;
             limit: number;
             offset: number;
-            /** @description searches (q) only: true when total stopped counting at 1,000 matches */
+            /** @description searches (q) only: true when total is a lower bound: counting stopped at 1,000 matches, or (PostgreSQL, words in a row: a phrase, an address) at the newest 5,000 messages */
             total_capped?: boolean;
         };
         /** MessageAction */

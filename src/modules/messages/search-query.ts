@@ -62,13 +62,16 @@ export class SearchQueryError extends DomainError {
 export const isTextNode = (node: SearchNode): node is TextNode =>
   node.kind === 'text' || node.kind === 'phrase' || node.kind === 'prefix';
 
-/** Whether the query needs the full-text index at all (`in:inbox is:unread` does not). */
-export function containsText(node: SearchNode): boolean {
-  if (isTextNode(node)) return true;
-  if (node.kind === 'and' || node.kind === 'or') return node.children.some(containsText);
-  if (node.kind === 'not') return containsText(node.child);
+/** Whether some text term of the query passes `pred`. */
+export function someTextTerm(node: SearchNode, pred: (term: TextNode) => boolean): boolean {
+  if (isTextNode(node)) return pred(node);
+  if (node.kind === 'and' || node.kind === 'or') return node.children.some((c) => someTextTerm(c, pred));
+  if (node.kind === 'not') return someTextTerm(node.child, pred);
   return false;
 }
+
+/** Whether the query needs the full-text index at all (`in:inbox is:unread` does not). */
+export const containsText = (node: SearchNode): boolean => someTextTerm(node, () => true);
 
 const TEXT_FIELDS: ReadonlySet<string> = new Set<TextField>(['from', 'to', 'cc', 'subject', 'filename']);
 const OPERATORS: ReadonlySet<string> = new Set([...TEXT_FIELDS, 'has', 'is', 'label', 'in', 'mailbox', 'before', 'after']);

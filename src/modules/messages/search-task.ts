@@ -13,7 +13,7 @@ export type SearchTask =
   /** IMAP SEARCH's text key over one folder: the UIDs that match (null: every message). */
   | { kind: 'folder-text'; workspaceId: string; scope: FolderScope; field: FolderTextField; value: string };
 
-export type SearchAnswer = { kind: 'messages'; rows: SearchPageRow[]; total: number } | { kind: 'threads'; rows: ThreadRow[]; total: number } | { kind: 'uids'; uids: number[] | null };
+export type SearchAnswer = { kind: 'messages'; rows: SearchPageRow[]; total: number; partial: boolean } | { kind: 'threads'; rows: ThreadRow[]; total: number } | { kind: 'uids'; uids: number[] | null };
 
 /** The mail store's searches, which a task runs. */
 export type SearchStore = Pick<ReceivedMailStore, 'searchMessages' | 'searchThreads' | 'folderTextUids'>;
@@ -21,8 +21,7 @@ export type SearchStore = Pick<ReceivedMailStore, 'searchMessages' | 'searchThre
 /** The task's page and its count, on `work` (the process's connection, a transaction, or a reader thread's own). */
 export async function executeSearch(work: Work, store: SearchStore, task: SearchTask): Promise<SearchAnswer> {
   if (task.kind === 'messages') {
-    const { rows, total } = await store.searchMessages(work, task.workspaceId, task.filter, task.node, task.limit, task.offset);
-    return { kind: 'messages', rows, total };
+    return { kind: 'messages', ...(await store.searchMessages(work, task.workspaceId, task.filter, task.node, task.limit, task.offset)) };
   }
   if (task.kind === 'folder-text') return { kind: 'uids', uids: await store.folderTextUids(work, task.scope, task.field, task.value) };
   const page = await store.searchThreads(work, task.workspaceId, { mailboxId: task.mailboxId, label: task.label }, task.node, task.limit, task.offset);

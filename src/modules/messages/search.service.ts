@@ -20,9 +20,13 @@ export interface SearchDeps {
   parseFolder: (value: string) => Folder;
 }
 
-/** `total` and `total_capped` of a search answer from the capped count (counted up to SEARCH_TOTAL_CAP + 1). */
-function totals(counted: number): { total: number; total_capped: boolean } {
-  return counted > SEARCH_TOTAL_CAP ? { total: SEARCH_TOTAL_CAP, total_capped: true } : { total: counted, total_capped: false };
+/**
+ * `total` and `total_capped` of a search answer: its count (up to SEARCH_TOTAL_CAP + 1), capped; a partial count (see
+ * the store) is a lower bound, and so is the end of the page it answers.
+ */
+export function searchTotals(answer: { total: number; partial: boolean }, pageEnd: number): { total: number; total_capped: boolean } {
+  const counted = answer.partial ? Math.max(answer.total, pageEnd) : answer.total;
+  return counted > SEARCH_TOTAL_CAP ? { total: SEARCH_TOTAL_CAP, total_capped: true } : { total: counted, total_capped: answer.partial };
 }
 
 /**
@@ -37,8 +41,7 @@ export function createSearch({ runner, mailboxId, parseFolder }: SearchDeps) {
       const filter = { mailboxId: await mailboxId(tenant, query.mailbox), folder, label: query.label, threadId: query.thread_id, unread: query.unread };
       const answer = await runner.run({ kind: 'messages', workspaceId: tenant.workspaceId, filter, node, limit: query.limit, offset: query.offset });
       if (answer.kind !== 'messages') throw new Error('a message search answered with threads');
-      const { rows, total } = answer;
-      return { messages: rows.map(toMessageListView), ...totals(total), limit: query.limit, offset: query.offset };
+      return { messages: answer.rows.map(toMessageListView), ...searchTotals(answer, query.offset + answer.rows.length), limit: query.limit, offset: query.offset };
     },
 
     async searchThreads(tenant: TenantContext, query: ThreadSearchQuery): Promise<{ threads: ThreadView[]; total: number; limit: number; offset: number }> {

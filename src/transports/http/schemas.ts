@@ -296,7 +296,7 @@ export const MessagePage = Type.Object({
   total: Type.Integer(),
   limit: Type.Integer(),
   offset: Type.Integer(),
-  total_capped: Type.Optional(Type.Boolean({ description: 'searches (q) only: true when total stopped counting at 1,000 matches' })),
+  total_capped: Type.Optional(Type.Boolean({ description: 'searches (q) only: true when total is a lower bound: counting stopped at 1,000 matches, or (PostgreSQL, words in a row: a phrase, an address) at the newest 5,000 messages' })),
 }, { title: 'MessagePage' });
 /** `q`: a search query (docs/api.md "Search queries"); its own parser bounds it further. */
 export const SearchText = Type.String({ minLength: 1, maxLength: 4096, description: 'a search query (Gmail\'s operators); see Search queries' });
