@@ -265,7 +265,7 @@ describe(`mail store: UIDs, modseq, flags, expunge log (${TEST_DIALECT})`, () =>
     // Rows written directly (the store's write path is tested above): UIDs in the reverse of insertion order.
     const rows = Array.from({ length: 10_000 }, (_, i) => ({
       id: `msg_big_${i}`, workspace_id: ws, mailbox_id: big, thread_id: 'thr_big', direction: 'inbound' as const, folder: 'archive', read: i % 2, labels: '[]',
-      from_json: 'null', to_json: '[]', cc_json: '[]', subject: '', snippet: '', size: 10, date: null, internet_message_id: null, auth_json: '{}',
+      from_json: 'null', from_address: '', to_json: '[]', cc_json: '[]', subject: '', snippet: '', size: 10, date: null, internet_message_id: null, auth_json: '{}',
       attachments_json: '[]', envelope_json: '{}', created_at: T0 + i, updated_at: T0 + i, uid: 10_000 - i, modseq: 1, flagged: 0, answered: 0, deleted: 0,
     }));
     for (let i = 0; i < rows.length; i += 500) await db().insertInto('messages').values(rows.slice(i, i + 500)).execute();

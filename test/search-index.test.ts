@@ -181,6 +181,32 @@ describe(`search (${TEST_DIALECT})`, () => {
     expect(threads.json<{ total: number }>().total).toBe(1);
   });
 
+  it('takes from: with a whole address as the sender, compared whole and without case', async () => {
+    const sent: Record<string, string> = {};
+    for (const [name, from] of [['exact', 'Alice <Alice@Sender.Test>'], ['longer', 'bob.alice@sender.test'], ['spoof', '"alice@sender.test" <mallory@spam.test>']] as const) {
+      const info = await h.send({ from, to: FOREIGN, subject: `Sender ${name}`, text: 'who sent this' });
+      sent[/Stored as (.+)$/.exec(info.response)![1]!] = name;
+    }
+    const theirs = async (q: string): Promise<string[]> => {
+      const res = await get(`/inbox?q=${encodeURIComponent(q)}`, bearer(other.apiKey));
+      expect(res.statusCode, `${q}: ${res.body}`).toBe(200);
+      return res.json<Page>().messages.map((m) => sent[m.message_id] ?? m.subject).sort();
+    };
+    expect(await theirs('from:alice@sender.test')).toEqual(['exact']);
+    expect(await theirs('FROM:ALICE@sender.TEST')).toEqual(['exact']);
+    expect(await theirs('from:"alice@sender.test" who')).toEqual(['exact']);
+    expect(await theirs('-from:alice@sender.test who')).toEqual(['longer', 'spoof']);
+    expect(await theirs('from:alice@sender.test OR from:mallory@spam.test')).toEqual(['exact', 'spoof']);
+    // Anything else after from: is words, of the names and the addresses.
+    expect(await theirs('from:alice who')).toEqual(['exact', 'longer', 'spoof']);
+    expect(await theirs('from:sender.test who')).toEqual(['exact', 'longer', 'spoof']);
+    expect(await theirs('from:alice@sender who')).toEqual(['exact', 'longer', 'spoof']);
+    expect(await theirs('from:alice@sen*')).toEqual(['exact', 'longer', 'spoof']);
+    // Another workspace's sender with the same address is not theirs to find, nor theirs ours.
+    expect(await found('from:x@sender.test')).toEqual([]);
+    expect(await theirs('from:zoe@sender.test')).toEqual([]);
+  });
+
   it('answers a malformed query with 400 invalid_query and the position of the problem', async () => {
     for (const [q, position] of [['from:', 0], ['a "open', 2], ['(a', 0], ['a OR', 2], ['in:nowhere', 3], ['before:2026-13-01', 7]] as const) {
       const res = await get(`/app/api/messages?q=${encodeURIComponent(q)}`, session(token));
@@ -259,6 +285,29 @@ describe(`search index of mail stored before it existed (${TEST_DIALECT})`, () =
       expect(res.json<Page>().messages.map((m) => m.message_id), q).toEqual([id]);
     }
   });
+  it('gives mail stored before it its sender address, folded as a query folds it', async () => {
+    const acme = await createTenant(h, 'Senders');
+    const address = 'senders@mailroom.localhost';
+    expect((await h.app.inject({ method: 'POST', url: '/mailboxes', headers: bearer(acme.apiKey), payload: { address } })).statusCode).toBe(201);
+    const stored = async (from: string) => /Stored as (.+)$/.exec((await h.send({ from, to: address, subject: 'Before', text: 'x' })).response)![1]!;
+    const [plain, accented, none] = [await stored('Ann <Ann@Sender.Test>'), await stored('zoe@sender.test'), await stored('nobody@sender.test')];
+    const migrator = createMigrator(h.services.database.db);
+    const db = h.services.database.db;
+    const down = await migrator.migrateTo('20261213000600_label_definitions');
+    expect(down.error).toBeUndefined();
+    expect(down.results?.map((r) => r.migrationName).at(-1)).toBe('20261213000900_messages_from_address');
+    // An address past ASCII (as SMTPUTF8 mail has) and a message without From, written into the rows directly.
+    await db.updateTable('messages').set({ from_json: JSON.stringify({ name: 'Zoë', address: 'ZOË@Sender.Test' }) }).where('id', '=', accented).execute();
+    await db.updateTable('messages').set({ from_json: 'null' }).where('id', '=', none).execute();
+    expect((await migrator.migrateToLatest()).error).toBeUndefined();
+    for (const [q, id] of [['from:ann@sender.test', plain], ['from:zoë@sender.test', accented], ['from:ZOË@SENDER.TEST', accented], ['from:nobody@sender.test', null]] as const) {
+      const res = await h.app.inject({ method: 'GET', url: `/inbox?q=${encodeURIComponent(q)}`, headers: bearer(acme.apiKey) });
+      expect(res.json<Page>().messages.map((m) => m.message_id), q).toEqual(id === null ? [] : [id]);
+    }
+    const rows = await db.selectFrom('messages').select(['id', 'from_address']).where('id', 'in', [plain, accented, none]).execute();
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.from_address]))).toEqual({ [plain]: 'ann@sender.test', [accented]: 'zoë@sender.test', [none]: '' });
+  });
+
   it("is rebuilt with each word behind its workspace's tag by the migration that adds the tags", async () => {
     const acme = await createTenant(h, 'Tagged');
     const address = 'tagged@mailroom.localhost';

@@ -25,11 +25,14 @@ const body = 'Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do ei
 const raw = (i: number) => Buffer.from(`From: a@sender.test\r\nTo: ${address}\r\nSubject: test ${i}\r\nMessage-ID: <m${i}@sender.test>\r\nDate: Tue, 01 Dec 2026 10:00:00 +0000\r\n\r\n${body}`);
 const envelope = { mailFrom: 'a@sender.test', remoteIp: '127.0.0.1', helo: 'sender.test' };
 
+// Numbered across both runs, so that no timed message repeats a warm-up one's Message-ID (it would join its thread).
+let numbered = 0;
+
 async function deliver(count: number): Promise<void> {
-  let next = 0;
+  const end = numbered + count;
   const session = async () => {
-    while (next < count) {
-      const i = next++;
+    while (numbered < end) {
+      const i = numbered++;
       const verdict = await h.services.inbound.checkRecipient(address, envelope);
       if (!verdict.ok) throw new Error(`recipient refused: ${verdict.detail}`);
       await h.services.inbound.deliver(raw(i), envelope, [verdict.recipient]);

@@ -45,6 +45,7 @@ import * as m20261213000300 from './migrations/20261213000300_mailbox_signature.
 import * as m20261213000400 from './migrations/20261213000400_messages_thread_folder_index.js';
 import * as m20261213000500 from './migrations/20261213000500_outbound_in_reply_to.js';
 import * as m20261213000600 from './migrations/20261213000600_label_definitions.js';
+import * as m20261213000900 from './migrations/20261213000900_messages_from_address.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -97,6 +98,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261213000400_messages_thread_folder_index': m20261213000400,
   '20261213000500_outbound_in_reply_to': m20261213000500,
   '20261213000600_label_definitions': m20261213000600,
+  '20261213000900_messages_from_address': m20261213000900,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };

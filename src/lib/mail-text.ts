@@ -102,6 +102,12 @@ export function searchTokens(text: string): string[] {
 const wordsOf = (text: string): string => searchTokens(text).join(' ');
 
 /**
+ * Text as a search query holds it: NFKC, lower case, accents kept. A sender's address is stored in this form beside
+ * the message (`messages.from_address`), so that `from:alice@example.com` is an equality on an index.
+ */
+export const foldCase = (text: string): string => text.normalize('NFKC').toLowerCase();
+
+/**
  * Whether `haystack` (a text's words) holds `words` in a row, the last as a prefix of its word: the index's phrase
  * with a prefix, checked on words. Knuth–Morris–Pratt over the exact words, so linear in both however they repeat.
  */

@@ -39,7 +39,7 @@ const ATTACHMENTS_PER_STATEMENT = 1_000;
 type Scope = { workspaceId: string; mailboxId: string; folder: string };
 
 const MESSAGE_COPY_COLUMNS = [
-  'workspace_id', 'mailbox_id', 'thread_id', 'direction', 'read', 'labels', 'from_json', 'to_json', 'cc_json', 'subject', 'snippet', 'size',
+  'workspace_id', 'mailbox_id', 'thread_id', 'direction', 'read', 'labels', 'from_json', 'from_address', 'to_json', 'cc_json', 'subject', 'snippet', 'size',
   'date', 'internet_message_id', 'auth_json', 'envelope_json', 'created_at', 'flagged', 'answered', 'deleted',
 ] as const satisfies ReadonlyArray<keyof MessageTable>;
 

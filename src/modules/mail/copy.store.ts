@@ -10,6 +10,7 @@ import { insertRows, preparedQuery, preparedWrite } from '../../db/prepared.js';
 import type { Work } from '../../db/tables.js';
 import type { Clock } from '../../lib/clock.js';
 import { newId } from '../../lib/ids.js';
+import { foldCase } from '../../lib/mail-text.js';
 import type { AttachmentView, AuthSummary, Folder, SpamView } from '../messages/message.types.js';
 import type { ParsedMessage } from '../messages/mime.js';
 import type { MailTables } from './mail.table.js';
@@ -228,6 +229,7 @@ function messageRowOf(input: StoreInput, ids: { messageId: string; threadId: str
     read: input.read ? 1 : 0,
     labels: JSON.stringify(labels),
     from_json: JSON.stringify(parsed.from),
+    from_address: parsed.from ? foldCase(parsed.from.address) : '',
     to_json: JSON.stringify(parsed.to),
     cc_json: JSON.stringify(parsed.cc),
     subject: parsed.subject,

@@ -62,7 +62,8 @@ export type DeliveryDetailColumns = DeliveryColumns & { out_recipients: string |
 /** A whole message row (single lookups, which also need its mailbox, envelope and bookkeeping). */
 const LIST_COLUMNS = [...PAGE_COLUMNS, 'messages.workspace_id', 'messages.mailbox_id', 'messages.envelope_json', 'messages.updated_at', 'messages.uid', 'messages.modseq', 'messages.deleted'] as const;
 
-export type MessageRow = MessageTable & { mailbox_address: string };
+/** Without `from_address`: a search key, which no view reads (`from_json` is the sender). */
+export type MessageRow = Omit<MessageTable, 'from_address'> & { mailbox_address: string };
 /** A message row as `storeCopy` returns it: its UID and modseq are the database's (PostgreSQL writes the row later in the transaction). */
 export type StoredMessageRow = Omit<MessageRow, 'uid' | 'modseq'>;
 /** A message row as the views read it (single lookups, thread views): with its delivery state. */
@@ -326,7 +327,7 @@ export async function stampModseq(db: MailDb, workspaceId: string, ids: readonly
 /** The columns of a new message row the caller gives (`uid` and `modseq` come from its folder's counter). */
 export type NewMessageRow = Omit<MessageTable, 'uid' | 'modseq'>;
 const NEW_MESSAGE_COLUMNS = [
-  'id', 'workspace_id', 'mailbox_id', 'thread_id', 'direction', 'folder', 'read', 'labels', 'from_json', 'to_json', 'cc_json', 'subject', 'snippet', 'size',
+  'id', 'workspace_id', 'mailbox_id', 'thread_id', 'direction', 'folder', 'read', 'labels', 'from_json', 'from_address', 'to_json', 'cc_json', 'subject', 'snippet', 'size',
   'date', 'internet_message_id', 'auth_json', 'attachments_json', 'envelope_json', 'created_at', 'updated_at', 'flagged', 'answered', 'deleted',
 ] as const satisfies ReadonlyArray<keyof NewMessageRow>;
 

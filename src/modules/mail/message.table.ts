@@ -32,6 +32,8 @@ export interface MessageTable {
   /** JSON array of labels (the message_labels rows are the index for filtering). */
   labels: string;
   from_json: string;
+  /** The sender's address as a search query holds it (lib/mail-text.ts `foldCase`), '' without one: `from:` finds it by index. */
+  from_address: string;
   to_json: string;
   cc_json: string;
   subject: string;

@@ -45,6 +45,8 @@ function filterCond(node: FilterNode, workspaceId: string, unindexedDates: boole
     case 'label':
       return (eb) =>
         eb.exists(eb.selectFrom('message_labels').select(sql<number>`1`.as('one')).whereRef('message_labels.message_id', '=', 'messages.id').where('message_labels.label', '=', node.value));
+    case 'from_address':
+      return (eb) => eb('messages.from_address', '=', node.value);
     case 'mailbox':
       return (eb) => eb('messages.mailbox_id', 'in', eb.selectFrom('mailboxes').select('mailboxes.id').where('mailboxes.workspace_id', '=', workspaceId).where('mailboxes.address', '=', node.value));
     case 'after':

@@ -53,7 +53,14 @@ const PARSES: Array<[string, SearchNode]> = [
   ['ORE', t('ore')],
   // Text fields.
   ['from:alice', t('alice', 'from')],
-  ['FROM:Alice@Example.COM', t('alice@example.com', 'from')],
+  // A whole address after from: is the sender's address; a part of one stays words.
+  ['FROM:Alice@Example.COM', { kind: 'filter', filter: 'from_address', value: 'alice@example.com' }],
+  ['from:"alice@example.com"', { kind: 'filter', filter: 'from_address', value: 'alice@example.com' }],
+  ['from:alice@example', t('alice@example', 'from')],
+  ['from:alice@example.', t('alice@example.', 'from')],
+  ['from:alice@example.c*', px('alice@example.c', 'from')],
+  ['from:"alice@example.com bob"', ph('alice@example.com bob', 'from')],
+  ['to:alice@example.com', t('alice@example.com', 'to')],
   ['from:"Alice Example"', ph('alice example', 'from')],
   ['from:ali*', px('ali', 'from')],
   ['to:bob', t('bob', 'to')],

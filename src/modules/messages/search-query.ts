@@ -5,6 +5,7 @@
  * characters and one over the tokens, with bounds on length, terms and nesting, and fails only with `invalid_query`.
  */
 import { DomainError } from '../../lib/errors.js';
+import { foldCase } from '../../lib/mail-text.js';
 export { unaccent } from '../../lib/mail-text.js';
 import { FOLDERS, LABEL_PATTERN, type Folder } from './message.types.js';
 
@@ -35,6 +36,7 @@ export type FilterNode =
   | { kind: 'filter'; filter: 'label'; value: string }
   | { kind: 'filter'; filter: 'read'; value: boolean }
   | { kind: 'filter'; filter: 'mailbox'; value: string }
+  | { kind: 'filter'; filter: 'from_address'; value: string }
   | { kind: 'filter'; filter: 'after' | 'before'; value: string }
   | { kind: 'filter'; filter: 'has_attachment' };
 
@@ -83,7 +85,7 @@ type Token =
 
 const isSpace = (c: string): boolean => /^\s$/u.test(c);
 const isBoundary = (c: string): boolean => c === '(' || c === ')' || c === '"' || isSpace(c);
-const normalize = (text: string): string => text.normalize('NFKC').toLowerCase();
+const normalize = foldCase;
 
 /** The query as code points, refused when too long or when it holds a control character or a lone surrogate. */
 function codePoints(text: string): string[] {
@@ -167,6 +169,19 @@ class Lexer {
 function combine(kind: 'and' | 'or', nodes: SearchNode[]): SearchNode {
   const children = nodes.flatMap((n) => (n.kind === kind ? n.children : [n]));
   return children.length === 1 ? children[0]! : { kind, children };
+}
+
+/** A whole address: one `@`, no space, a domain of two labels or more (`alice@example` is still being typed). */
+const WHOLE_ADDRESS = /^[^\s@]+@[^\s@.]+(?:\.[^\s@.]+)+$/u;
+
+/**
+ * `from:` with a whole address (`from:alice@example.com`, quoted or not) is the sender's address, compared whole and
+ * without case: not `bob.alice@example.com`, nor a display name that spells the address. Other `from:` values stay
+ * words (`from:example.com` is every sender there).
+ */
+function fieldTerm(node: TextNode): TextNode | FilterNode {
+  if (node.field !== 'from' || node.kind === 'prefix' || !WHOLE_ADDRESS.test(node.value)) return node;
+  return { kind: 'filter', filter: 'from_address', value: node.value };
 }
 
 function textNode(field: TextField | null, raw: string, quoted: boolean, pos: number): TextNode {
@@ -292,7 +307,7 @@ class Parser {
         return textNode(null, token.raw, token.type === 'phrase', token.pos);
       case 'op':
         this.count(token.pos);
-        if (TEXT_FIELDS.has(token.name)) return textNode(token.name as TextField, token.raw, token.quoted, token.valuePos);
+        if (TEXT_FIELDS.has(token.name)) return fieldTerm(textNode(token.name as TextField, token.raw, token.quoted, token.valuePos));
         return filterNode(token.name, token.raw, token.valuePos);
       case 'or':
       case 'and':
