@@ -14,6 +14,7 @@ import { relayTlsInsecure } from './modules/sending/routes.resolver.js';
 import { asWork } from './db/tables.js';
 import { startAuditSweeps } from './modules/audit/audit.service.js';
 import { createMaintenance, type Maintenance } from './modules/tenancy/maintenance.js';
+import { createSearchPendingMerge } from './modules/mail/search-pending.js';
 import { createTenancyStore } from './modules/tenancy/tenancy.store.js';
 import { createServices, type Services } from './services.js';
 import { buildApp } from './transports/http/app.js';
@@ -242,6 +243,10 @@ export async function startService(config: Readonly<Config>, roles: readonly Pro
       role.roleStops.push(async () => acme.stop());
       await acme.start();
     }
+    // Every role may store mail (a worker delivers to hosted mailboxes), so every process keeps the index's list short.
+    const pendingMerge = createSearchPendingMerge({ work: asWork(services.database.db), dialect: services.database.dialect, logger });
+    pendingMerge.start();
+    role.roleStops.push(() => pendingMerge.stop());
     if (roles.includes('worker')) startWorkerRole(role);
     if (roles.includes('smtp')) {
       smtpPort = await startSmtpRole(role, certificates.forListener('smtp'));

@@ -46,6 +46,7 @@ import * as m20261213000400 from './migrations/20261213000400_messages_thread_fo
 import * as m20261213000500 from './migrations/20261213000500_outbound_in_reply_to.js';
 import * as m20261213000600 from './migrations/20261213000600_label_definitions.js';
 import * as m20261213000900 from './migrations/20261213000900_messages_from_address.js';
+import * as m20261213001000 from './migrations/20261213001000_search_pending_limit.js';
 
 /**
  * Migrations are compiled into the program (no directory scan), named by timestamp, and applied in
@@ -99,6 +100,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261213000500_outbound_in_reply_to': m20261213000500,
   '20261213000600_label_definitions': m20261213000600,
   '20261213000900_messages_from_address': m20261213000900,
+  '20261213001000_search_pending_limit': m20261213001000,
 };
 
 const provider: MigrationProvider = { getMigrations: async () => MIGRATIONS };
