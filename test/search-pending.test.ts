@@ -80,6 +80,34 @@ describe(`search index pending list (${TEST_DIALECT})`, () => {
     expect(await found('narwhal')).toBe(3);
   });
 
+  it.runIf(pg)('warns once and stops when the database user does not own the index', async () => {
+    const db = h.services.database.db;
+    const role = `mailroom_not_owner_${process.pid}`;
+    await sql`create role ${sql.id(role)}`.execute(db);
+    try {
+      await db.connection().execute(async (conn) => {
+        await sql`set role ${sql.id(role)}`.execute(conn);
+        try {
+          const lines: Array<{ msg: string }> = [];
+          const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string }) });
+          const m = createSearchPendingMerge({ work: asWork(conn), dialect: h.services.database.dialect, logger, intervalMs: 10 });
+          await expect(m.mergeOnce()).rejects.toMatchObject({ code: '42501' });
+          m.start();
+          await expect.poll(() => lines.length, { timeout: 10_000 }).toBeGreaterThan(0);
+          // Many intervals later, still the one warning: the interval stopped.
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          await m.stop();
+          expect(lines).toHaveLength(1);
+          expect(lines[0]!.msg).toMatch(/does not own/);
+        } finally {
+          await sql`reset role`.execute(conn);
+        }
+      });
+    } finally {
+      await sql`drop role ${sql.id(role)}`.execute(db);
+    }
+  });
+
   it.runIf(!pg)('does nothing on SQLite', async () => {
     const m = merge(20);
     m.start();
