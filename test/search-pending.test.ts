@@ -3,6 +3,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as pendingLimit from '../src/db/migrations/20261213001000_search_pending_limit.js';
 import { asWork } from '../src/db/tables.js';
+import { startService } from '../src/main.js';
 import { createSearchPendingMerge } from '../src/modules/mail/search-pending.js';
 import { TEST_DIALECT } from './helpers/database.js';
 import { bearer, createTenant, type Tenant } from './helpers/harness.js';
@@ -78,6 +79,18 @@ describe(`search index pending list (${TEST_DIALECT})`, () => {
     // Stopped: what was stored since is still in the list for the next merge.
     expect(await merge().mergeOnce()).toBeGreaterThan(0);
     expect(await found('narwhal')).toBe(3);
+  });
+
+  it.runIf(pg)('runs in every serving process: mail stored beside a running `serve` (api role alone) is merged by it', async () => {
+    const lines: Array<{ msg: string; pages?: number }> = [];
+    const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line) as { msg: string; pages?: number }) });
+    const running = await startService({ ...h.config, httpPort: 0, metricsPort: null }, ['api'], logger);
+    try {
+      await sendSome(2, 'quokka');
+      await expect.poll(() => lines.some((l) => l.msg === 'search index pending list merged' && (l.pages ?? 0) > 0), { timeout: 10_000 }).toBe(true);
+    } finally {
+      await running.stop();
+    }
   });
 
   it.runIf(pg)('warns once and stops when the database user does not own the index', async () => {
