@@ -270,6 +270,10 @@ describe(`sandbox mode (${TEST_DIALECT})`, () => {
     expect((await capturesOf(sent.message_id))[0]!.stored).toEqual([{ address: 'random@mailroom.localhost', mailbox: 'catchall@mailroom.localhost', message_id: expect.stringMatching(/^msg_/) as unknown }]);
     const inbox = await h.app.inject({ method: 'GET', url: '/inbox?mailbox=catchall@mailroom.localhost', headers: bearer(acme.apiKey) });
     expect(inbox.json<{ messages: Array<{ subject: string }> }>().messages.map((m) => m.subject).sort()).toEqual(['Caught', 'Caught too']);
+    // The catch-all's workspace judges the sender by its inbound lists, as for a mailbox of its own.
+    expect((await post('/app/api/lists/inbound/block', owner, { entry: 'mallory@sender.test' })).statusCode).toBe(201);
+    await expect(h.send({ from: 'mallory@sender.test', to: 'nobody@mailroom.localhost', subject: 'Blocked', text: 'x' })).rejects.toMatchObject({ responseCode: 550, response: expect.stringMatching(/^550 5\.7\.1 /) as unknown });
+    expect((await h.app.inject({ method: 'DELETE', url: '/app/api/lists/inbound/block/mallory@sender.test', headers: session(owner) })).statusCode).toBe(200);
 
     expect((await get('/app/api/sandbox/catch-alls', owner)).json()).toMatchObject({ catch_alls: [{ domain: 'mailroom.localhost', mailbox: 'catchall@mailroom.localhost' }] });
     expect((await h.app.inject({ method: 'DELETE', url: '/app/api/sandbox/catch-alls/mailroom.localhost', headers: session(owner) })).json()).toEqual({ ok: true });

@@ -112,6 +112,16 @@ export function addressVerdicts(direction: ListDirection, addresses: readonly st
   };
 }
 
+/**
+ * `ListService.evaluate` split in two: `keys` is what to read (`candidatesSelect`), `judge` the verdict from what was
+ * read. A RCPT's check reads the candidates in the statement that finds the recipient's mailbox.
+ */
+export function subjectVerdict(direction: ListDirection, subject: { address?: string | null; ip?: string | null }): { keys: string[]; judge(candidates: Candidates): ListVerdict } {
+  const keys = matchKeys(subject.address?.toLowerCase() ?? null);
+  const ip = subject.ip && ipaddr.isValid(subject.ip) ? ipaddr.process(subject.ip) : null;
+  return { keys, judge: ({ entries, hasAllow }) => decide(direction, entries, hasAllow, keys, ip) };
+}
+
 export interface ListService {
   list(tenant: TenantContext, direction: string, listType: string, page: { limit: number; offset: number }): Promise<{ entries: ListEntryView[]; total: number; limit: number; offset: number }>;
   add(tenant: TenantContext, direction: string, listType: string, input: { entry: string; reason?: string | undefined }): Promise<ListEntryView>;
@@ -190,11 +200,8 @@ export function createListService({ work, store, clock, audit }: { work: Work; s
     },
 
     async evaluate(conn, workspaceId, direction, subject) {
-      const keys = matchKeys(subject.address?.toLowerCase() ?? null);
-      const { entries, hasAllow } = await store.candidates(conn, workspaceId, direction, keys);
-      let ip: ipaddr.IPv4 | ipaddr.IPv6 | null = null;
-      if (subject.ip && ipaddr.isValid(subject.ip)) ip = ipaddr.process(subject.ip);
-      return decide(direction, entries, hasAllow, keys, ip);
+      const verdict = subjectVerdict(direction, subject);
+      return verdict.judge(await store.candidates(conn, workspaceId, direction, verdict.keys));
     },
   };
 }

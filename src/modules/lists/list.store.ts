@@ -1,3 +1,4 @@
+import type { Expression } from 'kysely';
 import { preparedQuery } from '../../db/prepared.js';
 import { deleteWorkspaceBatch } from '../../db/purge.js';
 import { tablesOf, type Work } from '../../db/tables.js';
@@ -13,8 +14,9 @@ export type { CandidateRow, Candidates } from './candidates.js';
  * no entry matches (the LEFT JOIN then gives one row of nulls), so the decision takes one statement, not two.
  * A builder, so that a caller may read more in the same statement (a send's sender check); read the rows with
  * `candidatesOf`. It takes any handle (the caller's, typed over whatever it reads beside) and names only `list_entries`.
+ * `workspaceId` may be an expression: a RCPT's check finds the workspace by the recipient's mailbox in the same statement.
  */
-export function candidatesSelect(handle: Parameters<typeof tablesOf>[0], workspaceId: string, direction: ListDirection, keys: readonly string[]) {
+export function candidatesSelect(handle: Parameters<typeof tablesOf>[0], workspaceId: string | Expression<string>, direction: ListDirection, keys: readonly string[]) {
   const db = tablesOf<ListTables>(handle);
   const allowList = db.selectFrom('list_entries').select('id').where('workspace_id', '=', workspaceId).where('direction', '=', direction).where('list_type', '=', 'allow').limit(1);
   return db

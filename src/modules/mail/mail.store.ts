@@ -9,7 +9,7 @@ import type { Clock } from '../../lib/clock.js';
 import { createBounceStore } from './bounces.store.js';
 import { createCopyStore } from './copy.store.js';
 import { createCopyMessagesStore } from './copy-messages.store.js';
-import { createMailboxStore } from './mailbox.store.js';
+import { createMailboxStore, type MailboxStoreDeps } from './mailbox.store.js';
 import { createMessageStore } from './message.store.js';
 import { createFolderThreadStore } from './folder-threads.store.js';
 import { createOrganizeStore } from './organize.store.js';
@@ -26,7 +26,7 @@ import { createDraftFolderStore } from './draft-folder.store.js';
 import { createMailLookups, type MailLookups } from './lookups.store.js';
 import { createSendingMailStore, type SendingMailStore, type SendingMailStoreDeps } from './sending-mail.store.js';
 
-export interface ReceivedMailStoreDeps {
+export interface ReceivedMailStoreDeps extends MailboxStoreDeps {
   clock: Clock;
   /** What the database can do: row locks (a thread's row is locked before its counts change), its full-text index. */
   dialect: DialectInfo;
@@ -39,7 +39,7 @@ export function createReceivedMailStore(deps: ReceivedMailStoreDeps) {
     ...createMessageStore(),
     ...createFolderThreadStore(),
     ...createOrganizeStore(deps),
-    ...createMailboxStore(),
+    ...createMailboxStore(deps),
     ...createSearchStore(deps),
     ...createBounceStore(),
     ...createPurgeStore(),
@@ -68,7 +68,7 @@ export function createMailStore(deps: ReceivedMailStoreDeps & SendingMailStoreDe
 }
 export type { StoreInput } from './copy.store.js';
 export type { CopiedMessage, CopySource } from './copy-messages.store.js';
-export type { MailboxRow } from './mailbox.store.js';
+export type { MailboxRow, RecipientRow } from './mailbox.store.js';
 export type { DeliveryColumns, DeliveryDetailColumns, MessageDetailRow, MessageFilter, MessagePageRow, MessageRow, MessageViewRow, StoredMessageRow, ThreadRow, VersionedPage } from './message.store.js';
 export type { FolderThreadRow } from './folder-threads.store.js';
 export type { FolderScope, FolderTextField, SearchPageRow } from './search.store.js';

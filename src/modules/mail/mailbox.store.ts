@@ -5,6 +5,7 @@
 import type { Kysely } from 'kysely';
 import { preparedQuery } from '../../db/prepared.js';
 import type { Work } from '../../db/tables.js';
+import type { CandidateRow, candidatesSelect } from '../lists/list.store.js';
 import type { MailTables } from './mail.table.js';
 import type { MailboxTable } from './mailbox.table.js';
 import { mailDb, type MailDb } from './message.store.js';
@@ -55,7 +56,30 @@ export function findMailboxRow(db: MailDb, workspaceId: string, address: string)
   return withCounts(db, workspaceId).where('mailboxes.address', '=', address).executeTakeFirst();
 }
 
-export function createMailboxStore() {
+/**
+ * A RCPT's recipient check in one statement: the mailbox of the address (in whichever workspace) and that workspace's
+ * inbound list entries that could apply to the peer (`keys`). Every row is a list candidate with the mailbox beside
+ * it (its columns null when no mailbox has the address, and then no entry is read); there is always at least one row.
+ */
+export type RecipientRow = CandidateRow & { mailbox_id: string | null; workspace_id: string | null; mailbox_address: string | null };
+
+export interface MailboxStoreDeps {
+  /** The list entries a peer could match, as a part of the recipient check (lists module); none: no recipient check. */
+  listCandidates?: typeof candidatesSelect;
+}
+
+export function createMailboxStore({ listCandidates }: MailboxStoreDeps = {}) {
+  // Every RCPT TO asks it (prepared: see db/prepared.ts). The workspace is the mailbox's, as a scalar subquery (the
+  // address is unique), so that the list entries' part needs no second statement.
+  const recipientQuery = preparedQuery<{ address: string; keys: readonly string[] }, RecipientRow, MailTables>((db, p) => {
+    if (!listCandidates) throw new Error('the mailbox store was built without the lists');
+    const address = p<string>('address');
+    const workspace = db.selectFrom('mailboxes').select('workspace_id').where('address', '=', address).$asScalar();
+    return db
+      .selectFrom(listCandidates(db, workspace, 'inbound', p.list<string>('keys')).as('l'))
+      .leftJoin(db.selectFrom('mailboxes').select(['id', 'workspace_id', 'address']).where('address', '=', address).as('m'), (join) => join.onTrue())
+      .select(['l.has_allow', 'l.list_type', 'l.entry', 'l.kind', 'm.id as mailbox_id', 'm.workspace_id', 'm.address as mailbox_address']);
+  });
   return {
     createMailbox: async (work: Work, row: MailboxTable): Promise<void> => {
       await mailDb(work).insertInto('mailboxes').values(row).execute();
@@ -65,6 +89,8 @@ export function createMailboxStore() {
       withCounts(mailDb(work), workspaceId).orderBy('mailboxes.created_at', 'desc').orderBy('mailboxes.id', 'desc').execute(),
     findMailbox: (work: Work, workspaceId: string, address: string) => findMailboxRow(mailDb(work), workspaceId, address),
     mailboxIdByAddress: (work: Work, workspaceId: string, address: string) => mailboxIdByAddress(mailDb(work), workspaceId, address),
+    /** The mailbox an address belongs to with its workspace's inbound list candidates for the peer (see `RecipientRow`). */
+    readRecipient: (work: Work, query: { address: string; keys: readonly string[] }): Promise<RecipientRow[]> => recipientQuery(mailDb(work), query),
     /** The mailbox an address belongs to, in whichever workspace (inbound SMTP routing). */
     mailboxForRecipient: async (work: Work, address: string): Promise<Pick<MailboxTable, 'id' | 'workspace_id' | 'address'> | undefined> =>
       (await findAnyByAddressQuery(mailDb(work), { address }))[0],

@@ -3,7 +3,8 @@ import { asWork, type Work } from '../../db/tables.js';
 import type { FairGate } from '../../lib/fair-gate.js';
 import type { Logger } from '../../lib/logger.js';
 import type { EmitInput } from '../events/event.types.js';
-import type { ListService } from '../lists/list.service.js';
+import { candidatesOf } from '../lists/candidates.js';
+import { subjectVerdict, type ListService, type ListVerdict } from '../lists/list.service.js';
 import type { MailStore } from '../mail/mail.store.js';
 import { normalizeEmail } from '../tenancy/validation.js';
 import type { Analysis, MessageAnalyzer } from './analysis.js';
@@ -79,7 +80,7 @@ export interface InboundService {
 type ParametersAfterFirst<F extends (...args: never[]) => unknown> = Parameters<F> extends [unknown, ...infer Rest] ? Rest : never;
 
 /** The mail store's operations inbound mail uses. */
-export type InboundStore = Pick<MailStore, 'storeCopy' | 'findMessage' | 'mailboxForRecipient' | 'bounceTarget' | 'sentRecipients' | 'suppress'>;
+export type InboundStore = Pick<MailStore, 'storeCopy' | 'findMessage' | 'readRecipient' | 'bounceTarget' | 'sentRecipients' | 'suppress'>;
 
 export interface InboundDeps {
   /** The pool: lookups at RCPT, and the transaction of a refusal's event. */
@@ -313,6 +314,18 @@ export function createInboundService(deps: InboundDeps): InboundService {
     }, recipients[0]?.workspaceId);
   }
 
+  /**
+   * The recipient's mailbox and its workspace's verdict on the peer, read together (one statement a RCPT); no mailbox
+   * has the address: undefined (a catch-all may still take it).
+   */
+  async function readRecipient(address: string, peer: { address: string | null; ip: string }): Promise<{ mailbox: MailboxAddress; verdict: ListVerdict } | undefined> {
+    const judging = subjectVerdict('inbound', peer);
+    const rows = await store.readRecipient(work, { address, keys: judging.keys });
+    const row = rows[0];
+    if (row?.mailbox_id == null || row.workspace_id == null || row.mailbox_address == null) return undefined;
+    return { mailbox: { id: row.mailbox_id, workspace_id: row.workspace_id, address: row.mailbox_address }, verdict: judging.judge(candidatesOf(rows)) };
+  }
+
   return {
     async checkRecipient(rawAddress, envelope) {
       const unsubscribing = await checkUnsubscribeAddress(rawAddress);
@@ -328,10 +341,11 @@ export function createInboundService(deps: InboundDeps): InboundService {
         return { ok: true, recipient: { workspaceId: outbound.workspace_id, mailboxId: '', address: rawAddress.toLowerCase(), reportFor, reportRecipient } };
       }
       const address = normalizeEmail(rawAddress);
-      const mailbox = address ? ((await store.mailboxForRecipient(work, address)) ?? (await catchAll?.(address))) : undefined;
+      const peer = { address: normalizeEmail(envelope.mailFrom), ip: envelope.remoteIp };
+      const found = address ? await readRecipient(address, peer) : undefined;
+      const mailbox = found?.mailbox ?? (address ? await catchAll?.(address) : undefined);
       if (!mailbox || (await gone(mailbox.workspace_id))) return { ok: false, reason: 'no_mailbox', detail: `no mailbox ${rawAddress}` };
-      const sender = normalizeEmail(envelope.mailFrom);
-      const verdict = await lists.evaluate(work, mailbox.workspace_id, 'inbound', { address: sender, ip: envelope.remoteIp });
+      const verdict = found?.mailbox ? found.verdict : await lists.evaluate(work, mailbox.workspace_id, 'inbound', peer);
       if (verdict.decision === 'refuse') {
         await work.transaction().execute((trx) =>
           events.emit(trx, {
