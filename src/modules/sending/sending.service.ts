@@ -4,8 +4,6 @@ import { iso, type Clock } from '../../lib/clock.js';
 import { invalid, isDomainError, notFound, DomainError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { Queue } from '../../jobs/queue.js';
-import { candidatesOf } from '../lists/candidates.js';
-import { addressVerdicts } from '../lists/list.service.js';
 import { notChecked } from '../messages/authentication.js';
 import { MAX_SUBJECT_LENGTH, parseMessage, snippetOf, type ParsedMessage } from '../messages/mime.js';
 import { searchEntryOf } from '../../lib/mail-text.js';
@@ -22,6 +20,7 @@ import { MAX_RECIPIENTS, parseRecipients } from './recipients.js';
 import { scheduledTime } from './schedule.js';
 import { prepareSubmitted } from './submitted.js';
 import { createScheduling, type Scheduling } from './schedule.service.js';
+import { batchReads, ownReads, type SenderRead, type SendReads } from './send-reads.js';
 import type { EventOutbox, SendingDomains } from './sending.deps.js';
 import type { MailStore } from '../mail/mail.store.js';
 import type { ReturnPaths } from '../../lib/verp.js';
@@ -162,7 +161,7 @@ export interface RawSendInput {
   recipients: readonly string[];
 }
 
-type Sender = { mailbox: { id: string; address: string }; fromDomain: string; judged: ReturnType<ReturnType<typeof addressVerdicts>['judge']> };
+type Sender = { mailbox: { id: string; address: string }; fromDomain: string; judged: SenderRead['judged'] };
 type Checked = { mailbox: { id: string; address: string }; fromDomain: string; to: string[]; cc: string[]; all: string[]; suppressed: string[]; subject: string; replyTo: string | undefined; fromName: string };
 type Composed = {
   messageId: string;
@@ -177,6 +176,25 @@ type Composed = {
 /** A send ready to be written: `sendAt` null sends at once; `held`: scheduled only by the hold. */
 type Prepared = { checked: Checked; composed: Composed; sendAt: number | null; held?: boolean };
 
+/** Parsed as a send's checks parse them (`check`): every message's recipients by its sender; one that does not parse adds none. */
+function recipientsBySender(inputs: readonly SendInput[]): Map<string, Set<string>> {
+  const bySender = new Map<string, Set<string>>();
+  for (const input of inputs) {
+    const from = normalizeEmail(input.from_mailbox);
+    if (!from) continue;
+    let all: string[];
+    try {
+      all = [...parseRecipients(input.to, 'to', { required: true }), ...parseRecipients(input.cc, 'cc', { required: false }), ...parseRecipients(input.bcc, 'bcc', { required: false })];
+    } catch {
+      continue;
+    }
+    const set = bySender.get(from) ?? new Set<string>();
+    for (const address of all) set.add(address);
+    bySender.set(from, set);
+  }
+  return bySender;
+}
+
 export function createSendingService(deps: SendingDeps): SendingService {
   const { work, clock, events, mail, queue, domains, returnPaths, commits, quota } = deps;
   const composer = deps.compose ?? composeMessage;
@@ -188,7 +206,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
    * `record`: commit list refusals as events in a transaction of their own (only when no caller's
    * transaction is open, see `SendingService.check`).
    */
-  async function check(tenant: TenantContext, input: SendInput, conn: Work, record: boolean): Promise<Checked> {
+  async function check(tenant: TenantContext, input: SendInput, reads: SendReads, record: boolean): Promise<Checked> {
     const fromAddress = normalizeEmail(input.from_mailbox);
     const noMailbox = () => notFound('mailbox_not_found', `no mailbox ${input.from_mailbox} in this workspace`);
     if (!fromAddress) throw noMailbox();
@@ -204,7 +222,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
       recipients = { error };
     }
     const all = 'all' in recipients && recipients.all.length <= MAX_RECIPIENTS ? recipients.all : [];
-    const sender = await readSender(tenant, fromAddress, all, conn, noMailbox);
+    const sender = await readSender(reads, fromAddress, all, noMailbox);
     const { mailbox, fromDomain } = sender;
     if ('error' in recipients) throw recipients.error;
     const { to, cc } = recipients;
@@ -220,25 +238,22 @@ export function createSendingService(deps: SendingDeps): SendingService {
     if (fromName.length > MAX_NAME_LENGTH) throw invalid('invalid_request', `from_name must be at most ${MAX_NAME_LENGTH} characters`);
 
     await refuseListed(tenant, sender, all, record);
-    const deliverable = await withoutSuppressed(conn, tenant, all);
+    const deliverable = await withoutSuppressed(reads, all);
     return { mailbox, fromDomain, to, cc, ...deliverable, subject, replyTo, fromName };
   }
 
   /**
-   * The sending mailbox, with the outbound list entries that could match the recipients read in the same statement;
-   * refused when the mailbox is not the workspace's or its domain is neither hosted nor verified.
+   * The sending mailbox and the outbound lists' verdicts on the recipients (send-reads.ts); refused when the mailbox is
+   * not the workspace's or its domain is neither hosted nor verified.
    */
-  async function readSender(tenant: TenantContext, fromAddress: string, all: string[], conn: Work, noMailbox: () => DomainError): Promise<Sender> {
-    const verdicts = addressVerdicts('outbound', all);
-    const rows = await mail.readSender(conn, { workspaceId: tenant.workspaceId, address: fromAddress, keys: verdicts.keys });
-    const found = rows[0];
-    if (found?.mailbox_id == null || found.mailbox_address == null) throw noMailbox();
-    const mailbox = { id: found.mailbox_id, address: found.mailbox_address };
+  async function readSender(reads: SendReads, fromAddress: string, all: string[], noMailbox: () => DomainError): Promise<Sender> {
+    const { mailbox, judged } = await reads.sender(fromAddress, all);
+    if (!mailbox) throw noMailbox();
     const fromDomain = mailbox.address.slice(mailbox.address.lastIndexOf('@') + 1);
-    if (!(await domains.isAllowedDomain(tenant.workspaceId, fromDomain, asWork(conn)))) {
+    if (!(await reads.domainAllowed(fromDomain))) {
       throw invalid('domain_not_verified', `${fromDomain} is neither a hosted domain nor a verified sending domain`);
     }
-    return { mailbox, fromDomain, judged: verdicts.judge(candidatesOf(rows)) };
+    return { mailbox, fromDomain, judged };
   }
 
   /** 422 recipient_blocked when the outbound lists refuse a recipient; `record`: commit the refusals as events first. */
@@ -274,9 +289,10 @@ export function createSendingService(deps: SendingDeps): SendingService {
     const noMailbox = () => notFound('mailbox_not_found', `no mailbox ${input.mailbox} in this workspace`);
     const fromAddress = normalizeEmail(input.mailbox);
     if (!fromAddress) throw noMailbox();
-    const sender = await readSender(tenant, fromAddress, all, work, noMailbox);
+    const reads = ownReads(mail, domains, tenant.workspaceId, work);
+    const sender = await readSender(reads, fromAddress, all, noMailbox);
     await refuseListed(tenant, sender, all, true);
-    const deliverable = await withoutSuppressed(work, tenant, all);
+    const deliverable = await withoutSuppressed(reads, all);
     await quota.checkSend(work, tenant.workspaceId, 1);
     const messageId = newId('msg');
     const now = clock.now();
@@ -290,8 +306,8 @@ export function createSendingService(deps: SendingDeps): SendingService {
    * The recipients the workspace does not suppress, and those it does; 422 when it suppresses them all. The
    * headers keep every address the sender wrote: a suppressed one only gets no copy (decision 333).
    */
-  async function withoutSuppressed(conn: Work, tenant: TenantContext, all: string[]): Promise<{ all: string[]; suppressed: string[] }> {
-    const found = await mail.suppressedAmong(conn, tenant.workspaceId, all);
+  async function withoutSuppressed(reads: SendReads, all: string[]): Promise<{ all: string[]; suppressed: string[] }> {
+    const found = await reads.suppressed(all);
     if (found.size === 0) return { all, suppressed: [] };
     const suppressed = all.filter((a) => found.has(a));
     if (suppressed.length === all.length) throw suppressedError(suppressed);
@@ -366,17 +382,17 @@ export function createSendingService(deps: SendingDeps): SendingService {
 
   /**
    * Everything before the write, outside any transaction: the time to send, the checks, the composed message.
-   * `inBatch`: the batch has checked the send quotas for all its messages already.
+   * `batch`: the batch's shared reads; the batch has checked the send quotas for all its messages already.
    */
-  async function prepare(tenant: TenantContext, input: SendInput, conn: Work, record: boolean, inBatch = false): Promise<Prepared> {
+  async function prepare(tenant: TenantContext, input: SendInput, conn: Work, record: boolean, batch?: SendReads): Promise<Prepared> {
     const now = clock.now();
     const scheduled = scheduledTime(input.send_at, now);
     // A held send is a scheduled one whose time is the end of the undo window: one way to wait, cancel and leave.
     const held = scheduled === null && input.hold === true && undoSendMs > 0;
     const sendAt = held ? now + undoSendMs : scheduled;
-    const checked = await check(tenant, input, conn, record);
+    const checked = await check(tenant, input, batch ?? ownReads(mail, domains, tenant.workspaceId, conn), record);
     // Before composing: a workspace over its quota costs no work (the count in `write` is the one that holds).
-    if (!inBatch) await quota.checkSend(conn, tenant.workspaceId, 1);
+    if (!batch) await quota.checkSend(conn, tenant.workspaceId, 1);
     return { checked, composed: await compose(input, checked, sendAt), sendAt, held };
   }
 
@@ -435,7 +451,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
     },
 
     async check(tenant, input) {
-      await check(tenant, input, work, true);
+      await check(tenant, input, ownReads(mail, domains, tenant.workspaceId, work), true);
     },
 
     async enqueueRaw(tenant, input) {
@@ -448,21 +464,23 @@ export function createSendingService(deps: SendingDeps): SendingService {
       const address = normalizeEmail(recipient);
       if (!address) throw invalid('invalid_recipient', `'${recipient}' is not a valid email address`);
       const noMailbox = () => notFound('mailbox_not_found', `no mailbox ${mailbox} in this workspace`);
-      const sender = await readSender(tenant, normalizeEmail(mailbox) ?? mailbox, [address], work, noMailbox);
+      const reads = ownReads(mail, domains, tenant.workspaceId, work);
+      const sender = await readSender(reads, normalizeEmail(mailbox) ?? mailbox, [address], noMailbox);
       await refuseListed(tenant, sender, [address], true);
-      await withoutSuppressed(work, tenant, [address]);
+      await withoutSuppressed(reads, [address]);
     },
 
     async enqueueBatch(tenant, inputs) {
       if (inputs.length > MAX_BATCH_MESSAGES) throw invalid('invalid_request', `at most ${MAX_BATCH_MESSAGES} messages in a batch`);
       // A batch fits the send quotas whole or is refused whole (429), before any message is checked or composed.
       await quota.checkSend(work, tenant.workspaceId, inputs.length);
+      const reads = batchReads(mail, domains, tenant.workspaceId, work, recipientsBySender(inputs));
       // Checked and composed before the transaction, as a single send is; a refusal is recorded there (check's own
       // transaction) and answered in its place. Anything but a refusal is a failure of the whole batch.
       const prepared = await Promise.all(
         inputs.map(async (input): Promise<Prepared | { error: DomainError }> => {
           try {
-            return await prepare(tenant, input, work, true, true);
+            return await prepare(tenant, input, work, true, reads);
           } catch (error) {
             if (isDomainError(error)) return { error };
             throw error;
