@@ -369,6 +369,16 @@ export async function lockThread(db: MailDb, workspaceId: string, threadId: stri
   return (await (rowLocks ? lockThreadQuery : readThreadQuery)(db, { workspaceId, threadId }))[0];
 }
 
+/** `lockThread` for several threads in one statement, locked in id order (the order every batch takes them in). */
+export async function lockThreads(db: MailDb, workspaceId: string, threadIds: readonly string[], rowLocks: boolean): Promise<ThreadTable[]> {
+  if (threadIds.length <= 1) {
+    const row = threadIds[0] === undefined ? undefined : await lockThread(db, workspaceId, threadIds[0], rowLocks);
+    return row ? [row] : [];
+  }
+  const query = db.selectFrom('threads').selectAll().where('workspace_id', '=', workspaceId).where('id', 'in', threadIds).orderBy('id');
+  return (rowLocks ? query.forUpdate() : query).execute();
+}
+
 /** One message with its mailbox and delivery state (the single lookup every other read of a message shares). */
 export async function findMessageRow(db: MailDb, workspaceId: string, messageId: string): Promise<MessageDetailRow | undefined> {
   return (await findMessageQuery(db, { workspaceId, messageId }))[0];

@@ -38,3 +38,13 @@ function angleAddress(part: string): string {
 }
 
 export const domainOf = (address: string): string => address.slice(address.lastIndexOf('@') + 1);
+
+type RecipientField = string | readonly string[] | undefined;
+
+/** A send's `to`, `cc` and `bcc` parsed (`parseRecipients`), with every recipient once in `all`; throws as it does. */
+export function sendRecipients(input: { to: string | readonly string[]; cc?: RecipientField; bcc?: RecipientField }): { to: string[]; cc: string[]; all: string[] } {
+  const to = parseRecipients(input.to, 'to', { required: true });
+  const cc = parseRecipients(input.cc, 'cc', { required: false });
+  const bcc = parseRecipients(input.bcc, 'bcc', { required: false });
+  return { to, cc, all: [...new Set([...to, ...cc, ...bcc])] };
+}

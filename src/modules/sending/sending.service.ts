@@ -16,13 +16,13 @@ import { suppressedError } from '../suppressions/suppression.service.js';
 import { decodeAttachments, type AttachmentInput } from './attachments.js';
 import { composeMessage } from './compose.js';
 import type { Composer } from './compose-pool.js';
-import { MAX_RECIPIENTS, parseRecipients } from './recipients.js';
+import { MAX_RECIPIENTS, sendRecipients } from './recipients.js';
 import { scheduledTime } from './schedule.js';
 import { prepareSubmitted } from './submitted.js';
 import { createScheduling, type Scheduling } from './schedule.service.js';
 import { batchReads, ownReads, type SenderRead, type SendReads } from './send-reads.js';
 import type { EventOutbox, SendingDomains } from './sending.deps.js';
-import type { MailStore } from '../mail/mail.store.js';
+import type { MailStore, StoreInput, StoredMessageRow } from '../mail/mail.store.js';
 import type { ReturnPaths } from '../../lib/verp.js';
 
 export const DELIVERY_QUEUE = 'delivery';
@@ -127,7 +127,7 @@ export interface SendingDeps {
   events: EventOutbox;
   /** The sent copy, its delivery state and the checks a send reads (mailbox, lists, suppressions). */
   mail: Pick<SendingMailStore, 'readSender' | 'recordOutbound' | 'suppressedAmong' | 'deliveryState' | 'cancelScheduled' | 'rescheduleScheduled'> &
-    Pick<MailStore, 'storeCopy' | 'findMessage' | 'deliveryPage' | 'findMailbox'>;
+    Pick<MailStore, 'storeCopy' | 'storeCopies' | 'findMessage' | 'deliveryPage' | 'findMailbox'>;
   queue: Pick<Queue, 'enqueue' | 'cancel' | 'reschedule'>;
   domains: SendingDomains;
   /** The keyed VERP return paths (bounces+<message_id>-<tag>@<domain>), routed to our SMTP listener. */
@@ -184,7 +184,7 @@ function recipientsBySender(inputs: readonly SendInput[]): Map<string, Set<strin
     if (!from) continue;
     let all: string[];
     try {
-      all = [...parseRecipients(input.to, 'to', { required: true }), ...parseRecipients(input.cc, 'cc', { required: false }), ...parseRecipients(input.bcc, 'bcc', { required: false })];
+      all = sendRecipients(input).all;
     } catch {
       continue;
     }
@@ -214,10 +214,7 @@ export function createSendingService(deps: SendingDeps): SendingService {
     // thrown after the mailbox's and the domain's, as always.
     let recipients: { to: string[]; cc: string[]; all: string[] } | { error: unknown };
     try {
-      const to = parseRecipients(input.to, 'to', { required: true });
-      const cc = parseRecipients(input.cc, 'cc', { required: false });
-      const bcc = parseRecipients(input.bcc, 'bcc', { required: false });
-      recipients = { to, cc, all: [...new Set([...to, ...cc, ...bcc])] };
+      recipients = sendRecipients(input);
     } catch (error) {
       recipients = { error };
     }
@@ -396,11 +393,11 @@ export function createSendingService(deps: SendingDeps): SendingService {
     return { checked, composed: await compose(input, checked, sendAt), sendAt, held };
   }
 
-  /** `sendAt`: a scheduled message (`scheduled`, its job due then); null sends at once. */
-  async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Work, sendAt: number | null = null): Promise<Queued> {
+  /** The sent copy a send stores. */
+  function sentCopy(tenant: TenantContext, checked: Checked, composed: Composed): StoreInput {
     const { mailbox, all } = checked;
-    const { messageId, now, raw, parsed, mailFrom, listUnsubscribe, deliveryNotification, inReplyTo } = composed;
-    const row = await mail.storeCopy(trx, {
+    const { messageId, raw, parsed, mailFrom } = composed;
+    return {
       id: messageId,
       workspaceId: tenant.workspaceId,
       mailboxId: mailbox.id,
@@ -412,7 +409,20 @@ export function createSendingService(deps: SendingDeps): SendingService {
       parsed,
       auth: notChecked,
       envelope: { mail_from: mailFrom, rcpt_to: all },
-    });
+    };
+  }
+
+  /** `sendAt`: a scheduled message (`scheduled`, its job due then); null sends at once. */
+  async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Work, sendAt: number | null = null): Promise<Queued> {
+    const row = await mail.storeCopy(trx, sentCopy(tenant, checked, composed));
+    return queueSent(tenant, { checked, composed, sendAt }, row, trx);
+  }
+
+  /** What follows the sent copy: the delivery job, the outbound row, the quota's count and the event. */
+  async function queueSent(tenant: TenantContext, send: Omit<Prepared, 'held'>, row: StoredMessageRow, trx: Work): Promise<Queued> {
+    const { checked, composed, sendAt } = send;
+    const { all } = checked;
+    const { messageId, now, mailFrom, listUnsubscribe, deliveryNotification, inReplyTo } = composed;
     const status = sendAt === null ? 'queued' : 'scheduled';
     // The job first: the outbound row keeps its id, which cancel and reschedule find it by.
     const jobId = await queue.enqueue(asWork(trx), {
@@ -494,7 +504,11 @@ export function createSendingService(deps: SendingDeps): SendingService {
           ? []
           : await commits.run(async (trx) => {
               const queued: Queued[] = [];
-              for (const p of good) queued.push(withSuppressed(await write(tenant, p.checked, p.composed, asWork(trx), p.sendAt), p.checked));
+              // One read and one lock for all the copies' threads (mail store); each copy's job, outbound row and
+              // event are written right after it, so that they go to PostgreSQL together with its rows.
+              await mail.storeCopies(asWork(trx), good.map((p) => sentCopy(tenant, p.checked, p.composed)), async (row, i) => {
+                queued.push(withSuppressed(await queueSent(tenant, good[i]!, row, asWork(trx)), good[i]!.checked));
+              });
               return queued;
             }, tenant.workspaceId);
       let next = 0;
