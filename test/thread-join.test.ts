@@ -125,4 +125,21 @@ describe(`a batch's copies join their threads as one copy at a time would (${TES
     expect(threadOf(14)).toBe(b(12));
     expect(together.uids.slice(4)).toEqual(batch.map((_, i) => 5 + i));
   });
+
+  it("numbers each mailbox's and folder's copies in order when one call stores into several", async () => {
+    const { db, dialect } = h.services.database;
+    const store = createCopyStore({ clock: h.clock, dialect });
+    const mails = (n: number, tag: string): Mail[] => Array.from({ length: n }, (_, i) => ({ from: 'p@x.test', to: 'BOX', subject: `Mixed ${tag} ${i}`, id: `mixed-${tag}-${i}@x.test`, at: at(100 + i) }));
+    const one = await inputsFor('one@mailroom.localhost', mails(3, 'a'));
+    const each = await inputsFor('each@mailroom.localhost', mails(3, 'b'));
+    const archived = one.slice(0, 2).map((input) => ({ ...input, id: undefined, folder: 'archive' as const, raw: Buffer.from(input.raw) }));
+    const before = await db.selectFrom('folder_counts').select(['mailbox_id', 'folder', 'uidnext']).where('workspace_id', '=', acme.workspaceId).execute();
+    const next = (mailboxId: string, folder: string) => Number(before.find((b) => b.mailbox_id === mailboxId && b.folder === folder)?.uidnext ?? 1);
+    const inputs = [one[0]!, each[0]!, archived[0]!, one[1]!, each[1]!, archived[1]!, one[2]!, each[2]!];
+    const rows = await db.transaction().execute((trx) => store.storeCopies(asWork(trx), inputs));
+    const uids = await db.selectFrom('messages').select(['id', 'uid']).where('id', 'in', rows.map((r) => r.id)).execute();
+    const uidOf = new Map(uids.map((u) => [u.id, Number(u.uid)]));
+    const [a, b, c] = [next(one[0]!.mailboxId, 'inbox'), next(each[0]!.mailboxId, 'inbox'), next(one[0]!.mailboxId, 'archive')];
+    expect(rows.map((r) => uidOf.get(r.id))).toEqual([a, b, c, a + 1, b + 1, c + 1, a + 2, b + 2]);
+  });
 });

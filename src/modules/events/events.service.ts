@@ -15,6 +15,8 @@ export interface EventsService {
    * caller routes it itself.
    */
   emit(trx: Work, input: EmitInput, options?: { fanOut?: boolean }): Promise<StoredEvent>;
+  /** `emit` for several events, stored in one statement, in order; the subscribers act on each in turn. */
+  emitMany(trx: Work, inputs: readonly EmitInput[]): Promise<StoredEvent[]>;
   subscribe(subscriber: EventSubscriber): void;
 }
 
@@ -24,22 +26,25 @@ export interface EventsService {
  */
 export function createEventsService({ clock, store }: { clock: Clock; store: Pick<EventStore, 'append'> }): EventsService {
   const subscribers: EventSubscriber[] = [];
+
+  async function emitAll(trx: Work, inputs: readonly EmitInput[], fanOut: boolean): Promise<StoredEvent[]> {
+    const createdAt = clock.now();
+    const events = inputs.map((input): StoredEvent => {
+      const id = newId('evt');
+      const payload = JSON.stringify({ event_id: id, event_type: input.type, created_at: iso(createdAt), workspace_id: input.workspaceId, data: input.data });
+      return { id, workspaceId: input.workspaceId, type: input.type, payload, createdAt };
+    });
+    await store.append(trx, events.map((e) => ({ id: e.id, workspace_id: e.workspaceId, type: e.type, payload: e.payload, created_at: e.createdAt })));
+    if (fanOut) for (const event of events) for (const subscriber of subscribers) await subscriber(trx, event);
+    return events;
+  }
+
   return {
     async emit(trx, input, options = {}) {
-      const createdAt = clock.now();
-      const id = newId('evt');
-      const payload = JSON.stringify({
-        event_id: id,
-        event_type: input.type,
-        created_at: iso(createdAt),
-        workspace_id: input.workspaceId,
-        data: input.data,
-      });
-      const event: StoredEvent = { id, workspaceId: input.workspaceId, type: input.type, payload, createdAt };
-      await store.append(trx, [{ id, workspace_id: input.workspaceId, type: input.type, payload, created_at: createdAt }]);
-      if (options.fanOut !== false) for (const subscriber of subscribers) await subscriber(trx, event);
-      return event;
+      const [event] = await emitAll(trx, [input], options.fanOut !== false);
+      return event!;
     },
+    emitMany: (trx, inputs) => emitAll(trx, inputs, true),
     subscribe(subscriber) {
       subscribers.push(subscriber);
     },

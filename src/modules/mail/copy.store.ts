@@ -13,7 +13,7 @@ import { foldCase } from '../../lib/mail-text.js';
 import type { AttachmentView, AuthSummary, Folder, SpamView } from '../messages/message.types.js';
 import type { ParsedMessage } from '../messages/mime.js';
 import type { AttachmentTable } from './message.table.js';
-import { bumpFolder, insertLabels, insertMessage, mailDb, type MailDb, type NewMessageRow, type StoredMessageRow } from './message.store.js';
+import { bumpFolder, insertLabelRows, insertMessages, mailDb, type MailDb, type NewMessageRow, type StoredMessageRow } from './message.store.js';
 import { indexFts } from './search.store.js';
 import { ThreadJoiner, threadPlanOf } from './thread-join.store.js';
 
@@ -97,63 +97,87 @@ function messageRowOf(input: StoreInput, ids: { messageId: string; threadId: str
   };
 }
 
+/** A folder's share of the copies: its counter is bumped once for all of them. */
+interface FolderShare {
+  mailboxId: string;
+  folder: Folder;
+  count: number;
+  unread: number;
+  bytes: number;
+}
+
+/** Each copy's folder, counted (map keyed by mailbox and folder), and each copy's UID offset from its folder's new `uidnext`. */
+function folderShares(inputs: readonly StoreInput[]): { shares: Map<string, FolderShare>; offsets: number[] } {
+  const shares = new Map<string, FolderShare>();
+  const keys = inputs.map((input) => {
+    const key = `${input.mailboxId}\u0000${input.folder}`;
+    const share = shares.get(key) ?? { mailboxId: input.mailboxId, folder: input.folder, count: 0, unread: 0, bytes: 0 };
+    share.count += 1;
+    share.unread += input.read ? 0 : 1;
+    share.bytes += input.raw.length;
+    shares.set(key, share);
+    return { key, index: share.count };
+  });
+  // The folder's copies take its UIDs in order: the first of n takes uidnext - n, the last uidnext - 1.
+  return { shares, offsets: keys.map(({ key, index }) => shares.get(key)!.count - index + 1) };
+}
+
 /** Storing copies of messages (see the top of this file). */
 export function createCopyStore({ clock, dialect }: { clock: Clock; dialect: DialectInfo }) {
-  /** One copy's rows after its thread is known; returns its row as `storeCopies` does. */
-  async function writeCopy(trx: MailDb, input: StoreInput, threadId: string, labels: string[], now: number): Promise<StoredMessageRow> {
-    const { parsed } = input;
-    const messageId = input.id ?? newId('msg');
-    const attachmentRows = attachmentRowsOf(input, messageId);
-    const row = messageRowOf(input, { messageId, threadId }, labels, attachmentRows, now);
-    await insertMessage(trx, row);
-    await insertRows(trx, 'message_contents', [
-      {
-        message_id: messageId,
+  /** The copies' rows beside `messages`: contents, spam verdicts, the SQLite search index, files, labels, thread keys. */
+  async function writeParts(trx: MailDb, copies: readonly { input: StoreInput; row: NewMessageRow; attachments: AttachmentTable[]; keys: string[] }[]): Promise<void> {
+    const tsvector = dialect.fullText === 'tsvector';
+    await insertRows(
+      trx,
+      'message_contents',
+      copies.map(({ input, row }) => ({
+        message_id: row.id,
         workspace_id: input.workspaceId,
-        text_body: parsed.text,
-        html_body: parsed.html,
-        headers_json: JSON.stringify(parsed.headers),
+        text_body: input.parsed.text,
+        html_body: input.parsed.html,
+        headers_json: JSON.stringify(input.parsed.headers),
         raw: input.raw,
-        ...(dialect.fullText === 'tsvector' ? { search_document: parsed.search.tsvector } : {}),
-      },
-    ]);
-    if (input.spam) {
-      const { score, action, symbols } = input.spam;
-      await insertRows(trx, 'message_spam', [{ message_id: messageId, workspace_id: input.workspaceId, score, action, symbols_json: JSON.stringify(symbols) }]);
-    }
-    if (dialect.fullText === 'fts5') await indexFts(trx, input.workspaceId, messageId, parsed.search.document);
-    await insertRows(trx, 'attachments', attachmentRows);
-    await insertLabels(trx, input.workspaceId, messageId, labels);
-    return { ...row, mailbox_address: input.mailboxAddress };
+        ...(tsvector ? { search_document: input.parsed.search.tsvector } : {}),
+      })),
+    );
+    const spam = copies.flatMap(({ input, row }) => (input.spam ? [{ message_id: row.id, workspace_id: input.workspaceId, score: input.spam.score, action: input.spam.action, symbols_json: JSON.stringify(input.spam.symbols) }] : []));
+    await insertRows(trx, 'message_spam', spam);
+    if (dialect.fullText === 'fts5') for (const { input, row } of copies) await indexFts(trx, input.workspaceId, row.id, input.parsed.search.document);
+    await insertRows(trx, 'attachments', copies.flatMap((c) => c.attachments));
+    const labels = copies.flatMap(({ input, row }) => (JSON.parse(row.labels) as string[]).map((label) => ({ message_id: row.id, workspace_id: input.workspaceId, label })));
+    await insertLabelRows(trx, labels);
+    const refs = copies.flatMap(({ input, row, keys }) => keys.map((message_key) => ({ workspace_id: input.workspaceId, mailbox_id: input.mailboxId, message_key, thread_id: row.thread_id })));
+    await insertRows(trx, 'thread_refs', refs, { ignoreConflicts: true });
   }
 
-  const storeCopies: CopyStore['storeCopies'] = async (work, inputs, each) => {
+  const storeCopies: CopyStore['storeCopies'] = async (work, inputs) => {
+    const first = inputs[0];
+    if (!first) return [];
+    if (inputs.some((input) => input.workspaceId !== first.workspaceId)) throw new Error("storeCopies: the copies of one call are one workspace's");
     const trx = mailDb(work);
     const now = clock.now();
-    const workspaceId = inputs[0]?.workspaceId;
-    if (inputs.some((input) => input.workspaceId !== workspaceId)) throw new Error('storeCopies: the copies of one call are one workspace\'s');
     // The snippet is computed with the parse (mime.ts), outside this transaction, which other writers wait for.
     const plans = inputs.map((input) => {
       const labels = [...new Set(input.labels ?? [])].sort();
       return threadPlanOf({ mailboxId: input.mailboxId, parsed: input.parsed, labels, unread: input.read ? 0 : 1, at: input.receivedAt ?? now });
     });
-    let threads: ThreadJoiner | undefined;
-    const rows: StoredMessageRow[] = [];
-    for (const [i, input] of inputs.entries()) {
-      const plan = plans[i]!;
-      // The folder's counter first: it takes the message's UID (`uids` 1) and the new modseq, which the message
-      // INSERT reads back. On PostgreSQL it is a deferred write that the next statement carries (for the first
-      // copy, the threads' read), so it costs no round trip of its own (decision 518); its row lock, held to the
-      // end, keeps UIDs in commit order.
-      await bumpFolder(trx, input.workspaceId, input.mailboxId, input.folder, 1, plan.unread, input.raw.length, 1);
-      threads ??= await ThreadJoiner.open(trx, input.workspaceId, plans, dialect.supportsRowLocks);
-      const threadId = await threads.join(trx, plan, now);
-      const row = await writeCopy(trx, input, threadId, plan.labels, now);
-      await insertRows(trx, 'thread_refs', plan.keys.map((message_key) => ({ workspace_id: input.workspaceId, mailbox_id: input.mailboxId, message_key, thread_id: threadId })), { ignoreConflicts: true });
-      rows.push(row);
-      if (each) await each(row, i);
-    }
-    return rows;
+    // The folders' counters first: they take the copies' UIDs and the new modseq, which the messages' INSERT reads
+    // back. On PostgreSQL they are deferred writes that the threads' read carries, so they cost no round trip of their
+    // own (decision 518); their row locks, held to the end, keep UIDs in commit order.
+    const { shares, offsets } = folderShares(inputs);
+    for (const share of shares.values()) await bumpFolder(trx, first.workspaceId, share.mailboxId, share.folder, share.count, share.unread, share.bytes, share.count);
+    const threads = await ThreadJoiner.open(trx, first.workspaceId, plans, dialect.supportsRowLocks);
+    const threadIds: string[] = [];
+    for (const plan of plans) threadIds.push(await threads.join(trx, plan, now));
+    await threads.write(trx);
+    const copies = inputs.map((input, i) => {
+      const messageId = input.id ?? newId('msg');
+      const attachments = attachmentRowsOf(input, messageId);
+      return { input, attachments, keys: plans[i]!.keys, row: messageRowOf(input, { messageId, threadId: threadIds[i]! }, plans[i]!.labels, attachments, now) };
+    });
+    await insertMessages(trx, copies.map(({ row }, i) => ({ row, uidOffset: offsets[i]! })));
+    await writeParts(trx, copies);
+    return copies.map(({ input, row }) => ({ ...row, mailbox_address: input.mailboxAddress }));
   };
 
   return {
@@ -168,10 +192,10 @@ export interface CopyStore {
   /** Store one copy of a message in one mailbox, in the caller's transaction; returns the stored row (list-view columns). */
   storeCopy(work: Work, input: StoreInput): Promise<StoredMessageRow>;
   /**
-   * Store copies of one workspace's messages in order, in the caller's transaction, each as `storeCopy` would: a
-   * later copy joins an earlier one's thread. Their threads are read and locked for all of them at once
-   * (thread-join.store.ts). `each`: the caller's own writes for a copy, run after it is stored and before the next is,
-   * so that PostgreSQL receives them with its writes (db/write-coalescing.ts).
+   * Store copies of one workspace's messages, in the caller's transaction, as storing them one at a time in this
+   * order would: a later copy joins an earlier one's thread and takes a later UID. Each table is written once for all
+   * of them (PostgreSQL: a few round trips for any number): threads are read and locked together
+   * (thread-join.store.ts), each folder's counter bumped once.
    */
-  storeCopies(work: Work, inputs: readonly StoreInput[], each?: (row: StoredMessageRow, index: number) => Promise<void>): Promise<StoredMessageRow[]>;
+  storeCopies(work: Work, inputs: readonly StoreInput[]): Promise<StoredMessageRow[]>;
 }

@@ -357,6 +357,25 @@ export function insertMessage(db: MailDb, row: NewMessageRow): Promise<void> {
   return insertMessageQuery(db, row);
 }
 
+/** Message rows in one INSERT: fewer than PostgreSQL's and SQLite's limits on bound values (about 30 a row). */
+const MESSAGES_PER_INSERT = 500;
+
+/**
+ * `insertMessage` for several copies: a copy takes the UID `uidnext - uidOffset` of its folder, whose counter was
+ * bumped once for all of the folder's copies (`uids` their number; offsets from that number down to 1, in order).
+ * One statement (per 500 rows), built anew: its shape varies with the number of rows.
+ */
+export async function insertMessages(db: MailDb, copies: readonly { row: NewMessageRow; uidOffset: number }[]): Promise<void> {
+  if (copies.length === 1 && copies[0]!.uidOffset === 1) return insertMessage(db, copies[0]!.row);
+  const counter = (row: NewMessageRow, column: 'uidnext' | 'modseq') =>
+    db.selectFrom('folder_counts').select(column).where('folder_counts.workspace_id', '=', row.workspace_id).where('folder_counts.mailbox_id', '=', row.mailbox_id).where('folder_counts.folder', '=', row.folder);
+  for (let start = 0; start < copies.length; start += MESSAGES_PER_INSERT) {
+    const values = copies.slice(start, start + MESSAGES_PER_INSERT).map(({ row, uidOffset }) => ({ ...row, uid: sql<number>`(${counter(row, 'uidnext')}) - ${uidOffset}`, modseq: sql<number>`(${counter(row, 'modseq')})` }));
+    // Nobody reads its result: on PostgreSQL it goes with the transaction's next statement, as `insertMessage` does.
+    await db.executeQuery(deferrableWrite(db.insertInto('messages').values(values).compile()));
+  }
+}
+
 const readThreadQuery = preparedQuery<{ workspaceId: string; threadId: string }, ThreadTable, MailTables>((db, p) =>
   db.selectFrom('threads').selectAll().where('workspace_id', '=', p<string>('workspaceId')).where('id', '=', p<string>('threadId')),
 );
@@ -555,5 +574,10 @@ export function deliveryRows(db: MailDb, workspaceId: string, filter: MessageFil
 
 /** Give a message labels (those it has already are kept as they are). */
 export function insertLabels(db: MailDb, workspaceId: string, messageId: string, labels: readonly string[]): Promise<void> {
-  return insertRows(db, 'message_labels', labels.map((label) => ({ message_id: messageId, workspace_id: workspaceId, label })), { ignoreConflicts: true });
+  return insertLabelRows(db, labels.map((label) => ({ message_id: messageId, workspace_id: workspaceId, label })));
+}
+
+/** `insertLabels` for the labels of several messages in one statement. */
+export function insertLabelRows(db: MailDb, rows: readonly { message_id: string; workspace_id: string; label: string }[]): Promise<void> {
+  return insertRows(db, 'message_labels', rows, { ignoreConflicts: true });
 }

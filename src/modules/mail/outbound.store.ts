@@ -37,7 +37,7 @@ export interface OutboundStore {
    */
   readSender(work: Work, query: { workspaceId: string; address: string; keys: readonly string[] }): Promise<SenderRow[]>;
   /** Record a new outbound message's delivery state: every recipient `pending`, no attempt yet. */
-  recordOutbound(work: Work, outbound: NewOutbound): Promise<void>;
+  recordOutbounds(work: Work, outbound: readonly NewOutbound[]): Promise<void>;
   /** The message's delivery status and job, if it was sent. */
   deliveryState(work: Work, key: OutboundKey): Promise<{ status: DeliveryStatus; job_id: string | null; in_reply_to: string | null } | undefined>;
   /** Cancel a scheduled message (`cancelled`, final): false when it is no longer `scheduled`. */
@@ -87,9 +87,11 @@ export function createOutboundStore({ listCandidates }: OutboundStoreDeps): Outb
   return {
     readSender: (work, query) => senderQuery(tablesOf<MailTables>(work), query),
 
-    recordOutbound: (work, o) =>
-      insertRows(tablesOf<MailTables>(work), 'outbound', [
-        {
+    recordOutbounds: (work, list) =>
+      insertRows(
+        tablesOf<MailTables>(work),
+        'outbound',
+        list.map((o) => ({
           message_id: o.messageId,
           workspace_id: o.workspaceId,
           status: o.status,
@@ -106,8 +108,8 @@ export function createOutboundStore({ listCandidates }: OutboundStoreDeps): Outb
           in_reply_to: o.inReplyTo ?? null,
           created_at: o.now,
           updated_at: o.now,
-        },
-      ]),
+        })),
+      ),
 
     deliveryState: (work, { workspaceId, messageId }) =>
       tablesOf<MailTables>(work).selectFrom('outbound').select(['status', 'job_id', 'in_reply_to']).where('workspace_id', '=', workspaceId).where('message_id', '=', messageId).executeTakeFirst(),

@@ -22,7 +22,7 @@ import { prepareSubmitted } from './submitted.js';
 import { createScheduling, type Scheduling } from './schedule.service.js';
 import { batchReads, ownReads, type SenderRead, type SendReads } from './send-reads.js';
 import type { EventOutbox, SendingDomains } from './sending.deps.js';
-import type { MailStore, StoreInput, StoredMessageRow } from '../mail/mail.store.js';
+import type { MailStore, StoreInput } from '../mail/mail.store.js';
 import type { ReturnPaths } from '../../lib/verp.js';
 
 export const DELIVERY_QUEUE = 'delivery';
@@ -126,9 +126,9 @@ export interface SendingDeps {
   clock: Clock;
   events: EventOutbox;
   /** The sent copy, its delivery state and the checks a send reads (mailbox, lists, suppressions). */
-  mail: Pick<SendingMailStore, 'readSender' | 'recordOutbound' | 'suppressedAmong' | 'deliveryState' | 'cancelScheduled' | 'rescheduleScheduled'> &
+  mail: Pick<SendingMailStore, 'readSender' | 'recordOutbounds' | 'suppressedAmong' | 'deliveryState' | 'cancelScheduled' | 'rescheduleScheduled'> &
     Pick<MailStore, 'storeCopy' | 'storeCopies' | 'findMessage' | 'deliveryPage' | 'findMailbox'>;
-  queue: Pick<Queue, 'enqueue' | 'cancel' | 'reschedule'>;
+  queue: Pick<Queue, 'enqueue' | 'enqueueMany' | 'cancel' | 'reschedule'>;
   domains: SendingDomains;
   /** The keyed VERP return paths (bounces+<message_id>-<tag>@<domain>), routed to our SMTP listener. */
   returnPaths: ReturnPaths;
@@ -414,30 +414,37 @@ export function createSendingService(deps: SendingDeps): SendingService {
 
   /** `sendAt`: a scheduled message (`scheduled`, its job due then); null sends at once. */
   async function write(tenant: TenantContext, checked: Checked, composed: Composed, trx: Work, sendAt: number | null = null): Promise<Queued> {
-    const row = await mail.storeCopy(trx, sentCopy(tenant, checked, composed));
-    return queueSent(tenant, { checked, composed, sendAt }, row, trx);
+    return (await writeAll(tenant, [{ checked, composed, sendAt }], trx))[0]!;
   }
 
-  /** What follows the sent copy: the delivery job, the outbound row, the quota's count and the event. */
-  async function queueSent(tenant: TenantContext, send: Omit<Prepared, 'held'>, row: StoredMessageRow, trx: Work): Promise<Queued> {
-    const { checked, composed, sendAt } = send;
-    const { all } = checked;
-    const { messageId, now, mailFrom, listUnsubscribe, deliveryNotification, inReplyTo } = composed;
-    const status = sendAt === null ? 'queued' : 'scheduled';
-    // The job first: the outbound row keeps its id, which cancel and reschedule find it by.
-    const jobId = await queue.enqueue(asWork(trx), {
-      queue: DELIVERY_QUEUE,
-      workspaceId: tenant.workspaceId,
-      payload: { message_id: messageId },
-      maxAttempts: deps.maxAttempts ?? 1000,
-      ...(sendAt === null ? {} : { runAt: sendAt }),
-    });
-    await mail.recordOutbound(trx, { workspaceId: tenant.workspaceId, messageId, status, mailFrom, recipients: all, sendAt, jobId, listUnsubscribe, deliveryNotification, inReplyTo, now });
-    // Counted where it is written (a scheduled message when it is accepted): past a quota the whole send rolls back.
-    await quota.countSend(trx, tenant.workspaceId, 1);
-    const schedule = sendAt === null ? {} : { send_at: iso(sendAt) };
-    await events.emit(asWork(trx), { workspaceId: tenant.workspaceId, type: 'message.sent', data: { ...toMessageListView(row), status, ...schedule } });
-    return { message_id: messageId, status, ...schedule };
+  /**
+   * The sends' sent copies, then their delivery jobs, outbound rows, the quota's count and their events, each table
+   * written once for all of them (a batch: a few round trips to PostgreSQL for any number of messages).
+   */
+  async function writeAll(tenant: TenantContext, sends: readonly Omit<Prepared, 'held'>[], trx: Work): Promise<Queued[]> {
+    const { workspaceId } = tenant;
+    const rows = await mail.storeCopies(trx, sends.map(({ checked, composed }) => sentCopy(tenant, checked, composed)));
+    // The jobs first: an outbound row keeps its job's id, which cancel and reschedule find it by.
+    const jobIds = await queue.enqueueMany(
+      trx,
+      sends.map(({ composed, sendAt }) => ({ queue: DELIVERY_QUEUE, workspaceId, payload: { message_id: composed.messageId }, maxAttempts: deps.maxAttempts ?? 1000, ...(sendAt === null ? {} : { runAt: sendAt }) })),
+    );
+    const statusOf = (sendAt: number | null) => (sendAt === null ? 'queued' : 'scheduled');
+    await mail.recordOutbounds(
+      trx,
+      sends.map(({ checked, composed, sendAt }, i) => {
+        const { messageId, now, mailFrom, listUnsubscribe, deliveryNotification, inReplyTo } = composed;
+        return { workspaceId, messageId, status: statusOf(sendAt), mailFrom, recipients: checked.all, sendAt, jobId: jobIds[i]!, listUnsubscribe, deliveryNotification, inReplyTo, now };
+      }),
+    );
+    // Counted where they are written (a scheduled message when it is accepted): past a quota the whole unit rolls back.
+    await quota.countSend(trx, workspaceId, sends.length);
+    const schedules = sends.map(({ sendAt }) => (sendAt === null ? {} : { send_at: iso(sendAt) }));
+    await events.emitMany(
+      trx,
+      sends.map(({ sendAt }, i) => ({ workspaceId, type: 'message.sent' as const, data: { ...toMessageListView(rows[i]!), status: statusOf(sendAt), ...schedules[i] } })),
+    );
+    return sends.map(({ composed, sendAt }, i) => ({ message_id: composed.messageId, status: statusOf(sendAt), ...schedules[i] }));
   }
 
   return {
@@ -503,13 +510,8 @@ export function createSendingService(deps: SendingDeps): SendingService {
         good.length === 0
           ? []
           : await commits.run(async (trx) => {
-              const queued: Queued[] = [];
-              // One read and one lock for all the copies' threads (mail store); each copy's job, outbound row and
-              // event are written right after it, so that they go to PostgreSQL together with its rows.
-              await mail.storeCopies(asWork(trx), good.map((p) => sentCopy(tenant, p.checked, p.composed)), async (row, i) => {
-                queued.push(withSuppressed(await queueSent(tenant, good[i]!, row, asWork(trx)), good[i]!.checked));
-              });
-              return queued;
+              const queued = await writeAll(tenant, good, asWork(trx));
+              return queued.map((q, i) => withSuppressed(q, good[i]!.checked));
             }, tenant.workspaceId);
       let next = 0;
       return prepared.map((p) => ('error' in p ? { error: p.error } : { queued: written[next++]! }));
