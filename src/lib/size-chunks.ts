@@ -18,3 +18,10 @@ export function sizeChunks<T extends { size: number }>(rows: readonly T[], maxBy
   if (chunk.length > 0) chunks.push(chunk);
   return chunks;
 }
+
+/** Items in consecutive chunks of at most `size` (none for no items): a list bound for one statement at a time. */
+export function chunksOf<T>(items: readonly T[], size: number): T[][] {
+  const chunks: T[][] = [];
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
+  return chunks;
+}

@@ -15,6 +15,7 @@
 import { sql } from 'kysely';
 import { insertRows, preparedQuery, preparedWrite } from '../../db/prepared.js';
 import { newId } from '../../lib/ids.js';
+import { chunksOf } from '../../lib/size-chunks.js';
 import type { ParsedMessage } from '../messages/mime.js';
 import type { MailTables } from './mail.table.js';
 import type { ThreadTable } from './message.table.js';
@@ -221,8 +222,6 @@ class ThreadBook {
  */
 const REF_KEYS_PER_PART = 10;
 
-const chunksOf = <T>(items: readonly T[], size: number): T[][] => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
-
 /** Every plan's candidates in one statement (one plan: the prepared lone statement); none when there is nothing to look up. */
 async function readCandidates(db: MailDb, workspaceId: string, plans: readonly ThreadPlan[]): Promise<CandidateRow[]> {
   if (plans.length === 1) {
@@ -284,8 +283,8 @@ async function readCandidates(db: MailDb, workspaceId: string, plans: readonly T
 
 /**
  * Puts new messages into their threads, in the caller's transaction: `open` reads and locks for all of them, then
- * `join` once a message, in order, then `write`. `rowLocks` (PostgreSQL): the joined threads stay locked until the transaction
- * ends, so concurrent deliveries into one thread do not lose each other's counts.
+ * `join` once a message, in order, then `write`. `rowLocks` (PostgreSQL): the joined threads stay locked until the
+ * transaction ends, so concurrent deliveries into one thread do not lose each other's counts.
  */
 export class ThreadJoiner {
   /** Threads the joins made, and every thread they changed (made or joined), not yet written. */

@@ -5,6 +5,7 @@
  * statements instead of three hundred, and each message is still judged on its own recipients.
  */
 import type { Work } from '../../db/tables.js';
+import { chunksOf } from '../../lib/size-chunks.js';
 import { candidatesOf } from '../lists/candidates.js';
 import { addressVerdicts, matchKeys } from '../lists/list.service.js';
 import type { SenderRow, SendingMailStore } from '../mail/sending-mail.store.js';
@@ -30,9 +31,9 @@ export type SendReadStore = Pick<SendingMailStore, 'readSender' | 'suppressedAmo
  */
 const READ_CHUNK = 50;
 
+/** Items in chunks of READ_CHUNK; no items read as one empty chunk (the sender is read even with no recipient). */
 function chunks<T>(items: readonly T[]): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += READ_CHUNK) out.push(items.slice(i, i + READ_CHUNK));
+  const out = chunksOf(items, READ_CHUNK);
   return out.length > 0 ? out : [[]];
 }
 
