@@ -99,7 +99,7 @@ export function searchTokens(text: string): string[] {
   return words;
 }
 
-const wordsOf = (text: string): string => searchTokens(text).join(' ');
+
 
 /**
  * Text as a search query holds it: NFKC, lower case, accents kept. A sender's address is stored in this form beside
@@ -139,7 +139,7 @@ interface Addressed {
   address: string;
 }
 
-const addressWords = (list: readonly Addressed[]): string => wordsOf(list.map((a) => `${a.name} ${a.address}`).join(' '));
+const addressTokens = (list: readonly Addressed[]): string[] => searchTokens(list.map((a) => `${a.name} ${a.address}`).join(' '));
 
 /** The body text the index reads: the text part, or the text of the HTML part, at most INDEXED_BODY_CHARS. */
 export function bodySource(text: string | null, html: string | null): string {
@@ -157,16 +157,32 @@ export interface SearchSource {
   attachments: ReadonlyArray<{ filename: string }>;
 }
 
+/** A document's fields as word lists, before they are joined: the tsvector is built from these, not re-split. */
+type DocumentTokens = Record<keyof SearchDocument, string[]>;
+
+function documentTokens(message: SearchSource): DocumentTokens {
+  return {
+    subject: searchTokens(message.subject),
+    from: message.from ? addressTokens([message.from]) : [],
+    to: addressTokens(message.to),
+    cc: addressTokens(message.cc),
+    filename: searchTokens(message.attachments.map((a) => a.filename).join(' ')),
+    body: searchTokens(bodySource(message.text, message.html)),
+  };
+}
+
+const joined = (tokens: DocumentTokens): SearchDocument => ({
+  subject: tokens.subject.join(' '),
+  from: tokens.from.join(' '),
+  to: tokens.to.join(' '),
+  cc: tokens.cc.join(' '),
+  filename: tokens.filename.join(' '),
+  body: tokens.body.join(' '),
+});
+
 /** The index's words of a parsed (or composed) message. */
 export function searchDocumentOf(message: SearchSource): SearchDocument {
-  return {
-    subject: wordsOf(message.subject),
-    from: message.from ? addressWords([message.from]) : '',
-    to: addressWords(message.to),
-    cc: addressWords(message.cc),
-    filename: wordsOf(message.attachments.map((a) => a.filename).join(' ')),
-    body: wordsOf(bodySource(message.text, message.html)),
-  };
+  return joined(documentTokens(message));
 }
 
 /** Letters and digits of a workspace's tag: 36^8 tags, so two workspaces rarely share one (which costs time, never rows). */
@@ -198,16 +214,23 @@ const MAX_POSITIONS_PER_LEXEME = 255;
 /** A tsvector may not pass 1 MiB: lexemes stop being added well before (at most 3 bytes a character counted). */
 const MAX_VECTOR_BYTES = 768 * 1024;
 
+/** A lexeme's positions, kept as the text the tsvector will hold (`'word':2,9`): one string a lexeme, no arrays. */
+interface Lexeme {
+  text: string;
+  count: number;
+  last: number;
+}
+
 /** One position per word; fields a step apart, so that a phrase never spans two of them. */
 class VectorBuilder {
-  private readonly lexemes = new Map<string, number[]>();
+  private readonly lexemes = new Map<string, Lexeme>();
   private position = 0;
   private bytes = 0;
 
-  add(words: string, prefix: string | null): void {
-    if (words === '') return;
+  add(words: readonly string[], prefix: string | null): void {
+    if (words.length === 0) return;
     this.position += 1;
-    for (const word of words.split(' ')) {
+    for (const word of words) {
       this.position = Math.min(this.position + 1, MAX_POSITION);
       this.put(word, this.position);
       if (prefix !== null) this.put(prefix + word, this.position);
@@ -215,22 +238,32 @@ class VectorBuilder {
   }
 
   private put(lexeme: string, position: number): void {
-    const positions = this.lexemes.get(lexeme);
-    if (positions === undefined) {
+    const seen = this.lexemes.get(lexeme);
+    if (seen === undefined) {
       if (this.bytes > MAX_VECTOR_BYTES) return;
       this.bytes += 3 * lexeme.length + 8;
-      this.lexemes.set(lexeme, [position]);
-    } else if (positions.length < MAX_POSITIONS_PER_LEXEME && positions[positions.length - 1] !== position) {
-      positions.push(position);
+      // Words are letters and digits (and a field's prefix), so they need no escapes.
+      this.lexemes.set(lexeme, { text: `'${lexeme}':${position}`, count: 1, last: position });
+    } else if (seen.count < MAX_POSITIONS_PER_LEXEME && seen.last !== position) {
+      seen.text += `,${position}`;
+      seen.count += 1;
+      seen.last = position;
     }
   }
 
-  /** The tsvector's text form (`'word':1,4 'f.alice':2`); words are letters and digits, so need no escapes. */
+  /** The tsvector's text form (`'word':1,4 'f.alice':2`). */
   toString(): string {
     const parts: string[] = [];
-    for (const [lexeme, positions] of this.lexemes) parts.push(`'${lexeme}':${positions.join(',')}`);
+    for (const lexeme of this.lexemes.values()) parts.push(lexeme.text);
     return parts.join(' ');
   }
+}
+
+function vectorOf(tokens: DocumentTokens): string {
+  const vector = new VectorBuilder();
+  for (const field of Object.keys(FIELD_PREFIX) as SearchField[]) vector.add(tokens[field], FIELD_PREFIX[field]);
+  vector.add(tokens.body, null);
+  return vector.toString();
 }
 
 /**
@@ -239,10 +272,8 @@ class VectorBuilder {
  * parser depends on the database's locale and would split words differently from the query.
  */
 export function tsvectorOf(doc: SearchDocument): string {
-  const vector = new VectorBuilder();
-  for (const field of Object.keys(FIELD_PREFIX) as SearchField[]) vector.add(doc[field], FIELD_PREFIX[field]);
-  vector.add(doc.body, null);
-  return vector.toString();
+  const words = (field: string): string[] => (field === '' ? [] : field.split(' '));
+  return vectorOf({ subject: words(doc.subject), from: words(doc.from), to: words(doc.to), cc: words(doc.cc), filename: words(doc.filename), body: words(doc.body) });
 }
 
 /** What the store writes to the index: the words (SQLite's FTS5 row) and their `tsvector` (PostgreSQL). */
@@ -257,8 +288,8 @@ export interface SearchEntry {
  * the work.
  */
 export function searchEntryOf(message: SearchSource, index?: 'fts5' | 'tsvector'): SearchEntry {
-  const document = searchDocumentOf(message);
-  return { document, tsvector: index === 'fts5' ? '' : tsvectorOf(document) };
+  const tokens = documentTokens(message);
+  return { document: joined(tokens), tsvector: index === 'fts5' ? '' : vectorOf(tokens) };
 }
 
 /**
