@@ -99,8 +99,6 @@ export function searchTokens(text: string): string[] {
   return words;
 }
 
-
-
 /**
  * Text as a search query holds it: NFKC, lower case, accents kept. A sender's address is stored in this form beside
  * the message (`messages.from_address`), so that `from:alice@example.com` is an equality on an index.
@@ -171,14 +169,13 @@ function documentTokens(message: SearchSource): DocumentTokens {
   };
 }
 
-const joined = (tokens: DocumentTokens): SearchDocument => ({
-  subject: tokens.subject.join(' '),
-  from: tokens.from.join(' '),
-  to: tokens.to.join(' '),
-  cc: tokens.cc.join(' '),
-  filename: tokens.filename.join(' '),
-  body: tokens.body.join(' '),
-});
+/** Each field of a document (as words or as word lists) turned by `each`. */
+function eachField<A, B>(fields: Record<keyof SearchDocument, A>, each: (field: A) => B): Record<keyof SearchDocument, B> {
+  const { subject, from, to, cc, filename, body } = fields;
+  return { subject: each(subject), from: each(from), to: each(to), cc: each(cc), filename: each(filename), body: each(body) };
+}
+
+const joined = (tokens: DocumentTokens): SearchDocument => eachField(tokens, (words) => words.join(' '));
 
 /** The index's words of a parsed (or composed) message. */
 export function searchDocumentOf(message: SearchSource): SearchDocument {
@@ -272,8 +269,7 @@ function vectorOf(tokens: DocumentTokens): string {
  * parser depends on the database's locale and would split words differently from the query.
  */
 export function tsvectorOf(doc: SearchDocument): string {
-  const words = (field: string): string[] => (field === '' ? [] : field.split(' '));
-  return vectorOf({ subject: words(doc.subject), from: words(doc.from), to: words(doc.to), cc: words(doc.cc), filename: words(doc.filename), body: words(doc.body) });
+  return vectorOf(eachField(doc, (words) => (words === '' ? [] : words.split(' '))));
 }
 
 /** What the store writes to the index: the words (SQLite's FTS5 row) and their `tsvector` (PostgreSQL). */
